@@ -1,0 +1,57 @@
+import type { RunErrorInfo } from '../errors';
+import { decodePayload } from '../redis/payload.codec';
+
+export type RunState = 'waiting' | 'delayed' | 'active' | 'completed' | 'failed';
+
+/** A run as stored in Redis, from `QueueClient.get`. */
+export interface RunInfo<Out = unknown> {
+  id: string;
+  workflow: string;
+  state: RunState;
+  input: unknown;
+  priority: number;
+  group?: string;
+  /** Attempts started so far (claims, including recoveries from stalled workers). */
+  attempts: number;
+  maxAttempts: number;
+  /** Failed attempts so far. */
+  failures: number;
+  createdAt: Date;
+  /** When the run is (or was) due to start. */
+  dueAt: Date;
+  /** Start of the latest attempt. */
+  startedAt?: Date;
+  finishedAt?: Date;
+  /** Set once completed. */
+  result?: Out;
+  /** The final error once failed; the latest error while retrying. */
+  error?: RunErrorInfo;
+}
+
+/** The run hash fields, in the order {@link toRunInfo} reads them. */
+export const RUN_FIELDS = [
+  'workflow', 'state', 'input', 'priority', 'group', 'attempts', 'maxAttempts', 'failures',
+  'createdAt', 'dueAt', 'startedAt', 'finishedAt', 'result', 'error',
+] as const;
+
+export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null {
+  const [workflow, state, input, priority, group, attempts, maxAttempts, failures, createdAt, dueAt, startedAt, finishedAt, result, error] = values;
+  if (!state || !workflow) return null;
+  return {
+    id,
+    workflow,
+    state: state as RunState,
+    input: decodePayload(input),
+    priority: Number(priority ?? 0),
+    ...(group && { group }),
+    attempts: Number(attempts ?? 0),
+    maxAttempts: Number(maxAttempts ?? 1),
+    failures: Number(failures ?? 0),
+    createdAt: new Date(Number(createdAt)),
+    dueAt: new Date(Number(dueAt ?? createdAt)),
+    ...(startedAt && { startedAt: new Date(Number(startedAt)) }),
+    ...(finishedAt && { finishedAt: new Date(Number(finishedAt)) }),
+    ...(state === 'completed' && { result: decodePayload(result) }),
+    ...(error && { error: decodePayload<RunErrorInfo>(error) }),
+  };
+}

@@ -1,0 +1,126 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { RunNotFoundError, WaitTimeoutError, WorkflowFailedError, type RunErrorInfo } from '../errors';
+import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
+import type { ResolvedQueueOptions } from '../queue.options';
+import { decodePayload } from '../redis/payload.codec';
+import { RedisConnections } from '../redis/redis.connections';
+import { RedisKeys } from '../redis/redis.keys';
+
+/** The record a worker publishes on a run's done channel (see lua/includes/common.lua). */
+interface DoneMessage {
+  v: 1;
+  state: 'completed' | 'failed';
+  result?: unknown;
+  error?: RunErrorInfo;
+  undef?: boolean;
+}
+
+type Outcome = { settled: true; result: unknown } | { settled: false };
+
+/**
+ * Not a sleep standing in for an event: pub/sub is only a doorbell, and a publish sent while the
+ * subscriber was reconnecting is gone. Re-reading the stored record this often bounds how long
+ * such a loss can delay a waiter.
+ */
+const BACKSTOP_MS = 10_000;
+
+/**
+ * Waits for runs to finish over one shared subscriber connection: subscribe to the run's done
+ * channel, then read the stored record (a run that finished before the subscription resolves at
+ * once). The publish carries the outcome, so the usual wait costs those two round trips only.
+ */
+@Injectable()
+export class RunWaiter {
+  private readonly keys: RedisKeys;
+  private readonly listeners = new Map<string, Set<(message: string) => void>>();
+  private attached = false;
+
+  constructor(
+    private readonly connections: RedisConnections,
+    @Inject(RESOLVED_QUEUE_OPTIONS) options: ResolvedQueueOptions,
+  ) {
+    this.keys = new RedisKeys(options.prefix, options.namespace);
+  }
+
+  wait(runId: string, timeoutMs: number | undefined): Promise<unknown> {
+    const channel = this.keys.done(runId);
+    return new Promise((resolve, reject) => {
+      let done = false;
+      const timers: NodeJS.Timeout[] = [];
+      const finish = (settle: () => void) => {
+        if (done) return;
+        done = true;
+        timers.forEach(clearTimeout);
+        this.unlisten(channel, onMessage);
+        settle();
+      };
+      const check = () =>
+        this.readOutcome(runId).then(
+          (outcome) => outcome.settled && finish(() => resolve(outcome.result)),
+          (error) => finish(() => reject(error)),
+        );
+      const onMessage = (message: string) => {
+        const record = parseDone(message);
+        if (!record) return void check(); // a peer on an older build publishes a bare "1"
+        if (record.state === 'completed') finish(() => resolve(record.undef ? undefined : record.result));
+        else finish(() => reject(new WorkflowFailedError(runId, undefined, record.error ?? unknownError())));
+      };
+      if (timeoutMs !== undefined) timers.push(setTimeout(() => finish(() => reject(new WaitTimeoutError(runId, timeoutMs))), timeoutMs));
+      const backstop = () => timers.push(setTimeout(() => void check().then(() => !done && backstop()), BACKSTOP_MS));
+      this.listen(channel, onMessage).then(
+        () => check().then(() => !done && backstop()),
+        (error) => finish(() => reject(error)),
+      );
+    });
+  }
+
+  /** The stored record decides: completed resolves, failed rejects, missing is an error, else keep waiting. */
+  private async readOutcome(runId: string): Promise<Outcome> {
+    const [state, result, error, workflow] = await this.connections.command.hmget(this.keys.run(runId), 'state', 'result', 'error', 'workflow');
+    if (!state) throw new RunNotFoundError(runId);
+    if (state === 'completed') return { settled: true, result: decodePayload(result) };
+    if (state === 'failed') throw new WorkflowFailedError(runId, workflow ?? undefined, decodePayload<RunErrorInfo>(error) ?? unknownError());
+    return { settled: false };
+  }
+
+  private async listen(channel: string, listener: (message: string) => void): Promise<void> {
+    this.attach();
+    let set = this.listeners.get(channel);
+    if (!set) this.listeners.set(channel, (set = new Set()));
+    set.add(listener);
+    if (set.size === 1) await this.connections.subscriber.subscribe(channel);
+  }
+
+  private unlisten(channel: string, listener: (message: string) => void): void {
+    const set = this.listeners.get(channel);
+    if (!set?.delete(listener) || set.size > 0) return;
+    this.listeners.delete(channel);
+    this.connections.subscriber.unsubscribe(channel).catch(() => undefined);
+  }
+
+  private attach(): void {
+    if (this.attached) return;
+    this.attached = true;
+    const subscriber = this.connections.subscriber;
+    subscriber.on('message', (channel: string, message: string) => this.listeners.get(channel)?.forEach((listener) => listener(message)));
+    // After a reconnect, publishes sent in between are lost: have every waiter re-read its run.
+    let connectedBefore = false;
+    subscriber.on('ready', () => {
+      if (connectedBefore) this.listeners.forEach((set) => set.forEach((listener) => listener('reconnected')));
+      connectedBefore = true;
+    });
+  }
+}
+
+function parseDone(message: string): DoneMessage | undefined {
+  try {
+    const record = decodePayload<DoneMessage>(message);
+    return record && typeof record === 'object' && record.v === 1 ? record : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function unknownError(): RunErrorInfo {
+  return { name: 'Error', message: 'unknown error' };
+}

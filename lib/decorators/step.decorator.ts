@@ -1,0 +1,30 @@
+import { STEP_METADATA } from '../queue.constants';
+import { checkId } from '../util/names';
+import { runScope } from '../workflow/run.scope';
+
+export interface StepOptions {
+  /** Memo key of the step; defaults to the method name. Renaming it makes finished steps run again on retry. */
+  name?: string;
+}
+
+/**
+ * Makes a method of a `@Workflow` class a durable step: inside a run, each call (name plus
+ * occurrence) executes at most once and its result is persisted before the call returns; a
+ * retried run gets the persisted result back without executing. Outside a run the method simply
+ * runs, so it stays unit-testable. Arguments do not take part in the memo key — a step's
+ * identity is its position in the run, so keep the run's control flow deterministic.
+ */
+export function Step(options: StepOptions = {}): MethodDecorator {
+  return (target, propertyKey, descriptor: PropertyDescriptor) => {
+    const name = checkId(options.name ?? String(propertyKey), `@Step name of ${String(propertyKey)}`);
+    const original = descriptor.value as (...args: unknown[]) => unknown;
+    if (typeof original !== 'function') throw new TypeError(`@Step() must decorate a method, not ${String(propertyKey)}`);
+    descriptor.value = function stepped(this: unknown, ...args: unknown[]) {
+      const run = runScope.getStore();
+      return run ? run.step(name, () => original.apply(this, args)) : original.apply(this, args);
+    };
+    Object.defineProperty(descriptor.value, 'name', { value: original.name });
+    const steps: string[] = Reflect.getMetadata(STEP_METADATA, target.constructor) ?? [];
+    Reflect.defineMetadata(STEP_METADATA, [...steps, name], target.constructor);
+  };
+}

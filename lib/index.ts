@@ -1,0 +1,14 @@
+export { QueueModule } from './queue.module';
+export type { QueueModuleAsyncOptions } from './queue.module';
+export type { QueueModuleOptions, RedisConnectionOptions, WorkerOptions, RunDefaults } from './queue.options';
+export { Workflow } from './decorators/workflow.decorator';
+export { Step } from './decorators/step.decorator';
+export type { StepOptions } from './decorators/step.decorator';
+export { QueueClient } from './client/queue.client';
+export type { RunHandle, WaitOptions, WorkflowRef } from './client/queue.client';
+export { MAX_PRIORITY } from './client/enqueue.options';
+export type { EnqueueOptions } from './client/enqueue.options';
+export type { RunInfo, RunState } from './client/run-info';
+export type { RunContext, WorkflowOptions, BackoffOptions, WorkflowClass, WorkflowInput, WorkflowOutput } from './workflow/workflow.types';
+export type { Duration } from './util/duration';
+export * from './errors';

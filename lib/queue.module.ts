@@ -1,0 +1,56 @@
+import { DynamicModule, Module, ModuleMetadata, Provider } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { QueueClient } from './client/queue.client';
+import { RunWaiter } from './client/run.waiter';
+import { WorkflowMetadataAccessor } from './discovery/workflow-metadata.accessor';
+import { WorkflowExplorer } from './discovery/workflow.explorer';
+import { WorkflowRegistry } from './discovery/workflow.registry';
+import { QUEUE_MODULE_OPTIONS, RESOLVED_QUEUE_OPTIONS } from './queue.constants';
+import { QueueModuleOptions, resolveQueueOptions } from './queue.options';
+import { LuaScriptsProvider } from './redis/lua-scripts.provider';
+import { RedisConnections } from './redis/redis.connections';
+import { WorkerOrchestrator } from './worker/worker.orchestrator';
+
+/** Options of `QueueModule.forRootAsync`, e.g. to read the connection from `ConfigService`. */
+export interface QueueModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
+  useFactory: (...args: any[]) => QueueModuleOptions | Promise<QueueModuleOptions>;
+  inject?: any[];
+}
+
+const CORE_PROVIDERS: Provider[] = [
+  { provide: RESOLVED_QUEUE_OPTIONS, useFactory: resolveQueueOptions, inject: [QUEUE_MODULE_OPTIONS] },
+  RedisConnections,
+  LuaScriptsProvider,
+  WorkflowMetadataAccessor,
+  WorkflowRegistry,
+  WorkflowExplorer,
+  RunWaiter,
+  QueueClient,
+  WorkerOrchestrator,
+];
+
+/**
+ * Sluice's Nest module. Import it once, in the root module; it is global, so `QueueClient` can
+ * be injected anywhere and `@Workflow` providers of any module are discovered.
+ */
+@Module({})
+export class QueueModule {
+  static forRoot(options: QueueModuleOptions): DynamicModule {
+    return QueueModule.build([{ provide: QUEUE_MODULE_OPTIONS, useValue: options }], []);
+  }
+
+  static forRootAsync(options: QueueModuleAsyncOptions): DynamicModule {
+    const provider: Provider = { provide: QUEUE_MODULE_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] };
+    return QueueModule.build([provider], options.imports ?? []);
+  }
+
+  private static build(optionsProviders: Provider[], imports: NonNullable<ModuleMetadata['imports']>): DynamicModule {
+    return {
+      global: true,
+      module: QueueModule,
+      imports: [DiscoveryModule, ...imports],
+      providers: [...optionsProviders, ...CORE_PROVIDERS],
+      exports: [QueueClient],
+    };
+  }
+}

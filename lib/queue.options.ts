@@ -1,0 +1,125 @@
+import type { Redis, RedisOptions } from 'ioredis';
+import { QueueConfigError } from './errors';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from './redis/payload.codec';
+import { checkName } from './util/names';
+import type { BackoffOptions } from './workflow/workflow.types';
+
+/** Where Redis is. Either these fields or a ready ioredis instance (Sluice duplicates it for its blocking and subscriber connections, and leaves closing it to you). */
+export interface RedisConnectionOptions {
+  /** `redis://[user:password@]host:port[/db]` or `rediss://…`; other fields override its parts. */
+  url?: string;
+  host?: string;
+  port?: number;
+  username?: string;
+  password?: string;
+  db?: number;
+  /** `true` for TLS with default settings, or Node TLS options. */
+  tls?: boolean | RedisOptions['tls'];
+}
+
+export interface WorkerOptions {
+  /** `false` makes this process a producer only: it enqueues and waits but runs nothing. Default `true`. */
+  enabled?: boolean;
+  /** Runs executed at once by this process, across all its workflows. Default 10. */
+  concurrency?: number;
+  /** Lease length: a run whose worker sends no heartbeat for this long is recovered by another. Default 30 000. */
+  lockMs?: number;
+  /** How often some worker in the fleet scans for stalled runs. Default `lockMs / 2`. */
+  stalledIntervalMs?: number;
+  /** Times a run may stall (be recovered from a dead worker) before it fails for good. Default 3. */
+  maxStalls?: number;
+  /** On shutdown, how long in-flight runs may take to finish before they are handed back. Default 30 000. */
+  shutdownTimeoutMs?: number;
+}
+
+export interface RunDefaults {
+  /** Attempts per run unless the workflow or the enqueue call says otherwise. Default 3. */
+  attempts?: number;
+  /** Backoff between attempts unless the workflow says otherwise. Default 1 s doubling up to 1 h. */
+  backoff?: BackoffOptions;
+  /** How long a finished run's record (result or error) is kept. Default 24 h. */
+  resultTtlMs?: number;
+}
+
+/** Options of `QueueModule.forRoot` (or what a `forRootAsync` factory returns). */
+export interface QueueModuleOptions {
+  connection: RedisConnectionOptions | Redis;
+  /** First part of every key's hash tag. Default `'sluice'`. */
+  prefix?: string;
+  /** Isolates one set of workflows and runs; one Redis Cluster slot each. Default `'default'`. */
+  namespace?: string;
+  worker?: WorkerOptions;
+  defaults?: RunDefaults;
+  /** Largest encoded input, step result or run result, in bytes. Default 1 MiB. */
+  maxPayloadBytes?: number;
+}
+
+export interface ResolvedQueueOptions {
+  connection: RedisConnectionOptions | Redis;
+  prefix: string;
+  namespace: string;
+  worker: Required<WorkerOptions>;
+  defaults: { attempts: number; backoff: Required<BackoffOptions>; resultTtlMs: number };
+  maxPayloadBytes: number;
+}
+
+export const DEFAULT_BACKOFF: Required<BackoffOptions> = { delayMs: 1_000, factor: 2, maxDelayMs: 3_600_000 };
+
+/** Fills defaults and checks every option, so a misconfiguration fails the bootstrap with a clear message. */
+export function resolveQueueOptions(options: QueueModuleOptions): ResolvedQueueOptions {
+  if (!options || typeof options !== 'object') throw new QueueConfigError('QueueModule options are required');
+  if (!options.connection || typeof options.connection !== 'object') {
+    throw new QueueConfigError('QueueModule options.connection is required: { url } / { host, port } or an ioredis instance');
+  }
+  const lockMs = positive(options.worker?.lockMs ?? 30_000, 'worker.lockMs');
+  return {
+    connection: options.connection,
+    prefix: configName(options.prefix ?? 'sluice', 'prefix'),
+    namespace: configName(options.namespace ?? 'default', 'namespace'),
+    worker: {
+      enabled: options.worker?.enabled ?? true,
+      concurrency: positive(options.worker?.concurrency ?? 10, 'worker.concurrency'),
+      lockMs,
+      stalledIntervalMs: positive(options.worker?.stalledIntervalMs ?? Math.ceil(lockMs / 2), 'worker.stalledIntervalMs'),
+      maxStalls: nonNegative(options.worker?.maxStalls ?? 3, 'worker.maxStalls'),
+      shutdownTimeoutMs: nonNegative(options.worker?.shutdownTimeoutMs ?? 30_000, 'worker.shutdownTimeoutMs'),
+    },
+    defaults: {
+      attempts: positive(options.defaults?.attempts ?? 3, 'defaults.attempts'),
+      backoff: resolveBackoff(options.defaults?.backoff, DEFAULT_BACKOFF, 'defaults.backoff'),
+      resultTtlMs: positive(options.defaults?.resultTtlMs ?? 86_400_000, 'defaults.resultTtlMs'),
+    },
+    maxPayloadBytes: positive(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes'),
+  };
+}
+
+export function resolveBackoff(backoff: BackoffOptions | undefined, fallback: Required<BackoffOptions>, field: string): Required<BackoffOptions> {
+  if (!backoff) return fallback;
+  return {
+    delayMs: nonNegative(backoff.delayMs, `${field}.delayMs`),
+    factor: positive(backoff.factor ?? 2, `${field}.factor`, false),
+    maxDelayMs: nonNegative(backoff.maxDelayMs ?? fallback.maxDelayMs, `${field}.maxDelayMs`),
+  };
+}
+
+function configName(value: string, field: string): string {
+  try {
+    return checkName(value, field);
+  } catch (error) {
+    throw new QueueConfigError((error as Error).message);
+  }
+}
+
+function positive(value: number, field: string, integer = true): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
+    throw new QueueConfigError(`${field} must be a positive ${integer ? 'integer' : 'number'}, got ${String(value)}`);
+  }
+  return value;
+}
+
+function nonNegative(value: number, field: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+    throw new QueueConfigError(`${field} must be an integer >= 0, got ${String(value)}`);
+  }
+  return value;
+}

@@ -1,0 +1,15 @@
+import { Injectable } from '@nestjs/common';
+import { LuaScripts } from './lua.scripts';
+import { RedisConnections } from './redis.connections';
+
+/** The scripts, registered on the command connection the first time they are needed (no I/O at init). */
+@Injectable()
+export class LuaScriptsProvider {
+  private scripts?: LuaScripts;
+
+  constructor(private readonly connections: RedisConnections) {}
+
+  get(): LuaScripts {
+    return (this.scripts ??= new LuaScripts(this.connections.command));
+  }
+}

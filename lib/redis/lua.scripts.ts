@@ -1,0 +1,73 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ChainableCommander, Redis } from 'ioredis';
+
+/** Where the scripts live, both from `lib/redis` (ts-node, tests) and `dist/redis` (published). */
+export const LUA_DIR = join(__dirname, '..', '..', 'lua');
+
+export type ScriptName = 'enqueue' | 'reserve' | 'complete' | 'fail' | 'save-step' | 'extend-leases' | 'release' | 'declare-limits';
+
+export interface LuaScript {
+  name: ScriptName;
+  /** The command name registered with ioredis: `sluice_` + the file name. */
+  command: string;
+  numberOfKeys: number;
+  source: string;
+}
+
+/**
+ * Reads `lua/<name>.lua`, inlines `-- @include <file>` lines from `lua/includes/`, and takes the
+ * key count from the header's highest `KEYS[n]`, so the header is the single source of truth.
+ */
+export function loadScript(name: string, dir = LUA_DIR): LuaScript {
+  const raw = readFileSync(join(dir, `${name}.lua`), 'utf8');
+  const source = raw.replace(/^-- @include (\S+)\s*$/gm, (_, include: string) => readFileSync(join(dir, 'includes', `${include}.lua`), 'utf8'));
+  const header = /^--\[\[([\s\S]*?)\]\]/.exec(raw)?.[1];
+  if (!header || !/Reply:/.test(header)) throw new Error(`lua/${name}.lua must start with a --[[ … ]] header listing KEYS, ARGV and the Reply`);
+  const keyNumbers = [...header.matchAll(/KEYS\[(\d+)\]/g)].map((m) => Number(m[1]));
+  return { name: name as ScriptName, command: `sluice_${name.replace(/-/g, '_')}`, numberOfKeys: Math.max(0, ...keyNumbers), source };
+}
+
+/** Every script file in `lua/` (not the includes). */
+export function scriptNames(dir = LUA_DIR): string[] {
+  return readdirSync(dir)
+    .filter((file) => file.endsWith('.lua'))
+    .map((file) => file.slice(0, -'.lua'.length))
+    .sort();
+}
+
+type Arg = string | number;
+
+/**
+ * Runs the scripts over one connection via ioredis `defineCommand`: EVALSHA, falling back to
+ * EVAL (which loads the script) on NOSCRIPT, e.g. after a Redis restart or failover.
+ */
+export class LuaScripts {
+  private readonly scripts = new Map<ScriptName, LuaScript>();
+
+  constructor(private readonly redis: Redis) {
+    for (const name of scriptNames()) {
+      const script = loadScript(name);
+      this.scripts.set(script.name, script);
+      redis.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.source });
+    }
+  }
+
+  run<T = unknown>(name: ScriptName, keys: string[], args: Arg[]): Promise<T> {
+    const script = this.get(name, keys);
+    return (this.redis as unknown as Record<string, (...a: Arg[]) => Promise<T>>)[script.command](...keys, ...args);
+  }
+
+  /** Queues the script on a pipeline (one round trip for many calls, e.g. `enqueueMany`). */
+  queue(pipeline: ChainableCommander, name: ScriptName, keys: string[], args: Arg[]): void {
+    const script = this.get(name, keys);
+    (pipeline as unknown as Record<string, (...a: Arg[]) => unknown>)[script.command](...keys, ...args);
+  }
+
+  private get(name: ScriptName, keys: string[]): LuaScript {
+    const script = this.scripts.get(name);
+    if (!script) throw new Error(`unknown Lua script ${name}`);
+    if (keys.length !== script.numberOfKeys) throw new Error(`script ${name} takes ${script.numberOfKeys} keys, got ${keys.length}`);
+    return script;
+  }
+}

@@ -1,0 +1,67 @@
+/** A run this process is executing. */
+export interface ActiveRun {
+  id: string;
+  token: string;
+  abort: AbortController;
+}
+
+/**
+ * The runs in flight in this process: the local semaphore (its size against the worker
+ * concurrency), the heartbeat's list, and what shutdown drains.
+ */
+export class ActiveRuns {
+  private readonly runs = new Map<string, ActiveRun>();
+  private waiters: Array<() => void> = [];
+
+  get size(): number {
+    return this.runs.size;
+  }
+
+  add(run: ActiveRun): void {
+    this.runs.set(run.id, run);
+  }
+
+  delete(id: string): void {
+    if (this.runs.delete(id)) this.interrupt();
+  }
+
+  get(id: string): ActiveRun | undefined {
+    return this.runs.get(id);
+  }
+
+  list(): ActiveRun[] {
+    return [...this.runs.values()];
+  }
+
+  /** Resolves when any run finishes, or after `timeoutMs`; `interrupt()` resolves it early. */
+  whenOneFinishes(timeoutMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, timeoutMs);
+      const self = this;
+      function done() {
+        clearTimeout(timer);
+        self.waiters = self.waiters.filter((w) => w !== done);
+        resolve();
+      }
+      this.waiters.push(done);
+    });
+  }
+
+  /** Wakes everyone in {@link whenOneFinishes} now. */
+  interrupt(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    waiters.forEach((wake) => wake());
+  }
+
+  /** Resolves true once no run is in flight, false if `timeoutMs` passes first. */
+  async drained(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.runs.size > 0) {
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      await this.whenOneFinishes(left);
+    }
+    return true;
+  }
+}

@@ -1,0 +1,91 @@
+import { Logger } from '@nestjs/common';
+import { InvalidInputError, LeaseLostError, NonRetryableError, type RunErrorInfo } from '../errors';
+import type { WorkflowRegistry } from '../discovery/workflow.registry';
+import type { ResolvedQueueOptions } from '../queue.options';
+import type { LuaScripts } from '../redis/lua.scripts';
+import { decodePayload, encodePayload } from '../redis/payload.codec';
+import type { RedisKeys } from '../redis/redis.keys';
+import { runScope } from '../workflow/run.scope';
+import type { RunContext } from '../workflow/workflow.types';
+import { backoffDelay } from './backoff';
+import type { Claim } from './claim';
+import { StepRecorder } from './step.recorder';
+
+const MAX_ERROR_TEXT = 8 * 1024;
+
+/**
+ * Executes one claimed run: the workflow's `run` inside the run scope (so `@Step` methods
+ * memoize), then one token-checked complete or fail call. A worker that lost the lease writes
+ * nothing; the run's new owner decides its fate.
+ */
+export class RunExecutor {
+  private readonly logger = new Logger('Sluice');
+
+  constructor(
+    private readonly scripts: LuaScripts,
+    private readonly keys: RedisKeys,
+    private readonly registry: WorkflowRegistry,
+    private readonly options: ResolvedQueueOptions,
+  ) {}
+
+  async execute(claim: Claim, signal: AbortSignal): Promise<void> {
+    const definition = this.registry.get(claim.workflow);
+    const recorder = new StepRecorder(claim.id, claim.steps, (key, encoded) => this.saveStep(claim, key, encoded), this.options.maxPayloadBytes);
+    const ctx: RunContext = { runId: claim.id, attempt: claim.attempt, signal, step: (name, fn) => recorder.step(name, fn) };
+    let encoded: string;
+    try {
+      const input = decodePayload(claim.input);
+      const result = await runScope.run(recorder, () => definition.instance.run(input, ctx));
+      encoded = encodePayload(result, `result of workflow "${claim.workflow}"`, this.options.maxPayloadBytes);
+    } catch (error) {
+      return this.fail(claim, error, signal, definition.backoff);
+    }
+    const completed = await this.scripts.run<number>('complete', this.finishKeys(claim), [
+      this.keys.base, claim.id, claim.token, encoded, this.options.defaults.resultTtlMs,
+    ]);
+    if (completed !== 1) this.logger.warn(`Run ${claim.id} (${claim.workflow}) finished after its lease was lost; its result was discarded`);
+  }
+
+  private async fail(claim: Claim, error: unknown, signal: AbortSignal, backoff: Parameters<typeof backoffDelay>[0]): Promise<void> {
+    if (error instanceof LeaseLostError || signal.reason instanceof LeaseLostError) {
+      this.logger.warn(`Run ${claim.id} (${claim.workflow}) lost its lease; another worker carries it on`);
+      return;
+    }
+    const retryable = !(error instanceof NonRetryableError || error instanceof InvalidInputError);
+    const outcome = await this.scripts.run<string>('fail', [...this.finishKeys(claim), this.keys.delayed, this.keys.seq], [
+      this.keys.base, claim.id, claim.token, JSON.stringify(describeError(error)), retryable ? 1 : 0,
+      backoffDelay(backoff, claim.failures + 1), this.options.defaults.resultTtlMs,
+    ]);
+    const message = `Run ${claim.id} (${claim.workflow}) attempt ${claim.attempt} failed: ${describeError(error).message}`;
+    if (outcome === 'retry') this.logger.warn(`${message}; will retry`);
+    else if (outcome === 'failed') this.logger.error(`${message}; giving up`);
+  }
+
+  private async saveStep(claim: Claim, key: string, encoded: string): Promise<boolean> {
+    const saved = await this.scripts.run<number>('save-step', [this.keys.run(claim.id), this.keys.steps(claim.id)], [claim.token, key, encoded]);
+    return saved === 1;
+  }
+
+  private finishKeys(claim: Claim): string[] {
+    return [this.keys.run(claim.id), this.keys.steps(claim.id), this.keys.leases, this.keys.limits];
+  }
+}
+
+function describeError(error: unknown): RunErrorInfo {
+  if (error instanceof Error) {
+    return { name: error.name, message: clip(error.message), ...(error.stack && { stack: clip(error.stack) }) };
+  }
+  return { name: 'Error', message: clip(typeof error === 'string' ? error : safeString(error)) };
+}
+
+function safeString(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+function clip(text: string): string {
+  return text.length > MAX_ERROR_TEXT ? `${text.slice(0, MAX_ERROR_TEXT)}…` : text;
+}

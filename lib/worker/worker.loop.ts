@@ -1,0 +1,106 @@
+import { Logger } from '@nestjs/common';
+import type { ResolvedQueueOptions } from '../queue.options';
+import type { LuaScripts } from '../redis/lua.scripts';
+import type { RedisConnections } from '../redis/redis.connections';
+import type { RedisKeys } from '../redis/redis.keys';
+import type { ActiveRuns } from './active-runs';
+import { Claim, parseReserveReply } from './claim';
+import type { RunExecutor } from './run.executor';
+
+/** Most runs one reserve call claims: Lua runs single-threaded, so one wake must never stall Redis. */
+export const RESERVE_BATCH_CAP = 64;
+/** Most delayed runs one reserve call promotes. */
+const PROMOTE_CAP = 256;
+/** Longest a worker blocks on Redis without re-reserving (so it notices clock-driven work). */
+const MAX_BLOCK_MS = 5_000;
+const ERROR_PAUSE_MS = 1_000;
+
+/**
+ * The reserve loop of one process. Each wake is one reserve call claiming up to the free slots.
+ * A saturated worker parks on an in-process signal (its own completions) and pays no round trip;
+ * a worker with free slots blocks on its workflows' Redis wake lists until work arrives or the
+ * next delayed run is due.
+ */
+export class WorkerLoop {
+  private readonly logger = new Logger('Sluice');
+  private stopping = false;
+  private finished?: Promise<void>;
+  private lastStallScan = 0;
+
+  constructor(
+    private readonly connections: RedisConnections,
+    private readonly scripts: LuaScripts,
+    private readonly keys: RedisKeys,
+    private readonly options: ResolvedQueueOptions,
+    private readonly workflows: string[],
+    private readonly executor: RunExecutor,
+    private readonly active: ActiveRuns,
+  ) {}
+
+  start(): void {
+    this.finished = this.loop();
+  }
+
+  /** Stops reserving; in-flight runs carry on (the caller drains them). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.active.interrupt();
+    this.connections.dropBlocking();
+    await this.finished;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopping) {
+      try {
+        await this.tick();
+      } catch (error) {
+        if (this.stopping) break;
+        this.logger.error(`Worker loop: ${(error as Error).message}; retrying in ${ERROR_PAUSE_MS} ms`);
+        await this.active.whenOneFinishes(ERROR_PAUSE_MS);
+      }
+    }
+  }
+
+  private async tick(): Promise<void> {
+    const free = this.options.worker.concurrency - this.active.size;
+    if (free <= 0) {
+      // Saturated: our own completion is the event that matters; wake at least once per stall
+      // interval to take part in promotion and the stalled scan.
+      await this.active.whenOneFinishes(this.options.worker.stalledIntervalMs);
+      if (!this.stopping && this.active.size >= this.options.worker.concurrency) await this.reserve(0);
+      return;
+    }
+    const { claims, nextDueMs } = await this.reserve(free);
+    for (const claim of claims) this.launch(claim);
+    if (claims.length < free && nextDueMs !== 0 && !this.stopping) await this.blockForWake(nextDueMs);
+  }
+
+  private async reserve(wanted: number): Promise<ReturnType<typeof parseReserveReply>> {
+    const now = Date.now();
+    const scan = now - this.lastStallScan >= this.options.worker.stalledIntervalMs;
+    if (scan) this.lastStallScan = now;
+    const reply = await this.scripts.run<unknown[]>('reserve', [this.keys.delayed, this.keys.leases, this.keys.limits, this.keys.seq, this.keys.stallGate], [
+      this.keys.base, Math.min(wanted, RESERVE_BATCH_CAP), this.options.worker.lockMs, scan ? this.options.worker.stalledIntervalMs : 0,
+      this.options.worker.maxStalls, PROMOTE_CAP, this.options.defaults.resultTtlMs, ...this.workflows,
+    ]);
+    return parseReserveReply(reply);
+  }
+
+  private launch(claim: Claim): void {
+    const abort = new AbortController();
+    this.active.add({ id: claim.id, token: claim.token, abort });
+    this.executor
+      .execute(claim, abort.signal)
+      .catch((error: Error) => this.logger.error(`Run ${claim.id} (${claim.workflow}): ${error.message}; its lease will expire and another attempt will follow`))
+      .finally(() => this.active.delete(claim.id));
+  }
+
+  private async blockForWake(nextDueMs: number): Promise<void> {
+    const timeoutMs = Math.min(nextDueMs > 0 ? nextDueMs : Infinity, this.options.worker.stalledIntervalMs, MAX_BLOCK_MS);
+    try {
+      await this.connections.blocking.blpop(...this.workflows.map((wf) => this.keys.wake(wf)), Math.max(timeoutMs, 1) / 1000);
+    } catch (error) {
+      if (!this.stopping) throw error;
+    }
+  }
+}

@@ -1,0 +1,77 @@
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { WorkflowRegistry } from '../discovery/workflow.registry';
+import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
+import type { ResolvedQueueOptions } from '../queue.options';
+import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
+import { RedisConnections } from '../redis/redis.connections';
+import { RedisKeys } from '../redis/redis.keys';
+import { ActiveRuns } from './active-runs';
+import { LeaseHeartbeat } from './lease.heartbeat';
+import { RunExecutor } from './run.executor';
+import { WorkerLoop } from './worker.loop';
+
+/**
+ * Owns the worker's lifecycle. Bootstrap: write the declared caps to Redis, start the heartbeat
+ * and the reserve loop. Shutdown: stop reserving, let in-flight runs finish until
+ * `shutdownTimeoutMs`, then abort the rest and hand them back to the queue (no failure counted).
+ */
+@Injectable()
+export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('Sluice');
+  private readonly keys: RedisKeys;
+  private readonly active = new ActiveRuns();
+  private loop?: WorkerLoop;
+  private heartbeat?: LeaseHeartbeat;
+
+  constructor(
+    @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
+    private readonly registry: WorkflowRegistry,
+    private readonly connections: RedisConnections,
+    private readonly scripts: LuaScriptsProvider,
+  ) {
+    this.keys = new RedisKeys(options.prefix, options.namespace);
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    const workflows = this.registry.all();
+    if (!this.options.worker.enabled || workflows.length === 0) return;
+    await this.declareLimits();
+    const scripts = this.scripts.get();
+    const executor = new RunExecutor(scripts, this.keys, this.registry, this.options);
+    this.heartbeat = new LeaseHeartbeat(scripts, this.keys, this.active, this.options.worker.lockMs);
+    this.loop = new WorkerLoop(this.connections, scripts, this.keys, this.options, workflows.map((wf) => wf.name), executor, this.active);
+    this.heartbeat.start();
+    this.loop.start();
+    this.logger.log(`Worker started on ${this.keys.base} for ${workflows.map((wf) => wf.name).join(', ')} (concurrency ${this.options.worker.concurrency})`);
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    if (!this.loop) return;
+    await this.loop.stop();
+    this.loop = undefined;
+    if (!(await this.active.drained(this.options.worker.shutdownTimeoutMs))) await this.handBack();
+    this.heartbeat?.stop();
+  }
+
+  /** Writes each workflow's cap as the code declares it; the latest bootstrap wins, and says so. */
+  private async declareLimits(): Promise<void> {
+    const args = this.registry.all().flatMap((wf) => [this.keys.workflowLimitField(wf.name), wf.concurrency === undefined ? '' : String(wf.concurrency)]);
+    const changed = await this.scripts.get().run<string[]>('declare-limits', [this.keys.limits], args);
+    for (let i = 0; i < changed.length; i += 3) {
+      this.logger.log(`Fleet-wide cap ${changed[i]} changed from ${changed[i + 1] || 'none'} to ${changed[i + 2] || 'none'}`);
+    }
+  }
+
+  /** Shutdown deadline passed: abort what is still running and return it to the queue. */
+  private async handBack(): Promise<void> {
+    const scripts = this.scripts.get();
+    const runs = this.active.list();
+    this.logger.warn(`Shutdown deadline passed with ${runs.length} run(s) in flight; handing them back`);
+    await Promise.all(
+      runs.map(async (run) => {
+        run.abort.abort(new Error('worker shutting down'));
+        await scripts.run('release', [this.keys.run(run.id), this.keys.leases, this.keys.limits, this.keys.seq], [this.keys.base, run.id, run.token]);
+      }),
+    );
+  }
+}

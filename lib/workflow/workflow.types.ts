@@ -1,0 +1,52 @@
+/** What a workflow's `run` method receives besides its input. */
+export interface RunContext {
+  /** The run's id (caller-given or generated). */
+  readonly runId: string;
+  /** 1 on the first attempt, incremented each time the run is claimed again (retry or stall recovery). */
+  readonly attempt: number;
+  /** Aborted when this worker loses the run's lease or the shutdown deadline passes. */
+  readonly signal: AbortSignal;
+  /**
+   * An inline step: `fn` runs at most once per run and occurrence (the n-th call with the same
+   * name is its own step). Its result is persisted before this promise resolves; on a retry the
+   * persisted value is returned without calling `fn`. The result must survive a JSON round trip.
+   */
+  step<T>(name: string, fn: () => Promise<T> | T): Promise<T>;
+}
+
+/** Exponential backoff between attempts: `delayMs * factor^(failures-1)`, capped, with jitter. */
+export interface BackoffOptions {
+  /** Delay before the first retry, in ms. */
+  delayMs: number;
+  /** Growth per failure (default 2). */
+  factor?: number;
+  /** Upper bound of one delay (default 1 hour). */
+  maxDelayMs?: number;
+}
+
+/** Options of `@Workflow(name, options)`. */
+export interface WorkflowOptions {
+  /**
+   * Fleet-wide cap on runs of this workflow active at once, across every process on this
+   * namespace. Stored in Redis at bootstrap by worker processes; omit for no cap.
+   */
+  concurrency?: number;
+  /** Attempts before a run fails for good (default: module `defaults.attempts`, else 3). */
+  attempts?: number;
+  /** Backoff between attempts (default: module `defaults.backoff`, else 1 s doubling, max 1 h). */
+  backoff?: BackoffOptions;
+}
+
+/** The shape every `@Workflow` class has. */
+export interface WorkflowInstance<In = any, Out = any> {
+  run(input: In, ctx: RunContext): Out | Promise<Out>;
+}
+
+/** A `@Workflow` class, used to enqueue with inferred input and output types. */
+export type WorkflowClass<In = any, Out = any> = abstract new (...args: any[]) => WorkflowInstance<In, Out>;
+
+/** Input type of a workflow class: the first parameter of its `run`. */
+export type WorkflowInput<W> = W extends abstract new (...args: any[]) => { run(input: infer I, ...rest: any[]): any } ? I : unknown;
+
+/** Output type of a workflow class: the awaited return type of its `run`. */
+export type WorkflowOutput<W> = W extends abstract new (...args: any[]) => { run(...args: any[]): infer O } ? Awaited<O> : unknown;

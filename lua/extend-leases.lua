@@ -1,0 +1,22 @@
+--[[
+  extend-leases: the heartbeat of one worker, for all its runs in one call. Pushes each lease
+  deadline out by the lease length, if the token still holds it.
+
+  KEYS[1] leases  zset
+  ARGV[1] key base '{prefix:namespace}:'
+  ARGV[2] lease length in ms
+  ARGV[3..] run id, lease token, run id, lease token, …
+  Reply: ids of the runs whose lease this worker no longer holds
+]]
+-- @include common
+
+local deadline = nowMs() + tonumber(ARGV[2])
+local lost = {}
+for i = 3, #ARGV, 2 do
+  if leasedWorkflow(ARGV[1] .. 'run:' .. ARGV[i], ARGV[i + 1]) then
+    redis.call('ZADD', KEYS[1], 'XX', deadline, ARGV[i])
+  else
+    lost[#lost + 1] = ARGV[i]
+  end
+end
+return lost

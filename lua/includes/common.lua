@@ -1,0 +1,61 @@
+-- Shared helpers, inlined into every script by the loader (`-- @include common`).
+
+-- Milliseconds from the Redis clock: workers' clocks may be skewed, the server's is the one truth.
+local function nowMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Waiting score: higher priority first, FIFO within a priority. Priority takes the top 20 bits,
+-- a namespace sequence the low 32, which keeps the score an exact integer in a double (< 2^53).
+-- Formatted with %.0f because tostring() would round it to 14 significant digits.
+local MAX_PRIORITY = 1048575
+local function waitingScore(seqKey, priority)
+  local seq = redis.call('INCR', seqKey) % 4294967296
+  return string.format('%.0f', (MAX_PRIORITY - tonumber(priority)) * 4294967296 + seq)
+end
+
+-- A wake list holds at most one marker: one blocked worker wakes, claims what it can, and
+-- passes the marker on if work is left (see reserve).
+local function wake(wakeKey)
+  if redis.call('LLEN', wakeKey) == 0 then
+    redis.call('RPUSH', wakeKey, '1')
+  end
+end
+
+-- Returns the run's workflow if `token` holds its lease, else nil. A stale worker changes nothing.
+local function leasedWorkflow(runKey, token)
+  local f = redis.call('HMGET', runKey, 'state', 'token', 'workflow')
+  if f[1] == 'active' and f[2] == token then return f[3] end
+  return nil
+end
+
+-- Frees the slot a run holds and lets a worker blocked on a full cap know there is room again.
+local function releaseSlot(base, leasesKey, limitsKey, id, workflow)
+  redis.call('ZREM', leasesKey, id)
+  if redis.call('SREM', base .. 'wf:' .. workflow .. ':active', id) == 1
+    and redis.call('HEXISTS', limitsKey, 'wf:' .. workflow) == 1
+    and redis.call('ZCARD', base .. 'wf:' .. workflow .. ':waiting') > 0 then
+    wake(base .. 'wf:' .. workflow .. ':wake')
+  end
+end
+
+-- Puts a run back among the due runs of its workflow.
+local function requeue(base, seqKey, runKey, id, workflow, priority)
+  redis.call('HSET', runKey, 'state', 'waiting')
+  redis.call('ZADD', base .. 'wf:' .. workflow .. ':waiting', waitingScore(seqKey, priority or 0), id)
+  wake(base .. 'wf:' .. workflow .. ':wake')
+end
+
+-- Records a final state, starts the retention clock and announces it. The announcement carries
+-- the outcome itself (`field` is 'result' or 'error', `payload` already JSON) so waiters need no
+-- further read; the stored record stays the truth.
+local function finishRun(base, runKey, stepsKey, id, state, field, payload, now, ttlMs)
+  redis.call('HSET', runKey, 'state', state, field, payload, 'finishedAt', now)
+  redis.call('PEXPIRE', runKey, ttlMs)
+  redis.call('PEXPIRE', stepsKey, ttlMs)
+  local body = payload
+  if body == '' then body = 'null' end
+  redis.call('PUBLISH', base .. 'done:' .. id,
+    '{"v":1,"state":"' .. state .. '","' .. field .. '":' .. body .. ',"undef":' .. (payload == '' and 'true' or 'false') .. '}')
+end
