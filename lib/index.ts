@@ -6,6 +6,8 @@ export { Step } from './decorators/step.decorator';
 export type { StepOptions } from './decorators/step.decorator';
 export { QueueClient } from './client/queue.client';
 export type { RunHandle, WaitOptions, WorkflowRef } from './client/queue.client';
+export { RunEvents } from './worker/run.events';
+export type { RunOutcomeEvent, RunFailedEvent } from './worker/run.events';
 export { MAX_PRIORITY } from './client/enqueue.options';
 export type { EnqueueOptions } from './client/enqueue.options';
 export type { RunInfo, RunState } from './client/run-info';

@@ -9,6 +9,7 @@ import { QUEUE_MODULE_OPTIONS, RESOLVED_QUEUE_OPTIONS } from './queue.constants'
 import { QueueModuleOptions, resolveQueueOptions } from './queue.options';
 import { LuaScriptsProvider } from './redis/lua-scripts.provider';
 import { RedisConnections } from './redis/redis.connections';
+import { RunEvents } from './worker/run.events';
 import { WorkerOrchestrator } from './worker/worker.orchestrator';
 
 /** Options of `QueueModule.forRootAsync`, e.g. to read the connection from `ConfigService`. */
@@ -26,6 +27,7 @@ const CORE_PROVIDERS: Provider[] = [
   WorkflowExplorer,
   RunWaiter,
   QueueClient,
+  RunEvents,
   WorkerOrchestrator,
 ];
 
@@ -50,7 +52,7 @@ export class QueueModule {
       module: QueueModule,
       imports: [DiscoveryModule, ...imports],
       providers: [...optionsProviders, ...CORE_PROVIDERS],
-      exports: [QueueClient],
+      exports: [QueueClient, RunEvents],
     };
   }
 }

@@ -73,8 +73,8 @@ export class QueueClient {
       }
     });
     if (requests.length === 0) return [];
+    const scripts = this.scripts.get(); // before pipeline(): a pipeline copies the commands defined so far
     const pipeline = this.connections.command.pipeline();
-    const scripts = this.scripts.get();
     for (const request of requests) scripts.queue(pipeline, 'enqueue', this.enqueueKeys(request), this.enqueueArgs(request));
     const replies = (await pipeline.exec()) ?? [];
     return requests.map((request, index) => {
@@ -95,10 +95,10 @@ export class QueueClient {
    * Waits until the run finishes. Resolves with its result; rejects with `WorkflowFailedError`
    * if it failed for good, `WaitTimeoutError` after `timeoutMs`, `RunNotFoundError` if no such run.
    */
-  wait<T = unknown>(runId: string, opts?: WaitOptions): Promise<T> {
+  async wait<T = unknown>(runId: string, opts?: WaitOptions): Promise<T> {
     checkId(runId, 'runId');
     if (opts?.timeoutMs !== undefined) checkTimeout(opts.timeoutMs);
-    return this.waiter.wait(runId, opts?.timeoutMs) as Promise<T>;
+    return (await this.waiter.wait(runId, opts?.timeoutMs)) as T;
   }
 
   /** The run's stored state, or `null` if it does not exist (or its retention expired). */

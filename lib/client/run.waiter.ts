@@ -1,5 +1,5 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { RunNotFoundError, WaitTimeoutError, WorkflowFailedError, type RunErrorInfo } from '../errors';
+import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
+import { RunNotFoundError, SluiceError, WaitTimeoutError, WorkflowFailedError, type RunErrorInfo } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
 import { decodePayload } from '../redis/payload.codec';
@@ -30,9 +30,10 @@ const BACKSTOP_MS = 10_000;
  * once). The publish carries the outcome, so the usual wait costs those two round trips only.
  */
 @Injectable()
-export class RunWaiter {
+export class RunWaiter implements BeforeApplicationShutdown {
   private readonly keys: RedisKeys;
   private readonly listeners = new Map<string, Set<(message: string) => void>>();
+  private readonly pending = new Set<(error: Error) => void>();
   private attached = false;
 
   constructor(
@@ -51,9 +52,12 @@ export class RunWaiter {
         if (done) return;
         done = true;
         timers.forEach(clearTimeout);
+        this.pending.delete(abandon);
         this.unlisten(channel, onMessage);
         settle();
       };
+      const abandon = (error: Error) => finish(() => reject(error));
+      this.pending.add(abandon);
       const check = () =>
         this.readOutcome(runId).then(
           (outcome) => outcome.settled && finish(() => resolve(outcome.result)),
@@ -72,6 +76,12 @@ export class RunWaiter {
         (error) => finish(() => reject(error)),
       );
     });
+  }
+
+  /** The connections close after this: settle every wait now rather than leave it hanging. */
+  beforeApplicationShutdown(): void {
+    const error = new SluiceError('QueueModule is shutting down; the run carries on, but this wait was abandoned');
+    [...this.pending].forEach((abandon) => abandon(error));
   }
 
   /** The stored record decides: completed resolves, failed rejects, missing is an error, else keep waiting. */

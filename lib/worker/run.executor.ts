@@ -8,7 +8,8 @@ import type { RedisKeys } from '../redis/redis.keys';
 import { runScope } from '../workflow/run.scope';
 import type { RunContext } from '../workflow/workflow.types';
 import { backoffDelay } from './backoff';
-import type { Claim } from './claim';
+import { Claim, parseClaimReply, Refill } from './claim';
+import type { RunEvents } from './run.events';
 import { StepRecorder } from './step.recorder';
 
 const MAX_ERROR_TEXT = 8 * 1024;
@@ -26,39 +27,55 @@ export class RunExecutor {
     private readonly keys: RedisKeys,
     private readonly registry: WorkflowRegistry,
     private readonly options: ResolvedQueueOptions,
+    private readonly events: RunEvents,
   ) {}
 
-  async execute(claim: Claim, signal: AbortSignal): Promise<void> {
+  /** Runs the claim; resolves with the runs claimed to refill its slot (see {@link Refill}). */
+  async execute(claim: Claim, signal: AbortSignal, refill: () => Refill): Promise<Claim[]> {
     const definition = this.registry.get(claim.workflow);
     const recorder = new StepRecorder(claim.id, claim.steps, (key, encoded) => this.saveStep(claim, key, encoded), this.options.maxPayloadBytes);
     const ctx: RunContext = { runId: claim.id, attempt: claim.attempt, signal, step: (name, fn) => recorder.step(name, fn) };
+    const startedAt = Date.now();
     let encoded: string;
     try {
       const input = decodePayload(claim.input);
       const result = await runScope.run(recorder, () => definition.instance.run(input, ctx));
       encoded = encodePayload(result, `result of workflow "${claim.workflow}"`, this.options.maxPayloadBytes);
     } catch (error) {
-      return this.fail(claim, error, signal, definition.backoff);
+      await this.fail(claim, error, signal, definition.backoff, startedAt);
+      return [];
     }
-    const completed = await this.scripts.run<number>('complete', this.finishKeys(claim), [
-      this.keys.base, claim.id, claim.token, encoded, this.options.defaults.resultTtlMs,
+    const { count, workflows, lockMs } = refill();
+    const reply = await this.scripts.run<unknown[]>('complete', this.finishKeys(claim), [
+      this.keys.base, claim.id, claim.token, encoded, this.options.defaults.resultTtlMs, count, lockMs, ...workflows,
     ]);
-    if (completed !== 1) this.logger.warn(`Run ${claim.id} (${claim.workflow}) finished after its lease was lost; its result was discarded`);
+    const { head: completed, claims } = parseClaimReply(reply);
+    if (completed === 1) this.events.emit('completed', this.outcome(claim, startedAt));
+    else this.logger.warn(`Run ${claim.id} (${claim.workflow}) finished after its lease was lost; its result was discarded`);
+    return claims;
   }
 
-  private async fail(claim: Claim, error: unknown, signal: AbortSignal, backoff: Parameters<typeof backoffDelay>[0]): Promise<void> {
+  private async fail(claim: Claim, error: unknown, signal: AbortSignal, backoff: Parameters<typeof backoffDelay>[0], startedAt: number): Promise<void> {
     if (error instanceof LeaseLostError || signal.reason instanceof LeaseLostError) {
       this.logger.warn(`Run ${claim.id} (${claim.workflow}) lost its lease; another worker carries it on`);
       return;
     }
     const retryable = !(error instanceof NonRetryableError || error instanceof InvalidInputError);
+    const described = describeError(error);
     const outcome = await this.scripts.run<string>('fail', [...this.finishKeys(claim), this.keys.delayed, this.keys.seq], [
-      this.keys.base, claim.id, claim.token, JSON.stringify(describeError(error)), retryable ? 1 : 0,
+      this.keys.base, claim.id, claim.token, JSON.stringify(described), retryable ? 1 : 0,
       backoffDelay(backoff, claim.failures + 1), this.options.defaults.resultTtlMs,
     ]);
-    const message = `Run ${claim.id} (${claim.workflow}) attempt ${claim.attempt} failed: ${describeError(error).message}`;
-    if (outcome === 'retry') this.logger.warn(`${message}; will retry`);
-    else if (outcome === 'failed') this.logger.error(`${message}; giving up`);
+    if (outcome === 'lost') return;
+    const willRetry = outcome === 'retry';
+    const message = `Run ${claim.id} (${claim.workflow}) attempt ${claim.attempt} failed: ${described.message}`;
+    if (willRetry) this.logger.warn(`${message}; will retry`);
+    else this.logger.error(`${message}; giving up`);
+    this.events.emit('failed', { ...this.outcome(claim, startedAt), error: { name: described.name, message: described.message }, willRetry });
+  }
+
+  private outcome(claim: Claim, startedAt: number) {
+    return { runId: claim.id, workflow: claim.workflow, attempt: claim.attempt, durationMs: Date.now() - startedAt };
   }
 
   private async saveStep(claim: Claim, key: string, encoded: string): Promise<boolean> {

@@ -4,7 +4,7 @@ import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisConnections } from '../redis/redis.connections';
 import type { RedisKeys } from '../redis/redis.keys';
 import type { ActiveRuns } from './active-runs';
-import { Claim, parseReserveReply } from './claim';
+import { Claim, parseClaimReply, Refill } from './claim';
 import type { RunExecutor } from './run.executor';
 
 /** Most runs one reserve call claims: Lua runs single-threaded, so one wake must never stall Redis. */
@@ -26,6 +26,9 @@ export class WorkerLoop {
   private stopping = false;
   private finished?: Promise<void>;
   private lastStallScan = 0;
+  /** Slots promised to complete calls in flight that refill them (see {@link refill}). */
+  private refilling = 0;
+  private rotation = 0;
 
   constructor(
     private readonly connections: RedisConnections,
@@ -62,37 +65,62 @@ export class WorkerLoop {
   }
 
   private async tick(): Promise<void> {
-    const free = this.options.worker.concurrency - this.active.size;
+    const free = this.options.worker.concurrency - this.active.size - this.refilling;
     if (free <= 0) {
       // Saturated: our own completion is the event that matters; wake at least once per stall
       // interval to take part in promotion and the stalled scan.
       await this.active.whenOneFinishes(this.options.worker.stalledIntervalMs);
-      if (!this.stopping && this.active.size >= this.options.worker.concurrency) await this.reserve(0);
+      if (!this.stopping && this.active.size + this.refilling >= this.options.worker.concurrency) await this.reserve(0);
       return;
     }
-    const { claims, nextDueMs } = await this.reserve(free);
+    const wanted = Math.min(free, RESERVE_BATCH_CAP);
+    const { claims, head: nextDueMs } = await this.reserve(wanted);
     for (const claim of claims) this.launch(claim);
-    if (claims.length < free && nextDueMs !== 0 && !this.stopping) await this.blockForWake(nextDueMs);
+    // A short batch means nothing more is claimable now: wait for Redis to say otherwise.
+    if (claims.length < wanted && nextDueMs !== 0 && !this.stopping) await this.blockForWake(nextDueMs);
   }
 
-  private async reserve(wanted: number): Promise<ReturnType<typeof parseReserveReply>> {
+  private async reserve(wanted: number): Promise<ReturnType<typeof parseClaimReply>> {
     const now = Date.now();
     const scan = now - this.lastStallScan >= this.options.worker.stalledIntervalMs;
     if (scan) this.lastStallScan = now;
     const reply = await this.scripts.run<unknown[]>('reserve', [this.keys.delayed, this.keys.leases, this.keys.limits, this.keys.seq, this.keys.stallGate], [
-      this.keys.base, Math.min(wanted, RESERVE_BATCH_CAP), this.options.worker.lockMs, scan ? this.options.worker.stalledIntervalMs : 0,
-      this.options.worker.maxStalls, PROMOTE_CAP, this.options.defaults.resultTtlMs, ...this.workflows,
+      this.keys.base, wanted, this.options.worker.lockMs, scan ? this.options.worker.stalledIntervalMs : 0,
+      this.options.worker.maxStalls, PROMOTE_CAP, this.options.defaults.resultTtlMs, ...this.rotatedWorkflows(),
     ]);
-    return parseReserveReply(reply);
+    return parseClaimReply(reply);
+  }
+
+  /** A finishing run refills its own slot in its complete call, saving a reserve round trip. */
+  private refill(): Refill {
+    const count = this.stopping ? 0 : 1;
+    this.refilling += count;
+    return { count, workflows: this.rotatedWorkflows(), lockMs: this.options.worker.lockMs };
+  }
+
+  /** Each call starts the round-robin at the next workflow, so none is always served first. */
+  private rotatedWorkflows(): string[] {
+    const start = this.rotation++ % this.workflows.length;
+    return start === 0 ? this.workflows : [...this.workflows.slice(start), ...this.workflows.slice(0, start)];
   }
 
   private launch(claim: Claim): void {
     const abort = new AbortController();
     this.active.add({ id: claim.id, token: claim.token, abort });
+    let promised = 0;
+    const refill = () => {
+      const request = this.refill();
+      promised = request.count;
+      return request;
+    };
     this.executor
-      .execute(claim, abort.signal)
+      .execute(claim, abort.signal, refill)
+      .then((next) => next.forEach((run) => this.launch(run)))
       .catch((error: Error) => this.logger.error(`Run ${claim.id} (${claim.workflow}): ${error.message}; its lease will expire and another attempt will follow`))
-      .finally(() => this.active.delete(claim.id));
+      .finally(() => {
+        this.refilling -= promised;
+        this.active.delete(claim.id);
+      });
   }
 
   private async blockForWake(nextDueMs: number): Promise<void> {

@@ -7,6 +7,7 @@ import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
 import { ActiveRuns } from './active-runs';
 import { LeaseHeartbeat } from './lease.heartbeat';
+import { RunEvents } from './run.events';
 import { RunExecutor } from './run.executor';
 import { WorkerLoop } from './worker.loop';
 
@@ -28,6 +29,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     private readonly registry: WorkflowRegistry,
     private readonly connections: RedisConnections,
     private readonly scripts: LuaScriptsProvider,
+    private readonly events: RunEvents,
   ) {
     this.keys = new RedisKeys(options.prefix, options.namespace);
   }
@@ -37,7 +39,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     if (!this.options.worker.enabled || workflows.length === 0) return;
     await this.declareLimits();
     const scripts = this.scripts.get();
-    const executor = new RunExecutor(scripts, this.keys, this.registry, this.options);
+    const executor = new RunExecutor(scripts, this.keys, this.registry, this.options, this.events);
     this.heartbeat = new LeaseHeartbeat(scripts, this.keys, this.active, this.options.worker.lockMs);
     this.loop = new WorkerLoop(this.connections, scripts, this.keys, this.options, workflows.map((wf) => wf.name), executor, this.active);
     this.heartbeat.start();

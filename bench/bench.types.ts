@@ -1,0 +1,57 @@
+/** The scenarios of `npm run bench` (see README "Performance"). */
+export const SCENARIOS = ['drain-c1', 'drain-c50', 'drain-c50-3steps', 'drain-c50-10groups', 'roundtrip', 'enqueue-seq', 'enqueue-c50'] as const;
+export type ScenarioName = (typeof SCENARIOS)[number];
+
+/** Jobs per run when `--jobs` is not given: sized so a full run stays well under 10 minutes on 2 cores. */
+export const DEFAULT_JOBS: Record<ScenarioName, number> = {
+  'drain-c1': 3_000,
+  'drain-c50': 20_000,
+  'drain-c50-3steps': 10_000,
+  'drain-c50-10groups': 20_000,
+  roundtrip: 2_000,
+  'enqueue-seq': 5_000,
+  'enqueue-c50': 20_000,
+};
+
+export interface Latency {
+  meanMs: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+/** One prepared run: `timed` is the measured part; `completed` counts finished jobs in Redis afterwards. */
+export interface PreparedRun {
+  timed(): Promise<{ latency?: Latency }>;
+  /** How many jobs Redis holds as done (completed / enqueued) after the timed part. */
+  committed(): Promise<number>;
+  cleanup(): Promise<void>;
+  /** Says how this system implements the scenario where it differs from the others. */
+  note?: string;
+}
+
+export interface BenchSystem {
+  readonly name: string;
+  prepare(scenario: ScenarioName, jobs: number, redisUrl: string): Promise<PreparedRun>;
+}
+
+export function latencyOf(samplesMs: number[]): Latency {
+  const sorted = [...samplesMs].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+  return { meanMs: sorted.reduce((a, b) => a + b, 0) / sorted.length, p50Ms: at(0.5), p99Ms: at(0.99) };
+}
+
+/** Runs `count` async operations with at most `inFlight` at a time. */
+export async function inParallel(count: number, inFlight: number, op: (i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < count) await op(next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(inFlight, count) }, lane));
+}
+
+/** A promise resolved from outside, e.g. when a completion counter reaches its target. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}

@@ -1,0 +1,81 @@
+import { Job, Queue, QueueEvents, Worker } from 'bullmq';
+import { randomUUID } from 'node:crypto';
+import { BenchSystem, deferred, inParallel, latencyOf, PreparedRun, ScenarioName } from './bench.types';
+
+/** BullMQ as its docs set it up: one Queue per queue name, Worker with `concurrency`, QueueEvents for waiting. */
+export class BullmqSystem implements BenchSystem {
+  readonly name = 'bullmq';
+
+  async prepare(scenario: ScenarioName, jobs: number, url: string): Promise<PreparedRun> {
+    const { hostname, port } = new URL(url);
+    const connection = { host: hostname, port: Number(port), maxRetriesPerRequest: null };
+    const run = randomUUID().slice(0, 8);
+    const queueCount = scenario === 'drain-c50-10groups' ? 10 : 1;
+    const queues = Array.from({ length: queueCount }, (_, q) => new Queue(`bench-${run}-${q}`, { connection }));
+    const closers: Array<() => Promise<unknown>> = [() => Promise.all(queues.map((q) => q.close()))];
+    const cleanup = async () => {
+      for (const close of closers.reverse()) await close();
+    };
+    const completedCount = async () => (await Promise.all(queues.map((q) => q.getCompletedCount()))).reduce((a, b) => a + b, 0);
+    const queued = async () => (await Promise.all(queues.map((q) => q.count()))).reduce((a, b) => a + b, 0);
+
+    if (scenario === 'enqueue-seq' || scenario === 'enqueue-c50') {
+      const inFlight = scenario === 'enqueue-c50' ? 50 : 1;
+      return { cleanup, committed: queued, timed: async () => (await inParallel(jobs, inFlight, (i) => queues[0].add('echo', i)), {}) };
+    }
+
+    if (scenario === 'roundtrip') {
+      const events = new QueueEvents(queues[0].name, { connection });
+      const worker = new Worker(queues[0].name, async (job: Job) => `ok-${job.data}`, { connection });
+      closers.push(() => worker.close(), () => events.close());
+      await Promise.all([events.waitUntilReady(), worker.waitUntilReady()]);
+      await (await queues[0].add('echo', -1)).waitUntilFinished(events);
+      return {
+        cleanup,
+        committed: async () => (await completedCount()) - 1,
+        timed: async () => {
+          const samples: number[] = [];
+          for (let i = 0; i < jobs; i++) {
+            const t = performance.now();
+            await (await queues[0].add('echo', i)).waitUntilFinished(events);
+            samples.push(performance.now() - t);
+          }
+          return { latency: latencyOf(samples) };
+        },
+      };
+    }
+
+    // Drains: pre-fill (untimed), then time worker start → N completions (the 'completed' event fires after moveToFinished commits).
+    for (let i = 0; i < jobs; i += 1_000) {
+      const chunk = Array.from({ length: Math.min(1_000, jobs - i) }, (_, k) => ({ name: 'echo', data: i + k }));
+      await queues[(i / 1_000) % queueCount].addBulk(chunk);
+    }
+    const steps = scenario === 'drain-c50-3steps';
+    const processor = async (job: Job) => {
+      if (steps) {
+        let n = job.data as number;
+        for (const step of ['one', 'two', 'three']) await job.updateData({ n: ++n, step });
+      }
+      return `ok-${job.data}`;
+    };
+    const concurrency = scenario === 'drain-c1' ? 1 : queueCount > 1 ? 5 : 50;
+    return {
+      note: steps
+        ? 'bullmq: each step persisted with job.updateData'
+        : queueCount > 1
+          ? 'bullmq: no group caps in open source; 10 queues x worker concurrency 5 (per process, not fleet-wide)'
+          : undefined,
+      cleanup,
+      committed: completedCount,
+      timed: async () => {
+        const done = deferred();
+        let completed = 0;
+        const workers = queues.map((q) => new Worker(q.name, processor, { connection, concurrency }));
+        closers.push(() => Promise.all(workers.map((w) => w.close())));
+        workers.forEach((w) => w.on('completed', () => ++completed === jobs && done.resolve()));
+        await done.promise;
+        return {};
+      },
+    };
+  }
+}

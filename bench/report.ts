@@ -1,0 +1,61 @@
+import type { RunResult } from './main';
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+interface Summary {
+  best: number;
+  median: number;
+  latencyMs?: number;
+  cpuPerJob: number;
+  cmdsPerJob: number;
+  note?: string;
+}
+
+/** Best and median over the successful repeats of one scenario and system. */
+function summarise(results: RunResult[]): Summary | undefined {
+  const ok = results.filter((r) => r.opsPerSec !== undefined);
+  if (!ok.length) return undefined;
+  const best = ok.reduce((a, b) => (b.opsPerSec! > a.opsPerSec! ? b : a));
+  return {
+    best: best.opsPerSec!,
+    median: median(ok.map((r) => r.opsPerSec!)),
+    latencyMs: best.latency ? median(ok.map((r) => r.latency!.meanMs)) : undefined,
+    cpuPerJob: median(ok.map((r) => r.cost!.cpuMicros / r.jobs)),
+    cmdsPerJob: median(ok.map((r) => r.cost!.commands / r.jobs)),
+    note: ok[0].note,
+  };
+}
+
+const fmt = (n: number | undefined, digits = 0) => (n === undefined ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+
+/** Prints one row per scenario: ops/s best (median) per system, ratios on best, Redis µs and commands per job. */
+export function printTable(results: RunResult[]): void {
+  const scenarios = [...new Set(results.map((r) => r.scenario))];
+  const header = ['scenario', 'sluice ops/s best (median)', 'bullmq', 'floor', 'sluice/bullmq', 'sluice/floor', 'redis µs/job s | b', 'cmds/job s | b'];
+  const rows = [header];
+  const notes = new Set<string>();
+  for (const scenario of scenarios) {
+    const of = (system: string) => summarise(results.filter((r) => r.scenario === scenario && r.system === system));
+    const [s, b, f] = [of('sluice'), of('bullmq'), of('floor')];
+    [s, b, f].forEach((x) => x?.note && notes.add(`${scenario}: ${x.note}`));
+    const cell = (x?: Summary) => (x ? `${fmt(x.best)} (${fmt(x.median)})${x.latencyMs !== undefined ? ` ${fmt(x.latencyMs, 3)} ms` : ''}` : 'error');
+    const ratio = (a?: Summary, c?: Summary) => (a && c ? `${(a.best / c.best).toFixed(2)}x` : '-');
+    rows.push([
+      scenario, cell(s), cell(b), cell(f), ratio(s, b), ratio(s, f),
+      `${fmt(s?.cpuPerJob, 1)} | ${fmt(b?.cpuPerJob, 1)}`, `${fmt(s?.cmdsPerJob, 1)} | ${fmt(b?.cmdsPerJob, 1)}`,
+    ]);
+  }
+  const widths = header.map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  console.log('');
+  rows.forEach((row, i) => {
+    console.log(`| ${row.map((c, k) => c.padEnd(widths[k])).join(' | ')} |`);
+    if (i === 0) console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
+  });
+  if (notes.size) console.log(`\nNotes:\n${[...notes].map((n) => `- ${n}`).join('\n')}`);
+  const errors = results.filter((r) => r.error);
+  if (errors.length) console.log(`\nErrors:\n${errors.map((r) => `- ${r.scenario} ${r.system} #${r.repeat}: ${r.error}`).join('\n')}`);
+}

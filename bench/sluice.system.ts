@@ -1,0 +1,137 @@
+import 'reflect-metadata';
+import { DynamicModule, Inject, Injectable, Module, Provider, Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import Redis from 'ioredis';
+import { QueueClient, QueueModule, RunContext, RunEvents, Step, Workflow } from '../lib';
+import { BenchSystem, deferred, inParallel, latencyOf, PreparedRun, ScenarioName } from './bench.types';
+
+const NAMESPACE = 'bench';
+const TARGET = Symbol('TARGET');
+
+@Workflow('bench.echo')
+class EchoWorkflow {
+  run(input: number): string {
+    return `ok-${input}`;
+  }
+}
+
+@Workflow('bench.steps')
+class StepsWorkflow {
+  async run(input: number): Promise<string> {
+    const a = await this.one(input);
+    const b = await this.two(a);
+    return this.three(b);
+  }
+  @Step() async one(n: number) {
+    return n + 1;
+  }
+  @Step() async two(n: number) {
+    return n + 1;
+  }
+  @Step() async three(n: number) {
+    return `ok-${n}`;
+  }
+}
+
+/** Ten workflows capped at 5 each stand in for 10 groups until per-group caps exist. */
+const GROUP_WORKFLOWS: Type[] = Array.from({ length: 10 }, (_, g) => {
+  @Workflow(`bench.group${g}`, { concurrency: 5 })
+  class GroupWorkflow {
+    run(input: number, _ctx: RunContext): string {
+      return `ok-${input}`;
+    }
+  }
+  return GroupWorkflow;
+});
+
+/** Resolves once the worker has committed `TARGET` runs (RunEvents fire after the commit). */
+@Injectable()
+class CompletionCounter {
+  readonly done = deferred();
+  private count = 0;
+  constructor(events: RunEvents, @Inject(TARGET) target: number) {
+    events.on('completed', () => ++this.count === target && this.done.resolve());
+  }
+}
+
+function app(url: string, workflows: Type[], worker: { enabled: boolean; concurrency?: number }, target = 0): DynamicModule {
+  @Module({})
+  class BenchModule {}
+  const providers: Provider[] = [...workflows, { provide: TARGET, useValue: target }, CompletionCounter];
+  return { module: BenchModule, imports: [QueueModule.forRoot({ connection: { url }, namespace: NAMESPACE, worker })], providers };
+}
+
+async function start(module: DynamicModule) {
+  return NestFactory.createApplicationContext(module, { logger: ['error'] });
+}
+
+export class SluiceSystem implements BenchSystem {
+  readonly name = 'sluice';
+
+  async prepare(scenario: ScenarioName, jobs: number, url: string): Promise<PreparedRun> {
+    if (scenario.startsWith('drain')) return this.drain(scenario, jobs, url);
+    const worker = scenario === 'roundtrip';
+    const ctx = await start(app(url, [EchoWorkflow], { enabled: worker }));
+    const client = ctx.get(QueueClient);
+    const committed = () => countRuns(url, worker ? 'completed' : undefined);
+    const cleanup = () => ctx.close();
+    if (scenario === 'roundtrip') {
+      await client.run(EchoWorkflow, -1); // warm the connections and the worker
+      return {
+        committed: async () => (await committed()) - 1,
+        cleanup,
+        timed: async () => {
+          const samples: number[] = [];
+          for (let i = 0; i < jobs; i++) {
+            const t = performance.now();
+            await client.run(EchoWorkflow, i);
+            samples.push(performance.now() - t);
+          }
+          return { latency: latencyOf(samples) };
+        },
+      };
+    }
+    const inFlight = scenario === 'enqueue-c50' ? 50 : 1;
+    return { committed, cleanup, timed: async () => (await inParallel(jobs, inFlight, (i) => client.enqueue(EchoWorkflow, i)), {}) };
+  }
+
+  private async drain(scenario: ScenarioName, jobs: number, url: string): Promise<PreparedRun> {
+    const workflows = scenario === 'drain-c50-3steps' ? [StepsWorkflow] : scenario === 'drain-c50-10groups' ? GROUP_WORKFLOWS : [EchoWorkflow];
+    const producer = await start(app(url, workflows, { enabled: false }));
+    const client = producer.get(QueueClient);
+    for (let i = 0; i < jobs; i += 1_000) {
+      const items = Array.from({ length: Math.min(1_000, jobs - i) }, (_, k) => ({ input: i + k }));
+      await client.enqueueMany(workflows[(i / 1_000) % workflows.length] as typeof EchoWorkflow, items);
+    }
+    await producer.close();
+    let worker: Awaited<ReturnType<typeof start>> | undefined;
+    return {
+      note: scenario === 'drain-c50-10groups' ? 'sluice: 10 workflows, each capped at 5 fleet-wide in Redis' : undefined,
+      timed: async () => {
+        worker = await start(app(url, workflows, { enabled: true, concurrency: scenario === 'drain-c1' ? 1 : 50 }, jobs));
+        await worker.get(CompletionCounter).done.promise;
+        return {};
+      },
+      committed: () => countRuns(url, 'completed'),
+      cleanup: async () => worker?.close(),
+    };
+  }
+}
+
+/** Runs in the bench namespace (in `state` if given), by a scan: untimed, after the fact. */
+async function countRuns(url: string, state?: string): Promise<number> {
+  const redis = new Redis(url);
+  let count = 0;
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `{sluice:${NAMESPACE}}:run:*`, 'COUNT', 1000);
+    cursor = next;
+    if (!state) count += keys.length;
+    else if (keys.length) {
+      const states = await Promise.all(keys.map((key) => redis.hget(key, 'state')));
+      count += states.filter((s) => s === state).length;
+    }
+  } while (cursor !== '0');
+  await redis.quit();
+  return count;
+}

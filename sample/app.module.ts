@@ -1,0 +1,29 @@
+import { Module } from '@nestjs/common';
+import { QueueModule } from '../lib';
+import { FulfilmentJournal } from './fulfilment.journal';
+import { InventoryService } from './inventory.service';
+import { OrderDemo } from './order.demo';
+import { OrderWorkflow } from './order.workflow';
+import { PaymentGateway } from './payment.gateway';
+
+export const SAMPLE_NAMESPACE = 'sample';
+
+@Module({
+  imports: [
+    // The async form, as an app would use with ConfigService: options are built at bootstrap.
+    QueueModule.forRootAsync({
+      useFactory: () => {
+        const url = process.env.REDIS_URL;
+        if (!url) throw new Error('REDIS_URL is not set');
+        return {
+          connection: { url },
+          namespace: SAMPLE_NAMESPACE,
+          worker: { concurrency: 10, shutdownTimeoutMs: 5_000 },
+          defaults: { resultTtlMs: 60 * 60_000 },
+        };
+      },
+    }),
+  ],
+  providers: [OrderWorkflow, InventoryService, PaymentGateway, FulfilmentJournal, OrderDemo],
+})
+export class AppModule {}

@@ -1,0 +1,56 @@
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import Redis from 'ioredis';
+import { AppModule, SAMPLE_NAMESPACE } from './app.module';
+import { OrderDemo } from './order.demo';
+
+/** Runs the demo against REDIS_URL; resolves 0 if everything happened as expected, 1 otherwise. */
+export async function main(): Promise<number> {
+  const logger = new Logger('Sample');
+  const url = process.env.REDIS_URL;
+  if (!url) {
+    logger.error('REDIS_URL is not set (`npm run sample` starts a local redis-server for you)');
+    return 1;
+  }
+  await dropSampleKeys(url);
+  const app = await NestFactory.createApplicationContext(AppModule, { logger: ['log', 'warn', 'error'] });
+  let problems: string[];
+  try {
+    problems = await app.get(OrderDemo).runAll();
+  } finally {
+    await app.close(); // stops reserving, lets in-flight runs finish, closes the Redis connections
+  }
+  if (problems.length > 0) {
+    logger.error(`${problems.length} check(s) failed:\n  - ${problems.join('\n  - ')}`);
+    return 1;
+  }
+  logger.log('All checks passed');
+  return 0;
+}
+
+/** Deletes the keys of the sample's namespace only (`{sluice:sample}:*`), so re-runs start clean. */
+async function dropSampleKeys(url: string): Promise<void> {
+  const redis = new Redis(url, { lazyConnect: true });
+  try {
+    await redis.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `{sluice:${SAMPLE_NAMESPACE}}:*`, 'COUNT', 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+if (require.main === module) {
+  main().then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}

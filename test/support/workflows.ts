@@ -1,0 +1,116 @@
+import type Redis from 'ioredis';
+import { redisUrl } from './app';
+import IORedis from 'ioredis';
+
+/** A promise the test settles itself, e.g. to hold a run open until the test lets it finish. */
+export interface Deferred<T = void> {
+  promise: Promise<T>;
+  resolve(value: T): void;
+  reject(error: unknown): void;
+}
+
+export function deferred<T = void>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** Keyed gates: a workflow awaits `gates.get(key).promise`, the test calls `open(key)`. */
+export class Gates {
+  private readonly gates = new Map<string, Deferred<void>>();
+
+  get(key: string): Deferred<void> {
+    let gate = this.gates.get(key);
+    if (!gate) this.gates.set(key, (gate = deferred()));
+    return gate;
+  }
+
+  open(key: string): void {
+    this.get(key).resolve();
+  }
+
+  openAll(): void {
+    this.gates.forEach((gate) => gate.resolve());
+  }
+}
+
+/** Counts side effects by key, e.g. `${runId}:stepA`. */
+export class Counter {
+  private readonly counts = new Map<string, number>();
+
+  inc(key: string): number {
+    const next = (this.counts.get(key) ?? 0) + 1;
+    this.counts.set(key, next);
+    return next;
+  }
+
+  get(key: string): number {
+    return this.counts.get(key) ?? 0;
+  }
+}
+
+/**
+ * Polls `read` until `done` holds, for state that has no event to await (e.g. a run becoming
+ * 'active' in Redis). Bounded: fails with `what` after `timeoutMs`.
+ */
+export async function pollUntil<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last value: ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** Every key of a namespace (SCAN, never KEYS). */
+export async function namespaceKeys(redis: Redis, namespace: string, prefix = 'sluice'): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `{${prefix}:${namespace}}:*`, 'COUNT', 1000);
+    found.push(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+  return found;
+}
+
+/**
+ * Watches the commands the server executes (MONITOR), to synchronise with a command another
+ * connection sends, e.g. the waiter's read of a run record.
+ */
+export async function monitorCommands(): Promise<{ next(match: (args: string[]) => boolean, timeoutMs?: number): Promise<string[]>; close(): Promise<void> }> {
+  const connection = new IORedis(redisUrl());
+  const monitor = await connection.monitor();
+  const seen: string[][] = [];
+  const pending: Array<{ match: (args: string[]) => boolean; resolve: (args: string[]) => void }> = [];
+  monitor.on('monitor', (_time: string, args: string[]) => {
+    const normalised = [String(args[0]).toLowerCase(), ...args.slice(1).map(String)];
+    const index = pending.findIndex((p) => p.match(normalised));
+    if (index >= 0) pending.splice(index, 1)[0].resolve(normalised);
+    else seen.push(normalised);
+  });
+  return {
+    /** The next executed command (not yet consumed) that `match` accepts. */
+    next(match, timeoutMs = 10_000) {
+      const earlier = seen.findIndex(match);
+      if (earlier >= 0) return Promise.resolve(seen.splice(earlier, 1)[0]);
+      return new Promise((resolve, reject) => {
+        const entry = { match, resolve: (args: string[]) => (clearTimeout(timer), resolve(args)) };
+        const timer = setTimeout(() => {
+          pending.splice(pending.indexOf(entry), 1);
+          reject(new Error(`no matching command within ${timeoutMs} ms`));
+        }, timeoutMs);
+        pending.push(entry);
+      });
+    },
+    async close() {
+      monitor.disconnect();
+      connection.disconnect();
+    },
+  };
+}

@@ -1,0 +1,228 @@
+import fc from 'fast-check';
+import { InvalidInputError, InvalidNameError, InvalidOptionError, MAX_PRIORITY, PayloadNotSerializableError, QueueConfigError } from '../../lib';
+import { buildEnqueueRequest, EnqueueOptions } from '../../lib/client/enqueue.options';
+import { DEFAULT_BACKOFF, QueueModuleOptions, resolveQueueOptions } from '../../lib/queue.options';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../../lib/redis/payload.codec';
+import { checkInteger, toMilliseconds } from '../../lib/util/duration';
+import { checkId, checkName, MAX_ID_LENGTH, MAX_NAME_LENGTH } from '../../lib/util/names';
+import { backoffDelay } from '../../lib/worker/backoff';
+
+describe('names', () => {
+  it.each(['a', 'order.fulfil', 'A-1_b.c', '9lives', 'x'.repeat(MAX_NAME_LENGTH)])('checkName accepts %p', (name) => {
+    expect(checkName(name, 'f')).toBe(name);
+  });
+
+  it.each([
+    ['empty', ''],
+    ['overlong', 'x'.repeat(MAX_NAME_LENGTH + 1)],
+    ['a colon', 'a:b'],
+    ['an opening brace', 'a{b'],
+    ['a closing brace', 'a}b'],
+    ['a space', 'a b'],
+    ['a tab', 'a\tb'],
+    ['a leading dot', '.a'],
+    ['a leading dash', '-a'],
+    ['a slash', 'a/b'],
+    ['a non-string', 42],
+    ['undefined', undefined],
+  ])('checkName rejects %s', (_label, name) => {
+    expect(() => checkName(name, 'opts.group')).toThrow(InvalidNameError);
+    expect(() => checkName(name, 'opts.group')).toThrow(/^opts\.group: /);
+  });
+
+  it.each(['a', 'order-1', 'tenant:42', 'a/b@c#d=e+f', 'x'.repeat(MAX_ID_LENGTH)])('checkId accepts %p', (id) => {
+    expect(checkId(id, 'f')).toBe(id);
+  });
+
+  it.each([
+    ['empty', ''],
+    ['overlong', 'x'.repeat(MAX_ID_LENGTH + 1)],
+    ['braces', '{a}'],
+    ['a brace', 'a}'],
+    ['a space', 'a b'],
+    ['a newline', 'a\nb'],
+    ['a non-string', 7],
+  ])('checkId rejects %s', (_label, id) => {
+    expect(() => checkId(id, 'opts.id')).toThrow(InvalidNameError);
+  });
+});
+
+describe('toMilliseconds', () => {
+  it.each([
+    ['500ms', 500],
+    ['30s', 30_000],
+    ['10m', 600_000],
+    ['2h', 7_200_000],
+    ['1d', 86_400_000],
+    ['1.5s', 1_500],
+    [' 5s ', 5_000],
+    [0, 0],
+    [250, 250],
+    [1.4, 1],
+  ])('%p is %p ms', (value, ms) => {
+    expect(toMilliseconds(value, 'delay')).toBe(ms);
+  });
+
+  it.each([['10'], ['abc'], ['-5s'], ['5 sec'], ['1.5.2s'], ['s'], [''], ['5w']])('rejects the string %p', (value) => {
+    expect(() => toMilliseconds(value, 'opts.delay')).toThrow(InvalidOptionError);
+    expect(() => toMilliseconds(value, 'opts.delay')).toThrow(/^opts\.delay: /);
+  });
+
+  it.each([[-1], [NaN], [Infinity], [-Infinity], [11 * 365 * 86_400_000]])('rejects the number %p', (value) => {
+    expect(() => toMilliseconds(value, 'opts.delay')).toThrow(InvalidOptionError);
+  });
+
+  it('rejects other types', () => {
+    expect(() => toMilliseconds(null as unknown as number, 'd')).toThrow(InvalidOptionError);
+    expect(() => toMilliseconds({} as unknown as number, 'd')).toThrow(InvalidOptionError);
+  });
+
+  it('checkInteger bounds', () => {
+    expect(checkInteger(3, 'f', 1, 5)).toBe(3);
+    for (const bad of [0, 6, 2.5, NaN, '3', undefined]) expect(() => checkInteger(bad, 'f', 1, 5)).toThrow(InvalidOptionError);
+  });
+});
+
+describe('buildEnqueueRequest', () => {
+  const wf = { name: 'wf', attempts: 4 };
+  const build = (opts?: EnqueueOptions, input: unknown = { x: 1 }, max = DEFAULT_MAX_PAYLOAD_BYTES) => buildEnqueueRequest(wf, input, opts, max);
+
+  it('fills defaults', () => {
+    const request = build();
+    expect(request.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(request).toMatchObject({ workflow: 'wf', input: '{"x":1}', priority: 0, delayMs: 0, runAtMs: undefined, attempts: 4, group: undefined });
+    expect(build().id).not.toBe(request.id);
+  });
+
+  it('takes valid options', () => {
+    const runAt = new Date(Date.now() + 60_000);
+    const request = build({ id: 'order:1', delay: '10s', runAt, priority: MAX_PRIORITY, group: 'tenant-1', attempts: 7 });
+    expect(request).toMatchObject({ id: 'order:1', delayMs: 10_000, runAtMs: runAt.getTime(), priority: MAX_PRIORITY, group: 'tenant-1', attempts: 7 });
+  });
+
+  const bad: Array<[string, EnqueueOptions, Function]> = [
+    ['empty id', { id: '' }, InvalidNameError],
+    ['overlong id', { id: 'x'.repeat(MAX_ID_LENGTH + 1) }, InvalidNameError],
+    ['id with braces', { id: '{x}' }, InvalidNameError],
+    ['id with a space', { id: 'a b' }, InvalidNameError],
+    ['empty group', { group: '' }, InvalidNameError],
+    ['overlong group', { group: 'g'.repeat(MAX_NAME_LENGTH + 1) }, InvalidNameError],
+    ['group with a brace', { group: 'g{' }, InvalidNameError],
+    ['group with a colon', { group: 'tenant:1' }, InvalidNameError],
+    ['negative priority', { priority: -1 }, InvalidOptionError],
+    ['NaN priority', { priority: NaN }, InvalidOptionError],
+    ['fractional priority', { priority: 1.5 }, InvalidOptionError],
+    ['priority above the maximum', { priority: MAX_PRIORITY + 1 }, InvalidOptionError],
+    ['negative delay', { delay: -1 }, InvalidOptionError],
+    ['NaN delay', { delay: NaN }, InvalidOptionError],
+    ['malformed delay string', { delay: 'soon' }, InvalidOptionError],
+    ['zero attempts', { attempts: 0 }, InvalidOptionError],
+    ['negative attempts', { attempts: -2 }, InvalidOptionError],
+    ['NaN attempts', { attempts: NaN }, InvalidOptionError],
+    ['fractional attempts', { attempts: 2.5 }, InvalidOptionError],
+    ['invalid runAt date', { runAt: new Date('nope') }, InvalidOptionError],
+    ['runAt not a Date', { runAt: '2030-01-01' as unknown as Date }, InvalidOptionError],
+  ];
+  it.each(bad)('rejects %s', (_label, opts, type) => {
+    let error: unknown;
+    try {
+      build(opts);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(type);
+    expect(error).toBeInstanceOf(InvalidInputError);
+    expect((error as InvalidInputError).field).toMatch(/^opts\./);
+  });
+
+  it('rejects opts that are not an object', () => {
+    expect(() => build(5 as unknown as EnqueueOptions)).toThrow(InvalidOptionError);
+    expect(() => build(null as unknown as EnqueueOptions)).toThrow(InvalidOptionError);
+  });
+
+  it('rejects a non-serializable or oversized input', () => {
+    expect(() => build({}, { f: () => 1 })).toThrow(PayloadNotSerializableError);
+    expect(() => build({}, 'x'.repeat(100), 50)).toThrow(/maxPayloadBytes/);
+  });
+});
+
+describe('resolveQueueOptions', () => {
+  const connection = { url: 'redis://127.0.0.1:1' };
+  const resolve = (extra: Partial<QueueModuleOptions>) => resolveQueueOptions({ connection, ...extra } as QueueModuleOptions);
+
+  it('fills defaults', () => {
+    const resolved = resolve({});
+    expect(resolved).toEqual({
+      connection,
+      prefix: 'sluice',
+      namespace: 'default',
+      worker: { enabled: true, concurrency: 10, lockMs: 30_000, stalledIntervalMs: 15_000, maxStalls: 3, shutdownTimeoutMs: 30_000 },
+      defaults: { attempts: 3, backoff: DEFAULT_BACKOFF, resultTtlMs: 86_400_000 },
+      maxPayloadBytes: DEFAULT_MAX_PAYLOAD_BYTES,
+    });
+  });
+
+  it('derives stalledIntervalMs from lockMs and completes a partial backoff', () => {
+    const resolved = resolve({ worker: { lockMs: 1001 }, defaults: { backoff: { delayMs: 10 } } });
+    expect(resolved.worker.stalledIntervalMs).toBe(501);
+    expect(resolved.defaults.backoff).toEqual({ delayMs: 10, factor: 2, maxDelayMs: DEFAULT_BACKOFF.maxDelayMs });
+  });
+
+  it.each<[string, unknown, RegExp]>([
+    ['no options', undefined, /required/],
+    ['no connection', {}, /connection/],
+    ['a connection that is a string', { connection: 'redis://x' }, /connection/],
+    ['a namespace with a colon', { connection, namespace: 'a:b' }, /namespace/],
+    ['an empty namespace', { connection, namespace: '' }, /namespace/],
+    ['a prefix with braces', { connection, prefix: '{p}' }, /prefix/],
+    ['zero worker concurrency', { connection, worker: { concurrency: 0 } }, /worker\.concurrency/],
+    ['fractional worker concurrency', { connection, worker: { concurrency: 1.5 } }, /worker\.concurrency/],
+    ['negative lockMs', { connection, worker: { lockMs: -1 } }, /worker\.lockMs/],
+    ['NaN stalledIntervalMs', { connection, worker: { stalledIntervalMs: NaN } }, /worker\.stalledIntervalMs/],
+    ['negative maxStalls', { connection, worker: { maxStalls: -1 } }, /worker\.maxStalls/],
+    ['Infinity shutdownTimeoutMs', { connection, worker: { shutdownTimeoutMs: Infinity } }, /worker\.shutdownTimeoutMs/],
+    ['zero default attempts', { connection, defaults: { attempts: 0 } }, /defaults\.attempts/],
+    ['negative backoff delay', { connection, defaults: { backoff: { delayMs: -5 } } }, /defaults\.backoff\.delayMs/],
+    ['zero backoff factor', { connection, defaults: { backoff: { delayMs: 5, factor: 0 } } }, /defaults\.backoff\.factor/],
+    ['negative backoff cap', { connection, defaults: { backoff: { delayMs: 5, maxDelayMs: -1 } } }, /defaults\.backoff\.maxDelayMs/],
+    ['zero resultTtlMs', { connection, defaults: { resultTtlMs: 0 } }, /defaults\.resultTtlMs/],
+    ['zero maxPayloadBytes', { connection, maxPayloadBytes: 0 }, /maxPayloadBytes/],
+  ])('rejects %s with QueueConfigError', (_label, options, message) => {
+    expect(() => resolveQueueOptions(options as QueueModuleOptions)).toThrow(QueueConfigError);
+    expect(() => resolveQueueOptions(options as QueueModuleOptions)).toThrow(message);
+  });
+});
+
+describe('backoffDelay', () => {
+  const backoff = { delayMs: 100, factor: 2, maxDelayMs: 1_000 };
+  const middle = () => 0.5; // jitter factor exactly 1
+
+  it('grows exponentially and is capped', () => {
+    expect([1, 2, 3, 4, 5, 10].map((failures) => backoffDelay(backoff, failures, middle))).toEqual([100, 200, 400, 800, 1_000, 1_000]);
+  });
+
+  it('treats zero failures like the first', () => {
+    expect(backoffDelay(backoff, 0, middle)).toBe(100);
+  });
+
+  it('jitters by ±20 % at the random extremes', () => {
+    expect(backoffDelay(backoff, 1, () => 0)).toBe(80);
+    expect(backoffDelay(backoff, 1, () => 0.999999)).toBe(120);
+    expect(backoffDelay(backoff, 20, () => 0)).toBe(800);
+  });
+
+  it('stays within the jitter bounds for any random value', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 40 }), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), (failures, r) => {
+        const base = Math.min(backoff.maxDelayMs, backoff.delayMs * 2 ** (failures - 1));
+        const delay = backoffDelay(backoff, failures, () => r);
+        return Number.isInteger(delay) && delay >= Math.floor(base * 0.8) && delay <= Math.ceil(base * 1.2);
+      }),
+    );
+  });
+
+  it('honours a custom factor and a zero delay', () => {
+    expect(backoffDelay({ delayMs: 10, factor: 3, maxDelayMs: 10_000 }, 3, middle)).toBe(90);
+    expect(backoffDelay({ delayMs: 0, factor: 2, maxDelayMs: 10_000 }, 5, () => 0.9)).toBe(0);
+  });
+});
