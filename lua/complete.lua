@@ -25,7 +25,7 @@
 local workflow = leasedWorkflow(KEYS[1], ARGV[3])
 if not workflow then return { 0 } end
 local now = nowMs()
-releaseSlot(ARGV[1], KEYS[3], KEYS[4], ARGV[2], workflow)
+releaseSlot(ARGV[1], KEYS[3], KEYS[4], ARGV[2], workflow, false)
 finishRun(ARGV[1], KEYS[1], KEYS[2], ARGV[2], 'completed', 'result', ARGV[4], now, tonumber(ARGV[5]))
 
 local reply = { 1 }
@@ -36,4 +36,6 @@ if wanted > 0 then
   -- No wake to pass on: this worker comes back for more with its next completion.
   claimRuns(ARGV[1], KEYS[3], KEYS[4], workflows, wanted, now, tonumber(ARGV[7]), reply, false)
 end
+-- Only now, after the refill took what it could, is leftover room worth waking a worker for.
+wakeIfRoom(ARGV[1], KEYS[4], workflow)
 return reply

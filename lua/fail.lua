@@ -23,7 +23,7 @@
 local base = ARGV[1]
 local workflow = leasedWorkflow(KEYS[1], ARGV[3])
 if not workflow then return 'lost' end
-releaseSlot(base, KEYS[3], KEYS[4], ARGV[2], workflow)
+releaseSlot(base, KEYS[3], KEYS[4], ARGV[2], workflow, true)
 
 local now = nowMs()
 local failures = redis.call('HINCRBY', KEYS[1], 'failures', 1)

@@ -15,6 +15,6 @@
 
 local workflow = leasedWorkflow(KEYS[1], ARGV[3])
 if not workflow then return 0 end
-releaseSlot(ARGV[1], KEYS[2], KEYS[3], ARGV[2], workflow)
+releaseSlot(ARGV[1], KEYS[2], KEYS[3], ARGV[2], workflow, true)
 requeue(ARGV[1], KEYS[4], KEYS[1], ARGV[2], workflow, redis.call('HGET', KEYS[1], 'priority'))
 return 1

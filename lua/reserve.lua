@@ -56,7 +56,7 @@ if scanInterval > 0 and redis.call('SET', KEYS[5], '1', 'NX', 'PX', scanInterval
     local runKey = base .. 'run:' .. id
     local f = redis.call('HMGET', runKey, 'workflow', 'priority', 'state')
     if f[1] and f[3] == 'active' then
-      releaseSlot(base, KEYS[2], KEYS[3], id, f[1])
+      releaseSlot(base, KEYS[2], KEYS[3], id, f[1], true)
       local stalls = redis.call('HINCRBY', runKey, 'stalls', 1)
       if stalls > tonumber(ARGV[5]) then
         finishRun(base, runKey, base .. 'steps:' .. id, id, 'failed', 'error',

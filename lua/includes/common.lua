@@ -30,13 +30,22 @@ local function leasedWorkflow(runKey, token)
   return nil
 end
 
--- Frees the slot a run holds and lets a worker blocked on a full cap know there is room again.
-local function releaseSlot(base, leasesKey, limitsKey, id, workflow)
-  redis.call('ZREM', leasesKey, id)
-  if redis.call('SREM', base .. 'wf:' .. workflow .. ':active', id) == 1
-    and redis.call('HEXISTS', limitsKey, 'wf:' .. workflow) == 1
+-- Lets a worker blocked on a full cap know there is room again. Uncapped workflows never block
+-- on a cap, so they need no wake here.
+local function wakeIfRoom(base, limitsKey, workflow)
+  local limit = redis.call('HGET', limitsKey, 'wf:' .. workflow)
+  if limit and redis.call('SCARD', base .. 'wf:' .. workflow .. ':active') < tonumber(limit)
     and redis.call('ZCARD', base .. 'wf:' .. workflow .. ':waiting') > 0 then
     wake(base .. 'wf:' .. workflow .. ':wake')
+  end
+end
+
+-- Frees the slot a run holds. With `wakeNow`, wakes a worker if a cap was holding runs back;
+-- a caller that refills the slot itself first passes false and calls wakeIfRoom afterwards.
+local function releaseSlot(base, leasesKey, limitsKey, id, workflow, wakeNow)
+  redis.call('ZREM', leasesKey, id)
+  if redis.call('SREM', base .. 'wf:' .. workflow .. ':active', id) == 1 and wakeNow then
+    wakeIfRoom(base, limitsKey, workflow)
   end
 end
 
