@@ -97,7 +97,7 @@ export function resolveBackoff(backoff: BackoffOptions | undefined, fallback: Re
   if (!backoff) return fallback;
   return {
     delayMs: nonNegative(backoff.delayMs, `${field}.delayMs`),
-    factor: positive(backoff.factor ?? 2, `${field}.factor`, false),
+    factor: positive(backoff.factor ?? fallback.factor, `${field}.factor`, false),
     maxDelayMs: nonNegative(backoff.maxDelayMs ?? fallback.maxDelayMs, `${field}.maxDelayMs`),
   };
 }

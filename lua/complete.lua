@@ -26,7 +26,7 @@ local workflow = leasedWorkflow(KEYS[1], ARGV[3])
 if not workflow then return { 0 } end
 local now = nowMs()
 releaseSlot(ARGV[1], KEYS[3], KEYS[4], ARGV[2], workflow, false)
-finishRun(ARGV[1], KEYS[1], KEYS[2], ARGV[2], 'completed', 'result', ARGV[4], now, tonumber(ARGV[5]))
+finishRun(ARGV[1], KEYS[1], KEYS[2], ARGV[2], workflow, 'completed', 'result', ARGV[4], now, tonumber(ARGV[5]))
 
 local reply = { 1 }
 local wanted = tonumber(ARGV[6])

@@ -41,5 +41,5 @@ if ARGV[5] == '1' and failures < maxAttempts then
   end
   return 'retry'
 end
-finishRun(base, KEYS[1], KEYS[2], ARGV[2], 'failed', 'error', ARGV[4], now, tonumber(ARGV[7]))
+finishRun(base, KEYS[1], KEYS[2], ARGV[2], workflow, 'failed', 'error', ARGV[4], now, tonumber(ARGV[7]))
 return 'failed'

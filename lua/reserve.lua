@@ -59,7 +59,7 @@ if scanInterval > 0 and redis.call('SET', KEYS[5], '1', 'NX', 'PX', scanInterval
       releaseSlot(base, KEYS[2], KEYS[3], id, f[1], true)
       local stalls = redis.call('HINCRBY', runKey, 'stalls', 1)
       if stalls > tonumber(ARGV[5]) then
-        finishRun(base, runKey, base .. 'steps:' .. id, id, 'failed', 'error',
+        finishRun(base, runKey, base .. 'steps:' .. id, id, f[1], 'failed', 'error',
           '{"name":"StalledError","message":"lease expired ' .. stalls .. ' times (worker died or blocked the event loop)"}',
           now, tonumber(ARGV[7]))
       else

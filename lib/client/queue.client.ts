@@ -53,8 +53,7 @@ export class QueueClient {
   /** Enqueues one run (one Redis call). With an `id` that exists, returns that run and writes nothing. */
   async enqueue<W extends WorkflowRef>(workflow: W, input: In<W>, opts?: EnqueueOptions): Promise<RunHandle<Out<W>>> {
     const request = buildEnqueueRequest(this.registry.resolve(workflow), input, opts, this.options.maxPayloadBytes);
-    const [created] = await this.scripts.get().run<[number, string]>('enqueue', this.enqueueKeys(request), this.enqueueArgs(request));
-    return this.handle(request.id, created === 1);
+    return this.handle(request.id, await this.store(request));
   }
 
   /**
@@ -87,8 +86,9 @@ export class QueueClient {
   /** Enqueues a run and waits for its result: `enqueue(...).then(h => h.result({ timeoutMs }))`. */
   async run<W extends WorkflowRef>(workflow: W, input: In<W>, opts?: EnqueueOptions & WaitOptions): Promise<Out<W>> {
     if (opts?.timeoutMs !== undefined) checkTimeout(opts.timeoutMs);
-    const handle = await this.enqueue(workflow, input, opts);
-    return handle.result({ timeoutMs: opts?.timeoutMs });
+    const request = buildEnqueueRequest(this.registry.resolve(workflow), input, opts, this.options.maxPayloadBytes);
+    // Subscribe first, then enqueue: a new run cannot finish unheard, so no read is needed.
+    return (await this.waiter.wait(request.id, opts?.timeoutMs, () => this.store(request))) as Out<W>;
   }
 
   /**
@@ -106,6 +106,12 @@ export class QueueClient {
     checkId(runId, 'runId');
     const values = await this.connections.command.hmget(this.keys.run(runId), ...RUN_FIELDS);
     return toRunInfo(runId, values) as RunInfo<T> | null;
+  }
+
+  /** The enqueue script; resolves true if the run is new, false if the id existed. */
+  private async store(request: EnqueueRequest): Promise<boolean> {
+    const [created] = await this.scripts.get().run<[number, string]>('enqueue', this.enqueueKeys(request), this.enqueueArgs(request));
+    return created === 1;
   }
 
   private handle<T>(id: string, created: boolean): RunHandle<T> {

@@ -11,7 +11,7 @@ export interface RunInfo<Out = unknown> {
   input: unknown;
   priority: number;
   group?: string;
-  /** Attempts started so far (claims, including recoveries from stalled workers). */
+  /** Attempts started so far: every claim, including after a stall or a hand-back at shutdown. */
   attempts: number;
   maxAttempts: number;
   /** Failed attempts so far. */

@@ -10,6 +10,7 @@ import { RedisKeys } from '../redis/redis.keys';
 interface DoneMessage {
   v: 1;
   state: 'completed' | 'failed';
+  workflow?: string;
   result?: unknown;
   error?: RunErrorInfo;
   undef?: boolean;
@@ -43,7 +44,11 @@ export class RunWaiter implements BeforeApplicationShutdown {
     this.keys = new RedisKeys(options.prefix, options.namespace);
   }
 
-  wait(runId: string, timeoutMs: number | undefined): Promise<unknown> {
+  /**
+   * @param afterSubscribe runs once the subscription is live (e.g. the enqueue of `run()`); if it
+   *   resolves `true` the run is new, so it cannot have finished unheard and the read is skipped.
+   */
+  wait(runId: string, timeoutMs: number | undefined, afterSubscribe?: () => Promise<boolean>): Promise<unknown> {
     const channel = this.keys.done(runId);
     return new Promise((resolve, reject) => {
       let done = false;
@@ -67,14 +72,17 @@ export class RunWaiter implements BeforeApplicationShutdown {
         const record = parseDone(message);
         if (!record) return void check(); // a peer on an older build publishes a bare "1"
         if (record.state === 'completed') finish(() => resolve(record.undef ? undefined : record.result));
-        else finish(() => reject(new WorkflowFailedError(runId, undefined, record.error ?? unknownError())));
+        else finish(() => reject(new WorkflowFailedError(runId, record.workflow, record.error ?? unknownError())));
       };
       if (timeoutMs !== undefined) timers.push(setTimeout(() => finish(() => reject(new WaitTimeoutError(runId, timeoutMs))), timeoutMs));
       const backstop = () => timers.push(setTimeout(() => void check().then(() => !done && backstop()), BACKSTOP_MS));
-      this.listen(channel, onMessage).then(
-        () => check().then(() => !done && backstop()),
-        (error) => finish(() => reject(error)),
-      );
+      this.listen(channel, onMessage)
+        .then(async () => {
+          const fresh = afterSubscribe ? await afterSubscribe() : false;
+          if (!fresh) await check();
+          if (!done) backstop();
+        })
+        .catch((error) => finish(() => reject(error)));
     });
   }
 

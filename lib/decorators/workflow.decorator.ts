@@ -1,7 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { WORKFLOW_METADATA } from '../queue.constants';
 import { checkName } from '../util/names';
+import { InvalidOptionError } from '../errors';
 import { checkInteger } from '../util/duration';
+
+const MAX_DELAY_MS = 365 * 86_400_000;
 import type { WorkflowOptions } from '../workflow/workflow.types';
 
 /** What `@Workflow` records on its class. */
@@ -21,6 +24,14 @@ export function Workflow(name: string, options: WorkflowOptions = {}): ClassDeco
   checkName(name, '@Workflow name');
   if (options.concurrency !== undefined) checkInteger(options.concurrency, `@Workflow('${name}') concurrency`, 1, 1_000_000);
   if (options.attempts !== undefined) checkInteger(options.attempts, `@Workflow('${name}') attempts`, 1, 1_000);
+  if (options.backoff !== undefined) {
+    const field = `@Workflow('${name}') backoff`;
+    checkInteger(options.backoff.delayMs, `${field}.delayMs`, 0, MAX_DELAY_MS);
+    if (options.backoff.maxDelayMs !== undefined) checkInteger(options.backoff.maxDelayMs, `${field}.maxDelayMs`, 0, MAX_DELAY_MS);
+    if (options.backoff.factor !== undefined && !(Number.isFinite(options.backoff.factor) && options.backoff.factor > 0)) {
+      throw new InvalidOptionError(`${field}.factor`, `must be a number > 0, got ${options.backoff.factor}`);
+    }
+  }
   const metadata: WorkflowMetadata = { name, options };
   return (target) => {
     Reflect.defineMetadata(WORKFLOW_METADATA, metadata, target);

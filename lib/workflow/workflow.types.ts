@@ -2,7 +2,7 @@
 export interface RunContext {
   /** The run's id (caller-given or generated). */
   readonly runId: string;
-  /** 1 on the first attempt, incremented each time the run is claimed again (retry or stall recovery). */
+  /** 1 on the first attempt, incremented each time the run is claimed again: after a failure, a stall, or a hand-back at shutdown. */
   readonly attempt: number;
   /** Aborted when this worker loses the run's lease or the shutdown deadline passes. */
   readonly signal: AbortSignal;

@@ -59,12 +59,13 @@ end
 -- Records a final state, starts the retention clock and announces it. The announcement carries
 -- the outcome itself (`field` is 'result' or 'error', `payload` already JSON) so waiters need no
 -- further read; the stored record stays the truth.
-local function finishRun(base, runKey, stepsKey, id, state, field, payload, now, ttlMs)
+local function finishRun(base, runKey, stepsKey, id, workflow, state, field, payload, now, ttlMs)
   redis.call('HSET', runKey, 'state', state, field, payload, 'finishedAt', now)
   redis.call('PEXPIRE', runKey, ttlMs)
   redis.call('PEXPIRE', stepsKey, ttlMs)
   local body = payload
   if body == '' then body = 'null' end
   redis.call('PUBLISH', base .. 'done:' .. id,
-    '{"v":1,"state":"' .. state .. '","' .. field .. '":' .. body .. ',"undef":' .. (payload == '' and 'true' or 'false') .. '}')
+    '{"v":1,"state":"' .. state .. '","workflow":"' .. workflow .. '","' .. field .. '":' .. body
+      .. ',"undef":' .. (payload == '' and 'true' or 'false') .. '}')
 end
