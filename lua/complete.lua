@@ -1,41 +1,55 @@
 --[[
-  complete: finish a run successfully, if the caller still holds its lease. Stores the result
-  with its retention, releases the run's slot and publishes the result on the run's done channel.
-  Then refills the worker's freed slot in the same call: claims up to ARGV[6] due runs, exactly
-  as reserve does, so a busy worker needs one round trip per run.
+  complete: finish a batch of runs successfully — each only if the caller still holds its lease.
+  Per run: store the result with its retention, release its slot, publish the result on its
+  done channel. Then refill the freed slots in the same call: claim up to ARGV[3] due runs, as
+  reserve does, so a busy worker needs about one call per batch of finished runs.
 
-  KEYS[1] run:<id>    hash
-  KEYS[2] steps:<id>  hash
-  KEYS[3] leases      zset
-  KEYS[4] limits      hash
+  KEYS[1] leases  zset
+  KEYS[2] limits  hash
   ARGV[1] key base '{prefix:namespace}:'
-  ARGV[2] run id
-  ARGV[3] lease token
-  ARGV[4] encoded result ('' = undefined)
-  ARGV[5] retention in ms
-  ARGV[6] runs to claim for the caller (0 = none)
-  ARGV[7] lease length in ms for claimed runs
-  ARGV[8..] workflow names the caller runs (rotated by the caller)
-  Reply: { 1 completed | 0 lease lost (nothing written, nothing claimed), claims… } with claims
-         as in reserve
+  ARGV[2] retention in ms
+  ARGV[3] runs to claim for the caller (0 = none)
+  ARGV[4] lease length in ms for claimed runs
+  ARGV[5] W, the number of workflow names that follow
+  ARGV[6 .. 5+W] workflow names the caller runs (rotated by the caller)
+  ARGV[6+W ..] per run, four values: run id, lease token, encoded result ('' = undefined),
+               1 if the run has a step memo else 0
+  Reply: { { per run: 1 completed | 0 lease lost, nothing written }, claims… } with claims as
+         in reserve
 ]]
 -- @include common
 -- @include claim
 
-local workflow = leasedWorkflow(KEYS[1], ARGV[3])
-if not workflow then return { 0 } end
+local base = ARGV[1]
+local ttl = tonumber(ARGV[2])
 local now = nowMs()
-releaseSlot(ARGV[1], KEYS[3], KEYS[4], ARGV[2], workflow, false)
-finishRun(ARGV[1], KEYS[1], KEYS[2], ARGV[2], workflow, 'completed', 'result', ARGV[4], now, tonumber(ARGV[5]))
+local workflowCount = tonumber(ARGV[5])
+local workflows = {}
+for i = 6, 5 + workflowCount do workflows[#workflows + 1] = ARGV[i] end
 
-local reply = { 1 }
-local wanted = tonumber(ARGV[6])
+local statuses = {}
+local finished = {}
+for i = 6 + workflowCount, #ARGV, 4 do
+  local id = ARGV[i]
+  local runKey = base .. 'run:' .. id
+  local workflow = leasedWorkflow(runKey, ARGV[i + 1])
+  if workflow then
+    releaseSlot(base, KEYS[1], KEYS[2], id, workflow, false)
+    local stepsKey = ARGV[i + 3] == '1' and base .. 'steps:' .. id
+    finishRun(base, runKey, stepsKey, id, workflow, 'completed', 'result', ARGV[i + 2], now, ttl)
+    finished[workflow] = true
+    statuses[#statuses + 1] = 1
+  else
+    statuses[#statuses + 1] = 0
+  end
+end
+
+local reply = { statuses }
+local wanted = tonumber(ARGV[3])
 if wanted > 0 then
-  local workflows = {}
-  for i = 8, #ARGV do workflows[#workflows + 1] = ARGV[i] end
-  -- No wake to pass on: this worker comes back for more with its next completion.
-  claimRuns(ARGV[1], KEYS[3], KEYS[4], workflows, wanted, now, tonumber(ARGV[7]), reply, false)
+  -- No wake to pass on: this worker comes back for more with its next completions.
+  claimRuns(base, KEYS[1], KEYS[2], workflows, wanted, now, tonumber(ARGV[4]), reply, false)
 end
 -- Only now, after the refill took what it could, is leftover room worth waking a worker for.
-wakeIfRoom(ARGV[1], KEYS[4], workflow)
+for workflow in pairs(finished) do wakeIfRoom(base, KEYS[2], workflow) end
 return reply

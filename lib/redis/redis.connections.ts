@@ -59,7 +59,7 @@ export class RedisConnections implements OnApplicationShutdown {
       connectionName: `sluice:${this.options.namespace}:${role}`,
       // Commands on a blocking or subscriber connection must wait out a reconnect, not fail.
       maxRetriesPerRequest: role === 'command' ? 20 : null,
-      enableAutoPipelining: role === 'command',
+      enableAutoPipelining: false,
     };
     const user = this.userInstance();
     if (user) return role === 'command' ? user : user.duplicate(tuning);

@@ -9,24 +9,17 @@ export interface Claim {
   steps: Map<string, string>;
 }
 
-/** Asked of the worker loop when a run finishes: how many runs to claim in the complete call. */
-export interface Refill {
-  count: number;
-  workflows: string[];
-  lockMs: number;
-}
-
 /**
  * Parses a reply that carries claims after a head value (see lua/includes/claim.lua): reserve's
- * head is the ms until the next delayed run, complete's is 1 (completed) or 0 (lease lost).
+ * head is the ms until the next delayed run, complete's the status of each completed run.
  */
-export function parseClaimReply(reply: unknown[]): { head: number; claims: Claim[] } {
-  const [head, ...rows] = reply as [number, ...unknown[][]];
+export function parseClaimReply<H = number>(reply: unknown[]): { head: H; claims: Claim[] } {
+  const [head, ...rows] = reply as [H, ...unknown[][]];
   const claims = rows.map((row) => {
     const [id, workflow, token, attempt, failures, input, flatSteps] = row as [string, string, string, number, number, string, string[]];
     const steps = new Map<string, string>();
     for (let i = 0; i < flatSteps.length; i += 2) steps.set(flatSteps[i], flatSteps[i + 1]);
     return { id, workflow, token: String(token), attempt: Number(attempt), failures: Number(failures), input, steps };
   });
-  return { head: Number(head), claims };
+  return { head, claims };
 }

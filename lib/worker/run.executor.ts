@@ -8,7 +8,8 @@ import type { RedisKeys } from '../redis/redis.keys';
 import { runScope } from '../workflow/run.scope';
 import type { RunContext } from '../workflow/workflow.types';
 import { backoffDelay } from './backoff';
-import { Claim, parseClaimReply, Refill } from './claim';
+import type { Claim } from './claim';
+import type { RunCommits } from './run.commits';
 import type { RunEvents } from './run.events';
 import { StepRecorder } from './step.recorder';
 
@@ -28,12 +29,15 @@ export class RunExecutor {
     private readonly registry: WorkflowRegistry,
     private readonly options: ResolvedQueueOptions,
     private readonly events: RunEvents,
+    private readonly commits: RunCommits,
   ) {}
 
-  /** Runs the claim; resolves with the runs claimed to refill its slot (see {@link Refill}). */
-  async execute(claim: Claim, signal: AbortSignal, refill: () => Refill): Promise<Claim[]> {
+  /** Runs the claim to a committed outcome (or to the discovery that its lease is gone). */
+  async execute(claim: Claim, signal: AbortSignal): Promise<void> {
     const definition = this.registry.get(claim.workflow);
-    const recorder = new StepRecorder(claim.id, claim.steps, (key, encoded) => this.saveStep(claim, key, encoded), this.options.maxPayloadBytes);
+    let savedSteps = false;
+    const persist = (key: string, encoded: string) => ((savedSteps = true), this.commits.saveStep(claim, key, encoded));
+    const recorder = new StepRecorder(claim.id, claim.steps, persist, this.options.maxPayloadBytes);
     const ctx: RunContext = { runId: claim.id, attempt: claim.attempt, signal, step: (name, fn) => recorder.step(name, fn) };
     const startedAt = Date.now();
     let encoded: string;
@@ -42,17 +46,13 @@ export class RunExecutor {
       const result = await runScope.run(recorder, () => definition.instance.run(input, ctx));
       encoded = encodePayload(result, `result of workflow "${claim.workflow}"`, this.options.maxPayloadBytes);
     } catch (error) {
-      await this.fail(claim, error, signal, definition.backoff, startedAt);
-      return [];
+      return this.fail(claim, error, signal, definition.backoff, startedAt);
     }
-    const { count, workflows, lockMs } = refill();
-    const reply = await this.scripts.run<unknown[]>('complete', this.finishKeys(claim), [
-      this.keys.base, claim.id, claim.token, encoded, this.options.defaults.resultTtlMs, count, lockMs, ...workflows,
-    ]);
-    const { head: completed, claims } = parseClaimReply(reply);
-    if (completed === 1) this.events.emit('completed', this.outcome(claim, startedAt));
-    else this.logger.warn(`Run ${claim.id} (${claim.workflow}) finished after its lease was lost; its result was discarded`);
-    return claims;
+    if (await this.commits.complete({ claim, encoded, hasSteps: savedSteps || claim.steps.size > 0 })) {
+      this.events.emit('completed', this.outcome(claim, startedAt));
+    } else {
+      this.logger.warn(`Run ${claim.id} (${claim.workflow}) finished after its lease was lost; its result was discarded`);
+    }
   }
 
   private async fail(claim: Claim, error: unknown, signal: AbortSignal, backoff: Parameters<typeof backoffDelay>[0], startedAt: number): Promise<void> {
@@ -76,11 +76,6 @@ export class RunExecutor {
 
   private outcome(claim: Claim, startedAt: number) {
     return { runId: claim.id, workflow: claim.workflow, attempt: claim.attempt, durationMs: Date.now() - startedAt };
-  }
-
-  private async saveStep(claim: Claim, key: string, encoded: string): Promise<boolean> {
-    const saved = await this.scripts.run<number>('save-step', [this.keys.run(claim.id), this.keys.steps(claim.id)], [claim.token, key, encoded]);
-    return saved === 1;
   }
 
   private finishKeys(claim: Claim): string[] {

@@ -4,7 +4,8 @@ import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisConnections } from '../redis/redis.connections';
 import type { RedisKeys } from '../redis/redis.keys';
 import type { ActiveRuns } from './active-runs';
-import { Claim, parseClaimReply, Refill } from './claim';
+import { Claim, parseClaimReply } from './claim';
+import { Refill, RunCommits } from './run.commits';
 import type { RunExecutor } from './run.executor';
 
 /** Most runs one reserve call claims: Lua runs single-threaded, so one wake must never stall Redis. */
@@ -26,6 +27,7 @@ export class WorkerLoop {
   private readonly logger = new Logger('Sluice');
   private stopping = false;
   private finished?: Promise<void>;
+  private readonly executor: RunExecutor;
   private lastStallScan = 0;
   /** Slots promised to complete calls in flight that refill them (see {@link refill}). */
   private refilling = 0;
@@ -37,9 +39,12 @@ export class WorkerLoop {
     private readonly keys: RedisKeys,
     private readonly options: ResolvedQueueOptions,
     private readonly workflows: string[],
-    private readonly executor: RunExecutor,
     private readonly active: ActiveRuns,
-  ) {}
+    makeExecutor: (commits: RunCommits) => RunExecutor,
+  ) {
+    const refill = { take: (runs: number) => this.takeRefill(runs), settle: (claims: Claim[], promised: number) => this.settleRefill(claims, promised) };
+    this.executor = makeExecutor(new RunCommits(scripts, keys, options, refill));
+  }
 
   start(): void {
     this.finished = this.loop();
@@ -81,7 +86,7 @@ export class WorkerLoop {
     if (claims.length < wanted && nextDueMs !== 0 && !this.stopping) await this.blockForWake(nextDueMs);
   }
 
-  private async reserve(wanted: number): Promise<ReturnType<typeof parseClaimReply>> {
+  private async reserve(wanted: number): Promise<{ head: number; claims: Claim[] }> {
     const now = Date.now();
     const scan = now - this.lastStallScan >= this.options.worker.stalledIntervalMs;
     if (scan) this.lastStallScan = now;
@@ -92,11 +97,19 @@ export class WorkerLoop {
     return parseClaimReply(reply);
   }
 
-  /** A finishing run refills its own slot in its complete call, saving a reserve round trip. */
-  private refill(): Refill {
-    const count = this.stopping ? 0 : 1;
+  /**
+   * Finishing runs refill their own slots in their complete call, saving a reserve round trip.
+   * The promised slots count as taken until {@link settleRefill} hands over what was claimed.
+   */
+  private takeRefill(runs: number): Refill {
+    const count = this.stopping ? 0 : runs;
     this.refilling += count;
-    return { count, workflows: this.rotatedWorkflows(), lockMs: this.options.worker.lockMs };
+    return { count, workflows: this.rotatedWorkflows() };
+  }
+
+  private settleRefill(claims: Claim[], promised: number): void {
+    claims.forEach((claim) => this.launch(claim));
+    this.refilling -= promised;
   }
 
   /** Each call starts the round-robin at the next workflow, so none is always served first. */
@@ -108,20 +121,10 @@ export class WorkerLoop {
   private launch(claim: Claim): void {
     const abort = new AbortController();
     this.active.add({ id: claim.id, token: claim.token, abort });
-    let promised = 0;
-    const refill = () => {
-      const request = this.refill();
-      promised = request.count;
-      return request;
-    };
     this.executor
-      .execute(claim, abort.signal, refill)
-      .then((next) => next.forEach((run) => this.launch(run)))
+      .execute(claim, abort.signal)
       .catch((error: Error) => this.logger.error(`Run ${claim.id} (${claim.workflow}): ${error.message}; its lease will expire and another attempt will follow`))
-      .finally(() => {
-        this.refilling -= promised;
-        this.active.delete(claim.id);
-      });
+      .finally(() => this.active.delete(claim.id));
   }
 
   private async blockForWake(nextDueMs: number): Promise<void> {

@@ -39,9 +39,10 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     if (!this.options.worker.enabled || workflows.length === 0) return;
     await this.declareLimits();
     const scripts = this.scripts.get();
-    const executor = new RunExecutor(scripts, this.keys, this.registry, this.options, this.events);
     this.heartbeat = new LeaseHeartbeat(scripts, this.keys, this.active, this.options.worker.lockMs);
-    this.loop = new WorkerLoop(this.connections, scripts, this.keys, this.options, workflows.map((wf) => wf.name), executor, this.active);
+    this.loop = new WorkerLoop(this.connections, scripts, this.keys, this.options, workflows.map((wf) => wf.name), this.active, (commits) =>
+      new RunExecutor(scripts, this.keys, this.registry, this.options, this.events, commits),
+    );
     this.heartbeat.start();
     this.loop.start();
     this.logger.log(`Worker started on ${this.keys.base} for ${workflows.map((wf) => wf.name).join(', ')} (concurrency ${this.options.worker.concurrency})`);

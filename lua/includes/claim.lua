@@ -12,8 +12,8 @@ local function claimRuns(base, leasesKey, limitsKey, workflows, maxClaims, now, 
   for i = 1, #workflows do open[i] = true end
 
   local function room(wf)
-    local limit = redis.call('HGET', limitsKey, 'wf:' .. wf)
-    return not limit or redis.call('SCARD', base .. 'wf:' .. wf .. ':active') < tonumber(limit)
+    local limit = limitOf(limitsKey, wf)
+    return not limit or redis.call('SCARD', base .. 'wf:' .. wf .. ':active') < limit
   end
 
   local progress = true

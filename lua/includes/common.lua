@@ -30,11 +30,24 @@ local function leasedWorkflow(runKey, token)
   return nil
 end
 
+-- A workflow's fleet-wide cap, or false. Caps cannot change during one script call, so each is
+-- read once per call however many runs the call handles.
+local limitCache = {}
+local function limitOf(limitsKey, workflow)
+  local limit = limitCache[workflow]
+  if limit == nil then
+    limit = redis.call('HGET', limitsKey, 'wf:' .. workflow)
+    if limit then limit = tonumber(limit) end
+    limitCache[workflow] = limit
+  end
+  return limit
+end
+
 -- Lets a worker blocked on a full cap know there is room again. Uncapped workflows never block
 -- on a cap, so they need no wake here.
 local function wakeIfRoom(base, limitsKey, workflow)
-  local limit = redis.call('HGET', limitsKey, 'wf:' .. workflow)
-  if limit and redis.call('SCARD', base .. 'wf:' .. workflow .. ':active') < tonumber(limit)
+  local limit = limitOf(limitsKey, workflow)
+  if limit and redis.call('SCARD', base .. 'wf:' .. workflow .. ':active') < limit
     and redis.call('ZCARD', base .. 'wf:' .. workflow .. ':waiting') > 0 then
     wake(base .. 'wf:' .. workflow .. ':wake')
   end
@@ -56,13 +69,14 @@ local function requeue(base, seqKey, runKey, id, workflow, priority)
   wake(base .. 'wf:' .. workflow .. ':wake')
 end
 
--- Records a final state, starts the retention clock and announces it. The announcement carries
--- the outcome itself (`field` is 'result' or 'error', `payload` already JSON) so waiters need no
--- further read; the stored record stays the truth.
+-- Records a final state, starts the retention clock (of the step memo too, unless the caller
+-- knows there is none: stepsKey false) and announces it. The announcement carries the outcome
+-- itself (`field` is 'result' or 'error', `payload` already JSON) so waiters need no further
+-- read; the stored record stays the truth.
 local function finishRun(base, runKey, stepsKey, id, workflow, state, field, payload, now, ttlMs)
   redis.call('HSET', runKey, 'state', state, field, payload, 'finishedAt', now)
   redis.call('PEXPIRE', runKey, ttlMs)
-  redis.call('PEXPIRE', stepsKey, ttlMs)
+  if stepsKey then redis.call('PEXPIRE', stepsKey, ttlMs) end
   local body = payload
   if body == '' then body = 'null' end
   redis.call('PUBLISH', base .. 'done:' .. id,

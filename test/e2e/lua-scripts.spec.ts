@@ -6,7 +6,7 @@ import { loadScript, LUA_DIR, LuaScripts, scriptNames } from '../../lib/redis/lu
 import { rawRedis } from '../support/app';
 
 /** The scripts the worker and client need; new ones are covered too through scriptNames(). */
-const CORE = ['complete', 'declare-limits', 'enqueue', 'extend-leases', 'fail', 'release', 'reserve', 'save-step'];
+const CORE = ['complete', 'declare-limits', 'enqueue', 'extend-leases', 'fail', 'release', 'reserve', 'save-steps'];
 const ALL = scriptNames();
 
 describe('lua scripts', () => {

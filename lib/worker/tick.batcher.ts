@@ -1,0 +1,42 @@
+interface Pending<I, R> {
+  item: I;
+  resolve(result: R): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Coalesces calls made in the same event-loop turn into one flush: the runs that finish on one
+ * batch of Redis replies commit in one script call instead of one each. The wait is a single
+ * `setImmediate`, so a lone call is delayed by microseconds, not by a timer.
+ */
+export class TickBatcher<I, R> {
+  private pending: Pending<I, R>[] = [];
+  private scheduled = false;
+
+  constructor(
+    private readonly flush: (items: I[]) => Promise<R[]>,
+    private readonly maxBatch: number,
+  ) {}
+
+  add(item: I): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      this.pending.push({ item, resolve, reject });
+      if (this.pending.length >= this.maxBatch) this.run();
+      else if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.run());
+      }
+    });
+  }
+
+  private run(): void {
+    this.scheduled = false;
+    const batch = this.pending;
+    this.pending = [];
+    if (batch.length === 0) return;
+    this.flush(batch.map((p) => p.item)).then(
+      (results) => batch.forEach((p, i) => p.resolve(results[i])),
+      (error) => batch.forEach((p) => p.reject(error)),
+    );
+  }
+}

@@ -1,0 +1,23 @@
+--[[
+  save-steps: persist a batch of finished steps' results — each only if the caller still holds
+  that run's lease. A step counts as done only after its status here is 1.
+
+  KEYS[1] leases  zset (unused; routes the call to the namespace's cluster slot)
+  ARGV[1] key base '{prefix:namespace}:'
+  ARGV[2 ..] per step, four values: run id, lease token, step key '<name>#<occurrence>',
+             encoded result ('' = undefined)
+  Reply: { per step: 1 saved | 0 lease lost, nothing written }
+]]
+-- @include common
+
+local base = ARGV[1]
+local statuses = {}
+for i = 2, #ARGV, 4 do
+  if leasedWorkflow(base .. 'run:' .. ARGV[i], ARGV[i + 1]) then
+    redis.call('HSET', base .. 'steps:' .. ARGV[i], ARGV[i + 2], ARGV[i + 3])
+    statuses[#statuses + 1] = 1
+  else
+    statuses[#statuses + 1] = 0
+  end
+end
+return statuses
