@@ -52,6 +52,12 @@ export interface QueueModuleOptions {
   defaults?: RunDefaults;
   /** Largest encoded input, step result or run result, in bytes. Default 1 MiB. */
   maxPayloadBytes?: number;
+  /**
+   * Enqueue fast path: a run that is due now, with nothing queued ahead of it and room under its
+   * caps, is claimed by the enqueue call itself and handed straight to a waiting worker, saving
+   * the worker a round trip. Its first lease lasts this process's `worker.lockMs`. Default `true`.
+   */
+  fastPath?: boolean;
 }
 
 export interface ResolvedQueueOptions {
@@ -61,6 +67,7 @@ export interface ResolvedQueueOptions {
   worker: Required<WorkerOptions>;
   defaults: { attempts: number; backoff: Required<BackoffOptions>; resultTtlMs: number };
   maxPayloadBytes: number;
+  fastPath: boolean;
 }
 
 export const DEFAULT_BACKOFF: Required<BackoffOptions> = { delayMs: 1_000, factor: 2, maxDelayMs: 3_600_000 };
@@ -90,6 +97,7 @@ export function resolveQueueOptions(options: QueueModuleOptions): ResolvedQueueO
       resultTtlMs: positive(options.defaults?.resultTtlMs ?? 86_400_000, 'defaults.resultTtlMs'),
     },
     maxPayloadBytes: positive(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes'),
+    fastPath: options.fastPath ?? true,
   };
 }
 

@@ -54,9 +54,12 @@ if scanInterval > 0 and redis.call('SET', KEYS[5], '1', 'NX', 'PX', scanInterval
   local stalled = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 100)
   for _, id in ipairs(stalled) do
     local runKey = base .. 'run:' .. id
-    local f = redis.call('HMGET', runKey, 'workflow', 'priority', 'state')
+    local f = redis.call('HMGET', runKey, 'workflow', 'priority', 'state', 'token', 'input')
     if f[1] and f[3] == 'active' then
       releaseSlot(base, KEYS[2], KEYS[3], id, f[1], true)
+      -- A fast-path handoff no worker took must not be taken after all, with a dead token.
+      local wakeKey = base .. 'wf:' .. f[1] .. ':wake'
+      if redis.call('LLEN', wakeKey) > 0 then redis.call('LREM', wakeKey, 1, handoffEntry(f[4], id, f[5])) end
       local stalls = redis.call('HINCRBY', runKey, 'stalls', 1)
       if stalls > tonumber(ARGV[5]) then
         finishRun(base, runKey, base .. 'steps:' .. id, id, f[1], 'failed', 'error',

@@ -87,8 +87,7 @@ export class QueueClient {
   async run<W extends WorkflowRef>(workflow: W, input: In<W>, opts?: EnqueueOptions & WaitOptions): Promise<Out<W>> {
     if (opts?.timeoutMs !== undefined) checkTimeout(opts.timeoutMs);
     const request = buildEnqueueRequest(this.registry.resolve(workflow), input, opts, this.options.maxPayloadBytes);
-    // Subscribe first, then enqueue: a new run cannot finish unheard, so no read is needed.
-    return (await this.waiter.wait(request.id, opts?.timeoutMs, () => this.store(request))) as Out<W>;
+    return (await this.waiter.wait(request.id, opts?.timeoutMs, this.store(request))) as Out<W>;
   }
 
   /**
@@ -120,13 +119,16 @@ export class QueueClient {
 
   private enqueueKeys(request: EnqueueRequest): string[] {
     const { keys } = this;
-    return [keys.run(request.id), keys.waiting(request.workflow), keys.delayed, keys.wake(request.workflow), keys.seq];
+    return [
+      keys.run(request.id), keys.waiting(request.workflow), keys.delayed, keys.wake(request.workflow), keys.seq,
+      keys.leases, keys.limits, keys.active(request.workflow), keys.parked(request.workflow),
+    ];
   }
 
   private enqueueArgs(request: EnqueueRequest): (string | number)[] {
     return [
       request.id, request.workflow, request.input, request.priority, request.delayMs,
-      request.runAtMs ?? '', request.attempts, request.group ?? '',
+      request.runAtMs ?? '', request.attempts, request.group ?? '', this.options.fastPath ? 1 : 0, this.options.worker.lockMs,
     ];
   }
 }

@@ -45,10 +45,11 @@ export class RunWaiter implements BeforeApplicationShutdown {
   }
 
   /**
-   * @param afterSubscribe runs once the subscription is live (e.g. the enqueue of `run()`); if it
-   *   resolves `true` the run is new, so it cannot have finished unheard and the read is skipped.
+   * @param alongside work started together with the subscription (the enqueue of `run()`), so its
+   *   round trip overlaps the subscribe instead of preceding it. The stored record is read once
+   *   both are done, which still closes the race with a run that finished before the subscription.
    */
-  wait(runId: string, timeoutMs: number | undefined, afterSubscribe?: () => Promise<boolean>): Promise<unknown> {
+  wait(runId: string, timeoutMs: number | undefined, alongside?: Promise<unknown>): Promise<unknown> {
     const channel = this.keys.done(runId);
     return new Promise((resolve, reject) => {
       let done = false;
@@ -76,12 +77,9 @@ export class RunWaiter implements BeforeApplicationShutdown {
       };
       if (timeoutMs !== undefined) timers.push(setTimeout(() => finish(() => reject(new WaitTimeoutError(runId, timeoutMs))), timeoutMs));
       const backstop = () => timers.push(setTimeout(() => void check().then(() => !done && backstop()), BACKSTOP_MS));
-      this.listen(channel, onMessage)
-        .then(async () => {
-          const fresh = afterSubscribe ? await afterSubscribe() : false;
-          if (!fresh) await check();
-          if (!done) backstop();
-        })
+      Promise.all([this.listen(channel, onMessage), alongside])
+        .then(() => check())
+        .then(() => !done && backstop())
         .catch((error) => finish(() => reject(error)));
     });
   }

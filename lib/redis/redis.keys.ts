@@ -11,7 +11,8 @@
  * | `done:<id>` | channel | finished-run announcement, carrying the result |
  * | `wf:<name>:waiting` | zset | due runs, score = priority band + FIFO sequence |
  * | `wf:<name>:active` | set | runs holding a slot of this workflow |
- * | `wf:<name>:wake` | list | wake marker for workers blocked on this workflow |
+ * | `wf:<name>:wake` | list | wake marker, or fast-path handoffs, for workers blocked on this workflow |
+ * | `wf:<name>:parked` | zset | workers about to block on this workflow, score = entry expiry (ms) |
  * | `delayed` | zset | runs not yet due, score = due time (ms) |
  * | `leases` | zset | active runs, score = lease deadline (ms) |
  * | `limits` | hash | fleet-wide caps: `wf:<name>` → limit |
@@ -60,6 +61,10 @@ export class RedisKeys {
 
   wake(workflow: string): string {
     return `${this.base}wf:${workflow}:wake`;
+  }
+
+  parked(workflow: string): string {
+    return `${this.base}wf:${workflow}:parked`;
   }
 
   /** Field of {@link limits} holding a workflow's cap. */

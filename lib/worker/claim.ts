@@ -23,3 +23,22 @@ export function parseClaimReply<H = number>(reply: unknown[]): { head: H; claims
   });
   return { head, claims };
 }
+
+/**
+ * A wake list entry is either the bare marker '1' or a run the enqueue fast path already claimed,
+ * '<token> <id> <input>' (see lua/includes/common.lua): a first attempt with an empty memo.
+ */
+export function parseHandoff(workflow: string, entry: string): Claim | undefined {
+  const first = entry.indexOf(' ');
+  if (first < 0) return undefined;
+  const second = entry.indexOf(' ', first + 1);
+  return {
+    id: entry.slice(first + 1, second),
+    workflow,
+    token: entry.slice(0, first),
+    attempt: 1,
+    failures: 0,
+    input: entry.slice(second + 1),
+    steps: new Map(),
+  };
+}

@@ -1,10 +1,11 @@
 import { Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import type { ResolvedQueueOptions } from '../queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisConnections } from '../redis/redis.connections';
 import type { RedisKeys } from '../redis/redis.keys';
 import type { ActiveRuns } from './active-runs';
-import { Claim, parseClaimReply } from './claim';
+import { Claim, parseClaimReply, parseHandoff } from './claim';
 import { Refill, RunCommits } from './run.commits';
 import type { RunExecutor } from './run.executor';
 
@@ -16,6 +17,8 @@ const PROMOTE_CAP = 256;
 const MAX_BLOCK_MS = 5_000;
 const ERROR_PAUSE_MS = 1_000;
 const REDIS_TIMEOUT_RESOLUTION_MS = 100;
+/** How long a park announcement outlives the block it announces. */
+const PARK_SLACK_MS = 1_000;
 
 /**
  * The reserve loop of one process. Each wake is one reserve call claiming up to the free slots.
@@ -28,6 +31,9 @@ export class WorkerLoop {
   private stopping = false;
   private finished?: Promise<void>;
   private readonly executor: RunExecutor;
+  /** Wake list key → workflow name. */
+  private readonly wakeKeys: Map<string, string>;
+  private readonly workerId = randomUUID();
   private lastStallScan = 0;
   /** Slots promised to complete calls in flight that refill them (see {@link refill}). */
   private refilling = 0;
@@ -44,6 +50,7 @@ export class WorkerLoop {
   ) {
     const refill = { take: (runs: number) => this.takeRefill(runs), settle: (claims: Claim[], promised: number) => this.settleRefill(claims, promised) };
     this.executor = makeExecutor(new RunCommits(scripts, keys, options, refill));
+    this.wakeKeys = new Map(workflows.map((wf) => [keys.wake(wf), wf]));
   }
 
   start(): void {
@@ -83,7 +90,7 @@ export class WorkerLoop {
     const { claims, head: nextDueMs } = await this.reserve(wanted);
     for (const claim of claims) this.launch(claim);
     // A short batch means nothing more is claimable now: wait for Redis to say otherwise.
-    if (claims.length < wanted && nextDueMs !== 0 && !this.stopping) await this.blockForWake(nextDueMs);
+    if (claims.length < wanted && nextDueMs !== 0) await this.idle(nextDueMs);
   }
 
   private async reserve(wanted: number): Promise<{ head: number; claims: Claim[] }> {
@@ -127,15 +134,38 @@ export class WorkerLoop {
       .finally(() => this.active.delete(claim.id));
   }
 
-  private async blockForWake(nextDueMs: number): Promise<void> {
+  /**
+   * Waits on Redis until work arrives. A fast-path handoff is a claimed run, started at once;
+   * nothing else can be pending then (the enqueue only hands off into an empty queue), so the
+   * worker blocks again without a reserve. A marker or a timeout ends the wait.
+   */
+  private async idle(nextDueMs: number): Promise<void> {
+    const deadline = nextDueMs > 0 ? Date.now() + nextDueMs : Infinity;
+    while (!this.stopping && this.options.worker.concurrency - this.active.size - this.refilling > 0) {
+      const handoff = await this.blockForWake(deadline - Date.now());
+      if (!handoff) return;
+      this.launch(handoff);
+    }
+  }
+
+  private async blockForWake(untilDueMs: number): Promise<Claim | undefined> {
+    if (untilDueMs <= 0) return undefined;
     // Redis checks blocking timeouts about every 100 ms (hz 10): a delayed run due sooner than
     // that is better served by a local timer, at the cost of noticing new work that much later.
-    if (nextDueMs > 0 && nextDueMs < REDIS_TIMEOUT_RESOLUTION_MS) return this.active.whenOneFinishes(nextDueMs);
-    const timeoutMs = Math.min(nextDueMs > 0 ? nextDueMs : Infinity, this.options.worker.stalledIntervalMs, MAX_BLOCK_MS);
+    if (untilDueMs < REDIS_TIMEOUT_RESOLUTION_MS) return void (await this.active.whenOneFinishes(untilDueMs));
+    const timeoutMs = Math.min(untilDueMs, this.options.worker.stalledIntervalMs, MAX_BLOCK_MS);
+    // Announce the park alongside the block (order does not matter: a handoff pushed before the
+    // BLPOP starts is popped at once), so the enqueue fast path knows to hand runs over.
+    this.scripts
+      .run('park', [this.keys.leases], [this.keys.base, this.workerId, timeoutMs + PARK_SLACK_MS, ...this.workflows])
+      .catch((error: Error) => this.logger.warn(`Park announcement failed: ${error.message}`));
+    let popped: [string, string] | null;
     try {
-      await this.connections.blocking.blpop(...this.workflows.map((wf) => this.keys.wake(wf)), Math.max(timeoutMs, 1) / 1000);
+      popped = await this.connections.blocking.blpop(...this.wakeKeys.keys(), Math.max(timeoutMs, 1) / 1000);
     } catch (error) {
-      if (!this.stopping) throw error;
+      if (this.stopping) return undefined;
+      throw error;
     }
+    return popped ? parseHandoff(this.wakeKeys.get(popped[0])!, popped[1]) : undefined;
   }
 }

@@ -16,6 +16,26 @@ local function claimRuns(base, leasesKey, limitsKey, workflows, maxClaims, now, 
     return not limit or redis.call('SCARD', base .. 'wf:' .. wf .. ':active') < limit
   end
 
+  -- A run the enqueue fast path handed off is older than anything waiting: take it first. Its
+  -- lease now runs on this worker's clock.
+  local function takeHandoff(wf)
+    local wakeKey = base .. 'wf:' .. wf .. ':wake'
+    local entry = redis.call('LINDEX', wakeKey, 0)
+    if not entry or entry == '1' then return end
+    redis.call('LPOP', wakeKey)
+    local s1 = string.find(entry, ' ', 1, true)
+    local s2 = string.find(entry, ' ', s1 + 1, true)
+    local token, id = string.sub(entry, 1, s1 - 1), string.sub(entry, s1 + 1, s2 - 1)
+    if leasedWorkflow(base .. 'run:' .. id, token) then
+      redis.call('ZADD', leasesKey, now + lockMs, id)
+      reply[#reply + 1] = { id, wf, token, 1, 0, string.sub(entry, s2 + 1), {} }
+      claimed = claimed + 1
+    end
+  end
+  for _, wf in ipairs(workflows) do
+    if claimed < maxClaims then takeHandoff(wf) end
+  end
+
   local progress = true
   while progress and claimed < maxClaims do
     progress = false

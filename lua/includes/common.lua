@@ -23,6 +23,12 @@ local function wake(wakeKey)
   end
 end
 
+-- A wake list entry other than the '1' marker is a handoff: a run the enqueue fast path already
+-- claimed, ready to execute, as '<token> <id> <input>' (tokens and ids contain no spaces).
+local function handoffEntry(token, id, input)
+  return token .. ' ' .. id .. ' ' .. input
+end
+
 -- Returns the run's workflow if `token` holds its lease, else nil. A stale worker changes nothing.
 local function leasedWorkflow(runKey, token)
   local f = redis.call('HMGET', runKey, 'state', 'token', 'workflow')

@@ -159,6 +159,7 @@ describe('resolveQueueOptions', () => {
       worker: { enabled: true, concurrency: 10, lockMs: 30_000, stalledIntervalMs: 15_000, maxStalls: 3, shutdownTimeoutMs: 30_000 },
       defaults: { attempts: 3, backoff: DEFAULT_BACKOFF, resultTtlMs: 86_400_000 },
       maxPayloadBytes: DEFAULT_MAX_PAYLOAD_BYTES,
+      fastPath: true,
     });
   });
 

@@ -1,0 +1,21 @@
+--[[
+  park: record that a worker is about to block on its workflows' wake lists, so the enqueue fast
+  path knows a handoff will be taken at once. Entries expire by score (Redis time + ttl), so a
+  worker that dies while parked is forgotten without cleanup.
+
+  KEYS[1] leases  zset (unused; routes the call to the namespace's cluster slot)
+  ARGV[1] key base '{prefix:namespace}:'
+  ARGV[2] worker id
+  ARGV[3] how long the entry stays valid, in ms (the block timeout plus slack)
+  ARGV[4..] workflow names the worker blocks on
+  Reply: 1
+]]
+-- @include common
+
+local now = nowMs()
+for i = 4, #ARGV do
+  local parkedKey = ARGV[1] .. 'wf:' .. ARGV[i] .. ':parked'
+  redis.call('ZREMRANGEBYSCORE', parkedKey, '-inf', now)
+  redis.call('ZADD', parkedKey, now + tonumber(ARGV[3]), ARGV[2])
+end
+return 1
