@@ -32,7 +32,10 @@ if ARGV[5] == '1' and failures < maxAttempts then
   local delay = tonumber(ARGV[6])
   redis.call('HSET', KEYS[1], 'error', ARGV[4])
   if delay <= 0 then
-    requeue(base, KEYS[6], KEYS[1], ARGV[2], workflow, redis.call('HGET', KEYS[1], 'priority'))
+    -- No backoff: due again now, behind the runs of its priority that are already due.
+    redis.call('HSET', KEYS[1], 'state', 'waiting')
+    redis.call('ZADD', base .. 'wf:' .. workflow .. ':waiting', waitingScore(KEYS[6], redis.call('HGET', KEYS[1], 'priority')), ARGV[2])
+    wake(base .. 'wf:' .. workflow .. ':wake')
   else
     redis.call('HSET', KEYS[1], 'state', 'delayed', 'dueAt', now + delay)
     local head = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')

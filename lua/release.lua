@@ -1,11 +1,11 @@
 --[[
   release: hand a claimed run back without counting a failure (its worker is shutting down and
-  could not finish it in time). The run becomes due again at its priority; its step memo stays.
+  could not finish it in time). The run is due again, at the front of its priority (it was due
+  before anything queued behind it); its step memo stays.
 
   KEYS[1] run:<id>  hash
   KEYS[2] leases    zset
   KEYS[3] limits    hash
-  KEYS[4] seq       string
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] run id
   ARGV[3] lease token
@@ -16,5 +16,5 @@
 local workflow = leasedWorkflow(KEYS[1], ARGV[3])
 if not workflow then return 0 end
 releaseSlot(ARGV[1], KEYS[2], KEYS[3], ARGV[2], workflow, true)
-requeue(ARGV[1], KEYS[4], KEYS[1], ARGV[2], workflow, redis.call('HGET', KEYS[1], 'priority'))
+requeue(ARGV[1], KEYS[1], ARGV[2], workflow, redis.call('HGET', KEYS[1], 'priority'))
 return 1

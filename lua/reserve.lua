@@ -66,7 +66,7 @@ if scanInterval > 0 and redis.call('SET', KEYS[5], '1', 'NX', 'PX', scanInterval
           '{"name":"StalledError","message":"lease expired ' .. stalls .. ' times (worker died or blocked the event loop)"}',
           now, tonumber(ARGV[7]))
       else
-        requeue(base, KEYS[4], runKey, id, f[1], f[2])
+        requeue(base, runKey, id, f[1], f[2])
       end
     else
       redis.call('ZREM', KEYS[2], id)

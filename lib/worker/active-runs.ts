@@ -21,8 +21,14 @@ export class ActiveRuns {
     this.runs.set(run.id, run);
   }
 
-  delete(id: string): void {
-    if (this.runs.delete(id)) this.interrupt();
+  /**
+   * Forgets the run, if `token` is still the attempt on record: a stale attempt finishing late
+   * must not drop the entry of a newer attempt of the same run in this process.
+   */
+  delete(id: string, token: string): void {
+    if (this.runs.get(id)?.token !== token) return;
+    this.runs.delete(id);
+    this.interrupt();
   }
 
   get(id: string): ActiveRun | undefined {

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { LeaseLostError } from '../errors';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
-import type { ActiveRuns } from './active-runs';
+import type { ActiveRun, ActiveRuns } from './active-runs';
 
 /** Runs per extend call, so one heartbeat never holds Redis for long. */
 const CHUNK = 500;
@@ -32,8 +32,12 @@ export class LeaseHeartbeat {
     clearInterval(this.timer);
   }
 
-  async beat(): Promise<void> {
-    const runs = this.active.list();
+  beat(): Promise<void> {
+    return this.extend(this.active.list());
+  }
+
+  /** Extends the given runs' leases now; aborts those whose lease is gone. */
+  async extend(runs: ActiveRun[]): Promise<void> {
     for (let i = 0; i < runs.length; i += CHUNK) {
       const args = runs.slice(i, i + CHUNK).flatMap((run) => [run.id, run.token]);
       try {

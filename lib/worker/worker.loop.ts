@@ -5,6 +5,7 @@ import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisConnections } from '../redis/redis.connections';
 import type { RedisKeys } from '../redis/redis.keys';
 import type { ActiveRuns } from './active-runs';
+import type { LeaseHeartbeat } from './lease.heartbeat';
 import { Claim, parseClaimReply, parseHandoff } from './claim';
 import { Refill, RunCommits } from './run.commits';
 import type { RunExecutor } from './run.executor';
@@ -19,6 +20,19 @@ const ERROR_PAUSE_MS = 1_000;
 const REDIS_TIMEOUT_RESOLUTION_MS = 100;
 /** How long a park announcement outlives the block it announces. */
 const PARK_SLACK_MS = 1_000;
+
+/** What a worker loop is built from (see WorkerOrchestrator). */
+export interface WorkerParts {
+  connections: RedisConnections;
+  scripts: LuaScripts;
+  keys: RedisKeys;
+  options: ResolvedQueueOptions;
+  /** The workflows this process runs. */
+  workflows: string[];
+  active: ActiveRuns;
+  heartbeat: LeaseHeartbeat;
+  makeExecutor: (commits: RunCommits) => RunExecutor;
+}
 
 /**
  * The reserve loop of one process. Each wake is one reserve call claiming up to the free slots.
@@ -39,18 +53,20 @@ export class WorkerLoop {
   private refilling = 0;
   private rotation = 0;
 
-  constructor(
-    private readonly connections: RedisConnections,
-    private readonly scripts: LuaScripts,
-    private readonly keys: RedisKeys,
-    private readonly options: ResolvedQueueOptions,
-    private readonly workflows: string[],
-    private readonly active: ActiveRuns,
-    makeExecutor: (commits: RunCommits) => RunExecutor,
-  ) {
+  private readonly connections: RedisConnections;
+  private readonly scripts: LuaScripts;
+  private readonly keys: RedisKeys;
+  private readonly options: ResolvedQueueOptions;
+  private readonly workflows: string[];
+  private readonly active: ActiveRuns;
+  private readonly heartbeat: LeaseHeartbeat;
+
+  constructor(parts: WorkerParts) {
+    ({ connections: this.connections, scripts: this.scripts, keys: this.keys, options: this.options } = parts);
+    ({ workflows: this.workflows, active: this.active, heartbeat: this.heartbeat } = parts);
     const refill = { take: (runs: number) => this.takeRefill(runs), settle: (claims: Claim[], promised: number) => this.settleRefill(claims, promised) };
-    this.executor = makeExecutor(new RunCommits(scripts, keys, options, refill));
-    this.wakeKeys = new Map(workflows.map((wf) => [keys.wake(wf), wf]));
+    this.executor = parts.makeExecutor(new RunCommits(parts.scripts, parts.keys, parts.options, refill));
+    this.wakeKeys = new Map(parts.workflows.map((wf) => [parts.keys.wake(wf), wf]));
   }
 
   start(): void {
@@ -83,23 +99,24 @@ export class WorkerLoop {
       // Saturated: our own completion is the event that matters; wake at least once per stall
       // interval to take part in promotion and the stalled scan.
       await this.active.whenOneFinishes(this.options.worker.stalledIntervalMs);
-      if (!this.stopping && this.active.size + this.refilling >= this.options.worker.concurrency) await this.reserve(0);
+      if (!this.stopping && this.active.size + this.refilling >= this.options.worker.concurrency) await this.reserve(0, this.workflows);
       return;
     }
     const wanted = Math.min(free, RESERVE_BATCH_CAP);
-    const { claims, head: nextDueMs } = await this.reserve(wanted);
+    const { claims, head: nextDueMs } = await this.reserve(wanted, this.rotatedWorkflows());
     for (const claim of claims) this.launch(claim);
     // A short batch means nothing more is claimable now: wait for Redis to say otherwise.
     if (claims.length < wanted && nextDueMs !== 0) await this.idle(nextDueMs);
   }
 
-  private async reserve(wanted: number): Promise<{ head: number; claims: Claim[] }> {
+  /** Only calls that claim take a turn of the rotation, so refills and reserves alternate fairly. */
+  private async reserve(wanted: number, workflows: string[]): Promise<{ head: number; claims: Claim[] }> {
     const now = Date.now();
     const scan = now - this.lastStallScan >= this.options.worker.stalledIntervalMs;
     if (scan) this.lastStallScan = now;
     const reply = await this.scripts.run<unknown[]>('reserve', [this.keys.delayed, this.keys.leases, this.keys.limits, this.keys.seq, this.keys.stallGate], [
       this.keys.base, wanted, this.options.worker.lockMs, scan ? this.options.worker.stalledIntervalMs : 0,
-      this.options.worker.maxStalls, PROMOTE_CAP, this.options.defaults.resultTtlMs, ...this.rotatedWorkflows(),
+      this.options.worker.maxStalls, PROMOTE_CAP, this.options.defaults.resultTtlMs, ...workflows,
     ]);
     return parseClaimReply(reply);
   }
@@ -131,13 +148,13 @@ export class WorkerLoop {
     this.executor
       .execute(claim, abort.signal)
       .catch((error: Error) => this.logger.error(`Run ${claim.id} (${claim.workflow}): ${error.message}; its lease will expire and another attempt will follow`))
-      .finally(() => this.active.delete(claim.id));
+      .finally(() => this.active.delete(claim.id, claim.token));
   }
 
   /**
    * Waits on Redis until work arrives. A fast-path handoff is a claimed run, started at once;
-   * nothing else can be pending then (the enqueue only hands off into an empty queue), so the
-   * worker blocks again without a reserve. A marker or a timeout ends the wait.
+   * the worker then blocks again without a reserve: runs queued since come with a marker behind
+   * the handoff (see wake in lua/includes/common.lua). A marker or a timeout ends the wait.
    */
   private async idle(nextDueMs: number): Promise<void> {
     const deadline = nextDueMs > 0 ? Date.now() + nextDueMs : Infinity;
@@ -145,6 +162,9 @@ export class WorkerLoop {
       const handoff = await this.blockForWake(deadline - Date.now());
       if (!handoff) return;
       this.launch(handoff);
+      // The handoff's first lease ran on the enqueuing process's lockMs: put it on ours now,
+      // alongside the run (off its critical path).
+      void this.heartbeat.extend([this.active.get(handoff.id)!]);
     }
   }
 

@@ -40,9 +40,16 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     await this.declareLimits();
     const scripts = this.scripts.get();
     this.heartbeat = new LeaseHeartbeat(scripts, this.keys, this.active, this.options.worker.lockMs);
-    this.loop = new WorkerLoop(this.connections, scripts, this.keys, this.options, workflows.map((wf) => wf.name), this.active, (commits) =>
-      new RunExecutor(scripts, this.keys, this.registry, this.options, this.events, commits),
-    );
+    this.loop = new WorkerLoop({
+      connections: this.connections,
+      scripts,
+      keys: this.keys,
+      options: this.options,
+      workflows: workflows.map((wf) => wf.name),
+      active: this.active,
+      heartbeat: this.heartbeat,
+      makeExecutor: (commits) => new RunExecutor(scripts, this.keys, this.registry, this.options, this.events, commits),
+    });
     this.heartbeat.start();
     this.loop.start();
     this.logger.log(`Worker started on ${this.keys.base} for ${workflows.map((wf) => wf.name).join(', ')} (concurrency ${this.options.worker.concurrency})`);
@@ -73,7 +80,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     await Promise.all(
       runs.map(async (run) => {
         run.abort.abort(new Error('worker shutting down'));
-        await scripts.run('release', [this.keys.run(run.id), this.keys.leases, this.keys.limits, this.keys.seq], [this.keys.base, run.id, run.token]);
+        await scripts.run('release', [this.keys.run(run.id), this.keys.leases, this.keys.limits], [this.keys.base, run.id, run.token]);
       }),
     );
   }

@@ -15,10 +15,11 @@ local function waitingScore(seqKey, priority)
   return string.format('%.0f', (MAX_PRIORITY - tonumber(priority)) * 4294967296 + seq)
 end
 
--- A wake list holds at most one marker: one blocked worker wakes, claims what it can, and
--- passes the marker on if work is left (see reserve).
+-- A wake list ends in at most one marker: one blocked worker wakes, claims what it can, and
+-- passes the marker on if work is left (see reserve). Fast-path handoffs may sit before it; a
+-- marker goes after them, so the worker that takes a handoff also learns of the queued runs.
 local function wake(wakeKey)
-  if redis.call('LLEN', wakeKey) == 0 then
+  if redis.call('LINDEX', wakeKey, -1) ~= '1' then
     redis.call('RPUSH', wakeKey, '1')
   end
 end
@@ -68,10 +69,12 @@ local function releaseSlot(base, leasesKey, limitsKey, id, workflow, wakeNow)
   end
 end
 
--- Puts a run back among the due runs of its workflow.
-local function requeue(base, seqKey, runKey, id, workflow, priority)
+-- Puts a started run (stalled, or handed back at shutdown) back among the due runs of its
+-- workflow, at the front of its priority: it was due before anything queued behind it.
+local function requeue(base, runKey, id, workflow, priority)
   redis.call('HSET', runKey, 'state', 'waiting')
-  redis.call('ZADD', base .. 'wf:' .. workflow .. ':waiting', waitingScore(seqKey, priority or 0), id)
+  redis.call('ZADD', base .. 'wf:' .. workflow .. ':waiting',
+    string.format('%.0f', (MAX_PRIORITY - tonumber(priority or 0)) * 4294967296), id)
   wake(base .. 'wf:' .. workflow .. ':wake')
 end
 

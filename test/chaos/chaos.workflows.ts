@@ -75,3 +75,35 @@ export class StallWorkflow {
     return `second by pid ${process.pid}`;
   }
 }
+
+/** `{sluice:<ns>}:completions` — runId → times CappedWorkflow ran its last step (ran to completion). */
+export const completionsKey = (ns: string) => `{sluice:${ns}}:completions`;
+
+/** A workflow whose fleet-wide cap is a single slot; steps are counted in `stepCountKey`. */
+@Workflow('chaos.capped', { concurrency: 1 })
+export class CappedWorkflow {
+  constructor(
+    @Inject(CHAOS_REDIS) private readonly redis: Redis,
+    @Inject(CHAOS_NS) private readonly ns: string,
+    @Inject(CHAOS_HOOKS) private readonly hooks: ChaosHooks,
+  ) {}
+
+  async run(_input: { label: string }, ctx: RunContext): Promise<{ first: string; attempt: number }> {
+    await this.hooks.beforeWork?.(ctx.runId);
+    const first = await this.first(ctx.runId);
+    await this.hooks.afterFirstStep?.(ctx.runId);
+    await this.finish(ctx.runId);
+    return { first, attempt: ctx.attempt };
+  }
+
+  @Step()
+  async first(runId: string): Promise<string> {
+    await this.redis.hincrby(stepCountKey(this.ns), `${runId}:first`, 1);
+    return `first by pid ${process.pid}`;
+  }
+
+  @Step()
+  async finish(runId: string): Promise<number> {
+    return this.redis.hincrby(completionsKey(this.ns), runId, 1);
+  }
+}

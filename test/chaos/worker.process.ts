@@ -3,13 +3,13 @@ import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { QueueModule } from '../../lib';
-import { CHAOS_HOOKS, CHAOS_NS, CHAOS_REDIS, ChaosHooks, DrainWorkflow, StallWorkflow } from './chaos.workflows';
+import { CappedWorkflow, CHAOS_HOOKS, CHAOS_NS, CHAOS_REDIS, ChaosHooks, DrainWorkflow, StallWorkflow } from './chaos.workflows';
 
 /**
  * A Sluice worker in its own OS process, forked by the chaos tests (see child-worker.ts).
- * env: REDIS_URL, NS, MODE ('drain' | 'stall'), CONCURRENCY, LOCK_MS, STALLED_INTERVAL_MS.
- * IPC out: { ready: true } after init; drain: { claimed } on its first run; stall: { started }
- * once the first step finished; { stopped: true, executed } before exiting 0 on 'stop'.
+ * env: REDIS_URL, NS, MODE ('drain' | 'stall' | 'capped'), CONCURRENCY, LOCK_MS, STALLED_INTERVAL_MS.
+ * IPC out: { ready: true } after init; drain: { claimed } on its first run; stall and capped
+ * (CappedWorkflow, cap 1): { started } once the first step finished; { stopped: true, executed } before exiting 0 on 'stop'.
  * IPC in: 'go' releases drain runs held at their start; 'stop' closes the app and exits 0.
  */
 const url = required('REDIS_URL');
@@ -56,7 +56,7 @@ async function main(): Promise<void> {
       }),
     ],
     providers: [
-      mode === 'drain' ? DrainWorkflow : StallWorkflow,
+      mode === 'drain' ? DrainWorkflow : mode === 'capped' ? CappedWorkflow : StallWorkflow,
       { provide: CHAOS_REDIS, useValue: redis },
       { provide: CHAOS_NS, useValue: ns },
       { provide: CHAOS_HOOKS, useValue: hooks },

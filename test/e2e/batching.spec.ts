@@ -1,0 +1,179 @@
+import type Redis from 'ioredis';
+import { setTimeout as delay } from 'node:timers/promises';
+import { RunContext, RunEvents, Workflow } from '../../lib';
+import { LuaScripts } from '../../lib/redis/lua.scripts';
+import { RedisKeys } from '../../lib/redis/redis.keys';
+import { parseClaimReply } from '../../lib/worker/claim';
+import { createApp, dropNamespace, rawRedis, redisUrl, TestApp, uniqueNamespace } from '../support/app';
+import { enqueueArgs, enqueueKeys, sampleActive } from '../support/queue-state';
+import { deferred } from '../support/workflows';
+import IORedis from 'ioredis';
+
+/**
+ * What batching the worker's commits could break silently: one `complete` / `save-steps` call
+ * carries many runs (each token-checked on its own), and `complete` refills the freed slots.
+ */
+const live = { now: 0, max: 0 };
+async function work<T>(value: T, ms: number): Promise<T> {
+  live.now++;
+  live.max = Math.max(live.max, live.now);
+  try {
+    await delay(ms); // the work itself, not a synchronisation
+  } finally {
+    live.now--;
+  }
+  return value;
+}
+
+@Workflow('batch.capped', { concurrency: 5 })
+class CappedWorkflow {
+  run(input: { i: number }) { return work(input.i, 1 + (input.i % 3)); }
+}
+
+@Workflow('batch.local', { attempts: 2, backoff: { delayMs: 0 } })
+class LocalWorkflow {
+  async run(input: { i: number }, ctx: RunContext) {
+    const value = await work(input.i, 1 + (input.i % 4));
+    if (input.i % 10 === 0 && ctx.attempt === 1) throw new Error('fails once: frees its slot without a refill');
+    return value;
+  }
+}
+
+const starts: string[] = [];
+@Workflow('batch.a') class AWorkflow { run(input: { i: number }) { starts.push(`a${input.i}`); return input.i; } }
+@Workflow('batch.b') class BWorkflow { run(input: { i: number }) { starts.push(`b${input.i}`); return input.i; } }
+
+let redis: Redis;
+let apps: TestApp[] = [];
+const namespaces: string[] = [];
+beforeAll(() => {
+  redis = rawRedis();
+});
+beforeEach(() => {
+  live.now = live.max = 0;
+});
+afterEach(async () => {
+  await Promise.all(apps.map((app) => app.close()));
+  apps = [];
+});
+afterAll(async () => {
+  for (const ns of namespaces) await dropNamespace(redis, ns);
+  await redis.quit();
+});
+
+async function app(ns: string, providers: Parameters<typeof createApp>[0], worker: { enabled?: boolean; concurrency?: number }): Promise<TestApp> {
+  const created = await createApp(providers, { namespace: ns, worker });
+  apps.push(created);
+  return created;
+}
+
+function namespace(): { ns: string; keys: RedisKeys } {
+  const ns = uniqueNamespace('batch');
+  namespaces.push(ns);
+  return { ns, keys: new RedisKeys('sluice', ns) };
+}
+
+describe('batched commits, script level', () => {
+  it('a stale token in the middle of a batch changes nothing for that run and nothing else', async () => {
+    const { keys } = namespace();
+    const WF = 'batch.raw';
+    const scripts = new LuaScripts(redis);
+    await redis.hset(keys.limits, `wf:${WF}`, '3');
+    const ids = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6'];
+    for (const id of ids) expect(await scripts.run('enqueue', enqueueKeys(keys, WF, id), enqueueArgs(WF, id, { id }, false))).toEqual([1, 'waiting']);
+    const reserved = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.delayed, keys.leases, keys.limits, keys.seq, keys.stallGate], [
+      keys.base, 6, 30_000, 0, 3, 256, 60_000, WF,
+    ]));
+    expect(reserved.claims.map((c) => [c.id, c.token, c.attempt])).toEqual([['r1', '1', 1], ['r2', '1', 1], ['r3', '1', 1]]);
+    await redis.hincrby(keys.run('r2'), 'token', 1); // another worker took r2 over
+
+    const saved = await scripts.run<number[]>('save-steps', [keys.leases], [
+      keys.base, 'r1', '1', 's#1', '"a"', 'r2', '1', 's#1', '"b"', 'r3', '1', 's#1', '"c"',
+    ]);
+    expect(saved).toEqual([1, 0, 1]);
+    expect([await redis.hgetall(keys.steps('r1')), await redis.hgetall(keys.steps('r2')), await redis.hgetall(keys.steps('r3'))])
+      .toEqual([{ 's#1': '"a"' }, {}, { 's#1': '"c"' }]);
+
+    const announced: string[] = [];
+    const subscriber = new IORedis(redisUrl());
+    subscriber.on('pmessage', (_pattern: string, channel: string) => announced.push(channel.slice(keys.base.length)));
+    await subscriber.psubscribe(`${keys.base}done:*`);
+    const completed = parseClaimReply<number[]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits], [
+      keys.base, 60_000, 3, 30_000, 1, WF, 'r1', '1', '"done-1"', 1, 'r2', '1', '"done-2"', 0, 'r3', '1', '"done-3"', 1,
+    ]));
+    await subscriber.ping(); // replies come in order: every publish of that call has arrived
+    await subscriber.quit();
+    expect(completed.head).toEqual([1, 0, 1]);
+    expect(announced.sort()).toEqual(['done:r1', 'done:r3']);
+    for (const id of ['r1', 'r3']) {
+      expect(await redis.hmget(keys.run(id), 'state', 'result')).toEqual(['completed', `"done-${id.slice(1)}"`]);
+      expect(await redis.pttl(keys.steps(id))).toBeGreaterThan(0);
+    }
+    expect(await redis.hmget(keys.run('r2'), 'state', 'token', 'result', 'finishedAt')).toEqual(['active', '2', null, null]);
+    expect(await redis.zscore(keys.leases, 'r2')).not.toBeNull();
+    // The refill: r2 still holds its slot, so the cap of 3 leaves room for two of the three waiting runs.
+    expect(completed.claims.map((c) => [c.id, c.token, c.attempt])).toEqual([['r4', '1', 1], ['r5', '1', 1]]);
+    expect((await redis.smembers(keys.active(WF))).sort()).toEqual(['r2', 'r4', 'r5']);
+    expect((await redis.zrange(keys.leases, 0, -1)).sort()).toEqual(['r2', 'r4', 'r5']);
+    expect(await redis.zrange(keys.waiting(WF), 0, -1)).toEqual(['r6']);
+  });
+});
+
+describe('batched commits, one worker app', () => {
+  it('a workflow cap of 5 holds under worker concurrency 50, and every completion is reported once', async () => {
+    const { ns, keys } = namespace();
+    const worker = await app(ns, [CappedWorkflow], { concurrency: 50 });
+    const completed: string[] = [];
+    const all = deferred();
+    worker.app.get(RunEvents).on('completed', (event) => {
+      completed.push(event.runId);
+      if (completed.length === 300) all.resolve();
+    });
+    const sampler = sampleActive(redis, keys.active('batch.capped'));
+    const handles = await worker.client.enqueueMany(CappedWorkflow, Array.from({ length: 300 }, (_, i) => ({ input: { i } })));
+    const results = await Promise.all(handles.map((h) => h.result({ timeoutMs: 30_000 })));
+    await all.promise;
+    const sampled = await sampler.stop();
+    await worker.close(); // drains: a duplicate completion would have been reported by now
+    apps = [];
+
+    expect(results).toEqual(handles.map((_, i) => i));
+    expect(live.max).toBeLessThanOrEqual(5);
+    expect(sampled.max).toBeLessThanOrEqual(5);
+    expect([live.max, sampled.max]).toEqual([5, 5]); // the cap was reached, so a breach could show
+    expect(sampled.count).toBeGreaterThan(10);
+    expect(completed).toHaveLength(300);
+    expect(new Set(completed)).toEqual(new Set(handles.map((h) => h.id)));
+  });
+
+  it('refills never run more than the worker concurrency at once', async () => {
+    const { ns } = namespace();
+    const worker = await app(ns, [LocalWorkflow], { concurrency: 3 });
+    const upfront = await worker.client.enqueueMany(LocalWorkflow, Array.from({ length: 50 }, (_, i) => ({ input: { i } })));
+    // The rest arrive one by one while the worker drains: handoffs, wakes and refills interleave.
+    const trickled = await Promise.all(Array.from({ length: 50 }, (_, i) => worker.client.enqueue(LocalWorkflow, { i: 50 + i })));
+    const handles = [...upfront, ...trickled];
+    const results = await Promise.all(handles.map((h) => h.result({ timeoutMs: 30_000 })));
+    expect(results).toEqual(handles.map((_, i) => i));
+    expect(live.max).toBeLessThanOrEqual(3);
+    expect(live.max).toBe(3);
+  });
+
+  it('one worker serves its workflows round-robin, not one backlog after the other', async () => {
+    const { ns } = namespace();
+    starts.length = 0;
+    const producer = await app(ns, [AWorkflow, BWorkflow], { enabled: false });
+    const a = await producer.client.enqueueMany(AWorkflow, Array.from({ length: 20 }, (_, i) => ({ input: { i } })));
+    const b = await producer.client.enqueueMany(BWorkflow, Array.from({ length: 20 }, (_, i) => ({ input: { i } })));
+    await app(ns, [AWorkflow, BWorkflow], { concurrency: 1 });
+    await Promise.all([...a, ...b].map((h) => h.result({ timeoutMs: 30_000 })));
+
+    expect(starts).toHaveLength(40);
+    expect(starts.indexOf('b0')).toBeLessThan(starts.indexOf('a4'));
+    // While both have a backlog, each gets about half of the starts (strict alternation: 10 and 10).
+    const first20 = starts.slice(0, 20);
+    const share = { a: first20.filter((s) => s.startsWith('a')).length, b: first20.filter((s) => s.startsWith('b')).length };
+    expect(share.a).toBeGreaterThanOrEqual(5);
+    expect(share.b).toBeGreaterThanOrEqual(5);
+  });
+});

@@ -1,0 +1,299 @@
+import type Redis from 'ioredis';
+import { NonRetryableError, QueueModuleOptions, RunContext, Step, Workflow, WorkflowFailedError } from '../../lib';
+import { LuaScripts } from '../../lib/redis/lua.scripts';
+import { RedisKeys } from '../../lib/redis/redis.keys';
+import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
+import { enqueueArgs, enqueueKeys, FAKE_WORKER, fakePark, handoffEntry, redisTimeMs, waitParked } from '../support/queue-state';
+import { Counter, Gates, pollUntil } from '../support/workflows';
+
+/**
+ * The enqueue fast path (lua/enqueue.lua): a due run with nothing ahead of it, room under its
+ * workflow cap and a parked worker is claimed by the enqueue itself and handed over through the
+ * wake list. Observable proof that a run never went through `waiting`: the waiting path draws a
+ * FIFO sequence number (INCR seq), the fast path does not.
+ */
+const gates = new Gates(); // the test opens gates.get(key) to let a held run finish
+const begun = new Gates(); // opened by a run when it starts executing
+const counts = new Counter();
+const order: string[] = [];
+
+interface Input { key: string; hold?: boolean }
+async function hold(input: Input, ctx: RunContext) {
+  counts.inc(`${ctx.runId}:run`);
+  order.push(input.key);
+  begun.open(input.key);
+  if (input.hold) await gates.get(input.key).promise;
+  return { key: input.key, attempt: ctx.attempt };
+}
+
+@Workflow('fp.hold') class HoldWorkflow { run(input: Input, ctx: RunContext) { return hold(input, ctx); } }
+@Workflow('fp.capped', { concurrency: 1 }) class CappedWorkflow { run(input: Input, ctx: RunContext) { return hold(input, ctx); } }
+
+@Workflow('fp.outcome', { attempts: 3, backoff: { delayMs: 0 } })
+class OutcomeWorkflow {
+  async run(input: { key: string; mode: 'ok' | 'reject' | 'flaky' }, ctx: RunContext) {
+    counts.inc(`${ctx.runId}:run`);
+    await gates.get(input.key).promise;
+    const stepped = await this.record(ctx.runId);
+    if (input.mode === 'reject') throw new NonRetryableError(`${input.key} rejected`);
+    if (input.mode === 'flaky' && ctx.attempt === 1) throw new Error('fails once, after its step');
+    return { stepped, attempt: ctx.attempt };
+  }
+
+  @Step() async record(runId: string): Promise<number> {
+    return counts.inc(`${runId}:step`);
+  }
+}
+
+const WORKFLOWS = [HoldWorkflow, CappedWorkflow, OutcomeWorkflow];
+let redis: Redis;
+let apps: TestApp[] = [];
+const namespaces: string[] = [];
+
+beforeAll(() => void (redis = rawRedis()));
+afterEach(async () => {
+  gates.openAll(); // nothing may hold a closing app's shutdown
+  await Promise.all(apps.map((app) => app.close()));
+  apps = [];
+});
+afterAll(async () => {
+  for (const ns of namespaces) await dropNamespace(redis, ns);
+  await redis.quit();
+});
+
+/** A fresh namespace with app factories and raw readers for it. */
+function space() {
+  const ns = uniqueNamespace('fp');
+  namespaces.push(ns);
+  const keys = new RedisKeys('sluice', ns);
+  const start = async (options: Partial<QueueModuleOptions>) => {
+    const app = await createApp(WORKFLOWS, { namespace: ns, ...options });
+    apps.push(app);
+    return app;
+  };
+  return {
+    keys,
+    worker: (worker: QueueModuleOptions['worker'] = {}) => start({ worker: { concurrency: 5, ...worker } }),
+    producer: (options: Partial<QueueModuleOptions> = {}) => start({ ...options, worker: { ...options.worker, enabled: false } }),
+    raw: (id: string, ...fields: string[]) => redis.hmget(keys.run(id), ...fields),
+  };
+}
+
+describe('enqueue fast path', () => {
+  it('is taken when the queue is empty, the cap has room and a worker is parked', async () => {
+    const s = space();
+    await s.worker();
+    const producer = await s.producer();
+    await waitParked(redis, s.keys, 'fp.hold');
+    const h = await producer.client.enqueue(HoldWorkflow, { key: 'taken', hold: true });
+    expect(await producer.client.get(h.id)).toMatchObject({ state: 'active', attempts: 1 });
+    expect(await s.raw(h.id, 'token', 'startedAt')).toEqual(['1', expect.stringMatching(/^\d+$/)]);
+    expect(await redis.get(s.keys.seq)).toBeNull(); // never indexed as waiting
+    expect(await redis.zcard(s.keys.waiting('fp.hold'))).toBe(0);
+    expect(await redis.sismember(s.keys.active('fp.hold'), h.id)).toBe(1);
+    expect(await redis.zscore(s.keys.leases, h.id)).not.toBeNull();
+    await begun.get('taken').promise;
+    gates.open('taken');
+    expect(await h.result({ timeoutMs: 10_000 })).toEqual({ key: 'taken', attempt: 1 });
+    expect(counts.get(`${h.id}:run`)).toBe(1);
+    expect(await s.raw(h.id, 'state', 'attempts', 'stalls')).toEqual(['completed', '1', '0']);
+  });
+
+  it('is not taken when no worker is parked (none at all, or only an expired entry)', async () => {
+    const s = space();
+    const producer = await s.producer();
+    expect(await redis.zcard(s.keys.parked('fp.hold'))).toBe(0);
+    const first = await producer.client.enqueue(HoldWorkflow, { key: 'nobody-1' });
+    expect(await producer.client.get(first.id)).toMatchObject({ state: 'waiting', attempts: 0 });
+    const t = space();
+    await fakePark(redis, t.keys, 'fp.hold', (await redisTimeMs(redis)) - 1);
+    const other = await t.producer();
+    const second = await other.client.enqueue(HoldWorkflow, { key: 'nobody-2' });
+    expect(await other.client.get(second.id)).toMatchObject({ state: 'waiting', attempts: 0 });
+    for (const [space_, id] of [[s, first.id], [t, second.id]] as const) {
+      expect(await redis.zscore(space_.keys.waiting('fp.hold'), id)).not.toBeNull();
+      expect(await redis.lrange(space_.keys.wake('fp.hold'), 0, -1)).toEqual(['1']);
+      expect(await redis.scard(space_.keys.active('fp.hold'))).toBe(0);
+      expect(await redis.zcard(space_.keys.leases)).toBe(0);
+    }
+  });
+
+  it('is not taken when disabled: the option is the only difference', async () => {
+    for (const fastPath of [false, true]) {
+      const s = space();
+      await fakePark(redis, s.keys, 'fp.hold');
+      const producer = await s.producer({ fastPath });
+      const input = { key: `option-${fastPath}` };
+      const h = await producer.client.enqueue(HoldWorkflow, input);
+      const run = await producer.client.get(h.id);
+      const wake = await redis.lrange(s.keys.wake('fp.hold'), 0, -1);
+      const parked = await redis.zscore(s.keys.parked('fp.hold'), FAKE_WORKER);
+      if (fastPath) {
+        expect({ state: run?.state, wake, parked }).toEqual({ state: 'active', wake: [handoffEntry(h.id, input)], parked: null });
+      } else {
+        expect({ state: run?.state, wake, parked: parked !== null }).toEqual({ state: 'waiting', wake: ['1'], parked: true });
+      }
+    }
+  });
+
+  it('is not taken when due runs are waiting; priority then FIFO order holds', async () => {
+    const s = space();
+    await fakePark(redis, s.keys, 'fp.hold');
+    const off = await s.producer({ fastPath: false });
+    const on = await s.producer();
+    const r1 = await off.client.enqueue(HoldWorkflow, { key: 'prio-r1' });
+    const r2 = await off.client.enqueue(HoldWorkflow, { key: 'prio-r2' });
+    // As if a worker had taken the wake marker: only the waiting runs stand in the way now.
+    await redis.del(s.keys.wake('fp.hold'));
+    const r3 = await on.client.enqueue(HoldWorkflow, { key: 'prio-r3' }, { priority: 5 });
+    const r4 = await on.client.enqueue(HoldWorkflow, { key: 'prio-r4' });
+    const handles = [r1, r2, r3, r4];
+    for (const h of handles) expect((await on.client.get(h.id))?.state).toBe('waiting');
+    expect(await redis.zscore(s.keys.parked('fp.hold'), FAKE_WORKER)).not.toBeNull();
+    await s.worker({ concurrency: 1 });
+    await Promise.all(handles.map((h) => h.result({ timeoutMs: 10_000 })));
+    expect(order.filter((key) => key.startsWith('prio-'))).toEqual(['prio-r3', 'prio-r1', 'prio-r2', 'prio-r4']);
+  });
+
+  it('is taken when only future (delayed) runs exist', async () => {
+    const s = space();
+    await s.worker();
+    const producer = await s.producer();
+    await waitParked(redis, s.keys, 'fp.hold');
+    const later = await producer.client.enqueue(HoldWorkflow, { key: 'later' }, { delay: '60s' });
+    expect((await producer.client.get(later.id))?.state).toBe('delayed');
+    // That enqueue woke the worker to learn the new due time; once it took the marker, the queue is clear.
+    await pollUntil(() => redis.llen(s.keys.wake('fp.hold')), (n) => n === 0, 'the wake marker to be taken');
+    await waitParked(redis, s.keys, 'fp.hold');
+    const due = await producer.client.enqueue(HoldWorkflow, { key: 'due', hold: true });
+    expect(await producer.client.get(due.id)).toMatchObject({ state: 'active', attempts: 1 });
+    expect(await redis.get(s.keys.seq)).toBeNull();
+    gates.open('due');
+    expect(await due.result({ timeoutMs: 10_000 })).toEqual({ key: 'due', attempt: 1 });
+    expect((await producer.client.get(later.id))?.state).toBe('delayed');
+    expect(await redis.zscore(s.keys.delayed, later.id)).not.toBeNull();
+  });
+
+  it('is not taken when the workflow cap is full', async () => {
+    const s = space();
+    await s.worker();
+    const producer = await s.producer();
+    expect(await redis.hget(s.keys.limits, 'wf:fp.capped')).toBe('1');
+    await waitParked(redis, s.keys, 'fp.capped');
+    const c1 = await producer.client.enqueue(CappedWorkflow, { key: 'cap-1', hold: true });
+    expect((await producer.client.get(c1.id))?.state).toBe('active');
+    await begun.get('cap-1').promise;
+    // Everything but the cap invites the fast path: a parked worker, nothing waiting, no wake entry.
+    await fakePark(redis, s.keys, 'fp.capped');
+    expect(await redis.zcard(s.keys.waiting('fp.capped'))).toBe(0);
+    expect(await redis.llen(s.keys.wake('fp.capped'))).toBe(0);
+    const c2 = await producer.client.enqueue(CappedWorkflow, { key: 'cap-2', hold: true });
+    expect(await producer.client.get(c2.id)).toMatchObject({ state: 'waiting', attempts: 0 });
+    expect(await redis.smembers(s.keys.active('fp.capped'))).toEqual([c1.id]);
+    expect(await redis.zscore(s.keys.parked('fp.capped'), FAKE_WORKER)).not.toBeNull();
+    gates.open('cap-1');
+    await c1.result({ timeoutMs: 10_000 });
+    gates.open('cap-2');
+    expect(await c2.result({ timeoutMs: 10_000 })).toEqual({ key: 'cap-2', attempt: 1 });
+  });
+
+  it('hands over runs that complete, fail for good and retry (replaying the finished step)', async () => {
+    const s = space();
+    const app = await s.worker();
+    const fastPathed = async (input: { key: string; mode: 'ok' | 'reject' | 'flaky' }) => {
+      await waitParked(redis, s.keys, 'fp.outcome');
+      const h = await app.client.enqueue(OutcomeWorkflow, input);
+      expect(await app.client.get(h.id)).toMatchObject({ state: 'active', attempts: 1 });
+      expect(await redis.get(s.keys.seq)).toBeNull();
+      gates.open(input.key);
+      return h;
+    };
+    const ok = await fastPathed({ key: 'out-ok', mode: 'ok' });
+    expect(await ok.result({ timeoutMs: 10_000 })).toEqual({ stepped: 1, attempt: 1 });
+    const rejected = await fastPathed({ key: 'out-reject', mode: 'reject' });
+    const error = await rejected.result({ timeoutMs: 10_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WorkflowFailedError);
+    expect(error).toMatchObject({ causeName: 'NonRetryableError', causeMessage: 'out-reject rejected' });
+    expect(await app.client.get(rejected.id)).toMatchObject({ state: 'failed', attempts: 1, failures: 1 });
+    expect(counts.get(`${rejected.id}:run`)).toBe(1);
+    const flaky = await fastPathed({ key: 'out-flaky', mode: 'flaky' });
+    expect(await flaky.result({ timeoutMs: 10_000 })).toEqual({ stepped: 1, attempt: 2 });
+    expect(await app.client.get(flaky.id)).toMatchObject({ state: 'completed', attempts: 2, failures: 1 });
+    expect([counts.get(`${flaky.id}:run`), counts.get(`${flaky.id}:step`)]).toEqual([2, 1]);
+  });
+
+  it('a handoff nobody takes is taken by the next claim of its workflow', async () => {
+    const s = space();
+    await fakePark(redis, s.keys, 'fp.hold');
+    const producer = await s.producer(); // default lockMs: the handoff's lease outlasts this test
+    const input = { key: 'orphan-claimed' };
+    const h = await producer.client.enqueue(HoldWorkflow, input);
+    expect((await producer.client.get(h.id))?.state).toBe('active');
+    expect(await redis.lrange(s.keys.wake('fp.hold'), 0, -1)).toEqual([handoffEntry(h.id, input)]);
+    await s.worker();
+    expect(await h.result({ timeoutMs: 10_000 })).toEqual({ key: input.key, attempt: 1 });
+    expect(counts.get(`${h.id}:run`)).toBe(1);
+    expect(await s.raw(h.id, 'attempts', 'stalls')).toEqual(['1', '0']);
+    expect(await redis.llen(s.keys.wake('fp.hold'))).toBe(0);
+    expect(await redis.zcard(s.keys.leases)).toBe(0);
+    expect(await redis.scard(s.keys.active('fp.hold'))).toBe(0);
+  });
+
+  it('a handoff nobody takes before its lease runs out is recovered by the stalled scan, and runs once', async () => {
+    const s = space();
+    await fakePark(redis, s.keys, 'fp.hold');
+    const producer = await s.producer({ worker: { lockMs: 300 } }); // the handoff's lease is the enqueuer's lockMs
+    const input = { key: 'orphan-stalled' };
+    const h = await producer.client.enqueue(HoldWorkflow, input);
+    expect(await redis.lrange(s.keys.wake('fp.hold'), 0, -1)).toEqual([handoffEntry(h.id, input)]);
+    const deadline = Number(await redis.zscore(s.keys.leases, h.id));
+    await pollUntil(() => redisTimeMs(redis), (now) => now > deadline, 'the handoff lease to run out');
+    await s.worker({ stalledIntervalMs: 100 });
+    expect(await h.result({ timeoutMs: 10_000 })).toEqual({ key: input.key, attempt: 2 });
+    expect(counts.get(`${h.id}:run`)).toBe(1);
+    // Observed: recovered like a stalled run, so a run that never executed counts one stall and one attempt.
+    expect(await s.raw(h.id, 'state', 'attempts', 'stalls')).toEqual(['completed', '2', '1']);
+    await pollUntil(() => redis.llen(s.keys.wake('fp.hold')), (n) => n === 0, 'an empty wake list');
+    expect(await redis.zcard(s.keys.leases)).toBe(0);
+    expect(await redis.scard(s.keys.active('fp.hold'))).toBe(0);
+  });
+
+  it("a handed-over run keeps its lease while its worker runs it (a producer's shorter lockMs must not stall it)", async () => {
+    const s = space();
+    await s.worker({ stalledIntervalMs: 50 }); // lockMs 30 000: its first heartbeat is 10 s away
+    const producer = await s.producer({ worker: { lockMs: 300 } });
+    await waitParked(redis, s.keys, 'fp.hold');
+    const h = await producer.client.enqueue(HoldWorkflow, { key: 'kept', hold: true });
+    expect((await producer.client.get(h.id))?.state).toBe('active');
+    await begun.get('kept').promise;
+    // Wait for a stalled scan that ran after the enqueuer's lease deadline (the gate key lives 50 ms from the scan).
+    // The worker moves the lease onto its own lockMs as soon as it takes the handoff, so read the
+    // enqueuer's deadline from the start time the enqueue recorded.
+    const [startedAt] = await s.raw(h.id, 'startedAt');
+    const deadline = Number(startedAt) + 300;
+    expect(Number(await redis.zscore(s.keys.leases, h.id))).toBeGreaterThan(deadline);
+    await pollUntil(async () => {
+      const [[, time], [, ttl]] = (await redis.multi().time().pttl(s.keys.stallGate).exec()) as [[null, string[]], [null, number]];
+      return ttl > 0 ? Number(time[0]) * 1000 + Number(time[1]) / 1000 - (50 - ttl) : 0;
+    }, (scannedAt) => scannedAt > deadline + 10, 'a stalled scan after the lease deadline');
+    expect(await s.raw(h.id, 'state', 'attempts', 'stalls')).toEqual(['active', '1', '0']);
+    gates.open('kept');
+    expect(await h.result({ timeoutMs: 10_000 })).toEqual({ key: 'kept', attempt: 1 });
+    expect(counts.get(`${h.id}:run`)).toBe(1);
+  });
+
+  it('a run enqueued while a handoff is pending does not wait for the block timeout', async () => {
+    const s = space();
+    const app = await s.worker(); // block timeout: 5 s; 4 slots stay free while burst-1 runs
+    await waitParked(redis, s.keys, 'fp.hold');
+    // Two enqueues land before the worker's next BLPOP (here: one transaction; in production: two producers).
+    const scripts = new LuaScripts(redis);
+    const multi = redis.multi();
+    for (const key of ['burst-1', 'burst-2']) {
+      scripts.queue(multi, 'enqueue', enqueueKeys(s.keys, 'fp.hold', key), enqueueArgs('fp.hold', key, { key, hold: key === 'burst-1' }, true));
+    }
+    expect(((await multi.exec()) ?? []).map(([, reply]) => reply)).toEqual([[1, 'active'], [1, 'waiting']]);
+    await begun.get('burst-1').promise;
+    expect(await app.client.wait('burst-2', { timeoutMs: 2_000 })).toEqual({ key: 'burst-2', attempt: 1 });
+  });
+});
