@@ -5,7 +5,7 @@ import { Claim, parseClaimReply } from './claim';
 import { TickBatcher } from './tick.batcher';
 
 /** Most runs or steps one commit call carries: Lua is single-threaded, keep each call short. */
-const COMMIT_BATCH_CAP = 64;
+const COMMIT_BATCH_CAP = 16;
 
 /** Asked of the worker loop when runs complete: how many runs to claim into the freed slots. */
 export interface Refill {
