@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { DynamicModule, Inject, Injectable, Module, Provider, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
-import { QueueClient, QueueModule, RunContext, RunEvents, Step, Workflow } from '../lib';
+import { QueueClient, QueueModule, RunEvents, Step, Workflow } from '../lib';
 import { BenchSystem, deferred, inParallel, latencyOf, PreparedRun, ScenarioName } from './bench.types';
 
 const NAMESPACE = 'bench';
@@ -33,16 +33,13 @@ class StepsWorkflow {
   }
 }
 
-/** Ten workflows capped at 5 each stand in for 10 groups until per-group caps exist. */
-const GROUP_WORKFLOWS: Type[] = Array.from({ length: 10 }, (_, g) => {
-  @Workflow(`bench.group${g}`, { concurrency: 5 })
-  class GroupWorkflow {
-    run(input: number, _ctx: RunContext): string {
-      return `ok-${input}`;
-    }
+/** Runs spread over 10 groups (tenants), each capped at 5 concurrent runs fleet-wide. */
+@Workflow('bench.groups', { groupConcurrency: 5 })
+class GroupsWorkflow {
+  run(input: number): string {
+    return `ok-${input}`;
   }
-  return GroupWorkflow;
-});
+}
 
 /** Resolves once the worker has committed `TARGET` runs (RunEvents fire after the commit). */
 @Injectable()
@@ -96,17 +93,19 @@ export class SluiceSystem implements BenchSystem {
   }
 
   private async drain(scenario: ScenarioName, jobs: number, url: string): Promise<PreparedRun> {
-    const workflows = scenario === 'drain-c50-3steps' ? [StepsWorkflow] : scenario === 'drain-c50-10groups' ? GROUP_WORKFLOWS : [EchoWorkflow];
+    const groups = scenario === 'drain-c50-10groups';
+    const workflow = scenario === 'drain-c50-3steps' ? StepsWorkflow : groups ? GroupsWorkflow : EchoWorkflow;
+    const workflows = [workflow];
     const producer = await start(app(url, workflows, { enabled: false }));
     const client = producer.get(QueueClient);
     for (let i = 0; i < jobs; i += 1_000) {
-      const items = Array.from({ length: Math.min(1_000, jobs - i) }, (_, k) => ({ input: i + k }));
-      await client.enqueueMany(workflows[(i / 1_000) % workflows.length] as typeof EchoWorkflow, items);
+      const items = Array.from({ length: Math.min(1_000, jobs - i) }, (_, k) => ({ input: i + k, opts: groups ? { group: `tenant-${(i + k) % 10}` } : {} }));
+      await client.enqueueMany(workflow as typeof EchoWorkflow, items);
     }
     await producer.close();
     let worker: Awaited<ReturnType<typeof start>> | undefined;
     return {
-      note: scenario === 'drain-c50-10groups' ? 'sluice: 10 workflows, each capped at 5 fleet-wide in Redis' : undefined,
+      note: groups ? 'sluice: one workflow, 10 groups, groupConcurrency 5 (fleet-wide, in Redis)' : undefined,
       timed: async () => {
         worker = await start(app(url, workflows, { enabled: true, concurrency: scenario === 'drain-c1' ? 1 : 50 }, jobs));
         await worker.get(CompletionCounter).done.promise;

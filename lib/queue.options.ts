@@ -48,6 +48,11 @@ export interface QueueModuleOptions {
   prefix?: string;
   /** Isolates one set of workflows and runs; one Redis Cluster slot each. Default `'default'`. */
   namespace?: string;
+  /**
+   * Namespace cap: runs of all workflows of the namespace active at once, fleet-wide. Written to
+   * Redis by worker processes at bootstrap (the latest wins); omit for no cap.
+   */
+  concurrency?: number;
   worker?: WorkerOptions;
   defaults?: RunDefaults;
   /** Largest encoded input, step result or run result, in bytes. Default 1 MiB. */
@@ -64,6 +69,7 @@ export interface ResolvedQueueOptions {
   connection: RedisConnectionOptions | Redis;
   prefix: string;
   namespace: string;
+  concurrency?: number;
   worker: Required<WorkerOptions>;
   defaults: { attempts: number; backoff: Required<BackoffOptions>; resultTtlMs: number };
   maxPayloadBytes: number;
@@ -83,6 +89,7 @@ export function resolveQueueOptions(options: QueueModuleOptions): ResolvedQueueO
     connection: options.connection,
     prefix: configName(options.prefix ?? 'sluice', 'prefix'),
     namespace: configName(options.namespace ?? 'default', 'namespace'),
+    concurrency: options.concurrency === undefined ? undefined : positive(options.concurrency, 'concurrency'),
     worker: {
       enabled: options.worker?.enabled ?? true,
       concurrency: positive(options.worker?.concurrency ?? 10, 'worker.concurrency'),

@@ -1,21 +1,21 @@
 --[[
   complete: finish a batch of runs successfully — each only if the caller still holds its lease.
-  Per run: store the result with its retention, release its slot, publish the result on its
+  Per run: store the result with its retention, release its slots, publish the result on its
   done channel. Then refill the freed slots in the same call: claim up to ARGV[3] due runs, as
   reserve does, so a busy worker needs about one call per batch of finished runs.
 
   KEYS[1] leases  zset
   KEYS[2] limits  hash
+  KEYS[3] seq     string
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] retention in ms
   ARGV[3] runs to claim for the caller (0 = none)
   ARGV[4] lease length in ms for claimed runs
   ARGV[5] W, the number of workflow names that follow
   ARGV[6 .. 5+W] workflow names the caller runs (rotated by the caller)
-  ARGV[6+W ..] per run, four values: run id, lease token, encoded result ('' = undefined),
-               1 if the run has a step memo else 0
+  ARGV[6+W ..] per run, three values: run id, lease token, encoded result ('' = undefined)
   Reply: { { per run: 1 completed | 0 lease lost, nothing written }, claims… } with claims as
-         in reserve
+         in claim.lua
 ]]
 -- @include common
 -- @include claim
@@ -27,29 +27,28 @@ local workflowCount = tonumber(ARGV[5])
 local workflows = {}
 for i = 6, 5 + workflowCount do workflows[#workflows + 1] = ARGV[i] end
 
-local statuses = {}
-local finished = {}
-for i = 6 + workflowCount, #ARGV, 4 do
+local statuses, freed, tally = {}, {}, {}
+for i = 6 + workflowCount, #ARGV, 3 do
   local id = ARGV[i]
   local runKey = base .. 'run:' .. id
-  local workflow = leasedWorkflow(runKey, ARGV[i + 1])
+  local workflow, group = leasedRun(runKey, ARGV[i + 1])
   if workflow then
-    releaseSlot(base, KEYS[1], KEYS[2], id, workflow, false)
-    local stepsKey = ARGV[i + 3] == '1' and base .. 'steps:' .. id
-    finishRun(base, runKey, stepsKey, id, workflow, 'completed', 'result', ARGV[i + 2], now, ttl)
-    finished[workflow] = true
+    releaseSlots(base, KEYS[1], KEYS[2], KEYS[3], id, workflow, group, freed)
+    finishRun(base, runKey, id, workflow, 'completed', 'result', ARGV[i + 2], now, ttl)
+    tallyFinished(tally, workflow, 'completed')
     statuses[#statuses + 1] = 1
   else
     statuses[#statuses + 1] = 0
   end
 end
+countFinished(base, tally)
 
 local reply = { statuses }
 local wanted = tonumber(ARGV[3])
 if wanted > 0 then
   -- No wake to pass on: this worker comes back for more with its next completions.
-  claimRuns(base, KEYS[1], KEYS[2], workflows, wanted, now, tonumber(ARGV[4]), reply, false)
+  claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, wanted, now, tonumber(ARGV[4]), reply, false)
 end
 -- Only now, after the refill took what it could, is leftover room worth waking a worker for.
-for workflow in pairs(finished) do wakeIfRoom(base, KEYS[2], workflow) end
+wakeCapped(base, KEYS[2], freed)
 return reply

@@ -13,7 +13,7 @@
 local deadline = nowMs() + tonumber(ARGV[2])
 local lost = {}
 for i = 3, #ARGV, 2 do
-  if leasedWorkflow(ARGV[1] .. 'run:' .. ARGV[i], ARGV[i + 1]) then
+  if leasedRun(ARGV[1] .. "run:" .. ARGV[i], ARGV[i + 1]) then
     redis.call('ZADD', KEYS[1], 'XX', deadline, ARGV[i])
   else
     lost[#lost + 1] = ARGV[i]

@@ -1,14 +1,12 @@
 --[[
-  fail: record a failed attempt, if the caller still holds the lease. Retries (parks the run in
-  `delayed` for the backoff) while the error is retryable and attempts remain; otherwise fails
-  the run for good, stores the error with its retention and publishes it.
+  fail: record a failed attempt, if the caller still holds the lease. Retries while the error is
+  retryable and attempts remain — after the backoff in the workflow's delayed set, or at once —
+  otherwise fails the run for good, stores the error with its retention and publishes it.
 
-  KEYS[1] run:<id>    hash
-  KEYS[2] steps:<id>  hash
-  KEYS[3] leases      zset
-  KEYS[4] limits      hash
-  KEYS[5] delayed     zset
-  KEYS[6] seq         string
+  KEYS[1] run:<id>  hash
+  KEYS[2] leases    zset
+  KEYS[3] limits    hash
+  KEYS[4] seq       string
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] run id
   ARGV[3] lease token
@@ -20,29 +18,34 @@
 ]]
 -- @include common
 
-local base = ARGV[1]
-local workflow = leasedWorkflow(KEYS[1], ARGV[3])
+local base, id = ARGV[1], ARGV[2]
+local workflow, group = leasedRun(KEYS[1], ARGV[3])
 if not workflow then return 'lost' end
-releaseSlot(base, KEYS[3], KEYS[4], ARGV[2], workflow, true)
+local freed = {}
+releaseSlots(base, KEYS[2], KEYS[3], KEYS[4], id, workflow, group, freed)
 
 local now = nowMs()
+local outcome = 'failed'
 local failures = redis.call('HINCRBY', KEYS[1], 'failures', 1)
 local maxAttempts = tonumber(redis.call('HGET', KEYS[1], 'maxAttempts'))
 if ARGV[5] == '1' and failures < maxAttempts then
+  outcome = 'retry'
   local delay = tonumber(ARGV[6])
   redis.call('HSET', KEYS[1], 'error', ARGV[4])
   if delay <= 0 then
     -- No backoff: due again now, behind the runs of its priority that are already due.
     redis.call('HSET', KEYS[1], 'state', 'waiting')
-    redis.call('ZADD', base .. 'wf:' .. workflow .. ':waiting', waitingScore(KEYS[6], redis.call('HGET', KEYS[1], 'priority')), ARGV[2])
-    wake(base .. 'wf:' .. workflow .. ':wake')
+    makeDue(base, KEYS[3], KEYS[4], workflow, group, id, redis.call('HGET', KEYS[1], 'priority'), false)
   else
     redis.call('HSET', KEYS[1], 'state', 'delayed', 'dueAt', now + delay)
-    local head = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')
-    redis.call('ZADD', KEYS[5], now + delay, ARGV[2])
-    if #head == 0 or tonumber(head[2]) > now + delay then wake(base .. 'wf:' .. workflow .. ':wake') end
+    local delayedKey = wfKey(base, workflow, 'delayed')
+    local head = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
+    redis.call('ZADD', delayedKey, now + delay, id)
+    if #head == 0 or tonumber(head[2]) > now + delay then wake(wfKey(base, workflow, 'wake')) end
   end
-  return 'retry'
+else
+  finishRun(base, KEYS[1], id, workflow, 'failed', 'error', ARGV[4], now, tonumber(ARGV[7]))
+  countFinished(base, { [workflow .. '|failed'] = 1 })
 end
-finishRun(base, KEYS[1], KEYS[2], ARGV[2], workflow, 'failed', 'error', ARGV[4], now, tonumber(ARGV[7]))
-return 'failed'
+wakeCapped(base, KEYS[3], freed)
+return outcome

@@ -6,6 +6,7 @@
   KEYS[1] run:<id>  hash
   KEYS[2] leases    zset
   KEYS[3] limits    hash
+  KEYS[4] seq       string
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] run id
   ARGV[3] lease token
@@ -13,8 +14,11 @@
 ]]
 -- @include common
 
-local workflow = leasedWorkflow(KEYS[1], ARGV[3])
+local workflow, group = leasedRun(KEYS[1], ARGV[3])
 if not workflow then return 0 end
-releaseSlot(ARGV[1], KEYS[2], KEYS[3], ARGV[2], workflow, true)
-requeue(ARGV[1], KEYS[1], ARGV[2], workflow, redis.call('HGET', KEYS[1], 'priority'))
+local freed = {}
+releaseSlots(ARGV[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], workflow, group, freed)
+redis.call('HSET', KEYS[1], 'state', 'waiting')
+makeDue(ARGV[1], KEYS[3], KEYS[4], workflow, group, ARGV[2], redis.call('HGET', KEYS[1], 'priority'), true)
+wakeCapped(ARGV[1], KEYS[3], freed)
 return 1

@@ -1,83 +1,85 @@
 --[[
-  reserve: one call per worker wake. Promotes due delayed runs (bounded), recovers stalled runs
-  (at most once per interval fleet-wide), then claims up to ARGV[2] due runs round-robin over the
-  worker's workflows, each under its workflow's fleet-wide cap read from `limits` (see claim.lua). Each claim
-  carries the run's step memo, so step reads during the run cost no round trip.
+  reserve: one call per worker wake. Promotes the worker's workflows' due delayed runs (bounded),
+  recovers stalled runs (at most once per interval fleet-wide), then claims up to ARGV[2] due
+  runs fairly and under every cap (see claim.lua). Each claim carries the run's step memo, so
+  step reads during the run cost no round trip.
 
-  KEYS[1] delayed     zset
-  KEYS[2] leases      zset
-  KEYS[3] limits      hash
-  KEYS[4] seq         string
-  KEYS[5] stall-gate  string
+  KEYS[1] leases      zset
+  KEYS[2] limits      hash
+  KEYS[3] seq         string
+  KEYS[4] stall-gate  string
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] max runs to claim (0 = only promote and scan)
   ARGV[3] lease length in ms
   ARGV[4] stalled-scan interval in ms, or 0 to skip the scan this time
   ARGV[5] stalls a run may have before it fails for good
-  ARGV[6] max delayed runs to promote
+  ARGV[6] max delayed runs to promote per workflow
   ARGV[7] retention in ms of a run failed by the stall limit
   ARGV[8..] workflow names this worker runs (rotated by the caller, so no workflow always goes first)
-  Reply: { ms until the next delayed run or -1, claims... } where a claim is
-         { id, workflow, token, attempt, failures, encoded input, { step, value, step, value… } }
+  Reply: { ms until the worker's next delayed run or -1, claims… } with claims as in claim.lua
 ]]
 -- @include common
 -- @include claim
 
 local base = ARGV[1]
-local maxClaims = tonumber(ARGV[2])
-local lockMs = tonumber(ARGV[3])
 local now = nowMs()
-
-local mine = {}
 local workflows = {}
-for i = 8, #ARGV do
-  workflows[#workflows + 1] = ARGV[i]
-  mine[ARGV[i]] = true
-end
+for i = 8, #ARGV do workflows[#workflows + 1] = ARGV[i] end
 
--- 1. Promote due delayed runs of any workflow; wake other workflows' workers, ours claim below.
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[6]))
-for _, id in ipairs(due) do
-  redis.call('ZREM', KEYS[1], id)
-  local runKey = base .. 'run:' .. id
-  local f = redis.call('HMGET', runKey, 'workflow', 'priority', 'state')
-  if f[1] and f[3] == 'delayed' then
-    redis.call('HSET', runKey, 'state', 'waiting')
-    redis.call('ZADD', base .. 'wf:' .. f[1] .. ':waiting', waitingScore(KEYS[4], f[2]), id)
-    if not mine[f[1]] then wake(base .. 'wf:' .. f[1] .. ':wake') end
+-- 1. Promote due delayed runs.
+local nextDue = -1
+for _, wf in ipairs(workflows) do
+  local delayedKey = wfKey(base, wf, 'delayed')
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', delayedKey, '-inf', now, 'LIMIT', 0, tonumber(ARGV[6]))) do
+    redis.call('ZREM', delayedKey, id)
+    local runKey = base .. 'run:' .. id
+    local f = redis.call('HMGET', runKey, 'priority', 'state', 'group')
+    if f[2] == 'delayed' then
+      redis.call('HSET', runKey, 'state', 'waiting')
+      makeDue(base, KEYS[2], KEYS[3], wf, f[3] or '', id, f[1], false)
+    end
+  end
+  local head = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
+  if #head > 0 then
+    local inMs = math.max(0, tonumber(head[2]) - now)
+    if nextDue < 0 or inMs < nextDue then nextDue = inMs end
   end
 end
 
--- 2. Stalled runs: their lease ran out without a heartbeat (the worker died or hung).
+-- 2. Stalled runs, of any workflow: their lease ran out without a heartbeat (the worker died
+-- or blocked its event loop).
 local scanInterval = tonumber(ARGV[4])
-if scanInterval > 0 and redis.call('SET', KEYS[5], '1', 'NX', 'PX', scanInterval) then
-  local stalled = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 100)
-  for _, id in ipairs(stalled) do
+if scanInterval > 0 and redis.call('SET', KEYS[4], '1', 'NX', 'PX', scanInterval) then
+  local freed = {}
+  local tally = {}
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 100)) do
     local runKey = base .. 'run:' .. id
-    local f = redis.call('HMGET', runKey, 'workflow', 'priority', 'state', 'token', 'input')
+    local f = redis.call('HMGET', runKey, 'workflow', 'priority', 'state', 'token', 'input', 'group')
     if f[1] and f[3] == 'active' then
-      releaseSlot(base, KEYS[2], KEYS[3], id, f[1], true)
+      local group = f[6] or ''
+      releaseSlots(base, KEYS[1], KEYS[2], KEYS[3], id, f[1], group, freed)
       -- A fast-path handoff no worker took must not be taken after all, with a dead token.
-      local wakeKey = base .. 'wf:' .. f[1] .. ':wake'
+      local wakeKey = wfKey(base, f[1], 'wake')
       if redis.call('LLEN', wakeKey) > 0 then redis.call('LREM', wakeKey, 1, handoffEntry(f[4], id, f[5])) end
       local stalls = redis.call('HINCRBY', runKey, 'stalls', 1)
       if stalls > tonumber(ARGV[5]) then
-        finishRun(base, runKey, base .. 'steps:' .. id, id, f[1], 'failed', 'error',
+        finishRun(base, runKey, id, f[1], 'failed', 'error',
           '{"name":"StalledError","message":"lease expired ' .. stalls .. ' times (worker died or blocked the event loop)"}',
           now, tonumber(ARGV[7]))
+        tallyFinished(tally, f[1], 'failed')
       else
-        requeue(base, runKey, id, f[1], f[2])
+        redis.call('HSET', runKey, 'state', 'waiting')
+        makeDue(base, KEYS[2], KEYS[3], f[1], group, id, f[2], true)
       end
     else
-      redis.call('ZREM', KEYS[2], id)
+      redis.call('ZREM', KEYS[1], id)
     end
   end
+  countFinished(base, tally)
+  wakeCapped(base, KEYS[2], freed)
 end
 
 -- 3. Claim.
-local reply = { -1 }
-claimRuns(base, KEYS[2], KEYS[3], workflows, maxClaims, now, lockMs, reply, true)
-
-local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-if #head > 0 then reply[1] = math.max(0, tonumber(head[2]) - now) end
+local reply = { nextDue }
+claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, tonumber(ARGV[2]), now, tonumber(ARGV[3]), reply, true)
 return reply

@@ -1,6 +1,7 @@
 --[[
-  save-steps: persist a batch of finished steps' results — each only if the caller still holds
-  that run's lease. A step counts as done only after its status here is 1.
+  save-steps: persist a batch of finished steps' results in their runs' records (fields
+  'step:<name>#<occurrence>') — each only if the caller still holds that run's lease. A step
+  counts as done only after its status here is 1.
 
   KEYS[1] leases  zset (unused; routes the call to the namespace's cluster slot)
   ARGV[1] key base '{prefix:namespace}:'
@@ -13,8 +14,9 @@
 local base = ARGV[1]
 local statuses = {}
 for i = 2, #ARGV, 4 do
-  if leasedWorkflow(base .. 'run:' .. ARGV[i], ARGV[i + 1]) then
-    redis.call('HSET', base .. 'steps:' .. ARGV[i], ARGV[i + 2], ARGV[i + 3])
+  local runKey = base .. 'run:' .. ARGV[i]
+  if leasedRun(runKey, ARGV[i + 1]) then
+    redis.call('HSET', runKey, 'step:' .. ARGV[i + 2], ARGV[i + 3])
     statuses[#statuses + 1] = 1
   else
     statuses[#statuses + 1] = 0

@@ -10,7 +10,9 @@ import { checkInteger } from '../util/duration';
 import { checkId } from '../util/names';
 import type { WorkflowClass, WorkflowInput, WorkflowOutput } from '../workflow/workflow.types';
 import { buildEnqueueRequest, EnqueueOptions, EnqueueRequest } from './enqueue.options';
+import { checkLimit, EVERY_GROUP, LimitTarget, limitField, Limits } from './limits';
 import { RUN_FIELDS, RunInfo, toRunInfo } from './run-info';
+import { parseStats, QueueStats } from './stats';
 import { RunWaiter } from './run.waiter';
 
 /** A handle on an enqueued run. */
@@ -107,6 +109,46 @@ export class QueueClient {
     return toRunInfo(runId, values) as RunInfo<T> | null;
   }
 
+  /**
+   * Sets a fleet-wide cap at runtime (see {@link LimitTarget}); `limit: null` removes it. Runs
+   * claimed from now on obey it; active runs keep their slots. A worker bootstrap writes the
+   * caps its code declares again (the namespace, workflow and default group caps), so make
+   * lasting changes in code; per-group overrides are only ever set here.
+   * @returns the previous cap (`null` if there was none)
+   */
+  async setLimits(target: LimitTarget & { limit: number | null }): Promise<number | null> {
+    const field = limitField(target ?? {});
+    const limit = checkLimit(target.limit);
+    const previous = await this.scripts.get().run<string>('set-limits', [this.keys.limits, this.keys.seq], [
+      this.keys.base, field, limit ?? '', target.workflow ?? '', target.group ?? '',
+    ]);
+    return previous === '' ? null : Number(previous);
+  }
+
+  /** The caps stored in Redis that apply to a target: always the namespace cap, plus the workflow's and the group's when named. */
+  async getLimits(target: LimitTarget = {}): Promise<Limits> {
+    limitField(target); // validates
+    const { workflow, group } = target;
+    const fields = ['ns', ...(workflow ? [limitField({ workflow }), limitField({ workflow, group: EVERY_GROUP })] : [])];
+    if (workflow && group && group !== EVERY_GROUP) fields.push(limitField({ workflow, group }));
+    const [ns, wf, groupDefault, override] = (await this.connections.command.hmget(this.keys.limits, ...fields)).map((v) => (v === null ? null : Number(v)));
+    if (!workflow) return { namespace: ns };
+    const limits: Limits = { namespace: ns, workflow: wf, groupDefault };
+    if (group && group !== EVERY_GROUP) Object.assign(limits, { groupOverride: override, group: override ?? groupDefault });
+    return limits;
+  }
+
+  /**
+   * Counts per state and active/cap per level, read in one call without scanning runs.
+   * @param opts.workflow one workflow (default: every workflow a worker registered)
+   * @param opts.groups include per-group counts (costs one read per group with due or active runs)
+   */
+  async stats(opts: { workflow?: WorkflowRef; groups?: boolean } = {}): Promise<QueueStats> {
+    const workflows = opts.workflow === undefined ? [] : [this.registry.resolve(opts.workflow).name];
+    const reply = await this.scripts.get().run<unknown[]>('stats', [this.keys.leases, this.keys.limits], [this.keys.base, opts.groups ? 1 : 0, ...workflows]);
+    return parseStats(reply, opts.groups === true);
+  }
+
   /** The enqueue script; resolves true if the run is new, false if the id existed. */
   private async store(request: EnqueueRequest): Promise<boolean> {
     const [created] = await this.scripts.get().run<[number, string]>('enqueue', this.enqueueKeys(request), this.enqueueArgs(request));
@@ -119,15 +161,12 @@ export class QueueClient {
 
   private enqueueKeys(request: EnqueueRequest): string[] {
     const { keys } = this;
-    return [
-      keys.run(request.id), keys.waiting(request.workflow), keys.delayed, keys.wake(request.workflow), keys.seq,
-      keys.leases, keys.limits, keys.active(request.workflow), keys.parked(request.workflow),
-    ];
+    return [keys.run(request.id), keys.leases, keys.limits, keys.seq];
   }
 
   private enqueueArgs(request: EnqueueRequest): (string | number)[] {
     return [
-      request.id, request.workflow, request.input, request.priority, request.delayMs,
+      this.keys.base, request.id, request.workflow, request.input, request.priority, request.delayMs,
       request.runAtMs ?? '', request.attempts, request.group ?? '', this.options.fastPath ? 1 : 0, this.options.worker.lockMs,
     ];
   }

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { MAX_LIMIT } from '../client/limits';
 import { WORKFLOW_METADATA } from '../queue.constants';
 import { checkName } from '../util/names';
 import { InvalidOptionError } from '../errors';
@@ -22,7 +23,8 @@ export interface WorkflowMetadata {
  */
 export function Workflow(name: string, options: WorkflowOptions = {}): ClassDecorator {
   checkName(name, '@Workflow name');
-  if (options.concurrency !== undefined) checkInteger(options.concurrency, `@Workflow('${name}') concurrency`, 1, 1_000_000);
+  if (options.concurrency !== undefined) checkInteger(options.concurrency, `@Workflow('${name}') concurrency`, 1, MAX_LIMIT);
+  if (options.groupConcurrency !== undefined) checkInteger(options.groupConcurrency, `@Workflow('${name}') groupConcurrency`, 1, MAX_LIMIT);
   if (options.attempts !== undefined) checkInteger(options.attempts, `@Workflow('${name}') attempts`, 1, 1_000);
   if (options.backoff !== undefined) {
     const field = `@Workflow('${name}') backoff`;

@@ -11,6 +11,7 @@ export interface WorkflowDefinition {
   metatype: Function;
   instance: WorkflowInstance;
   concurrency?: number;
+  groupConcurrency?: number;
   attempts: number;
   backoff: Required<BackoffOptions>;
 }
@@ -31,6 +32,7 @@ export class WorkflowRegistry {
       metatype,
       instance,
       concurrency: options.concurrency,
+      groupConcurrency: options.groupConcurrency,
       attempts: options.attempts ?? this.options.defaults.attempts,
       backoff: resolveBackoff(options.backoff, this.options.defaults.backoff, `@Workflow('${name}') backoff`),
     });

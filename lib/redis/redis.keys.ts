@@ -1,29 +1,35 @@
 /**
  * The Redis key layout, in one place. Every key of a namespace starts with the hash tag
  * `{<prefix>:<namespace>}` so all of them live in one cluster slot and every Lua script touches a
- * single slot. Scripts that reach keys not known in advance (a run's workflow, say) build them
- * from {@link RedisKeys.base} with the same suffixes as below — keep the two in step.
+ * single slot. Scripts build the keys they reach from {@link RedisKeys.base} with the same
+ * suffixes (lua/includes/common.lua) — keep the two in step.
  *
  * | key | type | holds |
  * |---|---|---|
- * | `run:<id>` | hash | the run record (state, input, attempts, result…) |
- * | `steps:<id>` | hash | step memo: `<step>#<n>` → encoded result |
+ * | `run:<id>` | hash | the run record (state, input, attempts, result…) and its step memo (`step:<name>#<n>`) |
  * | `done:<id>` | channel | finished-run announcement, carrying the result |
- * | `wf:<name>:waiting` | zset | due runs, score = priority band + FIFO sequence |
- * | `wf:<name>:active` | set | runs holding a slot of this workflow |
- * | `wf:<name>:wake` | list | wake marker, or fast-path handoffs, for workers blocked on this workflow |
- * | `wf:<name>:parked` | zset | workers about to block on this workflow, score = entry expiry (ms) |
- * | `delayed` | zset | runs not yet due, score = due time (ms) |
- * | `leases` | zset | active runs, score = lease deadline (ms) |
- * | `limits` | hash | fleet-wide caps: `wf:<name>` → limit |
- * | `seq` | string | FIFO sequence for waiting scores |
+ * | `wf:<name>:queue` | list | due ungrouped runs of priority 0, FIFO |
+ * | `wf:<name>:waiting` | zset | due ungrouped runs of priority > 0, score = priority band + FIFO sequence |
+ * | `wf:<name>:g:<group>:queue` / `:waiting` | list / zset | the same, per group |
+ * | `wf:<name>:g:<group>:active` | set | runs holding a slot of the group |
+ * | `wf:<name>:ready` | zset | groups with due runs and room under their cap: the round-robin, score = turn |
+ * | `wf:<name>:groups` | set | groups with due or active runs |
+ * | `wf:<name>:active` | set | runs holding a slot of the workflow |
+ * | `wf:<name>:delayed` | zset | runs not yet due (delayed or in backoff), score = due time (ms) |
+ * | `wf:<name>:wake` | list | wake marker, or fast-path handoffs, for workers blocked on the workflow |
+ * | `wf:<name>:parked` | zset | workers about to block on the workflow, score = entry expiry (ms) |
+ * | `wf:<name>:stats` | hash | running totals of completed and failed runs |
+ * | `leases` | zset | every active run of the namespace, score = lease deadline (ms) |
+ * | `limits` | hash | fleet-wide caps: `ns`, `wf:<name>`, `wf:<name>:group`, `wf:<name>:g:<group>` |
+ * | `workflows` | set | workflows registered by worker processes |
+ * | `seq` | string | FIFO and round-robin sequence |
  * | `stall-gate` | string | at most one stalled scan per interval, fleet-wide |
  */
 export class RedisKeys {
   readonly base: string;
-  readonly delayed: string;
   readonly leases: string;
   readonly limits: string;
+  readonly workflows: string;
   readonly seq: string;
   readonly stallGate: string;
 
@@ -32,9 +38,9 @@ export class RedisKeys {
     readonly namespace: string,
   ) {
     this.base = `{${prefix}:${namespace}}:`;
-    this.delayed = `${this.base}delayed`;
     this.leases = `${this.base}leases`;
     this.limits = `${this.base}limits`;
+    this.workflows = `${this.base}workflows`;
     this.seq = `${this.base}seq`;
     this.stallGate = `${this.base}stall-gate`;
   }
@@ -43,32 +49,21 @@ export class RedisKeys {
     return `${this.base}run:${id}`;
   }
 
-  steps(id: string): string {
-    return `${this.base}steps:${id}`;
-  }
-
   done(id: string): string {
     return `${this.base}done:${id}`;
   }
 
-  waiting(workflow: string): string {
-    return `${this.base}wf:${workflow}:waiting`;
+  /** A key of a workflow: `wake`, `parked`, `active`, `delayed`, `ready`, `groups`, `stats`. */
+  workflow(name: string, suffix: 'wake' | 'parked' | 'active' | 'delayed' | 'ready' | 'groups' | 'stats'): string {
+    return `${this.base}wf:${name}:${suffix}`;
   }
 
-  active(workflow: string): string {
-    return `${this.base}wf:${workflow}:active`;
+  /** A key of a lane (a workflow's ungrouped runs, or one group): `queue`, `waiting`, or a group's `active`. */
+  lane(workflow: string, group: string | undefined, suffix: 'queue' | 'waiting' | 'active'): string {
+    return group ? `${this.base}wf:${workflow}:g:${group}:${suffix}` : `${this.base}wf:${workflow}:${suffix}`;
   }
 
   wake(workflow: string): string {
-    return `${this.base}wf:${workflow}:wake`;
-  }
-
-  parked(workflow: string): string {
-    return `${this.base}wf:${workflow}:parked`;
-  }
-
-  /** Field of {@link limits} holding a workflow's cap. */
-  workflowLimitField(workflow: string): string {
-    return `wf:${workflow}`;
+    return this.workflow(workflow, 'wake');
   }
 }

@@ -16,8 +16,6 @@ export interface Refill {
 export interface CompleteRequest {
   claim: Claim;
   encoded: string;
-  /** Whether the run has a step memo, whose retention must start too. */
-  hasSteps: boolean;
 }
 
 /**
@@ -54,9 +52,9 @@ export class RunCommits {
     const { count, workflows } = this.refill.take(items.length);
     let claims: Claim[] = [];
     try {
-      const reply = await this.scripts.run<unknown[]>('complete', [this.keys.leases, this.keys.limits], [
+      const reply = await this.scripts.run<unknown[]>('complete', [this.keys.leases, this.keys.limits, this.keys.seq], [
         this.keys.base, this.options.defaults.resultTtlMs, count, this.options.worker.lockMs, workflows.length, ...workflows,
-        ...items.flatMap(({ claim, encoded, hasSteps }) => [claim.id, claim.token, encoded, hasSteps ? 1 : 0]),
+        ...items.flatMap(({ claim, encoded }) => [claim.id, claim.token, encoded]),
       ]);
       const parsed = parseClaimReply<number[]>(reply);
       claims = parsed.claims;

@@ -35,8 +35,7 @@ export class RunExecutor {
   /** Runs the claim to a committed outcome (or to the discovery that its lease is gone). */
   async execute(claim: Claim, signal: AbortSignal): Promise<void> {
     const definition = this.registry.get(claim.workflow);
-    let savedSteps = false;
-    const persist = (key: string, encoded: string) => ((savedSteps = true), this.commits.saveStep(claim, key, encoded));
+    const persist = (key: string, encoded: string) => this.commits.saveStep(claim, key, encoded);
     const recorder = new StepRecorder(claim.id, claim.steps, persist, this.options.maxPayloadBytes);
     const ctx: RunContext = { runId: claim.id, attempt: claim.attempt, signal, step: (name, fn) => recorder.step(name, fn) };
     const startedAt = Date.now();
@@ -48,7 +47,7 @@ export class RunExecutor {
     } catch (error) {
       return this.fail(claim, error, signal, definition.backoff, startedAt);
     }
-    if (await this.commits.complete({ claim, encoded, hasSteps: savedSteps || claim.steps.size > 0 })) {
+    if (await this.commits.complete({ claim, encoded })) {
       this.events.emit('completed', this.outcome(claim, startedAt));
     } else {
       this.logger.warn(`Run ${claim.id} (${claim.workflow}) finished after its lease was lost; its result was discarded`);
@@ -62,7 +61,7 @@ export class RunExecutor {
     }
     const retryable = !(error instanceof NonRetryableError || error instanceof InvalidInputError);
     const described = describeError(error);
-    const outcome = await this.scripts.run<string>('fail', [...this.finishKeys(claim), this.keys.delayed, this.keys.seq], [
+    const outcome = await this.scripts.run<string>('fail', [this.keys.run(claim.id), this.keys.leases, this.keys.limits, this.keys.seq], [
       this.keys.base, claim.id, claim.token, JSON.stringify(described), retryable ? 1 : 0,
       backoffDelay(backoff, claim.failures + 1), this.options.defaults.resultTtlMs,
     ]);
@@ -76,10 +75,6 @@ export class RunExecutor {
 
   private outcome(claim: Claim, startedAt: number) {
     return { runId: claim.id, workflow: claim.workflow, attempt: claim.attempt, durationMs: Date.now() - startedAt };
-  }
-
-  private finishKeys(claim: Claim): string[] {
-    return [this.keys.run(claim.id), this.keys.steps(claim.id), this.keys.leases, this.keys.limits];
   }
 }
 

@@ -114,7 +114,7 @@ export class WorkerLoop {
     const now = Date.now();
     const scan = now - this.lastStallScan >= this.options.worker.stalledIntervalMs;
     if (scan) this.lastStallScan = now;
-    const reply = await this.scripts.run<unknown[]>('reserve', [this.keys.delayed, this.keys.leases, this.keys.limits, this.keys.seq, this.keys.stallGate], [
+    const reply = await this.scripts.run<unknown[]>('reserve', [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.stallGate], [
       this.keys.base, wanted, this.options.worker.lockMs, scan ? this.options.worker.stalledIntervalMs : 0,
       this.options.worker.maxStalls, PROMOTE_CAP, this.options.defaults.resultTtlMs, ...workflows,
     ]);

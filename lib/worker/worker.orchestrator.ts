@@ -1,5 +1,6 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
+import { EVERY_GROUP, limitField } from '../client/limits';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
@@ -63,10 +64,20 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     this.heartbeat?.stop();
   }
 
-  /** Writes each workflow's cap as the code declares it; the latest bootstrap wins, and says so. */
+  /**
+   * Registers this worker's workflows and writes the caps its code declares — namespace,
+   * workflow, every group's default — so the latest bootstrap wins, and says so. Per-group
+   * overrides are runtime settings (`setLimits`) and are left alone.
+   */
   private async declareLimits(): Promise<void> {
-    const args = this.registry.all().flatMap((wf) => [this.keys.workflowLimitField(wf.name), wf.concurrency === undefined ? '' : String(wf.concurrency)]);
-    const changed = await this.scripts.get().run<string[]>('declare-limits', [this.keys.limits], args);
+    const workflows = this.registry.all();
+    const cap = (limit?: number) => (limit === undefined ? '' : String(limit));
+    const fields = [
+      ...['ns', cap(this.options.concurrency)],
+      ...workflows.flatMap((wf) => [limitField({ workflow: wf.name }), cap(wf.concurrency), limitField({ workflow: wf.name, group: EVERY_GROUP }), cap(wf.groupConcurrency)]),
+    ];
+    const names = workflows.map((wf) => wf.name);
+    const changed = await this.scripts.get().run<string[]>('declare-limits', [this.keys.limits, this.keys.workflows], [names.length, ...names, ...fields]);
     for (let i = 0; i < changed.length; i += 3) {
       this.logger.log(`Fleet-wide cap ${changed[i]} changed from ${changed[i + 1] || 'none'} to ${changed[i + 2] || 'none'}`);
     }
@@ -80,7 +91,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     await Promise.all(
       runs.map(async (run) => {
         run.abort.abort(new Error('worker shutting down'));
-        await scripts.run('release', [this.keys.run(run.id), this.keys.leases, this.keys.limits], [this.keys.base, run.id, run.token]);
+        await scripts.run('release', [this.keys.run(run.id), this.keys.leases, this.keys.limits, this.keys.seq], [this.keys.base, run.id, run.token]);
       }),
     );
   }

@@ -31,6 +31,12 @@ export interface WorkflowOptions {
    * namespace. Stored in Redis at bootstrap by worker processes; omit for no cap.
    */
   concurrency?: number;
+  /**
+   * Fleet-wide cap on active runs of each group (e.g. tenant) of this workflow — the default for
+   * every group; `QueueClient.setLimits({ workflow, group, limit })` overrides it per group.
+   * Stored in Redis at bootstrap by worker processes; omit for no per-group cap.
+   */
+  groupConcurrency?: number;
   /** Attempts before a run fails for good (default: module `defaults.attempts`, else 3). */
   attempts?: number;
   /** Backoff between attempts (default: module `defaults.backoff`, else 1 s doubling, max 1 h). */

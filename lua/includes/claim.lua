@@ -1,39 +1,100 @@
--- Claiming due runs, shared by reserve (a worker's wake) and complete (the slot a finished run
--- frees is refilled in the same call). Needs `common`.
+-- Claiming due runs, shared by reserve (a worker's wake) and complete (the slots finished runs
+-- free are refilled in the same call). Needs `common`.
 
--- Claims up to maxClaims due runs round-robin over `workflows`, one per workflow per pass, each
--- under its workflow's fleet-wide cap from `limits`. Appends one entry per claim to `reply`:
--- { id, workflow, token, attempt, failures, encoded input, { step, value, … } }.
--- With passWake, if the batch filled up while a workflow still has claimable runs, passes its
--- wake marker on to the next idle worker.
-local function claimRuns(base, leasesKey, limitsKey, workflows, maxClaims, now, lockMs, reply, passWake)
-  local claimed = 0
-  local open = {}
-  for i = 1, #workflows do open[i] = true end
-
-  local function room(wf)
-    local limit = limitOf(limitsKey, wf)
-    return not limit or redis.call('SCARD', base .. 'wf:' .. wf .. ':active') < limit
-  end
-
-  -- A run the enqueue fast path handed off is older than anything waiting: take it first. Its
-  -- lease now runs on this worker's clock.
-  local function takeHandoff(wf)
-    local wakeKey = base .. 'wf:' .. wf .. ':wake'
-    local entry = redis.call('LINDEX', wakeKey, 0)
-    if not entry or entry == '1' then return end
-    redis.call('LPOP', wakeKey)
-    local s1 = string.find(entry, ' ', 1, true)
-    local s2 = string.find(entry, ' ', s1 + 1, true)
-    local token, id = string.sub(entry, 1, s1 - 1), string.sub(entry, s1 + 1, s2 - 1)
-    if leasedWorkflow(base .. 'run:' .. id, token) then
-      redis.call('ZADD', leasesKey, now + lockMs, id)
-      reply[#reply + 1] = { id, wf, token, 1, 0, string.sub(entry, s2 + 1), {} }
-      claimed = claimed + 1
+-- Takes the lease of a due run popped from a lane: the writes every claim makes, whatever path.
+-- Appends the claim to `reply` as { id, workflow, token, attempt, failures, input, memo } where
+-- memo is { step, value, … } (a first attempt has none: it is not read).
+local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply)
+  local runKey = base .. 'run:' .. id
+  local f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input')
+  if not f[1] then return false end
+  local token = tostring(tonumber(f[1]) + 1)
+  local attempt = tonumber(f[2]) + 1
+  redis.call('HSET', runKey, 'state', 'active', 'token', token, 'attempts', attempt, 'startedAt', now)
+  redis.call('SADD', wfKey(base, workflow, 'active'), id)
+  if group ~= '' then redis.call('SADD', laneOf(base, workflow, group) .. 'active', id) end
+  redis.call('ZADD', leasesKey, now + lockMs, id)
+  local memo = {}
+  if attempt > 1 then
+    local fields = redis.call('HGETALL', runKey)
+    for i = 1, #fields, 2 do
+      if string.sub(fields[i], 1, 5) == 'step:' then
+        memo[#memo + 1] = string.sub(fields[i], 6)
+        memo[#memo + 1] = fields[i + 1]
+      end
     end
   end
-  for _, wf in ipairs(workflows) do
-    if claimed < maxClaims then takeHandoff(wf) end
+  reply[#reply + 1] = { id, workflow, token, attempt, tonumber(f[3]), f[4], memo }
+  return true
+end
+
+-- A run the enqueue fast path handed off is older than anything due: take it first. Its lease
+-- now runs on this worker's clock. Returns true if one was taken.
+local function takeHandoff(base, leasesKey, workflow, now, lockMs, reply)
+  local wakeKey = wfKey(base, workflow, 'wake')
+  local entry = redis.call('LINDEX', wakeKey, 0)
+  if not entry or entry == '1' then return false end
+  redis.call('LPOP', wakeKey)
+  local s1 = string.find(entry, ' ', 1, true)
+  local s2 = string.find(entry, ' ', s1 + 1, true)
+  local token, id = string.sub(entry, 1, s1 - 1), string.sub(entry, s1 + 1, s2 - 1)
+  if not leasedRun(base .. 'run:' .. id, token) then return false end
+  redis.call('ZADD', leasesKey, now + lockMs, id)
+  reply[#reply + 1] = { id, workflow, token, 1, 0, string.sub(entry, s2 + 1), {} }
+  return true
+end
+
+-- Pops the next due run of a workflow's groups, in round-robin: the group at the head of the
+-- `ready` zset gives one run and goes to the back if it still has due runs and room; a group
+-- that has neither leaves the round-robin (it rejoins when a run of it becomes due or a slot of
+-- it frees; see activateGroup). Returns id, group — or nil when no group can give a run.
+local function popFromGroups(base, limitsKey, seqKey, workflow)
+  local readyKey = wfKey(base, workflow, 'ready')
+  while true do
+    local head = redis.call('ZRANGE', readyKey, 0, 0)
+    if #head == 0 then return nil end
+    local group = head[1]
+    local lane = laneOf(base, workflow, group)
+    local id = groupRoom(base, limitsKey, workflow, group) and popDue(lane)
+    if id then
+      if dueCount(lane) > 0 then
+        redis.call('ZADD', readyKey, redis.call('INCR', seqKey), group)
+      else
+        redis.call('ZREM', readyKey, group)
+      end
+      return id, group
+    end
+    redis.call('ZREM', readyKey, group)
+  end
+end
+
+-- Claims up to maxClaims due runs, fairly: round-robin over `workflows`, one run per workflow per
+-- pass; within a workflow, its ungrouped runs and its runnable groups take turns. Every cap —
+-- namespace, workflow, group — is checked for each claim. With passWake, if the batch filled up
+-- while runs are still claimable, passes the wake marker on to the next idle worker.
+local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaims, now, lockMs, reply, passWake)
+  local claimed = 0
+  local open, groupTurn = {}, {}
+  for i, wf in ipairs(workflows) do
+    open[i] = true
+    if claimed < maxClaims and takeHandoff(base, leasesKey, wf, now, lockMs, reply) then claimed = claimed + 1 end
+  end
+
+  local function claimOne(i, wf)
+    if not workflowRoom(base, limitsKey, wf) then return false end
+    local lane = laneOf(base, wf, '')
+    local id, group
+    if groupTurn[i] then
+      id, group = popFromGroups(base, limitsKey, seqKey, wf)
+      if not id then id, group = popDue(lane), '' end
+    else
+      id, group = popDue(lane), ''
+      if not id then id, group = popFromGroups(base, limitsKey, seqKey, wf) end
+    end
+    if not id then return false end
+    groupTurn[i] = group == ''
+    if claimRun(base, leasesKey, id, wf, group, now, lockMs, reply) then claimed = claimed + 1 end
+    return true
   end
 
   local progress = true
@@ -41,36 +102,16 @@ local function claimRuns(base, leasesKey, limitsKey, workflows, maxClaims, now, 
     progress = false
     for i, wf in ipairs(workflows) do
       if open[i] and claimed < maxClaims then
-        local popped = room(wf) and redis.call('ZPOPMIN', base .. 'wf:' .. wf .. ':waiting') or {}
-        if #popped == 0 then
-          open[i] = false
-        else
-          progress = true
-          local id = popped[1]
-          local runKey = base .. 'run:' .. id
-          local f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input')
-          if f[1] then
-            local token = tostring(tonumber(f[1]) + 1)
-            local attempt = tonumber(f[2]) + 1
-            redis.call('HSET', runKey, 'state', 'active', 'token', token, 'attempts', attempt, 'startedAt', now)
-            redis.call('SADD', base .. 'wf:' .. wf .. ':active', id)
-            redis.call('ZADD', leasesKey, now + lockMs, id)
-            -- A first attempt has written no steps yet: skip reading the memo.
-            local steps = {}
-            if attempt > 1 then steps = redis.call('HGETALL', base .. 'steps:' .. id) end
-            reply[#reply + 1] = { id, wf, token, attempt, tonumber(f[3]), f[4], steps }
-            claimed = claimed + 1
-          end
-        end
+        if not namespaceRoom(leasesKey, limitsKey) then return claimed end
+        open[i] = claimOne(i, wf)
+        progress = progress or open[i]
       end
     end
   end
 
-  if passWake and claimed >= maxClaims and maxClaims > 0 then
+  if passWake and claimed >= maxClaims and maxClaims > 0 and namespaceRoom(leasesKey, limitsKey) then
     for i, wf in ipairs(workflows) do
-      if open[i] and redis.call('ZCARD', base .. 'wf:' .. wf .. ':waiting') > 0 and room(wf) then
-        wake(base .. 'wf:' .. wf .. ':wake')
-      end
+      if open[i] and workflowRoom(base, limitsKey, wf) and hasDue(base, wf) then wake(wfKey(base, wf, 'wake')) end
     end
   end
   return claimed

@@ -1,4 +1,5 @@
 -- Shared helpers, inlined into every script by the loader (`-- @include common`).
+-- Key names follow lib/redis/redis.keys.ts; keep the two in step.
 
 -- Milliseconds from the Redis clock: workers' clocks may be skewed, the server's is the one truth.
 local function nowMs()
@@ -6,13 +7,58 @@ local function nowMs()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- The keys of a workflow: base .. 'wf:' .. name .. ':' .. suffix.
+local function wfKey(base, workflow, suffix)
+  return base .. 'wf:' .. workflow .. ':' .. suffix
+end
+
+-- A lane is where due runs queue: a workflow's ungrouped runs, or one group of a workflow. Its
+-- keys are lane .. 'queue' (list, priority 0, FIFO: the cheap common case) and lane ..
+-- 'waiting' (zset, priority > 0); a group lane also has lane .. 'active' (set).
+local function laneOf(base, workflow, group)
+  if group and group ~= '' then return base .. 'wf:' .. workflow .. ':g:' .. group .. ':' end
+  return base .. 'wf:' .. workflow .. ':'
+end
+
 -- Waiting score: higher priority first, FIFO within a priority. Priority takes the top 20 bits,
 -- a namespace sequence the low 32, which keeps the score an exact integer in a double (< 2^53).
 -- Formatted with %.0f because tostring() would round it to 14 significant digits.
 local MAX_PRIORITY = 1048575
-local function waitingScore(seqKey, priority)
-  local seq = redis.call('INCR', seqKey) % 4294967296
+local function bandScore(priority, seq)
   return string.format('%.0f', (MAX_PRIORITY - tonumber(priority)) * 4294967296 + seq)
+end
+
+-- Makes a run due in its lane: at the back of its priority, or at the front (a run that was
+-- already started once: stalled, or handed back at shutdown).
+local function pushDue(lane, seqKey, id, priority, front)
+  if tonumber(priority) == 0 then
+    redis.call(front and 'LPUSH' or 'RPUSH', lane .. 'queue', id)
+  else
+    local seq = 0
+    if not front then seq = redis.call('INCR', seqKey) % 4294967296 end
+    redis.call('ZADD', lane .. 'waiting', bandScore(priority, seq), id)
+  end
+end
+
+-- Lanes whose priority zset this call found empty. Only pushDue adds to a zset, and claiming
+-- (the caller of popDue) never does, so an empty zset stays empty for the rest of a claim pass:
+-- most lanes hold only priority-0 runs, and this spares them a ZPOPMIN per claim.
+local noPriorities = {}
+
+local function dueCount(lane)
+  local count = redis.call('LLEN', lane .. 'queue')
+  if noPriorities[lane] then return count end
+  return count + redis.call('ZCARD', lane .. 'waiting')
+end
+
+-- Takes the next due run of a lane: priorities first, then the FIFO list.
+local function popDue(lane)
+  if not noPriorities[lane] then
+    local top = redis.call('ZPOPMIN', lane .. 'waiting')
+    if #top > 0 then return top[1] end
+    noPriorities[lane] = true
+  end
+  return redis.call('LPOP', lane .. 'queue')
 end
 
 -- A wake list ends in at most one marker: one blocked worker wakes, claims what it can, and
@@ -30,65 +76,134 @@ local function handoffEntry(token, id, input)
   return token .. ' ' .. id .. ' ' .. input
 end
 
--- Returns the run's workflow if `token` holds its lease, else nil. A stale worker changes nothing.
-local function leasedWorkflow(runKey, token)
-  local f = redis.call('HMGET', runKey, 'state', 'token', 'workflow')
-  if f[1] == 'active' and f[2] == token then return f[3] end
-  return nil
-end
-
--- A workflow's fleet-wide cap, or false. Caps cannot change during one script call, so each is
--- read once per call however many runs the call handles.
+-- Caps, read from the limits hash (never from the caller), each once per script call: they
+-- cannot change during one. false = no cap.
 local limitCache = {}
-local function limitOf(limitsKey, workflow)
-  local limit = limitCache[workflow]
+local function limitOf(limitsKey, field)
+  local limit = limitCache[field]
   if limit == nil then
-    limit = redis.call('HGET', limitsKey, 'wf:' .. workflow)
+    limit = redis.call('HGET', limitsKey, field)
     if limit then limit = tonumber(limit) end
-    limitCache[workflow] = limit
+    limitCache[field] = limit
   end
   return limit
 end
 
--- Lets a worker blocked on a full cap know there is room again. Uncapped workflows never block
--- on a cap, so they need no wake here.
-local function wakeIfRoom(base, limitsKey, workflow)
-  local limit = limitOf(limitsKey, workflow)
-  if limit and redis.call('SCARD', base .. 'wf:' .. workflow .. ':active') < limit
-    and redis.call('ZCARD', base .. 'wf:' .. workflow .. ':waiting') > 0 then
-    wake(base .. 'wf:' .. workflow .. ':wake')
-  end
+-- A group's cap: its own override, else the workflow's default for every group.
+local function groupLimit(limitsKey, workflow, group)
+  local override = limitOf(limitsKey, 'wf:' .. workflow .. ':g:' .. group)
+  if override then return override end
+  return limitOf(limitsKey, 'wf:' .. workflow .. ':group')
 end
 
--- Frees the slot a run holds. With `wakeNow`, wakes a worker if a cap was holding runs back;
--- a caller that refills the slot itself first passes false and calls wakeIfRoom afterwards.
-local function releaseSlot(base, leasesKey, limitsKey, id, workflow, wakeNow)
+-- Room at each level: the namespace counts leases (every claimed run holds one).
+local function namespaceRoom(leasesKey, limitsKey)
+  local limit = limitOf(limitsKey, 'ns')
+  return not limit or redis.call('ZCARD', leasesKey) < limit
+end
+
+local function workflowRoom(base, limitsKey, workflow)
+  local limit = limitOf(limitsKey, 'wf:' .. workflow)
+  return not limit or redis.call('SCARD', wfKey(base, workflow, 'active')) < limit
+end
+
+local function groupRoom(base, limitsKey, workflow, group)
+  local limit = groupLimit(limitsKey, workflow, group)
+  return not limit or redis.call('SCARD', laneOf(base, workflow, group) .. 'active') < limit
+end
+
+-- Puts a group in its workflow's round-robin of runnable groups (at the back) if it has due runs
+-- and room under its cap; a group without either stays out, so claiming never visits it.
+-- Returns true if the group was added.
+local function activateGroup(base, limitsKey, seqKey, workflow, group)
+  local readyKey = wfKey(base, workflow, 'ready')
+  -- The common case, a group with a backlog, is in the round-robin already: one read.
+  if redis.call('ZSCORE', readyKey, group) then return false end
+  local lane = laneOf(base, workflow, group)
+  if dueCount(lane) == 0 or not groupRoom(base, limitsKey, workflow, group) then return false end
+  return redis.call('ZADD', readyKey, redis.call('INCR', seqKey), group) == 1
+end
+
+-- Makes a run due (see pushDue) and announces it to its workflow's workers. A group is listed
+-- in its workflow's `groups` set while it has due or active runs (for stats and cap changes).
+local function makeDue(base, limitsKey, seqKey, workflow, group, id, priority, front)
+  pushDue(laneOf(base, workflow, group), seqKey, id, priority, front)
+  if group and group ~= '' then
+    redis.call('SADD', wfKey(base, workflow, 'groups'), group)
+    activateGroup(base, limitsKey, seqKey, workflow, group)
+  end
+  wake(wfKey(base, workflow, 'wake'))
+end
+
+-- Returns the run's workflow and group if `token` holds its lease, else nil. A stale worker
+-- changes nothing.
+local function leasedRun(runKey, token)
+  local f = redis.call('HMGET', runKey, 'state', 'token', 'workflow', 'group')
+  if f[1] == 'active' and f[2] == token then return f[3], f[4] or '' end
+  return nil
+end
+
+-- Whether a workflow has due runs in any lane.
+local function hasDue(base, workflow)
+  return dueCount(laneOf(base, workflow, '')) > 0 or redis.call('ZCARD', wfKey(base, workflow, 'ready')) > 0
+end
+
+-- Frees the slots a run holds at every level, and notes in `freed` (workflow -> true, or
+-- 'rejoined' when a group its cap held back rejoined the round-robin) what wakeCapped must
+-- look at. Callers that refill slots themselves call wakeCapped after refilling.
+local function releaseSlots(base, leasesKey, limitsKey, seqKey, id, workflow, group, freed)
   redis.call('ZREM', leasesKey, id)
-  if redis.call('SREM', base .. 'wf:' .. workflow .. ':active', id) == 1 and wakeNow then
-    wakeIfRoom(base, limitsKey, workflow)
+  redis.call('SREM', wfKey(base, workflow, 'active'), id)
+  if freed[workflow] == nil then freed[workflow] = true end
+  if group ~= '' then
+    local lane = laneOf(base, workflow, group)
+    redis.call('SREM', lane .. 'active', id)
+    if activateGroup(base, limitsKey, seqKey, workflow, group) then
+      freed[workflow] = 'rejoined'
+    elseif dueCount(lane) == 0 and redis.call('SCARD', lane .. 'active') == 0 then
+      -- The group is idle now: it leaves the workflow's list of groups, and costs nothing.
+      redis.call('SREM', wfKey(base, workflow, 'groups'), group)
+    end
   end
 end
 
--- Puts a started run (stalled, or handed back at shutdown) back among the due runs of its
--- workflow, at the front of its priority: it was due before anything queued behind it.
-local function requeue(base, runKey, id, workflow, priority)
-  redis.call('HSET', runKey, 'state', 'waiting')
-  redis.call('ZADD', base .. 'wf:' .. workflow .. ':waiting',
-    string.format('%.0f', (MAX_PRIORITY - tonumber(priority or 0)) * 4294967296), id)
-  wake(base .. 'wf:' .. workflow .. ':wake')
+-- Wakes the workers a full cap may have left blocked although runs are due: when the namespace
+-- is capped, every workflow's; else those of the workflows in `freed` that are capped or had a
+-- group rejoin. Uncapped levels never leave a worker blocked with work due.
+local function wakeCapped(base, limitsKey, freed)
+  if limitOf(limitsKey, 'ns') then
+    freed = {}
+    for _, wf in ipairs(redis.call('SMEMBERS', base .. 'workflows')) do freed[wf] = 'rejoined' end
+  end
+  for wf, how in pairs(freed) do
+    if (how == 'rejoined' or limitOf(limitsKey, 'wf:' .. wf)) and hasDue(base, wf) then
+      wake(wfKey(base, wf, 'wake'))
+    end
+  end
 end
 
--- Records a final state, starts the retention clock (of the step memo too, unless the caller
--- knows there is none: stepsKey false) and announces it. The announcement carries the outcome
--- itself (`field` is 'result' or 'error', `payload` already JSON) so waiters need no further
--- read; the stored record stays the truth.
-local function finishRun(base, runKey, stepsKey, id, workflow, state, field, payload, now, ttlMs)
+-- Records a final state, starts the retention clock and announces it. The announcement carries
+-- the outcome itself (`field` is 'result' or 'error', `payload` already JSON) so waiters need no
+-- further read; the stored record stays the truth. Finished runs are counted per workflow.
+local function finishRun(base, runKey, id, workflow, state, field, payload, now, ttlMs)
   redis.call('HSET', runKey, 'state', state, field, payload, 'finishedAt', now)
   redis.call('PEXPIRE', runKey, ttlMs)
-  if stepsKey then redis.call('PEXPIRE', stepsKey, ttlMs) end
   local body = payload
   if body == '' then body = 'null' end
   redis.call('PUBLISH', base .. 'done:' .. id,
     '{"v":1,"state":"' .. state .. '","workflow":"' .. workflow .. '","' .. field .. '":' .. body
       .. ',"undef":' .. (payload == '' and 'true' or 'false') .. '}')
+end
+
+-- Adds one finished run to a per-call tally, written once per workflow by countFinished.
+local function tallyFinished(tally, workflow, state)
+  local key = workflow .. '|' .. state
+  tally[key] = (tally[key] or 0) + 1
+end
+
+local function countFinished(base, tally)
+  for key, n in pairs(tally) do
+    local bar = string.find(key, '|', 1, true)
+    redis.call('HINCRBY', wfKey(base, string.sub(key, 1, bar - 1), 'stats'), string.sub(key, bar + 1), n)
+  end
 end

@@ -2,7 +2,7 @@ import type { Type } from '@nestjs/common';
 import Redis from 'ioredis';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, dropNamespace, rawRedis, redisUrl, TestApp, uniqueNamespace } from '../support/app';
-import { sampleActive, waitParked } from '../support/queue-state';
+import { sampleActive, waitParked, watchLane } from '../support/queue-state';
 import { pollUntil } from '../support/workflows';
 import { CappedWorkflow, CHAOS_HOOKS, CHAOS_NS, CHAOS_REDIS, ChaosHooks, completionsKey, stepCountKey, StallWorkflow } from './chaos.workflows';
 import { ChildWorker } from './child-worker';
@@ -65,9 +65,10 @@ describe('a worker process killed while it holds a run', () => {
     await child.waitFor((m) => m.ready === true, 'ready', 60_000);
     await waitParked(redis, s.keys, 'chaos.stall');
 
+    const lane = await watchLane(redis, s.keys, 'chaos.stall');
     const handle = await producer.client.enqueue(StallWorkflow, { label: 'handed-over' });
     expect(await producer.client.get(handle.id)).toMatchObject({ state: 'active', attempts: 1 });
-    expect(await redis.get(s.keys.seq)).toBeNull(); // never went through waiting
+    expect(await lane.writes()).toEqual([]); // never went through the queue
     await child.waitFor((m) => m.started === handle.id, 'run start');
     const childPid = child.pid;
     await killed(child);
@@ -80,12 +81,12 @@ describe('a worker process killed while it holds a run', () => {
     expect(await redis.hmget(s.keys.run(handle.id), 'state', 'attempts', 'stalls')).toEqual(['completed', '2', '1']);
     await pollUntil(() => redis.llen(s.keys.wake('chaos.stall')), (n) => n === 0, 'an empty wake list');
     expect(await redis.zcard(s.keys.leases)).toBe(0);
-    expect(await redis.scard(s.keys.active('chaos.stall'))).toBe(0);
+    expect(await redis.scard(s.keys.workflow('chaos.stall', 'active'))).toBe(0);
   });
 
   it('holds off a live worker from a cap of 1 until the stall recovery frees the dead peer’s slot', async () => {
     const s = space();
-    const active = s.keys.active('chaos.capped');
+    const active = s.keys.workflow('chaos.capped', 'active');
     const producer = await s.start([], { enabled: false });
     const child = s.fork('capped');
     await child.waitFor((m) => m.ready === true, 'ready', 60_000);

@@ -80,8 +80,8 @@ describe('batched commits, script level', () => {
     const scripts = new LuaScripts(redis);
     await redis.hset(keys.limits, `wf:${WF}`, '3');
     const ids = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6'];
-    for (const id of ids) expect(await scripts.run('enqueue', enqueueKeys(keys, WF, id), enqueueArgs(WF, id, { id }, false))).toEqual([1, 'waiting']);
-    const reserved = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.delayed, keys.leases, keys.limits, keys.seq, keys.stallGate], [
+    for (const id of ids) expect(await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, { id }, false))).toEqual([1, 'waiting']);
+    const reserved = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate], [
       keys.base, 6, 30_000, 0, 3, 256, 60_000, WF,
     ]));
     expect(reserved.claims.map((c) => [c.id, c.token, c.attempt])).toEqual([['r1', '1', 1], ['r2', '1', 1], ['r3', '1', 1]]);
@@ -91,15 +91,18 @@ describe('batched commits, script level', () => {
       keys.base, 'r1', '1', 's#1', '"a"', 'r2', '1', 's#1', '"b"', 'r3', '1', 's#1', '"c"',
     ]);
     expect(saved).toEqual([1, 0, 1]);
-    expect([await redis.hgetall(keys.steps('r1')), await redis.hgetall(keys.steps('r2')), await redis.hgetall(keys.steps('r3'))])
-      .toEqual([{ 's#1': '"a"' }, {}, { 's#1': '"c"' }]);
+    /** A run's step memo: the `step:<name>#<n>` fields of its record. */
+    const steps = async (id: string) => Object.fromEntries(
+      Object.entries(await redis.hgetall(keys.run(id))).filter(([field]) => field.startsWith('step:')).map(([field, value]) => [field.slice(5), value]),
+    );
+    expect([await steps('r1'), await steps('r2'), await steps('r3')]).toEqual([{ 's#1': '"a"' }, {}, { 's#1': '"c"' }]);
 
     const announced: string[] = [];
     const subscriber = new IORedis(redisUrl());
     subscriber.on('pmessage', (_pattern: string, channel: string) => announced.push(channel.slice(keys.base.length)));
     await subscriber.psubscribe(`${keys.base}done:*`);
-    const completed = parseClaimReply<number[]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits], [
-      keys.base, 60_000, 3, 30_000, 1, WF, 'r1', '1', '"done-1"', 1, 'r2', '1', '"done-2"', 0, 'r3', '1', '"done-3"', 1,
+    const completed = parseClaimReply<number[]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq], [
+      keys.base, 60_000, 3, 30_000, 1, WF, 'r1', '1', '"done-1"', 'r2', '1', '"done-2"', 'r3', '1', '"done-3"',
     ]));
     await subscriber.ping(); // replies come in order: every publish of that call has arrived
     await subscriber.quit();
@@ -107,15 +110,19 @@ describe('batched commits, script level', () => {
     expect(announced.sort()).toEqual(['done:r1', 'done:r3']);
     for (const id of ['r1', 'r3']) {
       expect(await redis.hmget(keys.run(id), 'state', 'result')).toEqual(['completed', `"done-${id.slice(1)}"`]);
-      expect(await redis.pttl(keys.steps(id))).toBeGreaterThan(0);
+      // The step memo lives in the record: its retention started with the result's.
+      expect(await steps(id)).toEqual({ 's#1': id === 'r1' ? '"a"' : '"c"' });
+      expect(await redis.pttl(keys.run(id))).toBeGreaterThan(0);
     }
     expect(await redis.hmget(keys.run('r2'), 'state', 'token', 'result', 'finishedAt')).toEqual(['active', '2', null, null]);
+    expect(await redis.pttl(keys.run('r2'))).toBe(-1);
     expect(await redis.zscore(keys.leases, 'r2')).not.toBeNull();
     // The refill: r2 still holds its slot, so the cap of 3 leaves room for two of the three waiting runs.
     expect(completed.claims.map((c) => [c.id, c.token, c.attempt])).toEqual([['r4', '1', 1], ['r5', '1', 1]]);
-    expect((await redis.smembers(keys.active(WF))).sort()).toEqual(['r2', 'r4', 'r5']);
+    expect((await redis.smembers(keys.workflow(WF, 'active'))).sort()).toEqual(['r2', 'r4', 'r5']);
     expect((await redis.zrange(keys.leases, 0, -1)).sort()).toEqual(['r2', 'r4', 'r5']);
-    expect(await redis.zrange(keys.waiting(WF), 0, -1)).toEqual(['r6']);
+    expect(await redis.lrange(keys.lane(WF, undefined, 'queue'), 0, -1)).toEqual(['r6']);
+    expect(await redis.zcard(keys.lane(WF, undefined, 'waiting'))).toBe(0);
   });
 });
 
@@ -129,7 +136,7 @@ describe('batched commits, one worker app', () => {
       completed.push(event.runId);
       if (completed.length === 300) all.resolve();
     });
-    const sampler = sampleActive(redis, keys.active('batch.capped'));
+    const sampler = sampleActive(redis, keys.workflow('batch.capped', 'active'));
     const handles = await worker.client.enqueueMany(CappedWorkflow, Array.from({ length: 300 }, (_, i) => ({ input: { i } })));
     const results = await Promise.all(handles.map((h) => h.result({ timeoutMs: 30_000 })));
     await all.promise;

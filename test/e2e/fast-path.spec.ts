@@ -3,14 +3,15 @@ import { NonRetryableError, QueueModuleOptions, RunContext, Step, Workflow, Work
 import { LuaScripts } from '../../lib/redis/lua.scripts';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
-import { enqueueArgs, enqueueKeys, FAKE_WORKER, fakePark, handoffEntry, redisTimeMs, waitParked } from '../support/queue-state';
+import { dueInLane, enqueueArgs, enqueueKeys, FAKE_WORKER, fakePark, handoffEntry, isDueInLane, redisTimeMs, waitParked, watchLane } from '../support/queue-state';
 import { Counter, Gates, pollUntil } from '../support/workflows';
 
 /**
  * The enqueue fast path (lua/enqueue.lua): a due run with nothing ahead of it, room under its
  * workflow cap and a parked worker is claimed by the enqueue itself and handed over through the
- * wake list. Observable proof that a run never went through `waiting`: the waiting path draws a
- * FIFO sequence number (INCR seq), the fast path does not.
+ * wake list. Observable proof that a run never went through the queue: no write to its lane's
+ * queue list or waiting zset while it was enqueued (keyspace events, see watchLane) — a run queued
+ * and claimed at once leaves no other trace there.
  */
 const gates = new Gates(); // the test opens gates.get(key) to let a held run finish
 const begun = new Gates(); // opened by a run when it starts executing
@@ -85,12 +86,13 @@ describe('enqueue fast path', () => {
     await s.worker();
     const producer = await s.producer();
     await waitParked(redis, s.keys, 'fp.hold');
+    const lane = await watchLane(redis, s.keys, 'fp.hold');
     const h = await producer.client.enqueue(HoldWorkflow, { key: 'taken', hold: true });
     expect(await producer.client.get(h.id)).toMatchObject({ state: 'active', attempts: 1 });
     expect(await s.raw(h.id, 'token', 'startedAt')).toEqual(['1', expect.stringMatching(/^\d+$/)]);
-    expect(await redis.get(s.keys.seq)).toBeNull(); // never indexed as waiting
-    expect(await redis.zcard(s.keys.waiting('fp.hold'))).toBe(0);
-    expect(await redis.sismember(s.keys.active('fp.hold'), h.id)).toBe(1);
+    expect(await lane.writes()).toEqual([]); // never queued as due
+    expect(await dueInLane(redis, s.keys, 'fp.hold')).toBe(0);
+    expect(await redis.sismember(s.keys.workflow('fp.hold', 'active'), h.id)).toBe(1);
     expect(await redis.zscore(s.keys.leases, h.id)).not.toBeNull();
     await begun.get('taken').promise;
     gates.open('taken');
@@ -102,7 +104,7 @@ describe('enqueue fast path', () => {
   it('is not taken when no worker is parked (none at all, or only an expired entry)', async () => {
     const s = space();
     const producer = await s.producer();
-    expect(await redis.zcard(s.keys.parked('fp.hold'))).toBe(0);
+    expect(await redis.zcard(s.keys.workflow('fp.hold', 'parked'))).toBe(0);
     const first = await producer.client.enqueue(HoldWorkflow, { key: 'nobody-1' });
     expect(await producer.client.get(first.id)).toMatchObject({ state: 'waiting', attempts: 0 });
     const t = space();
@@ -111,9 +113,9 @@ describe('enqueue fast path', () => {
     const second = await other.client.enqueue(HoldWorkflow, { key: 'nobody-2' });
     expect(await other.client.get(second.id)).toMatchObject({ state: 'waiting', attempts: 0 });
     for (const [space_, id] of [[s, first.id], [t, second.id]] as const) {
-      expect(await redis.zscore(space_.keys.waiting('fp.hold'), id)).not.toBeNull();
+      expect(await isDueInLane(redis, space_.keys, 'fp.hold', id)).toBe(true);
       expect(await redis.lrange(space_.keys.wake('fp.hold'), 0, -1)).toEqual(['1']);
-      expect(await redis.scard(space_.keys.active('fp.hold'))).toBe(0);
+      expect(await redis.scard(space_.keys.workflow('fp.hold', 'active'))).toBe(0);
       expect(await redis.zcard(space_.keys.leases)).toBe(0);
     }
   });
@@ -127,7 +129,7 @@ describe('enqueue fast path', () => {
       const h = await producer.client.enqueue(HoldWorkflow, input);
       const run = await producer.client.get(h.id);
       const wake = await redis.lrange(s.keys.wake('fp.hold'), 0, -1);
-      const parked = await redis.zscore(s.keys.parked('fp.hold'), FAKE_WORKER);
+      const parked = await redis.zscore(s.keys.workflow('fp.hold', 'parked'), FAKE_WORKER);
       if (fastPath) {
         expect({ state: run?.state, wake, parked }).toEqual({ state: 'active', wake: [handoffEntry(h.id, input)], parked: null });
       } else {
@@ -149,7 +151,7 @@ describe('enqueue fast path', () => {
     const r4 = await on.client.enqueue(HoldWorkflow, { key: 'prio-r4' });
     const handles = [r1, r2, r3, r4];
     for (const h of handles) expect((await on.client.get(h.id))?.state).toBe('waiting');
-    expect(await redis.zscore(s.keys.parked('fp.hold'), FAKE_WORKER)).not.toBeNull();
+    expect(await redis.zscore(s.keys.workflow('fp.hold', 'parked'), FAKE_WORKER)).not.toBeNull();
     await s.worker({ concurrency: 1 });
     await Promise.all(handles.map((h) => h.result({ timeoutMs: 10_000 })));
     expect(order.filter((key) => key.startsWith('prio-'))).toEqual(['prio-r3', 'prio-r1', 'prio-r2', 'prio-r4']);
@@ -165,13 +167,14 @@ describe('enqueue fast path', () => {
     // That enqueue woke the worker to learn the new due time; once it took the marker, the queue is clear.
     await pollUntil(() => redis.llen(s.keys.wake('fp.hold')), (n) => n === 0, 'the wake marker to be taken');
     await waitParked(redis, s.keys, 'fp.hold');
+    const lane = await watchLane(redis, s.keys, 'fp.hold');
     const due = await producer.client.enqueue(HoldWorkflow, { key: 'due', hold: true });
     expect(await producer.client.get(due.id)).toMatchObject({ state: 'active', attempts: 1 });
-    expect(await redis.get(s.keys.seq)).toBeNull();
+    expect(await lane.writes()).toEqual([]);
     gates.open('due');
     expect(await due.result({ timeoutMs: 10_000 })).toEqual({ key: 'due', attempt: 1 });
     expect((await producer.client.get(later.id))?.state).toBe('delayed');
-    expect(await redis.zscore(s.keys.delayed, later.id)).not.toBeNull();
+    expect(await redis.zscore(s.keys.workflow('fp.hold', 'delayed'), later.id)).not.toBeNull();
   });
 
   it('is not taken when the workflow cap is full', async () => {
@@ -185,12 +188,12 @@ describe('enqueue fast path', () => {
     await begun.get('cap-1').promise;
     // Everything but the cap invites the fast path: a parked worker, nothing waiting, no wake entry.
     await fakePark(redis, s.keys, 'fp.capped');
-    expect(await redis.zcard(s.keys.waiting('fp.capped'))).toBe(0);
+    expect(await dueInLane(redis, s.keys, 'fp.capped')).toBe(0);
     expect(await redis.llen(s.keys.wake('fp.capped'))).toBe(0);
     const c2 = await producer.client.enqueue(CappedWorkflow, { key: 'cap-2', hold: true });
     expect(await producer.client.get(c2.id)).toMatchObject({ state: 'waiting', attempts: 0 });
-    expect(await redis.smembers(s.keys.active('fp.capped'))).toEqual([c1.id]);
-    expect(await redis.zscore(s.keys.parked('fp.capped'), FAKE_WORKER)).not.toBeNull();
+    expect(await redis.smembers(s.keys.workflow('fp.capped', 'active'))).toEqual([c1.id]);
+    expect(await redis.zscore(s.keys.workflow('fp.capped', 'parked'), FAKE_WORKER)).not.toBeNull();
     gates.open('cap-1');
     await c1.result({ timeoutMs: 10_000 });
     gates.open('cap-2');
@@ -202,9 +205,10 @@ describe('enqueue fast path', () => {
     const app = await s.worker();
     const fastPathed = async (input: { key: string; mode: 'ok' | 'reject' | 'flaky' }) => {
       await waitParked(redis, s.keys, 'fp.outcome');
+      const lane = await watchLane(redis, s.keys, 'fp.outcome');
       const h = await app.client.enqueue(OutcomeWorkflow, input);
       expect(await app.client.get(h.id)).toMatchObject({ state: 'active', attempts: 1 });
-      expect(await redis.get(s.keys.seq)).toBeNull();
+      expect(await lane.writes()).toEqual([]);
       gates.open(input.key);
       return h;
     };
@@ -236,7 +240,7 @@ describe('enqueue fast path', () => {
     expect(await s.raw(h.id, 'attempts', 'stalls')).toEqual(['1', '0']);
     expect(await redis.llen(s.keys.wake('fp.hold'))).toBe(0);
     expect(await redis.zcard(s.keys.leases)).toBe(0);
-    expect(await redis.scard(s.keys.active('fp.hold'))).toBe(0);
+    expect(await redis.scard(s.keys.workflow('fp.hold', 'active'))).toBe(0);
   });
 
   it('a handoff nobody takes before its lease runs out is recovered by the stalled scan, and runs once', async () => {
@@ -255,7 +259,7 @@ describe('enqueue fast path', () => {
     expect(await s.raw(h.id, 'state', 'attempts', 'stalls')).toEqual(['completed', '2', '1']);
     await pollUntil(() => redis.llen(s.keys.wake('fp.hold')), (n) => n === 0, 'an empty wake list');
     expect(await redis.zcard(s.keys.leases)).toBe(0);
-    expect(await redis.scard(s.keys.active('fp.hold'))).toBe(0);
+    expect(await redis.scard(s.keys.workflow('fp.hold', 'active'))).toBe(0);
   });
 
   it("a handed-over run keeps its lease while its worker runs it (a producer's shorter lockMs must not stall it)", async () => {
@@ -290,7 +294,7 @@ describe('enqueue fast path', () => {
     const scripts = new LuaScripts(redis);
     const multi = redis.multi();
     for (const key of ['burst-1', 'burst-2']) {
-      scripts.queue(multi, 'enqueue', enqueueKeys(s.keys, 'fp.hold', key), enqueueArgs('fp.hold', key, { key, hold: key === 'burst-1' }, true));
+      scripts.queue(multi, 'enqueue', enqueueKeys(s.keys, key), enqueueArgs(s.keys, 'fp.hold', key, { key, hold: key === 'burst-1' }, true));
     }
     expect(((await multi.exec()) ?? []).map(([, reply]) => reply)).toEqual([[1, 'active'], [1, 'waiting']]);
     await begun.get('burst-1').promise;

@@ -104,7 +104,7 @@ describe('graceful shutdown', () => {
     expect(startedByFirst.size).toBeLessThan(20);
     expect(await redis.scard(`${base}wf:gs.slow:active`)).toBe(0);
     expect(await redis.zcard(`${base}leases`)).toBe(0);
-    expect(await redis.zcard(`${base}wf:gs.slow:waiting`)).toBe(20 - startedByFirst.size);
+    expect((await producer.client.stats({ workflow: SlowWorkflow })).workflows['gs.slow'].waiting).toBe(20 - startedByFirst.size);
 
     await open([SlowWorkflow], { namespace: ns, worker: { concurrency: 5 } });
     const results = await Promise.all(handles.map((h) => h.result({ timeoutMs: 15_000 })));
@@ -137,7 +137,7 @@ describe('graceful shutdown', () => {
     }
     expect(await redis.scard(`${base}wf:gs.hang:active`)).toBe(0);
     expect(await redis.zcard(`${base}leases`)).toBe(0);
-    expect(await redis.zcard(`${base}wf:gs.hang:waiting`)).toBe(8);
+    expect((await producer.client.stats({ workflow: HangWorkflow })).workflows['gs.hang'].waiting).toBe(8);
 
     await open([HangWorkflow, { provide: MODE, useValue: second }], { namespace: ns, worker: { concurrency: 5 } });
     const results = await Promise.all(handles.map((h) => h.result({ timeoutMs: 15_000 })));

@@ -61,16 +61,19 @@ describe('lua scripts', () => {
     for (const name of ALL) {
       expect(typeof (redis as unknown as Record<string, unknown>)[`sluice_${name.replace(/-/g, '_')}`]).toBe('function');
     }
-    // declare-limits on a throwaway hash: an observable effect proves the script really ran.
-    const key = `{sluice:lua-${Date.now()}}:limits`;
+    // declare-limits on a throwaway hash and set: an observable effect proves the script really ran.
+    const base = `{sluice:lua-${Date.now()}}:`;
+    const key = `${base}limits`;
+    const workflows = `${base}workflows`;
     try {
-      const changed = await scripts.run<string[]>('declare-limits', [key], ['wf:a', '3']);
+      const changed = await scripts.run<string[]>('declare-limits', [key, workflows], [1, 'a', 'wf:a', '3']);
       expect(changed).toEqual(['wf:a', '', '3']);
       expect(await redis.hget(key, 'wf:a')).toBe('3');
-      expect(await scripts.run<string[]>('declare-limits', [key], ['wf:a', '3'])).toEqual([]);
-      expect(() => scripts.run('declare-limits', [key, key], [])).toThrow(/keys/);
+      expect(await redis.smembers(workflows)).toEqual(['a']);
+      expect(await scripts.run<string[]>('declare-limits', [key, workflows], [1, 'a', 'wf:a', '3'])).toEqual([]);
+      expect(() => scripts.run('declare-limits', [key], [])).toThrow(/keys/);
     } finally {
-      await redis.del(key);
+      await redis.del(key, workflows);
     }
   });
 });

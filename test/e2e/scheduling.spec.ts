@@ -1,5 +1,6 @@
 import type Redis from 'ioredis';
 import { RunContext, Workflow } from '../../lib';
+import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 
 /** When each run's code started, by Node's clock (same host as the Redis clock). */
@@ -48,7 +49,7 @@ describe('scheduling: delay and runAt', () => {
     const handle = await t.client.enqueue(TimedWorkflow, {}, { delay });
     const parked = await t.client.get(handle.id);
     expect(parked?.dueAt.getTime()).toBe(parked!.createdAt.getTime() + 300);
-    expect(await redis.zscore(`{sluice:${namespace}}:delayed`, handle.id)).toBe(String(parked!.dueAt.getTime()));
+    expect(await redis.zscore(new RedisKeys('sluice', namespace).workflow('sched.timed', 'delayed'), handle.id)).toBe(String(parked!.dueAt.getTime()));
 
     await expect(handle.result({ timeoutMs: 10_000 })).resolves.toBe(handle.id);
     const info = (await t.client.get(handle.id))!;
@@ -62,7 +63,7 @@ describe('scheduling: delay and runAt', () => {
     const handle = await t.client.enqueue(TimedWorkflow, {}, { delay: '1h' });
     expect((await t.client.get(handle.id))?.state).toBe('delayed');
     expect(startedAt.has(handle.id)).toBe(false);
-    await redis.zrem(`{sluice:${namespace}}:delayed`, handle.id); // never run it
+    expect(await redis.zrem(new RedisKeys('sluice', namespace).workflow('sched.timed', 'delayed'), handle.id)).toBe(1); // never run it
   });
 
   it('a run with runAt starts no earlier than runAt, and runAt wins over delay', async () => {

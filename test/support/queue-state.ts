@@ -18,12 +18,12 @@ export async function redisTimeMs(redis: Redis): Promise<number> {
 
 /** Registers a parked worker that never blocks: the fast path sees a taker, but nobody takes. */
 export async function fakePark(redis: Redis, keys: RedisKeys, workflow: string, expiresAtMs = Date.now() + 3_600_000): Promise<void> {
-  await redis.zadd(keys.parked(workflow), expiresAtMs, FAKE_WORKER);
+  await redis.zadd(keys.workflow(workflow, 'parked'), expiresAtMs, FAKE_WORKER);
 }
 
 /** Waits until some worker has announced that it is blocking on `workflow` (no event exists for it). */
 export function waitParked(redis: Redis, keys: RedisKeys, workflow: string, atLeast = 1): Promise<number> {
-  return pollUntil(() => redis.zcard(keys.parked(workflow)), (n) => n >= atLeast, `${atLeast} parked worker(s) on ${workflow}`);
+  return pollUntil(() => redis.zcard(keys.workflow(workflow, 'parked')), (n) => n >= atLeast, `${atLeast} parked worker(s) on ${workflow}`);
 }
 
 /** The wake list entry the fast path leaves for a run: '<token> <id> <encoded input>'. */
@@ -32,16 +32,28 @@ export function handoffEntry(id: string, input: unknown, token = 1): string {
 }
 
 /** KEYS of lua/enqueue.lua, in header order. */
-export function enqueueKeys(keys: RedisKeys, workflow: string, id: string): string[] {
-  return [
-    keys.run(id), keys.waiting(workflow), keys.delayed, keys.wake(workflow), keys.seq,
-    keys.leases, keys.limits, keys.active(workflow), keys.parked(workflow),
-  ];
+export function enqueueKeys(keys: RedisKeys, id: string): string[] {
+  return [keys.run(id), keys.leases, keys.limits, keys.seq];
 }
 
 /** ARGV of lua/enqueue.lua for a run due now, priority 0, 3 attempts, no group. */
-export function enqueueArgs(workflow: string, id: string, input: unknown, fastPath: boolean, lockMs = 30_000): (string | number)[] {
-  return [id, workflow, JSON.stringify(input), 0, 0, '', 3, '', fastPath ? 1 : 0, lockMs];
+export function enqueueArgs(keys: RedisKeys, workflow: string, id: string, input: unknown, fastPath: boolean, lockMs = 30_000): (string | number)[] {
+  return [keys.base, id, workflow, JSON.stringify(input), 0, 0, '', 3, '', fastPath ? 1 : 0, lockMs];
+}
+
+/**
+ * How many due runs a lane holds: its FIFO list (priority 0) plus its priority zset. A run that
+ * went through neither was never queued as due.
+ */
+export async function dueInLane(redis: Redis, keys: RedisKeys, workflow: string, group?: string): Promise<number> {
+  const [queued, waiting] = await Promise.all([redis.llen(keys.lane(workflow, group, 'queue')), redis.zcard(keys.lane(workflow, group, 'waiting'))]);
+  return queued + waiting;
+}
+
+/** Whether `id` is queued as due in a lane (its FIFO list or its priority zset). */
+export async function isDueInLane(redis: Redis, keys: RedisKeys, workflow: string, id: string, group?: string): Promise<boolean> {
+  const [position, score] = await Promise.all([redis.lpos(keys.lane(workflow, group, 'queue'), id), redis.zscore(keys.lane(workflow, group, 'waiting'), id)]);
+  return position !== null || score !== null;
 }
 
 /**
@@ -62,6 +74,30 @@ export function sampleActive(redis: Redis, key: string): { stop(): Promise<{ max
     async stop() {
       sampling = false;
       await loop;
+      return seen;
+    },
+  };
+}
+
+/**
+ * Records every write to a lane's due-run keys (its FIFO list and its priority zset) from now
+ * until `writes()` is called, through Redis keyspace notifications. The proof that a run never
+ * went through the queue: a run queued and claimed at once leaves no trace in the lane, but its
+ * push does here. Enables list and zset keyspace events on the (private, test) server.
+ */
+export async function watchLane(redis: Redis, keys: RedisKeys, workflow: string, group?: string): Promise<{ writes(): Promise<string[]> }> {
+  const flags = ((await redis.config('GET', 'notify-keyspace-events')) as string[])[1] ?? '';
+  const missing = ['K', 'l', 'z'].filter((flag) => !flags.includes(flag) && !(flag !== 'K' && flags.includes('A')));
+  if (missing.length) await redis.config('SET', 'notify-keyspace-events', flags + missing.join(''));
+  const subscriber = redis.duplicate();
+  const seen: string[] = [];
+  const watched = [keys.lane(workflow, group, 'queue'), keys.lane(workflow, group, 'waiting')];
+  subscriber.on('pmessage', (_pattern: string, channel: string, event: string) => seen.push(`${event} ${channel.slice(channel.indexOf(':') + 1)}`));
+  await subscriber.psubscribe(...watched.map((key) => `__keyspace@*__:${key}`));
+  return {
+    async writes() {
+      await subscriber.ping(); // replies come in order: every event raised before now has arrived
+      await subscriber.quit();
       return seen;
     },
   };

@@ -80,12 +80,36 @@ export async function namespaceKeys(redis: Redis, namespace: string, prefix = 's
 }
 
 /**
+ * ioredis' monitor(), without its race on a busy server: the connection enters the monitoring
+ * state a tick after MONITOR's OK, so command lines arriving in the same read as that OK look
+ * like replies to no command ("Command queue state error"), which monitor() turns into a
+ * rejection. Those lines are commands executed before the caller can have sent any of its own:
+ * dropping them is harmless.
+ */
+function enterMonitor(connection: IORedis): Promise<IORedis> {
+  const monitor = connection.duplicate({ monitor: true, lazyConnect: false });
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error) => {
+      if (/Command queue state error/.test(error.message) && (monitor.status as string) !== 'monitoring') return;
+      monitor.off('error', onError);
+      monitor.disconnect();
+      reject(error);
+    };
+    monitor.on('error', onError);
+    monitor.once('monitoring', () => {
+      monitor.off('error', onError);
+      resolve(monitor);
+    });
+  });
+}
+
+/**
  * Watches the commands the server executes (MONITOR), to synchronise with a command another
  * connection sends, e.g. the waiter's read of a run record.
  */
 export async function monitorCommands(): Promise<{ next(match: (args: string[]) => boolean, timeoutMs?: number): Promise<string[]>; close(): Promise<void> }> {
   const connection = new IORedis(redisUrl());
-  const monitor = await connection.monitor();
+  const monitor = await enterMonitor(connection);
   const seen: string[][] = [];
   const pending: Array<{ match: (args: string[]) => boolean; resolve: (args: string[]) => void }> = [];
   monitor.on('monitor', (_time: string, args: string[]) => {

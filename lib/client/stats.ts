@@ -1,0 +1,53 @@
+/** Counts of one group of a workflow. */
+export interface GroupStats {
+  /** Due runs queued in the group. */
+  waiting: number;
+  active: number;
+  /** The cap that holds for the group (its override, else the workflow's default); `null` = none. */
+  limit: number | null;
+}
+
+/** Counts and caps of one workflow. */
+export interface WorkflowStats {
+  /** Due runs queued, in every lane (ungrouped and groups). */
+  waiting: number;
+  /** Runs not due yet: delayed, or waiting out a retry backoff. */
+  delayed: number;
+  active: number;
+  limit: number | null;
+  /** Default cap of each group; `null` = none. */
+  groupLimit: number | null;
+  /** Runs completed since the namespace began (a running total; finished records expire). */
+  completed: number;
+  /** Runs failed for good since the namespace began (a running total). */
+  failed: number;
+  /** Per group with due or active runs, when asked for with `{ groups: true }`. */
+  groups?: Record<string, GroupStats>;
+}
+
+/** What `QueueClient.stats` returns. */
+export interface QueueStats {
+  namespace: { active: number; limit: number | null };
+  workflows: Record<string, WorkflowStats>;
+}
+
+type Cap = number | string;
+type GroupRow = [string, number, number, Cap];
+type WorkflowRow = [string, number, number, number, Cap, Cap, number, number, GroupRow[]];
+
+const cap = (value: Cap): number | null => (value === '' ? null : Number(value));
+
+/** Parses the stats script's reply (see lua/stats.lua). */
+export function parseStats(reply: unknown[], withGroups: boolean): QueueStats {
+  const [active, limit, ...rows] = reply as [number, Cap, ...WorkflowRow[]];
+  const workflows: Record<string, WorkflowStats> = {};
+  for (const [name, waiting, delayed, running, wfLimit, groupLimit, completed, failed, groupRows] of rows) {
+    workflows[name] = {
+      waiting, delayed, active: running, limit: cap(wfLimit), groupLimit: cap(groupLimit), completed, failed,
+      ...(withGroups && {
+        groups: Object.fromEntries(groupRows.map(([group, gWaiting, gActive, gLimit]) => [group, { waiting: gWaiting, active: gActive, limit: cap(gLimit) }])),
+      }),
+    };
+  }
+  return { namespace: { active, limit: cap(limit) }, workflows };
+}
