@@ -48,11 +48,18 @@ end
 -- `ready` zset gives one run and goes to the back if it still has due runs and room; a group
 -- that has neither leaves the round-robin (it rejoins when a run of it becomes due or a slot of
 -- it frees; see activateGroup). Returns id, group — or nil when no group can give a run.
+-- Claiming only ever removes groups from `ready`, so once it is found empty it stays empty for
+-- the rest of the call: workflows without groups pay one read per call, not one per claim.
+local noReadyGroups = {}
 local function popFromGroups(base, limitsKey, seqKey, workflow)
+  if noReadyGroups[workflow] then return nil end
   local readyKey = wfKey(base, workflow, 'ready')
   while true do
     local head = redis.call('ZRANGE', readyKey, 0, 0)
-    if #head == 0 then return nil end
+    if #head == 0 then
+      noReadyGroups[workflow] = true
+      return nil
+    end
     local group = head[1]
     local lane = laneOf(base, workflow, group)
     local id = groupRoom(base, limitsKey, workflow, group) and popDue(lane)
