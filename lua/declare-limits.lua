@@ -1,31 +1,34 @@
 --[[
   declare-limits: at a worker's bootstrap, register its workflows and write the fleet-wide caps
-  its code declares; report what changed. The latest bootstrap wins.
+  its code declares; report what changed. The latest bootstrap wins; a raised cap releases what
+  the old one held back, as set-limits does.
 
   KEYS[1] limits     hash
   KEYS[2] workflows  set
-  ARGV[1] W, the number of workflow names that follow
-  ARGV[2 .. 1+W] workflow names
-  ARGV[2+W ..] field, limit, field, limit, … (limit '' = no cap: the field is removed)
+  KEYS[3] seq        string
+  ARGV[1] key base '{prefix:namespace}:'
+  ARGV[2] W, the number of workflow names that follow
+  ARGV[3 .. 2+W] workflow names
+  ARGV[3+W ..] per cap, four values: field, limit ('' = no cap: the field is removed), the
+               workflow it concerns ('' = namespace), the group it concerns ('*' = every group, or '')
   Reply: { field, previous ('' if none), new ('' if none), … } for every field that changed
 ]]
 -- @include common
 
-local workflowCount = tonumber(ARGV[1])
-for i = 2, 1 + workflowCount do redis.call('SADD', KEYS[2], ARGV[i]) end
+local workflowCount = tonumber(ARGV[2])
+for i = 3, 2 + workflowCount do redis.call('SADD', KEYS[2], ARGV[i]) end
 
 local changed = {}
-for i = 2 + workflowCount, #ARGV, 2 do
-  local previous = redis.call('HGET', KEYS[1], ARGV[i]) or ''
-  if previous ~= ARGV[i + 1] then
-    if ARGV[i + 1] == '' then
-      redis.call('HDEL', KEYS[1], ARGV[i])
-    else
-      redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
-    end
-    changed[#changed + 1] = ARGV[i]
+for i = 3 + workflowCount, #ARGV, 4 do
+  local field, limit = ARGV[i], ARGV[i + 1]
+  local previous = redis.call('HGET', KEYS[1], field) or ''
+  if previous ~= limit then
+    if limit == '' then redis.call('HDEL', KEYS[1], field) else redis.call('HSET', KEYS[1], field, limit) end
+    limitCache = {}
+    afterCapChange(ARGV[1], KEYS[1], KEYS[3], ARGV[i + 2], ARGV[i + 3])
+    changed[#changed + 1] = field
     changed[#changed + 1] = previous
-    changed[#changed + 1] = ARGV[i + 1]
+    changed[#changed + 1] = limit
   end
 end
 return changed

@@ -14,18 +14,7 @@
 ]]
 -- @include common
 
-local base, field, workflow, group = ARGV[1], ARGV[2], ARGV[4], ARGV[5]
-local previous = redis.call('HGET', KEYS[1], field) or ''
-if ARGV[3] == '' then redis.call('HDEL', KEYS[1], field) else redis.call('HSET', KEYS[1], field, ARGV[3]) end
-
-local workflows = { workflow }
-if workflow == '' then workflows = redis.call('SMEMBERS', base .. 'workflows') end
-for _, wf in ipairs(workflows) do
-  local groups = { group }
-  if group == '*' then groups = redis.call('SMEMBERS', wfKey(base, wf, 'groups')) end
-  if group ~= '' then
-    for _, g in ipairs(groups) do activateGroup(base, KEYS[1], KEYS[2], wf, g) end
-  end
-  if hasDue(base, wf) then wake(wfKey(base, wf, 'wake')) end
-end
+local previous = redis.call('HGET', KEYS[1], ARGV[2]) or ''
+if ARGV[3] == '' then redis.call('HDEL', KEYS[1], ARGV[2]) else redis.call('HSET', KEYS[1], ARGV[2], ARGV[3]) end
+afterCapChange(ARGV[1], KEYS[1], KEYS[2], ARGV[4], ARGV[5])
 return previous

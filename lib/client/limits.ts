@@ -34,6 +34,7 @@ export const MAX_LIMIT = 1_000_000;
 
 /** Field of the `limits` hash holding the cap a target addresses (see lua/includes/common.lua). */
 export function limitField(target: LimitTarget): string {
+  if (target === null || typeof target !== 'object') throw new InvalidInputError('target', 'must be an object: {}, { workflow } or { workflow, group }');
   if (target.workflow === undefined) {
     if (target.group !== undefined) throw new InvalidInputError('target.group', 'a group cap needs its workflow');
     return 'ns';

@@ -117,7 +117,7 @@ export class QueueClient {
    * @returns the previous cap (`null` if there was none)
    */
   async setLimits(target: LimitTarget & { limit: number | null }): Promise<number | null> {
-    const field = limitField(target ?? {});
+    const field = limitField(target);
     const limit = checkLimit(target.limit);
     const previous = await this.scripts.get().run<string>('set-limits', [this.keys.limits, this.keys.seq], [
       this.keys.base, field, limit ?? '', target.workflow ?? '', target.group ?? '',

@@ -72,12 +72,17 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
   private async declareLimits(): Promise<void> {
     const workflows = this.registry.all();
     const cap = (limit?: number) => (limit === undefined ? '' : String(limit));
-    const fields = [
-      ...['ns', cap(this.options.concurrency)],
-      ...workflows.flatMap((wf) => [limitField({ workflow: wf.name }), cap(wf.concurrency), limitField({ workflow: wf.name, group: EVERY_GROUP }), cap(wf.groupConcurrency)]),
+    const caps = [
+      ...['ns', cap(this.options.concurrency), '', ''],
+      ...workflows.flatMap((wf) => [
+        ...[limitField({ workflow: wf.name }), cap(wf.concurrency), wf.name, ''],
+        ...[limitField({ workflow: wf.name, group: EVERY_GROUP }), cap(wf.groupConcurrency), wf.name, EVERY_GROUP],
+      ]),
     ];
     const names = workflows.map((wf) => wf.name);
-    const changed = await this.scripts.get().run<string[]>('declare-limits', [this.keys.limits, this.keys.workflows], [names.length, ...names, ...fields]);
+    const changed = await this.scripts.get().run<string[]>('declare-limits', [this.keys.limits, this.keys.workflows, this.keys.seq], [
+      this.keys.base, names.length, ...names, ...caps,
+    ]);
     for (let i = 0; i < changed.length; i += 3) {
       this.logger.log(`Fleet-wide cap ${changed[i]} changed from ${changed[i + 1] || 'none'} to ${changed[i + 2] || 'none'}`);
     }

@@ -45,9 +45,9 @@ local function takeHandoff(base, leasesKey, workflow, now, lockMs, reply)
 end
 
 -- Pops the next due run of a workflow's groups, in round-robin: the group at the head of the
--- `ready` zset gives one run and goes to the back if it still has due runs and room; a group
--- that has neither leaves the round-robin (it rejoins when a run of it becomes due or a slot of
--- it frees; see activateGroup). Returns id, group — or nil when no group can give a run.
+-- `ready` zset gives one run (then rotateGroup moves it on); a group found without due runs or
+-- room leaves the round-robin (it rejoins when a run of it becomes due or a slot of it frees;
+-- see activateGroup). Returns id, group — or nil when no group can give a run.
 -- Claiming only ever removes groups from `ready`, so once it is found empty it stays empty for
 -- the rest of the call: workflows without groups pay one read per call, not one per claim.
 local noReadyGroups = {}
@@ -63,14 +63,18 @@ local function popFromGroups(base, limitsKey, seqKey, workflow)
     local group = head[1]
     local lane = laneOf(base, workflow, group)
     local id = groupRoom(base, limitsKey, workflow, group) and popDue(lane)
-    if id then
-      if dueCount(lane) > 0 then
-        redis.call('ZADD', readyKey, redis.call('INCR', seqKey), group)
-      else
-        redis.call('ZREM', readyKey, group)
-      end
-      return id, group
-    end
+    if id then return id, group end
+    redis.call('ZREM', readyKey, group)
+  end
+end
+
+-- After a claim from a group: back of the round-robin if it still has due runs and room (the
+-- claim may have filled its cap), else out of it.
+local function rotateGroup(base, limitsKey, seqKey, workflow, group)
+  local readyKey = wfKey(base, workflow, 'ready')
+  if dueCount(laneOf(base, workflow, group)) > 0 and groupRoom(base, limitsKey, workflow, group) then
+    redis.call('ZADD', readyKey, redis.call('INCR', seqKey), group)
+  else
     redis.call('ZREM', readyKey, group)
   end
 end
@@ -101,6 +105,7 @@ local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaim
     if not id then return false end
     groupTurn[i] = group == ''
     if claimRun(base, leasesKey, id, wf, group, now, lockMs, reply) then claimed = claimed + 1 end
+    if group ~= '' then rotateGroup(base, limitsKey, seqKey, wf, group) end
     return true
   end
 

@@ -207,3 +207,19 @@ local function countFinished(base, tally)
     redis.call('HINCRBY', wfKey(base, string.sub(key, 1, bar - 1), 'stats'), string.sub(key, bar + 1), n)
   end
 end
+
+-- After a cap changed (at runtime or by a bootstrap): groups it held back rejoin their workflow's
+-- round-robin, and the workers concerned are woken. `workflow` '' means every registered
+-- workflow; `group` '*' every group of the workflow, '' none.
+local function afterCapChange(base, limitsKey, seqKey, workflow, group)
+  local workflows = { workflow }
+  if workflow == '' then workflows = redis.call('SMEMBERS', base .. 'workflows') end
+  for _, wf in ipairs(workflows) do
+    local groups = { group }
+    if group == '*' then groups = redis.call('SMEMBERS', wfKey(base, wf, 'groups')) end
+    if group ~= '' then
+      for _, g in ipairs(groups) do activateGroup(base, limitsKey, seqKey, wf, g) end
+    end
+    if hasDue(base, wf) then wake(wfKey(base, wf, 'wake')) end
+  end
+end

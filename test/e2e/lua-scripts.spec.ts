@@ -65,15 +65,17 @@ describe('lua scripts', () => {
     const base = `{sluice:lua-${Date.now()}}:`;
     const key = `${base}limits`;
     const workflows = `${base}workflows`;
+    const seq = `${base}seq`;
     try {
-      const changed = await scripts.run<string[]>('declare-limits', [key, workflows], [1, 'a', 'wf:a', '3']);
+      const declare = [base, 1, 'a', 'wf:a', '3', 'a', ''];
+      const changed = await scripts.run<string[]>('declare-limits', [key, workflows, seq], declare);
       expect(changed).toEqual(['wf:a', '', '3']);
       expect(await redis.hget(key, 'wf:a')).toBe('3');
       expect(await redis.smembers(workflows)).toEqual(['a']);
-      expect(await scripts.run<string[]>('declare-limits', [key, workflows], [1, 'a', 'wf:a', '3'])).toEqual([]);
+      expect(await scripts.run<string[]>('declare-limits', [key, workflows, seq], declare)).toEqual([]);
       expect(() => scripts.run('declare-limits', [key], [])).toThrow(/keys/);
     } finally {
-      await redis.del(key, workflows);
+      await redis.del(key, workflows, seq);
     }
   });
 });
