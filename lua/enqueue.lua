@@ -43,7 +43,7 @@ if ARGV[7] ~= '' then due = tonumber(ARGV[7]) end
 local state = 'waiting'
 if due > now then
   state = 'delayed'
-elseif ARGV[10] == '1' and dueCount(lane) == 0 and redis.call('LLEN', wakeKey) == 0
+elseif ARGV[10] == '1' and not laneHasDue(lane) and redis.call('LLEN', wakeKey) == 0
     and namespaceRoom(KEYS[2], KEYS[3]) and workflowRoom(base, KEYS[3], workflow)
     and (group == '' or groupRoom(base, KEYS[3], workflow, group)) then
   local parkedKey = wfKey(base, workflow, 'parked')

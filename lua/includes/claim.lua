@@ -11,9 +11,9 @@ local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply
   local token = tostring(tonumber(f[1]) + 1)
   local attempt = tonumber(f[2]) + 1
   redis.call('HSET', runKey, 'state', 'active', 'token', token, 'attempts', attempt, 'startedAt', now)
-  redis.call('SADD', wfKey(base, workflow, 'active'), id)
-  if group ~= '' then redis.call('SADD', laneOf(base, workflow, group) .. 'active', id) end
-  redis.call('ZADD', leasesKey, now + lockMs, id)
+  addActive(wfKey(base, workflow, 'active'), id)
+  if group ~= '' then addActive(laneOf(base, workflow, group) .. 'active', id) end
+  addActive(leasesKey, id, now + lockMs)
   local memo = {}
   if attempt > 1 then
     local fields = redis.call('HGETALL', runKey)
@@ -44,39 +44,64 @@ local function takeHandoff(base, leasesKey, workflow, now, lockMs, reply)
   return true
 end
 
--- Pops the next due run of a workflow's groups, in round-robin: the group at the head of the
--- `ready` zset gives one run (then rotateGroup moves it on); a group found without due runs or
--- room leaves the round-robin (it rejoins when a run of it becomes due or a slot of it frees;
--- see activateGroup). Returns id, group — or nil when no group can give a run.
--- Claiming only ever removes groups from `ready`, so once it is found empty it stays empty for
--- the rest of the call: workflows without groups pay one read per call, not one per claim.
-local noReadyGroups = {}
-local function popFromGroups(base, limitsKey, seqKey, workflow)
-  if noReadyGroups[workflow] then return nil end
-  local readyKey = wfKey(base, workflow, 'ready')
-  while true do
-    local head = redis.call('ZRANGE', readyKey, 0, 0)
-    if #head == 0 then
-      noReadyGroups[workflow] = true
-      return nil
-    end
-    local group = head[1]
-    local lane = laneOf(base, workflow, group)
-    local id = groupRoom(base, limitsKey, workflow, group) and popDue(lane)
-    if id then return id, group end
-    redis.call('ZREM', readyKey, group)
+-- The group round-robin of one call. The `ready` zset orders a workflow's runnable groups by
+-- turn; a call reads its head once (up to 64 groups) and cycles through that ring locally,
+-- one run per group per turn, then writes the outcome back once (settleGroups): groups that
+-- ran dry or hit their cap leave `ready` (activateGroup brings them back), groups served go
+-- to the back in the order they were last served. Groups past the first 64 keep their turn
+-- for the next call.
+local rings = {}
+
+local function ringOf(base, workflow)
+  local ring = rings[workflow]
+  if not ring then
+    ring = { groups = redis.call('ZRANGE', wfKey(base, workflow, 'ready'), 0, 63), pos = 0, out = {}, served = {}, order = 0 }
+    rings[workflow] = ring
   end
+  return ring
 end
 
--- After a claim from a group: back of the round-robin if it still has due runs and room (the
--- claim may have filled its cap), else out of it.
-local function rotateGroup(base, limitsKey, seqKey, workflow, group)
-  local readyKey = wfKey(base, workflow, 'ready')
-  if dueCount(laneOf(base, workflow, group)) > 0 and groupRoom(base, limitsKey, workflow, group) then
-    redis.call('ZADD', readyKey, redis.call('INCR', seqKey), group)
-  else
-    redis.call('ZREM', readyKey, group)
+-- Pops the next run of the workflow's groups, in round-robin. Returns id, group — or nil when
+-- no group of the ring can give a run.
+local function popFromGroups(base, limitsKey, workflow)
+  local ring = ringOf(base, workflow)
+  local size = #ring.groups
+  for _ = 1, size do
+    ring.pos = ring.pos % size + 1
+    local group = ring.groups[ring.pos]
+    if not ring.out[group] then
+      local id = groupRoom(base, limitsKey, workflow, group) and popDue(laneOf(base, workflow, group))
+      if id then
+        ring.order = ring.order + 1
+        ring.served[group] = ring.order
+        return id, group
+      end
+      ring.out[group] = true
+    end
   end
+  return nil
+end
+
+-- Writes each ring's outcome back to its workflow's `ready` zset.
+local function settleGroups(base, limitsKey)
+  for workflow, ring in pairs(rings) do
+    local readyKey = wfKey(base, workflow, 'ready')
+    local served = {}
+    for _, group in ipairs(ring.groups) do
+      if ring.out[group] then
+        redis.call('ZREM', readyKey, group)
+      elseif ring.served[group] then
+        if groupRoom(base, limitsKey, workflow, group) and laneHasDue(laneOf(base, workflow, group)) then
+          served[#served + 1] = group
+        else
+          redis.call('ZREM', readyKey, group)
+        end
+      end
+    end
+    table.sort(served, function(a, b) return ring.served[a] < ring.served[b] end)
+    for _, group in ipairs(served) do redis.call('ZADD', readyKey, nextTurn(base), group) end
+  end
+  rings = {}
 end
 
 -- Claims up to maxClaims due runs, fairly: round-robin over `workflows`, one run per workflow per
@@ -96,30 +121,29 @@ local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaim
     local lane = laneOf(base, wf, '')
     local id, group
     if groupTurn[i] then
-      id, group = popFromGroups(base, limitsKey, seqKey, wf)
+      id, group = popFromGroups(base, limitsKey, wf)
       if not id then id, group = popDue(lane), '' end
     else
       id, group = popDue(lane), ''
-      if not id then id, group = popFromGroups(base, limitsKey, seqKey, wf) end
+      if not id then id, group = popFromGroups(base, limitsKey, wf) end
     end
     if not id then return false end
     groupTurn[i] = group == ''
     if claimRun(base, leasesKey, id, wf, group, now, lockMs, reply) then claimed = claimed + 1 end
-    if group ~= '' then rotateGroup(base, limitsKey, seqKey, wf, group) end
     return true
   end
 
   local progress = true
-  while progress and claimed < maxClaims do
+  while progress and claimed < maxClaims and namespaceRoom(leasesKey, limitsKey) do
     progress = false
     for i, wf in ipairs(workflows) do
-      if open[i] and claimed < maxClaims then
-        if not namespaceRoom(leasesKey, limitsKey) then return claimed end
+      if open[i] and claimed < maxClaims and namespaceRoom(leasesKey, limitsKey) then
         open[i] = claimOne(i, wf)
         progress = progress or open[i]
       end
     end
   end
+  settleGroups(base, limitsKey)
 
   if passWake and claimed >= maxClaims and maxClaims > 0 and namespaceRoom(leasesKey, limitsKey) then
     for i, wf in ipairs(workflows) do

@@ -7,6 +7,10 @@ local function nowMs()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- Every script's base is ARGV[1] and its leases zset ends in 'leases': the one active index that
+-- is a zset (activeCount and friends tell it from the sets by name).
+local KEYS_LEASES = ARGV[1] .. 'leases'
+
 -- The keys of a workflow: base .. 'wf:' .. name .. ':' .. suffix.
 local function wfKey(base, workflow, suffix)
   return base .. 'wf:' .. workflow .. ':' .. suffix
@@ -51,14 +55,25 @@ local function dueCount(lane)
   return count + redis.call('ZCARD', lane .. 'waiting')
 end
 
+-- Whether a lane has due runs (cheaper than dueCount: stops at the first non-empty key).
+local function laneHasDue(lane)
+  return redis.call('LLEN', lane .. 'queue') > 0 or (not noPriorities[lane] and redis.call('ZCARD', lane .. 'waiting') > 0)
+end
+
+-- Lanes this call found dry, for the same reason as noPriorities.
+local dryLanes = {}
+
 -- Takes the next due run of a lane: priorities first, then the FIFO list.
 local function popDue(lane)
+  if dryLanes[lane] then return false end
   if not noPriorities[lane] then
     local top = redis.call('ZPOPMIN', lane .. 'waiting')
     if #top > 0 then return top[1] end
     noPriorities[lane] = true
   end
-  return redis.call('LPOP', lane .. 'queue')
+  local id = redis.call('LPOP', lane .. 'queue')
+  if not id then dryLanes[lane] = true end
+  return id
 end
 
 -- A wake list ends in at most one marker: one blocked worker wakes, claims what it can, and
@@ -89,27 +104,66 @@ local function limitOf(limitsKey, field)
   return limit
 end
 
--- A group's cap: its own override, else the workflow's default for every group.
+-- A group's cap: its own override, else the workflow's default for every group. The field
+-- 'wf:<name>:overrides' counts a workflow's overrides (see set-limits), so the common case — no
+-- overrides — costs one read per workflow, not one per group.
 local function groupLimit(limitsKey, workflow, group)
-  local override = limitOf(limitsKey, 'wf:' .. workflow .. ':g:' .. group)
-  if override then return override end
+  if limitOf(limitsKey, 'wf:' .. workflow .. ':overrides') then
+    local override = limitOf(limitsKey, 'wf:' .. workflow .. ':g:' .. group)
+    if override then return override end
+  end
   return limitOf(limitsKey, 'wf:' .. workflow .. ':group')
+end
+
+-- Active counts (sizes of the leases zset and the active sets), each read once per call and then
+-- kept current by this call's own writes through addActive/removeActive.
+local activeCache = {}
+local function activeCount(key)
+  local count = activeCache[key]
+  if count == nil then
+    count = redis.call(key == KEYS_LEASES and 'ZCARD' or 'SCARD', key)
+    activeCache[key] = count
+  end
+  return count
+end
+
+local function addActive(key, id, score)
+  local added
+  if score then added = redis.call('ZADD', key, score, id) else added = redis.call('SADD', key, id) end
+  if added == 1 and activeCache[key] then activeCache[key] = activeCache[key] + 1 end
+end
+
+local function removeActive(key, id)
+  local removed = redis.call(key == KEYS_LEASES and 'ZREM' or 'SREM', key, id)
+  if removed == 1 and activeCache[key] then activeCache[key] = activeCache[key] - 1 end
 end
 
 -- Room at each level: the namespace counts leases (every claimed run holds one).
 local function namespaceRoom(leasesKey, limitsKey)
   local limit = limitOf(limitsKey, 'ns')
-  return not limit or redis.call('ZCARD', leasesKey) < limit
+  return not limit or activeCount(leasesKey) < limit
 end
 
 local function workflowRoom(base, limitsKey, workflow)
   local limit = limitOf(limitsKey, 'wf:' .. workflow)
-  return not limit or redis.call('SCARD', wfKey(base, workflow, 'active')) < limit
+  return not limit or activeCount(wfKey(base, workflow, 'active')) < limit
 end
 
 local function groupRoom(base, limitsKey, workflow, group)
   local limit = groupLimit(limitsKey, workflow, group)
-  return not limit or redis.call('SCARD', laneOf(base, workflow, group) .. 'active') < limit
+  return not limit or activeCount(laneOf(base, workflow, group) .. 'active') < limit
+end
+
+-- Turns of the group round-robin: increasing numbers, taken from the `turn` counter in blocks
+-- so a call pays one INCRBY however many groups it moves.
+local turnNext, turnLast = 1, 0
+local function nextTurn(base)
+  if turnNext > turnLast then
+    turnLast = redis.call('INCRBY', base .. 'turn', 64)
+    turnNext = turnLast - 63
+  end
+  turnNext = turnNext + 1
+  return turnNext - 1
 end
 
 -- Puts a group in its workflow's round-robin of runnable groups (at the back) if it has due runs
@@ -120,8 +174,8 @@ local function activateGroup(base, limitsKey, seqKey, workflow, group)
   -- The common case, a group with a backlog, is in the round-robin already: one read.
   if redis.call('ZSCORE', readyKey, group) then return false end
   local lane = laneOf(base, workflow, group)
-  if dueCount(lane) == 0 or not groupRoom(base, limitsKey, workflow, group) then return false end
-  return redis.call('ZADD', readyKey, redis.call('INCR', seqKey), group) == 1
+  if not laneHasDue(lane) or not groupRoom(base, limitsKey, workflow, group) then return false end
+  return redis.call('ZADD', readyKey, nextTurn(base), group) == 1
 end
 
 -- Makes a run due (see pushDue) and announces it to its workflow's workers. A group is listed
@@ -145,22 +199,22 @@ end
 
 -- Whether a workflow has due runs in any lane.
 local function hasDue(base, workflow)
-  return dueCount(laneOf(base, workflow, '')) > 0 or redis.call('ZCARD', wfKey(base, workflow, 'ready')) > 0
+  return laneHasDue(laneOf(base, workflow, '')) or redis.call('ZCARD', wfKey(base, workflow, 'ready')) > 0
 end
 
 -- Frees the slots a run holds at every level, and notes in `freed` (workflow -> true, or
 -- 'rejoined' when a group its cap held back rejoined the round-robin) what wakeCapped must
 -- look at. Callers that refill slots themselves call wakeCapped after refilling.
 local function releaseSlots(base, leasesKey, limitsKey, seqKey, id, workflow, group, freed)
-  redis.call('ZREM', leasesKey, id)
-  redis.call('SREM', wfKey(base, workflow, 'active'), id)
+  removeActive(leasesKey, id)
+  removeActive(wfKey(base, workflow, 'active'), id)
   if freed[workflow] == nil then freed[workflow] = true end
   if group ~= '' then
     local lane = laneOf(base, workflow, group)
-    redis.call('SREM', lane .. 'active', id)
+    removeActive(lane .. 'active', id)
     if activateGroup(base, limitsKey, seqKey, workflow, group) then
       freed[workflow] = 'rejoined'
-    elseif dueCount(lane) == 0 and redis.call('SCARD', lane .. 'active') == 0 then
+    elseif not laneHasDue(lane) and activeCount(lane .. 'active') == 0 then
       -- The group is idle now: it leaves the workflow's list of groups, and costs nothing.
       redis.call('SREM', wfKey(base, workflow, 'groups'), group)
     end

@@ -86,7 +86,7 @@ export async function namespaceKeys(redis: Redis, namespace: string, prefix = 's
  * rejection. Those lines are commands executed before the caller can have sent any of its own:
  * dropping them is harmless.
  */
-function enterMonitor(connection: IORedis): Promise<IORedis> {
+export function enterMonitor(connection: IORedis): Promise<IORedis> {
   const monitor = connection.duplicate({ monitor: true, lazyConnect: false });
   return new Promise((resolve, reject) => {
     const onError = (error: Error) => {
