@@ -31,10 +31,10 @@ local statuses, freed, tally = {}, {}, {}
 for i = 6 + workflowCount, #ARGV, 3 do
   local id = ARGV[i]
   local runKey = base .. 'run:' .. id
-  local workflow, group = leasedRun(runKey, ARGV[i + 1])
+  local workflow, group, waited = leasedRun(runKey, ARGV[i + 1])
   if workflow then
     releaseSlots(base, KEYS[1], KEYS[2], KEYS[3], id, workflow, group, freed)
-    finishRun(base, runKey, id, workflow, 'completed', 'result', ARGV[i + 2], now, ttl)
+    finishRun(base, runKey, id, workflow, 'completed', 'result', ARGV[i + 2], now, ttl, waited)
     tallyFinished(tally, workflow, 'completed')
     statuses[#statuses + 1] = 1
   else

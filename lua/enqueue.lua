@@ -26,6 +26,7 @@
   ARGV[9] group, or ''
   ARGV[10] 1 to allow the fast path, 0 not to
   ARGV[11] lease length in ms of a fast-pathed run (until its worker takes it)
+  ARGV[12] 1 if the caller will wait on the run (run()): its outcome is to be published
   Reply: { created: 1 new run | 0 existing run, state } (state 'active' = fast-pathed)
 ]]
 -- @include common
@@ -59,6 +60,7 @@ redis.call('HSET', KEYS[1], 'workflow', workflow, 'input', ARGV[4], 'state', sta
   'maxAttempts', ARGV[8], 'attempts', 0, 'failures', 0, 'stalls', 0, 'token', 0,
   'createdAt', now, 'dueAt', due)
 if group ~= '' then redis.call('HSET', KEYS[1], 'group', group) end
+if ARGV[12] == '1' then redis.call('HSET', KEYS[1], 'waited', 1) end
 
 if state == 'active' then
   redis.call('HSET', KEYS[1], 'token', 1, 'attempts', 1, 'startedAt', now)

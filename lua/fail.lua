@@ -19,7 +19,7 @@
 -- @include common
 
 local base, id = ARGV[1], ARGV[2]
-local workflow, group = leasedRun(KEYS[1], ARGV[3])
+local workflow, group, waited = leasedRun(KEYS[1], ARGV[3])
 if not workflow then return 'lost' end
 local freed = {}
 releaseSlots(base, KEYS[2], KEYS[3], KEYS[4], id, workflow, group, freed)
@@ -44,7 +44,7 @@ if ARGV[5] == '1' and failures < maxAttempts then
     if #head == 0 or tonumber(head[2]) > now + delay then wake(wfKey(base, workflow, 'wake')) end
   end
 else
-  finishRun(base, KEYS[1], id, workflow, 'failed', 'error', ARGV[4], now, tonumber(ARGV[7]))
+  finishRun(base, KEYS[1], id, workflow, 'failed', 'error', ARGV[4], now, tonumber(ARGV[7]), waited)
   countFinished(base, { [workflow .. '|failed'] = 1 })
 end
 wakeCapped(base, KEYS[3], freed)

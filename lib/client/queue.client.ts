@@ -89,7 +89,7 @@ export class QueueClient {
   async run<W extends WorkflowRef>(workflow: W, input: In<W>, opts?: EnqueueOptions & WaitOptions): Promise<Out<W>> {
     if (opts?.timeoutMs !== undefined) checkTimeout(opts.timeoutMs);
     const request = buildEnqueueRequest(this.registry.resolve(workflow), input, opts, this.options.maxPayloadBytes);
-    return (await this.waiter.wait(request.id, opts?.timeoutMs, this.store(request))) as Out<W>;
+    return (await this.waiter.wait(request.id, opts?.timeoutMs, this.store(request, true))) as Out<W>;
   }
 
   /**
@@ -149,9 +149,9 @@ export class QueueClient {
     return parseStats(reply, opts.groups === true);
   }
 
-  /** The enqueue script; resolves true if the run is new, false if the id existed. */
-  private async store(request: EnqueueRequest): Promise<boolean> {
-    const [created] = await this.scripts.get().run<[number, string]>('enqueue', this.enqueueKeys(request), this.enqueueArgs(request));
+  /** The enqueue script; resolves true if the run is new, false if the id existed. `waited`: publish its outcome. */
+  private async store(request: EnqueueRequest, waited = false): Promise<boolean> {
+    const [created] = await this.scripts.get().run<[number, string]>('enqueue', this.enqueueKeys(request), this.enqueueArgs(request, waited));
     return created === 1;
   }
 
@@ -164,10 +164,11 @@ export class QueueClient {
     return [keys.run(request.id), keys.leases, keys.limits, keys.seq];
   }
 
-  private enqueueArgs(request: EnqueueRequest): (string | number)[] {
+  private enqueueArgs(request: EnqueueRequest, waited = false): (string | number)[] {
     return [
       this.keys.base, request.id, request.workflow, request.input, request.priority, request.delayMs,
       request.runAtMs ?? '', request.attempts, request.group ?? '', this.options.fastPath ? 1 : 0, this.options.worker.lockMs,
+      waited ? 1 : 0,
     ];
   }
 }

@@ -3,6 +3,7 @@ import { RunNotFoundError, SluiceError, WaitTimeoutError, WorkflowFailedError, t
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
 import { decodePayload } from '../redis/payload.codec';
+import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
 
@@ -39,6 +40,7 @@ export class RunWaiter implements BeforeApplicationShutdown {
 
   constructor(
     private readonly connections: RedisConnections,
+    private readonly scripts: LuaScriptsProvider,
     @Inject(RESOLVED_QUEUE_OPTIONS) options: ResolvedQueueOptions,
   ) {
     this.keys = new RedisKeys(options.prefix, options.namespace);
@@ -90,9 +92,12 @@ export class RunWaiter implements BeforeApplicationShutdown {
     [...this.pending].forEach((abandon) => abandon(error));
   }
 
-  /** The stored record decides: completed resolves, failed rejects, missing is an error, else keep waiting. */
+  /**
+   * The stored record decides: completed resolves, failed rejects, missing is an error, else keep
+   * waiting. The read also marks the run as waited on, so its outcome will be published.
+   */
   private async readOutcome(runId: string): Promise<Outcome> {
-    const [state, result, error, workflow] = await this.connections.command.hmget(this.keys.run(runId), 'state', 'result', 'error', 'workflow');
+    const [state, result, error, workflow] = await this.scripts.get().run<(string | null)[]>('watch', [this.keys.run(runId)], [1]);
     if (!state) throw new RunNotFoundError(runId);
     if (state === 'completed') return { settled: true, result: decodePayload(result) };
     if (state === 'failed') throw new WorkflowFailedError(runId, workflow ?? undefined, decodePayload<RunErrorInfo>(error) ?? unknownError());

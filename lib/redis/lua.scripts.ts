@@ -5,7 +5,7 @@ import type { ChainableCommander, Redis } from 'ioredis';
 /** Where the scripts live, both from `lib/redis` (ts-node, tests) and `dist/redis` (published). */
 export const LUA_DIR = join(__dirname, '..', '..', 'lua');
 
-export type ScriptName = 'enqueue' | 'reserve' | 'complete' | 'fail' | 'save-steps' | 'extend-leases' | 'release' | 'declare-limits' | 'park' | 'set-limits' | 'stats';
+export type ScriptName = 'enqueue' | 'reserve' | 'complete' | 'fail' | 'save-steps' | 'extend-leases' | 'release' | 'declare-limits' | 'park' | 'set-limits' | 'stats' | 'watch';
 
 export interface LuaScript {
   name: ScriptName;

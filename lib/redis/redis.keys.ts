@@ -6,7 +6,7 @@
  *
  * | key | type | holds |
  * |---|---|---|
- * | `run:<id>` | hash | the run record (state, input, attempts, result…) and its step memo (`step:<name>#<n>`) |
+ * | `run:<id>` | hash | the run record (state, input, attempts, result…, `waited`) and its step memo (`step:<name>#<n>`) |
  * | `done:<id>` | channel | finished-run announcement, carrying the result |
  * | `wf:<name>:queue` | list | due ungrouped runs of priority 0, FIFO |
  * | `wf:<name>:waiting` | zset | due ungrouped runs of priority > 0, score = priority band + FIFO sequence |
@@ -22,7 +22,8 @@
  * | `leases` | zset | every active run of the namespace, score = lease deadline (ms) |
  * | `limits` | hash | fleet-wide caps: `ns`, `wf:<name>`, `wf:<name>:group`, `wf:<name>:g:<group>` |
  * | `workflows` | set | workflows registered by worker processes |
- * | `seq` | string | FIFO and round-robin sequence |
+ * | `seq` | string | FIFO sequence within a priority |
+ * | `turn` | string | round-robin turns, taken in blocks |
  * | `stall-gate` | string | at most one stalled scan per interval, fleet-wide |
  */
 export class RedisKeys {

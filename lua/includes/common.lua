@@ -191,9 +191,10 @@ end
 
 -- Returns the run's workflow and group if `token` holds its lease, else nil. A stale worker
 -- changes nothing.
+-- Also returns whether someone waits on the run (see finishRun).
 local function leasedRun(runKey, token)
-  local f = redis.call('HMGET', runKey, 'state', 'token', 'workflow', 'group')
-  if f[1] == 'active' and f[2] == token then return f[3], f[4] or '' end
+  local f = redis.call('HMGET', runKey, 'state', 'token', 'workflow', 'group', 'waited')
+  if f[1] == 'active' and f[2] == token then return f[3], f[4] or '', f[5] == '1' end
   return nil
 end
 
@@ -236,12 +237,15 @@ local function wakeCapped(base, limitsKey, freed)
   end
 end
 
--- Records a final state, starts the retention clock and announces it. The announcement carries
--- the outcome itself (`field` is 'result' or 'error', `payload` already JSON) so waiters need no
--- further read; the stored record stays the truth. Finished runs are counted per workflow.
-local function finishRun(base, runKey, id, workflow, state, field, payload, now, ttlMs)
+-- Records a final state and starts the retention clock. If someone waits on the run (`waited`,
+-- set by run() at enqueue or by wait() through watch.lua), announces it on the run's done
+-- channel; the announcement carries the outcome itself (`field` is 'result' or 'error',
+-- `payload` already JSON) so the waiter needs no further read. The stored record stays the truth;
+-- a run nobody waits on costs no publish.
+local function finishRun(base, runKey, id, workflow, state, field, payload, now, ttlMs, waited)
   redis.call('HSET', runKey, 'state', state, field, payload, 'finishedAt', now)
   redis.call('PEXPIRE', runKey, ttlMs)
+  if not waited then return end
   local body = payload
   if body == '' then body = 'null' end
   redis.call('PUBLISH', base .. 'done:' .. id,

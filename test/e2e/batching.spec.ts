@@ -80,7 +80,7 @@ describe('batched commits, script level', () => {
     const scripts = new LuaScripts(redis);
     await redis.hset(keys.limits, `wf:${WF}`, '3');
     const ids = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6'];
-    for (const id of ids) expect(await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, { id }, false))).toEqual([1, 'waiting']);
+    for (const id of ids) expect(await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, { id }, false, 30_000, true))).toEqual([1, 'waiting']);
     const reserved = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate], [
       keys.base, 6, 30_000, 0, 3, 256, 60_000, WF,
     ]));

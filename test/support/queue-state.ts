@@ -37,8 +37,9 @@ export function enqueueKeys(keys: RedisKeys, id: string): string[] {
 }
 
 /** ARGV of lua/enqueue.lua for a run due now, priority 0, 3 attempts, no group. */
-export function enqueueArgs(keys: RedisKeys, workflow: string, id: string, input: unknown, fastPath: boolean, lockMs = 30_000): (string | number)[] {
-  return [keys.base, id, workflow, JSON.stringify(input), 0, 0, '', 3, '', fastPath ? 1 : 0, lockMs];
+/** Arguments of the enqueue script (see its header); `waited`: publish the outcome, as run() asks. */
+export function enqueueArgs(keys: RedisKeys, workflow: string, id: string, input: unknown, fastPath: boolean, lockMs = 30_000, waited = false): (string | number)[] {
+  return [keys.base, id, workflow, JSON.stringify(input), 0, 0, '', 3, '', fastPath ? 1 : 0, lockMs, waited ? 1 : 0];
 }
 
 /**

@@ -1,0 +1,63 @@
+import type Redis from 'ioredis';
+import { RunContext, Workflow } from '../../lib';
+import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
+import { Gates, pollUntil } from '../support/workflows';
+
+const gates = new Gates();
+
+@Workflow('publish.gate')
+class GateWorkflow {
+  async run(input: { key: string }, _ctx: RunContext): Promise<string> {
+    await gates.get(input.key).promise;
+    return `opened ${input.key}`;
+  }
+}
+
+/** The done channel is a doorbell for waiters: a run nobody waits on costs no publish. */
+describe('done-channel announcements', () => {
+  let t: TestApp;
+  let namespace: string;
+  let redis: Redis;
+  let listener: Redis;
+  const heard: string[] = [];
+
+  beforeAll(async () => {
+    namespace = uniqueNamespace('publish');
+    t = await createApp([GateWorkflow], { namespace });
+    redis = rawRedis();
+    listener = rawRedis();
+    listener.on('pmessage', (_pattern: string, channel: string) => heard.push(channel.slice(channel.lastIndexOf(':') + 1)));
+    await listener.psubscribe(`{sluice:${namespace}}:done:*`);
+  });
+  afterAll(async () => {
+    gates.openAll();
+    await t.close();
+    await dropNamespace(redis, namespace);
+    await Promise.all([redis.quit(), listener.quit()]);
+  });
+
+  it('is skipped for a run nobody waits on, and sent once wait() is called, even mid-run', async () => {
+    const quiet = await t.client.enqueue(GateWorkflow, { key: 'quiet' });
+    const watched = await t.client.enqueue(GateWorkflow, { key: 'watched' });
+    await pollUntil(async () => (await t.client.stats()).workflows['publish.gate']?.active ?? 0, (n) => n === 2, 'both runs active');
+    const result = watched.result({ timeoutMs: 5_000 }); // wait() starts while the run is active
+    await pollUntil(() => redis.hget(`{sluice:${namespace}}:run:${watched.id}`, 'waited'), (flag) => flag === '1', 'the waiter to register');
+    gates.open('quiet');
+    gates.open('watched');
+    await expect(result).resolves.toBe('opened watched');
+    await pollUntil(async () => (await t.client.get(quiet.id))?.state, (state) => state === 'completed', 'the quiet run to complete');
+    // The sentinel: a publish of ours after both completions, so every earlier one has arrived.
+    await redis.publish(`{sluice:${namespace}}:done:sentinel`, 'x');
+    await pollUntil(async () => heard.includes('sentinel'), Boolean, 'the sentinel');
+    expect(heard.filter((id) => id !== 'sentinel')).toEqual([watched.id]);
+  });
+
+  it('is sent for run(), which asks for it at enqueue', async () => {
+    heard.length = 0;
+    gates.open('run');
+    await expect(t.client.run(GateWorkflow, { key: 'run' }, { timeoutMs: 5_000 })).resolves.toBe('opened run');
+    await redis.publish(`{sluice:${namespace}}:done:sentinel`, 'x');
+    await pollUntil(async () => heard.includes('sentinel'), Boolean, 'the sentinel');
+    expect(heard.filter((id) => id !== 'sentinel')).toHaveLength(1);
+  });
+});
