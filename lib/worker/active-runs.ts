@@ -1,8 +1,38 @@
+/**
+ * An AbortController made only when something asks for its signal: most runs never look at
+ * `ctx.signal`, and a controller per run is measurable on the hot path.
+ */
+export class LazyAbort {
+  private controller?: AbortController;
+  private aborted = false;
+  private why: unknown;
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.why);
+    }
+    return this.controller.signal;
+  }
+
+  /** Why it was aborted, or undefined. */
+  get reason(): unknown {
+    return this.why;
+  }
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.why = reason;
+    this.controller?.abort(reason);
+  }
+}
+
 /** A run this process is executing. */
 export interface ActiveRun {
   id: string;
   token: string;
-  abort: AbortController;
+  abort: LazyAbort;
 }
 
 /**

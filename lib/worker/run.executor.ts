@@ -8,6 +8,7 @@ import type { RedisKeys } from '../redis/redis.keys';
 import { runScope } from '../workflow/run.scope';
 import type { RunContext } from '../workflow/workflow.types';
 import { backoffDelay } from './backoff';
+import type { LazyAbort } from './active-runs';
 import type { Claim } from './claim';
 import type { RunCommits } from './run.commits';
 import type { RunEvents } from './run.events';
@@ -33,11 +34,18 @@ export class RunExecutor {
   ) {}
 
   /** Runs the claim to a committed outcome (or to the discovery that its lease is gone). */
-  async execute(claim: Claim, signal: AbortSignal): Promise<void> {
+  async execute(claim: Claim, abort: LazyAbort): Promise<void> {
     const definition = this.registry.get(claim.workflow);
     const persist = (key: string, encoded: string) => this.commits.saveStep(claim, key, encoded);
     const recorder = new StepRecorder(claim.id, claim.steps, persist, this.options.maxPayloadBytes);
-    const ctx: RunContext = { runId: claim.id, attempt: claim.attempt, signal, step: (name, fn) => recorder.step(name, fn) };
+    const ctx: RunContext = {
+      runId: claim.id,
+      attempt: claim.attempt,
+      get signal() {
+        return abort.signal;
+      },
+      step: (name, fn) => recorder.step(name, fn),
+    };
     const startedAt = Date.now();
     let encoded: string;
     try {
@@ -45,7 +53,7 @@ export class RunExecutor {
       const result = await runScope.run(recorder, () => definition.instance.run(input, ctx));
       encoded = encodePayload(result, `result of workflow "${claim.workflow}"`, this.options.maxPayloadBytes);
     } catch (error) {
-      return this.fail(claim, error, signal, definition.backoff, startedAt);
+      return this.fail(claim, error, abort, definition.backoff, startedAt);
     }
     if (await this.commits.complete({ claim, encoded })) {
       this.events.emit('completed', this.outcome(claim, startedAt));
@@ -54,8 +62,8 @@ export class RunExecutor {
     }
   }
 
-  private async fail(claim: Claim, error: unknown, signal: AbortSignal, backoff: Parameters<typeof backoffDelay>[0], startedAt: number): Promise<void> {
-    if (error instanceof LeaseLostError || signal.reason instanceof LeaseLostError) {
+  private async fail(claim: Claim, error: unknown, abort: LazyAbort, backoff: Parameters<typeof backoffDelay>[0], startedAt: number): Promise<void> {
+    if (error instanceof LeaseLostError || abort.reason instanceof LeaseLostError) {
       this.logger.warn(`Run ${claim.id} (${claim.workflow}) lost its lease; another worker carries it on`);
       return;
     }

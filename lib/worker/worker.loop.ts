@@ -4,7 +4,7 @@ import type { ResolvedQueueOptions } from '../queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisConnections } from '../redis/redis.connections';
 import type { RedisKeys } from '../redis/redis.keys';
-import type { ActiveRuns } from './active-runs';
+import { ActiveRuns, LazyAbort } from './active-runs';
 import type { LeaseHeartbeat } from './lease.heartbeat';
 import { Claim, parseClaimReply, parseHandoff } from './claim';
 import { Refill, RunCommits } from './run.commits';
@@ -143,10 +143,10 @@ export class WorkerLoop {
   }
 
   private launch(claim: Claim): void {
-    const abort = new AbortController();
+    const abort = new LazyAbort();
     this.active.add({ id: claim.id, token: claim.token, abort });
     this.executor
-      .execute(claim, abort.signal)
+      .execute(claim, abort)
       .catch((error: Error) => this.logger.error(`Run ${claim.id} (${claim.workflow}): ${error.message}; its lease will expire and another attempt will follow`))
       .finally(() => this.active.delete(claim.id, claim.token));
   }
