@@ -4,13 +4,13 @@ export type ScenarioName = (typeof SCENARIOS)[number];
 
 /** Jobs per run when `--jobs` is not given: sized so a full run stays well under 10 minutes on 2 cores. */
 export const DEFAULT_JOBS: Record<ScenarioName, number> = {
-  'drain-c1': 3_000,
-  'drain-c50': 20_000,
-  'drain-c50-3steps': 10_000,
-  'drain-c50-10groups': 20_000,
-  roundtrip: 2_000,
-  'enqueue-seq': 5_000,
-  'enqueue-c50': 20_000,
+  'drain-c1': 5_000,
+  'drain-c50': 40_000,
+  'drain-c50-3steps': 20_000,
+  'drain-c50-10groups': 40_000,
+  roundtrip: 3_000,
+  'enqueue-seq': 8_000,
+  'enqueue-c50': 40_000,
 };
 
 export interface Latency {
