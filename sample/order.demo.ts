@@ -29,6 +29,7 @@ export class OrderDemo {
     await this.nonRetryableFailure();
     await this.priorityUnderTheCap();
     await this.delayedRun();
+    await this.tenantsShareFairly();
     return this.problems;
   }
 
@@ -116,6 +117,37 @@ export class OrderDemo {
     const waitedMs = (info?.startedAt?.getTime() ?? 0) - (info?.createdAt.getTime() ?? 0);
     this.logger.log(`client.get → state ${info?.state}; started ${waitedMs} ms after it was enqueued`);
     this.check(info?.state === 'completed' && waitedMs >= 1_000, 'the delayed order started no earlier than 1 s after enqueue');
+  }
+
+  /**
+   * 6. Groups: each tenant may have 2 orders in flight (`groupConcurrency: 2`, fleet-wide), and
+   * tenants take turns, so one tenant's backlog does not hold another's order back. A runtime
+   * `setLimits` gives one tenant more room.
+   */
+  private async tenantsShareFairly(): Promise<void> {
+    this.section('6. groups: tenant "acme" has a backlog of 6 slow orders, "globex" places 1');
+    const giftWrapped = (id: string) => ({ input: { ...orderOf(id, 'SKU-MUG', 'tok_visa'), giftWrap: true }, opts: { group: 'acme' } });
+    const acme = await this.client.enqueueMany(OrderWorkflow, ['G-701', 'G-702', 'G-703', 'G-704', 'G-705', 'G-706'].map(giftWrapped));
+    const globex = await this.client.enqueue(OrderWorkflow, orderOf('H-800', 'SKU-TEE', 'tok_visa'), { group: 'globex' });
+    let acmePeak = 0;
+    let globexDone = false;
+    const globexResult = globex.result(WAIT).then(() => (globexDone = true));
+    while (!globexDone) {
+      const stats = await this.client.stats({ workflow: OrderWorkflow, groups: true });
+      acmePeak = Math.max(acmePeak, stats.workflows['order.fulfil'].groups?.acme?.active ?? 0);
+      await latency(10);
+    }
+    await globexResult;
+    const acmeLeft = (await Promise.all(acme.map((h) => this.client.get(h.id)))).filter((i) => i?.state !== 'completed').length;
+    this.logger.log(`globex's order finished while ${acmeLeft} of acme's 6 were not done; acme peaked at ${acmePeak} in flight`);
+    this.check(acmePeak <= 2, 'acme never had more than its 2 slots');
+    this.check(acmeLeft > 0, "globex's order did not wait for acme's backlog");
+    const previous = await this.client.setLimits({ workflow: 'order.fulfil', group: 'acme', limit: 4 });
+    this.logger.log(`setLimits acme → 4 (was ${previous ?? 'the default'}); limits now ${JSON.stringify(await this.client.getLimits({ workflow: 'order.fulfil', group: 'acme' }))}`);
+    await Promise.all(acme.map((h) => h.result(WAIT)));
+    const stats = await this.client.stats({ workflow: OrderWorkflow });
+    this.logger.log(`client.stats → ${JSON.stringify(stats.workflows['order.fulfil'])}`);
+    this.check(stats.workflows['order.fulfil'].active === 0 && stats.workflows['order.fulfil'].waiting === 0, 'every order is done');
   }
 
   private async untilActive(ids: string[]): Promise<void> {

@@ -31,7 +31,7 @@ export interface OrderResult {
  * active at once across every process on the namespace; a failed attempt is retried up to 3
  * attempts in all, 200 ms (doubling, with jitter) after a failure.
  */
-@Workflow('order.fulfil', { concurrency: 5, attempts: 3, backoff: { delayMs: 200 } })
+@Workflow('order.fulfil', { concurrency: 5, groupConcurrency: 2, attempts: 3, backoff: { delayMs: 200 } })
 export class OrderWorkflow {
   constructor(
     private readonly inventory: InventoryService,
