@@ -2,7 +2,8 @@
   complete: finish a batch of runs successfully — each only if the caller still holds its lease.
   Per run: store the result with its retention, release its slots, publish the result on its
   done channel. Then refill the freed slots in the same call: claim up to ARGV[3] due runs, as
-  reserve does, so a busy worker needs about one call per batch of finished runs.
+  reserve does, so a busy worker needs about one call per batch of finished runs. Step results
+  finished in the same event-loop turn ride along (as in save-steps), saving a call.
 
   KEYS[1] leases  zset
   KEYS[2] limits  hash
@@ -13,9 +14,11 @@
   ARGV[4] lease length in ms for claimed runs
   ARGV[5] W, the number of workflow names that follow
   ARGV[6 .. 5+W] workflow names the caller runs (rotated by the caller)
-  ARGV[6+W ..] per run, three values: run id, lease token, encoded result ('' = undefined)
-  Reply: { { per run: 1 completed | 0 lease lost, nothing written }, claims… } with claims as
-         in claim.lua
+  ARGV[6+W] S, the number of step results that follow
+  ARGV[7+W .. 6+W+4S] per step, four values: run id, lease token, step key, encoded result
+  ARGV[7+W+4S ..] per run, three values: run id, lease token, encoded result ('' = undefined)
+  Reply: { { { per run: 1 completed | 0 lease lost }, { per step: 1 saved | 0 lease lost } },
+           claims… } with claims as in claim.lua; a lost lease writes nothing
 ]]
 -- @include common
 -- @include claim
@@ -27,8 +30,21 @@ local workflowCount = tonumber(ARGV[5])
 local workflows = {}
 for i = 6, 5 + workflowCount do workflows[#workflows + 1] = ARGV[i] end
 
+local stepsAt = 7 + workflowCount
+local stepsEnd = stepsAt + 4 * tonumber(ARGV[6 + workflowCount]) - 1
+local saved = {}
+for i = stepsAt, stepsEnd, 4 do
+  local runKey = base .. 'run:' .. ARGV[i]
+  if leasedRun(runKey, ARGV[i + 1]) then
+    redis.call('HSET', runKey, 'step:' .. ARGV[i + 2], ARGV[i + 3])
+    saved[#saved + 1] = 1
+  else
+    saved[#saved + 1] = 0
+  end
+end
+
 local statuses, freed, tally = {}, {}, {}
-for i = 6 + workflowCount, #ARGV, 3 do
+for i = stepsEnd + 1, #ARGV, 3 do
   local id = ARGV[i]
   local runKey = base .. 'run:' .. id
   local workflow, group, waited = leasedRun(runKey, ARGV[i + 1])
@@ -43,7 +59,7 @@ for i = 6 + workflowCount, #ARGV, 3 do
 end
 countFinished(base, tally)
 
-local reply = { statuses }
+local reply = { { statuses, saved } }
 local wanted = tonumber(ARGV[3])
 if wanted > 0 then
   -- No wake to pass on: this worker comes back for more with its next completions.

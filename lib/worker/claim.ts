@@ -11,7 +11,7 @@ export interface Claim {
 
 /**
  * Parses a reply that carries claims after a head value (see lua/includes/claim.lua): reserve's
- * head is the ms until the next delayed run, complete's the status of each completed run.
+ * head is the ms until the next delayed run, complete's the statuses of its runs and steps.
  */
 export function parseClaimReply<H = number>(reply: unknown[]): { head: H; claims: Claim[] } {
   const [head, ...rows] = reply as [H, ...unknown[][]];

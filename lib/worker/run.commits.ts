@@ -13,19 +13,17 @@ export interface Refill {
   workflows: string[];
 }
 
-export interface CompleteRequest {
-  claim: Claim;
-  encoded: string;
-}
+/** One token-checked write of a worker: a finished step, or a finished run. */
+type Commit = { claim: Claim; encoded: string } & ({ kind: 'complete' } | { kind: 'step'; key: string });
 
 /**
- * The worker's token-checked writes, batched per event-loop turn: step results, and completions
- * (which also claim runs for the slots they free). One script call per batch instead of one per
- * run — the Lua call overhead is most of Redis's cost per run.
+ * The worker's token-checked writes, batched per event-loop turn: step results and completions
+ * (which also claim runs for the slots they free) that happen in the same turn share one script
+ * call — the Lua call overhead is most of Redis's cost per run, and each call is a round trip
+ * the runs wait on. A turn with no completion uses the leaner save-steps script.
  */
 export class RunCommits {
-  private readonly completes: TickBatcher<CompleteRequest, boolean>;
-  private readonly steps: TickBatcher<{ claim: Claim; key: string; encoded: string }, boolean>;
+  private readonly batcher: TickBatcher<Commit, boolean>;
 
   constructor(
     private readonly scripts: LuaScripts,
@@ -34,40 +32,42 @@ export class RunCommits {
     /** Promises slots to the refill; `settle` hands back the claims and the promise. */
     private readonly refill: { take(runs: number): Refill; settle(claims: Claim[], promised: number): void },
   ) {
-    this.completes = new TickBatcher((items) => this.flushCompletes(items), COMMIT_BATCH_CAP);
-    this.steps = new TickBatcher((items) => this.flushSteps(items), COMMIT_BATCH_CAP);
+    this.batcher = new TickBatcher((items) => this.flush(items), COMMIT_BATCH_CAP);
   }
 
   /** Resolves true once the result is committed, false if the lease was lost (nothing written). */
-  complete(request: CompleteRequest): Promise<boolean> {
-    return this.completes.add(request);
+  complete(claim: Claim, encoded: string): Promise<boolean> {
+    return this.batcher.add({ kind: 'complete', claim, encoded });
   }
 
   /** Resolves true once the step result is persisted, false if the lease was lost (nothing written). */
   saveStep(claim: Claim, key: string, encoded: string): Promise<boolean> {
-    return this.steps.add({ claim, key, encoded });
+    return this.batcher.add({ kind: 'step', claim, key, encoded });
   }
 
-  private async flushCompletes(items: CompleteRequest[]): Promise<boolean[]> {
-    const { count, workflows } = this.refill.take(items.length);
+  private async flush(items: Commit[]): Promise<boolean[]> {
+    const steps = items.filter((item): item is Commit & { kind: 'step' } => item.kind === 'step');
+    const completes = items.filter((item) => item.kind === 'complete');
+    const stepArgs = steps.flatMap(({ claim, key, encoded }) => [claim.id, claim.token, key, encoded]);
+    if (completes.length === 0) {
+      const saved = await this.scripts.run<number[]>('save-steps', [this.keys.leases], [this.keys.base, ...stepArgs]);
+      return saved.map((status) => status === 1);
+    }
+    const { count, workflows } = this.refill.take(completes.length);
     let claims: Claim[] = [];
     try {
       const reply = await this.scripts.run<unknown[]>('complete', [this.keys.leases, this.keys.limits, this.keys.seq], [
         this.keys.base, this.options.defaults.resultTtlMs, count, this.options.worker.lockMs, workflows.length, ...workflows,
-        ...items.flatMap(({ claim, encoded }) => [claim.id, claim.token, encoded]),
+        steps.length, ...stepArgs, ...completes.flatMap(({ claim, encoded }) => [claim.id, claim.token, encoded]),
       ]);
-      const parsed = parseClaimReply<number[]>(reply);
+      const parsed = parseClaimReply<[number[], number[]]>(reply);
       claims = parsed.claims;
-      return parsed.head.map((status) => status === 1);
+      const [completed, saved] = parsed.head;
+      let nextStep = 0;
+      let nextComplete = 0;
+      return items.map((item) => (item.kind === 'step' ? saved[nextStep++] : completed[nextComplete++]) === 1);
     } finally {
       this.refill.settle(claims, count);
     }
-  }
-
-  private async flushSteps(items: { claim: Claim; key: string; encoded: string }[]): Promise<boolean[]> {
-    const reply = await this.scripts.run<number[]>('save-steps', [this.keys.leases], [
-      this.keys.base, ...items.flatMap(({ claim, key, encoded }) => [claim.id, claim.token, key, encoded]),
-    ]);
-    return reply.map((saved) => saved === 1);
   }
 }

@@ -55,7 +55,7 @@ export class RunExecutor {
     } catch (error) {
       return this.fail(claim, error, abort, definition.backoff, startedAt);
     }
-    if (await this.commits.complete({ claim, encoded })) {
+    if (await this.commits.complete(claim, encoded)) {
       this.events.emit('completed', this.outcome(claim, startedAt));
     } else {
       this.logger.warn(`Run ${claim.id} (${claim.workflow}) finished after its lease was lost; its result was discarded`);

@@ -74,6 +74,22 @@ function namespace(): { ns: string; keys: RedisKeys } {
 }
 
 describe('batched commits, script level', () => {
+  it('steps that ride along with completions are token-checked one by one, like the completions', async () => {
+    const { keys } = namespace();
+    const WF = 'batch.mixed';
+    const scripts = new LuaScripts(redis);
+    for (const id of ['m1', 'm2', 'm3']) await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, { id }, false));
+    await scripts.run('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate], [keys.base, 3, 30_000, 0, 3, 256, 60_000, WF]);
+    await redis.hincrby(keys.run('m2'), 'token', 1); // m2 was taken over: its step must not land
+    const reply = parseClaimReply<[number[], number[]]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq], [
+      keys.base, 60_000, 0, 30_000, 1, WF, 2, 'm1', '1', 'a#1', '"one"', 'm2', '1', 'a#1', '"two"', 'm3', '1', '"done"',
+    ]));
+    expect(reply.head).toEqual([[1], [1, 0]]);
+    expect(await redis.hmget(keys.run('m1'), 'state', 'step:a#1')).toEqual(['active', '"one"']);
+    expect(await redis.hmget(keys.run('m2'), 'state', 'step:a#1')).toEqual(['active', null]);
+    expect(await redis.hmget(keys.run('m3'), 'state', 'result')).toEqual(['completed', '"done"']);
+  });
+
   it('a stale token in the middle of a batch changes nothing for that run and nothing else', async () => {
     const { keys } = namespace();
     const WF = 'batch.raw';
@@ -101,12 +117,12 @@ describe('batched commits, script level', () => {
     const subscriber = new IORedis(redisUrl());
     subscriber.on('pmessage', (_pattern: string, channel: string) => announced.push(channel.slice(keys.base.length)));
     await subscriber.psubscribe(`${keys.base}done:*`);
-    const completed = parseClaimReply<number[]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq], [
-      keys.base, 60_000, 3, 30_000, 1, WF, 'r1', '1', '"done-1"', 'r2', '1', '"done-2"', 'r3', '1', '"done-3"',
+    const completed = parseClaimReply<[number[], number[]]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq], [
+      keys.base, 60_000, 3, 30_000, 1, WF, 0, 'r1', '1', '"done-1"', 'r2', '1', '"done-2"', 'r3', '1', '"done-3"',
     ]));
     await subscriber.ping(); // replies come in order: every publish of that call has arrived
     await subscriber.quit();
-    expect(completed.head).toEqual([1, 0, 1]);
+    expect(completed.head).toEqual([[1, 0, 1], []]);
     expect(announced.sort()).toEqual(['done:r1', 'done:r3']);
     for (const id of ['r1', 'r3']) {
       expect(await redis.hmget(keys.run(id), 'state', 'result')).toEqual(['completed', `"done-${id.slice(1)}"`]);

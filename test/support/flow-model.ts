@@ -49,9 +49,13 @@ export class FlowModel {
     return this.scripts.run('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate], [this.base, n, LOCK_MS, scan ? 60_000 : 0, MAX_STALLS, 256, TTL_MS, ...workflows]);
   }
 
-  complete(id: string, token: string, refill: number): Promise<[number[], ...unknown[]]> {
+  /** The complete script for one run and no steps; replies { run statuses, claims… }. */
+  async complete(id: string, token: string, refill: number): Promise<[number[], ...unknown[]]> {
     const { keys } = this;
-    return this.scripts.run('complete', [keys.leases, keys.limits, keys.seq], [this.base, TTL_MS, refill, LOCK_MS, WORKFLOWS.length, ...WORKFLOWS, id, token, '"ok"']);
+    const [[completed], ...claims] = await this.scripts.run<[[number[], number[]], ...unknown[]]>('complete', [keys.leases, keys.limits, keys.seq], [
+      this.base, TTL_MS, refill, LOCK_MS, WORKFLOWS.length, ...WORKFLOWS, 0, id, token, '"ok"',
+    ]);
+    return [completed, ...claims];
   }
 
   fail(id: string, token: string, retryable: boolean, backoffMs: number): Promise<string> {
