@@ -44,6 +44,7 @@ for i = stepsAt, stepsEnd, 4 do
 end
 
 local statuses, freed, tally = {}, {}, {}
+deferredGroups = {}
 for i = stepsEnd + 1, #ARGV, 3 do
   local id = ARGV[i]
   local runKey = base .. 'run:' .. id
@@ -60,11 +61,9 @@ end
 countFinished(base, tally)
 
 local reply = { { statuses, saved } }
-local wanted = tonumber(ARGV[3])
-if wanted > 0 then
-  -- No wake to pass on: this worker comes back for more with its next completions.
-  claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, wanted, now, tonumber(ARGV[4]), reply, false)
-end
+-- No wake to pass on: this worker comes back for more with its next completions. Claiming
+-- (even of nothing) settles the groups whose slots freed above.
+claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, tonumber(ARGV[3]), now, tonumber(ARGV[4]), reply, false, freed)
 -- Only now, after the refill took what it could, is leftover room worth waking a worker for.
 wakeCapped(base, KEYS[2], freed)
 return reply

@@ -55,7 +55,16 @@ local rings = {}
 local function ringOf(base, workflow)
   local ring = rings[workflow]
   if not ring then
-    ring = { groups = redis.call('ZRANGE', wfKey(base, workflow, 'ready'), 0, 63), pos = 0, out = {}, served = {}, order = 0 }
+    ring = { groups = redis.call('ZRANGE', wfKey(base, workflow, 'ready'), 0, 63), pos = 0, out = {}, served = {}, order = 0, pending = {} }
+    -- Groups whose slots this call freed take their turn after the ones already waiting.
+    local known = {}
+    for _, group in ipairs(ring.groups) do known[group] = true end
+    for group in pairs(deferredGroups and deferredGroups[workflow] or {}) do
+      if not known[group] then
+        ring.groups[#ring.groups + 1] = group
+        ring.pending[group] = true
+      end
+    end
     rings[workflow] = ring
   end
   return ring
@@ -82,15 +91,17 @@ local function popFromGroups(base, limitsKey, workflow)
   return nil
 end
 
--- Writes each ring's outcome back to its workflow's `ready` zset.
-local function settleGroups(base, limitsKey)
+-- Writes each ring's outcome back to its workflow's `ready` zset, then reviews the deferred
+-- groups (see releaseSlots): a group that can run again is in `ready`, one that is idle has left
+-- the list of groups. Marks in `freed` the workflows a group rejoined (for wakeCapped).
+local function settleGroups(base, limitsKey, seqKey, freed)
   for workflow, ring in pairs(rings) do
     local readyKey = wfKey(base, workflow, 'ready')
     local served = {}
     for _, group in ipairs(ring.groups) do
       if ring.out[group] then
         redis.call('ZREM', readyKey, group)
-      elseif ring.served[group] then
+      elseif ring.served[group] or ring.pending[group] then
         if groupRoom(base, limitsKey, workflow, group) and laneHasDue(laneOf(base, workflow, group)) then
           served[#served + 1] = group
         else
@@ -98,17 +109,35 @@ local function settleGroups(base, limitsKey)
         end
       end
     end
-    table.sort(served, function(a, b) return ring.served[a] < ring.served[b] end)
-    for _, group in ipairs(served) do redis.call('ZADD', readyKey, nextTurn(base), group) end
+    -- Served groups go to the back in the order they were served; pending ones nobody served after them.
+    table.sort(served, function(a, b) return (ring.served[a] or math.huge) < (ring.served[b] or math.huge) end)
+    for _, group in ipairs(served) do
+      redis.call('ZADD', readyKey, nextTurn(base), group)
+      if ring.pending[group] then freed[workflow] = 'rejoined' end
+    end
+  end
+  for workflow, groups in pairs(deferredGroups or {}) do
+    local ring = rings[workflow]
+    for group in pairs(groups) do
+      if ring and (ring.out[group] or ring.served[group] or ring.pending[group]) then
+        local lane = laneOf(base, workflow, group)
+        if not laneHasDue(lane) and activeCount(lane .. 'active') == 0 then
+          redis.call('SREM', wfKey(base, workflow, 'groups'), group)
+        end
+      elseif reviewGroup(base, limitsKey, seqKey, workflow, group) then
+        freed[workflow] = 'rejoined'
+      end
+    end
   end
   rings = {}
+  deferredGroups = nil
 end
 
 -- Claims up to maxClaims due runs, fairly: round-robin over `workflows`, one run per workflow per
 -- pass; within a workflow, its ungrouped runs and its runnable groups take turns. Every cap —
 -- namespace, workflow, group — is checked for each claim. With passWake, if the batch filled up
 -- while runs are still claimable, passes the wake marker on to the next idle worker.
-local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaims, now, lockMs, reply, passWake)
+local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaims, now, lockMs, reply, passWake, freed)
   local claimed = 0
   local open, groupTurn = {}, {}
   for i, wf in ipairs(workflows) do
@@ -143,7 +172,7 @@ local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaim
       end
     end
   end
-  settleGroups(base, limitsKey)
+  settleGroups(base, limitsKey, seqKey, freed or {})
 
   if passWake and claimed >= maxClaims and maxClaims > 0 and namespaceRoom(leasesKey, limitsKey) then
     for i, wf in ipairs(workflows) do

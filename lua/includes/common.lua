@@ -206,18 +206,34 @@ end
 -- Frees the slots a run holds at every level, and notes in `freed` (workflow -> true, or
 -- 'rejoined' when a group its cap held back rejoined the round-robin) what wakeCapped must
 -- look at. Callers that refill slots themselves call wakeCapped after refilling.
+-- After a slot of a group freed: the group rejoins the round-robin if it can run again, or, if
+-- it is idle now, leaves the workflow's list of groups and costs nothing. Returns true if it
+-- rejoined.
+local function reviewGroup(base, limitsKey, seqKey, workflow, group)
+  if activateGroup(base, limitsKey, seqKey, workflow, group) then return true end
+  local lane = laneOf(base, workflow, group)
+  if not laneHasDue(lane) and activeCount(lane .. 'active') == 0 then
+    redis.call('SREM', wfKey(base, workflow, 'groups'), group)
+  end
+  return false
+end
+
+-- Groups whose slots freed in a call that claims right after (complete sets it to a table):
+-- their review waits for the claim, which may fill the slot again at once — sparing the group a
+-- trip out of the round-robin and back (see settleGroups).
+local deferredGroups = nil
+
 local function releaseSlots(base, leasesKey, limitsKey, seqKey, id, workflow, group, freed)
   removeActive(leasesKey, id)
   removeActive(wfKey(base, workflow, 'active'), id)
   if freed[workflow] == nil then freed[workflow] = true end
   if group ~= '' then
-    local lane = laneOf(base, workflow, group)
-    removeActive(lane .. 'active', id)
-    if activateGroup(base, limitsKey, seqKey, workflow, group) then
+    removeActive(laneOf(base, workflow, group) .. 'active', id)
+    if deferredGroups then
+      deferredGroups[workflow] = deferredGroups[workflow] or {}
+      deferredGroups[workflow][group] = true
+    elseif reviewGroup(base, limitsKey, seqKey, workflow, group) then
       freed[workflow] = 'rejoined'
-    elseif not laneHasDue(lane) and activeCount(lane .. 'active') == 0 then
-      -- The group is idle now: it leaves the workflow's list of groups, and costs nothing.
-      redis.call('SREM', wfKey(base, workflow, 'groups'), group)
     end
   end
 end
