@@ -4,7 +4,10 @@ import type { RedisKeys } from '../redis/redis.keys';
 import { Claim, parseClaimReply } from './claim';
 import { TickBatcher } from './tick.batcher';
 
-/** Most runs or steps one commit call carries: Lua is single-threaded, keep each call short. */
+/**
+ * Most commits one script call carries. Short calls keep Redis responsive, and several calls in
+ * flight let Node prepare one batch while Redis runs the previous (measured: 16 beats 64 and 8).
+ */
 const COMMIT_BATCH_CAP = 16;
 
 /** Asked of the worker loop when runs complete: how many runs to claim into the freed slots. */

@@ -94,12 +94,12 @@ export class WorkerLoop {
   }
 
   private async tick(): Promise<void> {
-    const free = this.options.worker.concurrency - this.active.size - this.refilling;
+    const free = this.freeSlots();
     if (free <= 0) {
       // Saturated: our own completion is the event that matters; wake at least once per stall
       // interval to take part in promotion and the stalled scan.
       await this.active.whenOneFinishes(this.options.worker.stalledIntervalMs);
-      if (!this.stopping && this.active.size + this.refilling >= this.options.worker.concurrency) await this.reserve(0, this.workflows);
+      if (!this.stopping && this.freeSlots() <= 0) await this.reserve(0, this.workflows);
       return;
     }
     const wanted = Math.min(free, RESERVE_BATCH_CAP);
@@ -107,6 +107,11 @@ export class WorkerLoop {
     for (const claim of claims) this.launch(claim);
     // A short batch means nothing more is claimable now: wait for Redis to say otherwise.
     if (claims.length < wanted && nextDueMs !== 0) await this.idle(nextDueMs);
+  }
+
+  /** Slots of the local semaphore neither running a run nor promised to a refill in flight. */
+  private freeSlots(): number {
+    return this.options.worker.concurrency - this.active.size - this.refilling;
   }
 
   /** Only calls that claim take a turn of the rotation, so refills and reserves alternate fairly. */
@@ -158,7 +163,7 @@ export class WorkerLoop {
    */
   private async idle(nextDueMs: number): Promise<void> {
     const deadline = nextDueMs > 0 ? Date.now() + nextDueMs : Infinity;
-    while (!this.stopping && this.options.worker.concurrency - this.active.size - this.refilling > 0) {
+    while (!this.stopping && this.freeSlots() > 0) {
       const handoff = await this.blockForWake(deadline - Date.now());
       if (!handoff) return;
       this.launch(handoff);
