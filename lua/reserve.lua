@@ -15,7 +15,8 @@
   ARGV[5] stalls a run may have before it fails for good
   ARGV[6] max delayed runs to promote per workflow
   ARGV[7] retention in ms of a run failed by the stall limit
-  ARGV[8..] workflow names this worker runs (rotated by the caller, so no workflow always goes first)
+  ARGV[8] the calling worker's id: it is awake, so its park announcements (park.lua) are void
+  ARGV[9..] workflow names this worker runs (rotated by the caller, so no workflow always goes first)
   Reply: { ms until the worker's next delayed run or -1, claims… } with claims as in claim.lua
 ]]
 -- @include common
@@ -24,7 +25,10 @@
 local base = ARGV[1]
 local now = nowMs()
 local workflows = {}
-for i = 8, #ARGV do workflows[#workflows + 1] = ARGV[i] end
+for i = 9, #ARGV do
+  workflows[#workflows + 1] = ARGV[i]
+  redis.call('ZREM', wfKey(base, ARGV[i], 'parked'), ARGV[8])
+end
 
 -- 1. Promote due delayed runs.
 local nextDue = -1

@@ -4,6 +4,9 @@ import { encodePayload } from '../redis/payload.codec';
 import { checkInteger, Duration, toMilliseconds } from '../util/duration';
 import { checkId, checkName } from '../util/names';
 
+/** Furthest a run can be scheduled ahead, as for `delay`. */
+const MAX_DELAY_MS = 10 * 365 * 86_400_000;
+
 /** Highest priority; scores keep priority in 20 bits (see lua/includes/common.lua). */
 export const MAX_PRIORITY = 1_048_575;
 
@@ -51,6 +54,7 @@ export function buildEnqueueRequest(
   if (options.runAt !== undefined) {
     if (!(options.runAt instanceof Date) || Number.isNaN(options.runAt.getTime())) throw new InvalidOptionError('opts.runAt', 'must be a valid Date');
     runAtMs = options.runAt.getTime();
+    if (runAtMs - Date.now() > MAX_DELAY_MS) throw new InvalidOptionError('opts.runAt', 'must be at most 10 years from now');
   }
   return {
     id: options.id === undefined ? randomUUID() : checkId(options.id, 'opts.id'),

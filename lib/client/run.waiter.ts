@@ -34,9 +34,10 @@ const BACKSTOP_MS = 10_000;
 @Injectable()
 export class RunWaiter implements BeforeApplicationShutdown {
   private readonly keys: RedisKeys;
-  private readonly listeners = new Map<string, Set<(message: string) => void>>();
+  private readonly listeners = new Map<string, { set: Set<(message: string) => void>; subscribed: Promise<void> }>();
   private readonly pending = new Set<(error: Error) => void>();
   private attached = false;
+  private closed = false;
 
   constructor(
     private readonly connections: RedisConnections,
@@ -52,6 +53,10 @@ export class RunWaiter implements BeforeApplicationShutdown {
    *   both are done, which still closes the race with a run that finished before the subscription.
    */
   wait(runId: string, timeoutMs: number | undefined, alongside?: Promise<unknown>): Promise<unknown> {
+    if (this.closed) {
+      alongside?.catch(() => undefined); // its failure is this wait's, reported below
+      return Promise.reject(new SluiceError('QueueModule is shutting down; no new waits'));
+    }
     const channel = this.keys.done(runId);
     return new Promise((resolve, reject) => {
       let done = false;
@@ -88,6 +93,7 @@ export class RunWaiter implements BeforeApplicationShutdown {
 
   /** The connections close after this: settle every wait now rather than leave it hanging. */
   beforeApplicationShutdown(): void {
+    this.closed = true;
     const error = new SluiceError('QueueModule is shutting down; the run carries on, but this wait was abandoned');
     [...this.pending].forEach((abandon) => abandon(error));
   }
@@ -104,17 +110,21 @@ export class RunWaiter implements BeforeApplicationShutdown {
     return { settled: false };
   }
 
-  private async listen(channel: string, listener: (message: string) => void): Promise<void> {
+  /** Resolves once the channel's subscription is live — for every listener, not just the first. */
+  private listen(channel: string, listener: (message: string) => void): Promise<void> {
     this.attach();
-    let set = this.listeners.get(channel);
-    if (!set) this.listeners.set(channel, (set = new Set()));
-    set.add(listener);
-    if (set.size === 1) await this.connections.subscriber.subscribe(channel);
+    let entry = this.listeners.get(channel);
+    if (!entry) {
+      entry = { set: new Set(), subscribed: this.connections.subscriber.subscribe(channel).then(() => undefined) };
+      this.listeners.set(channel, entry);
+    }
+    entry.set.add(listener);
+    return entry.subscribed;
   }
 
   private unlisten(channel: string, listener: (message: string) => void): void {
-    const set = this.listeners.get(channel);
-    if (!set?.delete(listener) || set.size > 0) return;
+    const entry = this.listeners.get(channel);
+    if (!entry?.set.delete(listener) || entry.set.size > 0) return;
     this.listeners.delete(channel);
     this.connections.subscriber.unsubscribe(channel).catch(() => undefined);
   }
@@ -123,11 +133,11 @@ export class RunWaiter implements BeforeApplicationShutdown {
     if (this.attached) return;
     this.attached = true;
     const subscriber = this.connections.subscriber;
-    subscriber.on('message', (channel: string, message: string) => this.listeners.get(channel)?.forEach((listener) => listener(message)));
+    subscriber.on('message', (channel: string, message: string) => this.listeners.get(channel)?.set.forEach((listener) => listener(message)));
     // After a reconnect, publishes sent in between are lost: have every waiter re-read its run.
     let connectedBefore = false;
     subscriber.on('ready', () => {
-      if (connectedBefore) this.listeners.forEach((set) => set.forEach((listener) => listener('reconnected')));
+      if (connectedBefore) this.listeners.forEach(({ set }) => set.forEach((listener) => listener('reconnected')));
       connectedBefore = true;
     });
   }

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import IORedis, { Redis, RedisOptions } from 'ioredis';
+import { SluiceError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { RedisConnectionOptions, ResolvedQueueOptions } from '../queue.options';
 
@@ -15,6 +16,7 @@ type Role = 'command' | 'blocking' | 'subscriber';
 export class RedisConnections implements OnApplicationShutdown {
   private readonly logger = new Logger('Sluice');
   private readonly open = new Map<Role, Redis>();
+  private closed = false;
 
   constructor(@Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions) {}
 
@@ -38,12 +40,14 @@ export class RedisConnections implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.closed = true;
     const owned = [...this.open.entries()].filter(([role]) => role !== 'command' || !this.userInstance());
     this.open.clear();
     await Promise.all(owned.map(([, redis]) => redis.quit().catch(() => redis.disconnect())));
   }
 
   private get(role: Role): Redis {
+    if (this.closed) throw new SluiceError(`QueueModule has shut down; its Redis ${role} connection is closed`);
     let redis = this.open.get(role);
     if (!redis) {
       redis = this.create(role);
@@ -59,6 +63,9 @@ export class RedisConnections implements OnApplicationShutdown {
       connectionName: `sluice:${this.options.namespace}:${role}`,
       // Commands on a blocking or subscriber connection must wait out a reconnect, not fail.
       maxRetriesPerRequest: role === 'command' ? 20 : null,
+      // A script whose reply a disconnect swallowed may have run: sending it again could complete
+      // or claim twice. Fail it instead; leases, idempotent ids and the stalled scan recover.
+      autoResendUnfulfilledCommands: role !== 'command',
       enableAutoPipelining: false,
     };
     const user = this.userInstance();

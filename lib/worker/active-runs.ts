@@ -1,3 +1,5 @@
+import { LeaseLostError } from '../errors';
+
 /**
  * An AbortController made only when something asks for its signal: most runs never look at
  * `ctx.signal`, and a controller per run is measurable on the hot path.
@@ -47,7 +49,14 @@ export class ActiveRuns {
     return this.runs.size;
   }
 
+  /**
+   * Records a run in flight. If this process still runs an older attempt of it (its lease
+   * expired, e.g. behind a blocked event loop, and this process claimed it again), that attempt
+   * has lost its lease: its signal is aborted.
+   */
   add(run: ActiveRun): void {
+    const older = this.runs.get(run.id);
+    if (older && older.token !== run.token) older.abort.abort(new LeaseLostError(run.id));
     this.runs.set(run.id, run);
   }
 

@@ -77,6 +77,9 @@ export class WorkerLoop {
   async stop(): Promise<void> {
     this.stopping = true;
     this.active.interrupt();
+    // Withdraw the park announcement first (an entry that expires at once), so no enqueue hands
+    // this worker a run it will not take.
+    await this.announcePark(-1).catch(() => undefined);
     this.connections.dropBlocking();
     await this.finished;
   }
@@ -109,6 +112,11 @@ export class WorkerLoop {
     if (claims.length < wanted && nextDueMs !== 0) await this.idle(nextDueMs);
   }
 
+  /** Tells enqueues this worker is about to block on its workflows, for `validForMs`. */
+  private announcePark(validForMs: number): Promise<unknown> {
+    return this.scripts.run('park', [this.keys.leases], [this.keys.base, this.workerId, validForMs, ...this.workflows]);
+  }
+
   /** Slots of the local semaphore neither running a run nor promised to a refill in flight. */
   private freeSlots(): number {
     return this.options.worker.concurrency - this.active.size - this.refilling;
@@ -121,7 +129,7 @@ export class WorkerLoop {
     if (scan) this.lastStallScan = now;
     const reply = await this.scripts.run<unknown[]>('reserve', [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.stallGate], [
       this.keys.base, wanted, this.options.worker.lockMs, scan ? this.options.worker.stalledIntervalMs : 0,
-      this.options.worker.maxStalls, PROMOTE_CAP, this.options.defaults.resultTtlMs, ...workflows,
+      this.options.worker.maxStalls, PROMOTE_CAP, this.options.defaults.resultTtlMs, this.workerId, ...workflows,
     ]);
     return parseClaimReply(reply);
   }
@@ -181,9 +189,7 @@ export class WorkerLoop {
     const timeoutMs = Math.min(untilDueMs, this.options.worker.stalledIntervalMs, MAX_BLOCK_MS);
     // Announce the park alongside the block (order does not matter: a handoff pushed before the
     // BLPOP starts is popped at once), so the enqueue fast path knows to hand runs over.
-    this.scripts
-      .run('park', [this.keys.leases], [this.keys.base, this.workerId, timeoutMs + PARK_SLACK_MS, ...this.workflows])
-      .catch((error: Error) => this.logger.warn(`Park announcement failed: ${error.message}`));
+    this.announcePark(timeoutMs + PARK_SLACK_MS).catch((error: Error) => this.logger.warn(`Park announcement failed: ${error.message}`));
     let popped: [string, string] | null;
     try {
       popped = await this.connections.blocking.blpop(...this.wakeKeys.keys(), Math.max(timeoutMs, 1) / 1000);

@@ -59,8 +59,10 @@ local function ringOf(base, workflow)
     -- Groups whose slots this call freed take their turn after the ones already waiting.
     local known = {}
     for _, group in ipairs(ring.groups) do known[group] = true end
+    local readyKey = wfKey(base, workflow, 'ready')
     for group in pairs(deferredGroups and deferredGroups[workflow] or {}) do
-      if not known[group] then
+      -- One already further back in `ready` keeps its place: its turn comes in a later call.
+      if not known[group] and not redis.call('ZSCORE', readyKey, group) then
         ring.groups[#ring.groups + 1] = group
         ring.pending[group] = true
       end

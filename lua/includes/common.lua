@@ -44,6 +44,10 @@ local function pushDue(lane, seqKey, id, priority, front)
   end
 end
 
+-- Per-call caches (noPriorities, dryLanes, activeCache, limitCache, and the rings in claim.lua)
+-- are sound because every script makes runs due (pushDue) before it claims (popDue), never after:
+-- keep that order when adding to a script.
+
 -- Lanes whose priority zset this call found empty. Only pushDue adds to a zset, and claiming
 -- (the caller of popDue) never does, so an empty zset stays empty for the rest of a claim pass:
 -- most lanes hold only priority-0 runs, and this spares them a ZPOPMIN per claim.

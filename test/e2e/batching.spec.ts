@@ -79,7 +79,7 @@ describe('batched commits, script level', () => {
     const WF = 'batch.mixed';
     const scripts = new LuaScripts(redis);
     for (const id of ['m1', 'm2', 'm3']) await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, { id }, false));
-    await scripts.run('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate], [keys.base, 3, 30_000, 0, 3, 256, 60_000, WF]);
+    await scripts.run('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate], [keys.base, 3, 30_000, 0, 3, 256, 60_000, 'w', WF]);
     await redis.hincrby(keys.run('m2'), 'token', 1); // m2 was taken over: its step must not land
     const reply = parseClaimReply<[number[], number[]]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq], [
       keys.base, 60_000, 0, 30_000, 1, WF, 2, 'm1', '1', 'a#1', '"one"', 'm2', '1', 'a#1', '"two"', 'm3', '1', '"done"',
@@ -98,7 +98,7 @@ describe('batched commits, script level', () => {
     const ids = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6'];
     for (const id of ids) expect(await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, { id }, false, 30_000, true))).toEqual([1, 'waiting']);
     const reserved = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate], [
-      keys.base, 6, 30_000, 0, 3, 256, 60_000, WF,
+      keys.base, 6, 30_000, 0, 3, 256, 60_000, 'w', WF,
     ]));
     expect(reserved.claims.map((c) => [c.id, c.token, c.attempt])).toEqual([['r1', '1', 1], ['r2', '1', 1], ['r3', '1', 1]]);
     await redis.hincrby(keys.run('r2'), 'token', 1); // another worker took r2 over

@@ -1,5 +1,5 @@
 import type Redis from 'ioredis';
-import { RunContext, Workflow } from '../../lib';
+import { RunContext, SluiceError, Workflow } from '../../lib';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { Gates, pollUntil } from '../support/workflows';
 
@@ -59,5 +59,15 @@ describe('done-channel announcements', () => {
     await redis.publish(`{sluice:${namespace}}:done:sentinel`, 'x');
     await pollUntil(async () => heard.includes('sentinel'), Boolean, 'the sentinel');
     expect(heard.filter((id) => id !== 'sentinel')).toHaveLength(1);
+  });
+});
+
+describe('after shutdown', () => {
+  it('rejects new waits and runs with a SluiceError instead of reopening connections', async () => {
+    const closed = await createApp([GateWorkflow], { namespace: uniqueNamespace('closed'), worker: { enabled: false } });
+    await closed.close();
+    await expect(closed.client.wait('some-run')).rejects.toBeInstanceOf(SluiceError);
+    await expect(closed.client.run(GateWorkflow, { key: 'late' })).rejects.toBeInstanceOf(SluiceError);
+    await expect(closed.client.enqueue(GateWorkflow, { key: 'late' })).rejects.toThrow(/shut down/);
   });
 });

@@ -46,7 +46,7 @@ export class FlowModel {
 
   reserve(n: number, workflows: string[], scan = false): Promise<unknown[]> {
     const { keys } = this;
-    return this.scripts.run('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate], [this.base, n, LOCK_MS, scan ? 60_000 : 0, MAX_STALLS, 256, TTL_MS, ...workflows]);
+    return this.scripts.run('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate], [this.base, n, LOCK_MS, scan ? 60_000 : 0, MAX_STALLS, 256, TTL_MS, 'model-worker', ...workflows]);
   }
 
   /** The complete script for one run and no steps; replies { run statuses, claims… }. */

@@ -1,0 +1,48 @@
+import type Redis from 'ioredis';
+import { LuaScripts } from '../../lib/redis/lua.scripts';
+import { RedisKeys } from '../../lib/redis/redis.keys';
+import { dropNamespace, rawRedis, uniqueNamespace } from '../support/app';
+
+/** The group round-robin past the 64 groups one call reads at a time. */
+describe('group round-robin, script level', () => {
+  let redis: Redis;
+  let scripts: LuaScripts;
+  const namespaces: string[] = [];
+
+  beforeAll(() => {
+    redis = rawRedis();
+    scripts = new LuaScripts(redis);
+  });
+  afterAll(async () => {
+    for (const ns of namespaces) await dropNamespace(redis, ns);
+    await redis.quit();
+  });
+
+  it('a group further back than 64 keeps its place when one of its runs completes', async () => {
+    const ns = uniqueNamespace('ring');
+    namespaces.push(ns);
+    const keys = new RedisKeys('sluice', ns);
+    const group = (i: number) => `g${String(i).padStart(2, '0')}`;
+    const enqueue = (id: string, g: string, fastPath: boolean) =>
+      scripts.run<[number, string]>('enqueue', [keys.run(id), keys.leases, keys.limits, keys.seq], [keys.base, id, 'w', '{}', 0, 0, '', 3, g, fastPath ? 1 : 0, 30_000, 0]);
+    await scripts.run('set-limits', [keys.limits, keys.seq], [keys.base, 'wf:w:group', 5, 'w', '*']);
+    // g70 gets an active run (through the fast path, the one way to start a run without claiming from the ring).
+    await scripts.run('park', [keys.leases], [keys.base, 'worker-1', 10_000, 'w']);
+    expect(await enqueue('A', group(70), true)).toEqual([1, 'active']);
+    await redis.lpop(keys.wake('w'));
+    for (let i = 0; i < 80; i++) await enqueue(`r${i}`, group(i), false);
+    const before = await redis.zrange(keys.workflow('w', 'ready'), 0, -1);
+    expect(before.indexOf(group(70))).toBe(70);
+
+    // Completing A frees a slot of g70 and refills one slot: the ring serves g00, not g70.
+    const [head, ...claims] = await scripts.run<[unknown, ...string[][]]>('complete', [keys.leases, keys.limits, keys.seq], [
+      keys.base, 60_000, 1, 30_000, 1, 'w', 0, 'A', '1', '"ok"',
+    ]);
+    expect(head).toEqual([[1], []]);
+    expect(claims.map((claim) => claim[0])).toEqual(['r0']);
+    const after = await redis.zrange(keys.workflow('w', 'ready'), 0, -1);
+    expect(after).not.toContain(group(0)); // its one run was claimed: it ran dry and left
+    expect(after.indexOf(group(70))).toBe(69); // g70 kept its place, ahead of g71..g79
+    expect(after[after.length - 1]).toBe(group(79));
+  });
+});
