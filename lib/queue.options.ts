@@ -60,7 +60,7 @@ export interface QueueModuleOptions {
   /**
    * Enqueue fast path: a run that is due now, with nothing queued ahead of it and room under its
    * caps, is claimed by the enqueue call itself and handed straight to a waiting worker, saving
-   * the worker a round trip. Its first lease lasts this process's `worker.lockMs`. Default `true`.
+   * the worker a round trip. The run's lease is that worker's `worker.lockMs`. Default `true`.
    */
   fastPath?: boolean;
 }

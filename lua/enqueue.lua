@@ -25,7 +25,7 @@
   ARGV[8] max attempts
   ARGV[9] group, or ''
   ARGV[10] 1 to allow the fast path, 0 not to
-  ARGV[11] lease length in ms of a fast-pathed run (until its worker takes it)
+  ARGV[11] lease length in ms of a fast-pathed run, if the parked worker's announcement names none
   ARGV[12] 1 if the caller will wait on the run (run()): its outcome is to be published
   Reply: { created: 1 new run | 0 existing run, state } (state 'active' = fast-pathed)
 ]]
@@ -42,6 +42,7 @@ local due = now + tonumber(ARGV[6])
 if ARGV[7] ~= '' then due = tonumber(ARGV[7]) end
 
 local state = 'waiting'
+local leaseMs = tonumber(ARGV[11])
 if due > now then
   state = 'delayed'
 elseif ARGV[10] == '1' and not laneHasDue(lane) and redis.call('LLEN', wakeKey) == 0
@@ -50,8 +51,10 @@ elseif ARGV[10] == '1' and not laneHasDue(lane) and redis.call('LLEN', wakeKey) 
   local parkedKey = wfKey(base, workflow, 'parked')
   local parked = redis.call('ZRANGEBYSCORE', parkedKey, now, '+inf', 'LIMIT', 0, 1)
   if #parked > 0 then
-    -- That worker is about to be woken by this handoff: count it as parked no longer.
+    -- That worker is about to be woken by this handoff: count it as parked no longer. Its
+    -- announcement ends in its lease length, which the handed-off run gets from the start.
     redis.call('ZREM', parkedKey, parked[1])
+    leaseMs = tonumber(string.match(parked[1], ':(%d+)$')) or leaseMs
     state = 'active'
   end
 end
@@ -69,7 +72,7 @@ if state == 'active' then
     redis.call('SADD', lane .. 'active', id)
     redis.call('SADD', wfKey(base, workflow, 'groups'), group)
   end
-  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[11]), id)
+  redis.call('ZADD', KEYS[2], now + leaseMs, id)
   redis.call('RPUSH', wakeKey, handoffEntry('1', id, ARGV[4]))
 elseif state == 'delayed' then
   -- Workers sleep until the earliest due time they know of; an earlier one must wake them.

@@ -5,7 +5,7 @@
 
   KEYS[1] leases  zset (unused; routes the call to the namespace's cluster slot)
   ARGV[1] key base '{prefix:namespace}:'
-  ARGV[2] worker id
+  ARGV[2] worker id, ending in ':<its lease length in ms>' (enqueue gives a handoff that lease)
   ARGV[3] how long the entry stays valid, in ms (the block timeout plus slack)
   ARGV[4..] workflow names the worker blocks on
   Reply: 1

@@ -5,7 +5,6 @@ import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisConnections } from '../redis/redis.connections';
 import type { RedisKeys } from '../redis/redis.keys';
 import { ActiveRuns, LazyAbort } from './active-runs';
-import type { LeaseHeartbeat } from './lease.heartbeat';
 import { Claim, parseClaimReply, parseHandoff } from './claim';
 import { Refill, RunCommits } from './run.commits';
 import type { RunExecutor } from './run.executor';
@@ -30,7 +29,6 @@ export interface WorkerParts {
   /** The workflows this process runs. */
   workflows: string[];
   active: ActiveRuns;
-  heartbeat: LeaseHeartbeat;
   makeExecutor: (commits: RunCommits) => RunExecutor;
 }
 
@@ -47,7 +45,8 @@ export class WorkerLoop {
   private readonly executor: RunExecutor;
   /** Wake list key → workflow name. */
   private readonly wakeKeys: Map<string, string>;
-  private readonly workerId = randomUUID();
+  /** How this worker announces itself as parked: an id, and its lease length for handoffs. */
+  private readonly workerId: string;
   private lastStallScan = 0;
   /** Slots promised to complete calls in flight that refill them (see {@link refill}). */
   private refilling = 0;
@@ -59,14 +58,14 @@ export class WorkerLoop {
   private readonly options: ResolvedQueueOptions;
   private readonly workflows: string[];
   private readonly active: ActiveRuns;
-  private readonly heartbeat: LeaseHeartbeat;
 
   constructor(parts: WorkerParts) {
     ({ connections: this.connections, scripts: this.scripts, keys: this.keys, options: this.options } = parts);
-    ({ workflows: this.workflows, active: this.active, heartbeat: this.heartbeat } = parts);
+    ({ workflows: this.workflows, active: this.active } = parts);
     const refill = { take: (runs: number) => this.takeRefill(runs), settle: (claims: Claim[], promised: number) => this.settleRefill(claims, promised) };
     this.executor = parts.makeExecutor(new RunCommits(parts.scripts, parts.keys, parts.options, refill));
     this.wakeKeys = new Map(parts.workflows.map((wf) => [parts.keys.wake(wf), wf]));
+    this.workerId = `${randomUUID()}:${parts.options.worker.lockMs}`;
   }
 
   start(): void {
@@ -175,9 +174,6 @@ export class WorkerLoop {
       const handoff = await this.blockForWake(deadline - Date.now());
       if (!handoff) return;
       this.launch(handoff);
-      // The handoff's first lease ran on the enqueuing process's lockMs: put it on ours now,
-      // alongside the run (off its critical path).
-      void this.heartbeat.extend([this.active.get(handoff.id)!]);
     }
   }
 

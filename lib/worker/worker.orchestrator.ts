@@ -48,7 +48,6 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       options: this.options,
       workflows: workflows.map((wf) => wf.name),
       active: this.active,
-      heartbeat: this.heartbeat,
       makeExecutor: (commits) => new RunExecutor(scripts, this.keys, this.registry, this.options, this.events, commits),
     });
     this.heartbeat.start();
