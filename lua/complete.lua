@@ -22,6 +22,7 @@
 ]]
 -- @include common
 -- @include claim
+-- @include steps
 
 local base = ARGV[1]
 local ttl = tonumber(ARGV[2])
@@ -32,16 +33,7 @@ for i = 6, 5 + workflowCount do workflows[#workflows + 1] = ARGV[i] end
 
 local stepsAt = 7 + workflowCount
 local stepsEnd = stepsAt + 4 * tonumber(ARGV[6 + workflowCount]) - 1
-local saved = {}
-for i = stepsAt, stepsEnd, 4 do
-  local runKey = base .. 'run:' .. ARGV[i]
-  if leasedRun(runKey, ARGV[i + 1]) then
-    redis.call('HSET', runKey, 'step:' .. ARGV[i + 2], ARGV[i + 3])
-    saved[#saved + 1] = 1
-  else
-    saved[#saved + 1] = 0
-  end
-end
+local saved = saveSteps(base, stepsAt, stepsEnd)
 
 local statuses, freed, tally = {}, {}, {}
 deferredGroups = {}
