@@ -59,21 +59,25 @@ elseif ARGV[10] == '1' and not laneHasDue(lane) and redis.call('LLEN', wakeKey) 
   end
 end
 
+-- Lease tokens count up from a base unique to this incarnation of the id (its creation time, in
+-- µs-sized steps), so a worker stuck on an expired run of the same id holds no valid token.
+local tokenBase = now * 1000
 redis.call('HSET', KEYS[1], 'workflow', workflow, 'input', ARGV[4], 'state', state, 'priority', ARGV[5],
-  'maxAttempts', ARGV[8], 'attempts', 0, 'failures', 0, 'stalls', 0, 'token', 0,
+  'maxAttempts', ARGV[8], 'attempts', 0, 'failures', 0, 'stalls', 0, 'token', string.format('%.0f', tokenBase),
   'createdAt', now, 'dueAt', due)
 if group ~= '' then redis.call('HSET', KEYS[1], 'group', group) end
 if ARGV[12] == '1' then redis.call('HSET', KEYS[1], 'waited', 1) end
 
 if state == 'active' then
-  redis.call('HSET', KEYS[1], 'token', 1, 'attempts', 1, 'startedAt', now)
+  local token = string.format('%.0f', tokenBase + 1)
+  redis.call('HSET', KEYS[1], 'token', token, 'attempts', 1, 'startedAt', now)
   redis.call('SADD', wfKey(base, workflow, 'active'), id)
   if group ~= '' then
     redis.call('SADD', lane .. 'active', id)
     redis.call('SADD', wfKey(base, workflow, 'groups'), group)
   end
   redis.call('ZADD', KEYS[2], now + leaseMs, id)
-  redis.call('RPUSH', wakeKey, handoffEntry('1', id, ARGV[4]))
+  redis.call('RPUSH', wakeKey, handoffEntry(token, id, ARGV[4]))
 elseif state == 'delayed' then
   -- Workers sleep until the earliest due time they know of; an earlier one must wake them.
   local delayedKey = wfKey(base, workflow, 'delayed')

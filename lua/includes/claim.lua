@@ -8,7 +8,7 @@ local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply
   local runKey = base .. 'run:' .. id
   local f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input')
   if not f[1] then return false end
-  local token = tostring(tonumber(f[1]) + 1)
+  local token = string.format('%.0f', tonumber(f[1]) + 1)
   local attempt = tonumber(f[2]) + 1
   redis.call('HSET', runKey, 'state', 'active', 'token', token, 'attempts', attempt, 'startedAt', now)
   addActive(wfKey(base, workflow, 'active'), id)

@@ -5,8 +5,8 @@ import { LuaScripts } from '../../lib/redis/lua.scripts';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { parseClaimReply } from '../../lib/worker/claim';
 import { createApp, dropNamespace, rawRedis, redisUrl, TestApp, uniqueNamespace } from '../support/app';
-import { enqueueArgs, enqueueKeys, sampleActive } from '../support/queue-state';
-import { deferred } from '../support/workflows';
+import { enqueueArgs, enqueueKeys, firstToken, sampleActive } from '../support/queue-state';
+import { deferred, pollUntil } from '../support/workflows';
 import IORedis from 'ioredis';
 
 /**
@@ -74,15 +74,34 @@ function namespace(): { ns: string; keys: RedisKeys } {
 }
 
 describe('batched commits, script level', () => {
+  it('a worker holding a token of an expired run cannot write to a new run that reuses the id', async () => {
+    const { keys } = namespace();
+    const WF = 'batch.reuse';
+    const scripts = new LuaScripts(redis);
+    const reserve = async () => parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate], [keys.base, 1, 30_000, 0, 3, 256, 60_000, 'w', WF])).claims[0];
+    await scripts.run('enqueue', enqueueKeys(keys, 'x'), enqueueArgs(keys, WF, 'x', {}, false));
+    const old = await reserve();
+    await scripts.run('complete', [keys.leases, keys.limits, keys.seq], [keys.base, 60_000, 0, 30_000, 1, WF, 0, 'x', old.token, '"first"']);
+    await redis.del(keys.run('x')); // its retention ran out
+    await redis.set(`${keys.base}clock-tick`, '1', 'PX', 5); // let the Redis clock move on a millisecond at least
+    await pollUntil(() => redis.exists(`${keys.base}clock-tick`), (n) => n === 0, 'a millisecond to pass');
+    await scripts.run('enqueue', enqueueKeys(keys, 'x'), enqueueArgs(keys, WF, 'x', {}, false));
+    const fresh = await reserve();
+    expect(fresh.token).not.toBe(old.token);
+    expect(await scripts.run('save-steps', [keys.leases], [keys.base, 'x', old.token, 's#1', '"stale"'])).toEqual([0]);
+    expect(await redis.hget(keys.run('x'), 'step:s#1')).toBeNull();
+  });
+
   it('steps that ride along with completions are token-checked one by one, like the completions', async () => {
     const { keys } = namespace();
     const WF = 'batch.mixed';
     const scripts = new LuaScripts(redis);
     for (const id of ['m1', 'm2', 'm3']) await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, { id }, false));
-    await scripts.run('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate], [keys.base, 3, 30_000, 0, 3, 256, 60_000, 'w', WF]);
+    const claimed = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate], [keys.base, 3, 30_000, 0, 3, 256, 60_000, 'w', WF]));
+    const token = Object.fromEntries(claimed.claims.map((c) => [c.id, c.token]));
     await redis.hincrby(keys.run('m2'), 'token', 1); // m2 was taken over: its step must not land
     const reply = parseClaimReply<[number[], number[]]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq], [
-      keys.base, 60_000, 0, 30_000, 1, WF, 2, 'm1', '1', 'a#1', '"one"', 'm2', '1', 'a#1', '"two"', 'm3', '1', '"done"',
+      keys.base, 60_000, 0, 30_000, 1, WF, 2, 'm1', token.m1, 'a#1', '"one"', 'm2', token.m2, 'a#1', '"two"', 'm3', token.m3, '"done"',
     ]));
     expect(reply.head).toEqual([[1], [1, 0]]);
     expect(await redis.hmget(keys.run('m1'), 'state', 'step:a#1')).toEqual(['active', '"one"']);
@@ -100,11 +119,14 @@ describe('batched commits, script level', () => {
     const reserved = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate], [
       keys.base, 6, 30_000, 0, 3, 256, 60_000, 'w', WF,
     ]));
-    expect(reserved.claims.map((c) => [c.id, c.token, c.attempt])).toEqual([['r1', '1', 1], ['r2', '1', 1], ['r3', '1', 1]]);
+    const createdAt = async (id: string) => (await redis.hget(keys.run(id), 'createdAt'))!;
+    const first = async (ids: string[]) => Promise.all(ids.map(async (id) => [id, firstToken(await createdAt(id)), 1]));
+    expect(reserved.claims.map((c) => [c.id, c.token, c.attempt])).toEqual(await first(['r1', 'r2', 'r3']));
+    const token = Object.fromEntries(reserved.claims.map((c) => [c.id, c.token]));
     await redis.hincrby(keys.run('r2'), 'token', 1); // another worker took r2 over
 
     const saved = await scripts.run<number[]>('save-steps', [keys.leases], [
-      keys.base, 'r1', '1', 's#1', '"a"', 'r2', '1', 's#1', '"b"', 'r3', '1', 's#1', '"c"',
+      keys.base, 'r1', token.r1, 's#1', '"a"', 'r2', token.r2, 's#1', '"b"', 'r3', token.r3, 's#1', '"c"',
     ]);
     expect(saved).toEqual([1, 0, 1]);
     /** A run's step memo: the `step:<name>#<n>` fields of its record. */
@@ -118,7 +140,7 @@ describe('batched commits, script level', () => {
     subscriber.on('pmessage', (_pattern: string, channel: string) => announced.push(channel.slice(keys.base.length)));
     await subscriber.psubscribe(`${keys.base}done:*`);
     const completed = parseClaimReply<[number[], number[]]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq], [
-      keys.base, 60_000, 3, 30_000, 1, WF, 0, 'r1', '1', '"done-1"', 'r2', '1', '"done-2"', 'r3', '1', '"done-3"',
+      keys.base, 60_000, 3, 30_000, 1, WF, 0, 'r1', token.r1, '"done-1"', 'r2', token.r2, '"done-2"', 'r3', token.r3, '"done-3"',
     ]));
     await subscriber.ping(); // replies come in order: every publish of that call has arrived
     await subscriber.quit();
@@ -130,11 +152,11 @@ describe('batched commits, script level', () => {
       expect(await steps(id)).toEqual({ 's#1': id === 'r1' ? '"a"' : '"c"' });
       expect(await redis.pttl(keys.run(id))).toBeGreaterThan(0);
     }
-    expect(await redis.hmget(keys.run('r2'), 'state', 'token', 'result', 'finishedAt')).toEqual(['active', '2', null, null]);
+    expect(await redis.hmget(keys.run('r2'), 'state', 'token', 'result', 'finishedAt')).toEqual(['active', String(BigInt(token.r2) + 1n), null, null]);
     expect(await redis.pttl(keys.run('r2'))).toBe(-1);
     expect(await redis.zscore(keys.leases, 'r2')).not.toBeNull();
     // The refill: r2 still holds its slot, so the cap of 3 leaves room for two of the three waiting runs.
-    expect(completed.claims.map((c) => [c.id, c.token, c.attempt])).toEqual([['r4', '1', 1], ['r5', '1', 1]]);
+    expect(completed.claims.map((c) => [c.id, c.token, c.attempt])).toEqual(await first(['r4', 'r5']));
     expect((await redis.smembers(keys.workflow(WF, 'active'))).sort()).toEqual(['r2', 'r4', 'r5']);
     expect((await redis.zrange(keys.leases, 0, -1)).sort()).toEqual(['r2', 'r4', 'r5']);
     expect(await redis.lrange(keys.lane(WF, undefined, 'queue'), 0, -1)).toEqual(['r6']);

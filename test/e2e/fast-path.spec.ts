@@ -3,7 +3,7 @@ import { NonRetryableError, QueueModuleOptions, RunContext, Step, Workflow, Work
 import { LuaScripts } from '../../lib/redis/lua.scripts';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
-import { dueInLane, enqueueArgs, enqueueKeys, FAKE_WORKER, fakePark, handoffEntry, isDueInLane, redisTimeMs, waitParked, watchLane } from '../support/queue-state';
+import { dueInLane, enqueueArgs, enqueueKeys, FAKE_WORKER, fakePark, firstToken, handoffEntry, isDueInLane, redisTimeMs, waitParked, watchLane } from '../support/queue-state';
 import { Counter, Gates, pollUntil } from '../support/workflows';
 
 /**
@@ -89,7 +89,8 @@ describe('enqueue fast path', () => {
     const lane = await watchLane(redis, s.keys, 'fp.hold');
     const h = await producer.client.enqueue(HoldWorkflow, { key: 'taken', hold: true });
     expect(await producer.client.get(h.id)).toMatchObject({ state: 'active', attempts: 1 });
-    expect(await s.raw(h.id, 'token', 'startedAt')).toEqual(['1', expect.stringMatching(/^\d+$/)]);
+    const [token, startedAt, createdAt] = await s.raw(h.id, 'token', 'startedAt', 'createdAt');
+    expect([token, startedAt]).toEqual([firstToken(createdAt!), createdAt]); // claimed by the enqueue itself
     expect(await lane.writes()).toEqual([]); // never queued as due
     expect(await dueInLane(redis, s.keys, 'fp.hold')).toBe(0);
     expect(await redis.sismember(s.keys.workflow('fp.hold', 'active'), h.id)).toBe(1);
@@ -131,7 +132,7 @@ describe('enqueue fast path', () => {
       const wake = await redis.lrange(s.keys.wake('fp.hold'), 0, -1);
       const parked = await redis.zscore(s.keys.workflow('fp.hold', 'parked'), FAKE_WORKER);
       if (fastPath) {
-        expect({ state: run?.state, wake, parked }).toEqual({ state: 'active', wake: [handoffEntry(h.id, input)], parked: null });
+        expect({ state: run?.state, wake, parked }).toEqual({ state: 'active', wake: [await handoffEntry(redis, s.keys, h.id, input)], parked: null });
       } else {
         expect({ state: run?.state, wake, parked: parked !== null }).toEqual({ state: 'waiting', wake: ['1'], parked: true });
       }
@@ -233,7 +234,7 @@ describe('enqueue fast path', () => {
     const input = { key: 'orphan-claimed' };
     const h = await producer.client.enqueue(HoldWorkflow, input);
     expect((await producer.client.get(h.id))?.state).toBe('active');
-    expect(await redis.lrange(s.keys.wake('fp.hold'), 0, -1)).toEqual([handoffEntry(h.id, input)]);
+    expect(await redis.lrange(s.keys.wake('fp.hold'), 0, -1)).toEqual([await handoffEntry(redis, s.keys, h.id, input)]);
     await s.worker();
     expect(await h.result({ timeoutMs: 10_000 })).toEqual({ key: input.key, attempt: 1 });
     expect(counts.get(`${h.id}:run`)).toBe(1);
@@ -249,7 +250,7 @@ describe('enqueue fast path', () => {
     const producer = await s.producer({ worker: { lockMs: 300 } }); // the handoff's lease is the enqueuer's lockMs
     const input = { key: 'orphan-stalled' };
     const h = await producer.client.enqueue(HoldWorkflow, input);
-    expect(await redis.lrange(s.keys.wake('fp.hold'), 0, -1)).toEqual([handoffEntry(h.id, input)]);
+    expect(await redis.lrange(s.keys.wake('fp.hold'), 0, -1)).toEqual([await handoffEntry(redis, s.keys, h.id, input)]);
     const deadline = Number(await redis.zscore(s.keys.leases, h.id));
     await pollUntil(() => redisTimeMs(redis), (now) => now > deadline, 'the handoff lease to run out');
     await s.worker({ stalledIntervalMs: 100 });

@@ -26,9 +26,14 @@ export function waitParked(redis: Redis, keys: RedisKeys, workflow: string, atLe
   return pollUntil(() => redis.zcard(keys.workflow(workflow, 'parked')), (n) => n >= atLeast, `${atLeast} parked worker(s) on ${workflow}`);
 }
 
-/** The wake list entry the fast path leaves for a run: '<token> <id> <encoded input>'. */
-export function handoffEntry(id: string, input: unknown, token = 1): string {
-  return `${token} ${id} ${JSON.stringify(input)}`;
+/** The wake list entry the fast path leaves for a run: '<token> <id> <encoded input>', with the run's token as stored. */
+export async function handoffEntry(redis: Redis, keys: RedisKeys, id: string, input: unknown): Promise<string> {
+  return `${await redis.hget(keys.run(id), 'token')} ${id} ${JSON.stringify(input)}`;
+}
+
+/** The first lease token of a run created at `createdAt` (ms): tokens count up from createdAt × 1000. */
+export function firstToken(createdAt: string | number): string {
+  return String(BigInt(createdAt) * 1000n + 1n);
 }
 
 /** KEYS of lua/enqueue.lua, in header order. */
