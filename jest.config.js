@@ -1,8 +1,12 @@
-/** Unit tests need no Redis; e2e and chaos tests share one redis-server started by the global setup. */
+/**
+ * Unit tests need no Redis; e2e tests share one redis-server started by the global setup. The
+ * fault suite (test/chaos) runs separately, one file at a time: `npm run test:chaos` (jest.chaos.config.js).
+ */
 module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/chaos/'],
   transform: { '^.+\\.ts$': 'ts-jest' },
   globalSetup: '<rootDir>/test/support/redis.global-setup.ts',
   globalTeardown: '<rootDir>/test/support/redis.global-teardown.ts',

@@ -1,6 +1,7 @@
 import { DynamicModule, Module, ModuleMetadata, Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { QueueClient } from './client/queue.client';
+import { QueueHealth } from './health/queue.health';
 import { RunWaiter } from './client/run.waiter';
 import { WorkflowMetadataAccessor } from './discovery/workflow-metadata.accessor';
 import { WorkflowExplorer } from './discovery/workflow.explorer';
@@ -29,6 +30,7 @@ const CORE_PROVIDERS: Provider[] = [
   QueueClient,
   RunEvents,
   WorkerOrchestrator,
+  QueueHealth,
 ];
 
 /**
@@ -52,7 +54,7 @@ export class QueueModule {
       module: QueueModule,
       imports: [DiscoveryModule, ...imports],
       providers: [...optionsProviders, ...CORE_PROVIDERS],
-      exports: [QueueClient, RunEvents],
+      exports: [QueueClient, RunEvents, QueueHealth],
     };
   }
 }

@@ -1,10 +1,18 @@
 import type { Redis, RedisOptions } from 'ioredis';
 import { QueueConfigError } from './errors';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from './redis/payload.codec';
+import { DEFAULT_MAX_MEMO_BYTES } from './worker/step.recorder';
+import { userRedisInstance } from './redis/user-instance';
+import { Duration, toMilliseconds } from './util/duration';
 import { checkName } from './util/names';
 import type { BackoffOptions } from './workflow/workflow.types';
 
-/** Where Redis is. Either these fields or a ready ioredis instance (Sluice duplicates it for its blocking and subscriber connections, and leaves closing it to you). */
+/**
+ * Where Redis is: these fields (at least `url`, `host` or `port`), or an ioredis instance that
+ * Sluice duplicates with its own connection settings (it never sends commands over yours, and
+ * leaves closing it to you). An instance with a `keyPrefix` is refused: Sluice's scripts build
+ * keys that a prefix would not reach.
+ */
 export interface RedisConnectionOptions {
   /** `redis://[user:password@]host:port[/db]` or `rediss://…`; other fields override its parts. */
   url?: string;
@@ -22,14 +30,14 @@ export interface WorkerOptions {
   enabled?: boolean;
   /** Runs executed at once by this process, across all its workflows. Default 10. */
   concurrency?: number;
-  /** Lease length: a run whose worker sends no heartbeat for this long is recovered by another. Default 30 000. */
-  lockMs?: number;
-  /** How often some worker in the fleet scans for stalled runs. Default `lockMs / 2`. */
-  stalledIntervalMs?: number;
+  /** Lease length (ms or e.g. `'30s'`): a run whose worker sends no heartbeat for this long is recovered by another. Default 30 s. */
+  lockMs?: Duration;
+  /** How often (ms or e.g. `'15s'`) some worker in the fleet scans for stalled runs. Default `lockMs / 2`. */
+  stalledIntervalMs?: Duration;
   /** Times a run may stall (be recovered from a dead worker) before it fails for good. Default 3. */
   maxStalls?: number;
-  /** On shutdown, how long in-flight runs may take to finish before they are handed back. Default 30 000. */
-  shutdownTimeoutMs?: number;
+  /** On shutdown, how long (ms or e.g. `'30s'`) in-flight runs may take to finish before they are handed back. Default 30 s. */
+  shutdownTimeoutMs?: Duration;
 }
 
 export interface RunDefaults {
@@ -57,6 +65,14 @@ export interface QueueModuleOptions {
   defaults?: RunDefaults;
   /** Largest encoded input, step result or run result, in bytes. Default 1 MiB. */
   maxPayloadBytes?: number;
+  /** Largest total of a run's persisted step results, in bytes: a step past it fails the run. Default 16 MiB. */
+  maxRunMemoBytes?: number;
+  /**
+   * Bound of every call to Redis (ms or e.g. `'10s'`): a call that cannot be sent within it rejects
+   * with `RedisUnavailableError` (nothing changed), one whose reply does not come within it with
+   * `OutcomeUnknownError` (it may have run), and the connection is replaced. Default 10 s.
+   */
+  redisTimeoutMs?: Duration;
   /**
    * Enqueue fast path: a run that is due now, with nothing queued ahead of it and room under its
    * caps, is claimed by the enqueue call itself and handed straight to a waiting worker, saving
@@ -70,9 +86,11 @@ export interface ResolvedQueueOptions {
   prefix: string;
   namespace: string;
   concurrency?: number;
-  worker: Required<WorkerOptions>;
+  worker: { [K in keyof WorkerOptions]-?: Exclude<WorkerOptions[K], string> };
   defaults: { attempts: number; backoff: Required<BackoffOptions>; resultTtlMs: number };
   maxPayloadBytes: number;
+  maxRunMemoBytes: number;
+  redisTimeoutMs: number;
   fastPath: boolean;
 }
 
@@ -81,10 +99,8 @@ export const DEFAULT_BACKOFF: Required<BackoffOptions> = { delayMs: 1_000, facto
 /** Fills defaults and checks every option, so a misconfiguration fails the bootstrap with a clear message. */
 export function resolveQueueOptions(options: QueueModuleOptions): ResolvedQueueOptions {
   if (!options || typeof options !== 'object') throw new QueueConfigError('QueueModule options are required');
-  if (!options.connection || typeof options.connection !== 'object') {
-    throw new QueueConfigError('QueueModule options.connection is required: { url } / { host, port } or an ioredis instance');
-  }
-  const lockMs = positive(options.worker?.lockMs ?? 30_000, 'worker.lockMs');
+  checkConnection(options.connection);
+  const lockMs = positive(duration(options.worker?.lockMs ?? 30_000, 'worker.lockMs'), 'worker.lockMs');
   return {
     connection: options.connection,
     prefix: configName(options.prefix ?? 'sluice', 'prefix'),
@@ -94,9 +110,9 @@ export function resolveQueueOptions(options: QueueModuleOptions): ResolvedQueueO
       enabled: options.worker?.enabled ?? true,
       concurrency: positive(options.worker?.concurrency ?? 10, 'worker.concurrency'),
       lockMs,
-      stalledIntervalMs: positive(options.worker?.stalledIntervalMs ?? Math.ceil(lockMs / 2), 'worker.stalledIntervalMs'),
+      stalledIntervalMs: positive(duration(options.worker?.stalledIntervalMs ?? Math.ceil(lockMs / 2), 'worker.stalledIntervalMs'), 'worker.stalledIntervalMs'),
       maxStalls: nonNegative(options.worker?.maxStalls ?? 3, 'worker.maxStalls'),
-      shutdownTimeoutMs: nonNegative(options.worker?.shutdownTimeoutMs ?? 30_000, 'worker.shutdownTimeoutMs'),
+      shutdownTimeoutMs: duration(options.worker?.shutdownTimeoutMs ?? 30_000, 'worker.shutdownTimeoutMs'),
     },
     defaults: {
       attempts: positive(options.defaults?.attempts ?? 3, 'defaults.attempts'),
@@ -104,6 +120,8 @@ export function resolveQueueOptions(options: QueueModuleOptions): ResolvedQueueO
       resultTtlMs: positive(options.defaults?.resultTtlMs ?? 86_400_000, 'defaults.resultTtlMs'),
     },
     maxPayloadBytes: positive(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes'),
+    maxRunMemoBytes: positive(options.maxRunMemoBytes ?? DEFAULT_MAX_MEMO_BYTES, 'maxRunMemoBytes'),
+    redisTimeoutMs: positive(duration(options.redisTimeoutMs ?? 10_000, 'redisTimeoutMs'), 'redisTimeoutMs'),
     fastPath: options.fastPath ?? true,
   };
 }
@@ -115,6 +133,39 @@ export function resolveBackoff(backoff: BackoffOptions | undefined, fallback: Re
     factor: positive(backoff.factor ?? fallback.factor, `${field}.factor`, false),
     maxDelayMs: nonNegative(backoff.maxDelayMs ?? fallback.maxDelayMs, `${field}.maxDelayMs`),
   };
+}
+
+/**
+ * An empty connection would silently mean 127.0.0.1:6379 — e.g. `{ url: process.env.REDIS_URL }`
+ * with the variable unset — so one of url, host or port must be given.
+ */
+function checkConnection(connection: unknown): void {
+  if (!connection || typeof connection !== 'object') {
+    throw new QueueConfigError('QueueModule options.connection is required: { url } / { host, port } or an ioredis instance');
+  }
+  const user = userRedisInstance(connection);
+  if (user) {
+    if (user.options?.keyPrefix) {
+      throw new QueueConfigError(`options.connection: an ioredis instance with keyPrefix "${user.options.keyPrefix}" is not supported (Sluice's scripts build keys a prefix would not reach); use the prefix option instead`);
+    }
+    if ((user as { isCluster?: boolean }).isCluster) throw new QueueConfigError('options.connection: Redis Cluster instances are not supported yet');
+    return;
+  }
+  const fields = connection as RedisConnectionOptions;
+  if (fields.url === undefined && fields.host === undefined && fields.port === undefined) {
+    throw new QueueConfigError('options.connection has no url, host or port (is the environment variable behind it unset?); give { url } or { host, port }');
+  }
+  if (fields.url !== undefined && (typeof fields.url !== 'string' || !/^rediss?:\/\/./.test(fields.url))) {
+    throw new QueueConfigError(`options.connection.url must be a redis:// or rediss:// URL, got ${JSON.stringify(fields.url)}`);
+  }
+}
+
+function duration(value: Duration, field: string): number {
+  try {
+    return toMilliseconds(value, field);
+  } catch (error) {
+    throw new QueueConfigError((error as Error).message);
+  }
 }
 
 function configName(value: string, field: string): string {

@@ -8,6 +8,8 @@
   KEYS[1] leases  zset
   KEYS[2] limits  hash
   KEYS[3] seq     string
+  KEYS[4] call:<call id> string: this call's claims, kept for a retry after a lost reply (see
+          replayClaims in claim.lua); a retry is sent with the same call id and arguments
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] retention in ms
   ARGV[3] runs to claim for the caller (0 = none)
@@ -41,7 +43,10 @@ for i = stepsEnd + 1, #ARGV, 3 do
   local id = ARGV[i]
   local runKey = base .. 'run:' .. id
   local workflow, group, waited = leasedRun(runKey, ARGV[i + 1])
-  if workflow then
+  local f = workflow and {} or redis.call('HMGET', runKey, 'state', 'token')
+  if f[1] == 'completed' and f[2] == ARGV[i + 1] then
+    statuses[#statuses + 1] = 1
+  elseif workflow then
     releaseSlots(base, KEYS[1], KEYS[2], KEYS[3], id, workflow, group, freed)
     finishRun(base, runKey, id, workflow, 'completed', 'result', ARGV[i + 2], now, ttl, waited)
     tallyFinished(tally, workflow, 'completed')
@@ -55,7 +60,12 @@ countFinished(base, tally)
 local reply = { { statuses, saved } }
 -- No wake to pass on: this worker comes back for more with its next completions. Claiming
 -- (even of nothing) settles the groups whose slots freed above.
-claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, tonumber(ARGV[3]), now, tonumber(ARGV[4]), reply, false, freed)
+if replayClaims(base, KEYS[1], KEYS[4], now, tonumber(ARGV[4]), reply) then
+  settleGroups(base, KEYS[2], KEYS[3], freed)
+else
+  claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, tonumber(ARGV[3]), now, tonumber(ARGV[4]), reply, false, freed)
+  rememberClaims(KEYS[4], reply, 2, tonumber(ARGV[4]))
+end
 -- Only now, after the refill took what it could, is leftover room worth waking a worker for.
 wakeCapped(base, KEYS[2], freed)
 return reply

@@ -1,7 +1,8 @@
 --[[
   declare-limits: at a worker's bootstrap, register its workflows and write the fleet-wide caps
   its code declares; report what changed. The latest bootstrap wins; a raised cap releases what
-  the old one held back, as set-limits does.
+  the old one held back, as set-limits does, except that for a changed default of every group
+  the caller visits the workflow's groups itself, in batches (activate-groups from cursor '0').
 
   KEYS[1] limits     hash
   KEYS[2] workflows  set
@@ -16,7 +17,15 @@
 -- @include common
 
 local workflowCount = tonumber(ARGV[2])
-for i = 3, 2 + workflowCount do redis.call('SADD', KEYS[2], ARGV[i]) end
+for i = 3, 2 + workflowCount do
+  redis.call('SADD', KEYS[2], ARGV[i])
+  -- A workflow with no group listed has no due grouped run: its count of them (see stats.lua) is
+  -- exactly 0 now, which spares a new workflow the one-time count of stats.
+  local statsKey = wfKey(ARGV[1], ARGV[i], 'stats')
+  if redis.call('HEXISTS', statsKey, 'groupDueExact') == 0 and redis.call('SCARD', wfKey(ARGV[1], ARGV[i], 'groups')) == 0 then
+    redis.call('HSET', statsKey, 'groupDue', 0, 'groupDueExact', 1)
+  end
+end
 
 local changed = {}
 for i = 3 + workflowCount, #ARGV, 4 do

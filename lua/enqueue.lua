@@ -27,12 +27,15 @@
   ARGV[10] 1 to allow the fast path, 0 not to
   ARGV[11] lease length in ms of a fast-pathed run, if the parked worker's announcement names none
   ARGV[12] 1 if the caller will wait on the run (run()): its outcome is to be published
+  ARGV[13] nonce of the enqueue call: a retry after a lost reply finds the run its own first
+           attempt created and still answers 'created'
   Reply: { created: 1 new run | 0 existing run, state } (state 'active' = fast-pathed)
 ]]
 -- @include common
 
-local existing = redis.call('HGET', KEYS[1], 'state')
-if existing then return { 0, existing } end
+local nonce = ARGV[13] or ''
+local existing = redis.call('HMGET', KEYS[1], 'state', 'nonce')
+if existing[1] then return { (nonce ~= '' and existing[2] == nonce) and 1 or 0, existing[1] } end
 
 local base, id, workflow, group = ARGV[1], ARGV[2], ARGV[3], ARGV[9]
 local lane = laneOf(base, workflow, group)
@@ -64,7 +67,7 @@ end
 local tokenBase = now * 1000
 redis.call('HSET', KEYS[1], 'workflow', workflow, 'input', ARGV[4], 'state', state, 'priority', ARGV[5],
   'maxAttempts', ARGV[8], 'attempts', 0, 'failures', 0, 'stalls', 0, 'token', string.format('%.0f', tokenBase),
-  'createdAt', now, 'dueAt', due)
+  'createdAt', now, 'dueAt', due, 'nonce', nonce)
 if group ~= '' then redis.call('HSET', KEYS[1], 'group', group) end
 if ARGV[12] == '1' then redis.call('HSET', KEYS[1], 'waited', 1) end
 

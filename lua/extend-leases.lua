@@ -6,7 +6,8 @@
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] lease length in ms
   ARGV[3..] run id, lease token, run id, lease token, …
-  Reply: ids of the runs whose lease this worker no longer holds
+  Reply: { run id, lease token, … } of the leases this worker no longer holds (the token tells a
+         stale attempt from a newer one of the same run in the same process)
 ]]
 -- @include common
 
@@ -17,6 +18,7 @@ for i = 3, #ARGV, 2 do
     redis.call('ZADD', KEYS[1], 'XX', deadline, ARGV[i])
   else
     lost[#lost + 1] = ARGV[i]
+    lost[#lost + 1] = ARGV[i + 1]
   end
 end
 return lost

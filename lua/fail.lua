@@ -14,13 +14,19 @@
   ARGV[5] 1 retryable | 0 not retryable
   ARGV[6] backoff before the next attempt, in ms
   ARGV[7] retention in ms
-  Reply: 'retry' | 'failed' | 'lost' (nothing written)
+  Reply: 'retry' | 'failed' | 'lost' (nothing written). A retry of a call that landed (its reply
+         was lost) answers what that call did, from the run's 'ended' field, and writes nothing.
 ]]
 -- @include common
 
 local base, id = ARGV[1], ARGV[2]
 local workflow, group, waited = leasedRun(KEYS[1], ARGV[3])
-if not workflow then return 'lost' end
+if not workflow then
+  local ended = redis.call('HGET', KEYS[1], 'ended') or ''
+  local mine = ARGV[3] .. ':'
+  if string.sub(ended, 1, #mine) == mine then return string.sub(ended, #mine + 1) end
+  return 'lost'
+end
 local freed = {}
 releaseSlots(base, KEYS[2], KEYS[3], KEYS[4], id, workflow, group, freed)
 
@@ -47,5 +53,6 @@ else
   finishRun(base, KEYS[1], id, workflow, 'failed', 'error', ARGV[4], now, tonumber(ARGV[7]), waited)
   countFinished(base, { [workflow .. '|failed'] = 1 })
 end
+redis.call('HSET', KEYS[1], 'ended', ARGV[3] .. ':' .. outcome)
 wakeCapped(base, KEYS[3], freed)
 return outcome

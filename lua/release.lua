@@ -10,15 +10,17 @@
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] run id
   ARGV[3] lease token
-  Reply: 1 released | 0 lease lost (nothing written)
+  Reply: 1 released (also for a retry of a call that landed) | 0 lease lost (nothing written)
 ]]
 -- @include common
 
 local workflow, group = leasedRun(KEYS[1], ARGV[3])
-if not workflow then return 0 end
+if not workflow then
+  return redis.call('HGET', KEYS[1], 'ended') == ARGV[3] .. ':released' and 1 or 0
+end
 local freed = {}
 releaseSlots(ARGV[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], workflow, group, freed)
-redis.call('HSET', KEYS[1], 'state', 'waiting')
+redis.call('HSET', KEYS[1], 'state', 'waiting', 'ended', ARGV[3] .. ':released')
 makeDue(ARGV[1], KEYS[3], KEYS[4], workflow, group, ARGV[2], redis.call('HGET', KEYS[1], 'priority'), true)
 wakeCapped(ARGV[1], KEYS[3], freed)
 return 1

@@ -8,6 +8,8 @@
   KEYS[2] limits      hash
   KEYS[3] seq         string
   KEYS[4] stall-gate  string
+  KEYS[5] call:<call id> string: this call's claims, kept for a retry after a lost reply (see
+          replayClaims); a retry is sent with the same call id
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] max runs to claim (0 = only promote and scan)
   ARGV[3] lease length in ms
@@ -17,7 +19,8 @@
   ARGV[7] retention in ms of a run failed by the stall limit
   ARGV[8] the calling worker's id: it is awake, so its park announcements (park.lua) are void
   ARGV[9..] workflow names this worker runs (rotated by the caller, so no workflow always goes first)
-  Reply: { ms until the worker's next delayed run or -1, claims… } with claims as in claim.lua
+  Reply: { ms until the worker's next delayed run or -1, claims… } with claims as in claim.lua;
+         a replay answers 0 for the ms (reserve again at once)
 ]]
 -- @include common
 -- @include claim
@@ -29,6 +32,9 @@ for i = 9, #ARGV do
   workflows[#workflows + 1] = ARGV[i]
   redis.call('ZREM', wfKey(base, ARGV[i], 'parked'), ARGV[8])
 end
+
+local replayed = { 0 }
+if replayClaims(base, KEYS[1], KEYS[5], now, tonumber(ARGV[3]), replayed) then return replayed end
 
 -- 1. Promote due delayed runs.
 local nextDue = -1
@@ -86,4 +92,5 @@ end
 -- 3. Claim.
 local reply = { nextDue }
 claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, tonumber(ARGV[2]), now, tonumber(ARGV[3]), reply, true)
+rememberClaims(KEYS[5], reply, 2, tonumber(ARGV[3]))
 return reply

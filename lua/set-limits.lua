@@ -1,7 +1,9 @@
 --[[
   set-limits: change one fleet-wide cap at runtime. Runs claimed from now on obey it; runs
   already active keep their slots. A raised or removed cap lets held-back groups rejoin their
-  workflow's round-robin and wakes the workers it concerns.
+  workflow's round-robin and wakes the workers it concerns. For every group's default ('*'),
+  this call visits the first batch of the workflow's groups; the caller goes on with
+  activate-groups from the cursor replied, until it is '0'.
 
   KEYS[1] limits  hash
   KEYS[2] seq     string
@@ -11,7 +13,8 @@
   ARGV[3] the cap, or '' to remove it
   ARGV[4] workflow the field concerns, or '' for the namespace
   ARGV[5] group the field concerns, '*' for every group of the workflow, or ''
-  Reply: the previous cap, or '' if there was none
+  Reply: { the previous cap or '' if there was none, SSCAN cursor of the groups left to visit
+           ('0' = none) }
 ]]
 -- @include common
 
@@ -24,5 +27,11 @@ if group ~= '' and group ~= '*' and (previous == '') ~= (ARGV[3] == '') then
   local countField = 'wf:' .. ARGV[4] .. ':overrides'
   if redis.call('HINCRBY', KEYS[1], countField, previous == '' and 1 or -1) <= 0 then redis.call('HDEL', KEYS[1], countField) end
 end
-afterCapChange(ARGV[1], KEYS[1], KEYS[2], ARGV[4], ARGV[5])
-return previous
+
+-- A lowered default gives no group room, so no group needs a visit. An unchanged one does get
+-- its visits: setting a cap again finishes the batches of an earlier change that stopped early.
+local cursor = '0'
+local lowered = ARGV[3] ~= '' and (previous == '' or tonumber(ARGV[3]) < tonumber(previous))
+if group == '*' and not lowered then cursor = activateGroupBatch(ARGV[1], KEYS[1], KEYS[2], ARGV[4], '0') end
+afterCapChange(ARGV[1], KEYS[1], KEYS[2], ARGV[4], group)
+return { previous, cursor }

@@ -1,17 +1,25 @@
 --[[
-  stats: a consistent snapshot of counts and caps, read without scanning runs: queues and sets
-  are counted, finished runs are running totals.
+  stats: a consistent snapshot of counts and caps. Queues and sets are counted; due grouped runs
+  and finished runs are running totals, so the cost does not grow with the number of runs or
+  groups, but for the rows of groups (at most GROUP_ROWS a workflow) and a one-time count after
+  an upgrade (see groupDue).
 
   KEYS[1] leases  zset
   KEYS[2] limits  hash
   ARGV[1] key base '{prefix:namespace}:'
-  ARGV[2] 1 to include each group with due runs or active runs, 0 not to
+  ARGV[2] 1 to include rows of groups with due or active runs (at most GROUP_ROWS a workflow), 0 not to
   ARGV[3..] workflow names, or none for every registered workflow
   Reply: { namespace active, namespace cap or '', per workflow: { name, waiting, delayed, active,
            cap or '', group default cap or '', completed, failed, { per group: group, waiting,
-           active, cap or '' … } } … }
+           active, cap or '' … }, groups with due or active runs left out of those rows } … }
 ]]
 -- @include common
+
+-- Rows of groups a call returns per workflow: each costs a few reads, and a workflow may have
+-- any number of groups. Past it, the rows are the first GROUP_ROWS groups in the `groups` set's
+-- own order (SSCAN from the start): an arbitrary selection, not the busiest, that stays the
+-- same while the set does.
+local GROUP_ROWS = 1000
 
 local base = ARGV[1]
 local workflows = {}
@@ -19,22 +27,58 @@ for i = 3, #ARGV do workflows[#workflows + 1] = ARGV[i] end
 if #workflows == 0 then workflows = redis.call('SMEMBERS', base .. 'workflows') end
 table.sort(workflows)
 
+-- Due grouped runs: the 'groupDue' count kept by makeDue and the claim pass, exact once
+-- 'groupDueExact' marks it. Data written before the count existed has no mark (and new code may
+-- have counted its runs partly): the first stats call after the upgrade counts every group's
+-- lanes once and stores the sum — a one-time pass over the groups, as every call made before.
+-- declare-limits marks a workflow that has no group yet, so a new namespace never pays it. A
+-- negative count can only come from a process that does not keep it (an older version still
+-- running beside this one): it is counted again.
+local function groupDue(wf, statsKey, counted, exact)
+  counted = tonumber(counted or 0)
+  if exact and counted >= 0 then return counted end
+  local sum = 0
+  for _, g in ipairs(redis.call('SMEMBERS', wfKey(base, wf, 'groups'))) do sum = sum + dueCount(laneOf(base, wf, g)) end
+  redis.call('HSET', statsKey, 'groupDue', sum, 'groupDueExact', 1)
+  return sum
+end
+
+-- The groups to give rows for, and how many groups were left out.
+local function rowGroups(wf)
+  local groupsKey = wfKey(base, wf, 'groups')
+  local total = redis.call('SCARD', groupsKey)
+  if total <= GROUP_ROWS then return redis.call('SMEMBERS', groupsKey), 0 end
+  local groups, seen, cursor = {}, {}, '0'
+  repeat
+    local page = redis.call('SSCAN', groupsKey, cursor, 'COUNT', GROUP_ROWS)
+    cursor = page[1]
+    -- SSCAN may return a group twice (while the set is rehashed): keep the first.
+    for _, g in ipairs(page[2]) do
+      if #groups < GROUP_ROWS and not seen[g] then
+        seen[g] = true
+        groups[#groups + 1] = g
+      end
+    end
+  until cursor == '0' or #groups >= GROUP_ROWS
+  return groups, total - #groups
+end
+
 local reply = { redis.call('ZCARD', KEYS[1]), limitOf(KEYS[2], 'ns') or '' }
 for _, wf in ipairs(workflows) do
-  local groups = redis.call('SMEMBERS', wfKey(base, wf, 'groups'))
-  local waiting = dueCount(laneOf(base, wf, ''))
-  local perGroup = {}
-  for _, g in ipairs(groups) do
-    local lane = laneOf(base, wf, g)
-    local due = dueCount(lane)
-    waiting = waiting + due
-    if ARGV[2] == '1' then
-      perGroup[#perGroup + 1] = { g, due, redis.call('SCARD', lane .. 'active'), groupLimit(KEYS[2], wf, g) or '' }
+  local statsKey = wfKey(base, wf, 'stats')
+  local f = redis.call('HMGET', statsKey, 'completed', 'failed', 'groupDue', 'groupDueExact')
+  local waiting = dueCount(laneOf(base, wf, '')) + groupDue(wf, statsKey, f[3], f[4])
+  local perGroup, omitted = {}, 0
+  if ARGV[2] == '1' then
+    local groups
+    groups, omitted = rowGroups(wf)
+    for _, g in ipairs(groups) do
+      local lane = laneOf(base, wf, g)
+      perGroup[#perGroup + 1] = { g, dueCount(lane), redis.call('SCARD', lane .. 'active'), groupLimit(KEYS[2], wf, g) or '' }
     end
   end
-  local finished = redis.call('HMGET', wfKey(base, wf, 'stats'), 'completed', 'failed')
   reply[#reply + 1] = { wf, waiting, redis.call('ZCARD', wfKey(base, wf, 'delayed')), redis.call('SCARD', wfKey(base, wf, 'active')),
     limitOf(KEYS[2], 'wf:' .. wf) or '', limitOf(KEYS[2], 'wf:' .. wf .. ':group') or '',
-    tonumber(finished[1] or 0), tonumber(finished[2] or 0), perGroup }
+    tonumber(f[1] or 0), tonumber(f[2] or 0), perGroup, omitted }
 end
 return reply

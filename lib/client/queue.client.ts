@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { InvalidInputError } from '../errors';
+import { InvalidInputError, OutcomeUnknownError, RedisCommandError, SluiceError } from '../errors';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
@@ -8,9 +8,10 @@ import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
 import { checkInteger } from '../util/duration';
 import { checkId } from '../util/names';
+import { randomBytes } from 'node:crypto';
 import type { WorkflowClass, WorkflowInput, WorkflowOutput } from '../workflow/workflow.types';
 import { buildEnqueueRequest, EnqueueOptions, EnqueueRequest } from './enqueue.options';
-import { checkLimit, EVERY_GROUP, LimitTarget, limitField, Limits } from './limits';
+import { activateGroups, checkLimit, EVERY_GROUP, LimitTarget, limitField, Limits } from './limits';
 import { RUN_FIELDS, RunInfo, toRunInfo } from './run-info';
 import { parseStats, QueueStats } from './stats';
 import { RunWaiter } from './run.waiter';
@@ -52,7 +53,11 @@ export class QueueClient {
     this.keys = new RedisKeys(options.prefix, options.namespace);
   }
 
-  /** Enqueues one run (one Redis call). With an `id` that exists, returns that run and writes nothing. */
+  /**
+   * Enqueues one run (one Redis call). With an `id` that exists, returns that run and writes
+   * nothing. A reply lost to a dropped connection is retried within `redisTimeoutMs` (enqueue is
+   * idempotent on the id); past it the call rejects with `OutcomeUnknownError` naming the run id.
+   */
   async enqueue<W extends WorkflowRef>(workflow: W, input: In<W>, opts?: EnqueueOptions): Promise<RunHandle<Out<W>>> {
     const request = buildEnqueueRequest(this.registry.resolve(workflow), input, opts, this.options.maxPayloadBytes);
     return this.handle(request.id, await this.store(request));
@@ -66,21 +71,25 @@ export class QueueClient {
     if (!Array.isArray(items)) throw new InvalidInputError('items', 'must be an array of { input, opts? }');
     const definition = this.registry.resolve(workflow);
     const requests = items.map((item, index) => {
+      if (item === null || typeof item !== 'object') throw new InvalidInputError(`items[${index}]`, 'must be an object { input, opts? }');
       try {
-        return buildEnqueueRequest(definition, item?.input, item?.opts, this.options.maxPayloadBytes);
+        return buildEnqueueRequest(definition, item.input, item.opts, this.options.maxPayloadBytes);
       } catch (error) {
         if (error instanceof InvalidInputError) (error as { message: string }).message = `items[${index}].${error.message}`;
         throw error;
       }
     });
     if (requests.length === 0) return [];
-    const scripts = this.scripts.get(); // before pipeline(): a pipeline copies the commands defined so far
-    const pipeline = this.connections.command.pipeline();
-    for (const request of requests) scripts.queue(pipeline, 'enqueue', this.enqueueKeys(request), this.enqueueArgs(request));
-    const replies = (await pipeline.exec()) ?? [];
+    const scripts = this.scripts.get();
+    const nonce = newNonce();
+    const replies = await scripts.pipeline(
+      'enqueueMany',
+      (pipeline) => requests.forEach((request) => scripts.queue(pipeline, 'enqueue', this.enqueueKeys(request), this.enqueueArgs(request, nonce))),
+      { idempotent: true },
+    );
     return requests.map((request, index) => {
       const [error, reply] = replies[index] ?? [new Error('no reply')];
-      if (error) throw error;
+      if (error) throw new RedisCommandError('enqueueMany', error);
       return this.handle(request.id, (reply as [number])[0] === 1);
     });
   }
@@ -89,6 +98,8 @@ export class QueueClient {
   async run<W extends WorkflowRef>(workflow: W, input: In<W>, opts?: EnqueueOptions & WaitOptions): Promise<Out<W>> {
     if (opts?.timeoutMs !== undefined) checkTimeout(opts.timeoutMs);
     const request = buildEnqueueRequest(this.registry.resolve(workflow), input, opts, this.options.maxPayloadBytes);
+    // Refused before anything is written: a caller retrying with a fresh id must not duplicate work.
+    if (this.waiter.closed) throw new SluiceError('QueueModule is shutting down; run() was refused before enqueueing');
     return (await this.waiter.wait(request.id, opts?.timeoutMs, this.store(request, true))) as Out<W>;
   }
 
@@ -105,7 +116,7 @@ export class QueueClient {
   /** The run's stored state, or `null` if it does not exist (or its retention expired). */
   async get<T = unknown>(runId: string): Promise<RunInfo<T> | null> {
     checkId(runId, 'runId');
-    const values = await this.connections.command.hmget(this.keys.run(runId), ...RUN_FIELDS);
+    const values = await this.connections.command.call('get', (redis) => redis.hmget(this.keys.run(runId), ...RUN_FIELDS), { idempotent: true });
     return toRunInfo(runId, values) as RunInfo<T> | null;
   }
 
@@ -114,14 +125,24 @@ export class QueueClient {
    * claimed from now on obey it; active runs keep their slots. A worker bootstrap writes the
    * caps its code declares again (the namespace, workflow and default group caps), so make
    * lasting changes in code; per-group overrides are only ever set here.
+   *
+   * Raising or removing every group's default (`group: '*'`) lets the groups the old cap held
+   * back start more runs at once, without waiting for one of their runs to finish: the groups are
+   * visited in batches of about 500, one Redis call each, and the promise resolves once all of
+   * them were (so with 100 000 groups, about 200 short calls, none of which blocks Redis long).
+   * If it rejects part-way, the groups not visited yet get their new slots when a run of theirs
+   * finishes; setting the same cap again visits them all.
    * @returns the previous cap (`null` if there was none)
    */
   async setLimits(target: LimitTarget & { limit: number | null }): Promise<number | null> {
     const field = limitField(target);
     const limit = checkLimit(target.limit);
-    const previous = await this.scripts.get().run<string>('set-limits', [this.keys.limits, this.keys.seq], [
+    const scripts = this.scripts.get();
+    const [previous, cursor] = await scripts.run<[string, string]>('set-limits', [this.keys.limits, this.keys.seq], [
       this.keys.base, field, limit ?? '', target.workflow ?? '', target.group ?? '',
     ]);
+    // Only for every group's default: set-limits visited the first batch of groups, the rest follow.
+    if (cursor !== '0') await activateGroups(scripts, this.keys, target.workflow ?? '', cursor);
     return previous === '' ? null : Number(previous);
   }
 
@@ -131,7 +152,8 @@ export class QueueClient {
     const { workflow, group } = target;
     const fields = ['ns', ...(workflow ? [limitField({ workflow }), limitField({ workflow, group: EVERY_GROUP })] : [])];
     if (workflow && group && group !== EVERY_GROUP) fields.push(limitField({ workflow, group }));
-    const [ns, wf, groupDefault, override] = (await this.connections.command.hmget(this.keys.limits, ...fields)).map((v) => (v === null ? null : Number(v)));
+    const values = await this.connections.command.call('getLimits', (redis) => redis.hmget(this.keys.limits, ...fields), { idempotent: true });
+    const [ns, wf, groupDefault, override] = values.map((v) => (v === null ? null : Number(v)));
     if (!workflow) return { namespace: ns };
     const limits: Limits = { namespace: ns, workflow: wf, groupDefault };
     if (group && group !== EVERY_GROUP) Object.assign(limits, { groupOverride: override, group: override ?? groupDefault });
@@ -139,20 +161,31 @@ export class QueueClient {
   }
 
   /**
-   * Counts per state and active/cap per level, read in one call without scanning runs.
+   * Counts per state and active/cap per level, read in one call without scanning runs or
+   * groups: its cost does not grow with the number of groups. (Once after upgrading from a
+   * version without the count of due grouped runs, the first call counts each workflow's groups
+   * to set that count up.)
    * @param opts.workflow one workflow (default: every workflow a worker registered)
-   * @param opts.groups include per-group counts (costs one read per group with due or active runs)
+   * @param opts.groups include per-group counts for at most 1,000 groups per workflow (a few
+   *   reads each); a workflow with more lists an arbitrary 1,000 of its groups with due or active
+   *   runs — not the busiest — and says in `groupsOmitted` how many it left out
    */
   async stats(opts: { workflow?: WorkflowRef; groups?: boolean } = {}): Promise<QueueStats> {
     const workflows = opts.workflow === undefined ? [] : [this.registry.resolve(opts.workflow).name];
-    const reply = await this.scripts.get().run<unknown[]>('stats', [this.keys.leases, this.keys.limits], [this.keys.base, opts.groups ? 1 : 0, ...workflows]);
+    const reply = await this.scripts.get().run<unknown[]>('stats', [this.keys.leases, this.keys.limits], [this.keys.base, opts.groups ? 1 : 0, ...workflows], { idempotent: true });
     return parseStats(reply, opts.groups === true);
   }
 
   /** The enqueue script; resolves true if the run is new, false if the id existed. `waited`: publish its outcome. */
   private async store(request: EnqueueRequest, waited = false): Promise<boolean> {
-    const [created] = await this.scripts.get().run<[number, string]>('enqueue', this.enqueueKeys(request), this.enqueueArgs(request, waited));
-    return created === 1;
+    try {
+      const args = this.enqueueArgs(request, newNonce(), waited);
+      const [created] = await this.scripts.get().run<[number, string]>('enqueue', this.enqueueKeys(request), args, { idempotent: true });
+      return created === 1;
+    } catch (error) {
+      if (error instanceof OutcomeUnknownError) error.runId = request.id;
+      throw error;
+    }
   }
 
   private handle<T>(id: string, created: boolean): RunHandle<T> {
@@ -164,13 +197,18 @@ export class QueueClient {
     return [keys.run(request.id), keys.leases, keys.limits, keys.seq];
   }
 
-  private enqueueArgs(request: EnqueueRequest, waited = false): (string | number)[] {
+  private enqueueArgs(request: EnqueueRequest, nonce: string, waited = false): (string | number)[] {
     return [
       this.keys.base, request.id, request.workflow, request.input, request.priority, request.delayMs,
       request.runAtMs ?? '', request.attempts, request.group ?? '', this.options.fastPath ? 1 : 0, this.options.worker.lockMs,
-      waited ? 1 : 0,
+      waited ? 1 : 0, nonce,
     ];
   }
+}
+
+/** Tells this call's enqueue from any other when a retry finds the run existing (see lua/enqueue.lua). */
+function newNonce(): string {
+  return randomBytes(6).toString('base64url');
 }
 
 function checkTimeout(timeoutMs: number): void {

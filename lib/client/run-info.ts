@@ -24,7 +24,7 @@ export interface RunInfo<Out = unknown> {
   finishedAt?: Date;
   /** Set once completed. */
   result?: Out;
-  /** The final error once failed; the latest error while retrying. */
+  /** The final error once failed; the latest error while retrying; never set once completed. */
   error?: RunErrorInfo;
 }
 
@@ -52,6 +52,7 @@ export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null
     ...(startedAt && { startedAt: new Date(Number(startedAt)) }),
     ...(finishedAt && { finishedAt: new Date(Number(finishedAt)) }),
     ...(state === 'completed' && { result: decodePayload(result) }),
-    ...(error && { error: decodePayload<RunErrorInfo>(error) }),
+    // A completed run's record may still hold the error of an earlier attempt: not its outcome.
+    ...(error && state !== 'completed' && { error: decodePayload<RunErrorInfo>(error) }),
   };
 }

@@ -1,5 +1,6 @@
 import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
-import { RunNotFoundError, SluiceError, WaitTimeoutError, WorkflowFailedError, type RunErrorInfo } from '../errors';
+import type { Redis } from 'ioredis';
+import { RedisConnectionError, RunNotFoundError, SluiceError, WaitTimeoutError, WorkflowFailedError, type RunErrorInfo } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
 import { decodePayload } from '../redis/payload.codec';
@@ -26,18 +27,23 @@ type Outcome = { settled: true; result: unknown } | { settled: false };
  */
 const BACKSTOP_MS = 10_000;
 
+type Listener = (message: string) => void;
+
 /**
  * Waits for runs to finish over one shared subscriber connection: subscribe to the run's done
  * channel, then read the stored record (a run that finished before the subscription resolves at
  * once). The publish carries the outcome, so the usual wait costs those two round trips only.
+ * Those two calls are bounded like every call (a failure rejects the wait with a typed error);
+ * the re-reads after a reconnect and every {@link BACKSTOP_MS} only ever settle a wait with an
+ * outcome: while Redis is away they fail quietly and the wait carries on.
  */
 @Injectable()
 export class RunWaiter implements BeforeApplicationShutdown {
   private readonly keys: RedisKeys;
-  private readonly listeners = new Map<string, { set: Set<(message: string) => void>; subscribed: Promise<void> }>();
+  private readonly listeners = new Map<string, { set: Set<Listener>; subscribed: Promise<void> }>();
   private readonly pending = new Set<(error: Error) => void>();
-  private attached = false;
-  private closed = false;
+  private everReady = false;
+  private shutDown = false;
 
   constructor(
     private readonly connections: RedisConnections,
@@ -45,6 +51,12 @@ export class RunWaiter implements BeforeApplicationShutdown {
     @Inject(RESOLVED_QUEUE_OPTIONS) options: ResolvedQueueOptions,
   ) {
     this.keys = new RedisKeys(options.prefix, options.namespace);
+    connections.subscriber.onCreate((redis) => this.attach(redis));
+  }
+
+  /** Whether the application is shutting down: no new waits (and no `run()`) are accepted. */
+  get closed(): boolean {
+    return this.shutDown;
   }
 
   /**
@@ -53,13 +65,15 @@ export class RunWaiter implements BeforeApplicationShutdown {
    *   both are done, which still closes the race with a run that finished before the subscription.
    */
   wait(runId: string, timeoutMs: number | undefined, alongside?: Promise<unknown>): Promise<unknown> {
-    if (this.closed) {
+    if (this.shutDown) {
       alongside?.catch(() => undefined); // its failure is this wait's, reported below
       return Promise.reject(new SluiceError('QueueModule is shutting down; no new waits'));
     }
     const channel = this.keys.done(runId);
     return new Promise((resolve, reject) => {
       let done = false;
+      let firstReadDone = false;
+      let timedOut = false;
       const timers: NodeJS.Timeout[] = [];
       const finish = (settle: () => void) => {
         if (done) return;
@@ -71,29 +85,37 @@ export class RunWaiter implements BeforeApplicationShutdown {
       };
       const abandon = (error: Error) => finish(() => reject(error));
       this.pending.add(abandon);
-      const check = () =>
+      const expire = () => finish(() => reject(new WaitTimeoutError(runId, timeoutMs!)));
+      // A background re-read settles the wait only with an outcome; a failed read is retried later.
+      const reread = () =>
         this.readOutcome(runId).then(
           (outcome) => outcome.settled && finish(() => resolve(outcome.result)),
-          (error) => finish(() => reject(error)),
+          (error) => !(error instanceof RedisConnectionError) && finish(() => reject(error)),
         );
       const onMessage = (message: string) => {
         const record = parseDone(message);
-        if (!record) return void check(); // a peer on an older build publishes a bare "1"
+        if (!record) return void reread(); // a peer on an older build publishes a bare "1", or a reconnect
         if (record.state === 'completed') finish(() => resolve(record.undef ? undefined : record.result));
         else finish(() => reject(new WorkflowFailedError(runId, record.workflow, record.error ?? unknownError())));
       };
-      if (timeoutMs !== undefined) timers.push(setTimeout(() => finish(() => reject(new WaitTimeoutError(runId, timeoutMs))), timeoutMs));
-      const backstop = () => timers.push(setTimeout(() => void check().then(() => !done && backstop()), BACKSTOP_MS));
+      // The clock runs from the call, but a run the first read finds finished always resolves.
+      if (timeoutMs !== undefined) timers.push(setTimeout(() => (timedOut = true) && firstReadDone && expire(), timeoutMs));
+      const backstop = () => timers.push(setTimeout(() => void reread().then(() => !done && backstop()), BACKSTOP_MS));
       Promise.all([this.listen(channel, onMessage), alongside])
-        .then(() => check())
-        .then(() => !done && backstop())
+        .then(() => this.readOutcome(runId))
+        .then((outcome) => {
+          firstReadDone = true;
+          if (outcome.settled) finish(() => resolve(outcome.result));
+          else if (timedOut) expire();
+          else if (!done) backstop();
+        })
         .catch((error) => finish(() => reject(error)));
     });
   }
 
   /** The connections close after this: settle every wait now rather than leave it hanging. */
   beforeApplicationShutdown(): void {
-    this.closed = true;
+    this.shutDown = true;
     const error = new SluiceError('QueueModule is shutting down; the run carries on, but this wait was abandoned');
     [...this.pending].forEach((abandon) => abandon(error));
   }
@@ -103,7 +125,7 @@ export class RunWaiter implements BeforeApplicationShutdown {
    * waiting. The read also marks the run as waited on, so its outcome will be published.
    */
   private async readOutcome(runId: string): Promise<Outcome> {
-    const [state, result, error, workflow] = await this.scripts.get().run<(string | null)[]>('watch', [this.keys.run(runId)], [1]);
+    const [state, result, error, workflow] = await this.scripts.get().run<(string | null)[]>('watch', [this.keys.run(runId)], [1], { idempotent: true });
     if (!state) throw new RunNotFoundError(runId);
     if (state === 'completed') return { settled: true, result: decodePayload(result) };
     if (state === 'failed') throw new WorkflowFailedError(runId, workflow ?? undefined, decodePayload<RunErrorInfo>(error) ?? unknownError());
@@ -111,35 +133,37 @@ export class RunWaiter implements BeforeApplicationShutdown {
   }
 
   /** Resolves once the channel's subscription is live — for every listener, not just the first. */
-  private listen(channel: string, listener: (message: string) => void): Promise<void> {
-    this.attach();
+  private listen(channel: string, listener: Listener): Promise<void> {
     let entry = this.listeners.get(channel);
     if (!entry) {
-      entry = { set: new Set(), subscribed: this.connections.subscriber.subscribe(channel).then(() => undefined) };
-      this.listeners.set(channel, entry);
+      const subscribed = this.connections.subscriber.call('subscribe', (redis) => redis.subscribe(channel)).then(() => undefined);
+      const created = { set: new Set<Listener>(), subscribed };
+      // A failed subscription must not be reused by the next wait on the channel.
+      subscribed.catch(() => this.listeners.get(channel) === created && this.listeners.delete(channel));
+      this.listeners.set(channel, (entry = created));
     }
     entry.set.add(listener);
     return entry.subscribed;
   }
 
-  private unlisten(channel: string, listener: (message: string) => void): void {
+  private unlisten(channel: string, listener: Listener): void {
     const entry = this.listeners.get(channel);
     if (!entry?.set.delete(listener) || entry.set.size > 0) return;
     this.listeners.delete(channel);
-    this.connections.subscriber.unsubscribe(channel).catch(() => undefined);
+    if (this.shutDown) return;
+    this.connections.subscriber.call('unsubscribe', (redis) => redis.unsubscribe(channel)).catch(() => undefined);
   }
 
-  private attach(): void {
-    if (this.attached) return;
-    this.attached = true;
-    const subscriber = this.connections.subscriber;
-    subscriber.on('message', (channel: string, message: string) => this.listeners.get(channel)?.set.forEach((listener) => listener(message)));
+  /** Wires a subscriber connection (a new one also after the old one was replaced). */
+  private attach(redis: Redis): void {
+    redis.on('message', (channel: string, message: string) => this.listeners.get(channel)?.set.forEach((listener) => listener(message)));
     // After a reconnect, publishes sent in between are lost: have every waiter re-read its run.
-    let connectedBefore = false;
-    subscriber.on('ready', () => {
-      if (connectedBefore) this.listeners.forEach(({ set }) => set.forEach((listener) => listener('reconnected')));
-      connectedBefore = true;
+    redis.on('ready', () => {
+      if (this.everReady) this.listeners.forEach(({ set }) => set.forEach((listener) => listener('reconnected')));
+      this.everReady = true;
     });
+    // A replacement connection starts with no subscriptions: take over the live ones.
+    if (this.listeners.size > 0) redis.subscribe(...this.listeners.keys()).catch(() => undefined);
   }
 }
 

@@ -21,8 +21,13 @@ export interface WorkflowStats {
   completed: number;
   /** Runs failed for good since the namespace began (a running total). */
   failed: number;
-  /** Per group with due or active runs, when asked for with `{ groups: true }`. */
+  /**
+   * Per group with due or active runs, when asked for with `{ groups: true }`: at most
+   * 1,000 groups ({@link MAX_GROUP_ROWS}), an arbitrary selection (not the busiest) when there are more.
+   */
   groups?: Record<string, GroupStats>;
+  /** How many groups with due or active runs `groups` leaves out; present only when it leaves some out. */
+  groupsOmitted?: number;
 }
 
 /** What `QueueClient.stats` returns. */
@@ -31,9 +36,12 @@ export interface QueueStats {
   workflows: Record<string, WorkflowStats>;
 }
 
+/** Most groups `stats({ groups: true })` lists per workflow (GROUP_ROWS in lua/stats.lua). */
+export const MAX_GROUP_ROWS = 1000;
+
 type Cap = number | string;
 type GroupRow = [string, number, number, Cap];
-type WorkflowRow = [string, number, number, number, Cap, Cap, number, number, GroupRow[]];
+type WorkflowRow = [string, number, number, number, Cap, Cap, number, number, GroupRow[], number];
 
 const cap = (value: Cap): number | null => (value === '' ? null : Number(value));
 
@@ -41,12 +49,13 @@ const cap = (value: Cap): number | null => (value === '' ? null : Number(value))
 export function parseStats(reply: unknown[], withGroups: boolean): QueueStats {
   const [active, limit, ...rows] = reply as [number, Cap, ...WorkflowRow[]];
   const workflows: Record<string, WorkflowStats> = {};
-  for (const [name, waiting, delayed, running, wfLimit, groupLimit, completed, failed, groupRows] of rows) {
+  for (const [name, waiting, delayed, running, wfLimit, groupLimit, completed, failed, groupRows, omitted] of rows) {
     workflows[name] = {
       waiting, delayed, active: running, limit: cap(wfLimit), groupLimit: cap(groupLimit), completed, failed,
       ...(withGroups && {
         groups: Object.fromEntries(groupRows.map(([group, gWaiting, gActive, gLimit]) => [group, { waiting: gWaiting, active: gActive, limit: cap(gLimit) }])),
       }),
+      ...(withGroups && omitted > 0 && { groupsOmitted: omitted }),
     };
   }
   return { namespace: { active, limit: cap(limit) }, workflows };

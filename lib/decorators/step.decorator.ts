@@ -13,6 +13,15 @@ export interface StepOptions {
  * retried run gets the persisted result back without executing. Outside a run the method simply
  * runs, so it stays unit-testable. Arguments do not take part in the memo key — a step's
  * identity is its position in the run, so keep the run's control flow deterministic.
+ *
+ * A step called inside another step (at any depth, through `@Step` or `ctx.step`) is not a step
+ * of its own: it runs plainly as part of its parent, takes no occurrence number, is not memoized
+ * on its own, and its result is covered by the parent's memo — a retry that replays the parent
+ * does not call it at all. Steps started side by side at the top level of `run` (e.g. in
+ * `Promise.all`) are each a memoized step.
+ *
+ * A result that would take the run's whole step memo over `maxRunMemoBytes` throws
+ * `StepMemoLimitError`, which fails the run without retry.
  */
 export function Step(options: StepOptions = {}): MethodDecorator {
   return (target, propertyKey, descriptor: PropertyDescriptor) => {

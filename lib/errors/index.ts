@@ -2,3 +2,4 @@ export * from './sluice.error';
 export * from './input.errors';
 export * from './run.errors';
 export * from './definition.errors';
+export * from './redis.errors';

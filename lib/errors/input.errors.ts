@@ -5,11 +5,13 @@ import { SluiceError } from './sluice.error';
  * `field` names the offending argument, e.g. `opts.delay` or `input.items[2]`.
  */
 export class InvalidInputError extends SluiceError {
+  /** @param options.cause what was caught on the way, e.g. the error a `toJSON()` threw. */
   constructor(
     readonly field: string,
     message: string,
+    options?: { cause?: unknown },
   ) {
-    super(`${field}: ${message}`);
+    super(`${field}: ${message}`, options);
   }
 }
 
@@ -26,7 +28,12 @@ export class InvalidNameError extends InvalidInputError {}
 /** A numeric option (delay, priority, attempts, timeout…) that is negative, NaN, fractional or out of range. */
 export class InvalidOptionError extends InvalidInputError {}
 
-/** A value JSON cannot round-trip: a function, BigInt, symbol, NaN/Infinity, Map/Set or a circular reference. */
+/**
+ * A value JSON cannot round-trip or would silently change: a function, BigInt, symbol, NaN/Infinity,
+ * `undefined` or a hole in an array, a circular reference, nesting deeper than `MAX_PAYLOAD_DEPTH`,
+ * a Map/Set, RegExp, Error, typed array, Promise, or a `toJSON()` that throws or returns such a value.
+ * `field` is the path of the offending value, e.g. `input.items[2]`.
+ */
 export class PayloadNotSerializableError extends InvalidInputError {}
 
 /** An encoded payload (input, step result or run result) larger than `maxPayloadBytes`. */

@@ -60,3 +60,29 @@ export class LeaseLostError extends SluiceError {
     super(`Lease on run ${runId} was lost; another worker owns it now`);
   }
 }
+
+/**
+ * A step's result would take the run's step memo (every persisted key and result, shipped with
+ * each claim of the run) over its byte budget; nothing was written. It is a
+ * {@link NonRetryableError} rather than an `InvalidInputError` because it is not a bad argument
+ * caught before any write but a property of the run itself: a retry replays the same steps up to
+ * the same point, executes this step again and hits the same limit, so the run fails for good at
+ * once. Typical cause: a step called in an unbounded loop, or large step results (store the data
+ * elsewhere and return a reference).
+ */
+export class StepMemoLimitError extends NonRetryableError {
+  constructor(
+    readonly runId: string,
+    /** The step's memo key, `name#occurrence`. */
+    readonly stepKey: string,
+    /** What this step's entry (key plus encoded result) would add. */
+    readonly stepBytes: number,
+    /** The memo's size with this entry. */
+    readonly bytes: number,
+    readonly limit: number,
+  ) {
+    super(
+      `Run ${runId}: the result of step "${stepKey}" (${stepBytes} bytes) would bring the run's step memo to ${bytes} bytes, over the limit of ${limit} bytes (maxRunMemoBytes)`,
+    );
+  }
+}

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { LuaScripts } from './lua.scripts';
 import { RedisConnections } from './redis.connections';
 
-/** The scripts, registered on the command connection the first time they are needed (no I/O at init). */
+/** The scripts, read from disk the first time they are needed (no I/O at init). */
 @Injectable()
 export class LuaScriptsProvider {
   private scripts?: LuaScripts;

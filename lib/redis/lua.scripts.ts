@@ -1,11 +1,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChainableCommander, Redis } from 'ioredis';
+import type { CallOptions, RedisLink } from './redis.link';
 
 /** Where the scripts live, both from `lib/redis` (ts-node, tests) and `dist/redis` (published). */
 export const LUA_DIR = join(__dirname, '..', '..', 'lua');
 
-export type ScriptName = 'enqueue' | 'reserve' | 'complete' | 'fail' | 'save-steps' | 'extend-leases' | 'release' | 'declare-limits' | 'park' | 'set-limits' | 'stats' | 'watch';
+export type ScriptName = 'activate-groups' | 'enqueue' | 'reserve' | 'complete' | 'fail' | 'save-steps' | 'extend-leases' | 'release' | 'declare-limits' | 'park' | 'set-limits' | 'stats' | 'watch';
 
 export interface LuaScript {
   name: ScriptName;
@@ -39,23 +40,38 @@ export function scriptNames(dir = LUA_DIR): string[] {
 type Arg = string | number;
 
 /**
- * Runs the scripts over one connection via ioredis `defineCommand`: EVALSHA, falling back to
- * EVAL (which loads the script) on NOSCRIPT, e.g. after a Redis restart or failover.
+ * Runs the scripts over the command link via ioredis `defineCommand` (on every connection the
+ * link opens): EVALSHA, falling back to EVAL (which loads the script) on NOSCRIPT, e.g. after a
+ * Redis restart or failover. Every call is bounded by the link (see {@link RedisLink}).
  */
 export class LuaScripts {
   private readonly scripts = new Map<ScriptName, LuaScript>();
 
-  constructor(private readonly redis: Redis) {
+  constructor(private readonly link: RedisLink) {
     for (const name of scriptNames()) {
       const script = loadScript(name);
       this.scripts.set(script.name, script);
-      redis.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.source });
     }
+    link.onCreate((redis) => this.scripts.forEach((script) => redis.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.source })));
   }
 
-  run<T = unknown>(name: ScriptName, keys: string[], args: Arg[]): Promise<T> {
+  /** Runs one script; `options.idempotent` only for scripts whose repetition is harmless. */
+  run<T = unknown>(name: ScriptName, keys: string[], args: Arg[], options?: CallOptions): Promise<T> {
     const script = this.get(name, keys);
-    return (this.redis as unknown as Record<string, (...a: Arg[]) => Promise<T>>)[script.command](...keys, ...args);
+    return this.link.call(name, (redis) => (redis as unknown as Record<string, (...a: Arg[]) => Promise<T>>)[script.command](...keys, ...args), options);
+  }
+
+  /** Runs `build`'s pipeline of scripts as one bounded call (see {@link queue}). */
+  pipeline(operation: string, build: (pipeline: ChainableCommander) => void, options?: CallOptions): Promise<[Error | null, unknown][]> {
+    return this.link.call(
+      operation,
+      async (redis: Redis) => {
+        const pipeline = redis.pipeline();
+        build(pipeline);
+        return ((await pipeline.exec()) ?? []) as [Error | null, unknown][];
+      },
+      options,
+    );
   }
 
   /** Queues the script on a pipeline (one round trip for many calls, e.g. `enqueueMany`). */

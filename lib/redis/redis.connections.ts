@@ -1,75 +1,57 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import IORedis, { Redis, RedisOptions } from 'ioredis';
-import { SluiceError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { RedisConnectionOptions, ResolvedQueueOptions } from '../queue.options';
+import { RedisLink, Role } from './redis.link';
+import { userRedisInstance } from './user-instance';
 
-type Role = 'command' | 'blocking' | 'subscriber';
+/** Longest pause between reconnect attempts: an outage is noticed over within this of its end. */
+const MAX_RECONNECT_DELAY_MS = 2_000;
 
 /**
  * The process's Redis connections — at most three, however many workflows it runs:
- * `command` (scripts and reads, auto-pipelined), `blocking` (the worker's wait for a wake marker;
- * only in worker processes) and `subscriber` (done-channel subscriptions; opened by the first wait).
- * Connections are lazy: nothing connects before the first command, so module init does no I/O.
+ * `command` (scripts and reads), `blocking` (the worker's wait for a wake marker; only in worker
+ * processes) and `subscriber` (done-channel subscriptions; opened by the first wait). Each is a
+ * {@link RedisLink}, so no call over it can hang. Connections are lazy: nothing connects before
+ * the first command, so module init does no I/O. All three are Sluice's own, also when the
+ * options give an ioredis instance: it is duplicated with Sluice's settings (and left open).
  */
 @Injectable()
 export class RedisConnections implements OnApplicationShutdown {
   private readonly logger = new Logger('Sluice');
-  private readonly open = new Map<Role, Redis>();
-  private closed = false;
+  readonly command: RedisLink;
+  readonly blocking: RedisLink;
+  readonly subscriber: RedisLink;
 
-  constructor(@Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions) {}
-
-  get command(): Redis {
-    return this.get('command');
-  }
-
-  get blocking(): Redis {
-    return this.get('blocking');
-  }
-
-  get subscriber(): Redis {
-    return this.get('subscriber');
-  }
-
-  /** Drops the blocking connection (interrupting a pending BLPOP); the next use opens a new one. */
-  dropBlocking(): void {
-    const blocking = this.open.get('blocking');
-    this.open.delete('blocking');
-    blocking?.disconnect();
+  constructor(@Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions) {
+    const link = (role: Role) => new RedisLink(role, () => this.create(role), options.redisTimeoutMs, this.logger);
+    this.command = link('command');
+    this.blocking = link('blocking');
+    this.subscriber = link('subscriber');
   }
 
   async onApplicationShutdown(): Promise<void> {
-    this.closed = true;
-    const owned = [...this.open.entries()].filter(([role]) => role !== 'command' || !this.userInstance());
-    this.open.clear();
-    await Promise.all(owned.map(([, redis]) => redis.quit().catch(() => redis.disconnect())));
-  }
-
-  private get(role: Role): Redis {
-    if (this.closed) throw new SluiceError(`QueueModule has shut down; its Redis ${role} connection is closed`);
-    let redis = this.open.get(role);
-    if (!redis) {
-      redis = this.create(role);
-      redis.on('error', (error: Error) => this.logger.warn(`Redis ${role} connection: ${error.message}`));
-      this.open.set(role, redis);
-    }
-    return redis;
+    await Promise.all([this.command, this.blocking, this.subscriber].map((link) => link.close()));
   }
 
   private create(role: Role): Redis {
     const tuning: RedisOptions = {
       lazyConnect: true,
       connectionName: `sluice:${this.options.namespace}:${role}`,
-      // Commands on a blocking or subscriber connection must wait out a reconnect, not fail.
-      maxRetriesPerRequest: role === 'command' ? 20 : null,
+      // A call made while the connection is down waits for it in RedisLink (with a bound), not in
+      // ioredis's offline queue, so a call that times out there is known never to have been sent.
+      // The subscriber keeps the queue: subscriptions must follow their unsubscriptions in order.
+      enableOfflineQueue: role === 'subscriber',
+      maxRetriesPerRequest: null,
       // A script whose reply a disconnect swallowed may have run: sending it again could complete
-      // or claim twice. Fail it instead; leases, idempotent ids and the stalled scan recover.
-      autoResendUnfulfilledCommands: role !== 'command',
+      // or claim twice. RedisLink fails it instead; idempotent calls are retried by design.
+      autoResendUnfulfilledCommands: false,
       enableAutoPipelining: false,
+      connectTimeout: this.options.redisTimeoutMs,
+      retryStrategy: (attempt: number) => Math.round(Math.min(MAX_RECONNECT_DELAY_MS, 50 * 2 ** Math.min(attempt, 6)) * (0.5 + Math.random() / 2)),
     };
-    const user = this.userInstance();
-    if (user) return role === 'command' ? user : user.duplicate(tuning);
+    const user = userRedisInstance(this.options.connection);
+    if (user) return user.duplicate(tuning);
     const connection = this.options.connection as RedisConnectionOptions;
     const fields: RedisOptions = {
       ...(connection.host !== undefined && { host: connection.host }),
@@ -81,10 +63,5 @@ export class RedisConnections implements OnApplicationShutdown {
       ...tuning,
     };
     return connection.url ? new IORedis(connection.url, fields) : new IORedis(fields);
-  }
-
-  private userInstance(): Redis | undefined {
-    const connection = this.options.connection as Partial<Redis>;
-    return typeof connection.duplicate === 'function' && typeof connection.defineCommand === 'function' ? (connection as Redis) : undefined;
   }
 }

@@ -18,13 +18,15 @@
  * | `wf:<name>:delayed` | zset | runs not yet due (delayed or in backoff), score = due time (ms) |
  * | `wf:<name>:wake` | list | wake marker, or fast-path handoffs, for workers blocked on the workflow |
  * | `wf:<name>:parked` | zset | workers about to block on the workflow, score = entry expiry (ms) |
- * | `wf:<name>:stats` | hash | running totals of completed and failed runs |
+ * | `wf:<name>:stats` | hash | running totals of completed and failed runs; `groupDue`, the runs due in group lanes (exact once `groupDueExact` is set, see lua/stats.lua) |
  * | `leases` | zset | every active run of the namespace, score = lease deadline (ms) |
  * | `limits` | hash | fleet-wide caps: `ns`, `wf:<name>`, `wf:<name>:group`, `wf:<name>:g:<group>` |
  * | `workflows` | set | workflows registered by worker processes |
  * | `seq` | string | FIFO sequence within a priority |
  * | `turn` | string | round-robin turns, taken in blocks |
  * | `stall-gate` | string | at most one stalled scan per interval, fleet-wide |
+ * | `call:<id>` | string | the claims of one claiming call, kept one lease length for its retry after a lost reply |
+ * | `orphans` | list | the latest 1,000 ids popped from a lane that had no run record |
  */
 export class RedisKeys {
   readonly base: string;
@@ -48,6 +50,11 @@ export class RedisKeys {
 
   run(id: string): string {
     return `${this.base}run:${id}`;
+  }
+
+  /** Where a claiming call (reserve, complete) keeps its claims for a retry after a lost reply. */
+  call(callId: string): string {
+    return `${this.base}call:${callId}`;
   }
 
   done(id: string): string {

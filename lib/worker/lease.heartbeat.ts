@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { LeaseLostError } from '../errors';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
+import { ThrottledLog } from '../util/throttled-log';
 import type { ActiveRun, ActiveRuns } from './active-runs';
 
 /** Runs per extend call, so one heartbeat never holds Redis for long. */
@@ -10,11 +11,15 @@ const CHUNK = 500;
 /**
  * Extends the leases of every run in flight, one script call per beat (per 500 runs), every
  * third of the lease. A run whose lease is gone (it stalled, another worker took it) has its
- * signal aborted with `LeaseLostError`.
+ * signal aborted with `LeaseLostError` — only the attempt whose token lost it, never a newer
+ * attempt of the same run in this process. A run leaves the active set when its attempt ends
+ * (or its commit gives up), and from then on its lease is no longer renewed.
  */
 export class LeaseHeartbeat {
   private readonly logger = new Logger('Sluice');
+  private readonly failures = new ThrottledLog(this.logger);
   private timer?: NodeJS.Timeout;
+  private beating = false;
 
   constructor(
     private readonly scripts: LuaScripts,
@@ -32,19 +37,33 @@ export class LeaseHeartbeat {
     clearInterval(this.timer);
   }
 
-  beat(): Promise<void> {
-    return this.extend(this.active.list());
+  /** One beat; skipped while the previous one is still waiting for Redis (each call is bounded). */
+  async beat(): Promise<void> {
+    if (this.beating) return;
+    this.beating = true;
+    try {
+      await this.extend(this.active.list());
+    } finally {
+      this.beating = false;
+    }
   }
 
-  /** Extends the given runs' leases now; aborts those whose lease is gone. */
+  /** Extends the given runs' leases now; aborts the attempts whose lease is gone. */
   async extend(runs: ActiveRun[]): Promise<void> {
     for (let i = 0; i < runs.length; i += CHUNK) {
       const args = runs.slice(i, i + CHUNK).flatMap((run) => [run.id, run.token]);
       try {
-        const lost = await this.scripts.run<string[]>('extend-leases', [this.keys.leases], [this.keys.base, this.lockMs, ...args]);
-        for (const id of lost) this.active.get(id)?.abort.abort(new LeaseLostError(id));
+        // A lease must be renewed well within its length, so one beat gets a third of it.
+        const lost = await this.scripts.run<string[]>('extend-leases', [this.keys.leases], [this.keys.base, this.lockMs, ...args], {
+          idempotent: true,
+          timeoutMs: Math.max(1, Math.floor(this.lockMs / 3)),
+        });
+        for (let j = 0; j < lost.length; j += 2) {
+          const run = this.active.get(lost[j]);
+          if (run?.token === lost[j + 1]) run.abort.abort(new LeaseLostError(run.id));
+        }
       } catch (error) {
-        this.logger.warn(`Lease heartbeat failed: ${(error as Error).message}`);
+        this.failures.warn(`Lease heartbeat failed: ${(error as Error).message}`);
       }
     }
   }

@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import type { ResolvedQueueOptions } from '../queue.options';
+import type { CallOptions } from '../redis/redis.link';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import { Claim, parseClaimReply } from './claim';
@@ -19,6 +21,22 @@ export interface Refill {
 /** One token-checked write of a worker: a finished step, or a finished run. */
 type Commit = { claim: Claim; encoded: string } & ({ kind: 'complete' } | { kind: 'step'; key: string });
 
+/** A fresh id for one claiming call: its claims are kept under it for a retry (see lua/includes/claim.lua). */
+export function newCallId(): string {
+  return randomBytes(9).toString('base64url');
+}
+
+/**
+ * How a worker's commits are sent: a lost reply is sent again once the connection is back (every
+ * commit recognises its own earlier landing by token, and a claiming call its own claims by call
+ * id), for up to one lease length; each try waits at most `redisTimeoutMs` for its reply. Past
+ * that the commit fails, its run leaves the active set, its lease lapses and the stalled scan
+ * recovers it.
+ */
+export function commitPolicy(options: ResolvedQueueOptions): CallOptions {
+  return { idempotent: true, timeoutMs: options.worker.lockMs, replyTimeoutMs: options.redisTimeoutMs };
+}
+
 /**
  * The worker's token-checked writes, batched per event-loop turn: step results and completions
  * (which also claim runs for the slots they free) that happen in the same turn share one script
@@ -27,6 +45,7 @@ type Commit = { claim: Claim; encoded: string } & ({ kind: 'complete' } | { kind
  */
 export class RunCommits {
   private readonly batcher: TickBatcher<Commit, boolean>;
+  private readonly policy: CallOptions;
 
   constructor(
     private readonly scripts: LuaScripts,
@@ -36,6 +55,7 @@ export class RunCommits {
     private readonly refill: { take(runs: number): Refill; settle(claims: Claim[], promised: number): void },
   ) {
     this.batcher = new TickBatcher((items) => this.flush(items), COMMIT_BATCH_CAP);
+    this.policy = commitPolicy(options);
   }
 
   /** Resolves true once the result is committed, false if the lease was lost (nothing written). */
@@ -53,16 +73,16 @@ export class RunCommits {
     const completes = items.filter((item) => item.kind === 'complete');
     const stepArgs = steps.flatMap(({ claim, key, encoded }) => [claim.id, claim.token, key, encoded]);
     if (completes.length === 0) {
-      const saved = await this.scripts.run<number[]>('save-steps', [this.keys.leases], [this.keys.base, ...stepArgs]);
+      const saved = await this.scripts.run<number[]>('save-steps', [this.keys.leases], [this.keys.base, ...stepArgs], this.policy);
       return saved.map((status) => status === 1);
     }
     const { count, workflows } = this.refill.take(completes.length);
     let claims: Claim[] = [];
     try {
-      const reply = await this.scripts.run<unknown[]>('complete', [this.keys.leases, this.keys.limits, this.keys.seq], [
+      const reply = await this.scripts.run<unknown[]>('complete', [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.call(newCallId())], [
         this.keys.base, this.options.defaults.resultTtlMs, count, this.options.worker.lockMs, workflows.length, ...workflows,
         steps.length, ...stepArgs, ...completes.flatMap(({ claim, encoded }) => [claim.id, claim.token, encoded]),
-      ]);
+      ], this.policy);
       const parsed = parseClaimReply<[number[], number[]]>(reply);
       claims = parsed.claims;
       const [completed, saved] = parsed.head;

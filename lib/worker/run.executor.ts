@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { InvalidInputError, LeaseLostError, NonRetryableError, type RunErrorInfo } from '../errors';
+import { InvalidInputError, LeaseLostError, NonRetryableError, RedisConnectionError, type RunErrorInfo } from '../errors';
 import type { WorkflowRegistry } from '../discovery/workflow.registry';
 import type { ResolvedQueueOptions } from '../queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
@@ -10,11 +10,12 @@ import type { RunContext } from '../workflow/workflow.types';
 import { backoffDelay } from './backoff';
 import type { LazyAbort } from './active-runs';
 import type { Claim } from './claim';
-import type { RunCommits } from './run.commits';
+import { commitPolicy, type RunCommits } from './run.commits';
 import type { RunEvents } from './run.events';
 import { StepRecorder } from './step.recorder';
 
 const MAX_ERROR_TEXT = 8 * 1024;
+const MAX_ERROR_NAME = 200;
 
 /**
  * Executes one claimed run: the workflow's `run` inside the run scope (so `@Step` methods
@@ -37,7 +38,7 @@ export class RunExecutor {
   async execute(claim: Claim, abort: LazyAbort): Promise<void> {
     const definition = this.registry.get(claim.workflow);
     const persist = (key: string, encoded: string) => this.commits.saveStep(claim, key, encoded);
-    const recorder = new StepRecorder(claim.id, claim.steps, persist, this.options.maxPayloadBytes);
+    const recorder = new StepRecorder(claim.id, claim.steps, persist, this.options.maxPayloadBytes, this.options.maxRunMemoBytes);
     const ctx: RunContext = {
       runId: claim.id,
       attempt: claim.attempt,
@@ -63,17 +64,27 @@ export class RunExecutor {
   }
 
   private async fail(claim: Claim, error: unknown, abort: LazyAbort, backoff: Parameters<typeof backoffDelay>[0], startedAt: number): Promise<void> {
-    if (error instanceof LeaseLostError || abort.reason instanceof LeaseLostError) {
-      this.logger.warn(`Run ${claim.id} (${claim.workflow}) lost its lease; another worker carries it on`);
+    const runKeys = [this.keys.run(claim.id), this.keys.leases, this.keys.limits, this.keys.seq];
+    if (error instanceof RedisConnectionError) {
+      // A step's result could not be saved because Redis was away: not the run's fault. Hand it
+      // back without counting a failure (if Redis is still away, the lease lapses instead).
+      this.logger.warn(`Run ${claim.id} (${claim.workflow}): ${error.message}; handing it back`);
+      await this.scripts.run('release', runKeys, [this.keys.base, claim.id, claim.token], commitPolicy(this.options));
       return;
     }
     const retryable = !(error instanceof NonRetryableError || error instanceof InvalidInputError);
     const described = describeError(error);
-    const outcome = await this.scripts.run<string>('fail', [this.keys.run(claim.id), this.keys.leases, this.keys.limits, this.keys.seq], [
+    // Always asked of the token-checked script, even after a lost lease: the token decides.
+    const outcome = await this.scripts.run<string>('fail', runKeys, [
       this.keys.base, claim.id, claim.token, JSON.stringify(described), retryable ? 1 : 0,
       backoffDelay(backoff, claim.failures + 1), this.options.defaults.resultTtlMs,
-    ]);
-    if (outcome === 'lost') return;
+    ], commitPolicy(this.options));
+    if (outcome === 'lost') {
+      if (error instanceof LeaseLostError || abort.reason instanceof LeaseLostError) {
+        this.logger.warn(`Run ${claim.id} (${claim.workflow}) lost its lease; another worker carries it on`);
+      }
+      return;
+    }
     const willRetry = outcome === 'retry';
     const message = `Run ${claim.id} (${claim.workflow}) attempt ${claim.attempt} failed: ${described.message}`;
     if (willRetry) this.logger.warn(`${message}; will retry`);
@@ -88,7 +99,7 @@ export class RunExecutor {
 
 function describeError(error: unknown): RunErrorInfo {
   if (error instanceof Error) {
-    return { name: error.name, message: clip(error.message), ...(error.stack && { stack: clip(error.stack) }) };
+    return { name: clip(String(error.name), MAX_ERROR_NAME), message: clip(String(error.message)), ...(error.stack && { stack: clip(String(error.stack)) }) };
   }
   return { name: 'Error', message: clip(typeof error === 'string' ? error : safeString(error)) };
 }
@@ -101,6 +112,6 @@ function safeString(value: unknown): string {
   }
 }
 
-function clip(text: string): string {
-  return text.length > MAX_ERROR_TEXT ? `${text.slice(0, MAX_ERROR_TEXT)}…` : text;
+function clip(text: string, max = MAX_ERROR_TEXT): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
 }

@@ -1,12 +1,14 @@
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { RedisConnectionError, SluiceError } from '../errors';
+import { ThrottledLog } from '../util/throttled-log';
 import type { ResolvedQueueOptions } from '../queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisConnections } from '../redis/redis.connections';
 import type { RedisKeys } from '../redis/redis.keys';
-import { ActiveRuns, LazyAbort } from './active-runs';
+import { ActiveRun, ActiveRuns, LazyAbort } from './active-runs';
 import { Claim, parseClaimReply, parseHandoff } from './claim';
-import { Refill, RunCommits } from './run.commits';
+import { newCallId, Refill, RunCommits } from './run.commits';
 import type { RunExecutor } from './run.executor';
 
 /** Most runs one reserve call claims: Lua runs single-threaded, so one wake must never stall Redis. */
@@ -14,8 +16,18 @@ export const RESERVE_BATCH_CAP = 64;
 /** Most delayed runs one reserve call promotes. */
 const PROMOTE_CAP = 256;
 /** Longest a worker blocks on Redis without re-reserving (so it notices clock-driven work). */
-const MAX_BLOCK_MS = 5_000;
-const ERROR_PAUSE_MS = 1_000;
+export const MAX_BLOCK_MS = 5_000;
+/** Pause after a failed wake, doubling per failure in a row up to the maximum (with jitter). */
+const ERROR_PAUSE_MS = 500;
+const MAX_ERROR_PAUSE_MS = 5_000;
+/**
+ * How much longer than its block time the blocking read may take before the connection is taken
+ * for dead (a silent network loss sends no reset: without this guard an idle worker would wait
+ * for the OS keepalive, hours) and replaced.
+ */
+export const BLOCK_GRACE_MS = 3_000;
+/** Longest `stop()` waits for a wake in progress before it lets the loop finish on its own. */
+const STOP_GRACE_MS = 1_000;
 const REDIS_TIMEOUT_RESOLUTION_MS = 100;
 /** How long a park announcement outlives the block it announces. */
 const PARK_SLACK_MS = 1_000;
@@ -30,6 +42,8 @@ export interface WorkerParts {
   workflows: string[];
   active: ActiveRuns;
   makeExecutor: (commits: RunCommits) => RunExecutor;
+  /** Renews a run's lease now (a handoff's lease started running at its enqueue). */
+  refreshLease: (run: ActiveRun) => void;
 }
 
 /**
@@ -40,7 +54,16 @@ export interface WorkerParts {
  */
 export class WorkerLoop {
   private readonly logger = new Logger('Sluice');
+  private readonly failures = new ThrottledLog(this.logger);
   private stopping = false;
+  private failuresInRow = 0;
+  /** When the loop last finished a wake (health: a wedged loop stops moving it). */
+  lastWakeAt = Date.now();
+  /**
+   * The call id of the reserve call to make: kept after a failed call, so the retry of a call
+   * that landed gets back the runs it claimed (see replayClaims in lua/includes/claim.lua).
+   */
+  private reserveCallId = newCallId();
   private finished?: Promise<void>;
   private readonly executor: RunExecutor;
   /** Wake list key → workflow name. */
@@ -58,10 +81,11 @@ export class WorkerLoop {
   private readonly options: ResolvedQueueOptions;
   private readonly workflows: string[];
   private readonly active: ActiveRuns;
+  private readonly refreshLease: (run: ActiveRun) => void;
 
   constructor(parts: WorkerParts) {
     ({ connections: this.connections, scripts: this.scripts, keys: this.keys, options: this.options } = parts);
-    ({ workflows: this.workflows, active: this.active } = parts);
+    ({ workflows: this.workflows, active: this.active, refreshLease: this.refreshLease } = parts);
     const refill = { take: (runs: number) => this.takeRefill(runs), settle: (claims: Claim[], promised: number) => this.settleRefill(claims, promised) };
     this.executor = parts.makeExecutor(new RunCommits(parts.scripts, parts.keys, parts.options, refill));
     this.wakeKeys = new Map(parts.workflows.map((wf) => [parts.keys.wake(wf), wf]));
@@ -72,26 +96,38 @@ export class WorkerLoop {
     this.finished = this.loop();
   }
 
-  /** Stops reserving; in-flight runs carry on (the caller drains them). */
+  /**
+   * Stops reserving within about two seconds whatever Redis does; in-flight runs carry on (the
+   * caller drains them). Runs a wake still claims after this are handed back.
+   */
   async stop(): Promise<void> {
     this.stopping = true;
     this.active.interrupt();
     // Withdraw the park announcement first (an entry that expires at once), so no enqueue hands
     // this worker a run it will not take.
-    await this.announcePark(-1).catch(() => undefined);
-    this.connections.dropBlocking();
-    await this.finished;
+    await this.announcePark(-1, STOP_GRACE_MS).catch(() => undefined);
+    // A blocked read must end without popping anything: only closing its connection does that.
+    this.connections.blocking.abortAll(new SluiceError('worker stopping'));
+    this.connections.blocking.replace('worker stopping');
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.finished, new Promise((resolve) => (timer = setTimeout(resolve, STOP_GRACE_MS)))]);
+    clearTimeout(timer);
   }
 
+  /** Never ends before stop(): every failure is logged (throttled) and followed by a pause. */
   private async loop(): Promise<void> {
     while (!this.stopping) {
       try {
         await this.tick();
+        this.failuresInRow = 0;
+        this.failures.reset();
       } catch (error) {
         if (this.stopping) break;
-        this.logger.error(`Worker loop: ${(error as Error).message}; retrying in ${ERROR_PAUSE_MS} ms`);
-        await this.active.whenOneFinishes(ERROR_PAUSE_MS);
+        const pause = Math.round(Math.min(MAX_ERROR_PAUSE_MS, ERROR_PAUSE_MS * 2 ** this.failuresInRow++) * (0.5 + Math.random() / 2));
+        this.failures.warn(`Worker loop: ${(error as Error).message}; retrying in ${pause} ms`);
+        await this.active.whenOneFinishes(pause);
       }
+      this.lastWakeAt = Date.now();
     }
   }
 
@@ -112,8 +148,8 @@ export class WorkerLoop {
   }
 
   /** Tells enqueues this worker is about to block on its workflows, for `validForMs`. */
-  private announcePark(validForMs: number): Promise<unknown> {
-    return this.scripts.run('park', [this.keys.leases], [this.keys.base, this.workerId, validForMs, ...this.workflows]);
+  private announcePark(validForMs: number, timeoutMs?: number): Promise<unknown> {
+    return this.scripts.run('park', [this.keys.leases], [this.keys.base, this.workerId, validForMs, ...this.workflows], { idempotent: true, timeoutMs });
   }
 
   /** Slots of the local semaphore neither running a run nor promised to a refill in flight. */
@@ -126,11 +162,26 @@ export class WorkerLoop {
     const now = Date.now();
     const scan = now - this.lastStallScan >= this.options.worker.stalledIntervalMs;
     if (scan) this.lastStallScan = now;
-    const reply = await this.scripts.run<unknown[]>('reserve', [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.stallGate], [
+    const keys = [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.stallGate, this.keys.call(this.reserveCallId)];
+    const reply = await this.scripts.run<unknown[]>('reserve', keys, [
       this.keys.base, wanted, this.options.worker.lockMs, scan ? this.options.worker.stalledIntervalMs : 0,
       this.options.worker.maxStalls, PROMOTE_CAP, this.options.defaults.resultTtlMs, this.workerId, ...workflows,
-    ]);
-    return parseClaimReply(reply);
+    ], { idempotent: true });
+    this.reserveCallId = newCallId();
+    const parsed = parseClaimReply(reply);
+    if (this.stopping) {
+      this.handBack(parsed.claims);
+      return { head: parsed.head, claims: [] };
+    }
+    return parsed;
+  }
+
+  /** Claims that arrive after stop(): returned to the queue at once, without counting a failure. */
+  private handBack(claims: Claim[]): void {
+    for (const claim of claims) {
+      const keys = [this.keys.run(claim.id), this.keys.leases, this.keys.limits, this.keys.seq];
+      this.scripts.run('release', keys, [this.keys.base, claim.id, claim.token], { idempotent: true }).catch(() => undefined);
+    }
   }
 
   /**
@@ -154,13 +205,15 @@ export class WorkerLoop {
     return start === 0 ? this.workflows : [...this.workflows.slice(start), ...this.workflows.slice(0, start)];
   }
 
-  private launch(claim: Claim): void {
+  private launch(claim: Claim): ActiveRun {
     const abort = new LazyAbort();
-    this.active.add({ id: claim.id, token: claim.token, abort });
+    const run = { id: claim.id, token: claim.token, abort };
+    this.active.add(run);
     this.executor
       .execute(claim, abort)
       .catch((error: Error) => this.logger.error(`Run ${claim.id} (${claim.workflow}): ${error.message}; its lease will expire and another attempt will follow`))
       .finally(() => this.active.delete(claim.id, claim.token));
+    return run;
   }
 
   /**
@@ -173,7 +226,9 @@ export class WorkerLoop {
     while (!this.stopping && this.freeSlots() > 0) {
       const handoff = await this.blockForWake(deadline - Date.now());
       if (!handoff) return;
-      this.launch(handoff);
+      if (this.stopping) return this.handBack([handoff]);
+      // Its lease has run since the enqueue: renew it at once (alongside the start, not before it).
+      this.refreshLease(this.launch(handoff));
     }
   }
 
@@ -188,11 +243,17 @@ export class WorkerLoop {
     this.announcePark(timeoutMs + PARK_SLACK_MS).catch((error: Error) => this.logger.warn(`Park announcement failed: ${error.message}`));
     let popped: [string, string] | null;
     try {
-      popped = await this.connections.blocking.blpop(...this.wakeKeys.keys(), Math.max(timeoutMs, 1) / 1000);
+      const bound = timeoutMs + BLOCK_GRACE_MS;
+      popped = await this.connections.blocking.call('wait for work', (redis) => redis.blpop(...this.wakeKeys.keys(), Math.max(timeoutMs, 1) / 1000), {
+        replyTimeoutMs: bound,
+        timeoutMs: this.options.redisTimeoutMs + bound,
+      });
     } catch (error) {
-      if (this.stopping) return undefined;
+      // A lost wake costs nothing: the next reserve looks for work anyway.
+      if (this.stopping || error instanceof RedisConnectionError) return undefined;
       throw error;
     }
+    this.lastWakeAt = Date.now();
     return popped ? parseHandoff(this.wakeKeys.get(popped[0])!, popped[1]) : undefined;
   }
 }

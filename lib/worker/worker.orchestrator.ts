@@ -1,6 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
-import { EVERY_GROUP, limitField } from '../client/limits';
+import { activateGroups, EVERY_GROUP, limitField } from '../client/limits';
+import { RedisConnectionError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
@@ -11,11 +12,23 @@ import { LeaseHeartbeat } from './lease.heartbeat';
 import { RunEvents } from './run.events';
 import { RunExecutor } from './run.executor';
 import { WorkerLoop } from './worker.loop';
+import { ThrottledLog } from '../util/throttled-log';
+
+/** Bound of one hand-back at the shutdown deadline: shutdown must end whatever Redis does. */
+const HAND_BACK_TIMEOUT_MS = 2_000;
+/** Retry pauses while Redis is unreachable at bootstrap: doubling, jittered, up to this. */
+const MAX_START_PAUSE_MS = 10_000;
+
+/** Where the worker of this process is in its life (for health checks). */
+export type WorkerState = 'disabled' | 'waiting-for-redis' | 'running' | 'stopping' | 'stopped';
 
 /**
  * Owns the worker's lifecycle. Bootstrap: write the declared caps to Redis, start the heartbeat
- * and the reserve loop. Shutdown: stop reserving, let in-flight runs finish until
- * `shutdownTimeoutMs`, then abort the rest and hand them back to the queue (no failure counted).
+ * and the reserve loop. If Redis is unreachable then, the app boots anyway and the worker starts
+ * once Redis answers (retrying with jittered backoff, logging at most every 30 s). Shutdown: stop
+ * reserving, let in-flight runs finish until `shutdownTimeoutMs`, then abort the rest and hand
+ * them back to the queue (no failure counted) — done within `shutdownTimeoutMs` plus a few seconds
+ * whatever Redis does.
  */
 @Injectable()
 export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -24,6 +37,8 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
   private readonly active = new ActiveRuns();
   private loop?: WorkerLoop;
   private heartbeat?: LeaseHeartbeat;
+  private workerState: WorkerState = 'disabled';
+  private lastStartError?: string;
 
   constructor(
     @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
@@ -35,10 +50,41 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     this.keys = new RedisKeys(options.prefix, options.namespace);
   }
 
+  /** The worker's state, and why it is not running yet if Redis was away at bootstrap. */
+  get state(): { state: WorkerState; lastWakeAt?: number; error?: string } {
+    return { state: this.workerState, lastWakeAt: this.loop?.lastWakeAt, ...(this.lastStartError && { error: this.lastStartError }) };
+  }
+
   async onApplicationBootstrap(): Promise<void> {
     const workflows = this.registry.all();
     if (!this.options.worker.enabled || workflows.length === 0) return;
-    await this.declareLimits();
+    this.workerState = 'waiting-for-redis';
+    try {
+      // Fail fast when Redis refuses connections, so an HTTP app without Redis still boots at once.
+      await this.declareLimits(true);
+    } catch (error) {
+      if (!(error instanceof RedisConnectionError)) throw error;
+      this.lastStartError = error.message;
+      this.logger.warn(`Redis is not reachable at bootstrap (${error.message}); the worker starts as soon as it is`);
+      void this.startWhenRedisAnswers();
+      return;
+    }
+    this.startWorking();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    if (this.workerState === 'disabled') return;
+    this.workerState = 'stopping';
+    if (this.loop) {
+      await this.loop.stop();
+      if (!(await this.active.drained(this.options.worker.shutdownTimeoutMs))) await this.handBack();
+    }
+    this.heartbeat?.stop();
+    this.workerState = 'stopped';
+  }
+
+  private startWorking(): void {
+    if (this.workerState !== 'waiting-for-redis') return;
     const scripts = this.scripts.get();
     this.heartbeat = new LeaseHeartbeat(scripts, this.keys, this.active, this.options.worker.lockMs);
     this.loop = new WorkerLoop({
@@ -46,21 +92,34 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       scripts,
       keys: this.keys,
       options: this.options,
-      workflows: workflows.map((wf) => wf.name),
+      workflows: this.registry.all().map((wf) => wf.name),
       active: this.active,
       makeExecutor: (commits) => new RunExecutor(scripts, this.keys, this.registry, this.options, this.events, commits),
+      refreshLease: (run) => void this.heartbeat?.extend([run]),
     });
     this.heartbeat.start();
     this.loop.start();
-    this.logger.log(`Worker started on ${this.keys.base} for ${workflows.map((wf) => wf.name).join(', ')} (concurrency ${this.options.worker.concurrency})`);
+    this.workerState = 'running';
+    this.lastStartError = undefined;
+    const names = this.registry.all().map((wf) => wf.name);
+    this.logger.log(`Worker started on ${this.keys.base} for ${names.join(', ')} (concurrency ${this.options.worker.concurrency})`);
   }
 
-  async beforeApplicationShutdown(): Promise<void> {
-    if (!this.loop) return;
-    await this.loop.stop();
-    this.loop = undefined;
-    if (!(await this.active.drained(this.options.worker.shutdownTimeoutMs))) await this.handBack();
-    this.heartbeat?.stop();
+  /** Retries the bootstrap's Redis work until it succeeds or the app shuts down; never throws. */
+  private async startWhenRedisAnswers(): Promise<void> {
+    const log = new ThrottledLog(this.logger);
+    for (let attempt = 0; this.workerState === 'waiting-for-redis'; attempt++) {
+      const pause = Math.round(Math.min(MAX_START_PAUSE_MS, 500 * 2 ** attempt) * (0.5 + Math.random() / 2));
+      await new Promise((resolve) => setTimeout(resolve, pause).unref());
+      if (this.workerState !== 'waiting-for-redis') return;
+      try {
+        await this.declareLimits(false);
+        return this.startWorking();
+      } catch (error) {
+        this.lastStartError = (error as Error).message;
+        log.warn(`Worker still waiting for Redis: ${this.lastStartError}`);
+      }
+    }
   }
 
   /**
@@ -68,7 +127,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
    * workflow, every group's default — so the latest bootstrap wins, and says so. Per-group
    * overrides are runtime settings (`setLimits`) and are left alone.
    */
-  private async declareLimits(): Promise<void> {
+  private async declareLimits(failFast: boolean): Promise<void> {
     const workflows = this.registry.all();
     const cap = (limit?: number) => (limit === undefined ? '' : String(limit));
     const caps = [
@@ -79,23 +138,31 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       ]),
     ];
     const names = workflows.map((wf) => wf.name);
-    const changed = await this.scripts.get().run<string[]>('declare-limits', [this.keys.limits, this.keys.workflows, this.keys.seq], [
+    const scripts = this.scripts.get();
+    const changed = await scripts.run<string[]>('declare-limits', [this.keys.limits, this.keys.workflows, this.keys.seq], [
       this.keys.base, names.length, ...names, ...caps,
-    ]);
+    ], { idempotent: true, failFast });
+    const groupDefaults = new Map(names.map((name) => [limitField({ workflow: name, group: EVERY_GROUP }), name]));
     for (let i = 0; i < changed.length; i += 3) {
-      this.logger.log(`Fleet-wide cap ${changed[i]} changed from ${changed[i + 1] || 'none'} to ${changed[i + 2] || 'none'}`);
+      const [field, previous, next] = [changed[i], changed[i + 1], changed[i + 2]];
+      this.logger.log(`Fleet-wide cap ${field} changed from ${previous || 'none'} to ${next || 'none'}`);
+      // A raised or removed default of every group: the groups it held back rejoin, in batches.
+      const raised = next === '' || (previous !== '' && Number(next) > Number(previous));
+      const workflow = groupDefaults.get(field);
+      if (workflow !== undefined && raised) await activateGroups(scripts, this.keys, workflow);
     }
   }
 
-  /** Shutdown deadline passed: abort what is still running and return it to the queue. */
+  /** Shutdown deadline passed: abort what is still running and return it to the queue (bounded). */
   private async handBack(): Promise<void> {
     const scripts = this.scripts.get();
     const runs = this.active.list();
     this.logger.warn(`Shutdown deadline passed with ${runs.length} run(s) in flight; handing them back`);
-    await Promise.all(
+    await Promise.allSettled(
       runs.map(async (run) => {
         run.abort.abort(new Error('worker shutting down'));
-        await scripts.run('release', [this.keys.run(run.id), this.keys.leases, this.keys.limits, this.keys.seq], [this.keys.base, run.id, run.token]);
+        const keys = [this.keys.run(run.id), this.keys.leases, this.keys.limits, this.keys.seq];
+        await scripts.run('release', keys, [this.keys.base, run.id, run.token], { idempotent: true, timeoutMs: HAND_BACK_TIMEOUT_MS });
       }),
     );
   }

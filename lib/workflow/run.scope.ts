@@ -2,6 +2,10 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 
 /** What `@Step` methods need from the run they are called in. */
 export interface StepRunner {
+  /**
+   * Runs `fn` as the step `name` of this run: memoized at the top level of the run, plainly when
+   * called from inside another step's `fn` (see {@link stepScope}).
+   */
   step<T>(name: string, fn: () => Promise<T> | T): Promise<T>;
 }
 
@@ -10,3 +14,15 @@ export interface StepRunner {
  * run and simply execute outside one (e.g. in a unit test).
  */
 export const runScope = new AsyncLocalStorage<StepRunner>();
+
+/**
+ * Set, to the runner that owns the step, for as long as a step's `fn` executes. A step called
+ * inside it — through `@Step`, which goes through {@link runScope}, or through `ctx.step`, which
+ * calls the runner directly — sees it and runs plainly as part of its parent: were it numbered
+ * and memoized, a retry that replays the parent from the memo would skip it, and every later
+ * step of the same name would shift onto the wrong memo entry. It is a separate store from
+ * `runScope` because sibling steps started in parallel at the top level (`Promise.all`) share
+ * the run's context and must each stay a top-level, memoized step; only code *inside* a step's
+ * `fn` inherits this store.
+ */
+export const stepScope = new AsyncLocalStorage<StepRunner>();

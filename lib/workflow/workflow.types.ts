@@ -10,6 +10,15 @@ export interface RunContext {
    * An inline step: `fn` runs at most once per run and occurrence (the n-th call with the same
    * name is its own step). Its result is persisted before this promise resolves; on a retry the
    * persisted value is returned without calling `fn`. The result must survive a JSON round trip.
+   *
+   * Called inside another step's `fn` or `@Step` method (at any depth), it is not a step of its
+   * own: `fn` runs plainly as part of the parent, takes no occurrence number, is not memoized on
+   * its own, and its value is returned as is — the parent's memoized result covers it, and a
+   * retry that replays the parent does not call `fn`. Steps started side by side at the top level
+   * (e.g. in `Promise.all`) are each a memoized step.
+   *
+   * Throws `StepMemoLimitError` (failing the run without retry) if the result would take the
+   * run's step memo over its byte budget.
    */
   step<T>(name: string, fn: () => Promise<T> | T): Promise<T>;
 }

@@ -1,19 +1,14 @@
 -- Claiming due runs, shared by reserve (a worker's wake) and complete (the slots finished runs
 -- free are refilled in the same call). Needs `common`.
 
--- Takes the lease of a due run popped from a lane: the writes every claim makes, whatever path.
--- Appends the claim to `reply` as { id, workflow, token, attempt, failures, input, memo } where
--- memo is { step, value, … } (a first attempt has none: it is not read).
-local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply)
-  local runKey = base .. 'run:' .. id
-  local f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input')
-  if not f[1] then return false end
-  local token = string.format('%.0f', tonumber(f[1]) + 1)
-  local attempt = tonumber(f[2]) + 1
-  redis.call('HSET', runKey, 'state', 'active', 'token', token, 'attempts', attempt, 'startedAt', now)
-  addActive(wfKey(base, workflow, 'active'), id)
-  if group ~= '' then addActive(laneOf(base, workflow, group) .. 'active', id) end
-  addActive(leasesKey, id, now + lockMs)
+-- Bytes of inputs and memos in this call's reply so far: claiming stops once past the budget, so
+-- one reply stays bounded however large runs' memos grow (each memo is bounded on its own by the
+-- worker's maxRunMemoBytes).
+local replyBytes = 0
+local MAX_REPLY_BYTES = 8 * 1024 * 1024
+
+-- The step memo of a run as { step, value, … }: a first attempt has none (it is not read).
+local function memoOf(runKey, attempt)
   local memo = {}
   if attempt > 1 then
     local fields = redis.call('HGETALL', runKey)
@@ -21,11 +16,61 @@ local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply
       if string.sub(fields[i], 1, 5) == 'step:' then
         memo[#memo + 1] = string.sub(fields[i], 6)
         memo[#memo + 1] = fields[i + 1]
+        replyBytes = replyBytes + #fields[i] + #fields[i + 1]
       end
     end
   end
-  reply[#reply + 1] = { id, workflow, token, attempt, tonumber(f[3]), f[4], memo }
+  return memo
+end
+
+-- Takes the lease of a due run popped from a lane: the writes every claim makes, whatever path.
+-- Appends the claim to `reply` as { id, workflow, token, attempt, failures, input, memo } where
+-- memo is { step, value, … }. An id without a record (it expired, or was written under another
+-- key prefix) is not dropped silently: it goes to the `orphans` list (the latest 1,000).
+local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply)
+  local runKey = base .. 'run:' .. id
+  local f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input')
+  if not f[1] then
+    redis.call('LPUSH', base .. 'orphans', workflow .. ' ' .. id)
+    redis.call('LTRIM', base .. 'orphans', 0, 999)
+    return false
+  end
+  local token = string.format('%.0f', tonumber(f[1]) + 1)
+  local attempt = tonumber(f[2]) + 1
+  redis.call('HSET', runKey, 'state', 'active', 'token', token, 'attempts', attempt, 'startedAt', now)
+  addActive(wfKey(base, workflow, 'active'), id)
+  if group ~= '' then addActive(laneOf(base, workflow, group) .. 'active', id) end
+  addActive(leasesKey, id, now + lockMs)
+  replyBytes = replyBytes + #f[4]
+  reply[#reply + 1] = { id, workflow, token, attempt, tonumber(f[3]), f[4], memoOf(runKey, attempt) }
   return true
+end
+
+-- A claiming call (reserve, or complete's refill) whose reply was lost is sent again with the same
+-- call key. The first execution left its claims there as 'id token id token …': if the key
+-- exists, this is the retry, and it hands those claims back (those still held by their token,
+-- leases renewed) instead of claiming again. Returns true if it replayed.
+local function replayClaims(base, leasesKey, callKey, now, lockMs, reply)
+  local stored = redis.call('GET', callKey)
+  if not stored then return false end
+  for id, token in string.gmatch(stored, '(%S+) (%S+)') do
+    local runKey = base .. 'run:' .. id
+    local f = redis.call('HMGET', runKey, 'state', 'token', 'workflow', 'attempts', 'failures', 'input')
+    if f[1] == 'active' and f[2] == token then
+      redis.call('ZADD', leasesKey, 'XX', now + lockMs, id)
+      reply[#reply + 1] = { id, f[3], token, tonumber(f[4]), tonumber(f[5]), f[6], memoOf(runKey, tonumber(f[4])) }
+    end
+  end
+  return true
+end
+
+-- Keeps the claims of reply[from ..] under the call key for a retry (see replayClaims), for one
+-- lease length: a claim older than that has been recovered by the stalled scan anyway.
+local function rememberClaims(callKey, reply, from, ttlMs)
+  if #reply < from then return end
+  local parts = {}
+  for i = from, #reply do parts[#parts + 1] = reply[i][1] .. ' ' .. reply[i][3] end
+  redis.call('SET', callKey, table.concat(parts, ' '), 'PX', ttlMs)
 end
 
 -- A run the enqueue fast path handed off is older than anything due: take it first. Its lease
@@ -55,7 +100,7 @@ local rings = {}
 local function ringOf(base, workflow)
   local ring = rings[workflow]
   if not ring then
-    ring = { groups = redis.call('ZRANGE', wfKey(base, workflow, 'ready'), 0, 63), pos = 0, out = {}, served = {}, order = 0, pending = {} }
+    ring = { groups = redis.call('ZRANGE', wfKey(base, workflow, 'ready'), 0, 63), pos = 0, out = {}, served = {}, order = 0, pending = {}, taken = 0 }
     -- Groups whose slots this call freed take their turn after the ones already waiting.
     local known = {}
     for _, group in ipairs(ring.groups) do known[group] = true end
@@ -83,6 +128,7 @@ local function popFromGroups(base, limitsKey, workflow)
     if not ring.out[group] then
       local id = groupRoom(base, limitsKey, workflow, group) and popDue(laneOf(base, workflow, group))
       if id then
+        ring.taken = ring.taken + 1 -- off the workflow's count of due grouped runs, once per call (settleGroups)
         ring.order = ring.order + 1
         ring.served[group] = ring.order
         return id, group
@@ -93,11 +139,13 @@ local function popFromGroups(base, limitsKey, workflow)
   return nil
 end
 
--- Writes each ring's outcome back to its workflow's `ready` zset, then reviews the deferred
--- groups (see releaseSlots): a group that can run again is in `ready`, one that is idle has left
--- the list of groups. Marks in `freed` the workflows a group rejoined (for wakeCapped).
+-- Writes each ring's outcome back to its workflow's `ready` zset and the runs it took off the
+-- workflow's count of due grouped runs (see makeDue), then reviews the deferred groups (see
+-- releaseSlots): a group that can run again is in `ready`, one that is idle has left the list of
+-- groups. Marks in `freed` the workflows a group rejoined (for wakeCapped).
 local function settleGroups(base, limitsKey, seqKey, freed)
   for workflow, ring in pairs(rings) do
+    if ring.taken > 0 then redis.call('HINCRBY', wfKey(base, workflow, 'stats'), 'groupDue', -ring.taken) end
     local readyKey = wfKey(base, workflow, 'ready')
     local served = {}
     for _, group in ipairs(ring.groups) do
@@ -165,10 +213,10 @@ local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaim
   end
 
   local progress = true
-  while progress and claimed < maxClaims and namespaceRoom(leasesKey, limitsKey) do
+  while progress and claimed < maxClaims and replyBytes < MAX_REPLY_BYTES and namespaceRoom(leasesKey, limitsKey) do
     progress = false
     for i, wf in ipairs(workflows) do
-      if open[i] and claimed < maxClaims and namespaceRoom(leasesKey, limitsKey) then
+      if open[i] and claimed < maxClaims and replyBytes < MAX_REPLY_BYTES and namespaceRoom(leasesKey, limitsKey) then
         open[i] = claimOne(i, wf)
         progress = progress or open[i]
       end
@@ -176,7 +224,9 @@ local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaim
   end
   settleGroups(base, limitsKey, seqKey, freed or {})
 
-  if passWake and claimed >= maxClaims and maxClaims > 0 and namespaceRoom(leasesKey, limitsKey) then
+  -- A batch cut short by the reply budget is a full batch too: its worker must come back at once.
+  local full = claimed >= maxClaims or replyBytes >= MAX_REPLY_BYTES
+  if passWake and full and maxClaims > 0 and namespaceRoom(leasesKey, limitsKey) then
     for i, wf in ipairs(workflows) do
       if open[i] and workflowRoom(base, limitsKey, wf) and hasDue(base, wf) then wake(wfKey(base, wf, 'wake')) end
     end

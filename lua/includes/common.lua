@@ -184,9 +184,12 @@ end
 
 -- Makes a run due (see pushDue) and announces it to its workflow's workers. A group is listed
 -- in its workflow's `groups` set while it has due or active runs (for stats and cap changes).
+-- The stats field 'groupDue' counts the runs due in group lanes, so stats reads one number
+-- instead of visiting every group; the claim pass takes its pops off (see settleGroups).
 local function makeDue(base, limitsKey, seqKey, workflow, group, id, priority, front)
   pushDue(laneOf(base, workflow, group), seqKey, id, priority, front)
   if group and group ~= '' then
+    redis.call('HINCRBY', wfKey(base, workflow, 'stats'), 'groupDue', 1)
     redis.call('SADD', wfKey(base, workflow, 'groups'), group)
     activateGroup(base, limitsKey, seqKey, workflow, group)
   end
@@ -286,18 +289,34 @@ local function countFinished(base, tally)
   end
 end
 
--- After a cap changed (at runtime or by a bootstrap): groups it held back rejoin their workflow's
--- round-robin, and the workers concerned are woken. `workflow` '' means every registered
--- workflow; `group` '*' every group of the workflow, '' none.
+-- Groups one call brings back after a change of every group's default cap. A workflow may have
+-- any number of groups; a call visiting all of them would block Redis for as long, so the caller
+-- goes through them in batches (see activate-groups).
+local GROUP_BATCH = 500
+
+-- Visits one batch of a workflow's groups from an SSCAN cursor of its `groups` set: each that
+-- has due runs and room now rejoins the round-robin. SSCAN returns about GROUP_BATCH groups
+-- (all of them while the set is small) and, across calls, every group present from the first
+-- call to the last; a group added in between joined when it did (makeDue). Returns the next
+-- cursor, '0' when every group was visited, and whether a group rejoined.
+local function activateGroupBatch(base, limitsKey, seqKey, workflow, cursor)
+  local page = redis.call('SSCAN', wfKey(base, workflow, 'groups'), cursor, 'COUNT', GROUP_BATCH)
+  local joined = false
+  for _, group in ipairs(page[2]) do
+    if activateGroup(base, limitsKey, seqKey, workflow, group) then joined = true end
+  end
+  return page[1], joined
+end
+
+-- After a cap changed (at runtime or by a bootstrap): a group it held back rejoins its
+-- workflow's round-robin, and the workers concerned are woken. `workflow` '' means every
+-- registered workflow; `group` '' no group, '*' every group of the workflow: those are left to
+-- the caller's batches (activateGroupBatch), as no call visits every group.
 local function afterCapChange(base, limitsKey, seqKey, workflow, group)
   local workflows = { workflow }
   if workflow == '' then workflows = redis.call('SMEMBERS', base .. 'workflows') end
   for _, wf in ipairs(workflows) do
-    local groups = { group }
-    if group == '*' then groups = redis.call('SMEMBERS', wfKey(base, wf, 'groups')) end
-    if group ~= '' then
-      for _, g in ipairs(groups) do activateGroup(base, limitsKey, seqKey, wf, g) end
-    end
+    if group ~= '' and group ~= '*' then activateGroup(base, limitsKey, seqKey, wf, group) end
     if hasDue(base, wf) then wake(wfKey(base, wf, 'wake')) end
   end
 end

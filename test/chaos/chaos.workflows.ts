@@ -19,6 +19,10 @@ export interface ChaosHooks {
   counted?(runId: string): void;
   /** Stall: awaited after the first step finished (the child announces it and hangs). */
   afterFirstStep?(runId: string): Promise<void>;
+  /** Zombie: awaited where the run's input says (the child announces it and waits for 'resume'). */
+  pause?(runId: string, where: 'middle' | 'end'): Promise<void>;
+  /** Zombie: a step threw (e.g. LeaseLostError: its result was refused); the run rethrows it. */
+  stepFailed?(runId: string, step: string, error: unknown): void;
 }
 
 /** `{sluice:<ns>}:counter` — per-run count of executions of DrainWorkflow's step. */
@@ -105,5 +109,131 @@ export class CappedWorkflow {
   @Step()
   async finish(runId: string): Promise<number> {
     return this.redis.hincrby(completionsKey(this.ns), runId, 1);
+  }
+}
+
+/** `{sluice:<ns>}:exec-count` — `<runId>:<step>` → executions of ThreeStepWorkflow's steps (the side effect). */
+export const execCountKey = (ns: string) => `{sluice:${ns}}:exec-count`;
+/** `{sluice:<ns>}:exec-by` — `<runId>:<step>#<n>` → pid of the process that executed the n-th execution. */
+export const execByKey = (ns: string) => `{sluice:${ns}}:exec-by`;
+/** `{sluice:<ns>}:attempt-by` — `<runId>#<attempt>` → pid of the process that started that attempt (written before any step). */
+export const attemptByKey = (ns: string) => `{sluice:${ns}}:attempt-by`;
+/** `{sluice:<ns>}:commits` — runId → 'completed' events (emitted after the commit), counted by the forked workers. */
+export const commitsKey = (ns: string) => `{sluice:${ns}}:commits`;
+/**
+ * `{sluice:<ns>}:despite-memo` — `<runId>:<step>#<n>` → pid, for an execution that happened while
+ * the step's memo was already in the run record (lib/redis/redis.keys.ts: field `step:<name>#1`
+ * of `run:<id>`): a finished step executed again. Must stay empty.
+ */
+export const despiteMemoKey = (ns: string) => `{sluice:${ns}}:despite-memo`;
+
+/** One step execution: its ordinal among the executions of that step of that run, and where it ran. */
+export interface Execution {
+  n: number;
+  pid: number;
+}
+
+export interface ThreeStepResult {
+  i: number;
+  a: Execution;
+  b: Execution;
+  c: Execution;
+  attempt: number;
+  /** The process whose attempt produced (and committed) this result. */
+  by: number;
+}
+
+/**
+ * The side effect of a step, atomic: count the execution, record which process made it, and
+ * whether the step's memo was in the run record already (a step whose memo landed must replay,
+ * never execute; the memo of this execution is written only after it returns).
+ */
+const EXECUTE = `local n = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
+redis.call('HSET', KEYS[2], ARGV[1] .. '#' .. n, ARGV[2])
+if redis.call('HEXISTS', KEYS[3], ARGV[3]) == 1 then redis.call('HSET', KEYS[4], ARGV[1] .. '#' .. n, ARGV[2]) end
+return n`;
+
+/**
+ * Three durable steps, each a counted side effect that records its executing pid. Before its
+ * steps, every attempt records which process started it, so a test knows which runs a killed
+ * process had in flight. A step's memo is the execution it returned: a test can tell the
+ * execution whose memo landed from those that were lost.
+ */
+@Workflow('chaos.three-step')
+export class ThreeStepWorkflow {
+  constructor(
+    @Inject(CHAOS_REDIS) private readonly redis: Redis,
+    @Inject(CHAOS_NS) private readonly ns: string,
+    @Inject(CHAOS_HOOKS) private readonly hooks: ChaosHooks,
+  ) {}
+
+  async run(input: { i: number }, ctx: RunContext): Promise<ThreeStepResult> {
+    await this.redis.hset(attemptByKey(this.ns), `${ctx.runId}#${ctx.attempt}`, process.pid);
+    await this.hooks.beforeWork?.(ctx.runId);
+    const a = await this.stepA(ctx.runId);
+    const b = await this.stepB(ctx.runId);
+    const c = await this.stepC(ctx.runId);
+    return { i: input.i, a, b, c, attempt: ctx.attempt, by: process.pid };
+  }
+
+  @Step()
+  stepA(runId: string): Promise<Execution> {
+    return this.execute(runId, 'a', 'stepA');
+  }
+
+  @Step()
+  stepB(runId: string): Promise<Execution> {
+    return this.execute(runId, 'b', 'stepB');
+  }
+
+  @Step()
+  stepC(runId: string): Promise<Execution> {
+    return this.execute(runId, 'c', 'stepC');
+  }
+
+  private async execute(runId: string, step: string, stepName: string): Promise<Execution> {
+    const keys = [execCountKey(this.ns), execByKey(this.ns), `{sluice:${this.ns}}:run:${runId}`, despiteMemoKey(this.ns)];
+    const n = await this.redis.eval(EXECUTE, keys.length, ...keys, `${runId}:${step}`, process.pid, `step:${stepName}#1`);
+    return { n: Number(n), pid: process.pid };
+  }
+}
+
+/**
+ * Two counted steps (in `stepCountKey`), with a pause where the input says: between them
+ * ('middle') or after both ('end'). A zombie test stops the process at the pause, lets another
+ * worker finish the run, then lets the stopped one carry on with a lease it no longer holds.
+ */
+@Workflow('chaos.zombie')
+export class ZombieWorkflow {
+  constructor(
+    @Inject(CHAOS_REDIS) private readonly redis: Redis,
+    @Inject(CHAOS_NS) private readonly ns: string,
+    @Inject(CHAOS_HOOKS) private readonly hooks: ChaosHooks,
+  ) {}
+
+  async run(input: { pauseAt: 'middle' | 'end' }, ctx: RunContext): Promise<{ first: string; second: string; attempt: number; by: number }> {
+    const first = await this.first(ctx.runId);
+    if (input.pauseAt === 'middle') await this.hooks.pause?.(ctx.runId, 'middle');
+    let second: string;
+    try {
+      second = await this.second(ctx.runId);
+    } catch (error) {
+      this.hooks.stepFailed?.(ctx.runId, 'second', error);
+      throw error;
+    }
+    if (input.pauseAt === 'end') await this.hooks.pause?.(ctx.runId, 'end');
+    return { first, second, attempt: ctx.attempt, by: process.pid };
+  }
+
+  @Step()
+  async first(runId: string): Promise<string> {
+    await this.redis.hincrby(stepCountKey(this.ns), `${runId}:first`, 1);
+    return `first by pid ${process.pid}`;
+  }
+
+  @Step()
+  async second(runId: string): Promise<string> {
+    await this.redis.hincrby(stepCountKey(this.ns), `${runId}:second`, 1);
+    return `second by pid ${process.pid}`;
   }
 }

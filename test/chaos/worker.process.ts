@@ -1,9 +1,11 @@
 import 'reflect-metadata';
-import { Module } from '@nestjs/common';
+import { Inject, Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
-import { QueueModule } from '../../lib';
-import { CappedWorkflow, CHAOS_HOOKS, CHAOS_NS, CHAOS_REDIS, ChaosHooks, DrainWorkflow, StallWorkflow } from './chaos.workflows';
+import { QueueModule, RunEvents } from '../../lib';
+import {
+  CappedWorkflow, CHAOS_HOOKS, CHAOS_NS, CHAOS_REDIS, ChaosHooks, commitsKey, DrainWorkflow, StallWorkflow, ThreeStepWorkflow, ZombieWorkflow,
+} from './chaos.workflows';
 
 /**
  * A Sluice worker in its own OS process, forked by the chaos tests (see child-worker.ts).
@@ -11,6 +13,9 @@ import { CappedWorkflow, CHAOS_HOOKS, CHAOS_NS, CHAOS_REDIS, ChaosHooks, DrainWo
  * IPC out: { ready: true } after init; drain: { claimed } on its first run; stall and capped
  * (CappedWorkflow, cap 1): { started } once the first step finished; { stopped: true, executed } before exiting 0 on 'stop'.
  * IPC in: 'go' releases drain runs held at their start; 'stop' closes the app and exits 0.
+ * MODE 'three-step' (ThreeStepWorkflow): no hooks; every 'completed' event is counted in Redis
+ * (commitsKey). MODE 'zombie' (ZombieWorkflow): { paused, where } at the pause its input asks
+ * for, then waits for IPC 'resume'; { stepFailed, step, error } when a step throws.
  */
 const url = required('REDIS_URL');
 const ns = required('NS');
@@ -21,9 +26,21 @@ let executed = 0;
 let claimedSent = false;
 let go!: () => void;
 const gate = new Promise<void>((resolve) => (go = resolve));
+let resume!: () => void;
+const resumed = new Promise<void>((resolve) => (resume = resolve));
 
 const hooks: ChaosHooks =
-  mode === 'drain'
+  mode === 'three-step'
+    ? {}
+    : mode === 'zombie'
+    ? {
+        pause: (runId, where) => {
+          send({ paused: runId, where });
+          return resumed;
+        },
+        stepFailed: (runId, step, error) => send({ stepFailed: runId, step, error: (error as Error)?.name }),
+      }
+    : mode === 'drain'
     ? {
         beforeWork: async (runId) => {
           if (!claimedSent) {
@@ -41,6 +58,14 @@ const hooks: ChaosHooks =
         },
       };
 
+/** three-step: counts each 'completed' event (emitted after the commit) in Redis; registered before the worker starts. */
+@Injectable()
+class CommitCounter {
+  constructor(events: RunEvents, @Inject(CHAOS_REDIS) redis: Redis, @Inject(CHAOS_NS) namespace: string) {
+    events.on('completed', (event) => void redis.hincrby(commitsKey(namespace), event.runId, 1));
+  }
+}
+
 async function main(): Promise<void> {
   const redis = new Redis(url);
   @Module({
@@ -56,7 +81,8 @@ async function main(): Promise<void> {
       }),
     ],
     providers: [
-      mode === 'drain' ? DrainWorkflow : mode === 'capped' ? CappedWorkflow : StallWorkflow,
+      mode === 'three-step' ? ThreeStepWorkflow : mode === 'zombie' ? ZombieWorkflow : mode === 'drain' ? DrainWorkflow : mode === 'capped' ? CappedWorkflow : StallWorkflow,
+      ...(mode === 'three-step' ? [CommitCounter] : []),
       { provide: CHAOS_REDIS, useValue: redis },
       { provide: CHAOS_NS, useValue: ns },
       { provide: CHAOS_HOOKS, useValue: hooks },
@@ -69,6 +95,7 @@ async function main(): Promise<void> {
   });
   process.on('message', (message) => {
     if (message === 'go') go();
+    if (message === 'resume') resume();
     if (message === 'stop') {
       void app
         .close()

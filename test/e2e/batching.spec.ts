@@ -1,10 +1,11 @@
+import { newCallId } from '../../lib/worker/run.commits';
 import type Redis from 'ioredis';
 import { setTimeout as delay } from 'node:timers/promises';
 import { RunContext, RunEvents, Workflow } from '../../lib';
-import { LuaScripts } from '../../lib/redis/lua.scripts';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { parseClaimReply } from '../../lib/worker/claim';
 import { createApp, dropNamespace, rawRedis, redisUrl, TestApp, uniqueNamespace } from '../support/app';
+import { scriptsOn } from '../support/scripts';
 import { enqueueArgs, enqueueKeys, firstToken, sampleActive } from '../support/queue-state';
 import { deferred, pollUntil } from '../support/workflows';
 import IORedis from 'ioredis';
@@ -77,11 +78,11 @@ describe('batched commits, script level', () => {
   it('a worker holding a token of an expired run cannot write to a new run that reuses the id', async () => {
     const { keys } = namespace();
     const WF = 'batch.reuse';
-    const scripts = new LuaScripts(redis);
-    const reserve = async () => parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate], [keys.base, 1, 30_000, 0, 3, 256, 60_000, 'w', WF])).claims[0];
+    const scripts = scriptsOn(redis);
+    const reserve = async () => parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [keys.base, 1, 30_000, 0, 3, 256, 60_000, 'w', WF])).claims[0];
     await scripts.run('enqueue', enqueueKeys(keys, 'x'), enqueueArgs(keys, WF, 'x', {}, false));
     const old = await reserve();
-    await scripts.run('complete', [keys.leases, keys.limits, keys.seq], [keys.base, 60_000, 0, 30_000, 1, WF, 0, 'x', old.token, '"first"']);
+    await scripts.run('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [keys.base, 60_000, 0, 30_000, 1, WF, 0, 'x', old.token, '"first"']);
     await redis.del(keys.run('x')); // its retention ran out
     await redis.set(`${keys.base}clock-tick`, '1', 'PX', 5); // let the Redis clock move on a millisecond at least
     await pollUntil(() => redis.exists(`${keys.base}clock-tick`), (n) => n === 0, 'a millisecond to pass');
@@ -95,12 +96,12 @@ describe('batched commits, script level', () => {
   it('steps that ride along with completions are token-checked one by one, like the completions', async () => {
     const { keys } = namespace();
     const WF = 'batch.mixed';
-    const scripts = new LuaScripts(redis);
+    const scripts = scriptsOn(redis);
     for (const id of ['m1', 'm2', 'm3']) await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, { id }, false));
-    const claimed = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate], [keys.base, 3, 30_000, 0, 3, 256, 60_000, 'w', WF]));
+    const claimed = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [keys.base, 3, 30_000, 0, 3, 256, 60_000, 'w', WF]));
     const token = Object.fromEntries(claimed.claims.map((c) => [c.id, c.token]));
     await redis.hincrby(keys.run('m2'), 'token', 1); // m2 was taken over: its step must not land
-    const reply = parseClaimReply<[number[], number[]]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq], [
+    const reply = parseClaimReply<[number[], number[]]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
       keys.base, 60_000, 0, 30_000, 1, WF, 2, 'm1', token.m1, 'a#1', '"one"', 'm2', token.m2, 'a#1', '"two"', 'm3', token.m3, '"done"',
     ]));
     expect(reply.head).toEqual([[1], [1, 0]]);
@@ -112,11 +113,11 @@ describe('batched commits, script level', () => {
   it('a stale token in the middle of a batch changes nothing for that run and nothing else', async () => {
     const { keys } = namespace();
     const WF = 'batch.raw';
-    const scripts = new LuaScripts(redis);
+    const scripts = scriptsOn(redis);
     await redis.hset(keys.limits, `wf:${WF}`, '3');
     const ids = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6'];
     for (const id of ids) expect(await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, { id }, false, 30_000, true))).toEqual([1, 'waiting']);
-    const reserved = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate], [
+    const reserved = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [
       keys.base, 6, 30_000, 0, 3, 256, 60_000, 'w', WF,
     ]));
     const createdAt = async (id: string) => (await redis.hget(keys.run(id), 'createdAt'))!;
@@ -139,7 +140,7 @@ describe('batched commits, script level', () => {
     const subscriber = new IORedis(redisUrl());
     subscriber.on('pmessage', (_pattern: string, channel: string) => announced.push(channel.slice(keys.base.length)));
     await subscriber.psubscribe(`${keys.base}done:*`);
-    const completed = parseClaimReply<[number[], number[]]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq], [
+    const completed = parseClaimReply<[number[], number[]]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
       keys.base, 60_000, 3, 30_000, 1, WF, 0, 'r1', token.r1, '"done-1"', 'r2', token.r2, '"done-2"', 'r3', token.r3, '"done-3"',
     ]));
     await subscriber.ping(); // replies come in order: every publish of that call has arrived

@@ -157,7 +157,7 @@ describe('setLimits / getLimits input', () => {
     const { ns, k } = space();
     const producer = await start([LooseShared, { provide: APP, useValue: 'p' }], { namespace: ns, worker: { enabled: false } });
     const command = producer.app.get(RedisConnections).command;
-    const spy = jest.spyOn(command, 'sendCommand');
+    const spy = jest.spyOn(command.client, 'sendCommand');
     const { client } = producer;
     const wf = 'caps.shared';
     const cases: Array<[string, () => Promise<unknown>, Function, RegExp]> = [

@@ -1,8 +1,8 @@
 import type Redis from 'ioredis';
 import { NonRetryableError, QueueModuleOptions, RunContext, Step, Workflow, WorkflowFailedError } from '../../lib';
-import { LuaScripts } from '../../lib/redis/lua.scripts';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
+import { scriptsOn } from '../support/scripts';
 import { dueInLane, enqueueArgs, enqueueKeys, FAKE_WORKER, fakePark, firstToken, handoffEntry, isDueInLane, redisTimeMs, waitParked, watchLane } from '../support/queue-state';
 import { Counter, Gates, pollUntil } from '../support/workflows';
 
@@ -292,7 +292,7 @@ describe('enqueue fast path', () => {
     const app = await s.worker(); // block timeout: 5 s; 4 slots stay free while burst-1 runs
     await waitParked(redis, s.keys, 'fp.hold');
     // Two enqueues land before the worker's next BLPOP (here: one transaction; in production: two producers).
-    const scripts = new LuaScripts(redis);
+    const scripts = scriptsOn(redis);
     const multi = redis.multi();
     for (const key of ['burst-1', 'burst-2']) {
       scripts.queue(multi, 'enqueue', enqueueKeys(s.keys, key), enqueueArgs(s.keys, 'fp.hold', key, { key, hold: key === 'burst-1' }, true));

@@ -1,7 +1,9 @@
+import { newCallId } from '../../lib/worker/run.commits';
 import type Redis from 'ioredis';
 import { LuaScripts } from '../../lib/redis/lua.scripts';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { dropNamespace, rawRedis, uniqueNamespace } from '../support/app';
+import { scriptsOn } from '../support/scripts';
 
 /** The group round-robin past the 64 groups one call reads at a time. */
 describe('group round-robin, script level', () => {
@@ -11,7 +13,7 @@ describe('group round-robin, script level', () => {
 
   beforeAll(() => {
     redis = rawRedis();
-    scripts = new LuaScripts(redis);
+    scripts = scriptsOn(redis);
   });
   afterAll(async () => {
     for (const ns of namespaces) await dropNamespace(redis, ns);
@@ -35,7 +37,7 @@ describe('group round-robin, script level', () => {
     expect(before.indexOf(group(70))).toBe(70);
 
     // Completing A frees a slot of g70 and refills one slot: the ring serves g00, not g70.
-    const [head, ...claims] = await scripts.run<[unknown, ...string[][]]>('complete', [keys.leases, keys.limits, keys.seq], [
+    const [head, ...claims] = await scripts.run<[unknown, ...string[][]]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
       keys.base, 60_000, 1, 30_000, 1, 'w', 0, 'A', (await redis.hget(keys.run('A'), 'token'))!, '"ok"',
     ]);
     expect(head).toEqual([[1], []]);

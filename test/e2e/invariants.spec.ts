@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import type Redis from 'ioredis';
 import { LuaScripts } from '../../lib/redis/lua.scripts';
 import { dropNamespace, rawRedis, uniqueNamespace } from '../support/app';
+import { scriptsOn } from '../support/scripts';
 import { checkInvariants, FlowModel, GROUPS, Snapshot, WORKFLOWS } from '../support/flow-model';
 
 /**
@@ -168,7 +169,7 @@ describe('flow-control invariants (seeded property test, real Redis)', () => {
 
   beforeAll(() => {
     redis = rawRedis();
-    scripts = new LuaScripts(redis);
+    scripts = scriptsOn(redis);
   });
   afterAll(() => redis.quit());
 

@@ -2,8 +2,9 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Redis from 'ioredis';
-import { loadScript, LUA_DIR, LuaScripts, scriptNames } from '../../lib/redis/lua.scripts';
+import { loadScript, LUA_DIR, scriptNames } from '../../lib/redis/lua.scripts';
 import { rawRedis } from '../support/app';
+import { scriptsOn } from '../support/scripts';
 
 /** The scripts the worker and client need; new ones are covered too through scriptNames(). */
 const CORE = ['complete', 'declare-limits', 'enqueue', 'extend-leases', 'fail', 'release', 'reserve', 'save-steps'];
@@ -57,7 +58,7 @@ describe('lua scripts', () => {
   });
 
   it('registers every script as an ioredis command and runs one through EVALSHA/EVAL', async () => {
-    const scripts = new LuaScripts(redis);
+    const scripts = scriptsOn(redis);
     for (const name of ALL) {
       expect(typeof (redis as unknown as Record<string, unknown>)[`sluice_${name.replace(/-/g, '_')}`]).toBe('function');
     }

@@ -106,7 +106,7 @@ describe('client.stats', () => {
     // A producer: its connection carries nothing but this test's calls (a worker's would also park and reserve).
     const producer = await startFlowApp([StW, StOther], { namespace: ns, worker: { enabled: false } });
     const command = producer.app.get(RedisConnections).command;
-    const addr = /addr=(\S+)/.exec(String(await command.client('INFO')))?.[1];
+    const addr = /addr=(\S+)/.exec(String(await command.call('info', (redis) => redis.client('INFO'))))?.[1];
     expect(addr).toBeDefined();
     const watcher = rawRedis();
     const monitor = await enterMonitor(watcher); // tolerates ioredis' MONITOR start-up race on a busy server
@@ -116,7 +116,7 @@ describe('client.stats', () => {
     });
     try {
       expect((await producer.client.stats({ groups: true })).namespace).toEqual({ active: 0, limit: 8 });
-      await command.echo('stats-done'); // same connection: monitored after the stats call
+      await command.call('echo', (redis) => redis.echo('stats-done')); // same connection: monitored after the stats call
       await pollUntil(async () => seen.some((c) => c.command === 'echo' && c.args[0] === 'stats-done'), Boolean, 'the sentinel to be monitored');
     } finally {
       monitor.disconnect();

@@ -159,8 +159,33 @@ describe('resolveQueueOptions', () => {
       worker: { enabled: true, concurrency: 10, lockMs: 30_000, stalledIntervalMs: 15_000, maxStalls: 3, shutdownTimeoutMs: 30_000 },
       defaults: { attempts: 3, backoff: DEFAULT_BACKOFF, resultTtlMs: 86_400_000 },
       maxPayloadBytes: DEFAULT_MAX_PAYLOAD_BYTES,
+      maxRunMemoBytes: 16 * 1024 * 1024,
+      redisTimeoutMs: 10_000,
       fastPath: true,
     });
+  });
+
+  it('accepts duration strings for the time options', () => {
+    const resolved = resolve({ worker: { lockMs: '20s', stalledIntervalMs: '500ms', shutdownTimeoutMs: '1m' }, redisTimeoutMs: '2s' });
+    expect(resolved.worker).toMatchObject({ lockMs: 20_000, stalledIntervalMs: 500, shutdownTimeoutMs: 60_000 });
+    expect(resolved.redisTimeoutMs).toBe(2_000);
+  });
+
+  it.each<[string, unknown, RegExp]>([
+    ['a connection whose url is unset (e.g. process.env.REDIS_URL)', { connection: { url: undefined } }, /no url, host or port/],
+    ['an empty connection object', { connection: {} }, /no url, host or port/],
+    ['a url without a scheme', { connection: { url: '127.0.0.1:6379' } }, /redis:\/\/ or rediss:\/\//],
+    ['an ioredis instance with keyPrefix', { connection: fakeInstance({ keyPrefix: 'app:' }) }, /keyPrefix "app:"/],
+    ['a malformed duration', { connection, worker: { lockMs: '30 sec' } }, /worker\.lockMs/],
+    ['zero redisTimeoutMs', { connection, redisTimeoutMs: 0 }, /redisTimeoutMs/],
+  ])('rejects %s with a QueueConfigError', (_, options, message) => {
+    expect(() => resolveQueueOptions(options as QueueModuleOptions)).toThrow(QueueConfigError);
+    expect(() => resolveQueueOptions(options as QueueModuleOptions)).toThrow(message);
+  });
+
+  it('accepts an ioredis instance without keyPrefix, and a bare port', () => {
+    expect(() => resolveQueueOptions({ connection: fakeInstance({}) as never })).not.toThrow();
+    expect(() => resolveQueueOptions({ connection: { port: 6380 } })).not.toThrow();
   });
 
   it('derives stalledIntervalMs from lockMs and completes a partial backoff', () => {
@@ -227,3 +252,8 @@ describe('backoffDelay', () => {
     expect(backoffDelay({ delayMs: 0, factor: 2, maxDelayMs: 10_000 }, 5, () => 0.9)).toBe(0);
   });
 });
+
+/** Just enough of an ioredis instance for option checks (no connection is made). */
+function fakeInstance(options: Record<string, unknown>): unknown {
+  return { options, duplicate: () => undefined, defineCommand: () => undefined };
+}

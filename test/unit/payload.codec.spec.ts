@@ -1,5 +1,6 @@
 import { InvalidInputError, PayloadNotSerializableError, PayloadTooLargeError } from '../../lib';
-import { decodePayload, DEFAULT_MAX_PAYLOAD_BYTES, encodePayload } from '../../lib/redis/payload.codec';
+import fc from 'fast-check';
+import { decodePayload, DEFAULT_MAX_PAYLOAD_BYTES, encodePayload, MAX_PAYLOAD_DEPTH } from '../../lib/redis/payload.codec';
 
 const LIMIT = DEFAULT_MAX_PAYLOAD_BYTES;
 
@@ -10,6 +11,21 @@ function encodeError(value: unknown, field = 'input'): Error {
     return error as Error;
   }
   throw new Error('encodePayload did not throw');
+}
+
+/** Checks the error is the typed one, naming `path` as its field and in its message. */
+function expectNotSerializable(error: Error, path: string, reason?: RegExp): void {
+  expect(error).toBeInstanceOf(PayloadNotSerializableError);
+  expect((error as PayloadNotSerializableError).field).toBe(path);
+  expect(error.message).toContain(`${path}: `);
+  if (reason) expect(error.message).toMatch(reason);
+}
+
+/** `levels` arrays nested inside each other around 1. */
+function nestedArrays(levels: number): unknown {
+  let value: unknown = 1;
+  for (let level = 0; level < levels; level++) value = [value];
+  return value;
 }
 
 describe('encodePayload', () => {
@@ -97,6 +113,193 @@ describe('encodePayload', () => {
     // 'é' is two bytes in UTF-8: 50 of them plus quotes is 102 bytes but 52 characters.
     expect(() => encodePayload('é'.repeat(50), 'input', 100)).toThrow(PayloadTooLargeError);
   });
+
+  describe('toJSON()', () => {
+    it.each([
+      ['at the top level', { toJSON: () => undefined }, 'input'],
+      ['in an object', { a: { toJSON: () => undefined } }, 'input.a'],
+      ['in an array', { list: [{ toJSON: () => undefined }] }, 'input.list[0]'],
+    ])('rejects toJSON() returning undefined %s', (_label, value, path) => {
+      expectNotSerializable(encodeError(value), path, /toJSON\(\) returned undefined/);
+    });
+
+    it.each([
+      ['a BigInt', () => BigInt(1), 'input.x', /toJSON\(\) returned .*BigInt/],
+      ['NaN', () => NaN, 'input.x', /toJSON\(\) returned .*NaN/],
+      ['a symbol', () => Symbol('s'), 'input.x', /toJSON\(\) returned .*symbol/],
+      ['a function', () => () => 1, 'input.x', /toJSON\(\) returned .*function/],
+      ['an object holding a function', () => ({ ok: 1, fn: () => 1 }), 'input.x.fn', /function/],
+      ['an object holding a BigInt', () => ({ list: [BigInt(1)] }), 'input.x.list[0]', /BigInt/],
+      ['a Map', () => new Map([[1, 2]]), 'input.x', /Map/],
+      ['a Date, whose own toJSON() JSON.stringify would not call', () => new Date(0), 'input.x', /toJSON\(\) of its own/],
+    ])('rejects toJSON() returning %s', (_label, toJSON, path, reason) => {
+      expectNotSerializable(encodeError({ x: { toJSON } }), path, reason);
+    });
+
+    it('turns an error thrown by toJSON() into PayloadNotSerializableError, keeping it as the cause', () => {
+      const thrown = new Error('boom');
+      const error = encodeError({
+        items: [
+          {
+            toJSON() {
+              throw thrown;
+            },
+          },
+        ],
+      });
+      expectNotSerializable(error, 'input.items[0]', /toJSON\(\) threw: boom/);
+      expect(error.cause).toBe(thrown);
+    });
+
+    it('calls toJSON() once per value, with the key JSON.stringify passes, and writes what it returned', () => {
+      const keys: string[] = [];
+      let calls = 0;
+      const counter = {
+        toJSON(key: string) {
+          keys.push(key);
+          return { call: ++calls };
+        },
+      };
+      expect(encodePayload(counter, 'input', LIMIT)).toBe('{"call":1}');
+      expect(encodePayload({ p: counter, list: [counter, counter] }, 'input', LIMIT)).toBe('{"p":{"call":2},"list":[{"call":3},{"call":4}]}');
+      expect(keys).toEqual(['', 'p', '0', '1']);
+    });
+
+    it('leaves the value it was given untouched', () => {
+      const value = { at: new Date(0), list: [1, new Date(0)] };
+      encodePayload(value, 'input', LIMIT);
+      expect(value.at).toBeInstanceOf(Date);
+      expect(value.list[1]).toBeInstanceOf(Date);
+    });
+
+    it('encodes a Buffer through its toJSON()', () => {
+      const encoded = encodePayload({ bytes: Buffer.from([1, 2]) }, 'input', LIMIT);
+      expect(encoded).toBe('{"bytes":{"type":"Buffer","data":[1,2]}}');
+      expect(decodePayload(encoded)).toEqual({ bytes: { type: 'Buffer', data: [1, 2] } });
+    });
+
+    it('encodes a top-level Date and Dates inside arrays', () => {
+      expect(encodePayload(new Date(0), 'input', LIMIT)).toBe('"1970-01-01T00:00:00.000Z"');
+      expect(encodePayload([1, new Date(0)], 'input', LIMIT)).toBe('[1,"1970-01-01T00:00:00.000Z"]');
+    });
+
+    it('accepts toJSON() returning this, and checks its own properties', () => {
+      class Self {
+        constructor(readonly value: unknown) {}
+        toJSON(): this {
+          return this;
+        }
+      }
+      expect(encodePayload({ s: new Self(1) }, 'input', LIMIT)).toBe('{"s":{"value":1}}');
+      expect(encodePayload({ s: new Self(new Date(0)) }, 'input', LIMIT)).toBe('{"s":{"value":"1970-01-01T00:00:00.000Z"}}');
+      expectNotSerializable(encodeError({ s: new Self(BigInt(1)) }), 'input.s.value', /BigInt/);
+    });
+
+    it('rejects an invalid Date, which JSON would turn into null', () => {
+      expectNotSerializable(encodeError({ at: new Date(NaN) }), 'input.at', /invalid Date/);
+    });
+  });
+
+  describe('depth', () => {
+    it(`accepts ${MAX_PAYLOAD_DEPTH} nested levels and decodes them back`, () => {
+      const value = nestedArrays(MAX_PAYLOAD_DEPTH);
+      expect(decodePayload(encodePayload(value, 'input', LIMIT))).toEqual(value);
+    });
+
+    it('rejects one level more, naming the path of the level too many', () => {
+      const error = encodeError(nestedArrays(MAX_PAYLOAD_DEPTH + 1));
+      expectNotSerializable(error, 'input' + '[0]'.repeat(MAX_PAYLOAD_DEPTH), new RegExp(`more than ${MAX_PAYLOAD_DEPTH} levels`));
+    });
+
+    it('rejects a very deep value with PayloadNotSerializableError rather than a stack overflow', () => {
+      let value: Record<string, unknown> = {};
+      for (let level = 0; level < 100_000; level++) value = { a: value };
+      const error = encodeError(value);
+      expect(error).toBeInstanceOf(PayloadNotSerializableError);
+      expect(error.message).toMatch(/levels deep/);
+    });
+
+    it('rejects a toJSON() whose result holds its own object again (endless nesting)', () => {
+      const endless: { toJSON?: () => unknown } = {};
+      endless.toJSON = () => ({ again: endless });
+      const error = encodeError({ endless });
+      expect(error).toBeInstanceOf(PayloadNotSerializableError);
+      expect(error.message).toMatch(/levels deep/);
+    });
+  });
+
+  it.each([
+    // eslint-disable-next-line no-sparse-arrays
+    ['a hole in a sparse array', { list: [1, , 3] }, 'input.list[1]', /hole/],
+    ['an array made with new Array(n)', { list: new Array(2) }, 'input.list[0]', /hole/],
+    ['a RegExp', { pattern: /x/g }, 'input.pattern', /RegExp/],
+    ['an Error', { error: new Error('x') }, 'input.error', /\{ name, message \}/],
+    ['an Error subclass with own properties', { error: Object.assign(new TypeError('x'), { code: 'E' }) }, 'input.error', /Error/],
+    ['a Uint8Array', { bytes: new Uint8Array([1]) }, 'input.bytes', /Uint8Array.*keyed by index/],
+    ['a Float64Array', { list: [new Float64Array(1)] }, 'input.list[0]', /Float64Array/],
+    ['a DataView', { view: new DataView(new ArrayBuffer(1)) }, 'input.view', /DataView/],
+    ['an ArrayBuffer', { buffer: new ArrayBuffer(1) }, 'input.buffer', /ArrayBuffer/],
+    ['a Promise', { pending: Promise.resolve(1) }, 'input.pending', /Promise.*await/],
+    ['a WeakRef', { ref: new WeakRef({}) }, 'input.ref', /WeakRef/],
+    ['a WeakMap', { m: new WeakMap() }, 'input.m', /WeakMap/],
+    ['a WeakSet', { s: new WeakSet() }, 'input.s', /WeakSet/],
+    ['a Number object holding NaN', { n: new Number(NaN) }, 'input.n', /NaN/],
+    ['a BigInt object', { n: Object(BigInt(1)) }, 'input.n', /BigInt/],
+    ['a Symbol object', { s: Object(Symbol('s')) }, 'input.s', /Symbol/],
+  ])('rejects %s, which JSON would silently change', (_label, value, path, reason) => {
+    expectNotSerializable(encodeError(value), path, reason);
+  });
+
+  it('rejects those at the top level too', () => {
+    expectNotSerializable(encodeError(/x/), 'input', /RegExp/);
+    expectNotSerializable(encodeError(new Error('x')), 'input', /Error/);
+    expectNotSerializable(encodeError(new Uint8Array(1)), 'input', /Uint8Array/);
+  });
+
+  it('keeps plain objects, prototype-less objects, boxed strings and class instances with own properties', () => {
+    class Line {
+      constructor(
+        readonly sku: string,
+        readonly qty: number,
+      ) {}
+    }
+    const bare = Object.assign(Object.create(null) as Record<string, unknown>, { a: 1 });
+    const value = { line: new Line('a', 2), bare, label: new String('x'), flag: new Boolean(false) };
+    expect(encodePayload(value, 'input', LIMIT)).toBe('{"line":{"sku":"a","qty":2},"bare":{"a":1},"label":"x","flag":false}');
+  });
+
+  it('keeps an own __proto__ key as a key when it copies an object around a toJSON() result', () => {
+    const value = JSON.parse('{"__proto__":{"x":1},"at":null}') as Record<string, unknown>;
+    value.at = new Date(0);
+    expect(encodePayload(value, 'input', LIMIT)).toBe(JSON.stringify(value));
+  });
+
+  it('writes what JSON.stringify writes, or throws PayloadNotSerializableError, for any value', () => {
+    const anything = fc.anything({
+      withBigInt: true,
+      withBoxedValues: true,
+      withDate: true,
+      withMap: true,
+      withSet: true,
+      withNullPrototype: true,
+      withObjectString: true,
+      withSparseArray: true,
+      withTypedArray: true,
+    });
+    fc.assert(
+      fc.property(anything, (value) => {
+        let encoded: string;
+        try {
+          encoded = encodePayload(value, 'input', LIMIT);
+        } catch (error) {
+          expect(error).toBeInstanceOf(PayloadNotSerializableError);
+          return;
+        }
+        expect(encoded).toBe(value === undefined ? '' : JSON.stringify(value));
+      }),
+      { numRuns: 500 },
+    );
+  });
 });
 
 describe('decodePayload', () => {
@@ -137,5 +340,11 @@ describe('decodePayload', () => {
 
   it('throws on malformed JSON', () => {
     expect(() => decodePayload('{not json')).toThrow(SyntaxError);
+  });
+
+  it('decodes the deepest value encodePayload writes, objects included', () => {
+    let value: Record<string, unknown> = { leaf: true };
+    for (let level = 1; level < MAX_PAYLOAD_DEPTH; level++) value = { a: value };
+    expect(decodePayload(encodePayload(value, 'input', LIMIT))).toEqual(value);
   });
 });

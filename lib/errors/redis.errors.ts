@@ -1,0 +1,42 @@
+import { SluiceError } from './sluice.error';
+
+/**
+ * Base class of the errors that mean Redis did not answer a call. Catch it to retry or to
+ * report the infrastructure as down; the two subclasses tell whether anything may have changed.
+ */
+export class RedisConnectionError extends SluiceError {
+  constructor(
+    /** What Sluice was doing, e.g. `enqueue` or `get`. */
+    readonly operation: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${operation}: ${message}`, options);
+  }
+}
+
+/**
+ * The call was never sent: Redis was not reachable within the call's bound (`redisTimeoutMs`).
+ * Nothing changed in Redis, so the call can be retried as it is.
+ */
+export class RedisUnavailableError extends RedisConnectionError {}
+
+/**
+ * The call was sent but its reply was lost (the connection dropped, or no reply came within the
+ * bound): it may or may not have taken effect. An enqueue can be retried with the same `id`
+ * (`runId` names the id this call used), which is idempotent.
+ */
+export class OutcomeUnknownError extends RedisConnectionError {
+  /** The run the call concerned, when there is one (e.g. the id an enqueue generated). */
+  runId?: string;
+}
+
+/** Redis answered with an error (e.g. out of memory, or a read-only replica). Its message is kept as `cause`. */
+export class RedisCommandError extends SluiceError {
+  constructor(
+    readonly operation: string,
+    cause: Error,
+  ) {
+    super(`${operation}: Redis replied with an error: ${cause.message}`, { cause });
+  }
+}

@@ -1,0 +1,55 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
+import type { ResolvedQueueOptions } from '../queue.options';
+import { RedisConnections } from '../redis/redis.connections';
+import { BLOCK_GRACE_MS, MAX_BLOCK_MS } from '../worker/worker.loop';
+import { WorkerOrchestrator, WorkerState } from '../worker/worker.orchestrator';
+
+/** What {@link QueueHealth.check} reports. */
+export interface QueueHealthReport {
+  /** Redis answered and the worker (if this process runs one) is running and not wedged. */
+  healthy: boolean;
+  redis: { up: boolean; error?: string };
+  worker: {
+    state: WorkerState;
+    /** When the reserve loop last came round; a loop stuck longer than its bound is unhealthy. */
+    lastWakeAt?: Date;
+    error?: string;
+  };
+}
+
+/**
+ * Liveness of this process's Sluice: whether Redis answers (a bounded `PING` on the command
+ * connection), and whether the worker runs — a worker waiting for Redis since bootstrap, or a
+ * reserve loop that has not come round within its bound, is unhealthy even while `PING` works.
+ */
+@Injectable()
+export class QueueHealth {
+  constructor(
+    private readonly connections: RedisConnections,
+    private readonly orchestrator: WorkerOrchestrator,
+    @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
+  ) {}
+
+  /** Never rejects; settles within `timeoutMs` (default: `redisTimeoutMs`). */
+  async check(timeoutMs = this.options.redisTimeoutMs): Promise<QueueHealthReport> {
+    const redis = await this.connections.command.call('ping', (client) => client.ping(), { timeoutMs }).then(
+      () => ({ up: true }),
+      (error: Error) => ({ up: false, error: error.message }),
+    );
+    const { state, lastWakeAt, error } = this.orchestrator.state;
+    // A loop comes round at least once per block (or stall interval), plus its calls' bounds.
+    const boundMs = Math.max(MAX_BLOCK_MS, this.options.worker.stalledIntervalMs) + BLOCK_GRACE_MS + 2 * this.options.redisTimeoutMs;
+    const wedged = state === 'running' && lastWakeAt !== undefined && Date.now() - lastWakeAt > boundMs;
+    const workerOk = state === 'disabled' || (state === 'running' && !wedged);
+    return {
+      healthy: redis.up && workerOk,
+      redis,
+      worker: {
+        state,
+        ...(lastWakeAt !== undefined && { lastWakeAt: new Date(lastWakeAt) }),
+        ...((error || wedged) && { error: wedged ? `reserve loop has not come round for over ${boundMs} ms` : error }),
+      },
+    };
+  }
+}

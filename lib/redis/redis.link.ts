@@ -1,0 +1,224 @@
+import type { Logger } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import { OutcomeUnknownError, RedisCommandError, RedisUnavailableError, SluiceError } from '../errors';
+import { ThrottledLog } from '../util/throttled-log';
+
+export type Role = 'command' | 'blocking' | 'subscriber';
+
+/** How one call over a {@link RedisLink} is bounded. */
+export interface CallOptions {
+  /** Bound of the whole call, waiting for the connection and retries included. Default: the link's. */
+  timeoutMs?: number;
+  /** Longest wait for one reply once sent (the blocking read: its block time plus grace). Default: what is left of `timeoutMs`. */
+  replyTimeoutMs?: number;
+  /** Send again after a lost reply while time is left: only for calls whose repetition is harmless. */
+  idempotent?: boolean;
+  /** While waiting for the connection, give up at its first error instead of at the deadline (bootstrap). */
+  failFast?: boolean;
+}
+
+interface Waiter {
+  ready(redis: Redis): void;
+  fail(error: Error): void;
+  operation: string;
+  failFast?: boolean;
+}
+
+interface InFlight {
+  lost(reason: string): void;
+  fail(error: Error): void;
+}
+
+/**
+ * One Redis connection of a role, and the rule that no call over it can hang: every call waits at
+ * most its bound for the connection to be ready ({@link RedisUnavailableError}: nothing was sent),
+ * then at most its bound for the reply ({@link OutcomeUnknownError}: it may have run). A reply the
+ * connection drops fails its call at once — ioredis 5 leaves such a promise pending for ever when
+ * commands are not resent, and resending a script that did run could commit or claim twice. A
+ * connection that stops answering (a silent network loss: no reset, so ioredis never notices) is
+ * replaced whole, since the old socket may never close.
+ */
+export class RedisLink {
+  private instance?: Redis;
+  private readonly waiting = new Set<Waiter>();
+  private readonly inflight = new Map<Redis, Set<InFlight>>();
+  private readonly hooks: Array<(redis: Redis) => void> = [];
+  private readonly warnings: ThrottledLog;
+  private lastError = 'not connected yet';
+  private closed = false;
+
+  constructor(
+    readonly role: Role,
+    private readonly create: () => Redis,
+    private readonly timeoutMs: number,
+    private readonly logger: Logger,
+  ) {
+    this.warnings = new ThrottledLog(logger);
+  }
+
+  /** The current ioredis instance, created (not connected) on first use. */
+  get client(): Redis {
+    if (this.closed) throw new SluiceError(`QueueModule has shut down; its Redis ${this.role} connection is closed`);
+    return (this.instance ??= this.open());
+  }
+
+  /** Whether the connection is up and ready for commands now. */
+  get ready(): boolean {
+    return this.instance?.status === 'ready';
+  }
+
+  /** Why the connection is not ready, as last reported. */
+  get status(): string {
+    return this.ready ? 'ready' : this.lastError;
+  }
+
+  /** Runs `hook` on every instance this link creates (now, if one exists): listeners, script definitions. */
+  onCreate(hook: (redis: Redis) => void): void {
+    this.hooks.push(hook);
+    if (this.instance) hook(this.instance);
+  }
+
+  /** Sends one call under the link's bounds; see {@link CallOptions}. */
+  async call<T>(operation: string, send: (redis: Redis) => Promise<T>, options: CallOptions = {}): Promise<T> {
+    const deadline = Date.now() + (options.timeoutMs ?? this.timeoutMs);
+    for (;;) {
+      const redis = await this.whenReady(operation, deadline, options.failFast);
+      const replyDeadline = Math.min(deadline, options.replyTimeoutMs === undefined ? Infinity : Date.now() + options.replyTimeoutMs);
+      try {
+        return await this.send(operation, redis, send, replyDeadline);
+      } catch (error) {
+        const retry = options.idempotent && error instanceof OutcomeUnknownError && !this.closed && Date.now() < deadline;
+        if (!retry) throw error;
+      }
+    }
+  }
+
+  /** Fails every call waiting on or in flight over this link with `error` (e.g. a worker that stops). */
+  abortAll(error: Error): void {
+    [...this.waiting].forEach((waiter) => waiter.fail(error));
+    this.inflight.forEach((calls) => [...calls].forEach((call) => call.fail(error)));
+  }
+
+  /** Drops the current connection (its calls fail as lost); the next call opens a new one. */
+  replace(reason: string): void {
+    if (this.instance) this.recycle(this.instance, reason);
+  }
+
+  /** Closes the connection within about a second, whatever state Redis is in. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.abortAll(new SluiceError(`QueueModule is shutting down; its Redis ${this.role} connection is closing`));
+    const redis = this.instance;
+    this.instance = undefined;
+    if (!redis) return;
+    let timer: NodeJS.Timeout | undefined;
+    const quit = redis.status === 'ready' ? redis.quit().then(() => undefined, () => undefined) : Promise.resolve();
+    await Promise.race([quit, new Promise<void>((resolve) => (timer = setTimeout(resolve, 1_000)))]);
+    clearTimeout(timer);
+    destroy(redis);
+  }
+
+  private open(): Redis {
+    const redis = this.create();
+    redis.on('ready', () => {
+      if (this.instance !== redis) return;
+      this.warnings.reset();
+      [...this.waiting].forEach((waiter) => waiter.ready(redis));
+    });
+    redis.on('error', (error: Error) => {
+      if (this.instance !== redis) return;
+      this.lastError = error.message;
+      this.warnings.warn(`Redis ${this.role} connection: ${error.message}`);
+      [...this.waiting].filter((waiter) => waiter.failFast).forEach((waiter) => waiter.fail(this.unavailable(waiter.operation)));
+    });
+    redis.on('close', () => {
+      if (this.instance === redis && this.lastError === 'not connected yet') this.lastError = 'connection closed';
+      this.inflight.get(redis)?.forEach((call) => call.lost('the connection closed before the reply'));
+    });
+    this.hooks.forEach((hook) => hook(redis));
+    return redis;
+  }
+
+  private whenReady(operation: string, deadline: number, failFast = false): Promise<Redis> {
+    const redis = this.client;
+    if (redis.status === 'ready') return Promise.resolve(redis);
+    if (redis.status === 'wait' || redis.status === 'end') redis.connect().catch(() => undefined);
+    return new Promise((resolve, reject) => {
+      const settle = (fn: () => void) => {
+        clearTimeout(timer);
+        this.waiting.delete(waiter);
+        fn();
+      };
+      const waiter: Waiter = {
+        operation,
+        failFast,
+        ready: (ready) => settle(() => resolve(ready)),
+        fail: (error) => settle(() => reject(error)),
+      };
+      const timer = setTimeout(() => waiter.fail(this.unavailable(operation)), Math.max(0, deadline - Date.now()));
+      this.waiting.add(waiter);
+    });
+  }
+
+  private send<T>(operation: string, redis: Redis, send: (redis: Redis) => Promise<T>, deadline: number): Promise<T> {
+    let calls = this.inflight.get(redis);
+    if (!calls) this.inflight.set(redis, (calls = new Set()));
+    const set = calls;
+    return new Promise<T>((resolve, reject) => {
+      const settle = (fn: () => void) => {
+        if (!set.delete(call)) return;
+        clearTimeout(timer);
+        if (set.size === 0 && this.inflight.get(redis) === set) this.inflight.delete(redis);
+        fn();
+      };
+      const call: InFlight = {
+        lost: (reason) => settle(() => reject(new OutcomeUnknownError(operation, `${reason}; the call may or may not have taken effect`))),
+        fail: (error) => settle(() => reject(error)),
+      };
+      const waitMs = Math.max(0, deadline - Date.now());
+      const timer = setTimeout(() => {
+        call.lost(`no reply within ${waitMs} ms`);
+        this.recycle(redis, `no reply to ${operation} within ${waitMs} ms`);
+      }, waitMs);
+      set.add(call);
+      let sent: Promise<T>;
+      try {
+        sent = send(redis);
+      } catch (error) {
+        sent = Promise.reject(error);
+      }
+      sent.then(
+        (value) => settle(() => resolve(value)),
+        (error: Error) => settle(() => reject(this.classify(operation, error))),
+      );
+    });
+  }
+
+  private classify(operation: string, error: Error): Error {
+    if (error instanceof SluiceError) return error;
+    if (error?.name === 'ReplyError') return new RedisCommandError(operation, error);
+    if (/enableOfflineQueue|Connection is closed/.test(error?.message ?? '')) return this.unavailable(operation);
+    return new OutcomeUnknownError(operation, `${error?.message ?? error}; the call may or may not have taken effect`, { cause: error });
+  }
+
+  private unavailable(operation: string): RedisUnavailableError {
+    return new RedisUnavailableError(operation, `Redis ${this.role} connection not ready in time (${this.lastError}); nothing was sent`);
+  }
+
+  /** Replaces an instance that stopped answering: its socket may never close, so it is destroyed. */
+  private recycle(redis: Redis, reason: string): void {
+    this.inflight.get(redis)?.forEach((call) => call.lost('the connection was replaced before the reply'));
+    this.inflight.delete(redis);
+    if (this.instance !== redis) return;
+    this.logger.warn(`Redis ${this.role} connection: ${reason}; opening a new one`);
+    this.instance = undefined;
+    this.lastError = reason;
+    destroy(redis);
+    if (this.waiting.size > 0 && !this.closed) this.client.connect().catch(() => undefined);
+  }
+}
+
+function destroy(redis: Redis): void {
+  redis.disconnect();
+  (redis as unknown as { stream?: { destroy?: () => void } }).stream?.destroy?.();
+}

@@ -1,0 +1,86 @@
+import type { TestingModule } from '@nestjs/testing';
+import { QueueHealth, RedisConnectionError, RedisUnavailableError, RunContext, Workflow } from '../../lib';
+import { uniqueNamespace } from '../support/app';
+import { appOn, RestartableRedis, restartableRedis } from '../support/fault';
+import { Gates, pollUntil } from '../support/workflows';
+
+/**
+ * Redis itself away: not running when the app boots, killed (SIGKILL) while the app runs and
+ * started again on the same port and data directory. Nothing may crash, hang or need a restart.
+ */
+jest.setTimeout(120_000);
+
+const gates = new Gates();
+
+@Workflow('outage.echo', { attempts: 3, backoff: { delayMs: 0 } })
+class EchoWorkflow {
+  async run(input: { key: string; gated?: boolean }, _ctx: RunContext): Promise<string> {
+    if (input.gated) await gates.get(input.key).promise;
+    return `echo:${input.key}`;
+  }
+}
+
+describe('Redis down, then back', () => {
+  let server: RestartableRedis;
+  const apps: Array<{ app: TestingModule; close(): Promise<void> }> = [];
+
+  beforeEach(async () => {
+    server = await restartableRedis(['--appendonly', 'yes', '--appendfsync', 'always']);
+  });
+
+  afterEach(async () => {
+    gates.openAll();
+    await server.start().catch(() => undefined); // so that apps close normally
+    await Promise.all(apps.splice(0).map((app) => app.close().catch(() => undefined)));
+    await server.stop();
+  });
+
+  it('a worker app boots without Redis, clients fail fast with a typed error, and both work once Redis starts', async () => {
+    const ns = uniqueNamespace('boot');
+    const startedAt = Date.now();
+    const app = await appOn(server.url, [EchoWorkflow], { namespace: ns, redisTimeoutMs: 1_000, worker: { lockMs: 5_000 } });
+    apps.push(app);
+    // Booted (not crashed, not stuck until some timeout): the worker waits for Redis.
+    expect(Date.now() - startedAt).toBeLessThan(5_000);
+    const health = app.app.get(QueueHealth);
+    expect(await health.check()).toMatchObject({ healthy: false, redis: { up: false }, worker: { state: 'waiting-for-redis' } });
+
+    // A producer call during the outage: a typed error within redisTimeoutMs, nothing hangs.
+    await expect(app.client.enqueue(EchoWorkflow, { key: 'early' })).rejects.toBeInstanceOf(RedisUnavailableError);
+    await expect(app.client.get('nope')).rejects.toBeInstanceOf(RedisConnectionError);
+
+    await server.start();
+    await pollUntil(() => health.check(), (report) => report.healthy, 'the worker to start once Redis is up', 30_000);
+    expect(await app.client.run(EchoWorkflow, { key: 'late' }, { timeoutMs: 20_000 })).toBe('echo:late');
+  });
+
+  it('a wait outlives an outage (its background re-reads fail quietly), and shutdown after an outage is bounded', async () => {
+    await server.start();
+    const ns = uniqueNamespace('mid');
+    const app = await appOn(server.url, [EchoWorkflow], { namespace: ns, redisTimeoutMs: 1_000, worker: { lockMs: 10_000, shutdownTimeoutMs: 500 } });
+    const handle = await app.client.enqueue(EchoWorkflow, { key: 'w1', gated: true }, { id: 'w1' });
+    const result = handle.result();
+    let settled = false;
+    result.then(() => (settled = true), () => (settled = true));
+    await pollUntil(() => app.client.get('w1'), (run) => run?.state === 'active', 'w1 active');
+
+    await server.crash();
+    // Longer than the waiter's 10 s backstop, so its re-read meets the outage at least once.
+    await new Promise((resolve) => setTimeout(resolve, 11_000));
+    expect(settled).toBe(false);
+    await server.start();
+    gates.open('w1');
+    await expect(result).resolves.toBe('echo:w1');
+
+    // The worker resumed without a restart: a fresh run goes through.
+    expect(await app.client.run(EchoWorkflow, { key: 'w2' }, { timeoutMs: 20_000 })).toBe('echo:w2');
+
+    // A second outage, then SIGTERM-like close with a run in flight: bounded, Redis or not.
+    await app.client.enqueue(EchoWorkflow, { key: 'w3', gated: true }, { id: 'w3' });
+    await pollUntil(() => app.client.get('w3'), (run) => run?.state === 'active', 'w3 active');
+    await server.crash();
+    const closing = Date.now();
+    await app.close();
+    expect(Date.now() - closing).toBeLessThan(500 + 6_000);
+  });
+});

@@ -1,0 +1,435 @@
+import type Redis from 'ioredis';
+
+/**
+ * The consistency audit of a namespace's raw Redis state, shared by the fault tests: after a
+ * crash, a partition or a drain, is every run where its state says, and do the indexes, the
+ * active counts and the caps agree? It reads the state the Lua scripts leave behind (key layout:
+ * lib/redis/redis.keys.ts), never through the library.
+ *
+ * It reads one snapshot: SCAN for the namespace's keys, then every read in one MULTI. Keys created
+ * between the SCAN and the MULTI are missed, so audit a namespace at rest: workers stopped or
+ * idle, or at least no enqueues in flight. (Runs executing are fine: an active run is a state.)
+ *
+ * Rules (the `rule` of each violation):
+ * - `run-record`: a run hash without a known `state` or without a `workflow`.
+ * - `run-place`: a run is not in exactly the places its state says. waiting: its lane's FIFO list
+ *   (priority 0) or priority zset (priority > 0) of its workflow and group, once; delayed: its
+ *   workflow's delayed zset; active: the leases zset, its workflow's active set and, if grouped,
+ *   its group's active set — plus at most one fast-path handoff (`<token> <id> <input>` in its
+ *   workflow's wake list) carrying its current token; completed / failed: none of those.
+ * - `orphan-member`: a lane, delayed or active set member with no run record.
+ * - `orphan-popped`: the namespace's `orphans` list (where a claim puts an id it popped from a lane
+ *   and found no run record for) is not empty: an `orphan-member` existed and was dropped.
+ * - `lease-without-active-run`: a leases member whose run is missing or not active.
+ * - `handoff`: a wake list entry other than the marker '1' that is malformed, or whose run is not
+ *   active with that token.
+ * - `active-count`: ZCARD leases ≠ the sum of the workflows' active set sizes, or an active set
+ *   (workflow or group) ≠ the runs active at that level.
+ * - `cap-exceeded`: more active runs than a cap in the limits hash (`ns`, `wf:<name>`, a group's
+ *   `wf:<name>:g:<group>` override, else `wf:<name>:group`). A cap lowered at runtime while runs
+ *   were active legitimately leaves it exceeded until they finish: pass `checkCaps: false` then.
+ * - `group-index`: a group in its workflow's round-robin (`ready`) with no due run; a group with
+ *   due runs and room under its cap missing from it; the `groups` set ≠ the groups with due or
+ *   active runs (the invariants test/support/flow-model.ts checks after every script call).
+ * - `acknowledged` (when `acknowledged` is given): an acknowledged id with no run, or a run count
+ *   (waiting + delayed + active + completed + failed) ≠ the number of acknowledged ids.
+ * - `stats` (when `acknowledged` is given, i.e. the test knows every run and none expired): a
+ *   workflow's running totals of completed / failed runs ≠ its runs in those states — a result
+ *   committed twice counts twice.
+ */
+
+export type RunState = 'waiting' | 'delayed' | 'active' | 'completed' | 'failed';
+export const RUN_STATES: readonly RunState[] = ['waiting', 'delayed', 'active', 'completed', 'failed'];
+
+export type AuditRule =
+  | 'run-record'
+  | 'run-place'
+  | 'orphan-member'
+  | 'orphan-popped'
+  | 'lease-without-active-run'
+  | 'handoff'
+  | 'active-count'
+  | 'cap-exceeded'
+  | 'group-index'
+  | 'acknowledged'
+  | 'stats'
+  | 'key-type';
+
+export interface Violation {
+  rule: AuditRule;
+  message: string;
+  /** The run concerned, when there is one. */
+  id?: string;
+}
+
+export interface AuditOptions {
+  prefix?: string;
+  namespace: string;
+  /** Ids of every enqueue the test saw acknowledged: none may be missing, and no other run may exist. */
+  acknowledged?: string[];
+  /** Default true. See the `cap-exceeded` rule. */
+  checkCaps?: boolean;
+}
+
+export interface GroupAudit {
+  active: number;
+  due: number;
+  limit: number | null;
+}
+
+export interface WorkflowAudit {
+  runs: Record<RunState, number>;
+  /** SCARD of the workflow's active set. */
+  active: number;
+  delayed: number;
+  /** Due runs in all its lanes (ungrouped and groups). */
+  due: number;
+  /** Fast-path handoffs waiting in its wake list. */
+  handoffs: number;
+  limit: number | null;
+  groupLimit: number | null;
+  groups: Record<string, GroupAudit>;
+  /** Its running totals (wf:<name>:stats). */
+  stats: { completed: number; failed: number };
+}
+
+export interface AuditReport {
+  prefix: string;
+  namespace: string;
+  /** Run records found. */
+  runs: number;
+  states: Record<RunState, number>;
+  /** ZCARD leases. */
+  leases: number;
+  limits: Record<string, string>;
+  workflows: Record<string, WorkflowAudit>;
+  /** Keys of the namespace outside the key layout (e.g. a test's side-effect counters); not read. */
+  unknownKeys: string[];
+  /** The `orphans` list: '<workflow> <id>' entries a claim popped from a lane without a run record. */
+  orphans: string[];
+  violations: Violation[];
+  ok: boolean;
+}
+
+interface RunRow {
+  state: string | null;
+  workflow: string | null;
+  group: string;
+  priority: number;
+  token: string | null;
+}
+
+type Reader = { kind: 'run'; id: string } | { kind: 'layout'; key: string; read: 'list' | 'zset' | 'set' | 'hash' };
+
+/** Reads and checks the namespace; never throws on a violation (see {@link expectConsistent}). */
+export async function auditNamespace(redis: Redis, options: AuditOptions): Promise<AuditReport> {
+  const prefix = options.prefix ?? 'sluice';
+  const { namespace } = options;
+  const base = `{${prefix}:${namespace}}:`;
+
+  // 1. The keys, by SCAN (a test may: it is not on a hot path).
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, found] = await redis.scan(cursor, 'MATCH', `${globEscape(base)}*`, 'COUNT', 1000);
+    keys.push(...found);
+    cursor = next;
+  } while (cursor !== '0');
+
+  // 2. Every read in one MULTI: one consistent snapshot.
+  const readers: Reader[] = [];
+  const unknownKeys: string[] = [];
+  for (const key of [...new Set(keys)].sort()) {
+    const rest = key.slice(base.length);
+    if (rest.startsWith('run:')) readers.push({ kind: 'run', id: rest.slice(4) });
+    else {
+      const read = layoutType(rest);
+      if (read === 'string') continue; // seq, turn, stall-gate, call:<id>: nothing the audit has a rule for
+      if (read) readers.push({ kind: 'layout', key: rest, read });
+      else unknownKeys.push(key);
+    }
+  }
+  // leases, limits and workflows are read even when absent (an empty reply).
+  for (const [key, read] of [['leases', 'zset'], ['limits', 'hash'], ['workflows', 'set'], ['orphans', 'list']] as const) {
+    if (!readers.some((r) => r.kind === 'layout' && r.key === key)) readers.push({ kind: 'layout', key, read });
+  }
+  const multi = redis.multi();
+  for (const reader of readers) {
+    if (reader.kind === 'run') multi.hmget(`${base}run:${reader.id}`, 'state', 'workflow', 'group', 'priority', 'token');
+    else if (reader.read === 'list') multi.lrange(base + reader.key, 0, -1);
+    else if (reader.read === 'zset') multi.zrange(base + reader.key, 0, -1);
+    else if (reader.read === 'set') multi.smembers(base + reader.key);
+    else multi.hgetall(base + reader.key);
+  }
+  const replies = (await multi.exec()) ?? [];
+
+  const violations: Violation[] = [];
+  const violate = (rule: AuditRule, message: string, id?: string) => violations.push({ rule, message, ...(id !== undefined && { id }) });
+
+  const runs = new Map<string, RunRow>();
+  const layout = new Map<string, unknown>();
+  readers.forEach((reader, i) => {
+    const [error, value] = replies[i];
+    if (error) {
+      violate('key-type', `${reader.kind === 'run' ? `run:${reader.id}` : reader.key}: ${error.message}`);
+      return;
+    }
+    if (reader.kind === 'run') {
+      const [state, workflow, group, priority, token] = value as (string | null)[];
+      // A key that expired between SCAN and MULTI reads as all-nil: it is gone, not broken.
+      if (state === null && workflow === null && token === null) return;
+      runs.set(reader.id, { state, workflow, group: group ?? '', priority: Number(priority ?? 0), token });
+    } else layout.set(reader.key, value);
+  });
+  const list = (key: string) => (layout.get(key) as string[] | undefined) ?? [];
+  const hash = (key: string) => (layout.get(key) as Record<string, string> | undefined) ?? {};
+
+  // 3. Workflows and groups: from the registry, the key names and the runs.
+  const workflowNames = new Set<string>(list('workflows'));
+  const groupsOf = new Map<string, Set<string>>();
+  const noteGroup = (wf: string, group: string) => {
+    workflowNames.add(wf);
+    if (!groupsOf.has(wf)) groupsOf.set(wf, new Set());
+    if (group) groupsOf.get(wf)!.add(group);
+  };
+  for (const key of layout.keys()) {
+    const parsed = parseWorkflowKey(key);
+    if (parsed) noteGroup(parsed.workflow, parsed.group ?? '');
+  }
+  for (const run of runs.values()) if (run.workflow) noteGroup(run.workflow, run.group);
+  for (const wf of workflowNames) if (!groupsOf.has(wf)) groupsOf.set(wf, new Set());
+
+  // 4. Where each id is.
+  const places = new Map<string, string[]>();
+  const put = (id: string, place: string) => places.set(id, [...(places.get(id) ?? []), place]);
+  const leases = list('leases');
+  leases.forEach((id) => put(id, 'leases'));
+  const handoffs = new Map<string, { token: string; workflow: string }[]>();
+  for (const wf of workflowNames) {
+    for (const suffix of ['active', 'delayed', 'queue', 'waiting']) list(`wf:${wf}:${suffix}`).forEach((id) => put(id, `wf:${wf}:${suffix}`));
+    for (const group of groupsOf.get(wf)!) {
+      for (const suffix of ['queue', 'waiting', 'active']) list(`wf:${wf}:g:${group}:${suffix}`).forEach((id) => put(id, `wf:${wf}:g:${group}:${suffix}`));
+    }
+    for (const entry of list(`wf:${wf}:wake`)) {
+      if (entry === '1') continue;
+      const s1 = entry.indexOf(' ');
+      const s2 = s1 < 0 ? -1 : entry.indexOf(' ', s1 + 1);
+      if (s1 <= 0 || s2 <= s1 + 1) {
+        violate('handoff', `wf:${wf}:wake holds a malformed entry ${JSON.stringify(entry.slice(0, 120))}`);
+        continue;
+      }
+      const id = entry.slice(s1 + 1, s2);
+      handoffs.set(id, [...(handoffs.get(id) ?? []), { token: entry.slice(0, s1), workflow: wf }]);
+    }
+  }
+
+  // 5. Each run in exactly the places its state says.
+  const states = Object.fromEntries(RUN_STATES.map((s) => [s, 0])) as Record<RunState, number>;
+  const activeAt = new Map<string, Set<string>>(); // 'wf' or 'wf/group' -> active run ids
+  const addActive = (level: string, id: string) => {
+    if (!activeAt.has(level)) activeAt.set(level, new Set());
+    activeAt.get(level)!.add(id);
+  };
+  const perWorkflowStates = new Map<string, Record<RunState, number>>();
+  for (const [id, run] of runs) {
+    if (!run.workflow || !RUN_STATES.includes(run.state as RunState)) {
+      violate('run-record', `run ${id} has state ${JSON.stringify(run.state)} and workflow ${JSON.stringify(run.workflow)}`, id);
+      continue;
+    }
+    const state = run.state as RunState;
+    const wf = run.workflow;
+    states[state]++;
+    if (!perWorkflowStates.has(wf)) perWorkflowStates.set(wf, Object.fromEntries(RUN_STATES.map((s) => [s, 0])) as Record<RunState, number>);
+    perWorkflowStates.get(wf)![state]++;
+    const lane = run.group ? `wf:${wf}:g:${run.group}:` : `wf:${wf}:`;
+    const expected: string[] =
+      state === 'waiting' ? [lane + (run.priority === 0 ? 'queue' : 'waiting')]
+      : state === 'delayed' ? [`wf:${wf}:delayed`]
+      : state === 'active' ? ['leases', `wf:${wf}:active`, ...(run.group ? [`${lane}active`] : [])]
+      : [];
+    const actual = [...(places.get(id) ?? [])].sort();
+    if (actual.join('|') !== [...expected].sort().join('|')) {
+      violate('run-place', `run ${id} (${state}, workflow ${wf}${run.group ? `, group ${run.group}` : ''}, priority ${run.priority}) is in [${actual.join(', ')}], expected [${expected.join(', ')}]`, id);
+    }
+    const handed = handoffs.get(id) ?? [];
+    if (handed.length > 0) {
+      if (state !== 'active') violate('handoff', `run ${id} (${state}) still has ${handed.length} handoff(s) in a wake list`, id);
+      else if (handed.length > 1) violate('handoff', `run ${id} has ${handed.length} handoffs in wake lists`, id);
+      else if (handed[0].token !== run.token || handed[0].workflow !== wf) {
+        violate('handoff', `run ${id}'s handoff in wf:${handed[0].workflow}:wake carries token ${handed[0].token}, the run holds ${run.token} (workflow ${wf})`, id);
+      }
+    }
+    if (state === 'active') {
+      addActive(wf, id);
+      if (run.group) addActive(`${wf}/${run.group}`, id);
+    }
+  }
+  for (const [id, where] of places) {
+    if (runs.has(id)) continue;
+    for (const place of new Set(where)) {
+      if (place === 'leases') violate('lease-without-active-run', `leases holds ${id}, which has no run record`, id);
+      else violate('orphan-member', `${place} holds ${id}, which has no run record`, id);
+    }
+  }
+  for (const id of leases) {
+    const run = runs.get(id);
+    if (run && run.state !== 'active') violate('lease-without-active-run', `leases holds ${id}, whose run is ${run.state}`, id);
+  }
+  for (const id of handoffs.keys()) if (!runs.has(id)) violate('handoff', `a wake list hands off ${id}, which has no run record`, id);
+  const orphans = list('orphans');
+  if (orphans.length) violate('orphan-popped', `the orphans list holds ${orphans.length} id(s) popped from a lane without a run record: [${clip(orphans)}]`);
+
+  // 6. Active counts at every level, and 7. caps.
+  const limits = hash('limits');
+  const capOf = (field: string) => (limits[field] === undefined ? null : Number(limits[field]));
+  const groupCapOf = (wf: string, group: string) => capOf(`wf:${wf}:g:${group}`) ?? capOf(`wf:${wf}:group`);
+  const checkCaps = options.checkCaps ?? true;
+  const sameSet = (a: string[], b: Set<string>) => a.length === b.size && new Set(a).size === a.length && a.every((x) => b.has(x));
+  const diff = (members: string[], runsActive: Set<string>) => {
+    const extra = members.filter((id) => !runsActive.has(id));
+    const missing = [...runsActive].filter((id) => !members.includes(id));
+    return `${extra.length ? ` not active there: [${clip(extra)}]` : ''}${missing.length ? ` missing: [${clip(missing)}]` : ''}`;
+  };
+  let activeSetsTotal = 0;
+  const workflows: Record<string, WorkflowAudit> = {};
+  for (const wf of [...workflowNames].sort()) {
+    const members = list(`wf:${wf}:active`);
+    activeSetsTotal += members.length;
+    const runsActive = activeAt.get(wf) ?? new Set<string>();
+    if (!sameSet(members, runsActive)) violate('active-count', `wf:${wf}:active has ${members.length} member(s), ${runsActive.size} run(s) of ${wf} are active;${diff(members, runsActive)}`);
+    const limit = capOf(`wf:${wf}`);
+    if (checkCaps && limit !== null && members.length > limit) violate('cap-exceeded', `workflow ${wf}: ${members.length} active > cap ${limit}`);
+
+    const groups: Record<string, GroupAudit> = {};
+    const ready = list(`wf:${wf}:ready`);
+    const groupSet = list(`wf:${wf}:groups`);
+    const busy: string[] = [];
+    for (const group of [...groupsOf.get(wf)!].sort()) {
+      const groupMembers = list(`wf:${wf}:g:${group}:active`);
+      const groupRunsActive = activeAt.get(`${wf}/${group}`) ?? new Set<string>();
+      if (!sameSet(groupMembers, groupRunsActive)) {
+        violate('active-count', `wf:${wf}:g:${group}:active has ${groupMembers.length} member(s), ${groupRunsActive.size} run(s) of ${wf}/${group} are active;${diff(groupMembers, groupRunsActive)}`);
+      }
+      const groupLimit = groupCapOf(wf, group);
+      if (checkCaps && groupLimit !== null && groupMembers.length > groupLimit) violate('cap-exceeded', `group ${wf}/${group}: ${groupMembers.length} active > cap ${groupLimit}`);
+      const due = list(`wf:${wf}:g:${group}:queue`).length + list(`wf:${wf}:g:${group}:waiting`).length;
+      const room = groupLimit === null || groupMembers.length < groupLimit;
+      const inReady = ready.includes(group);
+      if (inReady && due === 0) violate('group-index', `group ${wf}/${group} is in wf:${wf}:ready with no due run`);
+      if (due > 0 && room && !inReady) violate('group-index', `group ${wf}/${group} has ${due} due run(s) and room but is not in wf:${wf}:ready`);
+      if (due > 0 || groupMembers.length > 0) busy.push(group);
+      if (due > 0 || groupMembers.length > 0 || groupLimit !== null) groups[group] = { active: groupMembers.length, due, limit: groupLimit };
+    }
+    for (const group of ready) if (!groupsOf.get(wf)!.has(group)) violate('group-index', `wf:${wf}:ready holds ${group}, a group with no lane, active set or run`);
+    if ([...groupSet].sort().join('|') !== busy.join('|')) violate('group-index', `wf:${wf}:groups is [${[...groupSet].sort().join(', ')}], the groups with due or active runs are [${busy.join(', ')}]`);
+
+    const handoffCount = list(`wf:${wf}:wake`).filter((entry) => entry !== '1').length;
+    const stats = hash(`wf:${wf}:stats`);
+    const ungroupedDue = list(`wf:${wf}:queue`).length + list(`wf:${wf}:waiting`).length;
+    workflows[wf] = {
+      runs: perWorkflowStates.get(wf) ?? (Object.fromEntries(RUN_STATES.map((s) => [s, 0])) as Record<RunState, number>),
+      active: members.length,
+      delayed: list(`wf:${wf}:delayed`).length,
+      due: ungroupedDue + Object.values(groups).reduce((n, g) => n + g.due, 0),
+      handoffs: handoffCount,
+      limit,
+      groupLimit: capOf(`wf:${wf}:group`),
+      groups,
+      stats: { completed: Number(stats.completed ?? 0), failed: Number(stats.failed ?? 0) },
+    };
+  }
+  const activeRuns = [...runs.values()].filter((r) => r.state === 'active').length;
+  if (leases.length !== activeSetsTotal || leases.length !== activeRuns) {
+    violate('active-count', `ZCARD leases is ${leases.length}, the workflows' active sets hold ${activeSetsTotal}, ${activeRuns} run(s) are active`);
+  }
+  const nsLimit = capOf('ns');
+  if (checkCaps && nsLimit !== null && leases.length > nsLimit) violate('cap-exceeded', `namespace: ${leases.length} active > cap ${nsLimit}`);
+
+  // 8. Acknowledged enqueues: none lost, none extra; 9. running totals.
+  if (options.acknowledged) {
+    const acknowledged = new Set(options.acknowledged);
+    const missing = [...acknowledged].filter((id) => !runs.has(id));
+    if (missing.length) violate('acknowledged', `${missing.length} acknowledged run(s) do not exist: [${clip(missing)}]`);
+    const counted = RUN_STATES.reduce((n, s) => n + states[s], 0);
+    if (counted !== acknowledged.size) {
+      const extra = [...runs.keys()].filter((id) => !acknowledged.has(id));
+      violate('acknowledged', `waiting ${states.waiting} + delayed ${states.delayed} + active ${states.active} + completed ${states.completed} + failed ${states.failed} = ${counted} ≠ ${acknowledged.size} acknowledged${extra.length ? `; not acknowledged: [${clip(extra)}]` : ''}`);
+    }
+    for (const [wf, audit] of Object.entries(workflows)) {
+      if (audit.stats.completed !== audit.runs.completed || audit.stats.failed !== audit.runs.failed) {
+        violate('stats', `wf:${wf}:stats counts completed ${audit.stats.completed} / failed ${audit.stats.failed}, the runs are completed ${audit.runs.completed} / failed ${audit.runs.failed}`);
+      }
+    }
+  }
+
+  return {
+    prefix,
+    namespace,
+    runs: runs.size,
+    states,
+    leases: leases.length,
+    limits,
+    workflows,
+    unknownKeys,
+    orphans,
+    violations,
+    ok: violations.length === 0,
+  };
+}
+
+/** Throws, listing every violation, unless the report has none. */
+export function expectConsistent(report: AuditReport): void {
+  if (report.ok) return;
+  const lines = report.violations.map((v) => `  - [${v.rule}] ${v.message}`);
+  throw new Error(
+    `namespace {${report.prefix}:${report.namespace}} is inconsistent: ${report.violations.length} violation(s)\n${lines.join('\n')}\n` +
+      `(runs: ${JSON.stringify(report.states)}, leases: ${report.leases})`,
+  );
+}
+
+/** The reader for a key of the layout (after the hash tag), or undefined for a key outside it. */
+function layoutType(rest: string): 'list' | 'zset' | 'set' | 'hash' | 'string' | undefined {
+  if (rest === 'seq' || rest === 'turn' || rest === 'stall-gate' || rest.startsWith('call:')) return 'string';
+  if (rest === 'leases') return 'zset';
+  if (rest === 'orphans') return 'list';
+  if (rest === 'limits') return 'hash';
+  if (rest === 'workflows') return 'set';
+  const parsed = parseWorkflowKey(rest);
+  if (!parsed) return undefined;
+  const { suffix, group } = parsed;
+  if (group !== undefined) return suffix === 'queue' ? 'list' : suffix === 'waiting' ? 'zset' : suffix === 'active' ? 'set' : undefined;
+  switch (suffix) {
+    case 'queue':
+    case 'wake':
+      return 'list';
+    case 'waiting':
+    case 'delayed':
+    case 'ready':
+    case 'parked':
+      return 'zset';
+    case 'active':
+    case 'groups':
+      return 'set';
+    case 'stats':
+      return 'hash';
+    default:
+      return undefined;
+  }
+}
+
+/** `wf:<name>:<suffix>` or `wf:<name>:g:<group>:<suffix>` (names and groups contain no ':'). */
+function parseWorkflowKey(rest: string): { workflow: string; group?: string; suffix: string } | undefined {
+  const parts = rest.split(':');
+  if (parts[0] !== 'wf') return undefined;
+  if (parts.length === 3) return { workflow: parts[1], suffix: parts[2] };
+  if (parts.length === 5 && parts[2] === 'g') return { workflow: parts[1], group: parts[3], suffix: parts[4] };
+  return undefined;
+}
+
+function globEscape(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+}
+
+function clip(ids: string[], max = 20): string {
+  return ids.length > max ? `${ids.slice(0, max).join(', ')}, … ${ids.length - max} more` : ids.join(', ');
+}

@@ -1,0 +1,83 @@
+import { Logger } from '@nestjs/common';
+import { RunEvents, RunFailedEvent, RunOutcomeEvent } from '../../lib/worker/run.events';
+
+const completed: RunOutcomeEvent = { runId: 'r1', workflow: 'charge', attempt: 1, durationMs: 5 };
+const failed: RunFailedEvent = { ...completed, error: { name: 'Error', message: 'nope' }, willRetry: true };
+
+describe('RunEvents', () => {
+  let warn: jest.SpyInstance;
+
+  beforeEach(() => {
+    warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+  });
+
+  afterEach(() => {
+    warn.mockRestore();
+  });
+
+  it('runs the listeners after one that throws, does not throw, and logs a warning naming the event', () => {
+    const events = new RunEvents();
+    const heard: string[] = [];
+    events.on('completed', (event) => heard.push(`first ${event.runId}`));
+    events.on('completed', () => {
+      throw new TypeError('listener bug');
+    });
+    events.on('completed', (event) => heard.push(`third ${event.runId}`));
+    events.on('completed', (event) => heard.push(`fourth ${event.runId}`));
+
+    expect(() => events.emit('completed', completed)).not.toThrow();
+
+    expect(heard).toEqual(['first r1', 'third r1', 'fourth r1']);
+    expect(warn).toHaveBeenCalledTimes(1);
+    expect(warn.mock.calls[0][0]).toContain('"completed"');
+    expect(warn.mock.calls[0][0]).toContain('TypeError: listener bug');
+    expect((warn.mock.contexts[0] as unknown as { context?: string }).context).toBe('Sluice');
+  });
+
+  it('logs each throwing listener, and copes with a thrown value that is not an Error', () => {
+    const events = new RunEvents();
+    const heard: RunFailedEvent[] = [];
+    events.on('failed', () => {
+      throw Object.create(null);
+    });
+    events.on('failed', () => {
+      throw 'a string';
+    });
+    events.on('failed', (event) => heard.push(event));
+
+    expect(() => events.emit('failed', failed)).not.toThrow();
+
+    expect(heard).toEqual([failed]);
+    expect(warn).toHaveBeenCalledTimes(2);
+    expect(warn.mock.calls[0][0]).toContain('"failed"');
+    expect(warn.mock.calls[1][0]).toContain('a string');
+  });
+
+  it('logs a rejection from an async listener instead of leaving it unhandled', async () => {
+    const events = new RunEvents();
+    let after = false;
+    events.on('completed', (async () => {
+      throw new Error('async bug');
+    }) as () => void);
+    events.on('completed', () => {
+      after = true;
+    });
+
+    events.emit('completed', completed);
+    await new Promise((resolve) => setImmediate(resolve));
+
+    expect(after).toBe(true);
+    expect(warn).toHaveBeenCalledTimes(1);
+    expect(warn.mock.calls[0][0]).toContain('async bug');
+  });
+
+  it('stops calling a listener once it unsubscribes', () => {
+    const events = new RunEvents();
+    const heard: number[] = [];
+    const off = events.on('completed', (event) => heard.push(event.attempt));
+    events.emit('completed', completed);
+    off();
+    events.emit('completed', { ...completed, attempt: 2 });
+    expect(heard).toEqual([1]);
+  });
+});
