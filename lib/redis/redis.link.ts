@@ -81,14 +81,18 @@ export class RedisLink {
   /** Sends one call under the link's bounds; see {@link CallOptions}. */
   async call<T>(operation: string, send: (redis: Redis) => Promise<T>, options: CallOptions = {}): Promise<T> {
     const deadline = Date.now() + (options.timeoutMs ?? this.timeoutMs);
+    let lost: OutcomeUnknownError | undefined;
     for (;;) {
-      const redis = await this.whenReady(operation, deadline, options.failFast);
-      const replyDeadline = Math.min(deadline, options.replyTimeoutMs === undefined ? Infinity : Date.now() + options.replyTimeoutMs);
       try {
+        const redis = await this.whenReady(operation, deadline, options.failFast);
+        const replyDeadline = Math.min(deadline, options.replyTimeoutMs === undefined ? Infinity : Date.now() + options.replyTimeoutMs);
         return await this.send(operation, redis, send, replyDeadline);
       } catch (error) {
+        // Once a try may have landed, the call's outcome stays unknown, whatever the later tries say.
+        if (lost && error instanceof RedisUnavailableError) throw lost;
         const retry = options.idempotent && error instanceof OutcomeUnknownError && !this.closed && Date.now() < deadline;
         if (!retry) throw error;
+        lost = error;
       }
     }
   }

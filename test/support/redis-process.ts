@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis, { RedisOptions } from 'ioredis';
@@ -27,9 +27,51 @@ export interface RedisProcessOptions {
 
 export type ProcessState = 'running' | 'stopped' | 'exited';
 
-/** Servers still running when the test process exits are killed, so a failed test leaves none behind. */
-const live = new Set<RedisProcess>();
-process.once('exit', () => live.forEach((server) => server.killNow()));
+/**
+ * Servers a failed test leaves running are killed by the fault suite's global teardown
+ * (chaos.global-teardown.ts): each incarnation registers `<pid>` → `<port> <dir> <owns dir>` in the
+ * run's directory (SLUICE_CHAOS_RUN_DIR, set by chaos.global-setup.ts) and unregisters when it
+ * exits. Outside that suite nothing is registered: stop() your servers.
+ */
+function register(pid: number, port: number, dir: string, ownsDir: boolean): void {
+  const runDir = process.env.SLUICE_CHAOS_RUN_DIR;
+  if (runDir) writeFileSync(join(runDir, String(pid)), `${port} ${dir} ${ownsDir ? 1 : 0}`);
+}
+
+function unregister(pid: number): void {
+  const runDir = process.env.SLUICE_CHAOS_RUN_DIR;
+  if (runDir) rmSync(join(runDir, String(pid)), { force: true });
+}
+
+/**
+ * Kills (SIGKILL) the registered servers of a run still alive — checking /proc that the pid is
+ * still that redis-server, on that port — and removes the directories they owned. Returns
+ * `<pid>:<port>` of each one killed.
+ */
+export function killRegisteredServers(runDir: string): string[] {
+  const killed: string[] = [];
+  for (const name of readdirSync(runDir)) {
+    const [port, dir, owns] = readFileSync(join(runDir, name), 'utf8').split(' ');
+    let cmdline = '';
+    try {
+      cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8').replace(/\0/g, ' ');
+    } catch {
+      // gone already
+    }
+    // redis-server retitles itself 'redis-server 127.0.0.1:<port>'; before that, its argv has --port <port>.
+    if (cmdline.includes('redis-server') && (cmdline.includes(`:${port}`) || cmdline.includes(`--port ${port} `))) {
+      try {
+        process.kill(Number(name), 'SIGKILL');
+        killed.push(`${name}:${port}`);
+      } catch {
+        // exited meanwhile
+      }
+    }
+    if (owns === '1') rmSync(dir, { recursive: true, force: true });
+    rmSync(join(runDir, name), { force: true });
+  }
+  return killed;
+}
 
 export class RedisProcess {
   private child!: ChildProcess;
@@ -53,11 +95,9 @@ export class RedisProcess {
     if (port === 6379) throw new Error('RedisProcess: refusing port 6379 (it may be a real Redis)');
     const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'sluice-chaos-redis-'));
     const server = new RedisProcess(port, dir, options.args ?? [], options.readyTimeoutMs ?? 20_000, options.dir === undefined);
-    live.add(server);
     try {
       await server.spawn();
     } catch (error) {
-      live.delete(server);
       if (server.ownsDir) rmSync(dir, { recursive: true, force: true });
       throw error;
     }
@@ -114,7 +154,6 @@ export class RedisProcess {
 
   /** Stops the server (SIGTERM, SIGKILL after 5 s) and removes its directory if this created it. */
   async stop(): Promise<void> {
-    live.delete(this);
     if (this.state() !== 'exited') {
       if (this.state() === 'stopped') process.kill(this.pid, 'SIGCONT');
       const hard = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
@@ -129,11 +168,6 @@ export class RedisProcess {
     return new Redis(this.port, '127.0.0.1', { maxRetriesPerRequest: null, ...options });
   }
 
-  /** @internal process-exit cleanup. */
-  killNow(): void {
-    if (this.child && this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
-  }
-
   private spawn(): Promise<void> {
     this.output = '';
     const child = spawn(
@@ -142,6 +176,16 @@ export class RedisProcess {
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     this.child = child;
+    // A server a failed test leaves behind must not keep the test process alive (the suite's
+    // teardown kills it).
+    child.unref();
+    (child.stdout as unknown as { unref(): void }).unref();
+    (child.stderr as unknown as { unref(): void }).unref();
+    if (child.pid) {
+      register(child.pid, this.port, this.dir, this.ownsDir);
+      const pid = child.pid;
+      child.once('exit', () => unregister(pid));
+    }
     this.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
     const collect = (chunk: Buffer) => {
       // Keep the tail only: a long test must not accumulate the whole log.
