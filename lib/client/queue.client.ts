@@ -207,8 +207,10 @@ export class QueueClient {
 }
 
 /** Tells this call's enqueue from any other when a retry finds the run existing (see lua/enqueue.lua). */
+const NONCE_PREFIX = randomBytes(6).toString('base64url');
+let nonceCount = 0;
 function newNonce(): string {
-  return randomBytes(6).toString('base64url');
+  return NONCE_PREFIX + (nonceCount++).toString(36);
 }
 
 function checkTimeout(timeoutMs: number): void {

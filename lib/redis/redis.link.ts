@@ -25,8 +25,17 @@ interface Waiter {
 }
 
 interface InFlight {
+  deadline: number;
+  operation: string;
   lost(reason: string): void;
   fail(error: Error): void;
+}
+
+/** How often overdue replies are looked for (see RedisLink.sweep). */
+const SWEEP_MS = 100;
+
+function replyDeadline(deadline: number, options: CallOptions): number {
+  return options.replyTimeoutMs === undefined ? deadline : Math.min(deadline, Date.now() + options.replyTimeoutMs);
 }
 
 /**
@@ -46,6 +55,7 @@ export class RedisLink {
   private readonly warnings: ThrottledLog;
   private lastError = 'not connected yet';
   private closed = false;
+  private sweeper?: NodeJS.Timeout;
 
   constructor(
     readonly role: Role,
@@ -79,14 +89,26 @@ export class RedisLink {
   }
 
   /** Sends one call under the link's bounds; see {@link CallOptions}. */
-  async call<T>(operation: string, send: (redis: Redis) => Promise<T>, options: CallOptions = {}): Promise<T> {
+  call<T>(operation: string, send: (redis: Redis) => Promise<T>, options: CallOptions = {}): Promise<T> {
     const deadline = Date.now() + (options.timeoutMs ?? this.timeoutMs);
-    let lost: OutcomeUnknownError | undefined;
+    const redis = this.instance;
+    if (!redis || redis.status !== 'ready' || this.closed) return this.attempts(operation, send, options, deadline);
+    // The common case, kept lean (it runs for every command): the connection is up, send now.
+    const sent = this.send(operation, redis, send, replyDeadline(deadline, options));
+    return options.idempotent ? sent.catch((error: Error) => this.retry(error, operation, send, options, deadline)) : sent;
+  }
+
+  private retry<T>(error: Error, operation: string, send: (redis: Redis) => Promise<T>, options: CallOptions, deadline: number): Promise<T> {
+    if (!(error instanceof OutcomeUnknownError) || this.closed || Date.now() >= deadline) throw error;
+    return this.attempts(operation, send, options, deadline, error);
+  }
+
+  /** Waits for the connection, sends, and (if idempotent) sends again after a lost reply, until the deadline. */
+  private async attempts<T>(operation: string, send: (redis: Redis) => Promise<T>, options: CallOptions, deadline: number, lost?: OutcomeUnknownError): Promise<T> {
     for (;;) {
       try {
         const redis = await this.whenReady(operation, deadline, options.failFast);
-        const replyDeadline = Math.min(deadline, options.replyTimeoutMs === undefined ? Infinity : Date.now() + options.replyTimeoutMs);
-        return await this.send(operation, redis, send, replyDeadline);
+        return await this.send(operation, redis, send, replyDeadline(deadline, options));
       } catch (error) {
         // Once a try may have landed, the call's outcome stays unknown, whatever the later tries say.
         if (lost && error instanceof RedisUnavailableError) throw lost;
@@ -111,6 +133,7 @@ export class RedisLink {
   /** Closes the connection within about a second, whatever state Redis is in. */
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.sweeper);
     this.abortAll(new SluiceError(`QueueModule is shutting down; its Redis ${this.role} connection is closing`));
     const redis = this.instance;
     this.instance = undefined;
@@ -168,22 +191,14 @@ export class RedisLink {
     let calls = this.inflight.get(redis);
     if (!calls) this.inflight.set(redis, (calls = new Set()));
     const set = calls;
+    this.sweeper ??= setInterval(() => this.sweep(), SWEEP_MS).unref();
     return new Promise<T>((resolve, reject) => {
-      const settle = (fn: () => void) => {
-        if (!set.delete(call)) return;
-        clearTimeout(timer);
-        if (set.size === 0 && this.inflight.get(redis) === set) this.inflight.delete(redis);
-        fn();
-      };
       const call: InFlight = {
-        lost: (reason) => settle(() => reject(new OutcomeUnknownError(operation, `${reason}; the call may or may not have taken effect`))),
-        fail: (error) => settle(() => reject(error)),
+        deadline,
+        operation,
+        lost: (reason) => set.delete(call) && reject(new OutcomeUnknownError(operation, `${reason}; the call may or may not have taken effect`)),
+        fail: (error) => set.delete(call) && reject(error),
       };
-      const waitMs = Math.max(0, deadline - Date.now());
-      const timer = setTimeout(() => {
-        call.lost(`no reply within ${waitMs} ms`);
-        this.recycle(redis, `no reply to ${operation} within ${waitMs} ms`);
-      }, waitMs);
       set.add(call);
       let sent: Promise<T>;
       try {
@@ -192,10 +207,26 @@ export class RedisLink {
         sent = Promise.reject(error);
       }
       sent.then(
-        (value) => settle(() => resolve(value)),
-        (error: Error) => settle(() => reject(this.classify(operation, error))),
+        (value) => set.delete(call) && resolve(value),
+        (error: Error) => set.delete(call) && reject(this.classify(operation, error)),
       );
     });
+  }
+
+  /**
+   * Fails the calls whose reply is overdue and replaces their connection. One sweep for all calls,
+   * rather than a timer per call, keeps the common path cheap; bounds are seconds, so a tenth of
+   * a second of slack is immaterial.
+   */
+  private sweep(): void {
+    const now = Date.now();
+    for (const [redis, calls] of this.inflight) {
+      const overdue = [...calls].find((call) => call.deadline <= now);
+      if (!overdue) continue;
+      const reason = `no reply to ${overdue.operation} in time`;
+      [...calls].filter((call) => call.deadline <= now).forEach((call) => call.lost(reason));
+      this.recycle(redis, reason);
+    }
   }
 
   private classify(operation: string, error: Error): Error {

@@ -1,7 +1,9 @@
 import type { TestingModule } from '@nestjs/testing';
 import { QueueHealth, RedisConnectionError, RedisUnavailableError, RunContext, Workflow } from '../../lib';
 import { uniqueNamespace } from '../support/app';
-import { appOn, RestartableRedis, restartableRedis } from '../support/fault';
+import { appOn } from '../support/fault';
+import { RedisProcess } from '../support/redis-process';
+import { freePort } from '../support/redis-server';
 import { Gates, pollUntil } from '../support/workflows';
 
 /**
@@ -20,25 +22,24 @@ class EchoWorkflow {
   }
 }
 
-describe('Redis down, then back', () => {
-  let server: RestartableRedis;
-  const apps: Array<{ app: TestingModule; close(): Promise<void> }> = [];
+const AOF = ['--appendonly', 'yes', '--appendfsync', 'always'];
 
-  beforeEach(async () => {
-    server = await restartableRedis(['--appendonly', 'yes', '--appendfsync', 'always']);
-  });
+describe('Redis down, then back', () => {
+  let server: RedisProcess | undefined;
+  const apps: Array<{ app: TestingModule; close(): Promise<void> }> = [];
 
   afterEach(async () => {
     gates.openAll();
-    await server.start().catch(() => undefined); // so that apps close normally
     await Promise.all(apps.splice(0).map((app) => app.close().catch(() => undefined)));
-    await server.stop();
+    await server?.stop();
+    server = undefined;
   });
 
   it('a worker app boots without Redis, clients fail fast with a typed error, and both work once Redis starts', async () => {
     const ns = uniqueNamespace('boot');
+    const port = await freePort();
     const startedAt = Date.now();
-    const app = await appOn(server.url, [EchoWorkflow], { namespace: ns, redisTimeoutMs: 1_000, worker: { lockMs: 5_000 } });
+    const app = await appOn(`redis://127.0.0.1:${port}`, [EchoWorkflow], { namespace: ns, redisTimeoutMs: 1_000, worker: { lockMs: 5_000 } });
     apps.push(app);
     // Booted (not crashed, not stuck until some timeout): the worker waits for Redis.
     expect(Date.now() - startedAt).toBeLessThan(5_000);
@@ -49,13 +50,13 @@ describe('Redis down, then back', () => {
     await expect(app.client.enqueue(EchoWorkflow, { key: 'early' })).rejects.toBeInstanceOf(RedisUnavailableError);
     await expect(app.client.get('nope')).rejects.toBeInstanceOf(RedisConnectionError);
 
-    await server.start();
+    server = await RedisProcess.start({ port, args: AOF });
     await pollUntil(() => health.check(), (report) => report.healthy, 'the worker to start once Redis is up', 30_000);
     expect(await app.client.run(EchoWorkflow, { key: 'late' }, { timeoutMs: 20_000 })).toBe('echo:late');
   });
 
   it('a wait outlives an outage (its background re-reads fail quietly), and shutdown after an outage is bounded', async () => {
-    await server.start();
+    server = await RedisProcess.start({ args: AOF });
     const ns = uniqueNamespace('mid');
     const app = await appOn(server.url, [EchoWorkflow], { namespace: ns, redisTimeoutMs: 1_000, worker: { lockMs: 10_000, shutdownTimeoutMs: 500 } });
     const handle = await app.client.enqueue(EchoWorkflow, { key: 'w1', gated: true }, { id: 'w1' });
@@ -64,11 +65,11 @@ describe('Redis down, then back', () => {
     result.then(() => (settled = true), () => (settled = true));
     await pollUntil(() => app.client.get('w1'), (run) => run?.state === 'active', 'w1 active');
 
-    await server.crash();
+    await server.kill('SIGKILL');
     // Longer than the waiter's 10 s backstop, so its re-read meets the outage at least once.
     await new Promise((resolve) => setTimeout(resolve, 11_000));
     expect(settled).toBe(false);
-    await server.start();
+    await server.restart();
     gates.open('w1');
     await expect(result).resolves.toBe('echo:w1');
 
@@ -78,7 +79,7 @@ describe('Redis down, then back', () => {
     // A second outage, then SIGTERM-like close with a run in flight: bounded, Redis or not.
     await app.client.enqueue(EchoWorkflow, { key: 'w3', gated: true }, { id: 'w3' });
     await pollUntil(() => app.client.get('w3'), (run) => run?.state === 'active', 'w3 active');
-    await server.crash();
+    await server.kill('SIGKILL');
     const closing = Date.now();
     await app.close();
     expect(Date.now() - closing).toBeLessThan(500 + 6_000);

@@ -75,6 +75,27 @@ function namespace(): { ns: string; keys: RedisKeys } {
 }
 
 describe('batched commits, script level', () => {
+  it('one reserve reply stays bounded: claiming stops once the memos shipped pass 8 MiB, and the wake is passed on', async () => {
+    const { keys } = namespace();
+    const WF = 'batch.big-memo';
+    const scripts = scriptsOn(redis);
+    const ids = ['b1', 'b2', 'b3', 'b4'];
+    for (const id of ids) await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, {}, false));
+    const reserve = async (n: number) => parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [keys.base, n, 30_000, 0, 3, 256, 60_000, 'w', WF])).claims;
+    // A first attempt of each, which persists a 3 MiB step and is handed back: its retry ships the memo.
+    const big = JSON.stringify('x'.repeat(3 * 1024 * 1024));
+    for (const claim of await reserve(4)) {
+      expect(await scripts.run('save-steps', [keys.leases], [keys.base, claim.id, claim.token, 'big#1', big])).toEqual([1]);
+      await scripts.run('release', [keys.run(claim.id), keys.leases, keys.limits, keys.seq], [keys.base, claim.id, claim.token]);
+    }
+    await redis.del(keys.wake(WF));
+    const claims = await reserve(64);
+    // 3 + 3 MiB is under the budget, the third claim takes the reply past it: no fourth.
+    expect(claims).toHaveLength(3);
+    expect(claims.every((claim) => claim.steps.get('big#1') === big)).toBe(true);
+    expect(await redis.lrange(keys.wake(WF), -1, -1)).toEqual(['1']);
+  });
+
   it('a worker holding a token of an expired run cannot write to a new run that reuses the id', async () => {
     const { keys } = namespace();
     const WF = 'batch.reuse';
