@@ -14,11 +14,12 @@
   ARGV[2] retention in ms
   ARGV[3] runs to claim for the caller (0 = none)
   ARGV[4] lease length in ms for claimed runs
-  ARGV[5] W, the number of workflow names that follow
-  ARGV[6 .. 5+W] workflow names the caller runs (rotated by the caller)
-  ARGV[6+W] S, the number of step results that follow
-  ARGV[7+W .. 6+W+4S] per step, four values: run id, lease token, step key, encoded result
-  ARGV[7+W+4S ..] per run, three values: run id, lease token, encoded result ('' = undefined)
+  ARGV[5] 1 if this call repeats one whose reply was lost (look for its claims first), else 0
+  ARGV[6] W, the number of workflow names that follow
+  ARGV[7 .. 6+W] workflow names the caller runs (rotated by the caller)
+  ARGV[7+W] S, the number of step results that follow
+  ARGV[8+W .. 7+W+4S] per step, four values: run id, lease token, step key, encoded result
+  ARGV[8+W+4S ..] per run, three values: run id, lease token, encoded result ('' = undefined)
   Reply: { { { per run: 1 completed | 0 lease lost }, { per step: 1 saved | 0 lease lost } },
            claims… } with claims as in claim.lua; a lost lease writes nothing
 ]]
@@ -29,12 +30,12 @@
 local base = ARGV[1]
 local ttl = tonumber(ARGV[2])
 local now = nowMs()
-local workflowCount = tonumber(ARGV[5])
+local workflowCount = tonumber(ARGV[6])
 local workflows = {}
-for i = 6, 5 + workflowCount do workflows[#workflows + 1] = ARGV[i] end
+for i = 7, 6 + workflowCount do workflows[#workflows + 1] = ARGV[i] end
 
-local stepsAt = 7 + workflowCount
-local stepsEnd = stepsAt + 4 * tonumber(ARGV[6 + workflowCount]) - 1
+local stepsAt = 8 + workflowCount
+local stepsEnd = stepsAt + 4 * tonumber(ARGV[7 + workflowCount]) - 1
 local saved = saveSteps(base, stepsAt, stepsEnd)
 
 local statuses, freed, tally = {}, {}, {}
@@ -60,7 +61,7 @@ countFinished(base, tally)
 local reply = { { statuses, saved } }
 -- No wake to pass on: this worker comes back for more with its next completions. Claiming
 -- (even of nothing) settles the groups whose slots freed above.
-if replayClaims(base, KEYS[1], KEYS[4], now, tonumber(ARGV[4]), reply) then
+if ARGV[5] == '1' and replayClaims(base, KEYS[1], KEYS[4], now, tonumber(ARGV[4]), reply) then
   settleGroups(base, KEYS[2], KEYS[3], freed)
 else
   claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, tonumber(ARGV[3]), now, tonumber(ARGV[4]), reply, false, freed)

@@ -18,7 +18,8 @@
   ARGV[6] max delayed runs to promote per workflow
   ARGV[7] retention in ms of a run failed by the stall limit
   ARGV[8] the calling worker's id: it is awake, so its park announcements (park.lua) are void
-  ARGV[9..] workflow names this worker runs (rotated by the caller, so no workflow always goes first)
+  ARGV[9] 1 if this call repeats one whose reply was lost (look for its claims first), else 0
+  ARGV[10..] workflow names this worker runs (rotated by the caller, so no workflow always goes first)
   Reply: { ms until the worker's next delayed run or -1, claims… } with claims as in claim.lua;
          a replay answers 0 for the ms (reserve again at once)
 ]]
@@ -28,13 +29,13 @@
 local base = ARGV[1]
 local now = nowMs()
 local workflows = {}
-for i = 9, #ARGV do
+for i = 10, #ARGV do
   workflows[#workflows + 1] = ARGV[i]
   redis.call('ZREM', wfKey(base, ARGV[i], 'parked'), ARGV[8])
 end
 
 local replayed = { 0 }
-if replayClaims(base, KEYS[1], KEYS[5], now, tonumber(ARGV[3]), replayed) then return replayed end
+if ARGV[9] == '1' and replayClaims(base, KEYS[1], KEYS[5], now, tonumber(ARGV[3]), replayed) then return replayed end
 
 -- 1. Promote due delayed runs.
 local nextDue = -1

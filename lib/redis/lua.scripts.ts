@@ -55,10 +55,17 @@ export class LuaScripts {
     link.onCreate((redis) => this.scripts.forEach((script) => redis.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.source })));
   }
 
-  /** Runs one script; `options.idempotent` only for scripts whose repetition is harmless. */
-  run<T = unknown>(name: ScriptName, keys: string[], args: Arg[], options?: CallOptions): Promise<T> {
+  /**
+   * Runs one script; `options.idempotent` only for scripts whose repetition is harmless. `args`
+   * may depend on whether the call repeats a try whose reply was lost.
+   */
+  run<T = unknown>(name: ScriptName, keys: string[], args: Arg[] | ((retry: boolean) => Arg[]), options?: CallOptions): Promise<T> {
     const script = this.get(name, keys);
-    return this.link.call(name, (redis) => (redis as unknown as Record<string, (...a: Arg[]) => Promise<T>>)[script.command](...keys, ...args), options);
+    return this.link.call(
+      name,
+      (redis, retry) => (redis as unknown as Record<string, (...a: Arg[]) => Promise<T>>)[script.command](...keys, ...(typeof args === 'function' ? args(retry) : args)),
+      options,
+    );
   }
 
   /** Runs `build`'s pipeline of scripts as one bounded call (see {@link queue}). */

@@ -89,26 +89,26 @@ export class RedisLink {
   }
 
   /** Sends one call under the link's bounds; see {@link CallOptions}. */
-  call<T>(operation: string, send: (redis: Redis) => Promise<T>, options: CallOptions = {}): Promise<T> {
+  call<T>(operation: string, send: (redis: Redis, retry: boolean) => Promise<T>, options: CallOptions = {}): Promise<T> {
     const deadline = Date.now() + (options.timeoutMs ?? this.timeoutMs);
     const redis = this.instance;
     if (!redis || redis.status !== 'ready' || this.closed) return this.attempts(operation, send, options, deadline);
     // The common case, kept lean (it runs for every command): the connection is up, send now.
-    const sent = this.send(operation, redis, send, replyDeadline(deadline, options));
+    const sent = this.send(operation, redis, send, replyDeadline(deadline, options), false);
     return options.idempotent ? sent.catch((error: Error) => this.retry(error, operation, send, options, deadline)) : sent;
   }
 
-  private retry<T>(error: Error, operation: string, send: (redis: Redis) => Promise<T>, options: CallOptions, deadline: number): Promise<T> {
+  private retry<T>(error: Error, operation: string, send: (redis: Redis, retry: boolean) => Promise<T>, options: CallOptions, deadline: number): Promise<T> {
     if (!(error instanceof OutcomeUnknownError) || this.closed || Date.now() >= deadline) throw error;
     return this.attempts(operation, send, options, deadline, error);
   }
 
   /** Waits for the connection, sends, and (if idempotent) sends again after a lost reply, until the deadline. */
-  private async attempts<T>(operation: string, send: (redis: Redis) => Promise<T>, options: CallOptions, deadline: number, lost?: OutcomeUnknownError): Promise<T> {
+  private async attempts<T>(operation: string, send: (redis: Redis, retry: boolean) => Promise<T>, options: CallOptions, deadline: number, lost?: OutcomeUnknownError): Promise<T> {
     for (;;) {
       try {
         const redis = await this.whenReady(operation, deadline, options.failFast);
-        return await this.send(operation, redis, send, replyDeadline(deadline, options));
+        return await this.send(operation, redis, send, replyDeadline(deadline, options), lost !== undefined);
       } catch (error) {
         // Once a try may have landed, the call's outcome stays unknown, whatever the later tries say.
         if (lost && error instanceof RedisUnavailableError) throw lost;
@@ -187,7 +187,8 @@ export class RedisLink {
     });
   }
 
-  private send<T>(operation: string, redis: Redis, send: (redis: Redis) => Promise<T>, deadline: number): Promise<T> {
+  /** @param retry whether an earlier try of this call lost its reply (a script may look for its effects). */
+  private send<T>(operation: string, redis: Redis, send: (redis: Redis, retry: boolean) => Promise<T>, deadline: number, retry: boolean): Promise<T> {
     let calls = this.inflight.get(redis);
     if (!calls) this.inflight.set(redis, (calls = new Set()));
     const set = calls;
@@ -202,7 +203,7 @@ export class RedisLink {
       set.add(call);
       let sent: Promise<T>;
       try {
-        sent = send(redis);
+        sent = send(redis, retry);
       } catch (error) {
         sent = Promise.reject(error);
       }

@@ -79,10 +79,10 @@ export class RunCommits {
     const { count, workflows } = this.refill.take(completes.length);
     let claims: Claim[] = [];
     try {
-      const reply = await this.scripts.run<unknown[]>('complete', [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.call(newCallId())], [
-        this.keys.base, this.options.defaults.resultTtlMs, count, this.options.worker.lockMs, workflows.length, ...workflows,
-        steps.length, ...stepArgs, ...completes.flatMap(({ claim, encoded }) => [claim.id, claim.token, encoded]),
-      ], this.policy);
+      const rest = [workflows.length, ...workflows, steps.length, ...stepArgs, ...completes.flatMap(({ claim, encoded }) => [claim.id, claim.token, encoded])];
+      const keys = [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.call(newCallId())];
+      const head = [this.keys.base, this.options.defaults.resultTtlMs, count, this.options.worker.lockMs];
+      const reply = await this.scripts.run<unknown[]>('complete', keys, (retry) => [...head, retry ? 1 : 0, ...rest], this.policy);
       const parsed = parseClaimReply<[number[], number[]]>(reply);
       claims = parsed.claims;
       const [completed, saved] = parsed.head;

@@ -29,6 +29,12 @@ export const BLOCK_GRACE_MS = 3_000;
 /** Longest `stop()` waits for a wake in progress before it lets the loop finish on its own. */
 const STOP_GRACE_MS = 1_000;
 const REDIS_TIMEOUT_RESOLUTION_MS = 100;
+/**
+ * When a run taken from a fast-path handoff has its lease renewed, if it is still running: soon
+ * enough that the enqueue-time lease cannot run out first, late enough that a short run, done
+ * by then, costs no extra call (its commit would otherwise queue behind the renewal).
+ */
+const HANDOFF_REFRESH_MS = 50;
 /** How long a park announcement outlives the block it announces. */
 const PARK_SLACK_MS = 1_000;
 
@@ -64,6 +70,8 @@ export class WorkerLoop {
    * that landed gets back the runs it claimed (see replayClaims in lua/includes/claim.lua).
    */
   private reserveCallId = newCallId();
+  /** Whether the last reserve call failed: the next one (same call id) looks for its claims. */
+  private reserveFailed = false;
   private finished?: Promise<void>;
   private readonly executor: RunExecutor;
   /** Wake list key → workflow name. */
@@ -163,10 +171,14 @@ export class WorkerLoop {
     const scan = now - this.lastStallScan >= this.options.worker.stalledIntervalMs;
     if (scan) this.lastStallScan = now;
     const keys = [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.stallGate, this.keys.call(this.reserveCallId)];
-    const reply = await this.scripts.run<unknown[]>('reserve', keys, [
+    const head = [
       this.keys.base, wanted, this.options.worker.lockMs, scan ? this.options.worker.stalledIntervalMs : 0,
-      this.options.worker.maxStalls, PROMOTE_CAP, this.options.defaults.resultTtlMs, this.workerId, ...workflows,
-    ], { idempotent: true });
+      this.options.worker.maxStalls, PROMOTE_CAP, this.options.defaults.resultTtlMs, this.workerId,
+    ];
+    const repeat = this.reserveFailed;
+    this.reserveFailed = true; // until the reply arrives: the next reserve may repeat this one
+    const reply = await this.scripts.run<unknown[]>('reserve', keys, (retry) => [...head, retry || repeat ? 1 : 0, ...workflows], { idempotent: true });
+    this.reserveFailed = false;
     this.reserveCallId = newCallId();
     const parsed = parseClaimReply(reply);
     if (this.stopping) {
@@ -227,8 +239,10 @@ export class WorkerLoop {
       const handoff = await this.blockForWake(deadline - Date.now());
       if (!handoff) return;
       if (this.stopping) return this.handBack([handoff]);
-      // Its lease has run since the enqueue: renew it at once (alongside the start, not before it).
-      this.refreshLease(this.launch(handoff));
+      // Its lease has run since the enqueue, with the length the parked worker announced (maybe
+      // not this worker's): renew it soon — unless the run is over by then, as most are.
+      const run = this.launch(handoff);
+      setTimeout(() => this.active.get(run.id) === run && this.refreshLease(run), HANDOFF_REFRESH_MS).unref();
     }
   }
 
@@ -240,7 +254,7 @@ export class WorkerLoop {
     const timeoutMs = Math.min(untilDueMs, this.options.worker.stalledIntervalMs, MAX_BLOCK_MS);
     // Announce the park alongside the block (order does not matter: a handoff pushed before the
     // BLPOP starts is popped at once), so the enqueue fast path knows to hand runs over.
-    this.announcePark(timeoutMs + PARK_SLACK_MS).catch((error: Error) => this.logger.warn(`Park announcement failed: ${error.message}`));
+    this.announcePark(timeoutMs + PARK_SLACK_MS).catch((error: Error) => this.failures.warn(`Park announcement failed: ${error.message}`));
     let popped: [string, string] | null;
     try {
       const bound = timeoutMs + BLOCK_GRACE_MS;

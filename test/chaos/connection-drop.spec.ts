@@ -4,6 +4,7 @@ import { NonRetryableError, OutcomeUnknownError, QueueClient, RunContext, Step, 
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { newCallId } from '../../lib/worker/run.commits';
 import { uniqueNamespace } from '../support/app';
+import { auditNamespace, expectConsistent } from '../support/audit';
 import { appOn, ConnectionFaults } from '../support/fault';
 import { LocalRedis, startRedisServer } from '../support/redis-server';
 import { scriptsOn } from '../support/scripts';
@@ -49,10 +50,14 @@ describe('a connection dropped while a script is in flight', () => {
     faults = new ConnectionFaults(admin);
   });
 
+  const namespaces: string[] = [];
+
   afterEach(async () => {
     await faults.unpause().catch(() => undefined);
     gates.openAll();
     await Promise.all(apps.splice(0).map((app) => app.close()));
+    // Whatever the fault did, every run is in exactly one place and every count agrees.
+    for (const namespace of namespaces.splice(0)) expectConsistent(await auditNamespace(admin, { namespace }));
   });
 
   afterAll(async () => {
@@ -62,12 +67,14 @@ describe('a connection dropped while a script is in flight', () => {
 
   /** A worker app with long leases and scans: during a test, its only calls are the ones the test causes. */
   async function worker(ns: string, extra: object = {}) {
+    namespaces.push(ns);
     const app = await appOn(server.url, [GatedWorkflow], { namespace: ns, worker: { concurrency: 1, lockMs: 60_000, stalledIntervalMs: 60_000 }, ...extra });
     apps.push(app);
     return app;
   }
 
   async function producer(ns: string, extra: object = {}) {
+    namespaces.push(ns);
     const app = await appOn(server.url, [], { namespace: ns, worker: { enabled: false }, ...extra });
     apps.push(app);
     return app;
@@ -182,6 +189,7 @@ describe('a connection dropped while a script is in flight', () => {
 
   it('extend-leases: the heartbeat carries on after the drop; the run is neither stalled nor aborted', async () => {
     const ns = uniqueNamespace('drop-hb');
+    namespaces.push(ns);
     const app = await appOn(server.url, [GatedWorkflow], { namespace: ns, worker: { concurrency: 1, lockMs: 3_000, stalledIntervalMs: 60_000 } });
     apps.push(app);
     const handle = await app.client.enqueue(GatedWorkflow, { key: 'h1' }, { id: 'h1' });
@@ -199,6 +207,7 @@ describe('a connection dropped while a script is in flight', () => {
 
   it('release (hand-back at the shutdown deadline): app.close() returns within its bound', async () => {
     const ns = uniqueNamespace('drop-rel');
+    namespaces.push(ns);
     const app = await appOn(server.url, [GatedWorkflow], { namespace: ns, worker: { concurrency: 1, lockMs: 60_000, stalledIntervalMs: 60_000, shutdownTimeoutMs: 100 } });
     await app.client.enqueue(GatedWorkflow, { key: 'x1' }, { id: 'x1' });
     await active(app.client, 'x1');
@@ -233,8 +242,8 @@ describe('retries of commits that did land are recognised (script level)', () =>
   const keys = new RedisKeys('sluice', ns);
   const enqueue = (scripts: ReturnType<typeof scriptsOn>, id: string) =>
     scripts.run('enqueue', [keys.run(id), keys.leases, keys.limits, keys.seq], [keys.base, id, 'wf', '{}', 0, 0, '', 3, '', 0, 30_000, 0, 'n-' + id]);
-  const reserve = (scripts: ReturnType<typeof scriptsOn>, callId: string, n: number) =>
-    scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(callId)], [keys.base, n, 30_000, 0, 3, 256, 60_000, 'w', 'wf']);
+  const reserve = (scripts: ReturnType<typeof scriptsOn>, callId: string, n: number, repeat = false) =>
+    scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(callId)], [keys.base, n, 30_000, 0, 3, 256, 60_000, 'w', repeat ? 1 : 0, 'wf']);
 
   it('reserve sent twice with one call id claims once and answers the same claims', async () => {
     const scripts = scriptsOn(redis);
@@ -242,7 +251,7 @@ describe('retries of commits that did land are recognised (script level)', () =>
     await enqueue(scripts, 'b');
     const callId = newCallId();
     const [, ...first] = await reserve(scripts, callId, 1);
-    const [head, ...again] = await reserve(scripts, callId, 1);
+    const [head, ...again] = await reserve(scripts, callId, 1, true);
     expect(head).toBe(0);
     expect(again).toEqual(first);
     expect(await redis.zcard(keys.leases)).toBe(1);
@@ -254,9 +263,10 @@ describe('retries of commits that did land are recognised (script level)', () =>
     const [, claim] = (await reserve(scripts, newCallId(), 1)) as [number, string[]];
     const [id, , token] = claim;
     const callId = newCallId();
-    const complete = () => scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(callId)], [keys.base, 60_000, 1, 30_000, 1, 'wf', 0, id, token, '"ok"']);
-    const [[statuses1], ...refill1] = (await complete()) as [[number[]], ...unknown[]];
-    const [[statuses2], ...refill2] = (await complete()) as [[number[]], ...unknown[]];
+    const complete = (repeat: number) =>
+      scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(callId)], [keys.base, 60_000, 1, 30_000, repeat, 1, 'wf', 0, id, token, '"ok"']);
+    const [[statuses1], ...refill1] = (await complete(0)) as [[number[]], ...unknown[]];
+    const [[statuses2], ...refill2] = (await complete(1)) as [[number[]], ...unknown[]];
     expect(statuses1).toEqual([1]);
     expect(statuses2).toEqual([1]);
     expect(refill2).toEqual(refill1);

@@ -1,6 +1,8 @@
 import type { TestingModule } from '@nestjs/testing';
 import { QueueHealth, RedisConnectionError, RedisUnavailableError, RunContext, Workflow } from '../../lib';
 import { uniqueNamespace } from '../support/app';
+import Redis from 'ioredis';
+import { auditNamespace, expectConsistent } from '../support/audit';
 import { appOn } from '../support/fault';
 import { RedisProcess } from '../support/redis-process';
 import { freePort } from '../support/redis-server';
@@ -23,6 +25,15 @@ class EchoWorkflow {
 }
 
 const AOF = ['--appendonly', 'yes', '--appendfsync', 'always'];
+
+async function audit(url: string, namespace: string): Promise<void> {
+  const redis = new Redis(url);
+  try {
+    expectConsistent(await auditNamespace(redis, { namespace }));
+  } finally {
+    redis.disconnect();
+  }
+}
 
 describe('Redis down, then back', () => {
   let server: RedisProcess | undefined;
@@ -53,6 +64,7 @@ describe('Redis down, then back', () => {
     server = await RedisProcess.start({ port, args: AOF });
     await pollUntil(() => health.check(), (report) => report.healthy, 'the worker to start once Redis is up', 30_000);
     expect(await app.client.run(EchoWorkflow, { key: 'late' }, { timeoutMs: 20_000 })).toBe('echo:late');
+    await audit(server.url, ns);
   });
 
   it('a wait outlives an outage (its background re-reads fail quietly), and shutdown after an outage is bounded', async () => {
@@ -83,5 +95,7 @@ describe('Redis down, then back', () => {
     const closing = Date.now();
     await app.close();
     expect(Date.now() - closing).toBeLessThan(500 + 6_000);
+    await server.restart();
+    await audit(server.url, ns);
   });
 });

@@ -81,7 +81,7 @@ describe('batched commits, script level', () => {
     const scripts = scriptsOn(redis);
     const ids = ['b1', 'b2', 'b3', 'b4'];
     for (const id of ids) await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, {}, false));
-    const reserve = async (n: number) => parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [keys.base, n, 30_000, 0, 3, 256, 60_000, 'w', WF])).claims;
+    const reserve = async (n: number) => parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [keys.base, n, 30_000, 0, 3, 256, 60_000, 'w', 0, WF])).claims;
     // A first attempt of each, which persists a 3 MiB step and is handed back: its retry ships the memo.
     const big = JSON.stringify('x'.repeat(3 * 1024 * 1024));
     for (const claim of await reserve(4)) {
@@ -100,10 +100,10 @@ describe('batched commits, script level', () => {
     const { keys } = namespace();
     const WF = 'batch.reuse';
     const scripts = scriptsOn(redis);
-    const reserve = async () => parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [keys.base, 1, 30_000, 0, 3, 256, 60_000, 'w', WF])).claims[0];
+    const reserve = async () => parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [keys.base, 1, 30_000, 0, 3, 256, 60_000, 'w', 0, WF])).claims[0];
     await scripts.run('enqueue', enqueueKeys(keys, 'x'), enqueueArgs(keys, WF, 'x', {}, false));
     const old = await reserve();
-    await scripts.run('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [keys.base, 60_000, 0, 30_000, 1, WF, 0, 'x', old.token, '"first"']);
+    await scripts.run('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [keys.base, 60_000, 0, 30_000, 0, 1, WF, 0, 'x', old.token, '"first"']);
     await redis.del(keys.run('x')); // its retention ran out
     await redis.set(`${keys.base}clock-tick`, '1', 'PX', 5); // let the Redis clock move on a millisecond at least
     await pollUntil(() => redis.exists(`${keys.base}clock-tick`), (n) => n === 0, 'a millisecond to pass');
@@ -119,11 +119,11 @@ describe('batched commits, script level', () => {
     const WF = 'batch.mixed';
     const scripts = scriptsOn(redis);
     for (const id of ['m1', 'm2', 'm3']) await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, { id }, false));
-    const claimed = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [keys.base, 3, 30_000, 0, 3, 256, 60_000, 'w', WF]));
+    const claimed = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [keys.base, 3, 30_000, 0, 3, 256, 60_000, 'w', 0, WF]));
     const token = Object.fromEntries(claimed.claims.map((c) => [c.id, c.token]));
     await redis.hincrby(keys.run('m2'), 'token', 1); // m2 was taken over: its step must not land
     const reply = parseClaimReply<[number[], number[]]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
-      keys.base, 60_000, 0, 30_000, 1, WF, 2, 'm1', token.m1, 'a#1', '"one"', 'm2', token.m2, 'a#1', '"two"', 'm3', token.m3, '"done"',
+      keys.base, 60_000, 0, 30_000, 0, 1, WF, 2, 'm1', token.m1, 'a#1', '"one"', 'm2', token.m2, 'a#1', '"two"', 'm3', token.m3, '"done"',
     ]));
     expect(reply.head).toEqual([[1], [1, 0]]);
     expect(await redis.hmget(keys.run('m1'), 'state', 'step:a#1')).toEqual(['active', '"one"']);
@@ -139,7 +139,7 @@ describe('batched commits, script level', () => {
     const ids = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6'];
     for (const id of ids) expect(await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, { id }, false, 30_000, true))).toEqual([1, 'waiting']);
     const reserved = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [
-      keys.base, 6, 30_000, 0, 3, 256, 60_000, 'w', WF,
+      keys.base, 6, 30_000, 0, 3, 256, 60_000, 'w', 0, WF,
     ]));
     const createdAt = async (id: string) => (await redis.hget(keys.run(id), 'createdAt'))!;
     const first = async (ids: string[]) => Promise.all(ids.map(async (id) => [id, firstToken(await createdAt(id)), 1]));
@@ -162,7 +162,7 @@ describe('batched commits, script level', () => {
     subscriber.on('pmessage', (_pattern: string, channel: string) => announced.push(channel.slice(keys.base.length)));
     await subscriber.psubscribe(`${keys.base}done:*`);
     const completed = parseClaimReply<[number[], number[]]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
-      keys.base, 60_000, 3, 30_000, 1, WF, 0, 'r1', token.r1, '"done-1"', 'r2', token.r2, '"done-2"', 'r3', token.r3, '"done-3"',
+      keys.base, 60_000, 3, 30_000, 0, 1, WF, 0, 'r1', token.r1, '"done-1"', 'r2', token.r2, '"done-2"', 'r3', token.r3, '"done-3"',
     ]));
     await subscriber.ping(); // replies come in order: every publish of that call has arrived
     await subscriber.quit();

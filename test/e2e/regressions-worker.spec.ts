@@ -106,7 +106,7 @@ describe('regressions: worker', () => {
     const enqueue = (id: string) => scripts.run('enqueue', enqueueKeys(s.keys, id), enqueueArgs(s.keys, 'rw.hold', id, { key: id }, false, LOCK_MS));
     const reserve = async () => {
       const reply = await scripts.run<unknown[]>('reserve', [s.keys.leases, s.keys.limits, s.keys.seq, s.keys.stallGate, s.keys.call(newCallId())], [
-        s.keys.base, 1, LOCK_MS, 0, 3, 256, 60_000, 'regression-worker', 'rw.hold',
+        s.keys.base, 1, LOCK_MS, 0, 3, 256, 60_000, 'regression-worker', 0, 'rw.hold',
       ]);
       const { claims } = parseClaimReply(reply);
       expect(claims).toHaveLength(1);

@@ -47,14 +47,14 @@ export class FlowModel {
 
   reserve(n: number, workflows: string[], scan = false): Promise<unknown[]> {
     const { keys } = this;
-    return this.scripts.run('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [this.base, n, LOCK_MS, scan ? 60_000 : 0, MAX_STALLS, 256, TTL_MS, 'model-worker', ...workflows]);
+    return this.scripts.run('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [this.base, n, LOCK_MS, scan ? 60_000 : 0, MAX_STALLS, 256, TTL_MS, 'model-worker', 0, ...workflows]);
   }
 
   /** The complete script for one run and no steps; replies { run statuses, claims… }. */
   async complete(id: string, token: string, refill: number): Promise<[number[], ...unknown[]]> {
     const { keys } = this;
     const [[completed], ...claims] = await this.scripts.run<[[number[], number[]], ...unknown[]]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
-      this.base, TTL_MS, refill, LOCK_MS, WORKFLOWS.length, ...WORKFLOWS, 0, id, token, '"ok"',
+      this.base, TTL_MS, refill, LOCK_MS, 0, WORKFLOWS.length, ...WORKFLOWS, 0, id, token, '"ok"',
     ]);
     return [completed, ...claims];
   }
