@@ -29,13 +29,13 @@ export type ProcessState = 'running' | 'stopped' | 'exited';
 
 /**
  * Servers a failed test leaves running are killed by the fault suite's global teardown
- * (chaos.global-teardown.ts): each incarnation registers `<pid>` → `<port> <dir> <owns dir>` in the
+ * (chaos.global-teardown.ts): each incarnation registers a file `<pid>` → { port, dir, ownsDir } in the
  * run's directory (SLUICE_CHAOS_RUN_DIR, set by chaos.global-setup.ts) and unregisters when it
  * exits. Outside that suite nothing is registered: stop() your servers.
  */
 function register(pid: number, port: number, dir: string, ownsDir: boolean): void {
   const runDir = process.env.SLUICE_CHAOS_RUN_DIR;
-  if (runDir) writeFileSync(join(runDir, String(pid)), `${port} ${dir} ${ownsDir ? 1 : 0}`);
+  if (runDir) writeFileSync(join(runDir, String(pid)), JSON.stringify({ port, dir, ownsDir }));
 }
 
 function unregister(pid: number): void {
@@ -51,7 +51,7 @@ function unregister(pid: number): void {
 export function killRegisteredServers(runDir: string): string[] {
   const killed: string[] = [];
   for (const name of readdirSync(runDir)) {
-    const [port, dir, owns] = readFileSync(join(runDir, name), 'utf8').split(' ');
+    const { port, dir, ownsDir } = JSON.parse(readFileSync(join(runDir, name), 'utf8')) as { port: number; dir: string; ownsDir: boolean };
     let cmdline = '';
     try {
       cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8').replace(/\0/g, ' ');
@@ -67,7 +67,7 @@ export function killRegisteredServers(runDir: string): string[] {
         // exited meanwhile
       }
     }
-    if (owns === '1') rmSync(dir, { recursive: true, force: true });
+    if (ownsDir) rmSync(dir, { recursive: true, force: true });
     rmSync(join(runDir, name), { force: true });
   }
   return killed;
