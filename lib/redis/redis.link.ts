@@ -125,9 +125,12 @@ export class RedisLink {
     this.inflight.forEach((calls) => [...calls].forEach((call) => call.fail(error)));
   }
 
-  /** Drops the current connection (its calls fail as lost); the next call opens a new one. */
-  replace(reason: string): void {
-    if (this.instance) this.recycle(this.instance, reason);
+  /**
+   * Drops the current connection (its calls fail as lost); the next call opens a new one.
+   * `expected`: a deliberate drop (e.g. a worker stopping), not worth a warning.
+   */
+  replace(reason: string, expected = false): void {
+    if (this.instance) this.recycle(this.instance, reason, expected);
   }
 
   /** Closes the connection within about a second, whatever state Redis is in. */
@@ -242,11 +245,11 @@ export class RedisLink {
   }
 
   /** Replaces an instance that stopped answering: its socket may never close, so it is destroyed. */
-  private recycle(redis: Redis, reason: string): void {
+  private recycle(redis: Redis, reason: string, expected = false): void {
     this.inflight.get(redis)?.forEach((call) => call.lost('the connection was replaced before the reply'));
     this.inflight.delete(redis);
     if (this.instance !== redis) return;
-    this.logger.warn(`Redis ${this.role} connection: ${reason}; opening a new one`);
+    if (!expected) this.logger.warn(`Redis ${this.role} connection: ${reason}; opening a new one`);
     this.instance = undefined;
     this.lastError = reason;
     destroy(redis);

@@ -116,7 +116,7 @@ export class WorkerLoop {
     await this.announcePark(-1, STOP_GRACE_MS).catch(() => undefined);
     // A blocked read must end without popping anything: only closing its connection does that.
     this.connections.blocking.abortAll(new SluiceError('worker stopping'));
-    this.connections.blocking.replace('worker stopping');
+    this.connections.blocking.replace('worker stopping', true);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.finished, new Promise((resolve) => (timer = setTimeout(resolve, STOP_GRACE_MS)))]);
     clearTimeout(timer);
