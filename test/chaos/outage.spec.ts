@@ -71,6 +71,7 @@ describe('Redis down, then back', () => {
     server = await RedisProcess.start({ args: AOF });
     const ns = uniqueNamespace('mid');
     const app = await appOn(server.url, [EchoWorkflow], { namespace: ns, redisTimeoutMs: 1_000, worker: { lockMs: 10_000, shutdownTimeoutMs: 500 } });
+    apps.push(app);
     const handle = await app.client.enqueue(EchoWorkflow, { key: 'w1', gated: true }, { id: 'w1' });
     const result = handle.result();
     let settled = false;

@@ -64,5 +64,7 @@ export async function appOn(url: string, providers: Provider[], options: Partial
   }).compile();
   app.useLogger(process.env.SLUICE_TEST_LOGS ? ['log', 'warn', 'error'] : false);
   await app.init();
-  return { app, client: app.get(QueueClient), close: () => app.close() };
+  let closed: Promise<void> | undefined;
+  // Closing twice is harmless, so a test may close its app and its cleanup close it again.
+  return { app, client: app.get(QueueClient), close: () => (closed ??= app.close()) };
 }
