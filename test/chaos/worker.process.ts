@@ -9,7 +9,8 @@ import {
 
 /**
  * A Sluice worker in its own OS process, forked by the chaos tests (see child-worker.ts).
- * env: REDIS_URL, NS, MODE ('drain' | 'stall' | 'capped'), CONCURRENCY, LOCK_MS, STALLED_INTERVAL_MS.
+ * env: REDIS_URL, NS, MODE ('drain' | 'stall' | 'capped'), CONCURRENCY, LOCK_MS, STALLED_INTERVAL_MS,
+ * SHUTDOWN_TIMEOUT_MS, REDIS_TIMEOUT_MS, SHUTDOWN_HOOKS (SIGTERM closes the app, as in production).
  * IPC out: { ready: true } after init; drain: { claimed } on its first run; stall and capped
  * (CappedWorkflow, cap 1): { started } once the first step finished; { stopped: true, executed } before exiting 0 on 'stop'.
  * IPC in: 'go' releases drain runs held at their start; 'stop' closes the app and exits 0.
@@ -77,7 +78,9 @@ async function main(): Promise<void> {
           concurrency: Number(process.env.CONCURRENCY ?? 20),
           ...(process.env.LOCK_MS && { lockMs: Number(process.env.LOCK_MS) }),
           ...(process.env.STALLED_INTERVAL_MS && { stalledIntervalMs: Number(process.env.STALLED_INTERVAL_MS) }),
+          ...(process.env.SHUTDOWN_TIMEOUT_MS && { shutdownTimeoutMs: Number(process.env.SHUTDOWN_TIMEOUT_MS) }),
         },
+        ...(process.env.REDIS_TIMEOUT_MS && { redisTimeoutMs: Number(process.env.REDIS_TIMEOUT_MS) }),
       }),
     ],
     providers: [
@@ -93,6 +96,8 @@ async function main(): Promise<void> {
   const app = await NestFactory.createApplicationContext(ChildModule, {
     logger: process.env.SLUICE_TEST_LOGS ? ['log', 'warn', 'error'] : ['error'],
   });
+  // SHUTDOWN_HOOKS: SIGTERM closes the app the way a deployed Nest app does (then exits by the signal).
+  if (process.env.SHUTDOWN_HOOKS) app.enableShutdownHooks();
   process.on('message', (message) => {
     if (message === 'go') go();
     if (message === 'resume') resume();
