@@ -19,4 +19,6 @@ export type { LimitTarget, Limits } from './client/limits';
 export type { QueueStats, WorkflowStats, GroupStats } from './client/stats';
 export type { RunContext, WorkflowOptions, BackoffOptions, WorkflowClass, WorkflowInput, WorkflowOutput } from './workflow/workflow.types';
 export type { Duration } from './util/duration';
+export type { MigrationResult } from './migration/layout.migrator';
+export { CURRENT_LAYOUT } from './migration/layout.versions';
 export * from './errors';

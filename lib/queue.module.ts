@@ -8,6 +8,7 @@ import { WorkflowExplorer } from './discovery/workflow.explorer';
 import { WorkflowRegistry } from './discovery/workflow.registry';
 import { QUEUE_MODULE_OPTIONS, RESOLVED_QUEUE_OPTIONS } from './queue.constants';
 import { QueueModuleOptions, resolveQueueOptions } from './queue.options';
+import { MigrationRunner } from './migration/migration.runner';
 import { LuaScriptsProvider } from './redis/lua-scripts.provider';
 import { RedisConnections } from './redis/redis.connections';
 import { RunEvents } from './worker/run.events';
@@ -29,6 +30,7 @@ const CORE_PROVIDERS: Provider[] = [
   RunWaiter,
   QueueClient,
   RunEvents,
+  MigrationRunner,
   WorkerOrchestrator,
   QueueHealth,
 ];

@@ -79,6 +79,15 @@ export interface QueueModuleOptions {
    * the worker a round trip. The run's lease is that worker's `worker.lockMs`. Default `true`.
    */
   fastPath?: boolean;
+  /**
+   * Migrate the namespace's Redis data to this version's key layout at bootstrap (see
+   * `QueueClient.migrate`): before the worker starts, and in producer-only processes too. One
+   * process of a fleet migrates; the others wait for it, then pay one GET. `false` leaves it to
+   * a deploy step (`nest-sluice migrate --url … --namespace …`, or `QueueClient.migrate()`): the
+   * bootstrap then only reads the layout (one GET), fails on a layout newer than this version
+   * knows (`QueueConfigError`) and warns about an older one. Default `true`.
+   */
+  migrate?: boolean;
 }
 
 export interface ResolvedQueueOptions {
@@ -92,6 +101,7 @@ export interface ResolvedQueueOptions {
   maxRunMemoBytes: number;
   redisTimeoutMs: number;
   fastPath: boolean;
+  migrate: boolean;
 }
 
 export const DEFAULT_BACKOFF: Required<BackoffOptions> = { delayMs: 1_000, factor: 2, maxDelayMs: 3_600_000 };
@@ -123,6 +133,7 @@ export function resolveQueueOptions(options: QueueModuleOptions): ResolvedQueueO
     maxRunMemoBytes: positive(options.maxRunMemoBytes ?? DEFAULT_MAX_MEMO_BYTES, 'maxRunMemoBytes'),
     redisTimeoutMs: positive(duration(options.redisTimeoutMs ?? 10_000, 'redisTimeoutMs'), 'redisTimeoutMs'),
     fastPath: options.fastPath ?? true,
+    migrate: flag(options.migrate ?? true, 'migrate'),
   };
 }
 
@@ -174,6 +185,11 @@ function configName(value: string, field: string): string {
   } catch (error) {
     throw new QueueConfigError((error as Error).message);
   }
+}
+
+function flag(value: boolean, field: string): boolean {
+  if (typeof value !== 'boolean') throw new QueueConfigError(`${field} must be true or false, got ${String(value)}`);
+  return value;
 }
 
 function positive(value: number, field: string, integer = true): number {

@@ -1,8 +1,10 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InvalidInputError, OutcomeUnknownError, RedisCommandError, SluiceError } from '../errors';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
+import type { LayoutMigrator, MigrationResult } from '../migration/layout.migrator';
+import { createMigrator } from '../migration/migration.runner';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
@@ -42,6 +44,7 @@ type Out<W> = W extends string ? unknown : WorkflowOutput<W>;
 @Injectable()
 export class QueueClient {
   private readonly keys: RedisKeys;
+  private migrator?: LayoutMigrator;
 
   constructor(
     @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
@@ -174,6 +177,27 @@ export class QueueClient {
     const workflows = opts.workflow === undefined ? [] : [this.registry.resolve(opts.workflow).name];
     const reply = await this.scripts.get().run<unknown[]>('stats', [this.keys.leases, this.keys.limits], [this.keys.base, opts.groups ? 1 : 0, ...workflows], { idempotent: true });
     return parseStats(reply, opts.groups === true);
+  }
+
+  /**
+   * Moves this namespace's Redis data from an older key layout to the one this version uses,
+   * and records it in the namespace's `schema` key. The module already runs it at bootstrap
+   * (unless `migrate: false`); call it from a deploy step otherwise, or use the
+   * `nest-sluice migrate` bin.
+   *
+   * Idempotent and safe from many processes at once: one of them migrates, under a lock in
+   * Redis, in bounded batches (no call blocks Redis for long); the others wait for it (at most
+   * 60 s, then `MigrationTimeoutError`), and once the namespace is current a call costs one GET.
+   * Each of its Redis calls is repeatable (every write checks the lock token, every step is
+   * idempotent), so one whose reply was lost is sent again within `redisTimeoutMs`, and calling
+   * `migrate()` again after any error is safe.
+   * @returns the layout found, the layout now, and whether this call moved data
+   * @throws QueueConfigError if the namespace is at a layout newer than this version knows (nothing is written)
+   * @throws MigrationTimeoutError, MigrationLockLostError (call again), or a `RedisConnectionError`
+   */
+  migrate(): Promise<MigrationResult> {
+    this.migrator ??= createMigrator(this.options, this.connections, this.scripts, new Logger('Sluice'));
+    return this.migrator.migrate();
   }
 
   /** The enqueue script; resolves true if the run is new, false if the id existed. `waited`: publish its outcome. */

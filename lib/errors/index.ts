@@ -3,3 +3,4 @@ export * from './input.errors';
 export * from './run.errors';
 export * from './definition.errors';
 export * from './redis.errors';
+export * from './migration.errors';

@@ -27,6 +27,8 @@
  * | `stall-gate` | string | at most one stalled scan per interval, fleet-wide |
  * | `call:<id>` | string | the claims of one claiming call, kept one lease length for its retry after a lost reply |
  * | `orphans` | list | the latest 1,000 ids popped from a lane that had no run record |
+ * | `schema` | string | the namespace's key layout number (lib/migration/layout.versions.ts); absent before layout 2 |
+ * | `migrate-lock` | string | the token of the process migrating the namespace, with a TTL it renews |
  */
 export class RedisKeys {
   readonly base: string;
@@ -35,6 +37,8 @@ export class RedisKeys {
   readonly workflows: string;
   readonly seq: string;
   readonly stallGate: string;
+  readonly schema: string;
+  readonly migrateLock: string;
 
   constructor(
     readonly prefix: string,
@@ -46,6 +50,8 @@ export class RedisKeys {
     this.workflows = `${this.base}workflows`;
     this.seq = `${this.base}seq`;
     this.stallGate = `${this.base}stall-gate`;
+    this.schema = `${this.base}schema`;
+    this.migrateLock = `${this.base}migrate-lock`;
   }
 
   run(id: string): string {

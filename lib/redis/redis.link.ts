@@ -61,7 +61,7 @@ export class RedisLink {
     readonly role: Role,
     private readonly create: () => Redis,
     private readonly timeoutMs: number,
-    private readonly logger: Logger,
+    private readonly logger: Pick<Logger, 'warn'>,
   ) {
     this.warnings = new ThrottledLog(logger);
   }

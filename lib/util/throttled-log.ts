@@ -9,7 +9,7 @@ export class ThrottledLog {
   private suppressed = 0;
 
   constructor(
-    private readonly logger: Logger,
+    private readonly logger: Pick<Logger, 'warn'>,
     private readonly intervalMs = 30_000,
   ) {}
 

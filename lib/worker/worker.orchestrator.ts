@@ -4,6 +4,7 @@ import { activateGroups, EVERY_GROUP, limitField } from '../client/limits';
 import { RedisConnectionError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
+import { MigrationRunner } from '../migration/migration.runner';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
@@ -23,9 +24,10 @@ const MAX_START_PAUSE_MS = 10_000;
 export type WorkerState = 'disabled' | 'waiting-for-redis' | 'running' | 'stopping' | 'stopped';
 
 /**
- * Owns the worker's lifecycle. Bootstrap: write the declared caps to Redis, start the heartbeat
- * and the reserve loop. If Redis is unreachable then, the app boots anyway and the worker starts
- * once Redis answers (retrying with jittered backoff, logging at most every 30 s). Shutdown: stop
+ * Owns the worker's lifecycle. Bootstrap: wait for the namespace's key layout migration
+ * ({@link MigrationRunner}), write the declared caps to Redis, start the heartbeat and the
+ * reserve loop. If Redis is unreachable then, the app boots anyway and the worker migrates and
+ * starts once Redis answers (retrying with jittered backoff, logging at most every 30 s). Shutdown: stop
  * reserving, let in-flight runs finish until `shutdownTimeoutMs`, then abort the rest and hand
  * them back to the queue (no failure counted) — done within `shutdownTimeoutMs` plus a few seconds
  * whatever Redis does.
@@ -46,6 +48,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     private readonly connections: RedisConnections,
     private readonly scripts: LuaScriptsProvider,
     private readonly events: RunEvents,
+    private readonly migration: MigrationRunner,
   ) {
     this.keys = new RedisKeys(options.prefix, options.namespace);
   }
@@ -58,7 +61,15 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
   async onApplicationBootstrap(): Promise<void> {
     const workflows = this.registry.all();
     if (!this.options.worker.enabled || workflows.length === 0) return;
+    // Nest runs the module's bootstrap hooks side by side: await the migration's own promise, so
+    // no worker starts on an older layout. A newer layout rejects it (the bootstrap fails).
+    const migrated = await this.migration.atBootstrap();
     this.workerState = 'waiting-for-redis';
+    if (!migrated) {
+      this.lastStartError = 'the key layout migration is pending (see the warning logged at bootstrap)';
+      void this.startWhenRedisAnswers();
+      return;
+    }
     try {
       // Fail fast when Redis refuses connections, so an HTTP app without Redis still boots at once.
       await this.declareLimits(true);
@@ -113,6 +124,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       await new Promise((resolve) => setTimeout(resolve, pause).unref());
       if (this.workerState !== 'waiting-for-redis') return;
       try {
+        await this.migration.ensure();
         await this.declareLimits(false);
         return this.startWorking();
       } catch (error) {

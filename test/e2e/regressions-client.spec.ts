@@ -113,7 +113,7 @@ describe('regressions: QueueClient and module', () => {
     // rejection itself may come before its lazy connection is even up): read after it there.
     expect(await app.client.get(id)).toBeNull();
     expect(await redis.exists(keys.run(id))).toBe(0);
-    expect(await namespaceKeys(redis, namespace)).toEqual([]);
+    expect(await namespaceKeys(redis, namespace)).toEqual([keys.schema]); // the bootstrap's layout marker only
     // The client itself still writes (the check above could see a run): enqueue is not refused.
     await app.client.enqueue(EchoWorkflow, { value: 2 }, { id: `${id}-control` });
     expect(await redis.exists(keys.run(`${id}-control`))).toBe(1);
@@ -152,14 +152,14 @@ describe('regressions: QueueClient and module', () => {
   });
 
   it('enqueueMany with a null, undefined or number item rejects with InvalidInputError on items[i] and writes nothing', async () => {
-    const { app, namespace } = await open('rc-items', { worker: { enabled: false } });
+    const { app, namespace, keys } = await open('rc-items', { worker: { enabled: false } });
     const bad: Array<[unknown[], number]> = [[[null], 0], [[undefined], 0], [[42], 0], [[{ input: { value: 1 }, opts: { id: unique('good') } }, null], 1]];
     for (const [items, index] of bad) {
       const error = await rejection(app.client.enqueueMany(EchoWorkflow, items as never));
       expect(error).toBeInstanceOf(InvalidInputError);
       expect((error as Error).message.startsWith(`items[${index}]`)).toBe(true);
     }
-    expect(await namespaceKeys(redis, namespace)).toEqual([]);
+    expect(await namespaceKeys(redis, namespace)).toEqual([keys.schema]); // the bootstrap's layout marker only
   });
 
   it("a user-supplied ioredis instance is duplicated for Sluice's connections and never carries its commands", async () => {

@@ -144,7 +144,7 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
     if (rest.startsWith('run:')) readers.push({ kind: 'run', id: rest.slice(4) });
     else {
       const read = layoutType(rest);
-      if (read === 'string') continue; // seq, turn, stall-gate, call:<id>: nothing the audit has a rule for
+      if (read === 'string') continue; // seq, turn, stall-gate, schema, migrate-lock, call:<id>: nothing the audit has a rule for
       if (read) readers.push({ kind: 'layout', key: rest, read });
       else unknownKeys.push(key);
     }
@@ -389,7 +389,7 @@ export function expectConsistent(report: AuditReport): void {
 
 /** The reader for a key of the layout (after the hash tag), or undefined for a key outside it. */
 function layoutType(rest: string): 'list' | 'zset' | 'set' | 'hash' | 'string' | undefined {
-  if (rest === 'seq' || rest === 'turn' || rest === 'stall-gate' || rest.startsWith('call:')) return 'string';
+  if (rest === 'seq' || rest === 'turn' || rest === 'stall-gate' || rest === 'schema' || rest === 'migrate-lock' || rest.startsWith('call:')) return 'string';
   if (rest === 'leases') return 'zset';
   if (rest === 'orphans') return 'list';
   if (rest === 'limits') return 'hash';

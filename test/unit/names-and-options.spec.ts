@@ -162,6 +162,7 @@ describe('resolveQueueOptions', () => {
       maxRunMemoBytes: 16 * 1024 * 1024,
       redisTimeoutMs: 10_000,
       fastPath: true,
+      migrate: true,
     });
   });
 
@@ -178,6 +179,7 @@ describe('resolveQueueOptions', () => {
     ['an ioredis instance with keyPrefix', { connection: fakeInstance({ keyPrefix: 'app:' }) }, /keyPrefix "app:"/],
     ['a malformed duration', { connection, worker: { lockMs: '30 sec' } }, /worker\.lockMs/],
     ['zero redisTimeoutMs', { connection, redisTimeoutMs: 0 }, /redisTimeoutMs/],
+    ['a migrate option that is not a boolean', { connection, migrate: 'no' }, /migrate must be true or false/],
   ])('rejects %s with a QueueConfigError', (_, options, message) => {
     expect(() => resolveQueueOptions(options as QueueModuleOptions)).toThrow(QueueConfigError);
     expect(() => resolveQueueOptions(options as QueueModuleOptions)).toThrow(message);
