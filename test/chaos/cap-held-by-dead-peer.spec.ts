@@ -1,3 +1,4 @@
+import { auditNamespace, expectConsistent } from '../support/audit';
 import type { Type } from '@nestjs/common';
 import Redis from 'ioredis';
 import { RedisKeys } from '../../lib/redis/redis.keys';
@@ -82,6 +83,7 @@ describe('a worker process killed while it holds a run', () => {
     await pollUntil(() => redis.llen(s.keys.wake('chaos.stall')), (n) => n === 0, 'an empty wake list');
     expect(await redis.zcard(s.keys.leases)).toBe(0);
     expect(await redis.scard(s.keys.workflow('chaos.stall', 'active'))).toBe(0);
+    expectConsistent(await auditNamespace(redis, { namespace: s.ns }));
   });
 
   it('holds off a live worker from a cap of 1 until the stall recovery frees the dead peer’s slot', async () => {
@@ -127,6 +129,7 @@ describe('a worker process killed while it holds a run', () => {
     expect(sampled.count).toBeGreaterThan(10);
     expect(await redis.hmget(s.keys.run(first.id), 'state', 'stalls')).toEqual(['completed', '1']);
     expect(await redis.scard(active)).toBe(0);
+    expectConsistent(await auditNamespace(redis, { namespace: s.ns }));
     expect(await redis.zcard(s.keys.leases)).toBe(0);
   });
 });

@@ -1,3 +1,4 @@
+import { auditNamespace, expectConsistent } from '../support/audit';
 import Redis from 'ioredis';
 import { createApp, dropNamespace, rawRedis, redisUrl, TestApp, uniqueNamespace } from '../support/app';
 import { counterKey, DrainWorkflow } from './chaos.workflows';
@@ -71,6 +72,7 @@ describe('four worker processes drain a backlog', () => {
 
     expect(await redis.scard(`${base}wf:chaos.drain:active`)).toBe(0);
     expect(await redis.zcard(`${base}leases`)).toBe(0);
+    expectConsistent(await auditNamespace(redis, { namespace: ns, acknowledged: handles.map((h) => h.id) }));
     expect((await producer.client.stats({ workflow: DrainWorkflow })).workflows['chaos.drain'].waiting).toBe(0);
   });
 });

@@ -1,5 +1,6 @@
 import Redis from 'ioredis';
 import { uniqueNamespace } from '../support/app';
+import { auditNamespace, expectConsistent } from '../support/audit';
 import { appOn } from '../support/fault';
 import { RedisProcess } from '../support/redis-process';
 import { pollUntil } from '../support/workflows';
@@ -42,7 +43,18 @@ describe('SIGTERM to a worker process after Redis outages', () => {
     const handle = await producer.client.enqueue(StallWorkflow, { label: 'held' });
     await child.waitFor((m) => m.started === handle.id, 'the run to start');
     await producer.close();
-    return child;
+    return { child, ns };
+  }
+
+  /** With the worker gone and Redis up, the run it left is in one consistent place (active with its lease, or handed back). */
+  async function expectConsistentNamespace(ns: string) {
+    if (server.state() === 'exited') await server.restart();
+    const redis = new Redis(server.url);
+    try {
+      expectConsistent(await auditNamespace(redis, { namespace: ns }));
+    } finally {
+      redis.disconnect();
+    }
   }
 
   async function expectExitWithinBound(child: ChildWorker) {
@@ -54,7 +66,7 @@ describe('SIGTERM to a worker process after Redis outages', () => {
   }
 
   it('exits in bound while Redis is down again after an earlier outage', async () => {
-    const child = await workerWithRunInFlight();
+    const { child, ns } = await workerWithRunInFlight();
     await server.kill('SIGKILL');
     await new Promise((resolve) => setTimeout(resolve, 3_000)); // an outage the worker lives through
     await server.restart();
@@ -64,13 +76,15 @@ describe('SIGTERM to a worker process after Redis outages', () => {
     redis.disconnect();
     await server.kill('SIGKILL');
     await expectExitWithinBound(child);
+    await expectConsistentNamespace(ns);
   });
 
   it('exits in bound once Redis is back after an outage', async () => {
-    const child = await workerWithRunInFlight();
+    const { child, ns } = await workerWithRunInFlight();
     await server.kill('SIGKILL');
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     await server.restart();
     await expectExitWithinBound(child);
+    await expectConsistentNamespace(ns);
   });
 });

@@ -1,3 +1,4 @@
+import { auditNamespace, expectConsistent } from '../support/audit';
 import Redis from 'ioredis';
 import { createApp, dropNamespace, rawRedis, redisUrl, TestApp, uniqueNamespace } from '../support/app';
 import { CHAOS_HOOKS, CHAOS_NS, CHAOS_REDIS, stepCountKey, StallWorkflow } from './chaos.workflows';
@@ -60,5 +61,6 @@ describe('a worker process killed mid-run', () => {
     expect(await redis.hget(`${base}run:${handle.id}`, 'stalls')).toBe('1');
     expect(await redis.zcard(`${base}leases`)).toBe(0);
     expect(await redis.scard(`${base}wf:chaos.stall:active`)).toBe(0);
+    expectConsistent(await auditNamespace(redis, { namespace: ns, acknowledged: [handle.id] }));
   });
 });
