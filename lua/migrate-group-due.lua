@@ -35,10 +35,7 @@ end
 
 local groupsKey = wfKey(base, workflow, 'groups')
 if ARGV[5] == '0' and redis.call('SCARD', groupsKey) <= GROUP_BATCH_SIZE then
-  local sum = 0
-  for _, group in ipairs(redis.call('SMEMBERS', groupsKey)) do sum = sum + dueCount(laneOf(base, workflow, group)) end
-  redis.call('HSET', KEYS[2], 'groupDue', sum, 'groupDueExact', 1)
-  return { 1, '0', 1, sum }
+  return { 1, '0', 1, recountGroupDue(base, workflow) }
 end
 
 local page = redis.call('SSCAN', groupsKey, ARGV[5], 'COUNT', GROUP_BATCH_SIZE)

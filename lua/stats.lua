@@ -34,13 +34,10 @@ table.sort(workflows)
 -- declare-limits marks a workflow that has no group yet, so a new namespace never pays it. A
 -- negative count can only come from a process that does not keep it (an older version still
 -- running beside this one): it is counted again.
-local function groupDue(wf, statsKey, counted, exact)
+local function groupDue(wf, counted, exact)
   counted = tonumber(counted or 0)
   if exact and counted >= 0 then return counted end
-  local sum = 0
-  for _, g in ipairs(redis.call('SMEMBERS', wfKey(base, wf, 'groups'))) do sum = sum + dueCount(laneOf(base, wf, g)) end
-  redis.call('HSET', statsKey, 'groupDue', sum, 'groupDueExact', 1)
-  return sum
+  return recountGroupDue(base, wf)
 end
 
 -- The groups to give rows for, and how many groups were left out.
@@ -67,7 +64,7 @@ local reply = { redis.call('ZCARD', KEYS[1]), limitOf(KEYS[2], 'ns') or '' }
 for _, wf in ipairs(workflows) do
   local statsKey = wfKey(base, wf, 'stats')
   local f = redis.call('HMGET', statsKey, 'completed', 'failed', 'groupDue', 'groupDueExact')
-  local waiting = dueCount(laneOf(base, wf, '')) + groupDue(wf, statsKey, f[3], f[4])
+  local waiting = dueCount(laneOf(base, wf, '')) + groupDue(wf, f[3], f[4])
   local perGroup, omitted = {}, 0
   if ARGV[2] == '1' then
     local groups

@@ -5,6 +5,7 @@ import type { RedisKeys } from '../redis/redis.keys';
 import type { CallOptions, RedisLink } from '../redis/redis.link';
 import { CURRENT_LAYOUT, MIGRATION_STEPS } from './layout.versions';
 import type { MigrationContext } from './migration.step';
+import { jitteredPause } from '../util/retry';
 
 /** What {@link LayoutMigrator.migrate} (and `QueueClient.migrate`) did. */
 export interface MigrationResult {
@@ -98,7 +99,7 @@ export class LayoutMigrator {
       if (attempt === 0) this.logger.log(`Waiting for another process's migration of ${this.keys.base} to key layout ${CURRENT_LAYOUT}`);
       const waited = Date.now() - started;
       if (waited >= this.waitTimeoutMs) throw new MigrationTimeoutError(this.keys.base, waited);
-      const pause = Math.min(MAX_POLL_MS, 50 * 2 ** attempt, this.waitTimeoutMs - waited) * (0.75 + Math.random() / 4);
+      const pause = Math.min(jitteredPause(attempt, 50, MAX_POLL_MS), this.waitTimeoutMs - waited);
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }

@@ -6,6 +6,7 @@ import type { ResolvedQueueOptions } from '../queue.options';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
+import { retryInBackground } from '../util/retry';
 import { ThrottledLog } from '../util/throttled-log';
 import { LayoutMigrator } from './layout.migrator';
 import { CURRENT_LAYOUT } from './layout.versions';
@@ -91,7 +92,7 @@ export class MigrationRunner implements OnApplicationBootstrap, BeforeApplicatio
         `Key layout migration of ${this.options.namespace} deferred (${(error as Error).message}); ` +
           (worker ? 'the worker starts once it is done' : 'retrying in the background'),
       );
-      if (!worker) void this.retryInBackground();
+      if (!worker) void this.retryLater();
       return false;
     }
   }
@@ -117,18 +118,13 @@ export class MigrationRunner implements OnApplicationBootstrap, BeforeApplicatio
   }
 
   /** A producer-only process: retries until the migration is done or the app shuts down; never throws. */
-  private async retryInBackground(): Promise<void> {
-    const log = new ThrottledLog(this.logger);
-    for (let attempt = 0; !this.done && !this.stopped; attempt++) {
-      const pause = Math.round(Math.min(MAX_RETRY_PAUSE_MS, 500 * 2 ** attempt) * (0.5 + Math.random() / 2));
-      await new Promise((resolve) => setTimeout(resolve, pause).unref());
-      if (this.stopped) return;
-      try {
-        await this.ensure();
-      } catch (error) {
-        log.warn(`Key layout migration of ${this.options.namespace} still pending: ${(error as Error).message}`);
-      }
-    }
+  private async retryLater(): Promise<void> {
+    await retryInBackground(() => this.ensure(), {
+      stopped: () => this.done || this.stopped,
+      log: new ThrottledLog(this.logger),
+      describe: (error) => `Key layout migration of ${this.options.namespace} still pending: ${error.message}`,
+      maxPauseMs: MAX_RETRY_PAUSE_MS,
+    });
   }
 }
 

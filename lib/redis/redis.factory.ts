@@ -2,6 +2,7 @@ import IORedis, { Redis, RedisOptions } from 'ioredis';
 import type { RedisConnectionOptions, ResolvedQueueOptions } from '../queue.options';
 import type { Role } from './redis.link';
 import { userRedisInstance } from './user-instance';
+import { jitteredPause } from '../util/retry';
 
 /** Longest pause between reconnect attempts: an outage is noticed over within this of its end. */
 const MAX_RECONNECT_DELAY_MS = 2_000;
@@ -25,7 +26,7 @@ export function createRedisClient(options: Pick<ResolvedQueueOptions, 'connectio
     autoResendUnfulfilledCommands: false,
     enableAutoPipelining: false,
     connectTimeout: options.redisTimeoutMs,
-    retryStrategy: (attempt: number) => Math.round(Math.min(MAX_RECONNECT_DELAY_MS, 50 * 2 ** Math.min(attempt, 6)) * (0.5 + Math.random() / 2)),
+    retryStrategy: (attempt: number) => jitteredPause(attempt, 50, MAX_RECONNECT_DELAY_MS),
   };
   const user = userRedisInstance(options.connection);
   if (user) return user.duplicate(tuning);

@@ -72,16 +72,6 @@ export class RedisLink {
     return (this.instance ??= this.open());
   }
 
-  /** Whether the connection is up and ready for commands now. */
-  get ready(): boolean {
-    return this.instance?.status === 'ready';
-  }
-
-  /** Why the connection is not ready, as last reported. */
-  get status(): string {
-    return this.ready ? 'ready' : this.lastError;
-  }
-
   /** Runs `hook` on every instance this link creates (now, if one exists): listeners, script definitions. */
   onCreate(hook: (redis: Redis) => void): void {
     this.hooks.push(hook);

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { RedisConnectionError, SluiceError } from '../errors';
+import { jitteredPause } from '../util/retry';
 import { ThrottledLog } from '../util/throttled-log';
 import type { ResolvedQueueOptions } from '../queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
@@ -131,7 +132,7 @@ export class WorkerLoop {
         this.failures.reset();
       } catch (error) {
         if (this.stopping) break;
-        const pause = Math.round(Math.min(MAX_ERROR_PAUSE_MS, ERROR_PAUSE_MS * 2 ** this.failuresInRow++) * (0.5 + Math.random() / 2));
+        const pause = jitteredPause(this.failuresInRow++, ERROR_PAUSE_MS, MAX_ERROR_PAUSE_MS);
         this.failures.warn(`Worker loop: ${(error as Error).message}; retrying in ${pause} ms`);
         await this.active.whenOneFinishes(pause);
       }

@@ -13,6 +13,7 @@ import { LeaseHeartbeat } from './lease.heartbeat';
 import { RunEvents } from './run.events';
 import { RunExecutor } from './run.executor';
 import { WorkerLoop } from './worker.loop';
+import { retryInBackground } from '../util/retry';
 import { ThrottledLog } from '../util/throttled-log';
 
 /** Bound of one hand-back at the shutdown deadline: shutdown must end whatever Redis does. */
@@ -118,20 +119,19 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
 
   /** Retries the bootstrap's Redis work until it succeeds or the app shuts down; never throws. */
   private async startWhenRedisAnswers(): Promise<void> {
-    const log = new ThrottledLog(this.logger);
-    for (let attempt = 0; this.workerState === 'waiting-for-redis'; attempt++) {
-      const pause = Math.round(Math.min(MAX_START_PAUSE_MS, 500 * 2 ** attempt) * (0.5 + Math.random() / 2));
-      await new Promise((resolve) => setTimeout(resolve, pause).unref());
-      if (this.workerState !== 'waiting-for-redis') return;
-      try {
+    const started = await retryInBackground(
+      async () => {
         await this.migration.ensure();
         await this.declareLimits(false);
-        return this.startWorking();
-      } catch (error) {
-        this.lastStartError = (error as Error).message;
-        log.warn(`Worker still waiting for Redis: ${this.lastStartError}`);
-      }
-    }
+      },
+      {
+        stopped: () => this.workerState !== 'waiting-for-redis',
+        log: new ThrottledLog(this.logger),
+        describe: (error) => `Worker still waiting for Redis: ${(this.lastStartError = error.message)}`,
+        maxPauseMs: MAX_START_PAUSE_MS,
+      },
+    );
+    if (started) this.startWorking();
   }
 
   /**

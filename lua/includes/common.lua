@@ -289,6 +289,18 @@ local function countFinished(base, tally)
   end
 end
 
+-- Counts the runs due in every group lane of a workflow and stores the sum as the exact
+-- 'groupDue' (see makeDue): the one pass over a workflow's groups, for a count that is missing
+-- (data from before it existed) or was disturbed. Returns the sum.
+local function recountGroupDue(base, workflow)
+  local sum = 0
+  for _, group in ipairs(redis.call('SMEMBERS', wfKey(base, workflow, 'groups'))) do
+    sum = sum + dueCount(laneOf(base, workflow, group))
+  end
+  redis.call('HSET', wfKey(base, workflow, 'stats'), 'groupDue', sum, 'groupDueExact', 1)
+  return sum
+end
+
 -- Groups one call brings back after a change of every group's default cap. A workflow may have
 -- any number of groups; a call visiting all of them would block Redis for as long, so the caller
 -- goes through them in batches (see activate-groups).
