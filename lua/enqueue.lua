@@ -62,13 +62,7 @@ elseif ARGV[10] == '1' and not laneHasDue(lane) and redis.call('LLEN', wakeKey) 
   end
 end
 
--- Lease tokens count up from a base unique to this incarnation of the id (its creation time, in
--- µs-sized steps), so a worker stuck on an expired run of the same id holds no valid token.
-local tokenBase = now * 1000
-redis.call('HSET', KEYS[1], 'workflow', workflow, 'input', ARGV[4], 'state', state, 'priority', ARGV[5],
-  'maxAttempts', ARGV[8], 'attempts', 0, 'failures', 0, 'stalls', 0, 'token', string.format('%.0f', tokenBase),
-  'createdAt', now, 'dueAt', due, 'nonce', nonce)
-if group ~= '' then redis.call('HSET', KEYS[1], 'group', group) end
+local tokenBase = storeRun(KEYS[1], workflow, ARGV[4], state, ARGV[5], ARGV[8], group, now, due, 'nonce', nonce)
 if ARGV[12] == '1' then redis.call('HSET', KEYS[1], 'waited', 1) end
 
 if state == 'active' then

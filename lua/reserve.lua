@@ -1,6 +1,7 @@
 --[[
-  reserve: one call per worker wake. Promotes the worker's workflows' due delayed runs (bounded),
-  recovers stalled runs (at most once per interval fleet-wide), then claims up to ARGV[2] due
+  reserve: one call per worker wake. Promotes the worker's workflows' due delayed runs and fires
+  their due cron schedules (both bounded; see schedules.lua), recovers stalled runs and sweeps
+  the schedule index for stale entries (at most once per interval fleet-wide), then claims up to ARGV[2] due
   runs fairly and under every cap (see claim.lua). Each claim carries the run's step memo, so
   step reads during the run cost no round trip.
 
@@ -20,11 +21,13 @@
   ARGV[8] the calling worker's id: it is awake, so its park announcements (park.lua) are void
   ARGV[9] 1 if this call repeats one whose reply was lost (look for its claims first), else 0
   ARGV[10..] workflow names this worker runs (rotated by the caller, so no workflow always goes first)
-  Reply: { ms until the worker's next delayed run or -1, claims… } with claims as in claim.lua;
-         a replay answers 0 for the ms (reserve again at once)
+  Reply: { head, claims… } with claims as in claim.lua; head = { ms until the worker's next
+         delayed run or schedule fire or -1, Redis time in ms, plan requests… } (see askPlan in
+         schedules.lua); a replay answers { 0, time } (reserve again at once)
 ]]
 -- @include common
 -- @include claim
+-- @include schedules
 
 local base = ARGV[1]
 local now = nowMs()
@@ -34,12 +37,17 @@ for i = 10, #ARGV do
   redis.call('ZREM', wfKey(base, ARGV[i], 'parked'), ARGV[8])
 end
 
-local replayed = { 0 }
+local replayed = { { 0, now } }
 if ARGV[9] == '1' and replayClaims(base, KEYS[1], KEYS[5], now, tonumber(ARGV[3]), replayed) then return replayed end
 
--- 1. Promote due delayed runs.
+-- 1. Promote due delayed runs, fire due schedules.
 local nextDue = -1
+local head = { -1, now }
+local fireBudget = FIRE_BUDGET
 for _, wf in ipairs(workflows) do
+  local fireIn
+  fireBudget, fireIn = fireSchedules(base, KEYS[2], KEYS[3], wf, now, fireBudget, head)
+  if fireIn >= 0 and (nextDue < 0 or fireIn < nextDue) then nextDue = fireIn end
   local delayedKey = wfKey(base, wf, 'delayed')
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', delayedKey, '-inf', now, 'LIMIT', 0, tonumber(ARGV[6]))) do
     redis.call('ZREM', delayedKey, id)
@@ -50,9 +58,9 @@ for _, wf in ipairs(workflows) do
       makeDue(base, KEYS[2], KEYS[3], wf, f[3] or '', id, f[1], false)
     end
   end
-  local head = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
-  if #head > 0 then
-    local inMs = math.max(0, tonumber(head[2]) - now)
+  local first = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
+  if #first > 0 then
+    local inMs = math.max(0, tonumber(first[2]) - now)
     if nextDue < 0 or inMs < nextDue then nextDue = inMs end
   end
 end
@@ -88,10 +96,12 @@ if scanInterval > 0 and redis.call('SET', KEYS[4], '1', 'NX', 'PX', scanInterval
   end
   countFinished(base, tally)
   wakeCapped(base, KEYS[2], freed)
+  for _, wf in ipairs(workflows) do sweepSchedules(base, wf, now) end
 end
 
 -- 3. Claim.
-local reply = { nextDue }
+head[1] = nextDue
+local reply = { head }
 claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, tonumber(ARGV[2]), now, tonumber(ARGV[3]), reply, true)
 rememberClaims(KEYS[5], reply, 2, tonumber(ARGV[3]))
 return reply

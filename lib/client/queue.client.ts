@@ -17,6 +17,9 @@ import { activateGroups, checkLimit, EVERY_GROUP, LimitTarget, limitField, Limit
 import { RUN_FIELDS, RunInfo, toRunInfo } from './run-info';
 import { parseStats, QueueStats } from './stats';
 import { RunWaiter } from './run.waiter';
+import { buildScheduleSpec, ScheduleOptions } from '../schedule/schedule.options';
+import type { ScheduleInfo } from '../schedule/schedule-info';
+import { ListSchedulesOptions, SchedulePage, ScheduleStore } from '../schedule/schedule.store';
 
 /** A handle on an enqueued run. */
 export interface RunHandle<Out = unknown> {
@@ -45,6 +48,7 @@ type Out<W> = W extends string ? unknown : WorkflowOutput<W>;
 export class QueueClient {
   private readonly keys: RedisKeys;
   private migrator?: LayoutMigrator;
+  private schedules?: ScheduleStore;
 
   constructor(
     @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
@@ -180,6 +184,52 @@ export class QueueClient {
   }
 
   /**
+   * Creates or replaces a cron schedule: each occurrence starts one run of `workflow` with the
+   * id `<id>@<occurrence ms>` (so a fire is idempotent), fired by the reserve calls the
+   * workers already make — exactly once per occurrence across the fleet. Replacing a schedule
+   * with a different definition restarts its plan from now; an unchanged one is left as it is.
+   * A paused schedule stays paused.
+   *
+   * Schedules declared on `@Workflow({ schedules })` are rewritten by the next worker bootstrap:
+   * make lasting changes to those in code.
+   * @param id unique per namespace (letters, digits, `.`, `_`, `-`)
+   * @throws InvalidScheduleError (cron or time zone), UnknownWorkflowError, InvalidNameError,
+   *   InvalidOptionError, PayloadNotSerializableError / PayloadTooLargeError (input) before any
+   *   Redis call; ScheduleConflictError if `id` belongs to another workflow (nothing written)
+   */
+  async schedule<W extends WorkflowRef>(id: string, workflow: W, opts: ScheduleOptions<In<W>>): Promise<ScheduleInfo<In<W>>> {
+    const spec = buildScheduleSpec(id, this.registry.resolve(workflow), opts, 'opts', this.options.maxPayloadBytes);
+    const store = this.scheduleStore();
+    await store.write(spec);
+    return (await store.get(id)) as ScheduleInfo<In<W>>;
+  }
+
+  /** Deletes a schedule (runs it already started are left alone); `false` if there was none. */
+  unschedule(id: string): Promise<boolean> {
+    return this.scheduleStore().remove(id);
+  }
+
+  /** Stops a schedule firing, fleet-wide, until {@link resumeSchedule}. @throws ScheduleNotFoundError */
+  pauseSchedule(id: string): Promise<ScheduleInfo> {
+    return this.scheduleStore().pause(id);
+  }
+
+  /** Fires a paused schedule again from its next occurrence after now (none is owed for the pause). @throws ScheduleNotFoundError */
+  resumeSchedule(id: string): Promise<ScheduleInfo> {
+    return this.scheduleStore().resume(id);
+  }
+
+  /** A schedule with its next fire times, or `null`. */
+  getSchedule<I = unknown>(id: string): Promise<ScheduleInfo<I> | null> {
+    return this.scheduleStore().get(id) as Promise<ScheduleInfo<I> | null>;
+  }
+
+  /** Schedules in id order, a page at a time (one call per page, whatever the total). */
+  listSchedules(opts: ListSchedulesOptions = {}): Promise<SchedulePage> {
+    return this.scheduleStore().list(opts);
+  }
+
+  /**
    * Moves this namespace's Redis data from an older key layout to the one this version uses,
    * and records it in the namespace's `schema` key. The module already runs it at bootstrap
    * (unless `migrate: false`); call it from a deploy step otherwise, or use the
@@ -198,6 +248,10 @@ export class QueueClient {
   migrate(): Promise<MigrationResult> {
     this.migrator ??= createMigrator(this.options, this.connections, this.scripts, new Logger('Sluice'));
     return this.migrator.migrate();
+  }
+
+  private scheduleStore(): ScheduleStore {
+    return (this.schedules ??= new ScheduleStore(this.scripts.get(), this.connections.command, this.keys));
   }
 
   /** The enqueue script; resolves true if the run is new, false if the id existed. `waited`: publish its outcome. */

@@ -4,6 +4,7 @@ import { WORKFLOW_METADATA } from '../queue.constants';
 import { checkName } from '../util/names';
 import { InvalidOptionError } from '../errors';
 import { checkInteger } from '../util/duration';
+import { checkDeclaredSchedules } from '../schedule/schedule.options';
 
 const MAX_DELAY_MS = 365 * 86_400_000;
 import type { WorkflowOptions } from '../workflow/workflow.types';
@@ -34,7 +35,8 @@ export function Workflow(name: string, options: WorkflowOptions = {}): ClassDeco
       throw new InvalidOptionError(`${field}.factor`, `must be a number > 0, got ${options.backoff.factor}`);
     }
   }
-  const metadata: WorkflowMetadata = { name, options };
+  const schedules = options.schedules === undefined ? undefined : checkDeclaredSchedules(name, options.schedules);
+  const metadata: WorkflowMetadata = { name, options: { ...options, ...(schedules && { schedules }) } };
   return (target) => {
     Reflect.defineMetadata(WORKFLOW_METADATA, metadata, target);
     Injectable()(target);

@@ -37,6 +37,19 @@ export class WorkflowExplorer implements OnModuleInit {
       seen.set(metadata.name, metatype.name);
       this.registry.add(metadata.name, metadata.options, metatype, wrapper.instance as WorkflowInstance);
     }
+    this.checkScheduleIds();
+  }
+
+  /** A schedule id is unique per namespace: two workflows of one app must not declare the same. */
+  private checkScheduleIds(): void {
+    const owners = new Map<string, string>();
+    for (const workflow of this.registry.all()) {
+      for (const { id } of workflow.schedules) {
+        const owner = owners.get(id);
+        if (owner) throw new WorkflowDefinitionError(`Schedule id "${id}" is declared by both @Workflow('${owner}') and @Workflow('${workflow.name}'); schedule ids are unique per namespace`);
+        owners.set(id, workflow.name);
+      }
+    }
   }
 
   private checkDefinition(wrapper: InstanceWrapper, metatype: Function, name: string, steps: string[], seen: Map<string, string>): void {

@@ -4,6 +4,7 @@ import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import { ResolvedQueueOptions, resolveBackoff } from '../queue.options';
 import type { BackoffOptions, WorkflowClass, WorkflowInstance, WorkflowOptions } from '../workflow/workflow.types';
 import { WorkflowMetadataAccessor } from './workflow-metadata.accessor';
+import type { DeclaredSchedule } from '../schedule/schedule.options';
 
 /** A discovered workflow with its options resolved against the module defaults. */
 export interface WorkflowDefinition {
@@ -14,6 +15,8 @@ export interface WorkflowDefinition {
   groupConcurrency?: number;
   attempts: number;
   backoff: Required<BackoffOptions>;
+  /** Schedules its `@Workflow` declares, ids filled in (checked at the decorator). */
+  schedules: Array<DeclaredSchedule & { id: string }>;
 }
 
 /** The workflows of this application, by name. Filled by the explorer at module init. */
@@ -35,6 +38,7 @@ export class WorkflowRegistry {
       groupConcurrency: options.groupConcurrency,
       attempts: options.attempts ?? this.options.defaults.attempts,
       backoff: resolveBackoff(options.backoff, this.options.defaults.backoff, `@Workflow('${name}') backoff`),
+      schedules: (options.schedules ?? []).map((schedule) => ({ ...schedule, id: schedule.id ?? name })),
     });
   }
 

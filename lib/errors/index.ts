@@ -4,3 +4,4 @@ export * from './run.errors';
 export * from './definition.errors';
 export * from './redis.errors';
 export * from './migration.errors';
+export * from './schedule.errors';

@@ -27,6 +27,12 @@
  * | `stall-gate` | string | at most one stalled scan per interval, fleet-wide |
  * | `call:<id>` | string | the claims of one claiming call, kept one lease length for its retry after a lost reply |
  * | `orphans` | list | the latest 1,000 ids popped from a lane that had no run record |
+ * | `schedule:<id>` | hash | a cron schedule, the truth: definition, `next` fire, `plan` (the occurrences after it), `last` fire, `paused`, `rev` (lua/includes/schedules.lua) |
+ * | `schedules` | zset | every schedule id (score 0, paged in id order) |
+ * | `wf:<name>:schedules` | zset | the workflow's schedule ids (score 0) |
+ * | `wf:<name>:next-fires` | zset | index derived from the schedule hashes: unpaused schedules, score = next fire (ms) |
+ * | `wf:<name>:declared` | set | ids of the workflow's schedules declared in code (removed when the code drops them) |
+ * | `wf:<name>:sweep` | string | where the schedule index repair sweep stopped |
  * | `schema` | string | the namespace's key layout number (lib/migration/layout.versions.ts); absent before layout 2 |
  * | `migrate-lock` | string | the token of the process migrating the namespace, with a TTL it renews |
  */
@@ -39,6 +45,7 @@ export class RedisKeys {
   readonly stallGate: string;
   readonly schema: string;
   readonly migrateLock: string;
+  readonly schedules: string;
 
   constructor(
     readonly prefix: string,
@@ -52,6 +59,7 @@ export class RedisKeys {
     this.stallGate = `${this.base}stall-gate`;
     this.schema = `${this.base}schema`;
     this.migrateLock = `${this.base}migrate-lock`;
+    this.schedules = `${this.base}schedules`;
   }
 
   run(id: string): string {
@@ -63,12 +71,16 @@ export class RedisKeys {
     return `${this.base}call:${callId}`;
   }
 
+  schedule(id: string): string {
+    return `${this.base}schedule:${id}`;
+  }
+
   done(id: string): string {
     return `${this.base}done:${id}`;
   }
 
-  /** A key of a workflow: `wake`, `parked`, `active`, `delayed`, `ready`, `groups`, `stats`. */
-  workflow(name: string, suffix: 'wake' | 'parked' | 'active' | 'delayed' | 'ready' | 'groups' | 'stats'): string {
+  /** A key of a workflow (see the table above). */
+  workflow(name: string, suffix: 'wake' | 'parked' | 'active' | 'delayed' | 'ready' | 'groups' | 'stats' | 'schedules' | 'next-fires' | 'declared'): string {
     return `${this.base}wf:${name}:${suffix}`;
   }
 

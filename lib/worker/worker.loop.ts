@@ -51,7 +51,12 @@ export interface WorkerParts {
   makeExecutor: (commits: RunCommits) => RunExecutor;
   /** Renews a run's lease now (a handoff's lease started running at its enqueue). */
   refreshLease: (run: ActiveRun) => void;
+  /** Answers the schedule plan requests of a reserve reply, in the background (see SchedulePlanner). */
+  answerPlanRequests: (redisNowMs: number, requests: unknown[]) => void;
 }
+
+/** Reserve's reply head: see lua/reserve.lua. */
+type ReserveHead = [nextDueMs: number, redisNowMs: number, ...planRequests: unknown[]];
 
 /**
  * The reserve loop of one process. Each wake is one reserve call claiming up to the free slots.
@@ -91,10 +96,13 @@ export class WorkerLoop {
   private readonly workflows: string[];
   private readonly active: ActiveRuns;
   private readonly refreshLease: (run: ActiveRun) => void;
+  private readonly answerPlanRequests: (redisNowMs: number, requests: unknown[]) => void;
+  /** When the next delayed run or schedule fire is due (local clock), from the latest reserve: a saturated worker reserves by then. */
+  private nextDueAt = Infinity;
 
   constructor(parts: WorkerParts) {
     ({ connections: this.connections, scripts: this.scripts, keys: this.keys, options: this.options } = parts);
-    ({ workflows: this.workflows, active: this.active, refreshLease: this.refreshLease } = parts);
+    ({ workflows: this.workflows, active: this.active, refreshLease: this.refreshLease, answerPlanRequests: this.answerPlanRequests } = parts);
     const refill = { take: (runs: number) => this.takeRefill(runs), settle: (claims: Claim[], promised: number) => this.settleRefill(claims, promised) };
     this.executor = parts.makeExecutor(new RunCommits(parts.scripts, parts.keys, parts.options, refill));
     this.wakeKeys = new Map(parts.workflows.map((wf) => [parts.keys.wake(wf), wf]));
@@ -144,8 +152,10 @@ export class WorkerLoop {
     const free = this.freeSlots();
     if (free <= 0) {
       // Saturated: our own completion is the event that matters; wake at least once per stall
-      // interval to take part in promotion and the stalled scan.
-      await this.active.whenOneFinishes(this.options.worker.stalledIntervalMs);
+      // interval to take part in promotion and the stalled scan, and when a schedule is due to
+      // fire (firing needs no slot), or MAX_BLOCK_MS passed (a schedule added since).
+      const dueIn = Math.max(0, this.nextDueAt - Date.now());
+      await this.active.whenOneFinishes(Math.min(this.options.worker.stalledIntervalMs, MAX_BLOCK_MS, dueIn));
       if (!this.stopping && this.freeSlots() <= 0) await this.reserve(0, this.workflows);
       return;
     }
@@ -181,12 +191,15 @@ export class WorkerLoop {
     const reply = await this.scripts.run<unknown[]>('reserve', keys, (retry) => [...head, retry || repeat ? 1 : 0, ...workflows], { idempotent: true });
     this.reserveFailed = false;
     this.reserveCallId = newCallId();
-    const parsed = parseClaimReply(reply);
+    const parsed = parseClaimReply<ReserveHead>(reply);
+    const [nextDueMs, redisNowMs, ...planRequests] = parsed.head;
+    this.nextDueAt = nextDueMs < 0 ? Infinity : Date.now() + nextDueMs;
+    if (planRequests.length > 0) this.answerPlanRequests(redisNowMs, planRequests);
     if (this.stopping) {
       this.handBack(parsed.claims);
-      return { head: parsed.head, claims: [] };
+      return { head: nextDueMs, claims: [] };
     }
-    return parsed;
+    return { head: nextDueMs, claims: parsed.claims };
   }
 
   /** Claims that arrive after stop(): returned to the queue at once, without counting a failure. */

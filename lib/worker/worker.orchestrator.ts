@@ -15,6 +15,9 @@ import { RunExecutor } from './run.executor';
 import { WorkerLoop } from './worker.loop';
 import { retryInBackground } from '../util/retry';
 import { ThrottledLog } from '../util/throttled-log';
+import { declaredScheduleSpecs, declareSchedules } from '../schedule/schedule.declarer';
+import { SchedulePlanner } from '../schedule/schedule.planner';
+import { ScheduleStore } from '../schedule/schedule.store';
 
 /** Bound of one hand-back at the shutdown deadline: shutdown must end whatever Redis does. */
 const HAND_BACK_TIMEOUT_MS = 2_000;
@@ -26,7 +29,7 @@ export type WorkerState = 'disabled' | 'waiting-for-redis' | 'running' | 'stoppi
 
 /**
  * Owns the worker's lifecycle. Bootstrap: wait for the namespace's key layout migration
- * ({@link MigrationRunner}), write the declared caps to Redis, start the heartbeat and the
+ * ({@link MigrationRunner}), write the declared caps and schedules to Redis, start the heartbeat and the
  * reserve loop. If Redis is unreachable then, the app boots anyway and the worker migrates and
  * starts once Redis answers (retrying with jittered backoff, logging at most every 30 s). Shutdown: stop
  * reserving, let in-flight runs finish until `shutdownTimeoutMs`, then abort the rest and hand
@@ -73,7 +76,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     }
     try {
       // Fail fast when Redis refuses connections, so an HTTP app without Redis still boots at once.
-      await this.declareLimits(true);
+      await this.declare(true);
     } catch (error) {
       if (!(error instanceof RedisConnectionError)) throw error;
       this.lastStartError = error.message;
@@ -98,6 +101,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
   private startWorking(): void {
     if (this.workerState !== 'waiting-for-redis') return;
     const scripts = this.scripts.get();
+    const planner = new SchedulePlanner(scripts, this.keys);
     this.heartbeat = new LeaseHeartbeat(scripts, this.keys, this.active, this.options.worker.lockMs);
     this.loop = new WorkerLoop({
       connections: this.connections,
@@ -108,6 +112,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       active: this.active,
       makeExecutor: (commits) => new RunExecutor(scripts, this.keys, this.registry, this.options, this.events, commits),
       refreshLease: (run) => void this.heartbeat?.extend([run]),
+      answerPlanRequests: (now, requests) => planner.answer(now, requests),
     });
     this.heartbeat.start();
     this.loop.start();
@@ -122,7 +127,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     const started = await retryInBackground(
       async () => {
         await this.migration.ensure();
-        await this.declareLimits(false);
+        await this.declare(false);
       },
       {
         stopped: () => this.workerState !== 'waiting-for-redis',
@@ -132,6 +137,15 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       },
     );
     if (started) this.startWorking();
+  }
+
+  /** The bootstrap's writes: caps, then schedules (both checked before the first write). */
+  private async declare(failFast: boolean): Promise<void> {
+    const workflows = this.registry.all();
+    const schedules = declaredScheduleSpecs(workflows, this.options.maxPayloadBytes);
+    await this.declareLimits(failFast);
+    const store = new ScheduleStore(this.scripts.get(), this.connections.command, this.keys);
+    await declareSchedules(store, schedules, workflows.map((wf) => wf.name), this.logger);
   }
 
   /**

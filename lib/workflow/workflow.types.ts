@@ -1,3 +1,5 @@
+import type { DeclaredSchedule } from '../schedule/schedule.options';
+
 /** What a workflow's `run` method receives besides its input. */
 export interface RunContext {
   /** The run's id (caller-given or generated). */
@@ -50,6 +52,12 @@ export interface WorkflowOptions {
   attempts?: number;
   /** Backoff between attempts (default: module `defaults.backoff`, else 1 s doubling, max 1 h). */
   backoff?: BackoffOptions;
+  /**
+   * Cron schedules that start runs of this workflow. Written to Redis by every worker bootstrap
+   * (the latest wins and logs what changed); one removed from here is removed from Redis. See
+   * `QueueClient.schedule` for schedules made at runtime.
+   */
+  schedules?: DeclaredSchedule[];
 }
 
 /** The shape every `@Workflow` class has. */

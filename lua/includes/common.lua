@@ -182,6 +182,20 @@ local function activateGroup(base, limitsKey, seqKey, workflow, group)
   return redis.call('ZADD', readyKey, nextTurn(base), group) == 1
 end
 
+-- Writes a new run record (enqueue, or a schedule's fire) and returns its token base. Lease
+-- tokens count up from a base unique to this incarnation of the id (its creation time, in
+-- µs-sized steps), so a worker stuck on an expired run of the same id holds no valid token.
+-- `tag`/`tagValue`: one more field, where the run came from ('nonce' of its enqueue call, or
+-- 'schedule' that fired it).
+local function storeRun(runKey, workflow, input, state, priority, maxAttempts, group, now, due, tag, tagValue)
+  local tokenBase = now * 1000
+  redis.call('HSET', runKey, 'workflow', workflow, 'input', input, 'state', state, 'priority', priority,
+    'maxAttempts', maxAttempts, 'attempts', 0, 'failures', 0, 'stalls', 0, 'token', string.format('%.0f', tokenBase),
+    'createdAt', now, 'dueAt', due, tag, tagValue)
+  if group ~= '' then redis.call('HSET', runKey, 'group', group) end
+  return tokenBase
+end
+
 -- Makes a run due (see pushDue) and announces it to its workflow's workers. A group is listed
 -- in its workflow's `groups` set while it has due or active runs (for stats and cap changes).
 -- The stats field 'groupDue' counts the runs due in group lanes, so stats reads one number

@@ -1,0 +1,68 @@
+import { decodePayload } from '../redis/payload.codec';
+
+/** A schedule as stored in Redis, from `getSchedule` / `listSchedules`. */
+export interface ScheduleInfo<In = unknown> {
+  id: string;
+  workflow: string;
+  cron: string;
+  /** IANA time zone, or `undefined` for UTC. */
+  tz?: string;
+  input: In;
+  group?: string;
+  priority: number;
+  overlap: boolean;
+  catchUp: 'latest' | 'all';
+  catchUpLimit: number;
+  paused: boolean;
+  /** The next occurrence that will fire (`null` while paused). */
+  nextFireAt: Date | null;
+  /** The next occurrences, `nextFireAt` first (at most {@link UPCOMING_SHOWN}; empty while paused). */
+  upcoming: Date[];
+  /** The latest occurrence fired (or skipped), if any. */
+  lastFireAt: Date | null;
+  /** Id of the run the latest fire started: `<schedule id>@<occurrence ms>`. */
+  lastRunId: string | null;
+  /** Runs started so far. */
+  fired: number;
+  /** Occurrences not fired: collapsed by `catchUp: 'latest'`, past `catchUpLimit`, or skipped by `overlap: false`. */
+  skipped: number;
+  /** `'code'`: declared on `@Workflow` (the latest worker bootstrap rewrites or removes it); `'api'`: made by `schedule()`. */
+  source: 'code' | 'api';
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** Upcoming occurrences shown per schedule. */
+export const UPCOMING_SHOWN = 5;
+
+/** Builds a ScheduleInfo from a schedule hash given as a flat `field, value, …` list, or `null` if empty. */
+export function toScheduleInfo(id: string, flat: string[]): ScheduleInfo | null {
+  const h: Record<string, string> = Object.create(null);
+  for (let i = 0; i + 1 < flat.length; i += 2) h[flat[i]] = flat[i + 1];
+  if (!h.workflow) return null;
+  const date = (ms?: string) => (ms ? new Date(Number(ms)) : null);
+  const paused = h.paused === '1';
+  const upcoming = paused || !h.next ? [] : [h.next, ...(h.plan ? h.plan.split(',') : [])].slice(0, UPCOMING_SHOWN).map((ms) => new Date(Number(ms)));
+  return {
+    id,
+    workflow: h.workflow,
+    cron: h.cron,
+    ...(h.tz && { tz: h.tz }),
+    input: decodePayload(h.input),
+    ...(h.group && { group: h.group }),
+    priority: Number(h.priority ?? 0),
+    overlap: h.overlap !== '0',
+    catchUp: h.catchUp === 'all' ? 'all' : 'latest',
+    catchUpLimit: Number(h.catchUpLimit ?? 1),
+    paused,
+    nextFireAt: upcoming[0] ?? null,
+    upcoming,
+    lastFireAt: date(h.last),
+    lastRunId: h.lastRun || null,
+    fired: Number(h.fired ?? 0),
+    skipped: Number(h.skipped ?? 0),
+    source: h.source === 'code' ? 'code' : 'api',
+    createdAt: new Date(Number(h.createdAt)),
+    updatedAt: new Date(Number(h.updatedAt)),
+  };
+}

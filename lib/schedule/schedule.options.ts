@@ -1,0 +1,124 @@
+import { InvalidOptionError } from '../errors';
+import { MAX_PRIORITY } from '../client/enqueue.options';
+import { encodePayload } from '../redis/payload.codec';
+import { checkInteger } from '../util/duration';
+import { checkName } from '../util/names';
+import { checkCronPattern, CronPattern } from './cron.plan';
+
+/** What a schedule enqueues and when; shared by `@Workflow({ schedules })` and `QueueClient.schedule`. */
+export interface ScheduleDefinition<In = unknown> {
+  /**
+   * Cron expression, parsed by `cron-parser`: 5 fields (`'0 * * * *'`, minute first) or 6
+   * (seconds first, `'*\/10 * * * * *'`), or an alias such as `'@hourly'`, `'@daily'`.
+   */
+  cron: string;
+  /** IANA time zone the expression is read in, e.g. `'Europe/Berlin'`. Default: UTC. */
+  tz?: string;
+  /** Input of every run it starts (default `null`). */
+  input?: In;
+  /** Group (tenant) of every run it starts. */
+  group?: string;
+  /** Priority of every run it starts (default 0). */
+  priority?: number;
+  /**
+   * `false`: an occurrence is skipped (and counted in `skipped`) while the run this schedule
+   * started last is still waiting, delayed or active. Default `true`: runs may overlap.
+   */
+  overlap?: boolean;
+  /**
+   * Occurrences missed while no worker could fire them (downtime): `'latest'` (default) fires
+   * the latest of them once; `'all'` fires each, up to `catchUpLimit`, the latest first kept.
+   */
+  catchUp?: 'latest' | 'all';
+  /** With `catchUp: 'all'`, most missed occurrences fired after downtime (default 100, at most 1,000). */
+  catchUpLimit?: number;
+}
+
+/** A schedule declared in code: `@Workflow('report', { schedules: [{ cron: '0 * * * *' }] })`. */
+export interface DeclaredSchedule<In = unknown> extends ScheduleDefinition<In> {
+  /**
+   * Unique per namespace. Optional when the workflow declares one schedule (its id is then the
+   * workflow name); required with several. Keep it stable: a new id is a new schedule.
+   */
+  id?: string;
+}
+
+/** Options of `QueueClient.schedule(id, workflow, options)`. */
+export type ScheduleOptions<In = unknown> = ScheduleDefinition<In>;
+
+export const DEFAULT_CATCH_UP_LIMIT = 100;
+export const MAX_CATCH_UP_LIMIT = 1_000;
+
+/** A validated schedule, ready to be written. */
+export interface ScheduleSpec {
+  id: string;
+  workflow: string;
+  pattern: CronPattern;
+  /** Encoded input. */
+  input: string;
+  group: string;
+  priority: number;
+  attempts: number;
+  overlap: boolean;
+  catchUp: 'latest' | 'all';
+  catchUpLimit: number;
+  /** Everything that defines it, as one string: an upsert with an equal fingerprint changes nothing. */
+  fingerprint: string;
+}
+
+/**
+ * Checks a schedule before anything is written; `field` prefixes error names (`opts`, or
+ * `@Workflow('report') schedules[1]`).
+ * @throws InvalidScheduleError, InvalidNameError, InvalidOptionError, PayloadNotSerializableError, PayloadTooLargeError
+ */
+export function buildScheduleSpec(
+  id: string,
+  workflow: { name: string; attempts: number },
+  definition: ScheduleDefinition,
+  field: string,
+  maxPayloadBytes: number,
+): ScheduleSpec {
+  if (definition === null || typeof definition !== 'object') throw new InvalidOptionError(field, 'must be an object { cron, tz?, input?, … }');
+  checkName(id, field === 'opts' ? 'id' : `${field}.id`);
+  const pattern: CronPattern = { cron: definition.cron, tz: definition.tz, seed: id };
+  checkCronPattern(pattern, field);
+  if (definition.overlap !== undefined && typeof definition.overlap !== 'boolean') throw new InvalidOptionError(`${field}.overlap`, `must be a boolean, got ${String(definition.overlap)}`);
+  if (definition.catchUp !== undefined && definition.catchUp !== 'latest' && definition.catchUp !== 'all') {
+    throw new InvalidOptionError(`${field}.catchUp`, `must be 'latest' or 'all', got ${JSON.stringify(definition.catchUp)}`);
+  }
+  const spec: Omit<ScheduleSpec, 'fingerprint'> = {
+    id,
+    workflow: workflow.name,
+    pattern: { cron: definition.cron.trim(), tz: definition.tz, seed: id },
+    input: encodePayload(definition.input === undefined ? null : definition.input, `${field}.input`, maxPayloadBytes),
+    group: definition.group === undefined ? '' : checkName(definition.group, `${field}.group`),
+    priority: definition.priority === undefined ? 0 : checkInteger(definition.priority, `${field}.priority`, 0, MAX_PRIORITY),
+    attempts: workflow.attempts,
+    overlap: definition.overlap ?? true,
+    catchUp: definition.catchUp ?? 'latest',
+    catchUpLimit: definition.catchUpLimit === undefined ? DEFAULT_CATCH_UP_LIMIT : checkInteger(definition.catchUpLimit, `${field}.catchUpLimit`, 1, MAX_CATCH_UP_LIMIT),
+  };
+  const { pattern: p, input, group, priority, attempts, overlap, catchUp, catchUpLimit } = spec;
+  return { ...spec, fingerprint: JSON.stringify([p.cron, p.tz ?? '', input, group, priority, attempts, overlap, catchUp, catchUpLimit]) };
+}
+
+/**
+ * Checks a workflow's declared schedules at the decorator: each valid, ids unique within the
+ * workflow, an id required when there are several. Returns them with their ids filled in.
+ */
+export function checkDeclaredSchedules(workflow: string, schedules: unknown): Array<DeclaredSchedule & { id: string }> {
+  const field = `@Workflow('${workflow}') schedules`;
+  if (!Array.isArray(schedules)) throw new InvalidOptionError(field, 'must be an array of { cron, id?, tz?, input?, … }');
+  const ids = new Set<string>();
+  return schedules.map((schedule: DeclaredSchedule, index) => {
+    const at = `${field}[${index}]`;
+    if (schedule === null || typeof schedule !== 'object') throw new InvalidOptionError(at, 'must be an object { cron, id?, tz?, input?, … }');
+    if (schedule.id === undefined && schedules.length > 1) throw new InvalidOptionError(`${at}.id`, 'is required when a workflow declares several schedules');
+    const id = schedule.id ?? workflow;
+    if (ids.has(id)) throw new InvalidOptionError(`${at}.id`, `"${id}" is declared twice`);
+    ids.add(id);
+    // Validates everything but the workflow-dependent attempts, which bootstrap resolves.
+    buildScheduleSpec(id, { name: workflow, attempts: 1 }, schedule, at, Number.MAX_SAFE_INTEGER);
+    return { ...schedule, id };
+  });
+}
