@@ -107,9 +107,9 @@ describe('migrate() across a fleet (own redis-server)', () => {
 
     await admin.config('RESETSTAT');
     const results = await Promise.all(producers.map((p) => p.client.migrate()));
-    expect(results.filter((r) => r.migrated)).toEqual([{ from: 1, to: 2, migrated: true }]);
-    expect(results.map((r) => r.to)).toEqual([2, 2, 2]);
-    expect(await admin.get(keys.schema)).toBe('2');
+    expect(results.filter((r) => r.migrated)).toEqual([{ from: 1, to: 3, migrated: true }]);
+    expect(results.map((r) => r.to)).toEqual([3, 3, 3]);
+    expect(await admin.get(keys.schema)).toBe('3');
     expect(await admin.exists(keys.migrateLock)).toBe(0);
     // Done once, in batches: ~500 groups per script call (3,000 groups: about 6 SSCAN pages, plus
     // one of the workflows set); three migrations would have taken three times as many.
@@ -123,7 +123,7 @@ describe('migrate() across a fleet (own redis-server)', () => {
     expectConsistent(report);
     expect(Object.values(report.workflows['fleet.w'].groups).reduce((sum, g) => sum + g.due, 0)).toBe(due);
 
-    await expect(Promise.all(producers.map((p) => p.client.migrate()))).resolves.toEqual([1, 2, 3].map(() => ({ from: 2, to: 2, migrated: false })));
+    await expect(Promise.all(producers.map((p) => p.client.migrate()))).resolves.toEqual([1, 2, 3].map(() => ({ from: 3, to: 3, migrated: false })));
   });
 
   it('three worker apps bootstrapping together migrate once, then run every layout-1 run; a fleet start after that costs one GET per process', async () => {
@@ -133,9 +133,10 @@ describe('migrate() across a fleet (own redis-server)', () => {
     const logger = new CapturingLogger();
     const workers = await Promise.all([1, 2, 3].map(() => loggedApp(server.url, [FleetWorkflow], { namespace: ns, worker: { concurrency: 50 } }, logger)));
     apps.push(...workers);
-    expect(logger.lines.filter((line) => /Migrating namespace .* from key layout 1 to 2/.test(line))).toHaveLength(1);
+    expect(logger.lines.filter((line) => /Migrating namespace .* from key layout 1 to 3/.test(line))).toHaveLength(1);
     expect(logger.lines.filter((line) => /Migrated namespace .* from key layout 1 to 2/.test(line))).toHaveLength(1);
-    expect(await admin.get(keys.schema)).toBe('2');
+    expect(logger.lines.filter((line) => /Migrated namespace .* from key layout 2 to 3/.test(line))).toHaveLength(1);
+    expect(await admin.get(keys.schema)).toBe('3');
 
     const results = await Promise.all(ids.map((id) => workers[0].client.wait(id, { timeoutMs: 30_000 })));
     expect(results).toEqual(ids.map((id) => `done:${id}`));
@@ -153,7 +154,9 @@ describe('migrate() across a fleet (own redis-server)', () => {
     apps.push(worker);
     const after = await commandCounts(admin);
     expect(after.get).toBe(Number(gets) + 1);
-    for (const scan of ['scan', 'sscan', 'exists', 'smembers']) expect(after[scan] ?? 0).toBe(0);
+    for (const scan of ['scan', 'sscan', 'exists']) expect(after[scan] ?? 0).toBe(0);
+    // The one SMEMBERS is the schedule declaration's, of the workflow's (empty) set of code-declared schedules.
+    expect(after.smembers).toBe(1);
   });
 
   it('a producer that boots while Redis is down boots at once, and migrates once Redis answers', async () => {
@@ -174,7 +177,7 @@ describe('migrate() across a fleet (own redis-server)', () => {
       await redis.restart();
       const check = new Redis(redis.url);
       try {
-        await pollUntil(() => check.get(keys.schema), (layout) => layout === '2', 'the background migration', 20_000);
+        await pollUntil(() => check.get(keys.schema), (layout) => layout === '3', 'the background migration', 20_000);
         expect(await check.hmget(keys.workflow('fleet.w', 'stats'), 'groupDue', 'groupDueExact')).toEqual(['20', '1']); // 10 groups, 20 due runs
       } finally {
         check.disconnect();
@@ -199,13 +202,13 @@ describe('migrate() across a fleet (own redis-server)', () => {
       runCli(['migrate', '--url', server.url]),
       runCli(['migrate', `--url=redis://127.0.0.1:${deadPort}`, `--namespace=${ns}`, '--redis-timeout', '2s']),
     ]);
-    expect(first).toMatchObject({ code: 0, stdout: `nest-sluice: migrated {sluice:${ns}}: from key layout 1 to 2\n` });
+    expect(first).toMatchObject({ code: 0, stdout: `nest-sluice: migrated {sluice:${ns}}: from key layout 1 to 3\n` });
     expect(first.stderr).toMatch(/Migrating namespace/);
-    expect(await admin.get(keys.schema)).toBe('2');
+    expect(await admin.get(keys.schema)).toBe('3');
     expect(await admin.hmget(keys.workflow('fleet.w', 'stats'), 'groupDue', 'groupDueExact')).toEqual(['10', '1']);
 
     expect(newerRun.code).toBe(1);
-    expect(newerRun.stderr).toMatch(/QueueConfigError: .*key layout 99, newer than layout 2/);
+    expect(newerRun.stderr).toMatch(/QueueConfigError: .*key layout 99, newer than layout 3/);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/--namespace is required[\s\S]*Usage: nest-sluice migrate/);
     expect(unreachable.code).toBe(1);
@@ -213,6 +216,6 @@ describe('migrate() across a fleet (own redis-server)', () => {
 
     const again = await runCli(['migrate', '--url', server.url, '--namespace', ns, '--json']);
     expect(again.code).toBe(0);
-    expect(JSON.parse(again.stdout)).toEqual({ namespace: `{sluice:${ns}}:`, from: 2, to: 2, migrated: false });
+    expect(JSON.parse(again.stdout)).toEqual({ namespace: `{sluice:${ns}}:`, from: 3, to: 3, migrated: false });
   });
 });

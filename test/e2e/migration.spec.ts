@@ -170,18 +170,18 @@ describe('migrate()', () => {
     await v1.declareLimits(['mig.grouped'], LAYOUT_1_CAPS.slice(2));
     await v1.enqueue('mig.grouped', 'x1', { key: 'x1' }, { group: 'a' });
     const app = await open(ns, { worker: { enabled: false }, migrate: false });
-    await expect(app.client.migrate()).resolves.toEqual({ from: 1, to: 2, migrated: true });
+    await expect(app.client.migrate()).resolves.toEqual({ from: 1, to: 3, migrated: true });
     await redis.hset(keys.workflow('mig.grouped', 'stats'), 'groupDue', 42); // a second pass would recount it
-    await expect(app.client.migrate()).resolves.toEqual({ from: 2, to: 2, migrated: false });
+    await expect(app.client.migrate()).resolves.toEqual({ from: 3, to: 3, migrated: false });
     expect(await redis.hget(keys.workflow('mig.grouped', 'stats'), 'groupDue')).toBe('42');
 
     // A namespace with no key at all is new: the bootstrap marks it, with nothing to migrate.
     const fresh = namespace('mig-fresh');
     const freshKeys = new RedisKeys('sluice', fresh);
     const producer = await open(fresh, { worker: { enabled: false } });
-    expect(await redis.get(freshKeys.schema)).toBe('2');
+    expect(await redis.get(freshKeys.schema)).toBe('3');
     expect(await redis.exists(freshKeys.migrateLock)).toBe(0);
-    await expect(producer.client.migrate()).resolves.toEqual({ from: 2, to: 2, migrated: false });
+    await expect(producer.client.migrate()).resolves.toEqual({ from: 3, to: 3, migrated: false });
   });
 
   it('a worker bootstrap migrates before the worker starts', async () => {
@@ -191,7 +191,7 @@ describe('migrate()', () => {
     await v1.declareLimits(['mig.plain', 'mig.grouped'], LAYOUT_1_CAPS);
     for (const id of ['b1', 'b2', 'b3']) await v1.enqueue('mig.grouped', id, { key: id }, { group: id });
     const worker = await open(ns);
-    expect(await redis.get(keys.schema)).toBe('2');
+    expect(await redis.get(keys.schema)).toBe('3');
     await expect(Promise.all(['b1', 'b2', 'b3'].map((id) => worker.client.wait(id, { timeoutMs: 10_000 })))).resolves.toEqual(['g:b1', 'g:b2', 'g:b3']);
     expect(await redis.hmget(keys.workflow('mig.grouped', 'stats'), 'groupDue', 'groupDueExact')).toEqual(['0', '1']);
     expectConsistent(await auditNamespace(redis, { namespace: ns, acknowledged: ['b1', 'b2', 'b3'] }));
@@ -201,16 +201,16 @@ describe('migrate()', () => {
     const ns = namespace('mig-newer');
     const keys = new RedisKeys('sluice', ns);
     const producer = await open(ns, { worker: { enabled: false } }); // a fresh namespace: marked 2
-    expect(await redis.get(keys.schema)).toBe('2');
+    expect(await redis.get(keys.schema)).toBe('3');
     await redis.set(keys.schema, '99'); // a newer version migrated it since
     const error = await rejection(producer.client.migrate());
     expect(error).toBeInstanceOf(QueueConfigError);
-    expect((error as Error).message).toMatch(/layout 99, newer than layout 2/);
+    expect((error as Error).message).toMatch(/layout 99, newer than layout 3/);
 
     for (const options of [{}, { worker: { enabled: false } }, { migrate: false }]) {
       const refused = await tryApp({ namespace: ns, ...options });
       expect(refused).toBeInstanceOf(QueueConfigError);
-      expect((refused as Error).message).toMatch(/layout 99, newer than layout 2/);
+      expect((refused as Error).message).toMatch(/layout 99, newer than layout 3/);
     }
     expect(await namespaceKeys(redis, ns)).toEqual([keys.schema]); // no lock, no caps, nothing else
     expect(await redis.get(keys.schema)).toBe('99');
@@ -238,8 +238,8 @@ describe('migrate()', () => {
 
     // Its holder "dies": the lock lapses, and the waiting process migrates.
     await redis.pexpire(keys.migrateLock, 300);
-    await expect(migratorFor(ns).migrate()).resolves.toEqual({ from: 1, to: 2, migrated: true });
-    expect(await redis.get(keys.schema)).toBe('2');
+    await expect(migratorFor(ns).migrate()).resolves.toEqual({ from: 1, to: 3, migrated: true });
+    expect(await redis.get(keys.schema)).toBe('3');
     expect(await redis.exists(keys.migrateLock)).toBe(0);
 
     // Writes check the token: without the lock, the step script and the stamp change nothing.
