@@ -22,3 +22,6 @@ export type { Duration } from './util/duration';
 export type { MigrationResult } from './migration/layout.migrator';
 export { CURRENT_LAYOUT } from './migration/layout.versions';
 export * from './errors';
+export type { ScheduleDefinition, DeclaredSchedule, ScheduleOptions } from './schedule/schedule.options';
+export type { ScheduleInfo } from './schedule/schedule-info';
+export type { SchedulePage, ListSchedulesOptions } from './schedule/schedule.store';

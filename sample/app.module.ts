@@ -5,6 +5,8 @@ import { InventoryService } from './inventory.service';
 import { OrderDemo } from './order.demo';
 import { OrderWorkflow } from './order.workflow';
 import { PaymentGateway } from './payment.gateway';
+import { ScheduleDemo } from './schedule.demo';
+import { StockReportWorkflow } from './stock-report.workflow';
 
 export const SAMPLE_NAMESPACE = 'sample';
 
@@ -24,6 +26,6 @@ export const SAMPLE_NAMESPACE = 'sample';
       },
     }),
   ],
-  providers: [OrderWorkflow, InventoryService, PaymentGateway, FulfilmentJournal, OrderDemo],
+  providers: [OrderWorkflow, StockReportWorkflow, InventoryService, PaymentGateway, FulfilmentJournal, OrderDemo, ScheduleDemo],
 })
 export class AppModule {}

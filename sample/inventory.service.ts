@@ -27,6 +27,11 @@ export class InventoryService {
     return { id: `res_${randomUUID().slice(0, 8)}`, sku, quantity };
   }
 
+  /** Units on hand per SKU: what the scheduled stock report reads. */
+  levels(): Record<string, number> {
+    return Object.fromEntries(this.stock);
+  }
+
   async ship(reservation: Reservation, giftWrap: boolean): Promise<string> {
     await latency(giftWrap ? 500 : 50); // gift wrapping takes a while
     return `TRK-${randomUUID().slice(0, 8).toUpperCase()}`;

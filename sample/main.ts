@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { AppModule, SAMPLE_NAMESPACE } from './app.module';
 import { OrderDemo } from './order.demo';
+import { ScheduleDemo } from './schedule.demo';
 
 /** Runs the demo against REDIS_URL; resolves 0 if everything happened as expected, 1 otherwise. */
 export async function main(): Promise<number> {
@@ -18,6 +19,7 @@ export async function main(): Promise<number> {
   let problems: string[];
   try {
     problems = await app.get(OrderDemo).runAll();
+    problems.push(...(await app.get(ScheduleDemo).runAll())); // the stock report has been firing meanwhile
   } finally {
     await app.close(); // stops reserving, lets in-flight runs finish, closes the Redis connections
   }

@@ -3,7 +3,7 @@ import { MAX_PRIORITY } from '../client/enqueue.options';
 import { encodePayload } from '../redis/payload.codec';
 import { checkInteger } from '../util/duration';
 import { checkName } from '../util/names';
-import { checkCronPattern, CronPattern } from './cron.plan';
+import { canonicalTimeZone, checkCronPattern, CronPattern } from './cron.plan';
 
 /** What a schedule enqueues and when; shared by `@Workflow({ schedules })` and `QueueClient.schedule`. */
 export interface ScheduleDefinition<In = unknown> {
@@ -89,7 +89,7 @@ export function buildScheduleSpec(
   const spec: Omit<ScheduleSpec, 'fingerprint'> = {
     id,
     workflow: workflow.name,
-    pattern: { cron: definition.cron.trim(), tz: definition.tz, seed: id },
+    pattern: { cron: definition.cron.trim(), tz: definition.tz === undefined ? undefined : canonicalTimeZone(definition.tz, `${field}.tz`), seed: id },
     input: encodePayload(definition.input === undefined ? null : definition.input, `${field}.input`, maxPayloadBytes),
     group: definition.group === undefined ? '' : checkName(definition.group, `${field}.group`),
     priority: definition.priority === undefined ? 0 : checkInteger(definition.priority, `${field}.priority`, 0, MAX_PRIORITY),
@@ -114,7 +114,7 @@ export function checkDeclaredSchedules(workflow: string, schedules: unknown): Ar
     const at = `${field}[${index}]`;
     if (schedule === null || typeof schedule !== 'object') throw new InvalidOptionError(at, 'must be an object { cron, id?, tz?, input?, … }');
     if (schedule.id === undefined && schedules.length > 1) throw new InvalidOptionError(`${at}.id`, 'is required when a workflow declares several schedules');
-    const id = schedule.id ?? workflow;
+    const id = schedule.id === undefined ? workflow : schedule.id;
     if (ids.has(id)) throw new InvalidOptionError(`${at}.id`, `"${id}" is declared twice`);
     ids.add(id);
     // Validates everything but the workflow-dependent attempts, which bootstrap resolves.
