@@ -4,9 +4,8 @@ import { InvalidInputError, InvalidScheduleError } from '../../lib/errors';
 import { checkCronPattern, CronPattern, missedOccurrences, occurrencesAfter, planOccurrences, PLAN_AHEAD } from '../../lib/schedule/cron.plan';
 
 /*
- * Every test that asserts exact instants passes `tz` explicitly: with `tz` undefined cron-parser
- * reads the expression in the process's local zone (see the `it.failing` test at the end), so
- * such assertions would depend on the machine running them.
+ * Tests that assert exact instants pass `tz` explicitly; the test at the end checks that no `tz`
+ * means UTC whatever the process's own zone.
  */
 
 const at = (iso: string): number => Date.parse(iso);
