@@ -237,3 +237,32 @@ export class ZombieWorkflow {
     return `second by pid ${process.pid}`;
   }
 }
+
+/** `{sluice:<ns>}:cron-exec` — runId → executions of CronTickWorkflow (and the pids, `<runId>:pid`). */
+export const cronExecKey = (ns: string) => `{sluice:${ns}}:cron-exec`;
+export const CRON_SCHEDULE_ID = 'chaos.every-second';
+
+/** Fired every second by a schedule every worker process declares; counts its executions. */
+@Workflow('chaos.cron-tick', { schedules: [{ id: CRON_SCHEDULE_ID, cron: '* * * * * *' }] })
+export class CronTickWorkflow {
+  constructor(
+    @Inject(CHAOS_REDIS) private readonly redis: Redis,
+    @Inject(CHAOS_NS) private readonly ns: string,
+  ) {}
+
+  async run(_input: unknown, ctx: RunContext): Promise<number> {
+    await this.redis.hset(cronExecKey(this.ns), `${ctx.runId}:pid`, process.pid);
+    return this.redis.hincrby(cronExecKey(this.ns), ctx.runId, 1);
+  }
+}
+
+/** Holds its slot until the host releases it (the cron test saturates every worker with these). */
+@Workflow('chaos.slot-holder')
+export class SlotHolderWorkflow {
+  constructor(@Inject(CHAOS_HOOKS) private readonly hooks: ChaosHooks) {}
+
+  async run(_input: unknown, ctx: RunContext): Promise<string> {
+    await this.hooks.beforeWork?.(ctx.runId);
+    return 'released';
+  }
+}

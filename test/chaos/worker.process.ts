@@ -4,7 +4,8 @@ import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { QueueModule, RunEvents } from '../../lib';
 import {
-  CappedWorkflow, CHAOS_HOOKS, CHAOS_NS, CHAOS_REDIS, ChaosHooks, commitsKey, DrainWorkflow, StallWorkflow, ThreeStepWorkflow, ZombieWorkflow,
+  CappedWorkflow, CHAOS_HOOKS, CHAOS_NS, CHAOS_REDIS, ChaosHooks, commitsKey, CronTickWorkflow, DrainWorkflow, SlotHolderWorkflow, StallWorkflow,
+  ThreeStepWorkflow, ZombieWorkflow,
 } from './chaos.workflows';
 
 /**
@@ -17,6 +18,8 @@ import {
  * MODE 'three-step' (ThreeStepWorkflow): no hooks; every 'completed' event is counted in Redis
  * (commitsKey). MODE 'zombie' (ZombieWorkflow): { paused, where } at the pause its input asks
  * for, then waits for IPC 'resume'; { stepFailed, step, error } when a step throws.
+ * MODE 'cron': CronTickWorkflow (its every-second schedule declared in code) and
+ * SlotHolderWorkflow, whose runs hold their slots until IPC 'go'; { holding } per held run.
  */
 const url = required('REDIS_URL');
 const ns = required('NS');
@@ -40,6 +43,13 @@ const hooks: ChaosHooks =
           return resumed;
         },
         stepFailed: (runId, step, error) => send({ stepFailed: runId, step, error: (error as Error)?.name }),
+      }
+    : mode === 'cron'
+    ? {
+        beforeWork: (runId) => {
+          send({ holding: runId });
+          return gate;
+        },
       }
     : mode === 'drain'
     ? {
@@ -84,7 +94,9 @@ async function main(): Promise<void> {
       }),
     ],
     providers: [
-      mode === 'three-step' ? ThreeStepWorkflow : mode === 'zombie' ? ZombieWorkflow : mode === 'drain' ? DrainWorkflow : mode === 'capped' ? CappedWorkflow : StallWorkflow,
+      ...(mode === 'cron'
+        ? [CronTickWorkflow, SlotHolderWorkflow]
+        : [mode === 'three-step' ? ThreeStepWorkflow : mode === 'zombie' ? ZombieWorkflow : mode === 'drain' ? DrainWorkflow : mode === 'capped' ? CappedWorkflow : StallWorkflow]),
       ...(mode === 'three-step' ? [CommitCounter] : []),
       { provide: CHAOS_REDIS, useValue: redis },
       { provide: CHAOS_NS, useValue: ns },
