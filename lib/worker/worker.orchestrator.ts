@@ -78,7 +78,12 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       // Fail fast when Redis refuses connections, so an HTTP app without Redis still boots at once.
       await this.declare(true);
     } catch (error) {
-      if (!(error instanceof RedisConnectionError)) throw error;
+      if (!(error instanceof RedisConnectionError)) {
+        // The bootstrap fails (e.g. ScheduleConflictError). Nest's app.close() would rethrow it
+        // without the shutdown hooks: close the connections here (see MigrationRunner).
+        await this.connections.onApplicationShutdown().catch(() => undefined);
+        throw error;
+      }
       this.lastStartError = error.message;
       this.logger.warn(`Redis is not reachable at bootstrap (${error.message}); the worker starts as soon as it is`);
       void this.startWhenRedisAnswers();
