@@ -5,6 +5,7 @@ import { FulfilmentJournal } from './fulfilment.journal';
 import { latency } from './inventory.service';
 import { OrderInput, OrderWorkflow } from './order.workflow';
 import { PaymentGateway } from './payment.gateway';
+import { DemoReport } from './demo.report';
 
 const WAIT = { timeoutMs: 15_000 };
 
@@ -15,7 +16,7 @@ const WAIT = { timeoutMs: 15_000 };
 @Injectable()
 export class OrderDemo {
   private readonly logger = new Logger('Demo');
-  private readonly problems: string[] = [];
+  private readonly report = new DemoReport(this.logger);
 
   constructor(
     private readonly client: QueueClient,
@@ -30,26 +31,26 @@ export class OrderDemo {
     await this.priorityUnderTheCap();
     await this.delayedRun();
     await this.tenantsShareFairly();
-    return this.problems;
+    return this.report.problems;
   }
 
   /** 1. A caller-given id is an idempotency key: the second enqueue returns the same run. */
   private async idempotentEnqueue(): Promise<void> {
-    this.section('1. idempotent enqueue: the same id twice is one run');
+    this.report.section('1. idempotent enqueue: the same id twice is one run');
     const order = orderOf('A-100', 'SKU-MUG', 'tok_visa');
     const first = await this.client.enqueue(OrderWorkflow, order, { id: 'order-A-100' });
     const again = await this.client.enqueue(OrderWorkflow, order, { id: 'order-A-100' });
     this.logger.log(`enqueue #1 → run ${first.id} (created: ${first.created}); enqueue #2 → run ${again.id} (created: ${again.created})`);
-    this.check(first.created && !again.created && again.id === first.id, 'the second enqueue returned the existing run');
+    this.report.check(first.created && !again.created && again.id === first.id, 'the second enqueue returned the existing run');
     const [a, b] = await Promise.all([first.result(WAIT), again.result(WAIT)]);
     this.logger.log(`result: ${JSON.stringify(a)}`);
-    this.check(isDeepStrictEqual(a, b), 'both handles resolve to the same result');
-    this.check(this.journal.attemptsOf('A-100', 'run started').length === 1, 'the order was fulfilled once');
+    this.report.check(isDeepStrictEqual(a, b), 'both handles resolve to the same result');
+    this.report.check(this.journal.attemptsOf('A-100', 'run started').length === 1, 'the order was fulfilled once');
   }
 
   /** 2. A flaky payment: attempt 2 replays reserveStock and the invoice number, and runs the rest. */
   private async retryResumesAfterFinishedSteps(): Promise<void> {
-    this.section('2. retry: the payment gateway times out once, finished steps are not re-executed');
+    this.report.section('2. retry: the payment gateway times out once, finished steps are not re-executed');
     const result = await this.client.run(OrderWorkflow, orderOf('B-200', 'SKU-TEE', 'tok_flaky'), WAIT);
     this.logger.log(`result: ${JSON.stringify(result)}`);
     const ran = (event: string) => this.journal.attemptsOf('B-200', event);
@@ -57,29 +58,29 @@ export class OrderDemo {
       `executed in attempts — reserveStock ${fmt(ran('step reserveStock executed'))}, invoice-number ${fmt(ran('step invoice-number executed'))}, ` +
         `chargePayment ${fmt(ran('step chargePayment executed'))}, shipOrder ${fmt(ran('step shipOrder executed'))}`,
     );
-    this.check(result.attempt === 2, 'the run completed on attempt 2');
-    this.check(isDeepStrictEqual(ran('step reserveStock executed'), [1]), 'reserveStock executed once (attempt 1), replayed on attempt 2');
-    this.check(isDeepStrictEqual(ran('step invoice-number executed'), [1]), 'ctx.step invoice-number executed once; attempt 2 reused its value');
-    this.check(isDeepStrictEqual(ran('step chargePayment executed'), [1, 2]), 'chargePayment failed on attempt 1 and executed again on attempt 2');
-    this.check(isDeepStrictEqual(ran('step shipOrder executed'), [2]), 'shipOrder executed once');
-    this.check(this.payments.chargesFor(result.invoiceNo) === 1, 'the customer was charged exactly once');
+    this.report.check(result.attempt === 2, 'the run completed on attempt 2');
+    this.report.check(isDeepStrictEqual(ran('step reserveStock executed'), [1]), 'reserveStock executed once (attempt 1), replayed on attempt 2');
+    this.report.check(isDeepStrictEqual(ran('step invoice-number executed'), [1]), 'ctx.step invoice-number executed once; attempt 2 reused its value');
+    this.report.check(isDeepStrictEqual(ran('step chargePayment executed'), [1, 2]), 'chargePayment failed on attempt 1 and executed again on attempt 2');
+    this.report.check(isDeepStrictEqual(ran('step shipOrder executed'), [2]), 'shipOrder executed once');
+    this.report.check(this.payments.chargesFor(result.invoiceNo) === 1, 'the customer was charged exactly once');
   }
 
   /** 3. NonRetryableError fails the run at once; the waiter gets WorkflowFailedError. */
   private async nonRetryableFailure(): Promise<void> {
-    this.section('3. NonRetryableError: a declined card fails the run at once, no retries');
+    this.report.section('3. NonRetryableError: a declined card fails the run at once, no retries');
     const handle = await this.client.enqueue(OrderWorkflow, orderOf('C-300', 'SKU-CAP', 'tok_declined'));
     try {
       const result = await handle.result(WAIT);
-      this.check(false, `expected WorkflowFailedError, got result ${JSON.stringify(result)}`);
+      this.report.check(false, `expected WorkflowFailedError, got result ${JSON.stringify(result)}`);
     } catch (error) {
       if (!(error instanceof WorkflowFailedError)) throw error;
       this.logger.log(`caught ${error.name}: ${error.message} (causeName: ${error.causeName})`);
-      this.check(error.causeName === 'NonRetryableError', 'the cause is the NonRetryableError thrown by the gateway');
+      this.report.check(error.causeName === 'NonRetryableError', 'the cause is the NonRetryableError thrown by the gateway');
     }
     const info = await this.client.get(handle.id);
     this.logger.log(`client.get → state ${info?.state}, attempts ${info?.attempts}/${info?.maxAttempts}, error ${info?.error?.name}`);
-    this.check(info?.state === 'failed' && info.attempts === 1, 'the run failed after a single attempt');
+    this.report.check(info?.state === 'failed' && info.attempts === 1, 'the run failed after a single attempt');
   }
 
   /**
@@ -88,7 +89,7 @@ export class OrderDemo {
    * order goes first.
    */
   private async priorityUnderTheCap(): Promise<void> {
-    this.section('4. priority: with the cap of 5 full, a priority order overtakes the queue');
+    this.report.section('4. priority: with the cap of 5 full, a priority order overtakes the queue');
     const slow = ['D-401', 'D-402', 'D-403', 'D-404', 'D-405'].map((id) => ({ input: { ...orderOf(id, 'SKU-MUG', 'tok_visa'), giftWrap: true } }));
     const slowHandles = await this.client.enqueueMany(OrderWorkflow, slow);
     await this.untilActive(slowHandles.map((h) => h.id));
@@ -98,25 +99,25 @@ export class OrderDemo {
     const vip = await this.client.enqueue(OrderWorkflow, orderOf('E-500', 'SKU-CAP', 'tok_visa'), { priority: 10 });
     const queued = await Promise.all([...bulkHandles, vip].map((h) => this.client.get(h.id)));
     this.logger.log(`queued behind the cap: ${queued.map((i) => `${(i?.input as OrderInput).orderId} (priority ${i?.priority}, ${i?.state})`).join(', ')}`);
-    this.check(queued.every((i) => i?.state === 'waiting'), 'the bulk and priority orders wait while the cap is full');
+    this.report.check(queued.every((i) => i?.state === 'waiting'), 'the bulk and priority orders wait while the cap is full');
     await Promise.all([...slowHandles, ...bulkHandles, vip].map((h) => h.result(WAIT)));
     const order = this.journal.startOrder().filter((id) => ['D-406', 'D-407', 'D-408', 'E-500'].includes(id));
     this.logger.log(`start order after the cap freed up: ${order.join(' → ')}`);
-    this.check(order[0] === 'E-500', 'the priority order started first');
+    this.report.check(order[0] === 'E-500', 'the priority order started first');
     this.logger.log(`most runs in flight at once: ${this.journal.maxInFlight}`);
-    this.check(this.journal.maxInFlight <= 5, 'never more than 5 runs of order.fulfil active (worker concurrency is 10)');
+    this.report.check(this.journal.maxInFlight <= 5, 'never more than 5 runs of order.fulfil active (worker concurrency is 10)');
   }
 
   /** 5. A delayed run starts no earlier than its delay. */
   private async delayedRun(): Promise<void> {
-    this.section('5. delay: an order enqueued with { delay: "1s" }');
+    this.report.section('5. delay: an order enqueued with { delay: "1s" }');
     const handle = await this.client.enqueue(OrderWorkflow, orderOf('F-600', 'SKU-MUG', 'tok_visa'), { delay: '1s' });
     this.logger.log(`client.get → state ${(await this.client.get(handle.id))?.state}`);
     await handle.result(WAIT);
     const info = await this.client.get(handle.id);
     const waitedMs = (info?.startedAt?.getTime() ?? 0) - (info?.createdAt.getTime() ?? 0);
     this.logger.log(`client.get → state ${info?.state}; started ${waitedMs} ms after it was enqueued`);
-    this.check(info?.state === 'completed' && waitedMs >= 1_000, 'the delayed order started no earlier than 1 s after enqueue');
+    this.report.check(info?.state === 'completed' && waitedMs >= 1_000, 'the delayed order started no earlier than 1 s after enqueue');
   }
 
   /**
@@ -125,7 +126,7 @@ export class OrderDemo {
    * `setLimits` gives one tenant more room.
    */
   private async tenantsShareFairly(): Promise<void> {
-    this.section('6. groups: tenant "acme" has a backlog of 6 slow orders, "globex" places 1');
+    this.report.section('6. groups: tenant "acme" has a backlog of 6 slow orders, "globex" places 1');
     const giftWrapped = (id: string) => ({ input: { ...orderOf(id, 'SKU-MUG', 'tok_visa'), giftWrap: true }, opts: { group: 'acme' } });
     const acme = await this.client.enqueueMany(OrderWorkflow, ['G-701', 'G-702', 'G-703', 'G-704', 'G-705', 'G-706'].map(giftWrapped));
     const globex = await this.client.enqueue(OrderWorkflow, orderOf('H-800', 'SKU-TEE', 'tok_visa'), { group: 'globex' });
@@ -140,14 +141,14 @@ export class OrderDemo {
     await globexResult;
     const acmeLeft = (await Promise.all(acme.map((h) => this.client.get(h.id)))).filter((i) => i?.state !== 'completed').length;
     this.logger.log(`globex's order finished while ${acmeLeft} of acme's 6 were not done; acme peaked at ${acmePeak} in flight`);
-    this.check(acmePeak <= 2, 'acme never had more than its 2 slots');
-    this.check(acmeLeft > 0, "globex's order did not wait for acme's backlog");
+    this.report.check(acmePeak <= 2, 'acme never had more than its 2 slots');
+    this.report.check(acmeLeft > 0, "globex's order did not wait for acme's backlog");
     const previous = await this.client.setLimits({ workflow: 'order.fulfil', group: 'acme', limit: 4 });
     this.logger.log(`setLimits acme → 4 (was ${previous ?? 'the default'}); limits now ${JSON.stringify(await this.client.getLimits({ workflow: 'order.fulfil', group: 'acme' }))}`);
     await Promise.all(acme.map((h) => h.result(WAIT)));
     const stats = await this.client.stats({ workflow: OrderWorkflow });
     this.logger.log(`client.stats → ${JSON.stringify(stats.workflows['order.fulfil'])}`);
-    this.check(stats.workflows['order.fulfil'].active === 0 && stats.workflows['order.fulfil'].waiting === 0, 'every order is done');
+    this.report.check(stats.workflows['order.fulfil'].active === 0 && stats.workflows['order.fulfil'].waiting === 0, 'every order is done');
   }
 
   private async untilActive(ids: string[]): Promise<void> {
@@ -158,19 +159,6 @@ export class OrderDemo {
       await latency(10);
     }
     throw new Error('the gift-wrapped orders never became active');
-  }
-
-  private section(title: string): void {
-    this.logger.log(`──── ${title}`);
-  }
-
-  private check(ok: boolean, what: string): void {
-    if (ok) {
-      this.logger.log(`✔ ${what}`);
-    } else {
-      this.logger.error(`✘ ${what}`);
-      this.problems.push(what);
-    }
   }
 }
 

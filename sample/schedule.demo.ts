@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { QueueClient } from '../lib';
 import { latency } from './inventory.service';
 import { STOCK_REPORT_SCHEDULE, StockReport, StockReportWorkflow } from './stock-report.workflow';
+import { DemoReport } from './demo.report';
 
 const WAIT = { timeoutMs: 15_000 };
 const BERLIN = 'Europe/Berlin';
@@ -14,43 +15,43 @@ const BERLIN = 'Europe/Berlin';
 @Injectable()
 export class ScheduleDemo {
   private readonly logger = new Logger('Demo');
-  private readonly problems: string[] = [];
+  private readonly report = new DemoReport(this.logger);
 
   constructor(private readonly client: QueueClient) {}
 
   async runAll(): Promise<string[]> {
     await this.declaredSchedule();
     await this.runtimeSchedule();
-    return this.problems;
+    return this.report.problems;
   }
 
   /** 7. The schedule on StockReportWorkflow: two fires, their runs, its plan, then a pause. */
   private async declaredSchedule(): Promise<void> {
-    this.section('7. cron schedule declared in code: a stock report every 2 s ("*/2 * * * * *")');
+    this.report.section('7. cron schedule declared in code: a stock report every 2 s ("*/2 * * * * *")');
     const info = await this.untilFired(STOCK_REPORT_SCHEDULE, 2);
     this.logger.log(
       `getSchedule → source ${info.source}, fired ${info.fired}, skipped ${info.skipped}, ` +
         `last fire ${utc(info.lastFireAt)} → run ${info.lastRunId}`,
     );
     this.logger.log(`next fire times: ${info.upcoming.map(utc).join(', ')}`);
-    this.check(info.source === 'code' && info.workflow === 'inventory.stock-report', 'the schedule was written from the @Workflow declaration');
+    this.report.check(info.source === 'code' && info.workflow === 'inventory.stock-report', 'the schedule was written from the @Workflow declaration');
     const gaps = info.upcoming.slice(1).map((d, i) => d.getTime() - info.upcoming[i].getTime());
-    this.check(info.upcoming.length === 5 && gaps.every((gap) => gap === 2_000), 'the next fire times are 2 s apart');
-    this.check(info.lastRunId === `${STOCK_REPORT_SCHEDULE}@${info.lastFireAt?.getTime()}`, 'the run id is <schedule id>@<occurrence ms>');
+    this.report.check(info.upcoming.length === 5 && gaps.every((gap) => gap === 2_000), 'the next fire times are 2 s apart');
+    this.report.check(info.lastRunId === `${STOCK_REPORT_SCHEDULE}@${info.lastFireAt?.getTime()}`, 'the run id is <schedule id>@<occurrence ms>');
 
     const report = await this.client.wait<StockReport>(info.lastRunId!, WAIT);
     this.logger.log(`client.wait(${info.lastRunId}) → ${JSON.stringify(report)}`);
-    this.check((await this.client.get(info.lastRunId!))?.state === 'completed', "the schedule's latest run completed");
+    this.report.check((await this.client.get(info.lastRunId!))?.state === 'completed', "the schedule's latest run completed");
 
     const paused = await this.client.pauseSchedule(STOCK_REPORT_SCHEDULE);
     this.logger.log(`pauseSchedule → paused ${paused.paused}, nextFireAt ${paused.nextFireAt}, upcoming [${paused.upcoming.map(utc).join(', ')}], fired ${paused.fired}`);
-    this.check(paused.paused && paused.nextFireAt === null && paused.upcoming.length === 0, 'the paused schedule has no next fire time');
+    this.report.check(paused.paused && paused.nextFireAt === null && paused.upcoming.length === 0, 'the paused schedule has no next fire time');
 
     // Paused, `fired` is final; with overlap: false each fire waited for the previous run to end.
     if (paused.lastRunId) await this.client.wait(paused.lastRunId, WAIT);
     const stats = (await this.client.stats({ workflow: StockReportWorkflow })).workflows['inventory.stock-report'];
     this.logger.log(`client.stats → completed ${stats.completed}, failed ${stats.failed} (the schedule fired ${paused.fired})`);
-    this.check(stats.completed === paused.fired && stats.failed === 0, `all ${paused.fired} runs the schedule started completed`);
+    this.report.check(stats.completed === paused.fired && stats.failed === 0, `all ${paused.fired} runs the schedule started completed`);
 
     // The occurrence after the last fire would have been due within 2 s: let it pass.
     const missed = (paused.lastFireAt?.getTime() ?? Date.now()) + 2_000;
@@ -58,28 +59,28 @@ export class ScheduleDemo {
     const after = await this.client.getSchedule(STOCK_REPORT_SCHEDULE);
     const missedRun = await this.client.get(`${STOCK_REPORT_SCHEDULE}@${missed}`);
     this.logger.log(`after ${utc(new Date(missed))} passed: fired ${after?.fired}, run ${STOCK_REPORT_SCHEDULE}@${missed} ${missedRun ? 'exists' : 'does not exist'}`);
-    this.check(after?.paused === true && after.fired === paused.fired && missedRun === null, 'the paused schedule did not fire');
+    this.report.check(after?.paused === true && after.fired === paused.fired && missedRun === null, 'the paused schedule did not fire');
   }
 
   /** 8. A schedule made at runtime, read in a time zone, then removed. */
   private async runtimeSchedule(): Promise<void> {
-    this.section(`8. runtime schedule: a stock digest at 09:00 on weekdays in ${BERLIN}`);
+    this.report.section(`8. runtime schedule: a stock digest at 09:00 on weekdays in ${BERLIN}`);
     const id = 'stock-digest.berlin';
     const created = await this.client.schedule(id, StockReportWorkflow, { cron: '0 9 * * MON-FRI', tz: BERLIN, input: { reorderBelow: 900 } });
     this.logger.log(`schedule → source ${created.source}, cron "${created.cron}" in ${created.tz}, input ${JSON.stringify(created.input)}`);
     this.logger.log(`next fire times: ${created.upcoming.map((d) => `${berlin(d)} (${d.toISOString().slice(0, 16)}Z)`).join(', ')}`);
     const local = created.upcoming.map(berlinParts);
-    this.check(
+    this.report.check(
       created.upcoming.length === 5 && local.every((p) => p.time === '09:00:00' && !['Sat', 'Sun'].includes(p.weekday)),
       'every next fire time is 09:00 Berlin time on a weekday',
     );
     const page = await this.client.listSchedules({ workflow: 'inventory.stock-report' });
     this.logger.log(`listSchedules → ${page.schedules.map((s) => `${s.id} (${s.source}${s.paused ? ', paused' : ''})`).join(', ')}`);
-    this.check(page.schedules.map((s) => s.id).sort().join() === [STOCK_REPORT_SCHEDULE, id].sort().join(), 'the workflow lists its declared and its runtime schedule');
+    this.report.check(page.schedules.map((s) => s.id).sort().join() === [STOCK_REPORT_SCHEDULE, id].sort().join(), 'the workflow lists its declared and its runtime schedule');
     const removed = await this.client.unschedule(id);
     const gone = await this.client.getSchedule(id);
     this.logger.log(`unschedule → ${removed}; getSchedule → ${gone}`);
-    this.check(removed && gone === null, 'the runtime schedule was removed');
+    this.report.check(removed && gone === null, 'the runtime schedule was removed');
   }
 
   /** Polls getSchedule until the schedule has fired `count` times (bounded). */
@@ -91,19 +92,6 @@ export class ScheduleDemo {
       await latency(50);
     }
     throw new Error(`schedule "${id}" did not fire ${count} times within 10 s`);
-  }
-
-  private section(title: string): void {
-    this.logger.log(`──── ${title}`);
-  }
-
-  private check(ok: boolean, what: string): void {
-    if (ok) {
-      this.logger.log(`✔ ${what}`);
-    } else {
-      this.logger.error(`✘ ${what}`);
-      this.problems.push(what);
-    }
   }
 }
 

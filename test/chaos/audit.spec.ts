@@ -105,6 +105,9 @@ describe('auditNamespace', () => {
     const groupedPriority = await client.enqueue(AuditWorkflow, {}, { group: 'g1', priority: 3 });
     const delayed = await client.enqueue(AuditWorkflow, {}, { delay: '1h' });
     const acknowledged = [plain, grouped, groupedPriority, delayed].map((h) => h.id);
+    await client.schedule('s-moved', AuditWorkflow, { cron: '@yearly' });
+    await client.schedule('s-paused', AuditWorkflow, { cron: '@yearly' });
+    await client.pauseSchedule('s-paused');
 
     const before = await auditNamespace(redis, { namespace: ns, acknowledged });
     expectConsistent(before);
@@ -130,6 +133,8 @@ describe('auditNamespace', () => {
     await redis.hincrby(keys.workflow(WF, 'stats'), 'completed', 1);
     // 6. An id a claim found no record for (lua/includes/claim.lua keeps them in `orphans`).
     await redis.lpush(`${keys.base}orphans`, `${WF} vanished`);
+    // 7. Schedule index entries that disagree with the hashes: a wrong score, a paused schedule, no hash at all.
+    await redis.zadd(keys.workflow(WF, 'next-fires'), 1, 's-moved', 2, 's-paused', 3, 's-ghost');
 
     const report = await auditNamespace(redis, { namespace: ns, acknowledged: [...acknowledged, 'never-enqueued'] });
     expect(report.ok).toBe(false);
@@ -147,6 +152,9 @@ describe('auditNamespace', () => {
         'acknowledged',
         'stats',
         'orphan-popped',
+        'schedule-index s-moved',
+        'schedule-index s-paused',
+        'schedule-index s-ghost',
       ]),
     );
     // The hand-made active run is consistent: no violation names it.

@@ -221,6 +221,35 @@ describe('migrate()', () => {
     expect((malformed as Error).message).toContain('"two"');
   });
 
+  it('layout 2 → 3 builds the derived schedule index from the schedule hashes, in batches, idempotently', async () => {
+    const ns = namespace('mig-sched');
+    const keys = new RedisKeys('sluice', ns);
+    const producer = await createApp(WORKFLOWS, { namespace: ns, worker: { enabled: false } });
+    apps.push(producer);
+    const ids = Array.from({ length: 1_201 }, (_, i) => `s${String(i).padStart(4, '0')}`); // three batches of 500
+    await Promise.all(ids.map((id) => producer.client.schedule(id, PlainWorkflow, { cron: '@hourly', input: { key: id } })));
+    await producer.client.pauseSchedule('s0007');
+    const index = keys.workflow('mig.plain', 'next-fires');
+    const listing = keys.workflow('mig.plain', 'schedules');
+    const expected = await redis.zrange(index, 0, -1, 'WITHSCORES');
+    // Hashes without their derived keys (plus a listing entry whose hash is gone), at layout 2.
+    await redis.del(index, listing);
+    await redis.zadd(keys.schedules, 0, 'gone');
+    await redis.set(keys.schema, '2');
+
+    await expect(migratorFor(ns).migrate()).resolves.toEqual({ from: 2, to: 3, migrated: true });
+    expect(await redis.zrange(index, 0, -1, 'WITHSCORES')).toEqual(expected);
+    expect(await redis.zcard(listing)).toBe(1_201);
+    expect(await redis.zscore(index, 's0007')).toBeNull();
+    expect(await redis.zscore(keys.schedules, 'gone')).toBeNull();
+    expectConsistent(await auditNamespace(redis, { namespace: ns }));
+
+    // Again (e.g. a step cut short and run by the next process): the same keys.
+    await redis.set(keys.schema, '2');
+    await expect(migratorFor(ns).migrate()).resolves.toEqual({ from: 2, to: 3, migrated: true });
+    expect(await redis.zrange(index, 0, -1, 'WITHSCORES')).toEqual(expected);
+  });
+
   it('waits for a live lock (bounded: MigrationTimeoutError), takes over a lock whose holder died, and a stale token writes nothing', async () => {
     const ns = namespace('mig-lock');
     const keys = new RedisKeys('sluice', ns);

@@ -36,6 +36,10 @@ import type Redis from 'ioredis';
  * - `stats` (when `acknowledged` is given, i.e. the test knows every run and none expired): a
  *   workflow's running totals of completed / failed runs ≠ its runs in those states — a result
  *   committed twice counts twice.
+ * - `schedule-index`: the derived schedule keys disagree with the schedule hashes (the truth): a
+ *   hash missing from `schedules` or its workflow's listing; an unpaused one not in its workflow's
+ *   `next-fires` at its `next`, a paused one in it; an index or listing entry without a hash of
+ *   that workflow.
  */
 
 export type RunState = 'waiting' | 'delayed' | 'active' | 'completed' | 'failed';
@@ -53,6 +57,7 @@ export type AuditRule =
   | 'group-index'
   | 'acknowledged'
   | 'stats'
+  | 'schedule-index'
   | 'key-type';
 
 export interface Violation {
@@ -119,7 +124,7 @@ interface RunRow {
   token: string | null;
 }
 
-type Reader = { kind: 'run'; id: string } | { kind: 'layout'; key: string; read: 'list' | 'zset' | 'set' | 'hash' };
+type Reader = { kind: 'run'; id: string } | { kind: 'layout'; key: string; read: 'list' | 'zset' | 'scored' | 'set' | 'hash' };
 
 /** Reads and checks the namespace; never throws on a violation (see {@link expectConsistent}). */
 export async function auditNamespace(redis: Redis, options: AuditOptions): Promise<AuditReport> {
@@ -158,6 +163,7 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
     if (reader.kind === 'run') multi.hmget(`${base}run:${reader.id}`, 'state', 'workflow', 'group', 'priority', 'token');
     else if (reader.read === 'list') multi.lrange(base + reader.key, 0, -1);
     else if (reader.read === 'zset') multi.zrange(base + reader.key, 0, -1);
+    else if (reader.read === 'scored') multi.zrange(base + reader.key, 0, -1, 'WITHSCORES');
     else if (reader.read === 'set') multi.smembers(base + reader.key);
     else multi.hgetall(base + reader.key);
   }
@@ -345,6 +351,8 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
   const nsLimit = capOf('ns');
   if (checkCaps && nsLimit !== null && leases.length > nsLimit) violate('cap-exceeded', `namespace: ${leases.length} active > cap ${nsLimit}`);
 
+  auditSchedules(layout, list, hash, violate);
+
   // 8. Acknowledged enqueues: none lost, none extra; 9. running totals.
   if (options.acknowledged) {
     const acknowledged = new Set(options.acknowledged);
@@ -387,9 +395,46 @@ export function expectConsistent(report: AuditReport): void {
   );
 }
 
+/** Rule `schedule-index`: the derived schedule keys against the schedule hashes. */
+function auditSchedules(
+  layout: Map<string, unknown>,
+  list: (key: string) => string[],
+  hash: (key: string) => Record<string, string>,
+  violate: (rule: AuditRule, message: string, id?: string) => void,
+): void {
+  const indexOf = (workflow: string) => {
+    const flat = list(`wf:${workflow}:next-fires`);
+    return new Map(flat.flatMap((member, i) => (i % 2 === 0 ? [[member, flat[i + 1]] as const] : [])));
+  };
+  const all = new Set(list('schedules'));
+  for (const key of layout.keys()) {
+    if (key.startsWith('schedule:')) {
+      const id = key.slice('schedule:'.length);
+      const h = hash(key);
+      if (!h.workflow) {
+        violate('schedule-index', `${key} has no workflow`, id);
+        continue;
+      }
+      if (!all.has(id)) violate('schedule-index', `schedule ${id} is missing from schedules`, id);
+      if (!list(`wf:${h.workflow}:schedules`).includes(id)) violate('schedule-index', `schedule ${id} is missing from wf:${h.workflow}:schedules`, id);
+      const score = indexOf(h.workflow).get(id);
+      if (h.paused === '1' && score !== undefined) violate('schedule-index', `paused schedule ${id} is in wf:${h.workflow}:next-fires`, id);
+      if (h.paused !== '1' && score !== h.next) violate('schedule-index', `schedule ${id}: next ${h.next}, index score ${score ?? 'none'}`, id);
+    }
+    const derived = /^wf:([^:]+):(schedules|next-fires)$/.exec(key);
+    if (derived) {
+      const members = derived[2] === 'next-fires' ? [...indexOf(derived[1]).keys()] : list(key);
+      for (const id of members) if (hash(`schedule:${id}`).workflow !== derived[1]) violate('schedule-index', `${key} lists ${id}, which is no schedule of ${derived[1]}`, id);
+    }
+  }
+  for (const id of all) if (!hash(`schedule:${id}`).workflow) violate('schedule-index', `schedules lists ${id}, which has no hash`, id);
+}
+
 /** The reader for a key of the layout (after the hash tag), or undefined for a key outside it. */
-function layoutType(rest: string): 'list' | 'zset' | 'set' | 'hash' | 'string' | undefined {
+function layoutType(rest: string): 'list' | 'zset' | 'scored' | 'set' | 'hash' | 'string' | undefined {
   if (rest === 'seq' || rest === 'turn' || rest === 'stall-gate' || rest === 'schema' || rest === 'migrate-lock' || rest.startsWith('call:')) return 'string';
+  if (rest.startsWith('schedule:')) return 'hash';
+  if (rest === 'schedules') return 'zset';
   if (rest === 'leases') return 'zset';
   if (rest === 'orphans') return 'list';
   if (rest === 'limits') return 'hash';
@@ -407,8 +452,15 @@ function layoutType(rest: string): 'list' | 'zset' | 'set' | 'hash' | 'string' |
     case 'ready':
     case 'parked':
       return 'zset';
+    case 'schedules':
+      return 'zset';
+    case 'next-fires':
+      return 'scored';
+    case 'sweep':
+      return 'string';
     case 'active':
     case 'groups':
+    case 'declared':
       return 'set';
     case 'stats':
       return 'hash';
