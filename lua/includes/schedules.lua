@@ -55,7 +55,7 @@ local function askPlan(key, id, s, now, mode, seen, requests)
   redis.call('HSET', key, 'asked', now)
   local floor = math.max(tonumber(s.last) or 0, tonumber(s.since) or 0)
   local max = 1
-  if s.catchUp == 'all' then max = tonumber(s.catchUpLimit) end
+  if s.catchUp == 'all' then max = tonumber(s.catchUpLimit) or 1 end
   requests[#requests + 1] = { id, s.workflow, s.cron, s.tz or '', s.rev, mode, seen, msText(floor), max }
 end
 
@@ -96,7 +96,7 @@ local function fireDue(base, limitsKey, seqKey, indexKey, key, id, s, now, budge
   end
   -- 'latest' collapses a backlog into its latest occurrence; 'all' keeps up to catchUpLimit.
   local first = due
-  if s.catchUp == 'all' then first = math.max(1, due - tonumber(s.catchUpLimit) + 1) end
+  if s.catchUp == 'all' then first = math.max(1, due - (tonumber(s.catchUpLimit) or 1) + 1) end
   local last = math.min(due, first + budget - 1)
   local fired, skipped = 0, first - 1
   for i = first, last do
@@ -129,9 +129,10 @@ local function fireSchedules(base, limitsKey, seqKey, workflow, now, budget, req
     local s = readSchedule(key)
     if s.workflow ~= workflow or s.paused == '1' then
       redis.call('ZREM', indexKey, id) -- hash gone, moved to another workflow, or paused
-    elseif not s.next or s.next == '' then
+    elseif not tonumber(s.next) then
+      -- No next fire (or not a number): a worker plans it; the index entry waits for that.
       redis.call('ZADD', indexKey, now + PLAN_ASK_MS, id)
-      askPlan(key, id, s, now, 'replan', '', requests)
+      askPlan(key, id, s, now, 'replan', s.next or '', requests)
     elseif tonumber(s.next) > now then
       redis.call('ZADD', indexKey, s.next, id) -- the index was behind the hash
     else
