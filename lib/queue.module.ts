@@ -13,6 +13,10 @@ import { LuaScriptsProvider } from './redis/lua-scripts.provider';
 import { RedisConnections } from './redis/redis.connections';
 import { RunEvents } from './worker/run.events';
 import { WorkerOrchestrator } from './worker/worker.orchestrator';
+import { WorkflowEventAccessor } from './discovery/workflow-event.accessor';
+import { WorkflowEventExplorer } from './discovery/workflow-event.explorer';
+import { RedisServerCheck } from './redis/redis-server.check';
+import { QueueHealthIndicator } from './health/queue-health.indicator';
 
 /** Options of `QueueModule.forRootAsync`, e.g. to read the connection from `ConfigService`. */
 export interface QueueModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
@@ -33,6 +37,10 @@ const CORE_PROVIDERS: Provider[] = [
   MigrationRunner,
   WorkerOrchestrator,
   QueueHealth,
+  WorkflowEventAccessor,
+  WorkflowEventExplorer,
+  RedisServerCheck,
+  QueueHealthIndicator,
 ];
 
 /**
@@ -56,7 +64,7 @@ export class QueueModule {
       module: QueueModule,
       imports: [DiscoveryModule, ...imports],
       providers: [...optionsProviders, ...CORE_PROVIDERS],
-      exports: [QueueClient, RunEvents, QueueHealth],
+      exports: [QueueClient, RunEvents, QueueHealth, QueueHealthIndicator],
     };
   }
 }

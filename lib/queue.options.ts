@@ -5,7 +5,9 @@ import { DEFAULT_MAX_MEMO_BYTES } from './worker/step.recorder';
 import { userRedisInstance } from './redis/user-instance';
 import { Duration, toMilliseconds } from './util/duration';
 import { checkName } from './util/names';
+import { resolveLoggingOptions, type LoggingOptions, type ResolvedLoggingOptions } from './util/logging.options';
 import type { BackoffOptions } from './workflow/workflow.types';
+import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryOptions } from './telemetry/telemetry.options';
 
 /**
  * Where Redis is: these fields (at least `url`, `host` or `port`), or an ioredis instance that
@@ -88,6 +90,19 @@ export interface QueueModuleOptions {
    * knows (`QueueConfigError`) and warns about an older one. Default `true`.
    */
   migrate?: boolean;
+  /**
+   * OpenTelemetry spans, metrics and trace propagation, emitted when `@opentelemetry/api` is
+   * installed (an optional peer dependency). `{ enabled: false }` turns them off. Default on.
+   */
+  telemetry?: TelemetryOptions;
+  /**
+   * Make the boot checks' data-loss warning an error: a Redis whose `maxmemory-policy` may evict
+   * any key (`allkeys-*`) fails the bootstrap with `QueueConfigError` instead of logging a
+   * warning. A Redis older than the minimum version fails the bootstrap either way. Default `false`.
+   */
+  strict?: boolean;
+  /** What is logged, and at which level; see {@link LoggingOptions}. */
+  logging?: LoggingOptions;
 }
 
 export interface ResolvedQueueOptions {
@@ -102,6 +117,9 @@ export interface ResolvedQueueOptions {
   redisTimeoutMs: number;
   fastPath: boolean;
   migrate: boolean;
+  telemetry: ResolvedTelemetryOptions;
+  strict: boolean;
+  logging: ResolvedLoggingOptions;
 }
 
 export const DEFAULT_BACKOFF: Required<BackoffOptions> = { delayMs: 1_000, factor: 2, maxDelayMs: 3_600_000 };
@@ -134,6 +152,9 @@ export function resolveQueueOptions(options: QueueModuleOptions): ResolvedQueueO
     redisTimeoutMs: positive(duration(options.redisTimeoutMs ?? 10_000, 'redisTimeoutMs'), 'redisTimeoutMs'),
     fastPath: options.fastPath ?? true,
     migrate: flag(options.migrate ?? true, 'migrate'),
+    telemetry: resolveTelemetryOptions(options.telemetry),
+    strict: flag(options.strict ?? false, 'strict'),
+    logging: resolveLoggingOptions(options.logging),
   };
 }
 

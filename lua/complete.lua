@@ -14,14 +14,16 @@
   ARGV[2] retention in ms
   ARGV[3] runs to claim for the caller (0 = none)
   ARGV[4] lease length in ms for claimed runs
-  ARGV[5] 1 if this call repeats one whose reply was lost (look for its claims first), else 0
+  ARGV[5] flags, added up: 1 if this call repeats one whose reply was lost (look for its claims
+          first); 2 to have each claim carry the telemetry extras (see withExtras in claim.lua)
   ARGV[6] W, the number of workflow names that follow
   ARGV[7 .. 6+W] workflow names the caller runs (rotated by the caller)
   ARGV[7+W] S, the number of step results that follow
   ARGV[8+W .. 7+W+4S] per step, four values: run id, lease token, step key, encoded result
   ARGV[8+W+4S ..] per run, three values: run id, lease token, encoded result ('' = undefined)
   Reply: { { { per run: 1 completed | 0 lease lost }, { per step: 1 saved | 0 lease lost } },
-           claims… } with claims as in claim.lua; a lost lease writes nothing
+           claims… } with claims as in claim.lua (with the extras if asked for); a lost lease
+           writes nothing
 ]]
 -- @include common
 -- @include claim
@@ -61,7 +63,9 @@ countFinished(base, tally)
 local reply = { { statuses, saved } }
 -- No wake to pass on: this worker comes back for more with its next completions. Claiming
 -- (even of nothing) settles the groups whose slots freed above.
-if ARGV[5] == '1' and replayClaims(base, KEYS[1], KEYS[4], now, tonumber(ARGV[4]), reply) then
+local flags = tonumber(ARGV[5]) or 0
+withExtras = flags >= 2
+if flags % 2 == 1 and replayClaims(base, KEYS[1], KEYS[4], now, tonumber(ARGV[4]), reply) then
   settleGroups(base, KEYS[2], KEYS[3], freed)
 else
   claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, tonumber(ARGV[3]), now, tonumber(ARGV[4]), reply, false, freed)

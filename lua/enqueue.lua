@@ -9,7 +9,9 @@
   handoffEntry), so it starts without a reserve round trip. The data is exactly what a reserve
   claim writes: complete, fail, retry and stall recovery treat it alike. A handoff is taken by a
   blocked worker, or by any claim of the workflow (takeHandoff); if its worker dies, the stalled
-  scan recovers it.
+  scan recovers it. A run with a trace context (ARGV[14]) is never fast-pathed: a handoff entry
+  has no room for it that older workers, which read the same wake lists, would not misparse, so
+  it goes through a claim, whose row carries it (see withExtras in claim.lua).
 
   KEYS[1] run:<id>          hash
   KEYS[2] leases            zset
@@ -29,6 +31,9 @@
   ARGV[12] 1 if the caller will wait on the run (run()): its outcome is to be published
   ARGV[13] nonce of the enqueue call: a retry after a lost reply finds the run its own first
            attempt created and still answers 'created'
+  ARGV[14] optional: the enqueuing call's trace context (an OpenTelemetry propagation carrier as
+           JSON), stored as the run field 'trace' for the workers' spans; absent or '' for none.
+           Old processes neither send nor read it (a compatible layout change)
   Reply: { created: 1 new run | 0 existing run, state } (state 'active' = fast-pathed)
 ]]
 -- @include common
@@ -38,6 +43,7 @@ local existing = redis.call('HMGET', KEYS[1], 'state', 'nonce')
 if existing[1] then return { (nonce ~= '' and existing[2] == nonce) and 1 or 0, existing[1] } end
 
 local base, id, workflow, group = ARGV[1], ARGV[2], ARGV[3], ARGV[9]
+local trace = ARGV[14] or ''
 local lane = laneOf(base, workflow, group)
 local wakeKey = wfKey(base, workflow, 'wake')
 local now = nowMs()
@@ -48,7 +54,7 @@ local state = 'waiting'
 local leaseMs = tonumber(ARGV[11])
 if due > now then
   state = 'delayed'
-elseif ARGV[10] == '1' and not laneHasDue(lane) and redis.call('LLEN', wakeKey) == 0
+elseif ARGV[10] == '1' and trace == '' and not laneHasDue(lane) and redis.call('LLEN', wakeKey) == 0
     and namespaceRoom(KEYS[2], KEYS[3]) and workflowRoom(base, KEYS[3], workflow)
     and (group == '' or groupRoom(base, KEYS[3], workflow, group)) then
   local parkedKey = wfKey(base, workflow, 'parked')
@@ -64,6 +70,7 @@ end
 
 local tokenBase = storeRun(KEYS[1], workflow, ARGV[4], state, ARGV[5], ARGV[8], group, now, due, 'nonce', nonce)
 if ARGV[12] == '1' then redis.call('HSET', KEYS[1], 'waited', 1) end
+if trace ~= '' then redis.call('HSET', KEYS[1], 'trace', trace) end
 
 if state == 'active' then
   local token = string.format('%.0f', tokenBase + 1)

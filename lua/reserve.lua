@@ -19,11 +19,14 @@
   ARGV[6] max delayed runs to promote per workflow
   ARGV[7] retention in ms of a run failed by the stall limit
   ARGV[8] the calling worker's id: it is awake, so its park announcements (park.lua) are void
-  ARGV[9] 1 if this call repeats one whose reply was lost (look for its claims first), else 0
+  ARGV[9] flags, added up: 1 if this call repeats one whose reply was lost (look for its claims
+          first); 2 to have each claim carry the telemetry extras (see withExtras in claim.lua)
   ARGV[10..] workflow names this worker runs (rotated by the caller, so no workflow always goes first)
-  Reply: { head, claims… } with claims as in claim.lua; head = { ms until the worker's next
-         delayed run or schedule fire or -1, Redis time in ms, plan requests… } (see askPlan in
-         schedules.lua); a replay answers { 0, time } (reserve again at once)
+  Reply: { head, claims… } with claims as in claim.lua (with the extras if asked for); head = { ms until the worker's next
+         delayed run or schedule fire or -1, Redis time in ms, stalled, plan requests… } (see
+         askPlan in schedules.lua), where stalled lists the runs this call's stalled scan
+         recovered, flat: { id, workflow, stalls, 1 requeued | 0 failed for good, … } (the worker
+         reports them); a replay answers { 0, time } (reserve again at once)
 ]]
 -- @include common
 -- @include claim
@@ -37,12 +40,15 @@ for i = 10, #ARGV do
   redis.call('ZREM', wfKey(base, ARGV[i], 'parked'), ARGV[8])
 end
 
+local flags = tonumber(ARGV[9]) or 0
+withExtras = flags >= 2
 local replayed = { { 0, now } }
-if ARGV[9] == '1' and replayClaims(base, KEYS[1], KEYS[5], now, tonumber(ARGV[3]), replayed) then return replayed end
+if flags % 2 == 1 and replayClaims(base, KEYS[1], KEYS[5], now, tonumber(ARGV[3]), replayed) then return replayed end
 
 -- 1. Promote due delayed runs, fire due schedules.
 local nextDue = -1
-local head = { -1, now }
+local stalled = {}
+local head = { -1, now, stalled }
 local fireBudget = FIRE_BUDGET
 for _, wf in ipairs(workflows) do
   local fireIn
@@ -90,6 +96,10 @@ if scanInterval > 0 and redis.call('SET', KEYS[4], '1', 'NX', 'PX', scanInterval
         redis.call('HSET', runKey, 'state', 'waiting')
         makeDue(base, KEYS[2], KEYS[3], f[1], group, id, f[2], true)
       end
+      stalled[#stalled + 1] = id
+      stalled[#stalled + 1] = f[1]
+      stalled[#stalled + 1] = stalls
+      stalled[#stalled + 1] = stalls > tonumber(ARGV[5]) and 0 or 1
     else
       redis.call('ZREM', KEYS[1], id)
     end

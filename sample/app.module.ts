@@ -1,10 +1,13 @@
 import { Module } from '@nestjs/common';
 import { QueueModule } from '../lib';
 import { FulfilmentJournal } from './fulfilment.journal';
+import { HealthDemo } from './health.demo';
+import { HealthServer } from './health.server';
 import { InventoryService } from './inventory.service';
 import { OrderDemo } from './order.demo';
 import { OrderWorkflow } from './order.workflow';
 import { PaymentGateway } from './payment.gateway';
+import { RunLogListener } from './run-log.listener';
 import { ScheduleDemo } from './schedule.demo';
 import { StockReportWorkflow } from './stock-report.workflow';
 
@@ -22,10 +25,23 @@ export const SAMPLE_NAMESPACE = 'sample';
           namespace: SAMPLE_NAMESPACE,
           worker: { concurrency: 10, shutdownTimeoutMs: 5_000 },
           defaults: { resultTtlMs: 60 * 60_000 },
+          // RunLogListener logs retried attempts (with the backoff): Sluice's own line would repeat it.
+          logging: { attemptFailed: 'debug' },
         };
       },
     }),
   ],
-  providers: [OrderWorkflow, StockReportWorkflow, InventoryService, PaymentGateway, FulfilmentJournal, OrderDemo, ScheduleDemo],
+  providers: [
+    OrderWorkflow,
+    StockReportWorkflow,
+    InventoryService,
+    PaymentGateway,
+    FulfilmentJournal,
+    RunLogListener, // found by its @OnWorkflowEvent methods, like a @Workflow by its decorator
+    HealthServer,
+    OrderDemo,
+    ScheduleDemo,
+    HealthDemo,
+  ],
 })
 export class AppModule {}

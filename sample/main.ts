@@ -3,6 +3,7 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { AppModule, SAMPLE_NAMESPACE } from './app.module';
+import { HealthDemo } from './health.demo';
 import { OrderDemo } from './order.demo';
 import { ScheduleDemo } from './schedule.demo';
 
@@ -20,6 +21,7 @@ export async function main(): Promise<number> {
   try {
     problems = await app.get(OrderDemo).runAll();
     problems.push(...(await app.get(ScheduleDemo).runAll())); // the stock report has been firing meanwhile
+    problems.push(...(await app.get(HealthDemo).runAll())); // last: the worker has been under load, and still runs
   } finally {
     await app.close(); // stops reserving, lets in-flight runs finish, closes the Redis connections
   }

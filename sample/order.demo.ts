@@ -6,6 +6,7 @@ import { latency } from './inventory.service';
 import { OrderInput, OrderWorkflow } from './order.workflow';
 import { PaymentGateway } from './payment.gateway';
 import { DemoReport } from './demo.report';
+import { RunLogListener } from './run-log.listener';
 
 const WAIT = { timeoutMs: 15_000 };
 
@@ -22,6 +23,7 @@ export class OrderDemo {
     private readonly client: QueueClient,
     private readonly journal: FulfilmentJournal,
     private readonly payments: PaymentGateway,
+    private readonly runLog: RunLogListener,
   ) {}
 
   async runAll(): Promise<string[]> {
@@ -31,6 +33,7 @@ export class OrderDemo {
     await this.priorityUnderTheCap();
     await this.delayedRun();
     await this.tenantsShareFairly();
+    await this.runEventsHeard();
     return this.report.problems;
   }
 
@@ -51,7 +54,8 @@ export class OrderDemo {
   /** 2. A flaky payment: attempt 2 replays reserveStock and the invoice number, and runs the rest. */
   private async retryResumesAfterFinishedSteps(): Promise<void> {
     this.report.section('2. retry: the payment gateway times out once, finished steps are not re-executed');
-    const result = await this.client.run(OrderWorkflow, orderOf('B-200', 'SKU-TEE', 'tok_flaky'), WAIT);
+    // A caller-given id, so the run's events can be picked out below.
+    const result = await this.client.run(OrderWorkflow, orderOf('B-200', 'SKU-TEE', 'tok_flaky'), { id: 'order-B-200', ...WAIT });
     this.logger.log(`result: ${JSON.stringify(result)}`);
     const ran = (event: string) => this.journal.attemptsOf('B-200', event);
     this.logger.log(
@@ -64,6 +68,12 @@ export class OrderDemo {
     this.report.check(isDeepStrictEqual(ran('step chargePayment executed'), [1, 2]), 'chargePayment failed on attempt 1 and executed again on attempt 2');
     this.report.check(isDeepStrictEqual(ran('step shipOrder executed'), [2]), 'shipOrder executed once');
     this.report.check(this.payments.chargesFor(result.invoiceNo) === 1, 'the customer was charged exactly once');
+    // Attempt 2 ran after the 'retrying' event was emitted, so it has been heard by now.
+    const retries = this.runLog.retries.filter((e) => e.runId === 'order-B-200');
+    this.report.check(
+      retries.length === 1 && retries[0].attempt === 1 && retries[0].error.name === 'GatewayTimeoutError',
+      "the @OnWorkflowEvent('retrying') listener heard attempt 1's GatewayTimeoutError",
+    );
   }
 
   /** 3. NonRetryableError fails the run at once; the waiter gets WorkflowFailedError. */
@@ -149,6 +159,26 @@ export class OrderDemo {
     const stats = await this.client.stats({ workflow: OrderWorkflow });
     this.logger.log(`client.stats → ${JSON.stringify(stats.workflows['order.fulfil'])}`);
     this.report.check(stats.workflows['order.fulfil'].active === 0 && stats.workflows['order.fulfil'].waiting === 0, 'every order is done');
+  }
+
+  /**
+   * 7. What RunLogListener heard, against the running totals in Redis. Events are emitted once
+   * the outcome is committed, but a waiter can be told of it first: allow them a moment to land.
+   */
+  private async runEventsHeard(): Promise<void> {
+    this.report.section('7. run events: what the @OnWorkflowEvent listener heard of order.fulfil');
+    const totals = (await this.client.stats({ workflow: OrderWorkflow })).workflows['order.fulfil'];
+    const heardAll = () => this.runLog.completed.length === totals.completed && this.runLog.failedForGood.length === totals.failed;
+    const deadline = Date.now() + 2_000;
+    while (!heardAll() && Date.now() < deadline) await latency(10);
+    const [failed] = this.runLog.failedForGood;
+    this.logger.log(
+      `heard ${this.runLog.completed.length} completed, ${this.runLog.retries.length} retrying, ${this.runLog.failedForGood.length} failed for good (${failed?.runId}: ${failed?.error.name}); ` +
+        `client.stats → completed ${totals.completed}, failed ${totals.failed}`,
+    );
+    this.report.check(heardAll(), 'the listener heard every completion and failure for good that Redis counted');
+    this.report.check(this.runLog.completed.some((e) => e.runId === 'order-B-200' && e.attempt === 2), 'it heard the flaky order complete on attempt 2');
+    this.report.check(failed?.attempt === 1 && failed.error.name === 'NonRetryableError', "it heard the declined order's failure for good, on attempt 1");
   }
 
   private async untilActive(ids: string[]): Promise<void> {

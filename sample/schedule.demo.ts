@@ -25,9 +25,9 @@ export class ScheduleDemo {
     return this.report.problems;
   }
 
-  /** 7. The schedule on StockReportWorkflow: two fires, their runs, its plan, then a pause. */
+  /** 8. The schedule on StockReportWorkflow: two fires, their runs, its plan, then a pause. */
   private async declaredSchedule(): Promise<void> {
-    this.report.section('7. cron schedule declared in code: a stock report every 2 s ("*/2 * * * * *")');
+    this.report.section('8. cron schedule declared in code: a stock report every 2 s ("*/2 * * * * *")');
     const info = await this.untilFired(STOCK_REPORT_SCHEDULE, 2);
     this.logger.log(
       `getSchedule → source ${info.source}, fired ${info.fired}, skipped ${info.skipped}, ` +
@@ -62,9 +62,9 @@ export class ScheduleDemo {
     this.report.check(after?.paused === true && after.fired === paused.fired && missedRun === null, 'the paused schedule did not fire');
   }
 
-  /** 8. A schedule made at runtime, read in a time zone, then removed. */
+  /** 9. A schedule made at runtime, read in a time zone, then removed. */
   private async runtimeSchedule(): Promise<void> {
-    this.report.section(`8. runtime schedule: a stock digest at 09:00 on weekdays in ${BERLIN}`);
+    this.report.section(`9. runtime schedule: a stock digest at 09:00 on weekdays in ${BERLIN}`);
     const id = 'stock-digest.berlin';
     const created = await this.client.schedule(id, StockReportWorkflow, { cron: '0 9 * * MON-FRI', tz: BERLIN, input: { reorderBelow: 900 } });
     this.logger.log(`schedule → source ${created.source}, cron "${created.cron}" in ${created.tz}, input ${JSON.stringify(created.input)}`);

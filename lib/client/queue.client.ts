@@ -1,6 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InvalidInputError, OutcomeUnknownError, RedisCommandError, SluiceError } from '../errors';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
+import { FleetWorkflowLookup } from '../discovery/fleet-workflows.lookup';
+import type { WorkflowContract } from '../workflow/workflow.contract';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
 import type { LayoutMigrator, MigrationResult } from '../migration/layout.migrator';
@@ -20,6 +22,8 @@ import { RunWaiter } from './run.waiter';
 import { buildScheduleSpec, ScheduleOptions } from '../schedule/schedule.options';
 import type { ScheduleInfo } from '../schedule/schedule-info';
 import { ListSchedulesOptions, SchedulePage, ScheduleStore } from '../schedule/schedule.store';
+import { telemetryApi, type OtelApi } from '../telemetry/otel.loader';
+import { captureTrace } from '../telemetry/trace.carrier';
 
 /** A handle on an enqueued run. */
 export interface RunHandle<Out = unknown> {
@@ -35,8 +39,12 @@ export interface WaitOptions {
   timeoutMs?: number;
 }
 
-/** A workflow given by its class (types inferred) or by its registered name. */
-export type WorkflowRef = WorkflowClass | string;
+/**
+ * A workflow given by its class or by a contract from `defineWorkflow` (types inferred), or by
+ * its name (typed `unknown`). A name or contract that no `@Workflow` of this process declares must
+ * have been registered in Redis by some worker's bootstrap.
+ */
+export type WorkflowRef = WorkflowClass | WorkflowContract<any, any> | string;
 type In<W> = W extends string ? unknown : WorkflowInput<W>;
 type Out<W> = W extends string ? unknown : WorkflowOutput<W>;
 
@@ -49,6 +57,9 @@ export class QueueClient {
   private readonly keys: RedisKeys;
   private migrator?: LayoutMigrator;
   private schedules?: ScheduleStore;
+  private readonly fleet: FleetWorkflowLookup;
+  /** Set only with telemetry on: enqueues then store the caller's trace context with the run. */
+  private readonly otel: OtelApi | undefined;
 
   constructor(
     @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
@@ -58,6 +69,8 @@ export class QueueClient {
     private readonly waiter: RunWaiter,
   ) {
     this.keys = new RedisKeys(options.prefix, options.namespace);
+    this.fleet = new FleetWorkflowLookup(connections.command, this.keys);
+    this.otel = telemetryApi(options);
   }
 
   /**
@@ -66,7 +79,10 @@ export class QueueClient {
    * idempotent on the id); past it the call rejects with `OutcomeUnknownError` naming the run id.
    */
   async enqueue<W extends WorkflowRef>(workflow: W, input: In<W>, opts?: EnqueueOptions): Promise<RunHandle<Out<W>>> {
-    const request = buildEnqueueRequest(this.registry.resolve(workflow), input, opts, this.options.maxPayloadBytes);
+    const target = this.registry.resolve(workflow);
+    const request = buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes);
+    // Only for a workflow this process does not declare (one SISMEMBER, the first time per name).
+    if (!target.known) await this.fleet.confirm(target.name, 'enqueue');
     return this.handle(request.id, await this.store(request));
   }
 
@@ -86,12 +102,14 @@ export class QueueClient {
         throw error;
       }
     });
+    if (!definition.known) await this.fleet.confirm(definition.name, 'enqueueMany');
     if (requests.length === 0) return [];
     const scripts = this.scripts.get();
     const nonce = newNonce();
+    const trace = this.otel && captureTrace(this.otel); // one context for the whole batch
     const replies = await scripts.pipeline(
       'enqueueMany',
-      (pipeline) => requests.forEach((request) => scripts.queue(pipeline, 'enqueue', this.enqueueKeys(request), this.enqueueArgs(request, nonce))),
+      (pipeline) => requests.forEach((request) => scripts.queue(pipeline, 'enqueue', this.enqueueKeys(request), this.enqueueArgs(request, nonce, false, trace))),
       { idempotent: true },
     );
     return requests.map((request, index) => {
@@ -104,7 +122,9 @@ export class QueueClient {
   /** Enqueues a run and waits for its result: `enqueue(...).then(h => h.result({ timeoutMs }))`. */
   async run<W extends WorkflowRef>(workflow: W, input: In<W>, opts?: EnqueueOptions & WaitOptions): Promise<Out<W>> {
     if (opts?.timeoutMs !== undefined) checkTimeout(opts.timeoutMs);
-    const request = buildEnqueueRequest(this.registry.resolve(workflow), input, opts, this.options.maxPayloadBytes);
+    const target = this.registry.resolve(workflow);
+    const request = buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes);
+    if (!target.known) await this.fleet.confirm(target.name, 'run');
     // Refused before anything is written: a caller retrying with a fresh id must not duplicate work.
     if (this.waiter.closed) throw new SluiceError('QueueModule is shutting down; run() was refused before enqueueing');
     return (await this.waiter.wait(request.id, opts?.timeoutMs, this.store(request, true))) as Out<W>;
@@ -178,7 +198,9 @@ export class QueueClient {
    *   runs — not the busiest — and says in `groupsOmitted` how many it left out
    */
   async stats(opts: { workflow?: WorkflowRef; groups?: boolean } = {}): Promise<QueueStats> {
-    const workflows = opts.workflow === undefined ? [] : [this.registry.resolve(opts.workflow).name];
+    const target = opts.workflow === undefined ? undefined : this.registry.resolve(opts.workflow);
+    if (target && !target.known) await this.fleet.confirm(target.name, 'stats');
+    const workflows = target ? [target.name] : [];
     const reply = await this.scripts.get().run<unknown[]>('stats', [this.keys.leases, this.keys.limits], [this.keys.base, opts.groups ? 1 : 0, ...workflows], { idempotent: true });
     return parseStats(reply, opts.groups === true);
   }
@@ -198,7 +220,9 @@ export class QueueClient {
    *   Redis call; ScheduleConflictError if `id` belongs to another workflow (nothing written)
    */
   async schedule<W extends WorkflowRef>(id: string, workflow: W, opts: ScheduleOptions<In<W>>): Promise<ScheduleInfo<In<W>>> {
-    const spec = buildScheduleSpec(id, this.registry.resolve(workflow), opts, 'opts', this.options.maxPayloadBytes);
+    const target = this.registry.resolve(workflow);
+    const spec = buildScheduleSpec(id, target, opts, 'opts', this.options.maxPayloadBytes);
+    if (!target.known) await this.fleet.confirm(target.name, 'schedule');
     const store = this.scheduleStore();
     await store.write(spec);
     return (await store.get(id)) as ScheduleInfo<In<W>>;
@@ -257,7 +281,7 @@ export class QueueClient {
   /** The enqueue script; resolves true if the run is new, false if the id existed. `waited`: publish its outcome. */
   private async store(request: EnqueueRequest, waited = false): Promise<boolean> {
     try {
-      const args = this.enqueueArgs(request, newNonce(), waited);
+      const args = this.enqueueArgs(request, newNonce(), waited, this.otel && captureTrace(this.otel));
       const [created] = await this.scripts.get().run<[number, string]>('enqueue', this.enqueueKeys(request), args, { idempotent: true });
       return created === 1;
     } catch (error) {
@@ -275,12 +299,15 @@ export class QueueClient {
     return [keys.run(request.id), keys.leases, keys.limits, keys.seq];
   }
 
-  private enqueueArgs(request: EnqueueRequest, nonce: string, waited = false): (string | number)[] {
-    return [
+  /** `trace`: the caller's trace context (see captureTrace), sent as ARGV[14] only when there is one. */
+  private enqueueArgs(request: EnqueueRequest, nonce: string, waited = false, trace?: string): (string | number)[] {
+    const args = [
       this.keys.base, request.id, request.workflow, request.input, request.priority, request.delayMs,
       request.runAtMs ?? '', request.attempts, request.group ?? '', this.options.fastPath ? 1 : 0, this.options.worker.lockMs,
       waited ? 1 : 0, nonce,
     ];
+    if (trace !== undefined) args.push(trace);
+    return args;
   }
 }
 

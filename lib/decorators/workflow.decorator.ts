@@ -7,7 +7,8 @@ import { checkInteger } from '../util/duration';
 import { checkDeclaredSchedules } from '../schedule/schedule.options';
 
 const MAX_DELAY_MS = 365 * 86_400_000;
-import type { WorkflowOptions } from '../workflow/workflow.types';
+import type { ContractImplementation, WorkflowOptions } from '../workflow/workflow.types';
+import { isWorkflowContract, type WorkflowContract } from '../workflow/workflow.contract';
 
 /** What `@Workflow` records on its class. */
 export interface WorkflowMetadata {
@@ -22,8 +23,23 @@ export interface WorkflowMetadata {
  * @param name unique per namespace; letters, digits, `.`, `_`, `-`. Stored with every run, so
  *   renaming a workflow strands its queued runs.
  */
-export function Workflow(name: string, options: WorkflowOptions = {}): ClassDecorator {
-  checkName(name, '@Workflow name');
+export function Workflow(name: string, options?: WorkflowOptions): ClassDecorator;
+/**
+ * Declares the workflow of a contract made by `defineWorkflow`: the name is the contract's, and
+ * the compiler checks that the class's `run` takes the contract's input and returns its output.
+ * Producers then enqueue with the contract alone, without importing this class. The contract's
+ * `attempts` is the workflow's; a different `options.attempts` throws `InvalidOptionError`.
+ */
+export function Workflow<In, Out>(contract: WorkflowContract<In, Out>, options?: WorkflowOptions<In>): (target: ContractImplementation<In, Out>) => void;
+export function Workflow(nameOrContract: string | WorkflowContract<unknown, unknown>, options: WorkflowOptions = {}): ClassDecorator {
+  const contract = isWorkflowContract(nameOrContract) ? nameOrContract : undefined;
+  const name = checkName(contract ? contract.name : nameOrContract, '@Workflow name');
+  if (contract?.attempts !== undefined) {
+    if (options.attempts !== undefined && options.attempts !== contract.attempts) {
+      throw new InvalidOptionError(`@Workflow('${name}') attempts`, `${options.attempts} differs from the contract's attempts (${contract.attempts}); set it in one place`);
+    }
+    options = { ...options, attempts: contract.attempts };
+  }
   if (options.concurrency !== undefined) checkInteger(options.concurrency, `@Workflow('${name}') concurrency`, 1, MAX_LIMIT);
   if (options.groupConcurrency !== undefined) checkInteger(options.groupConcurrency, `@Workflow('${name}') groupConcurrency`, 1, MAX_LIMIT);
   if (options.attempts !== undefined) checkInteger(options.attempts, `@Workflow('${name}') attempts`, 1, 1_000);

@@ -3,6 +3,8 @@ import { UnknownWorkflowError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import { ResolvedQueueOptions, resolveBackoff } from '../queue.options';
 import type { BackoffOptions, WorkflowClass, WorkflowInstance, WorkflowOptions } from '../workflow/workflow.types';
+import { isWorkflowContract, type WorkflowContract } from '../workflow/workflow.contract';
+import { checkName } from '../util/names';
 import { WorkflowMetadataAccessor } from './workflow-metadata.accessor';
 import type { DeclaredSchedule } from '../schedule/schedule.options';
 
@@ -17,6 +19,17 @@ export interface WorkflowDefinition {
   backoff: Required<BackoffOptions>;
   /** Schedules its `@Workflow` declares, ids filled in (checked at the decorator). */
   schedules: Array<DeclaredSchedule & { id: string }>;
+}
+
+/** What enqueue and schedule need to know of a workflow given by class, contract or name. */
+export interface ResolvedWorkflow {
+  name: string;
+  attempts: number;
+  /**
+   * `false` for a name or contract no `@Workflow` of this process declares: the caller must ask
+   * Redis whether any worker of the fleet registered it (see `FleetWorkflows`) before writing.
+   */
+  known: boolean;
 }
 
 /** The workflows of this application, by name. Filled by the explorer at module init. */
@@ -57,14 +70,26 @@ export class WorkflowRegistry {
   }
 
   /**
-   * What enqueue needs to know of a workflow given by class or name. A decorated class that is
-   * not a provider here is still accepted (another application may run it); a bare name must be
-   * registered, because a typo would otherwise queue runs nobody ever takes.
+   * What enqueue needs to know of a workflow given by class, contract or name, without I/O. A
+   * decorated class that is not a provider here is accepted as known (another application may run
+   * it). A name or contract this process does not declare comes back `known: false`, with the
+   * contract's attempts or the module default: a typo would otherwise queue runs nobody ever
+   * takes, so the caller checks the fleet's registrations before writing.
+   * @throws UnknownWorkflowError for a class without `@Workflow` (or anything else that is not a workflow)
+   * @throws InvalidNameError for a name that cannot be a workflow name
    */
-  resolve(workflow: WorkflowClass | string): { name: string; attempts: number } {
-    if (typeof workflow === 'string') return this.get(workflow);
+  resolve(workflow: WorkflowClass | WorkflowContract<any, any> | string): ResolvedWorkflow {
+    if (typeof workflow === 'string' || isWorkflowContract(workflow)) {
+      const name = typeof workflow === 'string' ? workflow : workflow.name;
+      const local = this.byName.get(name);
+      if (local) return { name, attempts: local.attempts, known: true };
+      checkName(name, 'workflow');
+      const attempts = typeof workflow === 'string' ? undefined : workflow.attempts;
+      return { name, attempts: attempts ?? this.options.defaults.attempts, known: false };
+    }
     const metadata = this.accessor.getWorkflow(workflow);
     if (!metadata) throw new UnknownWorkflowError(String((workflow as Function)?.name ?? workflow));
-    return this.byName.get(metadata.name) ?? { name: metadata.name, attempts: metadata.options.attempts ?? this.options.defaults.attempts };
+    const local = this.byName.get(metadata.name);
+    return { name: metadata.name, attempts: local?.attempts ?? metadata.options.attempts ?? this.options.defaults.attempts, known: true };
   }
 }

@@ -15,10 +15,17 @@ export class InvalidInputError extends SluiceError {
   }
 }
 
-/** `enqueue('name', …)` with a name no `@Workflow` in this application declares. */
+/**
+ * `enqueue('name', …)` with a name (or contract) that no `@Workflow` in this application declares
+ * and no worker of the fleet registered in Redis, or a class without `@Workflow`.
+ */
 export class UnknownWorkflowError extends InvalidInputError {
-  constructor(readonly workflow: string) {
-    super('workflow', `unknown workflow "${workflow}" (no @Workflow provider with that name is registered in this application)`);
+  /** @param detail why it is unknown; default: not declared in this application */
+  constructor(
+    readonly workflow: string,
+    detail = 'no @Workflow provider with that name is registered in this application',
+  ) {
+    super('workflow', `unknown workflow "${workflow}" (${detail})`);
   }
 }
 

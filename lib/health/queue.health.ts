@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
 import { RedisConnections } from '../redis/redis.connections';
+import { MAX_RECONNECT_DELAY_MS } from '../redis/redis.factory';
 import { BLOCK_GRACE_MS, MAX_BLOCK_MS } from '../worker/worker.loop';
 import { WorkerOrchestrator, WorkerState } from '../worker/worker.orchestrator';
 
@@ -20,8 +21,10 @@ export interface QueueHealthReport {
 
 /**
  * Liveness of this process's Sluice: whether Redis answers (a bounded `PING` on the command
- * connection), and whether the worker runs — a worker waiting for Redis since bootstrap, or a
- * reserve loop that has not come round within its bound, is unhealthy even while `PING` works.
+ * connection), and whether the worker runs — a worker waiting for Redis since bootstrap, a
+ * reserve loop that has not come round within its bound, or a worker whose blocking connection
+ * has been down for longer than `redisTimeoutMs` + 2 s (it cannot be woken by new work) is
+ * unhealthy even while `PING` works. For `@nestjs/terminus`, see `QueueHealthIndicator`.
  */
 @Injectable()
 export class QueueHealth {
@@ -41,14 +44,26 @@ export class QueueHealth {
     // A loop comes round at least once per block (or stall interval), plus its calls' bounds.
     const boundMs = Math.max(MAX_BLOCK_MS, this.options.worker.stalledIntervalMs) + BLOCK_GRACE_MS + 2 * this.options.redisTimeoutMs;
     const wedged = state === 'running' && lastWakeAt !== undefined && Date.now() - lastWakeAt > boundMs;
-    const workerOk = state === 'disabled' || (state === 'running' && !wedged);
+    // The loop still comes round when its blocking reads fail (each gives up within its bound),
+    // so a blocking connection that cannot come back is looked at directly: a reconnect is tried
+    // at least every 2 s, each bounded by redisTimeoutMs, so down for longer is not a blip.
+    const cutOffBoundMs = this.options.redisTimeoutMs + MAX_RECONNECT_DELAY_MS;
+    const blockingDownSince = state === 'running' ? this.connections.blocking.downSince : undefined;
+    const cutOffMs = blockingDownSince === undefined ? 0 : Date.now() - blockingDownSince;
+    const cutOff = cutOffMs > cutOffBoundMs;
+    const workerOk = state === 'disabled' || (state === 'running' && !wedged && !cutOff);
+    const workerError = wedged
+      ? `reserve loop has not come round for over ${boundMs} ms`
+      : cutOff
+        ? `blocking connection down for ${cutOffMs} ms (over ${cutOffBoundMs} ms): the worker cannot be woken by new work`
+        : error;
     return {
       healthy: redis.up && workerOk,
       redis,
       worker: {
         state,
         ...(lastWakeAt !== undefined && { lastWakeAt: new Date(lastWakeAt) }),
-        ...((error || wedged) && { error: wedged ? `reserve loop has not come round for over ${boundMs} ms` : error }),
+        ...(workerError && { error: workerError }),
       },
     };
   }

@@ -6,8 +6,9 @@ import type { ResolvedQueueOptions } from '../queue.options';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
+import { RedisServerCheck } from '../redis/redis-server.check';
 import { retryInBackground } from '../util/retry';
-import { ThrottledLog } from '../util/throttled-log';
+import { OutageLog } from '../util/outage-log';
 import { LayoutMigrator } from './layout.migrator';
 import { CURRENT_LAYOUT } from './layout.versions';
 
@@ -44,6 +45,7 @@ export class MigrationRunner implements OnApplicationBootstrap, BeforeApplicatio
     private readonly registry: WorkflowRegistry,
     private readonly connections: RedisConnections,
     private readonly scripts: LuaScriptsProvider,
+    private readonly serverCheck: RedisServerCheck,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -103,6 +105,10 @@ export class MigrationRunner implements OnApplicationBootstrap, BeforeApplicatio
   }
 
   private async run(failFast: boolean): Promise<void> {
+    // The server's boot checks come first, as the first Redis work of every process: an
+    // unsupported Redis fails here with a clear QueueConfigError rather than in a script. Only
+    // the bootstrap passes failFast, so it also tells a refusal that fails the bootstrap.
+    await this.serverCheck.ensure(failFast, failFast);
     if (this.options.migrate) {
       await this.migrator.migrate({ failFast });
     } else {
@@ -121,7 +127,7 @@ export class MigrationRunner implements OnApplicationBootstrap, BeforeApplicatio
   private async retryLater(): Promise<void> {
     await retryInBackground(() => this.ensure(), {
       stopped: () => this.done || this.stopped,
-      log: new ThrottledLog(this.logger),
+      log: new OutageLog(this.logger),
       describe: (error) => `Key layout migration of ${this.options.namespace} still pending: ${error.message}`,
       maxPauseMs: MAX_RETRY_PAUSE_MS,
     });

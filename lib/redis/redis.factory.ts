@@ -5,7 +5,7 @@ import { userRedisInstance } from './user-instance';
 import { jitteredPause } from '../util/retry';
 
 /** Longest pause between reconnect attempts: an outage is noticed over within this of its end. */
-const MAX_RECONNECT_DELAY_MS = 2_000;
+export const MAX_RECONNECT_DELAY_MS = 2_000;
 
 /**
  * A new ioredis instance for one of Sluice's connections, with Sluice's settings (lazy, no offline

@@ -6,7 +6,7 @@
  *
  * | key | type | holds |
  * |---|---|---|
- * | `run:<id>` | hash | the run record (state, input, attempts, result…, `waited`) and its step memo (`step:<name>#<n>`) |
+ * | `run:<id>` | hash | the run record (state, input, attempts, result…, `waited`, `trace`: the enqueue's trace context, only with OpenTelemetry on and a span active) and its step memo (`step:<name>#<n>`) |
  * | `done:<id>` | channel | finished-run announcement, carrying the result |
  * | `wf:<name>:queue` | list | due ungrouped runs of priority 0, FIFO |
  * | `wf:<name>:waiting` | zset | due ungrouped runs of priority > 0, score = priority band + FIFO sequence |

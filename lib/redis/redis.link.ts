@@ -1,7 +1,6 @@
-import type { Logger } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { OutcomeUnknownError, RedisCommandError, RedisUnavailableError, SluiceError } from '../errors';
-import { ThrottledLog } from '../util/throttled-log';
+import { OutageLog, type OutageLogger } from '../util/outage-log';
 
 export type Role = 'command' | 'blocking' | 'subscriber';
 
@@ -52,7 +51,10 @@ export class RedisLink {
   private readonly waiting = new Set<Waiter>();
   private readonly inflight = new Map<Redis, Set<InFlight>>();
   private readonly hooks: Array<(redis: Redis) => void> = [];
-  private readonly warnings: ThrottledLog;
+  /** One 'down' line per outage of this connection, summaries, one 'back' line (see OutageLog). */
+  private readonly outage: OutageLog;
+  /** Since when the connection has been lost and not ready again (see {@link downSince}). */
+  private downAt?: number;
   private lastError = 'not connected yet';
   private closed = false;
   private sweeper?: NodeJS.Timeout;
@@ -61,9 +63,21 @@ export class RedisLink {
     readonly role: Role,
     private readonly create: () => Redis,
     private readonly timeoutMs: number,
-    private readonly logger: Pick<Logger, 'warn'>,
+    logger: OutageLogger,
   ) {
-    this.warnings = new ThrottledLog(logger);
+    this.outage = new OutageLog(logger);
+  }
+
+  /**
+   * Since when (local clock) this link has wanted a connection and had none ready: its connection
+   * closed or failed and has not been ready since. Undefined while it is ready, and while it is
+   * idle with no connection (never used, or replaced with no call waiting): a link nobody needs
+   * is not down. Health uses it to see a worker whose blocking connection cannot come back.
+   */
+  get downSince(): number | undefined {
+    if (this.closed || (!this.instance && this.waiting.size === 0)) return undefined;
+    // An 'error' event while the connection stays ready (not a connection fault) is no outage.
+    return this.instance?.status === 'ready' ? undefined : this.downAt;
   }
 
   /** The current ioredis instance, created (not connected) on first use. */
@@ -142,17 +156,25 @@ export class RedisLink {
     const redis = this.create();
     redis.on('ready', () => {
       if (this.instance !== redis) return;
-      this.warnings.reset();
+      this.downAt = undefined;
+      this.outage.recovered(`Redis ${this.role} connection back`);
       [...this.waiting].forEach((waiter) => waiter.ready(redis));
     });
     redis.on('error', (error: Error) => {
       if (this.instance !== redis) return;
       this.lastError = error.message;
-      this.warnings.warn(`Redis ${this.role} connection: ${error.message}`);
+      this.downAt ??= Date.now();
+      // Every reconnect attempt of an outage fails like this: one line, then summaries.
+      this.outage.warn(`Redis ${this.role} connection down: ${error.message}; reconnecting (repeats are summarised)`);
       [...this.waiting].filter((waiter) => waiter.failFast).forEach((waiter) => waiter.fail(this.unavailable(waiter.operation)));
     });
     redis.on('close', () => {
-      if (this.instance === redis && this.lastError === 'not connected yet') this.lastError = 'connection closed';
+      if (this.instance === redis) {
+        if (this.lastError === 'not connected yet') this.lastError = 'connection closed';
+        // A close alone (CLIENT KILL, a restart) is not logged: a reconnect that works at once
+        // is no news. Its reconnect attempts' errors are.
+        this.downAt ??= Date.now();
+      }
       this.inflight.get(redis)?.forEach((call) => call.lost('the connection closed before the reply'));
     });
     this.hooks.forEach((hook) => hook(redis));
@@ -239,10 +261,13 @@ export class RedisLink {
     this.inflight.get(redis)?.forEach((call) => call.lost('the connection was replaced before the reply'));
     this.inflight.delete(redis);
     if (this.instance !== redis) return;
-    if (!expected) this.logger.warn(`Redis ${this.role} connection: ${reason}; opening a new one`);
+    // During a silent network loss every call times out and replaces the connection: summarised.
+    if (!expected) this.outage.warn(`Redis ${this.role} connection: ${reason}; opening a new one (repeats are summarised)`);
     this.instance = undefined;
     this.lastError = reason;
     destroy(redis);
+    // Down from now if a call waits for the new connection; otherwise idle (opened on demand).
+    this.downAt = !expected && this.waiting.size > 0 ? (this.downAt ?? Date.now()) : undefined;
     if (this.waiting.size > 0 && !this.closed) this.client.connect().catch(() => undefined);
   }
 }

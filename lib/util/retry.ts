@@ -1,5 +1,3 @@
-import type { ThrottledLog } from './throttled-log';
-
 /**
  * A pause before retry number `attempt` (from 0): `baseMs · 2^attempt`, capped at `maxMs`, then
  * scaled by a random 50–100 %, so a fleet that failed together does not retry in step.
@@ -16,7 +14,7 @@ export function jitteredPause(attempt: number, baseMs: number, maxMs: number): n
  */
 export async function retryInBackground(
   attempt: () => Promise<void>,
-  options: { stopped: () => boolean; log: ThrottledLog; describe: (error: Error) => string; maxPauseMs: number },
+  options: { stopped: () => boolean; log: { warn(message: string): void }; describe: (error: Error) => string; maxPauseMs: number },
 ): Promise<boolean> {
   for (let n = 0; !options.stopped(); n++) {
     await new Promise((resolve) => setTimeout(resolve, jitteredPause(n, 500, options.maxPauseMs)).unref());

@@ -7,7 +7,23 @@ export interface Claim {
   failures: number;
   input: string;
   steps: Map<string, string>;
+  /**
+   * Set only on claims made with the telemetry extras (see {@link CLAIM_EXTRAS}): the run's
+   * stored trace context (a propagation carrier as JSON), when it has one.
+   */
+  trace?: string;
+  /** With the extras: ms between the run becoming due and this claim, when the record tells. */
+  queueWaitMs?: number;
+  /** With the extras: the run's group, when it has one. */
+  group?: string;
 }
+
+/**
+ * The flag (added to a claiming call's retry flag) that asks reserve and complete for the
+ * telemetry extras on each claim (see withExtras in lua/includes/claim.lua). Only a worker with
+ * OpenTelemetry on sends it; without it, claims and their reply bytes are what they always were.
+ */
+export const CLAIM_EXTRAS = 2;
 
 /**
  * Parses a reply that carries claims after a head value (see lua/includes/claim.lua): reserve's
@@ -19,14 +35,26 @@ export function parseClaimReply<H = number>(reply: unknown[]): { head: H; claims
     const [id, workflow, token, attempt, failures, input, flatSteps] = row as [string, string, string, number, number, string, string[]];
     const steps = new Map<string, string>();
     for (let i = 0; i < flatSteps.length; i += 2) steps.set(flatSteps[i], flatSteps[i + 1]);
-    return { id, workflow, token: String(token), attempt: Number(attempt), failures: Number(failures), input, steps };
+    const claim: Claim = { id, workflow, token: String(token), attempt: Number(attempt), failures: Number(failures), input, steps };
+    if (row.length > 7) addExtras(claim, row as unknown[]);
+    return claim;
   });
   return { head, claims };
 }
 
+/** Reads the telemetry extras of a claim row: `[7]` trace ('' none), `[8]` wait ms (-1 unknown), `[9]` group ('' none). */
+function addExtras(claim: Claim, row: unknown[]): void {
+  const [trace, waitMs, group] = [row[7], Number(row[8]), row[9]];
+  if (typeof trace === 'string' && trace !== '') claim.trace = trace;
+  if (waitMs >= 0) claim.queueWaitMs = waitMs;
+  if (typeof group === 'string' && group !== '') claim.group = group;
+}
+
 /**
  * A wake list entry is either the bare marker '1' or a run the enqueue fast path already claimed,
- * '<token> <id> <input>' (see lua/includes/common.lua): a first attempt with an empty memo.
+ * '<token> <id> <input>' (see lua/includes/common.lua): a first attempt with an empty memo. It
+ * has no trace context (a run with one is never fast-pathed, see lua/enqueue.lua) and waited
+ * 0 ms: its enqueue claimed it the moment it was due, and a blocked worker took it at once.
  */
 export function parseHandoff(workflow: string, entry: string): Claim | undefined {
   const first = entry.indexOf(' ');
@@ -40,5 +68,6 @@ export function parseHandoff(workflow: string, entry: string): Claim | undefined
     failures: 0,
     input: entry.slice(second + 1),
     steps: new Map(),
+    queueWaitMs: 0,
   };
 }

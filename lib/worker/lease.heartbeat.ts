@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { LeaseLostError } from '../errors';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
-import { ThrottledLog } from '../util/throttled-log';
+import { OutageLog } from '../util/outage-log';
 import type { ActiveRun, ActiveRuns } from './active-runs';
 
 /** Runs per extend call, so one heartbeat never holds Redis for long. */
@@ -17,7 +17,8 @@ const CHUNK = 500;
  */
 export class LeaseHeartbeat {
   private readonly logger = new Logger('Sluice');
-  private readonly failures = new ThrottledLog(this.logger);
+  /** During an outage every beat fails: one line, then summaries, then one when beats work again. */
+  private readonly failures = new OutageLog(this.logger);
   private timer?: NodeJS.Timeout;
   private beating = false;
 
@@ -58,6 +59,7 @@ export class LeaseHeartbeat {
           idempotent: true,
           timeoutMs: Math.max(1, Math.floor(this.lockMs / 3)),
         });
+        this.failures.recovered('Lease heartbeat recovered');
         for (let j = 0; j < lost.length; j += 2) {
           const run = this.active.get(lost[j]);
           if (run?.token === lost[j + 1]) run.abort.abort(new LeaseLostError(run.id));

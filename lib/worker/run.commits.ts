@@ -3,7 +3,8 @@ import type { ResolvedQueueOptions } from '../queue.options';
 import type { CallOptions } from '../redis/redis.link';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
-import { Claim, parseClaimReply } from './claim';
+import { Claim, CLAIM_EXTRAS, parseClaimReply } from './claim';
+import { telemetryApi } from '../telemetry/otel.loader';
 import { TickBatcher } from './tick.batcher';
 
 /**
@@ -46,6 +47,8 @@ export function commitPolicy(options: ResolvedQueueOptions): CallOptions {
 export class RunCommits {
   private readonly batcher: TickBatcher<Commit, boolean>;
   private readonly policy: CallOptions;
+  /** Added to complete's retry flag: {@link CLAIM_EXTRAS} with telemetry on, else 0 (claims as they always were). */
+  private readonly claimFlags: number;
 
   constructor(
     private readonly scripts: LuaScripts,
@@ -56,6 +59,7 @@ export class RunCommits {
   ) {
     this.batcher = new TickBatcher((items) => this.flush(items), COMMIT_BATCH_CAP);
     this.policy = commitPolicy(options);
+    this.claimFlags = telemetryApi(options) ? CLAIM_EXTRAS : 0;
   }
 
   /** Resolves true once the result is committed, false if the lease was lost (nothing written). */
@@ -82,7 +86,7 @@ export class RunCommits {
       const rest = [workflows.length, ...workflows, steps.length, ...stepArgs, ...completes.flatMap(({ claim, encoded }) => [claim.id, claim.token, encoded])];
       const keys = [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.call(newCallId())];
       const head = [this.keys.base, this.options.defaults.resultTtlMs, count, this.options.worker.lockMs];
-      const reply = await this.scripts.run<unknown[]>('complete', keys, (retry) => [...head, retry ? 1 : 0, ...rest], this.policy);
+      const reply = await this.scripts.run<unknown[]>('complete', keys, (retry) => [...head, (retry ? 1 : 0) + this.claimFlags, ...rest], this.policy);
       const parsed = parseClaimReply<[number[], number[]]>(reply);
       claims = parsed.claims;
       const [completed, saved] = parsed.head;

@@ -13,6 +13,8 @@ import type { Claim } from './claim';
 import { commitPolicy, type RunCommits } from './run.commits';
 import type { RunEvents } from './run.events';
 import { StepRecorder } from './step.recorder';
+import { ThrottledLog } from '../util/throttled-log';
+import type { AttemptTelemetry, RunTelemetry } from '../telemetry/run.telemetry';
 
 const MAX_ERROR_TEXT = 8 * 1024;
 const MAX_ERROR_NAME = 200;
@@ -24,6 +26,11 @@ const MAX_ERROR_NAME = 200;
  */
 export class RunExecutor {
   private readonly logger = new Logger('Sluice');
+  /**
+   * Hand-backs and lost leases come in bursts — an outage hits every run in flight at about the
+   * same time — so they share one line a minute, with a count of those held back.
+   */
+  private readonly runWarnings = new ThrottledLog(this.logger, 60_000);
 
   constructor(
     private readonly scripts: LuaScripts,
@@ -32,13 +39,22 @@ export class RunExecutor {
     private readonly options: ResolvedQueueOptions,
     private readonly events: RunEvents,
     private readonly commits: RunCommits,
+    /** Only with OpenTelemetry on (see lib/telemetry/run.telemetry.ts). */
+    private readonly telemetry?: RunTelemetry,
   ) {}
 
   /** Runs the claim to a committed outcome (or to the discovery that its lease is gone). */
-  async execute(claim: Claim, abort: LazyAbort): Promise<void> {
+  execute(claim: Claim, abort: LazyAbort): Promise<void> {
+    // Telemetry on: the same attempt, inside its span. Off: nothing more than the attempt.
+    if (this.telemetry) return this.telemetry.attempt(claim, (telemetry) => this.executeAttempt(claim, abort, telemetry));
+    return this.executeAttempt(claim, abort);
+  }
+
+  /** `telemetry` is told the attempt's outcome once it is committed (or known lost). */
+  private async executeAttempt(claim: Claim, abort: LazyAbort, telemetry?: AttemptTelemetry): Promise<void> {
     const definition = this.registry.get(claim.workflow);
     const persist = (key: string, encoded: string) => this.commits.saveStep(claim, key, encoded);
-    const recorder = new StepRecorder(claim.id, claim.steps, persist, this.options.maxPayloadBytes, this.options.maxRunMemoBytes);
+    const recorder = new StepRecorder(claim.id, claim.steps, persist, this.options.maxPayloadBytes, this.options.maxRunMemoBytes, telemetry);
     const ctx: RunContext = {
       runId: claim.id,
       attempt: claim.attempt,
@@ -48,48 +64,59 @@ export class RunExecutor {
       step: (name, fn) => recorder.step(name, fn),
     };
     const startedAt = Date.now();
+    if (this.events.listens('active')) this.events.emit('active', { runId: claim.id, workflow: claim.workflow, attempt: claim.attempt });
     let encoded: string;
     try {
       const input = decodePayload(claim.input);
       const result = await runScope.run(recorder, () => definition.instance.run(input, ctx));
       encoded = encodePayload(result, `result of workflow "${claim.workflow}"`, this.options.maxPayloadBytes);
     } catch (error) {
-      return this.fail(claim, error, abort, definition.backoff, startedAt);
+      return this.fail(claim, error, abort, definition.backoff, startedAt, telemetry);
     }
     if (await this.commits.complete(claim, encoded)) {
+      telemetry?.ended('completed');
       this.events.emit('completed', this.outcome(claim, startedAt));
     } else {
-      this.logger.warn(`Run ${claim.id} (${claim.workflow}) finished after its lease was lost; its result was discarded`);
+      telemetry?.ended('lost');
+      this.runWarnings.warn(`Run ${claim.id} (${claim.workflow}) finished after its lease was lost; its result was discarded`);
     }
   }
 
-  private async fail(claim: Claim, error: unknown, abort: LazyAbort, backoff: Parameters<typeof backoffDelay>[0], startedAt: number): Promise<void> {
+  private async fail(claim: Claim, error: unknown, abort: LazyAbort, backoff: Parameters<typeof backoffDelay>[0], startedAt: number, telemetry?: AttemptTelemetry): Promise<void> {
     const runKeys = [this.keys.run(claim.id), this.keys.leases, this.keys.limits, this.keys.seq];
     if (error instanceof RedisConnectionError) {
       // A step's result could not be saved because Redis was away: not the run's fault. Hand it
       // back without counting a failure (if Redis is still away, the lease lapses instead).
-      this.logger.warn(`Run ${claim.id} (${claim.workflow}): ${error.message}; handing it back`);
+      this.runWarnings.warn(`Run ${claim.id} (${claim.workflow}): ${error.message}; handing it back`);
       await this.scripts.run('release', runKeys, [this.keys.base, claim.id, claim.token], commitPolicy(this.options));
+      telemetry?.ended('released', error);
       return;
     }
     const retryable = !(error instanceof NonRetryableError || error instanceof InvalidInputError);
     const described = describeError(error);
+    const delayMs = backoffDelay(backoff, claim.failures + 1);
     // Always asked of the token-checked script, even after a lost lease: the token decides.
     const outcome = await this.scripts.run<string>('fail', runKeys, [
       this.keys.base, claim.id, claim.token, JSON.stringify(described), retryable ? 1 : 0,
-      backoffDelay(backoff, claim.failures + 1), this.options.defaults.resultTtlMs,
+      delayMs, this.options.defaults.resultTtlMs,
     ], commitPolicy(this.options));
     if (outcome === 'lost') {
+      telemetry?.ended('lost', error);
       if (error instanceof LeaseLostError || abort.reason instanceof LeaseLostError) {
-        this.logger.warn(`Run ${claim.id} (${claim.workflow}) lost its lease; another worker carries it on`);
+        this.runWarnings.warn(`Run ${claim.id} (${claim.workflow}) lost its lease; another worker carries it on`);
       }
       return;
     }
     const willRetry = outcome === 'retry';
-    const message = `Run ${claim.id} (${claim.workflow}) attempt ${claim.attempt} failed: ${described.message}`;
-    if (willRetry) this.logger.warn(`${message}; will retry`);
-    else this.logger.error(`${message}; giving up`);
-    this.events.emit('failed', { ...this.outcome(claim, startedAt), error: { name: described.name, message: described.message }, willRetry });
+    const message = `Run ${claim.id} (${claim.workflow}) attempt ${claim.attempt} failed: ${described.name}: ${described.message}`;
+    // A retried attempt is routine for flaky dependencies: its level is the user's (logging.attemptFailed).
+    const attemptLevel = this.options.logging.attemptFailed;
+    if (!willRetry) this.logger.warn(`${message}; failed for good (${retryable ? 'no attempts left' : 'not retryable'})`);
+    else if (attemptLevel) this.logger[attemptLevel](`${message}; retrying in ${delayMs} ms`);
+    telemetry?.ended(willRetry ? 'retry' : 'failed', error);
+    const failed = { ...this.outcome(claim, startedAt), error: { name: described.name, message: described.message }, willRetry };
+    this.events.emit('failed', failed);
+    if (willRetry) this.events.emit('retrying', { ...failed, willRetry: true, delayMs });
   }
 
   private outcome(claim: Claim, startedAt: number) {

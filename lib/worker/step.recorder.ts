@@ -2,6 +2,8 @@ import { LeaseLostError, StepMemoLimitError } from '../errors';
 import { decodePayload, encodePayload } from '../redis/payload.codec';
 import { checkId } from '../util/names';
 import { stepScope, type StepRunner } from '../workflow/run.scope';
+import type { Jsonified } from '../workflow/json.roundtrip';
+import type { StepObserver } from '../telemetry/step.observer';
 
 /** Persists one step result under the run's lease; resolves false if the lease is gone. */
 export type PersistStep = (key: string, encoded: string) => Promise<boolean>;
@@ -31,29 +33,40 @@ export class StepRecorder implements StepRunner {
     private readonly persist: PersistStep,
     private readonly maxPayloadBytes: number,
     private readonly maxMemoBytes: number = DEFAULT_MAX_MEMO_BYTES,
+    /** The attempt's telemetry (spans for executed steps, events for replays); only with it on. */
+    private readonly observer?: StepObserver,
   ) {
     this.memoBytes = 0;
     for (const [key, value] of memo) this.memoBytes += entryBytes(key, value);
   }
 
-  async step<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
+  async step<T>(name: string, fn: () => Promise<T> | T): Promise<Jsonified<T>> {
     checkId(name, 'step name');
     if (typeof fn !== 'function') throw new TypeError(`ctx.step("${name}", fn): fn must be a function`);
     // Nested in another step of this run: part of the parent. Numbering it would make the
     // occurrence numbers depend on whether the parent executed or was replayed.
-    if (stepScope.getStore() === this) return fn();
+    // (Typed as the round trip although returned as is: a call site cannot know it is nested.)
+    if (stepScope.getStore() === this) return fn() as unknown as Jsonified<T>;
 
     const occurrence = (this.occurrences.get(name) ?? 0) + 1;
     this.occurrences.set(name, occurrence);
     const key = `${name}#${occurrence}`;
     const saved = this.memo.get(key);
-    if (saved !== undefined) return decodePayload<T>(saved);
+    if (saved !== undefined) {
+      this.observer?.replayed(name, key);
+      return decodePayload<Jsonified<T>>(saved);
+    }
+    if (this.observer) return this.observer.executed(name, key, () => this.execute(key, fn));
+    return this.execute(key, fn);
+  }
 
+  /** Executes a step and persists its result before handing it back. */
+  private async execute<T>(key: string, fn: () => Promise<T> | T): Promise<Jsonified<T>> {
     const value = await stepScope.run(this, fn);
     const encoded = encodePayload(value, `step "${key}" result`, this.maxPayloadBytes);
     await this.save(key, encoded);
     // Hand back the decoded copy, so the first attempt sees exactly what a replay would.
-    return decodePayload<T>(encoded);
+    return decodePayload<Jsonified<T>>(encoded);
   }
 
   /** Writes one memo entry within the run's memo budget, or throws having written nothing. */

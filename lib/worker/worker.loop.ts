@@ -2,15 +2,18 @@ import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { RedisConnectionError, SluiceError } from '../errors';
 import { jitteredPause } from '../util/retry';
-import { ThrottledLog } from '../util/throttled-log';
+import { OutageLog } from '../util/outage-log';
 import type { ResolvedQueueOptions } from '../queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisConnections } from '../redis/redis.connections';
 import type { RedisKeys } from '../redis/redis.keys';
 import { ActiveRun, ActiveRuns, LazyAbort } from './active-runs';
-import { Claim, parseClaimReply, parseHandoff } from './claim';
+import { Claim, CLAIM_EXTRAS, parseClaimReply, parseHandoff } from './claim';
+import { telemetryApi } from '../telemetry/otel.loader';
 import { newCallId, Refill, RunCommits } from './run.commits';
 import type { RunExecutor } from './run.executor';
+import type { RunEvents } from './run.events';
+import { parseStalled, reportStalled } from './stall.report';
 
 /** Most runs one reserve call claims: Lua runs single-threaded, so one wake must never stall Redis. */
 export const RESERVE_BATCH_CAP = 64;
@@ -53,10 +56,12 @@ export interface WorkerParts {
   refreshLease: (run: ActiveRun) => void;
   /** Answers the schedule plan requests of a reserve reply, in the background (see SchedulePlanner). */
   answerPlanRequests: (redisNowMs: number, requests: unknown[]) => void;
+  /** Where the runs this process's stalled scans recovered are reported ('stalled'). */
+  events: RunEvents;
 }
 
 /** Reserve's reply head: see lua/reserve.lua. */
-type ReserveHead = [nextDueMs: number, redisNowMs: number, ...planRequests: unknown[]];
+type ReserveHead = [nextDueMs: number, redisNowMs: number, stalled: unknown[] | undefined, ...planRequests: unknown[]];
 
 /**
  * The reserve loop of one process. Each wake is one reserve call claiming up to the free slots.
@@ -66,7 +71,10 @@ type ReserveHead = [nextDueMs: number, redisNowMs: number, ...planRequests: unkn
  */
 export class WorkerLoop {
   private readonly logger = new Logger('Sluice');
-  private readonly failures = new ThrottledLog(this.logger);
+  /** Failed wakes: during an outage every one fails, so one line, then summaries (see OutageLog). */
+  private readonly failures = new OutageLog(this.logger);
+  /** Runs whose attempt ended without a committed outcome: during an outage, all of them. */
+  private readonly runFailures = new OutageLog(this.logger, 'error');
   private stopping = false;
   private failuresInRow = 0;
   /** When the loop last finished a wake (health: a wedged loop stops moving it). */
@@ -97,12 +105,17 @@ export class WorkerLoop {
   private readonly active: ActiveRuns;
   private readonly refreshLease: (run: ActiveRun) => void;
   private readonly answerPlanRequests: (redisNowMs: number, requests: unknown[]) => void;
+  private readonly events: RunEvents;
+  /** Added to reserve's retry flag: {@link CLAIM_EXTRAS} with telemetry on, else 0 (claims as they always were). */
+  private readonly claimFlags: number;
   /** When the next delayed run or schedule fire is due (local clock), from the latest reserve: a saturated worker reserves by then. */
   private nextDueAt = Infinity;
 
   constructor(parts: WorkerParts) {
     ({ connections: this.connections, scripts: this.scripts, keys: this.keys, options: this.options } = parts);
     ({ workflows: this.workflows, active: this.active, refreshLease: this.refreshLease, answerPlanRequests: this.answerPlanRequests } = parts);
+    this.events = parts.events;
+    this.claimFlags = telemetryApi(parts.options) ? CLAIM_EXTRAS : 0;
     const refill = { take: (runs: number) => this.takeRefill(runs), settle: (claims: Claim[], promised: number) => this.settleRefill(claims, promised) };
     this.executor = parts.makeExecutor(new RunCommits(parts.scripts, parts.keys, parts.options, refill));
     this.wakeKeys = new Map(parts.workflows.map((wf) => [parts.keys.wake(wf), wf]));
@@ -137,11 +150,12 @@ export class WorkerLoop {
       try {
         await this.tick();
         this.failuresInRow = 0;
-        this.failures.reset();
+        this.failures.recovered('Worker loop recovered');
+        this.runFailures.recovered();
       } catch (error) {
         if (this.stopping) break;
         const pause = jitteredPause(this.failuresInRow++, ERROR_PAUSE_MS, MAX_ERROR_PAUSE_MS);
-        this.failures.warn(`Worker loop: ${(error as Error).message}; retrying in ${pause} ms`);
+        this.failures.warn(`Worker loop: ${(error as Error).message}; retrying with backoff (up to ${MAX_ERROR_PAUSE_MS} ms apart)`);
         await this.active.whenOneFinishes(pause);
       }
       this.lastWakeAt = Date.now();
@@ -188,13 +202,14 @@ export class WorkerLoop {
     ];
     const repeat = this.reserveFailed;
     this.reserveFailed = true; // until the reply arrives: the next reserve may repeat this one
-    const reply = await this.scripts.run<unknown[]>('reserve', keys, (retry) => [...head, retry || repeat ? 1 : 0, ...workflows], { idempotent: true });
+    const reply = await this.scripts.run<unknown[]>('reserve', keys, (retry) => [...head, (retry || repeat ? 1 : 0) + this.claimFlags, ...workflows], { idempotent: true });
     this.reserveFailed = false;
     this.reserveCallId = newCallId();
     const parsed = parseClaimReply<ReserveHead>(reply);
-    const [nextDueMs, redisNowMs, ...planRequests] = parsed.head;
+    const [nextDueMs, redisNowMs, stalled, ...planRequests] = parsed.head;
     this.nextDueAt = nextDueMs < 0 ? Infinity : Date.now() + nextDueMs;
     if (planRequests.length > 0) this.answerPlanRequests(redisNowMs, planRequests);
+    if (stalled?.length) reportStalled(parseStalled(stalled), this.events, this.logger);
     if (this.stopping) {
       this.handBack(parsed.claims);
       return { head: nextDueMs, claims: [] };
@@ -237,7 +252,7 @@ export class WorkerLoop {
     this.active.add(run);
     this.executor
       .execute(claim, abort)
-      .catch((error: Error) => this.logger.error(`Run ${claim.id} (${claim.workflow}): ${error.message}; its lease will expire and another attempt will follow`))
+      .catch((error: Error) => this.runFailures.warn(`Run ${claim.id} (${claim.workflow}): ${error.message}; its lease will expire and another attempt will follow`))
       .finally(() => this.active.delete(claim.id, claim.token));
     return run;
   }

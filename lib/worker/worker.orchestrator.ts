@@ -14,10 +14,11 @@ import { RunEvents } from './run.events';
 import { RunExecutor } from './run.executor';
 import { WorkerLoop } from './worker.loop';
 import { retryInBackground } from '../util/retry';
-import { ThrottledLog } from '../util/throttled-log';
+import { OutageLog } from '../util/outage-log';
 import { declaredScheduleSpecs, declareSchedules } from '../schedule/schedule.declarer';
 import { SchedulePlanner } from '../schedule/schedule.planner';
 import { ScheduleStore } from '../schedule/schedule.store';
+import { RunTelemetry } from '../telemetry/run.telemetry';
 
 /** Bound of one hand-back at the shutdown deadline: shutdown must end whatever Redis does. */
 const HAND_BACK_TIMEOUT_MS = 2_000;
@@ -31,7 +32,7 @@ export type WorkerState = 'disabled' | 'waiting-for-redis' | 'running' | 'stoppi
  * Owns the worker's lifecycle. Bootstrap: wait for the namespace's key layout migration
  * ({@link MigrationRunner}), write the declared caps and schedules to Redis, start the heartbeat and the
  * reserve loop. If Redis is unreachable then, the app boots anyway and the worker migrates and
- * starts once Redis answers (retrying with jittered backoff, logging at most every 30 s). Shutdown: stop
+ * starts once Redis answers (retrying with jittered backoff; its failures logged as in OutageLog). Shutdown: stop
  * reserving, let in-flight runs finish until `shutdownTimeoutMs`, then abort the rest and hand
  * them back to the queue (no failure counted) — done within `shutdownTimeoutMs` plus a few seconds
  * whatever Redis does.
@@ -42,6 +43,8 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
   private readonly keys: RedisKeys;
   private readonly active = new ActiveRuns();
   private loop?: WorkerLoop;
+  /** Spans and metrics of this process's runs, with telemetry on. */
+  private telemetry?: RunTelemetry;
   private heartbeat?: LeaseHeartbeat;
   private workerState: WorkerState = 'disabled';
   private lastStartError?: string;
@@ -64,7 +67,11 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
 
   async onApplicationBootstrap(): Promise<void> {
     const workflows = this.registry.all();
-    if (!this.options.worker.enabled || workflows.length === 0) return;
+    if (!this.options.worker.enabled || workflows.length === 0) {
+      const why = this.options.worker.enabled ? 'no @Workflow providers in this app' : 'worker.enabled is false';
+      this.logger.log(`Producer started for ${this.where()}: no worker in this process (${why})`);
+      return;
+    }
     // Nest runs the module's bootstrap hooks side by side: await the migration's own promise, so
     // no worker starts on an older layout. A newer layout rejects it (the bootstrap fails).
     const migrated = await this.migration.atBootstrap();
@@ -93,14 +100,25 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    if (this.workerState === 'disabled') return;
+    if (this.workerState === 'disabled') {
+      this.logger.log(`Producer stopped for ${this.where()}`);
+      return;
+    }
     this.workerState = 'stopping';
     if (this.loop) {
       await this.loop.stop();
+      this.logger.log(`Worker stopping for ${this.where()}: draining ${this.active.size} run(s) in flight (up to ${this.options.worker.shutdownTimeoutMs} ms)`);
       if (!(await this.active.drained(this.options.worker.shutdownTimeoutMs))) await this.handBack();
     }
     this.heartbeat?.stop();
+    this.telemetry?.close();
     this.workerState = 'stopped';
+    this.logger.log(`Worker stopped for ${this.where()}${this.loop ? '' : ` (it never started: ${this.lastStartError ?? 'Redis did not answer'})`}`);
+  }
+
+  /** How the lifecycle lines name this process's queue. */
+  private where(): string {
+    return `namespace ${this.options.namespace} (prefix ${this.options.prefix})`;
   }
 
   private startWorking(): void {
@@ -108,6 +126,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     const scripts = this.scripts.get();
     const planner = new SchedulePlanner(scripts, this.keys);
     this.heartbeat = new LeaseHeartbeat(scripts, this.keys, this.active, this.options.worker.lockMs);
+    const telemetry = (this.telemetry = RunTelemetry.create(this.options, this.registry.all().map((wf) => wf.name)));
     this.loop = new WorkerLoop({
       connections: this.connections,
       scripts,
@@ -115,16 +134,17 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       options: this.options,
       workflows: this.registry.all().map((wf) => wf.name),
       active: this.active,
-      makeExecutor: (commits) => new RunExecutor(scripts, this.keys, this.registry, this.options, this.events, commits),
+      makeExecutor: (commits) => new RunExecutor(scripts, this.keys, this.registry, this.options, this.events, commits, telemetry),
       refreshLease: (run) => void this.heartbeat?.extend([run]),
       answerPlanRequests: (now, requests) => planner.answer(now, requests),
+      events: this.events,
     });
     this.heartbeat.start();
     this.loop.start();
     this.workerState = 'running';
     this.lastStartError = undefined;
     const names = this.registry.all().map((wf) => wf.name);
-    this.logger.log(`Worker started on ${this.keys.base} for ${names.join(', ')} (concurrency ${this.options.worker.concurrency})`);
+    this.logger.log(`Worker started for ${this.where()}: workflows ${names.join(', ')}; concurrency ${this.options.worker.concurrency}`);
   }
 
   /** Retries the bootstrap's Redis work until it succeeds or the app shuts down; never throws. */
@@ -136,7 +156,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       },
       {
         stopped: () => this.workerState !== 'waiting-for-redis',
-        log: new ThrottledLog(this.logger),
+        log: new OutageLog(this.logger),
         describe: (error) => `Worker still waiting for Redis: ${(this.lastStartError = error.message)}`,
         maxPauseMs: MAX_START_PAUSE_MS,
       },

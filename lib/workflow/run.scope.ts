@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Jsonified } from './json.roundtrip';
 
 /** What `@Step` methods need from the run they are called in. */
 export interface StepRunner {
@@ -6,7 +7,7 @@ export interface StepRunner {
    * Runs `fn` as the step `name` of this run: memoized at the top level of the run, plainly when
    * called from inside another step's `fn` (see {@link stepScope}).
    */
-  step<T>(name: string, fn: () => Promise<T> | T): Promise<T>;
+  step<T>(name: string, fn: () => Promise<T> | T): Promise<Jsonified<T>>;
 }
 
 /**

@@ -1,4 +1,6 @@
 import type { DeclaredSchedule } from '../schedule/schedule.options';
+import type { Jsonified } from './json.roundtrip';
+import type { WorkflowContract } from './workflow.contract';
 
 /** What a workflow's `run` method receives besides its input. */
 export interface RunContext {
@@ -21,8 +23,13 @@ export interface RunContext {
    *
    * Throws `StepMemoLimitError` (failing the run without retry) if the result would take the
    * run's step memo over its byte budget.
+   *
+   * The promise resolves with the JSON round-tripped value, on the first execution as on a replay,
+   * and its type says so: {@link Jsonified}`<T>` (a `Date` comes back as a `string`). A nested call
+   * returns `fn`'s value as is at runtime; its type is the round-tripped one all the same, since a
+   * call site cannot know whether it runs nested.
    */
-  step<T>(name: string, fn: () => Promise<T> | T): Promise<T>;
+  step<T>(name: string, fn: () => Promise<T> | T): Promise<Jsonified<T>>;
 }
 
 /** Exponential backoff between attempts: `delayMs * factor^(failures-1)`, capped, with jitter. */
@@ -35,8 +42,8 @@ export interface BackoffOptions {
   maxDelayMs?: number;
 }
 
-/** Options of `@Workflow(name, options)`. */
-export interface WorkflowOptions {
+/** Options of `@Workflow(name, options)`; `In` types the `input` of declared schedules (from a contract). */
+export interface WorkflowOptions<In = unknown> {
   /**
    * Fleet-wide cap on runs of this workflow active at once, across every process on this
    * namespace. Stored in Redis at bootstrap by worker processes; omit for no cap.
@@ -57,7 +64,7 @@ export interface WorkflowOptions {
    * (the latest wins and logs what changed); one removed from here is removed from Redis. See
    * `QueueClient.schedule` for schedules made at runtime.
    */
-  schedules?: DeclaredSchedule[];
+  schedules?: DeclaredSchedule<In>[];
 }
 
 /** The shape every `@Workflow` class has. */
@@ -68,8 +75,19 @@ export interface WorkflowInstance<In = any, Out = any> {
 /** A `@Workflow` class, used to enqueue with inferred input and output types. */
 export type WorkflowClass<In = any, Out = any> = abstract new (...args: any[]) => WorkflowInstance<In, Out>;
 
-/** Input type of a workflow class: the first parameter of its `run`. */
-export type WorkflowInput<W> = W extends abstract new (...args: any[]) => { run(input: infer I, ...rest: any[]): any } ? I : unknown;
+/**
+ * A class `@Workflow(contract)` accepts: its `run` takes the contract's input (or something
+ * wider) and returns its output. A function-typed property rather than a method, so that the
+ * input is checked contravariantly: a `run` that needs more than the contract promises fails.
+ */
+export type ContractImplementation<In, Out> = abstract new (...args: any[]) => {
+  run: (input: In, ctx: RunContext) => Out | PromiseLike<Out>;
+};
 
-/** Output type of a workflow class: the awaited return type of its `run`. */
-export type WorkflowOutput<W> = W extends abstract new (...args: any[]) => { run(...args: any[]): infer O } ? Awaited<O> : unknown;
+/** Input type of a workflow class (the first parameter of its `run`) or of a contract. */
+export type WorkflowInput<W> =
+  W extends WorkflowContract<infer I, any> ? I : W extends abstract new (...args: any[]) => { run(input: infer I, ...rest: any[]): any } ? I : unknown;
+
+/** Output type of a workflow class (the awaited return type of its `run`) or of a contract. */
+export type WorkflowOutput<W> =
+  W extends WorkflowContract<any, infer O> ? O : W extends abstract new (...args: any[]) => { run(...args: any[]): infer O } ? Awaited<O> : unknown;

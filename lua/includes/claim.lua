@@ -7,6 +7,18 @@
 local replyBytes = 0
 local MAX_REPLY_BYTES = 8 * 1024 * 1024
 
+-- Telemetry extras, asked for by a worker with OpenTelemetry on (the calling script sets this
+-- from its flags argument). With them, each claim row also carries { …, trace, waitMs, group }:
+-- the run's stored trace context ('' for none; see enqueue.lua), how long it waited between
+-- becoming due and this claim in ms (-1 when the record cannot tell), and its group ('' for
+-- none). Without them a row is exactly what it always was: not a command nor a reply byte more.
+local withExtras = false
+
+local function addExtras(row, trace, waitMs, group)
+  row[8], row[9], row[10] = trace or '', waitMs, group or ''
+  replyBytes = replyBytes + #row[8]
+end
+
 -- The step memo of a run as { step, value, … }: a first attempt has none (it is not read).
 local function memoOf(runKey, attempt)
   local memo = {}
@@ -25,11 +37,16 @@ end
 
 -- Takes the lease of a due run popped from a lane: the writes every claim makes, whatever path.
 -- Appends the claim to `reply` as { id, workflow, token, attempt, failures, input, memo } where
--- memo is { step, value, … }. An id without a record (it expired, or was written under another
+-- memo is { step, value, … } (plus the extras, see withExtras). An id without a record (it expired, or was written under another
 -- key prefix) is not dropped silently: it goes to the `orphans` list (the latest 1,000).
 local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply)
   local runKey = base .. 'run:' .. id
-  local f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input')
+  local f
+  if withExtras then
+    f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input', 'trace', 'dueAt')
+  else
+    f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input')
+  end
   if not f[1] then
     redis.call('LPUSH', base .. 'orphans', workflow .. ' ' .. id)
     redis.call('LTRIM', base .. 'orphans', 0, 999)
@@ -42,7 +59,16 @@ local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply
   if group ~= '' then addActive(laneOf(base, workflow, group) .. 'active', id) end
   addActive(leasesKey, id, now + lockMs)
   replyBytes = replyBytes + #f[4]
-  reply[#reply + 1] = { id, workflow, token, attempt, tonumber(f[3]), f[4], memoOf(runKey, attempt) }
+  local row = { id, workflow, token, attempt, tonumber(f[3]), f[4], memoOf(runKey, attempt) }
+  if withExtras then
+    -- `dueAt` is when the run last became due only if every earlier attempt failed (fail.lua
+    -- sets it for the retry); a stall recovery or a hand-back makes the run due again without
+    -- recording when, so its wait is unknown.
+    local waitMs = -1
+    if f[6] and tonumber(f[2]) == tonumber(f[3]) then waitMs = math.max(0, now - tonumber(f[6])) end
+    addExtras(row, f[5], waitMs, group)
+  end
+  reply[#reply + 1] = row
   return true
 end
 
@@ -55,10 +81,13 @@ local function replayClaims(base, leasesKey, callKey, now, lockMs, reply)
   if not stored then return false end
   for id, token in string.gmatch(stored, '(%S+) (%S+)') do
     local runKey = base .. 'run:' .. id
-    local f = redis.call('HMGET', runKey, 'state', 'token', 'workflow', 'attempts', 'failures', 'input')
+    local f = redis.call('HMGET', runKey, 'state', 'token', 'workflow', 'attempts', 'failures', 'input', 'trace', 'group')
     if f[1] == 'active' and f[2] == token then
       redis.call('ZADD', leasesKey, 'XX', now + lockMs, id)
-      reply[#reply + 1] = { id, f[3], token, tonumber(f[4]), tonumber(f[5]), f[6], memoOf(runKey, tonumber(f[4])) }
+      local row = { id, f[3], token, tonumber(f[4]), tonumber(f[5]), f[6], memoOf(runKey, tonumber(f[4])) }
+      -- The wait was the first execution's to report: unknown here.
+      if withExtras then addExtras(row, f[7], -1, f[8]) end
+      reply[#reply + 1] = row
     end
   end
   return true
@@ -85,7 +114,13 @@ local function takeHandoff(base, leasesKey, workflow, now, lockMs, reply)
   local token, id = string.sub(entry, 1, s1 - 1), string.sub(entry, s1 + 1, s2 - 1)
   if not leasedRun(base .. 'run:' .. id, token) then return false end
   redis.call('ZADD', leasesKey, now + lockMs, id)
-  reply[#reply + 1] = { id, workflow, token, 1, 0, string.sub(entry, s2 + 1), {} }
+  local row = { id, workflow, token, 1, 0, string.sub(entry, s2 + 1), {} }
+  if withExtras then
+    -- Claimed by its enqueue, due then: the wait is the time it sat in the wake list.
+    local f = redis.call('HMGET', base .. 'run:' .. id, 'trace', 'dueAt', 'group')
+    addExtras(row, f[1], f[2] and math.max(0, now - tonumber(f[2])) or -1, f[3])
+  end
+  reply[#reply + 1] = row
   return true
 end
 

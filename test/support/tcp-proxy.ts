@@ -69,6 +69,9 @@ export class TcpProxy {
   /** A blanket blackhole: every connection, including those accepted from now on. */
   private partitioned = false;
   private closing = false;
+  /** New connections are reset at once (see {@link refuseNew}); open ones are untouched. */
+  private refusing = false;
+  private refusedCount = 0;
 
   private constructor(
     private readonly target: Required<ProxyTarget>,
@@ -106,6 +109,24 @@ export class TcpProxy {
   /** Client connections accepted since the start. */
   get totalConnections(): number {
     return this.accepted;
+  }
+
+  /** Client connections reset by {@link refuseNew} since the start. */
+  get refusedConnections(): number {
+    return this.refusedCount;
+  }
+
+  /**
+   * Resets (RST) every new client connection as soon as it is accepted, until {@link acceptNew}:
+   * a reconnect fails at once, while the connections already open carry on. For a fault that
+   * takes one connection away for good and leaves the others working.
+   */
+  refuseNew(): void {
+    this.refusing = true;
+  }
+
+  acceptNew(): void {
+    this.refusing = false;
   }
 
   connections(): ProxyConnection[] {
@@ -189,6 +210,12 @@ export class TcpProxy {
   private accept(client: Socket): void {
     if (this.closing) {
       client.destroy();
+      return;
+    }
+    if (this.refusing) {
+      this.refusedCount++;
+      client.on('error', () => undefined);
+      client.resetAndDestroy();
       return;
     }
     this.accepted++;

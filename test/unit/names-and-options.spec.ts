@@ -163,6 +163,9 @@ describe('resolveQueueOptions', () => {
       redisTimeoutMs: 10_000,
       fastPath: true,
       migrate: true,
+      telemetry: { enabled: true },
+      strict: false,
+      logging: { attemptFailed: 'warn' },
     });
   });
 
@@ -180,6 +183,9 @@ describe('resolveQueueOptions', () => {
     ['a malformed duration', { connection, worker: { lockMs: '30 sec' } }, /worker\.lockMs/],
     ['zero redisTimeoutMs', { connection, redisTimeoutMs: 0 }, /redisTimeoutMs/],
     ['a migrate option that is not a boolean', { connection, migrate: 'no' }, /migrate must be true or false/],
+    ['a strict option that is not a boolean', { connection, strict: 1 }, /strict must be true or false/],
+    ['an unknown logging.attemptFailed level', { connection, logging: { attemptFailed: 'info' } }, /logging\.attemptFailed must be 'warn', 'debug' or false, got "info"/],
+    ['a logging option that is not an object', { connection, logging: 'debug' }, /logging must be an object/],
   ])('rejects %s with a QueueConfigError', (_, options, message) => {
     expect(() => resolveQueueOptions(options as QueueModuleOptions)).toThrow(QueueConfigError);
     expect(() => resolveQueueOptions(options as QueueModuleOptions)).toThrow(message);

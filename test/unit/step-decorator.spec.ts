@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { InvalidNameError, Step, Workflow } from '../../lib';
+import { InvalidNameError, Jsonified, Step, Workflow } from '../../lib';
 import { WorkflowMetadataAccessor } from '../../lib/discovery/workflow-metadata.accessor';
 import { runScope, StepRunner } from '../../lib/workflow/run.scope';
 
@@ -61,9 +61,9 @@ describe('@Step', () => {
   it('inside a run, goes through the run under its step name', async () => {
     const seen: string[] = [];
     const runner: StepRunner = {
-      async step<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
+      async step<T>(name: string, fn: () => Promise<T> | T): Promise<Jsonified<T>> {
         seen.push(name);
-        return fn();
+        return (await fn()) as Jsonified<T>;
       },
     };
     const pricing = new Pricing(2);

@@ -1,0 +1,176 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { QueueConfigError, RedisCommandError } from '../errors';
+import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
+import type { ResolvedQueueOptions } from '../queue.options';
+import { RedisConnections } from './redis.connections';
+
+/**
+ * The oldest Redis the scripts and calls work on. 6.0: the worker's `BLPOP` takes a fractional
+ * timeout (whole seconds before 6.0, so a 100 ms block would be refused), and ACL users
+ * (`username`) exist. The scripts also need 5.0 (`ZPOPMIN`; writes after `TIME`, which needs
+ * effects replication, the default from 5.0) and 4.0 (`HSET` with several fields).
+ */
+export const MIN_REDIS_VERSION = '6.0.0';
+
+/** What the boot checks read from the server; a field is undefined when it could not be read. */
+export interface RedisServerFacts {
+  /** `redis_version` from INFO. */
+  version?: string;
+  /** `maxmemory_policy` from INFO. */
+  policy?: string;
+  /** `maxmemory` from INFO, bytes (0: no limit). */
+  maxmemory?: number;
+  /** `aof_enabled` from INFO. */
+  aof?: boolean;
+  /** Whether `CONFIG GET save` names any save point (RDB snapshots). */
+  rdb?: boolean;
+  /** Why INFO could not be read (an ACL without `+info`, a proxy without the command). */
+  infoRefused?: string;
+  /** Why CONFIG GET could not be read (an ACL without `+config`, managed Redis disables it). */
+  configRefused?: string;
+}
+
+/** What the facts mean: a reason to refuse to boot, warnings, and notes (logged once). */
+export interface RedisServerAssessment {
+  fatal?: string;
+  warnings: string[];
+  notes: string[];
+}
+
+/**
+ * Judges the facts (pure, so every branch is unit-tested without a server of each kind).
+ *
+ * Eviction: `noeviction` is safe. `allkeys-*` may evict any key under memory pressure — a queued
+ * run's record, a lane, a lease — losing runs silently and leaving the indexes inconsistent: a
+ * warning, or with `strict` a refusal. `volatile-*` only evicts keys with a TTL: finished runs'
+ * records (their results may go before `resultTtlMs`) and short-lived coordination keys whose
+ * loss costs at most a redundant scan or one stall; queued and active runs have no TTL and are
+ * never evicted. So it is noted, not warned about.
+ */
+export function assessRedisServer(facts: RedisServerFacts, strict: boolean): RedisServerAssessment {
+  const warnings: string[] = [];
+  const notes: string[] = [];
+  if (facts.infoRefused !== undefined) {
+    warnings.push(`Redis refused INFO (${facts.infoRefused}): its version, maxmemory-policy and persistence were not checked (grant +info to check them)`);
+    return { warnings, notes };
+  }
+  if (facts.version === undefined) {
+    warnings.push(`Redis INFO reports no redis_version: cannot check that the server is Redis ${MIN_REDIS_VERSION} or later`);
+  } else if (compareVersions(facts.version, MIN_REDIS_VERSION) < 0) {
+    return { fatal: `Redis ${facts.version} is not supported: Sluice needs Redis ${MIN_REDIS_VERSION} or later (its scripts and blocking reads use commands older servers lack)`, warnings, notes };
+  }
+  const policy = facts.policy;
+  if (policy?.startsWith('allkeys-')) {
+    const limit = facts.maxmemory ? '' : ' (maxmemory is 0 now, so nothing is evicted until a limit is set)';
+    const risk =
+      `Redis maxmemory-policy is ${policy}${limit}: under memory pressure Redis may evict any key, including queued and active runs, ` +
+      'which are then lost without an error and leave the queues inconsistent. Use noeviction (writes then fail with an OOM error instead) or a volatile-* policy';
+    if (strict) return { fatal: `${risk}; refused because strict is true`, warnings, notes };
+    warnings.push(risk);
+  } else if (policy?.startsWith('volatile-')) {
+    notes.push(`Redis maxmemory-policy is ${policy}: under memory pressure finished runs' results may be evicted before resultTtlMs; queued and active runs have no TTL and are never evicted`);
+  }
+  if (facts.aof === false && facts.rdb === false) {
+    notes.push('Redis has no persistence (appendonly no, no save points): a Redis restart loses every queued and active run. Enable AOF (appendfsync everysec or always) where runs must survive one');
+  } else if (facts.aof === false && facts.configRefused !== undefined) {
+    notes.push(`Redis refused CONFIG GET save (${facts.configRefused}): whether it persists anything (AOF is off) was not checked`);
+  }
+  return { warnings, notes };
+}
+
+/** `INFO` text → fields. */
+export function parseInfo(text: string): Map<string, string> {
+  const fields = new Map<string, string>();
+  for (const line of text.split(/\r?\n/)) {
+    const colon = line.indexOf(':');
+    if (colon > 0 && !line.startsWith('#')) fields.set(line.slice(0, colon), line.slice(colon + 1).trim());
+  }
+  return fields;
+}
+
+/** Compares dotted versions numerically ('6.2.14' < '7.0.0'); a missing or odd part counts as 0. */
+export function compareVersions(a: string, b: string): number {
+  const parts = (v: string) => v.split('.').map((part) => Number.parseInt(part, 10) || 0);
+  const [x, y] = [parts(a), parts(b)];
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const diff = (x[i] ?? 0) - (y[i] ?? 0);
+    if (diff !== 0) return Math.sign(diff);
+  }
+  return 0;
+}
+
+/**
+ * Boot checks of the Redis server: version, eviction policy, persistence (`INFO`, and
+ * `CONFIG GET save` when AOF is off), once per process, before the first migration or worker
+ * start (see `MigrationRunner`). Each read is one call under the usual bound (`redisTimeoutMs`),
+ * fail-fast at bootstrap: when Redis is down, the check rejects with the connection error and the
+ * bootstrap goes on as it does without Redis; the check then runs before the deferred migration
+ * and worker start. A refused read (ACL, managed Redis) is a warning, never a failure.
+ */
+@Injectable()
+export class RedisServerCheck {
+  private readonly logger = new Logger('Sluice');
+  private passed = false;
+  private refusal?: QueueConfigError;
+
+  constructor(
+    private readonly connections: RedisConnections,
+    @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
+  ) {}
+
+  /**
+   * Resolves once the server was checked (now or earlier). Rejects with `QueueConfigError` for an
+   * unsupported server (every later call too: the verdict is kept), and with a
+   * `RedisConnectionError` when Redis did not answer (checked again next time).
+   *
+   * @param failFast give up at the connection's first error (bootstrap)
+   * @param atBootstrap whether a refusal fails the bootstrap (thrown) or comes later (logged as an error too)
+   */
+  async ensure(failFast = false, atBootstrap = false): Promise<void> {
+    if (this.passed) return;
+    if (this.refusal) throw this.refusal;
+    const facts = await this.read(failFast);
+    const { fatal, warnings, notes } = assessRedisServer(facts, this.options.strict);
+    if (fatal) {
+      this.refusal = new QueueConfigError(fatal);
+      // After bootstrap nobody sees the throw but the background retry: say it plainly, once.
+      if (!atBootstrap) this.logger.error(`${fatal}; the worker will not start`);
+      throw this.refusal;
+    }
+    warnings.forEach((warning) => this.logger.warn(warning));
+    notes.forEach((note) => this.logger.log(note));
+    this.passed = true;
+  }
+
+  private async read(failFast: boolean): Promise<RedisServerFacts> {
+    const link = this.connections.command;
+    const bound = { idempotent: true, failFast };
+    let info: Map<string, string>;
+    try {
+      info = parseInfo(await link.call('server check (INFO)', (redis) => redis.info(), bound));
+    } catch (error) {
+      if (error instanceof RedisCommandError) return { infoRefused: causeOf(error) };
+      throw error;
+    }
+    const facts: RedisServerFacts = {
+      version: info.get('redis_version'),
+      policy: info.get('maxmemory_policy'),
+      ...(info.has('maxmemory') && { maxmemory: Number(info.get('maxmemory')) }),
+      ...(info.has('aof_enabled') && { aof: info.get('aof_enabled') === '1' }),
+    };
+    if (facts.aof === false) {
+      try {
+        const reply = (await link.call('server check (CONFIG GET save)', (redis) => redis.config('GET', 'save'), bound)) as string[];
+        facts.rdb = (reply[1] ?? '').trim() !== '';
+      } catch (error) {
+        if (!(error instanceof RedisCommandError)) throw error;
+        facts.configRefused = causeOf(error);
+      }
+    }
+    return facts;
+  }
+}
+
+function causeOf(error: RedisCommandError): string {
+  return (error.cause as Error | undefined)?.message ?? error.message;
+}

@@ -1,0 +1,76 @@
+import type { StepRecorder } from '../worker/step.recorder';
+import { checkId } from '../util/names';
+import type { Jsonified } from '../workflow/json.roundtrip';
+import { stepScope, type StepRunner } from '../workflow/run.scope';
+import type { FailStepOptions, HarnessStepReport } from './harness.types';
+
+/** A failure registered with `failStep`. */
+export interface StepFault extends FailStepOptions {
+  name: string;
+}
+
+/**
+ * The step runner of one harness attempt. Memoizing, numbering, encoding and the nested-step
+ * rule are the production {@link StepRecorder}'s (this only wraps it, so the harness cannot drift
+ * from the worker); this adds the report of what executed or replayed, and the injected failures.
+ */
+export class HarnessRecorder implements StepRunner {
+  /** Counted as the recorder counts (top-level calls with a valid name), to name each call's key up front. */
+  private readonly occurrences = new Map<string, number>();
+
+  constructor(
+    private readonly recorder: StepRecorder,
+    private readonly attempt: number,
+    private readonly faults: readonly StepFault[],
+    readonly steps: HarnessStepReport[] = [],
+  ) {}
+
+  async step<T>(name: string, fn: () => Promise<T> | T): Promise<Jsonified<T>> {
+    // Nested in a step of this run: the recorder runs it plainly, as part of its parent; it is not
+    // a step of its own, so it is neither reported nor failed. Bad arguments: the recorder throws.
+    if (stepScope.getStore() === this.recorder || !validName(name) || typeof fn !== 'function') return this.recorder.step(name, fn);
+
+    const occurrence = (this.occurrences.get(name) ?? 0) + 1;
+    this.occurrences.set(name, occurrence);
+    const key = `${name}#${occurrence}`;
+    const report: HarnessStepReport = { key, name, occurrence, outcome: 'replayed' };
+    this.steps.push(report);
+    const fault = this.faults.find((f) => f.name === name && appliesTo(f, occurrence, this.attempt));
+    // The recorder calls this only if the step is not in the memo; if it never runs, it replayed.
+    const execute = async (): Promise<T> => {
+      report.outcome = 'pending';
+      if (fault && fault.when !== 'after') throw faultError(fault, key, this.attempt);
+      const value = await fn();
+      if (fault) throw faultError(fault, key, this.attempt);
+      return value;
+    };
+    try {
+      const value = await this.recorder.step(name, execute);
+      if (report.outcome === 'pending') report.outcome = 'executed';
+      return value;
+    } catch (error) {
+      // Thrown by the step (or by saving its result): nothing was saved.
+      report.outcome = 'failed';
+      throw error;
+    }
+  }
+}
+
+function validName(name: string): boolean {
+  try {
+    checkId(name, 'step name');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function appliesTo(fault: StepFault, occurrence: number, attempt: number): boolean {
+  if (fault.occurrence !== undefined && fault.occurrence !== occurrence) return false;
+  if (fault.onAttempt === undefined) return true;
+  return Array.isArray(fault.onAttempt) ? fault.onAttempt.includes(attempt) : fault.onAttempt === attempt;
+}
+
+function faultError(fault: StepFault, key: string, attempt: number): unknown {
+  return 'error' in fault && fault.error !== undefined ? fault.error : new Error(`Injected failure of step "${key}" on attempt ${attempt} (failStep)`);
+}

@@ -1,0 +1,123 @@
+import type { ModuleMetadata, Provider } from '@nestjs/common';
+import type { EnqueueOptions } from '../client/enqueue.options';
+import type { WorkflowFailedError } from '../errors';
+import type { QueueModuleOptions } from '../queue.options';
+import type { Jsonified } from '../workflow/json.roundtrip';
+
+/**
+ * Options of a harness: the `QueueModule` options that change how a run executes, validated and
+ * defaulted exactly as `QueueModule.forRoot` does.
+ */
+export interface HarnessOptions extends Pick<QueueModuleOptions, 'defaults' | 'maxPayloadBytes' | 'maxRunMemoBytes'> {
+  /** Start of the fake clock. Default: the real time when the harness is made. */
+  now?: Date | number;
+  /**
+   * Source of the backoff's ±20 % jitter, like `Math.random`. Default `() => 0.5`: no jitter, so
+   * reported delays are the nominal `delayMs × factor^(failures−1)` (capped). Pass `Math.random`
+   * to see production's spread.
+   */
+  random?: () => number;
+}
+
+/** Options of `SluiceTesting.create`: the providers the workflow needs, plus {@link HarnessOptions}. */
+export interface SluiceTestingOptions extends HarnessOptions {
+  /** Providers besides the workflow class (its dependencies, or fakes of them). */
+  providers?: Provider[];
+  /** Modules to import (e.g. a module exporting the workflow's dependencies). */
+  imports?: ModuleMetadata['imports'];
+}
+
+/** A run through the harness: the `EnqueueOptions` that matter in-process, checked as `enqueue` does. */
+export type HarnessRunOptions = Pick<EnqueueOptions, 'id' | 'delay' | 'runAt' | 'attempts'>;
+
+/** Makes a step fail instead of (or right after) executing. See `WorkflowHarness.failStep`. */
+export interface FailStepOptions {
+  /** The attempt(s) on which it fails (`ctx.attempt`). Default: every attempt. */
+  onAttempt?: number | number[];
+  /** Only this occurrence of the step (`charge#2` is occurrence 2). Default: every occurrence. */
+  occurrence?: number;
+  /** What is thrown. Default: an `Error` naming the step and attempt. Throw a `NonRetryableError` to fail the run for good. */
+  error?: unknown;
+  /**
+   * `'before'` (default): the step throws without executing. `'after'`: it executes, then throws
+   * before its result is saved, as when a worker dies there; the next attempt executes it again.
+   */
+  when?: 'before' | 'after';
+}
+
+/** What became of one step call at the top level of an attempt. */
+export interface HarnessStepReport {
+  /** The memo key, `name#occurrence`. */
+  key: string;
+  name: string;
+  occurrence: number;
+  /**
+   * `executed`: it ran and its result was saved. `replayed`: its saved result was returned
+   * without running it. `failed`: it ran (or an injected failure stood in for it) and threw, so
+   * nothing was saved. `pending`: the attempt ended (threw elsewhere) while it was still running.
+   */
+  outcome: 'executed' | 'replayed' | 'failed' | 'pending';
+}
+
+/** One attempt (claim) of a harness run. */
+export interface HarnessAttempt {
+  /** `ctx.attempt`. */
+  attempt: number;
+  /** The fake clock when it started. */
+  startedAt: Date;
+  /** Top-level step calls in call order. Nested steps are part of their parent and not listed. */
+  steps: HarnessStepReport[];
+  /** Keys of the steps that executed and were saved. */
+  executed: string[];
+  /** Keys of the steps replayed from the memo. */
+  replayed: string[];
+  /** Keys of the steps that threw. */
+  failed: string[];
+  /**
+   * `completed`; `retry` (failed, another attempt follows after `retryDelayMs`); `failed` (failed
+   * for good: a `NonRetryableError`, an `InvalidInputError` such as an unserializable result, or
+   * the last attempt); `handed-back` (a `RedisConnectionError` escaped: not counted as a failure).
+   */
+  outcome: 'completed' | 'retry' | 'failed' | 'handed-back';
+  /** What the attempt threw. */
+  error?: unknown;
+  /** The backoff before the next attempt (`outcome: 'retry'`): the fake clock moved on by it. */
+  retryDelayMs?: number;
+}
+
+/** The report of one harness run, from enqueue to its final outcome. */
+export interface HarnessRun<Out = unknown> {
+  runId: string;
+  workflow: string;
+  state: 'completed' | 'failed';
+  /** The run's result after its JSON round trip (what `client.run` resolves with), once completed. */
+  result?: Jsonified<Out>;
+  /** What the last attempt threw, once failed (the original error, so `instanceof` works). */
+  error?: unknown;
+  /** What `client.run`/`wait` would reject with, once failed. */
+  failure?: WorkflowFailedError;
+  /** Every attempt in order. */
+  attempts: HarnessAttempt[];
+  /** Failed attempts (what counts against `attempts`). */
+  failures: number;
+  /** The attempt limit the run had. */
+  maxAttempts: number;
+  /** Backoff delays between attempts, in order: reported and added to the fake clock, never slept. */
+  retryDelaysMs: number[];
+  /** The step memo at the end, decoded: `{ 'charge#1': … }`. */
+  memo: Record<string, unknown>;
+  /** The fake clock at enqueue, when the run was first due (after `delay`/`runAt`), and at the end. */
+  enqueuedAt: Date;
+  dueAt: Date;
+  finishedAt: Date;
+}
+
+/** A declared schedule's next fire times after the fake clock's now. */
+export interface HarnessScheduleFires {
+  id: string;
+  cron: string;
+  tz?: string;
+  /** The input of every run it starts (after its JSON round trip; `null` when it declares none). */
+  input: unknown;
+  next: Date[];
+}

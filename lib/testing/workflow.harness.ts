@@ -1,0 +1,269 @@
+import { buildEnqueueRequest } from '../client/enqueue.options';
+import { WorkflowMetadataAccessor } from '../discovery/workflow-metadata.accessor';
+import { InvalidInputError, InvalidOptionError, NonRetryableError, RedisConnectionError, SluiceError, WorkflowDefinitionError, WorkflowFailedError } from '../errors';
+import { resolveBackoff, resolveQueueOptions } from '../queue.options';
+import { decodePayload, encodePayload } from '../redis/payload.codec';
+import { occurrencesAfter } from '../schedule/cron.plan';
+import type { DeclaredSchedule } from '../schedule/schedule.options';
+import { backoffDelay } from '../worker/backoff';
+import { StepRecorder } from '../worker/step.recorder';
+import type { Jsonified } from '../workflow/json.roundtrip';
+import { runScope } from '../workflow/run.scope';
+import type { BackoffOptions, RunContext, WorkflowInstance } from '../workflow/workflow.types';
+import { FakeClock } from './fake.clock';
+import { HarnessRecorder, type StepFault } from './harness.recorder';
+import type { FailStepOptions, HarnessAttempt, HarnessOptions, HarnessRun, HarnessRunOptions, HarnessScheduleFires } from './harness.types';
+
+/**
+ * Claims of one run before the harness gives up on a workflow that keeps handing its run back
+ * (a `RedisConnectionError` escaping `run` on every attempt); production would retry for ever.
+ */
+const MAX_CLAIMS = 1_000;
+
+/**
+ * Runs one `@Workflow` in-process, with no Redis, the way a worker does: each attempt gets the
+ * step memo persisted by the attempts before it, steps go through the production step recorder
+ * (memo per `name#occurrence`, nested steps part of their parent, the JSON round trip and its
+ * errors, the memo budget), and input and result take the same JSON round trip as through Redis.
+ * Attempts follow the workflow's `attempts` and `backoff` and the retry rules of the worker
+ * (`NonRetryableError` and `InvalidInputError` fail at once). Time is a {@link FakeClock}:
+ * delays and backoffs are reported and move it, never slept.
+ *
+ * Make one with `SluiceTesting.create(WorkflowClass, { providers })` or
+ * `SluiceTesting.harness(instance)`.
+ */
+export class WorkflowHarness<In = unknown, Out = unknown> {
+  /** The workflow name. */
+  readonly name: string;
+  /** Attempts of a run unless `run(…, { attempts })` says otherwise: the workflow's, else `defaults.attempts`. */
+  readonly attempts: number;
+  /** The backoff between attempts: the workflow's, else `defaults.backoff`. */
+  readonly backoff: Required<BackoffOptions>;
+  /** The fake time delays, backoffs and schedules use. */
+  readonly clock: FakeClock;
+  private readonly faults: StepFault[] = [];
+  private readonly schedulesById: Map<string, DeclaredSchedule & { id: string }>;
+  private readonly maxPayloadBytes: number;
+  private readonly maxRunMemoBytes: number;
+  private readonly random: () => number;
+
+  constructor(
+    /** The workflow instance the harness runs. */
+    readonly instance: WorkflowInstance<In, Out>,
+    options: HarnessOptions = {},
+    private readonly onClose?: () => Promise<void>,
+  ) {
+    const type = (instance as { constructor?: unknown } | null)?.constructor;
+    const metadata = new WorkflowMetadataAccessor().getWorkflow(type);
+    const className = typeof type === 'function' ? type.name : String(instance);
+    if (!metadata) throw new WorkflowDefinitionError(`SluiceTesting: ${className} has no @Workflow decorator (pass an instance of a @Workflow class)`);
+    if (typeof instance.run !== 'function') throw new WorkflowDefinitionError(`@Workflow('${metadata.name}') ${className} has no run(input, ctx) method`);
+    // The module's own validation and defaults, so the harness cannot disagree with production.
+    // The connection only satisfies the validation: nothing connects.
+    const resolved = resolveQueueOptions({ connection: { host: 'sluice-testing' }, defaults: options.defaults, maxPayloadBytes: options.maxPayloadBytes, maxRunMemoBytes: options.maxRunMemoBytes });
+    this.name = metadata.name;
+    this.attempts = metadata.options.attempts ?? resolved.defaults.attempts;
+    this.backoff = resolveBackoff(metadata.options.backoff, resolved.defaults.backoff, `@Workflow('${metadata.name}') backoff`);
+    this.maxPayloadBytes = resolved.maxPayloadBytes;
+    this.maxRunMemoBytes = resolved.maxRunMemoBytes;
+    this.clock = new FakeClock(options.now);
+    this.random = options.random ?? (() => 0.5);
+    if (typeof this.random !== 'function') throw new InvalidOptionError('random', 'must be a function like Math.random');
+    this.schedulesById = new Map(((metadata.options.schedules ?? []) as Array<DeclaredSchedule & { id: string }>).map((s) => [s.id, s]));
+  }
+
+  /**
+   * Makes the step `name` throw when it would execute — on every attempt, or on those in
+   * `onAttempt` — instead of running (`when: 'before'`, the default) or right after running and
+   * before its result is saved (`when: 'after'`). A step replayed from the memo never fails, as in
+   * production. Applies to every later `run` until {@link clearFailures}.
+   * @example harness.failStep('charge', { onAttempt: 1, error: new Error('gateway timeout') })
+   */
+  failStep(name: string, options: FailStepOptions = {}): this {
+    if (typeof name !== 'string' || name === '') throw new InvalidOptionError('failStep name', 'must be a step name');
+    if (options.when !== undefined && options.when !== 'before' && options.when !== 'after') throw new InvalidOptionError('failStep when', `must be 'before' or 'after', got ${String(options.when)}`);
+    this.faults.push({ ...options, name });
+    return this;
+  }
+
+  /** Removes every failure registered with {@link failStep}. */
+  clearFailures(): this {
+    this.faults.length = 0;
+    return this;
+  }
+
+  /**
+   * Enqueues a run in-process and runs its attempts until it completes or fails for good, as the
+   * worker would. Resolves with the report either way (a failed run is a report with
+   * `state: 'failed'`, not a rejection). A `delay` or `runAt` moves the fake clock to the due time.
+   * @throws the typed errors `client.enqueue` throws for bad input or options (before anything runs)
+   */
+  async run(input: In, opts?: HarnessRunOptions): Promise<HarnessRun<Out>> {
+    const request = buildEnqueueRequest({ name: this.name, attempts: this.attempts }, input, opts, this.maxPayloadBytes);
+    return this.execute(request.id, request.input, request.attempts, request.runAtMs ?? this.clock.now() + request.delayMs);
+  }
+
+  /**
+   * The next fire times of the workflow's declared schedules after the fake clock's now, computed
+   * as the worker plans them (cron-parser, the schedule's time zone or UTC, `H` seeded by its id).
+   */
+  schedules(count = 5): HarnessScheduleFires[] {
+    return [...this.schedulesById.values()].map((s) => ({
+      id: s.id,
+      cron: s.cron,
+      ...(s.tz !== undefined && { tz: s.tz }),
+      input: decodePayload(encodePayload(s.input === undefined ? null : s.input, `schedules.${s.id}.input`, this.maxPayloadBytes)),
+      next: this.nextFireTimes(s.id, count),
+    }));
+  }
+
+  /** The next `count` fire times of one declared schedule (default: the only one) after the fake clock's now. */
+  nextFireTimes(scheduleId?: string, count = 5): Date[] {
+    const schedule = this.schedule(scheduleId);
+    if (!Number.isInteger(count) || count < 1 || count > 1_000) throw new InvalidOptionError('count', `must be an integer 1–1000, got ${count}`);
+    return occurrencesAfter({ cron: schedule.cron, tz: schedule.tz, seed: schedule.id }, this.clock.now(), count).map((ms) => new Date(ms));
+  }
+
+  /**
+   * Fires a declared schedule's next occurrence after the fake clock's now: moves the clock to it
+   * and runs the workflow with the schedule's input, under the run id the worker would give it
+   * (`<schedule id>@<occurrence ms>`).
+   */
+  async fireSchedule(scheduleId?: string): Promise<HarnessRun<Out>> {
+    const schedule = this.schedule(scheduleId);
+    const [at] = occurrencesAfter({ cron: schedule.cron, tz: schedule.tz, seed: schedule.id }, this.clock.now(), 1);
+    if (at === undefined) throw new SluiceError(`Schedule "${schedule.id}" has no occurrence after ${this.clock.date().toISOString()}`);
+    this.clock.set(at);
+    const input = encodePayload(schedule.input === undefined ? null : schedule.input, `schedules.${schedule.id}.input`, this.maxPayloadBytes);
+    return this.execute(`${schedule.id}@${at}`, input, this.attempts, at);
+  }
+
+  /** Closes the Nest application context `SluiceTesting.create` made (a no-op otherwise). */
+  async close(): Promise<void> {
+    await this.onClose?.();
+  }
+
+  private schedule(scheduleId: string | undefined): DeclaredSchedule & { id: string } {
+    const ids = [...this.schedulesById.keys()];
+    if (scheduleId === undefined) {
+      if (ids.length === 1) return this.schedulesById.get(ids[0])!;
+      throw new InvalidOptionError('scheduleId', ids.length === 0 ? `@Workflow('${this.name}') declares no schedules` : `is required: @Workflow('${this.name}') declares ${ids.join(', ')}`);
+    }
+    const schedule = this.schedulesById.get(scheduleId);
+    // (Its cron and time zone were checked when the decorator was evaluated.)
+    if (!schedule) throw new InvalidOptionError('scheduleId', `"${scheduleId}" is not a schedule of @Workflow('${this.name}') (it declares ${ids.join(', ') || 'none'})`);
+    return schedule;
+  }
+
+  /** The worker's loop over one run: claim, execute, then complete, retry after a backoff, fail or hand back. */
+  private async execute(runId: string, input: string, maxAttempts: number, dueAtMs: number): Promise<HarnessRun<Out>> {
+    const enqueuedAt = this.clock.date();
+    if (dueAtMs > this.clock.now()) this.clock.set(dueAtMs);
+    const memo = new Map<string, string>();
+    const attempts: HarnessAttempt[] = [];
+    const retryDelaysMs: number[] = [];
+    let failures = 0;
+    for (let claim = 1; ; claim++) {
+      if (claim > MAX_CLAIMS) throw new SluiceError(`Run ${runId} of workflow "${this.name}" was handed back ${MAX_CLAIMS} times (a RedisConnectionError escaped run on every attempt); the harness gave up`);
+      const { report, result, error } = await this.attempt(runId, input, claim, memo);
+      attempts.push(report);
+      if (report.outcome === 'completed') {
+        return this.finish({ runId, state: 'completed', result: decodePayload<Jsonified<Out>>(result) }, attempts, failures, maxAttempts, retryDelaysMs, memo, enqueuedAt, dueAtMs);
+      }
+      if (error instanceof RedisConnectionError) {
+        // As the worker: Redis being away is not the run's fault; hand it back without a failure.
+        report.outcome = 'handed-back';
+        continue;
+      }
+      failures++;
+      const retryable = !(error instanceof NonRetryableError || error instanceof InvalidInputError);
+      if (retryable && failures < maxAttempts) {
+        const delay = backoffDelay(this.backoff, failures, this.random);
+        report.outcome = 'retry';
+        report.retryDelayMs = delay;
+        retryDelaysMs.push(delay);
+        this.clock.advance(delay);
+        continue;
+      }
+      report.outcome = 'failed';
+      const failure = new WorkflowFailedError(runId, this.name, describe(error));
+      return this.finish({ runId, state: 'failed', error, failure }, attempts, failures, maxAttempts, retryDelaysMs, memo, enqueuedAt, dueAtMs);
+    }
+  }
+
+  /** One attempt, as `RunExecutor.execute` runs it: `run` in the run scope, steps through the recorder. */
+  private async attempt(runId: string, input: string, attempt: number, memo: Map<string, string>): Promise<{ report: HarnessAttempt; result?: string; error?: unknown }> {
+    let open = true;
+    // The token-checked write: refused once the attempt is over (a step still running when a
+    // parallel one failed the attempt), as the worker's lease is gone then too.
+    const persist = async (key: string, encoded: string) => {
+      if (!open) return false;
+      memo.set(key, encoded);
+      return true;
+    };
+    // A copy: the memo as shipped with this claim (the recorder adds its own writes to it).
+    const recorder = new StepRecorder(runId, new Map(memo), persist, this.maxPayloadBytes, this.maxRunMemoBytes);
+    const harness = new HarnessRecorder(recorder, attempt, [...this.faults]);
+    const abort = new AbortController();
+    const ctx: RunContext = { runId, attempt, signal: abort.signal, step: (name, fn) => harness.step(name, fn) };
+    const report: HarnessAttempt = { attempt, startedAt: this.clock.date(), steps: harness.steps, executed: [], replayed: [], failed: [], outcome: 'completed' };
+    let result: string | undefined;
+    let error: unknown;
+    try {
+      const decoded = decodePayload<In>(input);
+      const value = await runScope.run(harness, () => this.instance.run(decoded, ctx));
+      result = encodePayload(value, `result of workflow "${this.name}"`, this.maxPayloadBytes);
+    } catch (thrown) {
+      error = thrown;
+      report.outcome = 'failed';
+      report.error = thrown;
+    } finally {
+      open = false;
+    }
+    report.steps = harness.steps.map((step) => ({ ...step }));
+    for (const step of report.steps) {
+      if (step.outcome === 'executed') report.executed.push(step.key);
+      else if (step.outcome === 'replayed') report.replayed.push(step.key);
+      else if (step.outcome === 'failed') report.failed.push(step.key);
+    }
+    return report.outcome === 'completed' ? { report, result } : { report, error };
+  }
+
+  private finish(
+    outcome: Pick<HarnessRun<Out>, 'runId' | 'state' | 'result' | 'error' | 'failure'>,
+    attempts: HarnessAttempt[],
+    failures: number,
+    maxAttempts: number,
+    retryDelaysMs: number[],
+    memo: Map<string, string>,
+    enqueuedAt: Date,
+    dueAtMs: number,
+  ): HarnessRun<Out> {
+    const decodedMemo: Record<string, unknown> = {};
+    for (const [key, value] of memo) decodedMemo[key] = decodePayload(value);
+    return {
+      ...outcome,
+      workflow: this.name,
+      attempts,
+      failures,
+      maxAttempts,
+      retryDelaysMs,
+      memo: decodedMemo,
+      enqueuedAt,
+      dueAt: new Date(Math.max(dueAtMs, enqueuedAt.getTime())),
+      finishedAt: this.clock.date(),
+    };
+  }
+}
+
+/** The cause as the worker stores it (name and message; a thrown non-Error is recorded as `Error`). */
+function describe(error: unknown): { name: string; message: string; stack?: string } {
+  if (error instanceof Error) return { name: String(error.name), message: String(error.message), ...(error.stack && { stack: error.stack }) };
+  let message: string;
+  try {
+    message = typeof error === 'string' ? error : JSON.stringify(error) ?? String(error);
+  } catch {
+    message = String(error);
+  }
+  return { name: 'Error', message };
+}

@@ -1,0 +1,105 @@
+import 'reflect-metadata';
+import { Test, TestingModule } from '@nestjs/testing';
+import Redis from 'ioredis';
+import { QueueClient, QueueConfigError, QueueHealth, QueueModule, QueueModuleOptions, RedisConnectionOptions, RunContext, Workflow } from '../../lib';
+import { uniqueNamespace } from '../support/app';
+import { LogCapture } from '../support/log-capture';
+import { LocalRedis, startRedisServer } from '../support/redis-server';
+
+/**
+ * The boot checks against real servers: a redis-server of this file's own, so its eviction
+ * policy, persistence and ACL users never leak to the tests sharing the suite's server.
+ * (An unsupported version cannot be run here: see test/unit/redis-server-check.spec.ts.)
+ */
+
+@Workflow('boot.echo')
+class EchoWorkflow {
+  async run(input: { key: string }, _ctx: RunContext) {
+    return input.key;
+  }
+}
+
+describe('boot checks', () => {
+  let server: LocalRedis;
+  let admin: Redis;
+  const apps: TestingModule[] = [];
+
+  beforeAll(async () => {
+    server = await startRedisServer(['--maxmemory-policy', 'allkeys-lru']);
+    admin = new Redis(server.url);
+  });
+
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+    await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    await admin.config('SET', 'appendonly', 'no');
+  });
+
+  afterAll(async () => {
+    await admin.acl('DELUSER', 'sluice-noinfo');
+    await admin.quit();
+    await server.stop();
+  });
+
+  async function boot(options: Partial<QueueModuleOptions> = {}, connection: RedisConnectionOptions = { url: server.url }) {
+    const logs = new LogCapture();
+    const app = await Test.createTestingModule({
+      imports: [QueueModule.forRoot({ connection, namespace: uniqueNamespace('boot'), redisTimeoutMs: 2_000, ...options })],
+      providers: [EchoWorkflow],
+    }).compile();
+    app.useLogger(logs);
+    // A failed bootstrap closed its connections itself (app.close() would rethrow its error).
+    await app.init();
+    apps.push(app);
+    return { app, logs, client: app.get(QueueClient) };
+  }
+
+  it('an allkeys-lru server: one warning explaining the data-loss risk, one note about the missing persistence, and the worker runs', async () => {
+    const { logs, client } = await boot();
+    const warnings = logs.find('warn');
+    expect(warnings.map((line) => line.message)).toEqual([
+      'Redis maxmemory-policy is allkeys-lru (maxmemory is 0 now, so nothing is evicted until a limit is set): under memory pressure Redis may evict any key, ' +
+        'including queued and active runs, which are then lost without an error and leave the queues inconsistent. Use noeviction (writes then fail with an OOM error instead) or a volatile-* policy',
+    ]);
+    expect(warnings[0].context).toBe('Sluice');
+    expect(logs.find('log', /^Redis has no persistence \(appendonly no, no save points\)/)).toHaveLength(1);
+    expect(await client.run(EchoWorkflow, { key: 'k' }, { timeoutMs: 10_000 })).toBe('k');
+  });
+
+  it('strict: true refuses an allkeys-* server with QueueConfigError before anything is written', async () => {
+    const namespace = uniqueNamespace('strict');
+    const failed = boot({ strict: true, namespace });
+    await expect(failed).rejects.toThrow(QueueConfigError);
+    await expect(failed).rejects.toThrow(/^Redis maxmemory-policy is allkeys-lru .*; refused because strict is true$/);
+    expect(await admin.keys(`{sluice:${namespace}}:*`)).toEqual([]);
+  });
+
+  it('noeviction with AOF on: no warning and no note; volatile-* with strict: a note only', async () => {
+    await admin.config('SET', 'maxmemory-policy', 'noeviction');
+    await admin.config('SET', 'appendonly', 'yes');
+    const quiet = await boot({ strict: true });
+    expect(quiet.logs.find('warn')).toEqual([]);
+    expect(quiet.logs.find('log', /^Redis /)).toEqual([]);
+
+    await admin.config('SET', 'maxmemory-policy', 'volatile-lru');
+    const volatile = await boot({ strict: true });
+    expect(volatile.logs.find('warn')).toEqual([]);
+    expect(volatile.logs.find('log', 'Redis maxmemory-policy is volatile-lru')).toHaveLength(1);
+  });
+
+  it('a user whose ACL denies INFO and CONFIG still boots, with one warning saying what was not checked', async () => {
+    await admin.acl('SETUSER', 'sluice-noinfo', 'reset', 'on', '>secret', '~*', '&*', '+@all', '-info', '-config');
+    const { logs, app, client } = await boot({}, { url: server.url, username: 'sluice-noinfo', password: 'secret' });
+    expect(logs.find('warn').map((line) => line.message)).toEqual([
+      expect.stringMatching(/^Redis refused INFO \(NOPERM.*info.*\): its version, maxmemory-policy and persistence were not checked \(grant \+info to check them\)$/),
+    ]);
+    expect(await client.run(EchoWorkflow, { key: 'acl' }, { timeoutMs: 10_000 })).toBe('acl');
+    expect(await app.get(QueueHealth).check()).toMatchObject({ healthy: true });
+    // The user really is denied both (the warning is not about something else). (ioredis itself
+    // prints a console warning on each connect that it skips its INFO ready check.)
+    const limited = new Redis(server.url, { username: 'sluice-noinfo', password: 'secret', enableReadyCheck: false });
+    await expect(limited.info()).rejects.toThrow(/NOPERM/);
+    await expect(limited.config('GET', 'save')).rejects.toThrow(/NOPERM/);
+    limited.disconnect();
+  });
+});

@@ -1,0 +1,60 @@
+import { assessRedisServer, compareVersions, MIN_REDIS_VERSION, parseInfo } from '../../lib/redis/redis-server.check';
+
+/**
+ * The boot checks' verdicts, for servers this machine cannot run (an old Redis) as well as the
+ * ones the e2e tests start (test/e2e/boot-checks.spec.ts).
+ */
+describe('Redis server boot checks: assessment', () => {
+  const ok = { version: '7.0.15', policy: 'noeviction', maxmemory: 0, aof: true };
+
+  it('parses INFO and compares versions numerically', () => {
+    const info = parseInfo('# Server\r\nredis_version:6.2.14\r\nredis_mode:standalone\r\n\r\n# Memory\r\nmaxmemory_policy:allkeys-lru\r\n');
+    expect(info.get('redis_version')).toBe('6.2.14');
+    expect(info.get('maxmemory_policy')).toBe('allkeys-lru');
+    expect(info.has('# Server')).toBe(false);
+    expect(compareVersions('6.2.14', '6.0.0')).toBe(1);
+    expect(compareVersions('6.0.0', '6.0')).toBe(0);
+    expect(compareVersions('5.0.14', '6.0.0')).toBe(-1);
+    expect(compareVersions('10.0.0', '9.9.9')).toBe(1);
+    expect(MIN_REDIS_VERSION).toBe('6.0.0');
+  });
+
+  it('accepts a current noeviction server with AOF without a word', () => {
+    expect(assessRedisServer(ok, true)).toEqual({ warnings: [], notes: [] });
+  });
+
+  it('refuses a Redis older than 6.0 whatever strict says', () => {
+    for (const strict of [false, true]) {
+      expect(assessRedisServer({ ...ok, version: '5.0.14' }, strict).fatal).toBe(
+        'Redis 5.0.14 is not supported: Sluice needs Redis 6.0.0 or later (its scripts and blocking reads use commands older servers lack)',
+      );
+    }
+    expect(assessRedisServer({ ...ok, version: '6.0.0' }, false).fatal).toBeUndefined();
+  });
+
+  it('warns about allkeys-* (data loss) and refuses it with strict; notes volatile-*', () => {
+    const lru = assessRedisServer({ ...ok, policy: 'allkeys-lru', maxmemory: 1 << 30 }, false);
+    expect(lru.fatal).toBeUndefined();
+    expect(lru.warnings).toEqual([expect.stringMatching(/^Redis maxmemory-policy is allkeys-lru: under memory pressure Redis may evict any key, including queued and active runs/)]);
+    expect(assessRedisServer({ ...ok, policy: 'allkeys-lfu' }, false).warnings[0]).toContain('(maxmemory is 0 now, so nothing is evicted until a limit is set)');
+    expect(assessRedisServer({ ...ok, policy: 'allkeys-random' }, true).fatal).toMatch(/allkeys-random.*refused because strict is true$/);
+
+    const volatile = assessRedisServer({ ...ok, policy: 'volatile-lru' }, true);
+    expect(volatile).toEqual({ warnings: [], notes: [expect.stringContaining("finished runs' results may be evicted before resultTtlMs")] });
+  });
+
+  it('notes a server without persistence, and says when persistence could not be checked', () => {
+    expect(assessRedisServer({ ...ok, aof: false, rdb: true }, false)).toEqual({ warnings: [], notes: [] });
+    expect(assessRedisServer({ ...ok, aof: false, rdb: false }, false).notes).toEqual([expect.stringMatching(/^Redis has no persistence/)]);
+    expect(assessRedisServer({ ...ok, aof: false, configRefused: 'NOPERM' }, false).notes).toEqual([expect.stringContaining('Redis refused CONFIG GET save (NOPERM)')]);
+  });
+
+  it('degrades to a warning when INFO is refused, strict or not, and when it lacks a version', () => {
+    for (const strict of [false, true]) {
+      const refused = assessRedisServer({ infoRefused: "NOPERM User x has no permissions to run the 'info' command" }, strict);
+      expect(refused.fatal).toBeUndefined();
+      expect(refused.warnings).toEqual([expect.stringMatching(/^Redis refused INFO \(NOPERM .*\): its version, maxmemory-policy and persistence were not checked/)]);
+    }
+    expect(assessRedisServer({ ...ok, version: undefined }, true).warnings).toEqual([expect.stringContaining('reports no redis_version')]);
+  });
+});
