@@ -1,43 +1,14 @@
 import { readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import ts from 'typescript';
+import { describeDiagnostics, EXPECT_ERROR as DIRECTIVE, typeCheck } from '../support/type-check';
 
-const ROOT = resolve(__dirname, '..', '..');
 const FIXTURE = join(__dirname, 'fixtures', 'run-types.fixture.ts');
-const DIRECTIVE = /^\s*\/\/ @ts-expect-error\b.*$/;
 
 jest.setTimeout(120_000);
 
-function compilerOptions(): ts.CompilerOptions {
-  const configPath = join(ROOT, 'tsconfig.json');
-  const { config, error } = ts.readConfigFile(configPath, ts.sys.readFile);
-  if (error) throw new Error(ts.flattenDiagnosticMessageText(error.messageText, '\n'));
-  const parsed = ts.parseJsonConfigFileContent(config, ts.sys, dirname(configPath));
-  if (parsed.errors.length) throw new Error(parsed.errors.map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n')).join('\n'));
-  return { ...parsed.options, noEmit: true, sourceMap: false, declaration: false };
-}
-
 /** Type-checks the fixture with `source` as its text; returns every diagnostic of the program. */
-function check(source: string, oldProgram?: ts.Program): { diagnostics: readonly ts.Diagnostic[]; program: ts.Program } {
-  const options = compilerOptions();
-  const host = ts.createCompilerHost(options, true);
-  const getSourceFile = host.getSourceFile.bind(host);
-  host.getSourceFile = (fileName, language, onError, shouldCreate) =>
-    resolve(fileName) === FIXTURE ? ts.createSourceFile(fileName, source, language, true) : getSourceFile(fileName, language, onError, shouldCreate);
-  const readFile = host.readFile.bind(host);
-  host.readFile = (fileName) => (resolve(fileName) === FIXTURE ? source : readFile(fileName));
-  const program = ts.createProgram({ rootNames: [FIXTURE], options, host, oldProgram });
-  return { diagnostics: ts.getPreEmitDiagnostics(program), program };
-}
-
-function describeDiagnostics(diagnostics: readonly ts.Diagnostic[]): string {
-  return diagnostics
-    .map((d) => {
-      const where = d.file && d.start !== undefined ? `${d.file.fileName}:${d.file.getLineAndCharacterOfPosition(d.start).line + 1}` : '';
-      return `${where} ${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`;
-    })
-    .join('\n');
-}
+const check = (source: string, oldProgram?: ts.Program) => typeCheck(FIXTURE, source, oldProgram);
 
 describe('client.run type inference', () => {
   const original = readFileSync(FIXTURE, 'utf8');
