@@ -14,6 +14,7 @@ import { checkInteger } from '../util/duration';
 import { checkId } from '../util/names';
 import { randomBytes } from 'node:crypto';
 import type { WorkflowClass, WorkflowInput, WorkflowOutput } from '../workflow/workflow.types';
+import type { Jsonified } from '../workflow/json.roundtrip';
 import { buildEnqueueRequest, EnqueueOptions, EnqueueRequest } from './enqueue.options';
 import { activateGroups, checkLimit, EVERY_GROUP, LimitTarget, limitField, Limits } from './limits';
 import { RUN_FIELDS, RunInfo, toRunInfo } from './run-info';
@@ -46,7 +47,8 @@ export interface WaitOptions {
  */
 export type WorkflowRef = WorkflowClass | WorkflowContract<any, any> | string;
 type In<W> = W extends string ? unknown : WorkflowInput<W>;
-type Out<W> = W extends string ? unknown : WorkflowOutput<W>;
+/** What the caller receives: the run's result after its JSON round trip through Redis (a `Date` is a string). */
+type Out<W> = W extends string ? unknown : Jsonified<WorkflowOutput<W>>;
 
 /**
  * Enqueues runs, waits for their results and reads their state. Inject it anywhere once

@@ -264,7 +264,9 @@ describe('@OnWorkflowEvent', () => {
     // One of them has stalled before: this stall is one too many (maxStalls 1).
     await redis.hset(keys.run(doomed.id), 'stalls', 1);
 
-    const { logs } = await boot([OkWorkflow], { namespace, worker: { lockMs: 2_000, stalledIntervalMs: 200, maxStalls: 1 } });
+    const worker = await boot([OkWorkflow], { namespace, worker: { lockMs: 2_000, stalledIntervalMs: 200, maxStalls: 1 } });
+    apps.push(worker.app);
+    const { logs } = worker;
     expect(await alive.result({ timeoutMs: 10_000 })).toBe(10);
     await expect(doomed.result({ timeoutMs: 10_000 })).rejects.toThrow('StalledError');
     const stalledAlive = await recorder.next((h) => h.event === 'stalled' && h.payload.runId === alive.id);
