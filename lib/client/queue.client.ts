@@ -104,8 +104,8 @@ export class QueueClient {
         throw error;
       }
     });
-    if (!definition.known) await this.fleet.confirm(definition.name, 'enqueueMany');
     if (requests.length === 0) return [];
+    if (!definition.known) await this.fleet.confirm(definition.name, 'enqueueMany');
     const scripts = this.scripts.get();
     const nonce = newNonce();
     const trace = this.otel && captureTrace(this.otel); // one context for the whole batch

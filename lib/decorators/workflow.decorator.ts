@@ -34,12 +34,12 @@ export function Workflow<In, Out>(contract: WorkflowContract<In, Out>, options?:
 export function Workflow(nameOrContract: string | WorkflowContract<unknown, unknown>, options: WorkflowOptions = {}): ClassDecorator {
   const contract = isWorkflowContract(nameOrContract) ? nameOrContract : undefined;
   const name = checkName(contract ? contract.name : nameOrContract, '@Workflow name');
-  if (contract?.attempts !== undefined) {
-    if (options.attempts !== undefined && options.attempts !== contract.attempts) {
-      throw new InvalidOptionError(`@Workflow('${name}') attempts`, `${options.attempts} differs from the contract's attempts (${contract.attempts}); set it in one place`);
-    }
-    options = { ...options, attempts: contract.attempts };
+  if (contract && options.attempts !== undefined && options.attempts !== contract.attempts) {
+    // Producers enqueue with the contract alone: attempts set only here would not reach them.
+    const where = contract.attempts === undefined ? 'the contract sets none (producers would use their default)' : `the contract's is ${contract.attempts}`;
+    throw new InvalidOptionError(`@Workflow('${name}') attempts`, `${options.attempts} differs from the contract: ${where}; set attempts on defineWorkflow`);
   }
+  if (contract?.attempts !== undefined) options = { ...options, attempts: contract.attempts };
   if (options.concurrency !== undefined) checkInteger(options.concurrency, `@Workflow('${name}') concurrency`, 1, MAX_LIMIT);
   if (options.groupConcurrency !== undefined) checkInteger(options.groupConcurrency, `@Workflow('${name}') groupConcurrency`, 1, MAX_LIMIT);
   if (options.attempts !== undefined) checkInteger(options.attempts, `@Workflow('${name}') attempts`, 1, 1_000);

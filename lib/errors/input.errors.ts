@@ -1,7 +1,8 @@
 import { SluiceError } from './sluice.error';
 
 /**
- * Bad input from the caller. Always thrown before any Redis call, so nothing is half-written.
+ * Bad input from the caller, thrown before anything is written: before any Redis call, except that an
+ * `UnknownWorkflowError` may follow one read of the fleet's `workflows` set.
  * `field` names the offending argument, e.g. `opts.delay` or `input.items[2]`.
  */
 export class InvalidInputError extends SluiceError {

@@ -19,7 +19,15 @@ const TRACE_CONTEXT_HEADERS = ['traceparent', 'tracestate'];
  */
 export function captureTrace(api: OtelApi): string | undefined {
   const carrier: Record<string, string> = {};
-  api.propagation.inject(api.context.active(), carrier);
+  try {
+    // Only a sampled span is continued: an unsampled one would give the run a non-recording
+    // span anyway, and storing it would cost that enqueue the fast path (see lua/enqueue.lua).
+    const span = api.trace.getSpanContext(api.context.active());
+    if (!span || (span.traceFlags & api.TraceFlags.SAMPLED) === 0) return undefined;
+    api.propagation.inject(api.context.active(), carrier);
+  } catch {
+    return undefined; // a propagator that throws costs the run its trace, never its enqueue
+  }
   if (Object.keys(carrier).length === 0) return undefined;
   let encoded = JSON.stringify(carrier);
   if (Buffer.byteLength(encoded) <= MAX_TRACE_BYTES) return encoded;

@@ -1,6 +1,6 @@
 import { buildEnqueueRequest } from '../client/enqueue.options';
 import { WorkflowMetadataAccessor } from '../discovery/workflow-metadata.accessor';
-import { InvalidInputError, InvalidOptionError, NonRetryableError, RedisConnectionError, SluiceError, WorkflowDefinitionError, WorkflowFailedError } from '../errors';
+import { InvalidInputError, InvalidOptionError, NonRetryableError, RedisConnectionError, SluiceError, UnknownWorkflowError, WorkflowDefinitionError, WorkflowFailedError } from '../errors';
 import { resolveBackoff, resolveQueueOptions } from '../queue.options';
 import { decodePayload, encodePayload } from '../redis/payload.codec';
 import { occurrencesAfter } from '../schedule/cron.plan';
@@ -176,7 +176,8 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
         continue;
       }
       failures++;
-      const retryable = !(error instanceof NonRetryableError || error instanceof InvalidInputError);
+      // As the worker: an unknown workflow (a child whose worker has not booted yet) is retried.
+      const retryable = error instanceof UnknownWorkflowError || !(error instanceof NonRetryableError || error instanceof InvalidInputError);
       if (retryable && failures < maxAttempts) {
         const delay = backoffDelay(this.backoff, failures, this.random);
         report.outcome = 'retry';

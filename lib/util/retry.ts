@@ -21,7 +21,8 @@ export async function retryInBackground(
     if (options.stopped()) return false;
     try {
       await attempt();
-      return true;
+      return !options.stopped(); // stopped meanwhile (e.g. the app closed): do not start anything
+
     } catch (error) {
       options.log.warn(options.describe(error as Error));
     }

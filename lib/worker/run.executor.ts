@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { InvalidInputError, LeaseLostError, NonRetryableError, RedisConnectionError, type RunErrorInfo } from '../errors';
+import { InvalidInputError, LeaseLostError, NonRetryableError, RedisConnectionError, type RunErrorInfo, UnknownWorkflowError } from '../errors';
 import type { WorkflowRegistry } from '../discovery/workflow.registry';
 import type { ResolvedQueueOptions } from '../queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
@@ -92,7 +92,9 @@ export class RunExecutor {
       telemetry?.ended('released', error);
       return;
     }
-    const retryable = !(error instanceof NonRetryableError || error instanceof InvalidInputError);
+    // An unknown workflow inside a run is most likely one whose worker has not booted yet (a child
+    // enqueued by contract during a deploy): worth another attempt, unlike other bad input.
+    const retryable = error instanceof UnknownWorkflowError || !(error instanceof NonRetryableError || error instanceof InvalidInputError);
     const described = describeError(error);
     const delayMs = backoffDelay(backoff, claim.failures + 1);
     // Always asked of the token-checked script, even after a lost lease: the token decides.

@@ -52,6 +52,8 @@ type JsonifiedArray<T extends readonly unknown[]> = { -readonly [I in keyof T]: 
 // toJSON() is asked first, as the encoder does: a Buffer is a typed array, but it has one.
 type JsonifiedValue<T> = T extends string | number | boolean | null | undefined
   ? T
+  : T extends void
+    ? undefined
   : T extends HasToJSON<infer R>
     ? Jsonified<R>
     : T extends Unrepresentable

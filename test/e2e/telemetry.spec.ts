@@ -1,4 +1,4 @@
-import { context, metrics, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { context, metrics, propagation, SpanKind, SpanStatusCode, trace, TraceFlags } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { AggregationTemporality, DataPointType, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, type MetricData } from '@opentelemetry/sdk-metrics';
@@ -203,6 +203,13 @@ describe('trace propagation', () => {
     expect(await redis.hexists(new RedisKeys('sluice', namespaces[0]).run(handle.id), 'trace')).toBe(0);
     const [attempt] = await attemptSpans(handle.id, 1);
     expect(attempt.parentSpanContext).toBeUndefined();
+  });
+
+  it('stores nothing for an enqueue inside an unsampled span (so it keeps the fast path)', async () => {
+    const unsampled = trace.wrapSpanContext({ traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: TraceFlags.NONE });
+    const handle = await context.with(trace.setSpan(context.active(), unsampled), () => app.client.enqueue(OrderWorkflow, { key: 'unsampled' }));
+    await handle.result({ timeoutMs: 10_000 });
+    expect(await redis.hexists(new RedisKeys('sluice', namespaces[0]).run(handle.id), 'trace')).toBe(0);
   });
 
   it('starts a run claimed by another run’s completion in its own context, not in that run’s', async () => {
