@@ -39,8 +39,9 @@ if ARGV[5] == '1' and failures < maxAttempts then
   local delay = tonumber(ARGV[6])
   redis.call('HSET', KEYS[1], 'error', ARGV[4])
   if delay <= 0 then
-    -- No backoff: due again now, behind the runs of its priority that are already due.
-    redis.call('HSET', KEYS[1], 'state', 'waiting')
+    -- No backoff: due again now, behind the runs of its priority that are already due (`dueAt`
+    -- says since when: a claim's queue wait is measured from it).
+    redis.call('HSET', KEYS[1], 'state', 'waiting', 'dueAt', now)
     makeDue(base, KEYS[3], KEYS[4], workflow, group, id, redis.call('HGET', KEYS[1], 'priority'), false)
   else
     redis.call('HSET', KEYS[1], 'state', 'delayed', 'dueAt', now + delay)

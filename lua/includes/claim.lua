@@ -65,7 +65,8 @@ local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply
     -- sets it for the retry); a stall recovery or a hand-back makes the run due again without
     -- recording when, so its wait is unknown.
     local waitMs = -1
-    if f[6] and tonumber(f[2]) == tonumber(f[3]) then waitMs = math.max(0, now - tonumber(f[6])) end
+    local dueAt = tonumber(f[6])
+    if dueAt and tonumber(f[2]) == tonumber(f[3]) then waitMs = math.max(0, now - dueAt) end
     addExtras(row, f[5], waitMs, group)
   end
   reply[#reply + 1] = row
@@ -118,7 +119,8 @@ local function takeHandoff(base, leasesKey, workflow, now, lockMs, reply)
   if withExtras then
     -- Claimed by its enqueue, due then: the wait is the time it sat in the wake list.
     local f = redis.call('HMGET', base .. 'run:' .. id, 'trace', 'dueAt', 'group')
-    addExtras(row, f[1], f[2] and math.max(0, now - tonumber(f[2])) or -1, f[3])
+    local dueAt = tonumber(f[2])
+    addExtras(row, f[1], dueAt and math.max(0, now - dueAt) or -1, f[3])
   end
   reply[#reply + 1] = row
   return true
