@@ -54,7 +54,9 @@ for (const [subpath, conditions] of Object.entries(map ?? {})) {
     join(root, esm),
     `${header}\nimport cjs from '${from}';\n\nexport const {\n${names.map((name) => `  ${name},\n`).join('')}} = cjs;\nexport default cjs;\n`,
   );
-  writeFileSync(join(root, esmTypes), `${header}\nimport cjs from '${from}';\n\nexport * from '${from}';\nexport default cjs;\n`);
+  // A namespace import: a default import of a CommonJS declaration file fails to type-check
+  // under allowSyntheticDefaultImports: false (TS1192).
+  writeFileSync(join(root, esmTypes), `${header}\nimport * as cjs from '${from}';\n\nexport * from '${from}';\nexport default cjs;\n`);
   written++;
 }
 if (written === 0) fail('package.json exports has no entry with an import condition');

@@ -15,7 +15,7 @@ export type QueueHealthIndicatorResult<Key extends string = string> = Record<Key
 
 /**
  * Thrown by {@link QueueHealthIndicator.isHealthy} when Sluice is unhealthy and `@nestjs/terminus`
- * is not installed (with a terminus older than 10.2.2 its own `HealthCheckError` is thrown
+ * is not installed (with a terminus older than 11 its own `HealthCheckError` is thrown
  * instead). Shaped like terminus's error: `causes` is the indicator result, and
  * `isHealthCheckError` is set.
  */
@@ -53,7 +53,7 @@ interface HealthIndicatorServiceLike {
  * ```
  *
  * How it reports "down" follows the installed terminus: with one that has
- * `HealthIndicatorService` (10.2.2 and later, 11) it returns
+ * `HealthIndicatorService` (exported from terminus 11) it returns
  * `HealthIndicatorService.check(key).down(details)` (the style those versions expect of custom
  * indicators; `HealthCheckService` answers 503); with an older terminus it throws terminus's
  * `HealthCheckError`; without terminus it throws {@link QueueHealthCheckError}. Either way the
@@ -89,7 +89,7 @@ export class QueueHealthIndicator {
     throw HealthCheckError ? new HealthCheckError(message, result) : new QueueHealthCheckError(message, result);
   }
 
-  /** Terminus's HealthIndicatorService (10.2.2+): the app's instance if TerminusModule is imported, else a new one (it has no state). */
+  /** Terminus's HealthIndicatorService (exported from terminus 11): the app's instance if TerminusModule is imported, else a new one (it has no state). */
   private indicatorService(): HealthIndicatorServiceLike | undefined {
     if (this.service) return this.service;
     const Service = this.loadTerminus()?.HealthIndicatorService;

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { EventEmitter } from 'node:events';
+import { ThrottledLog } from '../util/throttled-log';
 
 /** An attempt of a run starts in this process (its claim is committed in Redis). */
 export interface RunActiveEvent {
@@ -85,6 +86,8 @@ export class RunEvents {
   private readonly logger = new Logger('Sluice');
   /** How a failing listener is named in the warning (an `@OnWorkflowEvent` method: `Class.method`). */
   private readonly labels = new WeakMap<Function, string>();
+  /** Failure lines of each listener, throttled (see listenerFailed). */
+  private readonly failureLogs = new WeakMap<Function, ThrottledLog>();
 
   /** Adds a listener; returns a function that removes it. */
   on<E extends keyof RunEventMap>(event: E, listener: (...args: RunEventMap[E]) => void): () => void {
@@ -124,7 +127,10 @@ export class RunEvents {
     try {
       const label = this.labels.get(listener);
       const who = label ? `The @OnWorkflowEvent('${event}') handler ${label}` : `A RunEvents "${event}" listener`;
-      this.logger.warn(`${who} failed, ignored: ${describeError(error)}`);
+      // A handler whose backend is down fails on every run: one line a minute per handler.
+      let log = this.failureLogs.get(listener);
+      if (!log) this.failureLogs.set(listener, (log = new ThrottledLog(this.logger, 60_000)));
+      log.warn(`${who} failed, ignored: ${describeError(error)}`);
     } catch {
       // Nor may a logger that throws.
     }

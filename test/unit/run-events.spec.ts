@@ -53,6 +53,16 @@ describe('RunEvents', () => {
     expect(warn.mock.calls[1][0]).toContain('a string');
   });
 
+  it('logs a listener that fails on every event once a minute, not once per event', () => {
+    const events = new RunEvents();
+    events.on('failed', () => {
+      throw new Error('metrics backend down');
+    });
+    for (let i = 0; i < 5; i++) events.emit('failed', failed);
+    expect(warn).toHaveBeenCalledTimes(1);
+    expect(warn.mock.calls[0][0]).toContain('metrics backend down');
+  });
+
   it('logs a rejection from an async listener instead of leaving it unhandled', async () => {
     const events = new RunEvents();
     let after = false;
