@@ -40,10 +40,14 @@ export class QueueHealth {
       () => ({ up: true }),
       (error: Error) => ({ up: false, error: error.message }),
     );
-    const { state, lastWakeAt, error } = this.orchestrator.state;
+    const { state, lastWakeAt, lastOkAt, lastLoopError, error } = this.orchestrator.state;
     // A loop comes round at least once per block (or stall interval), plus its calls' bounds.
     const boundMs = Math.max(MAX_BLOCK_MS, this.options.worker.stalledIntervalMs) + BLOCK_GRACE_MS + 2 * this.options.redisTimeoutMs;
     const wedged = state === 'running' && lastWakeAt !== undefined && Date.now() - lastWakeAt > boundMs;
+    // A loop that comes round but fails every time (e.g. every reserve refused with READONLY after
+    // a failover left this process on a replica) claims nothing: unhealthy past the same bound.
+    const failingMs = state === 'running' && lastOkAt !== undefined && lastLoopError !== undefined ? Date.now() - lastOkAt : 0;
+    const failing = failingMs > boundMs;
     // The loop still comes round when its blocking reads fail (each gives up within its bound),
     // so a blocking connection that cannot come back is looked at directly: a reconnect is tried
     // at least every 2 s, each bounded by redisTimeoutMs, so down for longer is not a blip.
@@ -51,10 +55,12 @@ export class QueueHealth {
     const blockingDownSince = state === 'running' ? this.connections.blocking.downSince : undefined;
     const cutOffMs = blockingDownSince === undefined ? 0 : Date.now() - blockingDownSince;
     const cutOff = cutOffMs > cutOffBoundMs;
-    const workerOk = state === 'disabled' || (state === 'running' && !wedged && !cutOff);
+    const workerOk = state === 'disabled' || (state === 'running' && !wedged && !failing && !cutOff);
     const workerError = wedged
       ? `reserve loop has not come round for over ${boundMs} ms`
-      : cutOff
+      : failing
+        ? `reserve loop failing for ${failingMs} ms (over ${boundMs} ms): ${lastLoopError}`
+        : cutOff
         ? `blocking connection down for ${cutOffMs} ms (over ${cutOffBoundMs} ms): the worker cannot be woken by new work`
         : error;
     return {

@@ -79,6 +79,9 @@ export class WorkerLoop {
   private failuresInRow = 0;
   /** When the loop last finished a wake (health: a wedged loop stops moving it). */
   lastWakeAt = Date.now();
+  /** When a wake last succeeded, and why the latest failed (health: a loop that comes round but fails every time). */
+  lastOkAt = Date.now();
+  lastError?: string;
   /**
    * The call id of the reserve call to make: kept after a failed call, so the retry of a call
    * that landed gets back the runs it claimed (see replayClaims in lua/includes/claim.lua).
@@ -149,11 +152,14 @@ export class WorkerLoop {
     while (!this.stopping) {
       try {
         await this.tick();
+        this.lastOkAt = Date.now();
+        this.lastError = undefined;
         this.failuresInRow = 0;
         this.failures.recovered('Worker loop recovered');
         this.runFailures.recovered();
       } catch (error) {
         if (this.stopping) break;
+        this.lastError = (error as Error).message;
         const pause = jitteredPause(this.failuresInRow++, ERROR_PAUSE_MS, MAX_ERROR_PAUSE_MS);
         this.failures.warn(`Worker loop: ${(error as Error).message}; retrying with backoff (up to ${MAX_ERROR_PAUSE_MS} ms apart)`);
         await this.active.whenOneFinishes(pause);

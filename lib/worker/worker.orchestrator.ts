@@ -61,8 +61,15 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
   }
 
   /** The worker's state, and why it is not running yet if Redis was away at bootstrap. */
-  get state(): { state: WorkerState; lastWakeAt?: number; error?: string } {
-    return { state: this.workerState, lastWakeAt: this.loop?.lastWakeAt, ...(this.lastStartError && { error: this.lastStartError }) };
+  get state(): { state: WorkerState; lastWakeAt?: number; lastOkAt?: number; lastLoopError?: string; error?: string } {
+    const loop = this.loop;
+    return {
+      state: this.workerState,
+      lastWakeAt: loop?.lastWakeAt,
+      lastOkAt: loop?.lastOkAt,
+      ...(loop?.lastError && { lastLoopError: loop.lastError }),
+      ...(this.lastStartError && { error: this.lastStartError }),
+    };
   }
 
   async onApplicationBootstrap(): Promise<void> {
