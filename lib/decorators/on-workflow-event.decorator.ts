@@ -52,6 +52,8 @@ export function OnWorkflowEvent<E extends RunEventName>(event: E, options: OnWor
   // declare a parameter the payload does not satisfy.
   return <T extends (payload: RunEventPayload<E>) => unknown>(target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<T>): void => {
     if (typeof descriptor?.value !== 'function') throw new TypeError(`@OnWorkflowEvent() must decorate a method, not ${String(propertyKey)}`);
+    // A static method has no provider instance to be called on: it would be silently ignored.
+    if (typeof target === 'function') throw new TypeError(`@OnWorkflowEvent() must decorate an instance method, not the static ${target.name}.${String(propertyKey)}`);
     // On (prototype, key) rather than on the function: a decorator that wraps the method (applied
     // before or after this one) would otherwise lose the metadata.
     const handlers: WorkflowEventHandlerMetadata[] = Reflect.getOwnMetadata(WORKFLOW_EVENT_METADATA, target, propertyKey) ?? [];

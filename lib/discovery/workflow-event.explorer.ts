@@ -35,7 +35,8 @@ export class WorkflowEventExplorer implements OnModuleInit, OnApplicationBootstr
 
   onModuleInit(): void {
     const seen = new Set<object>();
-    for (const wrapper of this.discovery.getProviders()) {
+    // Controllers too: a handler on one would otherwise be silently ignored.
+    for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
       const instance = wrapper.instance as Record<string, unknown> | undefined;
       if (!instance || typeof instance !== 'object' || seen.has(instance)) continue;
       seen.add(instance);

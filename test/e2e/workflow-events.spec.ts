@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Injectable, Module, Scope } from '@nestjs/common';
+import { Controller, Injectable, Module, Scope } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
 import Redis from 'ioredis';
 import {
@@ -281,6 +281,30 @@ describe('@OnWorkflowEvent', () => {
     expect(warnings).toHaveLength(1);
     expect(warnings[0].message).toContain(`1 requeued: ${alive.id} (ev.ok)`);
     expect(warnings[0].message).toContain(`1 failed for good (stalled more than maxStalls times): ${doomed.id} (ev.ok)`);
+  });
+
+  it('hears handlers declared on a controller too', async () => {
+    const heard: string[] = [];
+    @Controller()
+    class EventsController {
+      @OnWorkflowEvent('completed', { workflow: 'ev.ok' })
+      onCompleted(event: RunOutcomeEvent) {
+        heard.push(event.runId);
+      }
+    }
+    const namespace = uniqueNamespace('events-ctl');
+    namespaces.push(namespace);
+    const app = await Test.createTestingModule({
+      imports: [QueueModule.forRoot({ connection: { url: redisUrl() }, namespace })],
+      providers: [OkWorkflow],
+      controllers: [EventsController],
+    }).compile();
+    app.useLogger(false);
+    await app.init();
+    apps.push(app);
+    const handle = await app.get(QueueClient).enqueue(OkWorkflow, { n: 2 });
+    await handle.result({ timeoutMs: 10_000 });
+    await pollUntil(async () => heard, (ids) => ids.includes(handle.id), 'the controller handler');
   });
 
   it('is the same stream as RunEvents.on, added before the worker starts', async () => {

@@ -32,6 +32,10 @@ describe('@OnWorkflowEvent (metadata and checks, no app)', () => {
     expect(() => OnWorkflowEvent('failed', { workflow: ['ok', 'bad:name'] })).toThrow('@OnWorkflowEvent options.workflow[1]');
     const decorate = OnWorkflowEvent('completed');
     expect(() => decorate({}, 'field', { value: 42 } as never)).toThrow(TypeError);
+    class WithStatic {
+      static onDone(): void {}
+    }
+    expect(() => decorate(WithStatic, 'onDone', { value: WithStatic.onDone } as never)).toThrow('not the static WithStatic.onDone');
   });
 
   it("checks the handler's parameter against the event's payload at compile time", () => {
