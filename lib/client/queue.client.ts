@@ -12,10 +12,10 @@ import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
 import { checkInteger } from '../util/duration';
 import { checkId } from '../util/names';
-import { randomBytes } from 'node:crypto';
 import type { WorkflowClass, WorkflowInput, WorkflowOutput } from '../workflow/workflow.types';
 import type { Jsonified } from '../workflow/json.roundtrip';
 import { buildEnqueueRequest, EnqueueOptions, EnqueueRequest } from './enqueue.options';
+import { enqueueArgs, enqueueKeys, EnqueueSettings, newNonce } from './enqueue.script';
 import { activateGroups, checkLimit, EVERY_GROUP, LimitTarget, limitField, Limits } from './limits';
 import { RUN_FIELDS, RunInfo, toRunInfo } from './run-info';
 import { parseStats, QueueStats } from './stats';
@@ -62,6 +62,7 @@ export class QueueClient {
   private readonly fleet: FleetWorkflowLookup;
   /** Set only with telemetry on: enqueues then store the caller's trace context with the run. */
   private readonly otel: OtelApi | undefined;
+  private readonly enqueueSettings: EnqueueSettings;
 
   constructor(
     @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
@@ -73,6 +74,7 @@ export class QueueClient {
     this.keys = new RedisKeys(options.prefix, options.namespace);
     this.fleet = new FleetWorkflowLookup(connections.command, this.keys);
     this.otel = telemetryApi(options);
+    this.enqueueSettings = { fastPath: options.fastPath, lockMs: options.worker.lockMs };
   }
 
   /**
@@ -111,7 +113,7 @@ export class QueueClient {
     const trace = this.otel && captureTrace(this.otel); // one context for the whole batch
     const replies = await scripts.pipeline(
       'enqueueMany',
-      (pipeline) => requests.forEach((request) => scripts.queue(pipeline, 'enqueue', this.enqueueKeys(request), this.enqueueArgs(request, nonce, false, trace))),
+      (pipeline) => requests.forEach((request) => scripts.queue(pipeline, 'enqueue', enqueueKeys(this.keys, request), enqueueArgs(this.keys, this.enqueueSettings, request, nonce, false, trace))),
       { idempotent: true },
     );
     return requests.map((request, index) => {
@@ -283,8 +285,8 @@ export class QueueClient {
   /** The enqueue script; resolves true if the run is new, false if the id existed. `waited`: publish its outcome. */
   private async store(request: EnqueueRequest, waited = false): Promise<boolean> {
     try {
-      const args = this.enqueueArgs(request, newNonce(), waited, this.otel && captureTrace(this.otel));
-      const [created] = await this.scripts.get().run<[number, string]>('enqueue', this.enqueueKeys(request), args, { idempotent: true });
+      const args = enqueueArgs(this.keys, this.enqueueSettings, request, newNonce(), waited, this.otel && captureTrace(this.otel));
+      const [created] = await this.scripts.get().run<[number, string]>('enqueue', enqueueKeys(this.keys, request), args, { idempotent: true });
       return created === 1;
     } catch (error) {
       if (error instanceof OutcomeUnknownError) error.runId = request.id;
@@ -295,29 +297,6 @@ export class QueueClient {
   private handle<T>(id: string, created: boolean): RunHandle<T> {
     return { id, created, result: (opts) => this.wait<T>(id, opts) };
   }
-
-  private enqueueKeys(request: EnqueueRequest): string[] {
-    const { keys } = this;
-    return [keys.run(request.id), keys.leases, keys.limits, keys.seq];
-  }
-
-  /** `trace`: the caller's trace context (see captureTrace), sent as ARGV[14] only when there is one. */
-  private enqueueArgs(request: EnqueueRequest, nonce: string, waited = false, trace?: string): (string | number)[] {
-    const args = [
-      this.keys.base, request.id, request.workflow, request.input, request.priority, request.delayMs,
-      request.runAtMs ?? '', request.attempts, request.group ?? '', this.options.fastPath ? 1 : 0, this.options.worker.lockMs,
-      waited ? 1 : 0, nonce,
-    ];
-    if (trace !== undefined) args.push(trace);
-    return args;
-  }
-}
-
-/** Tells this call's enqueue from any other when a retry finds the run existing (see lua/enqueue.lua). */
-const NONCE_PREFIX = randomBytes(6).toString('base64url');
-let nonceCount = 0;
-function newNonce(): string {
-  return NONCE_PREFIX + (nonceCount++).toString(36);
 }
 
 function checkTimeout(timeoutMs: number): void {

@@ -102,7 +102,8 @@ export class ScheduleStore {
   }
 
   private async writeMany(mode: 'api' | 'code', specs: ScheduleSpec[], workflows: string[]): Promise<Array<{ id: string; change: ScheduleChange }>> {
-    const now = await this.redisNow();
+    // A bootstrap that declares none still removes the ones its code dropped, but needs no plan.
+    const now = specs.length > 0 ? await this.redisNow() : 0;
     const items = specs.flatMap((s) => [
       s.id, s.workflow, s.fingerprint, s.pattern.cron, s.pattern.tz ?? '', s.input, s.group, s.priority, s.attempts,
       s.overlap ? 1 : 0, s.catchUp, s.catchUpLimit, planOccurrences(s.pattern, now).join(','),

@@ -1,0 +1,37 @@
+import { randomBytes } from 'node:crypto';
+import type { RedisKeys } from '../redis/redis.keys';
+import type { EnqueueRequest } from './enqueue.options';
+
+/** What the enqueue script's arguments take from the module options. */
+export interface EnqueueSettings {
+  fastPath: boolean;
+  /** Lease length of a fast-pathed run, if the parked worker's announcement names none. */
+  lockMs: number;
+}
+
+/** KEYS of lua/enqueue.lua for one request. */
+export function enqueueKeys(keys: RedisKeys, request: EnqueueRequest): string[] {
+  return [keys.run(request.id), keys.leases, keys.limits, keys.seq];
+}
+
+/**
+ * ARGV of lua/enqueue.lua for one request. `waited`: the caller waits on the run (its outcome is
+ * published); `trace`: the caller's trace context (see captureTrace), sent as ARGV[14] only when
+ * there is one, so an untraced enqueue sends what it always did.
+ */
+export function enqueueArgs(keys: RedisKeys, settings: EnqueueSettings, request: EnqueueRequest, nonce: string, waited = false, trace?: string): (string | number)[] {
+  const args = [
+    keys.base, request.id, request.workflow, request.input, request.priority, request.delayMs,
+    request.runAtMs ?? '', request.attempts, request.group ?? '', settings.fastPath ? 1 : 0, settings.lockMs,
+    waited ? 1 : 0, nonce,
+  ];
+  if (trace !== undefined) args.push(trace);
+  return args;
+}
+
+/** Tells this call's enqueue from any other when a retry finds the run existing (see lua/enqueue.lua). */
+const NONCE_PREFIX = randomBytes(6).toString('base64url');
+let nonceCount = 0;
+export function newNonce(): string {
+  return NONCE_PREFIX + (nonceCount++).toString(36);
+}
