@@ -4,6 +4,7 @@ export type { QueueModuleOptions, RedisConnectionOptions, WorkerOptions, RunDefa
 export { Workflow } from './decorators/workflow.decorator';
 export { Step } from './decorators/step.decorator';
 export type { StepOptions } from './decorators/step.decorator';
+export type { StepCallOptions, StepContext, StepFn } from './workflow/step.options';
 export { QueueClient } from './client/queue.client';
 export type { RunHandle, WaitOptions, WorkflowRef } from './client/queue.client';
 export { RunEvents } from './worker/run.events';
@@ -14,10 +15,13 @@ export type { RunOutcomeEvent, RunFailedEvent } from './worker/run.events';
 export { MAX_PRIORITY } from './client/enqueue.options';
 export type { EnqueueOptions } from './client/enqueue.options';
 export type { RunInfo, RunState } from './client/run-info';
+export type { ListRunsOptions, RunPage, RetryAllOptions, RetryResult, FinishedState, ListableState } from './client/run.admin';
 export { EVERY_GROUP, MAX_LIMIT } from './client/limits';
 export type { LimitTarget, Limits } from './client/limits';
+export type { RateLimit } from './client/rate-limit';
+export type { CancelOptions, CancelResult, PauseTarget } from './client/run.control';
 export type { QueueStats, WorkflowStats, GroupStats } from './client/stats';
-export type { RunContext, WorkflowOptions, BackoffOptions, WorkflowClass, WorkflowInput, WorkflowOutput } from './workflow/workflow.types';
+export type { RunContext, WorkflowOptions, RetentionByCount, BackoffOptions, WorkflowClass, WorkflowInput, WorkflowOutput } from './workflow/workflow.types';
 export type { Duration } from './util/duration';
 export type { MigrationResult } from './migration/layout.migrator';
 export { CURRENT_LAYOUT } from './migration/layout.versions';
@@ -39,4 +43,5 @@ export type { RunActiveEvent, RunRetryingEvent, RunStalledEvent, RunEventMap, Ru
 export { QueueHealthIndicator, QueueHealthCheckError } from './health/queue-health.indicator';
 export type { QueueHealthIndicatorResult, QueueHealthDetails } from './health/queue-health.indicator';
 export { MIN_REDIS_VERSION } from './redis/redis-server.check';
+export { MAX_PROGRESS_BYTES } from './redis/progress.codec';
 export type { LoggingOptions, AttemptFailedLevel } from './util/logging.options';

@@ -52,13 +52,13 @@ for i = stepsEnd + 1, #ARGV, 3 do
   elseif workflow then
     releaseSlots(base, KEYS[1], KEYS[2], KEYS[3], id, workflow, group, freed)
     finishRun(base, runKey, id, workflow, 'completed', 'result', ARGV[i + 2], now, ttl, waited)
-    tallyFinished(tally, workflow, 'completed')
+    tallyFinished(tally, workflow, 'completed', id)
     statuses[#statuses + 1] = 1
   else
     statuses[#statuses + 1] = 0
   end
 end
-countFinished(base, tally)
+countFinished(base, KEYS[2], tally, now, ttl)
 
 local reply = { { statuses, saved } }
 -- No wake to pass on: this worker comes back for more with its next completions. Claiming

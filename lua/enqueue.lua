@@ -4,14 +4,16 @@
   its state is returned.
 
   Fast path: when it is enabled, the run is due now, nothing is queued ahead of it in its lane
-  or wake list, every cap (namespace, workflow, group) has room and a worker is parked on the
+  or wake list, every cap (namespace, workflow, group) has room, neither is paused, every rate
+  limit has room (the start is recorded) and a worker is parked on the
   workflow (see park.lua), the run is claimed here and handed over through the wake list (see
   handoffEntry), so it starts without a reserve round trip. The data is exactly what a reserve
   claim writes: complete, fail, retry and stall recovery treat it alike. A handoff is taken by a
   blocked worker, or by any claim of the workflow (takeHandoff); if its worker dies, the stalled
   scan recovers it. A run with a trace context (ARGV[14]) is never fast-pathed: a handoff entry
   has no room for it that older workers, which read the same wake lists, would not misparse, so
-  it goes through a claim, whose row carries it (see withExtras in claim.lua).
+  it goes through a claim, whose row carries it (see withExtras in claim.lua). Nor is a run with
+  its own time limit (ARGV[15]), for the same reason: its claim row carries the limit.
 
   KEYS[1] run:<id>          hash
   KEYS[2] leases            zset
@@ -34,6 +36,9 @@
   ARGV[14] optional: the enqueuing call's trace context (an OpenTelemetry propagation carrier as
            JSON), stored as the run field 'trace' for the workers' spans; absent or '' for none.
            Old processes neither send nor read it (a compatible layout change)
+  ARGV[15] optional: the run's time limit per attempt in ms (EnqueueOptions.runTimeoutMs), stored
+           as the run field 'timeoutMs' (only when set) and shipped with every claim of the run
+           (see claimRun in claim.lua); absent or '' for none (the workflow's limit applies)
   Reply: { created: 1 new run | 0 existing run, state } (state 'active' = fast-pathed)
 ]]
 -- @include common
@@ -44,6 +49,7 @@ if existing[1] then return { (nonce ~= '' and existing[2] == nonce) and 1 or 0, 
 
 local base, id, workflow, group = ARGV[1], ARGV[2], ARGV[3], ARGV[9]
 local trace = ARGV[14] or ''
+local timeoutMs = ARGV[15] or ''
 local lane = laneOf(base, workflow, group)
 local wakeKey = wfKey(base, workflow, 'wake')
 local now = nowMs()
@@ -54,7 +60,7 @@ local state = 'waiting'
 local leaseMs = tonumber(ARGV[11])
 if due > now then
   state = 'delayed'
-elseif ARGV[10] == '1' and trace == '' and not laneHasDue(lane) and redis.call('LLEN', wakeKey) == 0
+elseif ARGV[10] == '1' and trace == '' and timeoutMs == '' and not laneHasDue(lane) and redis.call('LLEN', wakeKey) == 0
     and namespaceRoom(KEYS[2], KEYS[3]) and workflowRoom(base, KEYS[3], workflow)
     and (group == '' or groupRoom(base, KEYS[3], workflow, group)) then
   local parkedKey = wfKey(base, workflow, 'parked')
@@ -71,6 +77,7 @@ end
 local tokenBase = storeRun(KEYS[1], workflow, ARGV[4], state, ARGV[5], ARGV[8], group, now, due, 'nonce', nonce)
 if ARGV[12] == '1' then redis.call('HSET', KEYS[1], 'waited', 1) end
 if trace ~= '' then redis.call('HSET', KEYS[1], 'trace', trace) end
+if timeoutMs ~= '' then redis.call('HSET', KEYS[1], 'timeoutMs', timeoutMs) end
 
 if state == 'active' then
   local token = string.format('%.0f', tokenBase + 1)
@@ -81,6 +88,7 @@ if state == 'active' then
     redis.call('SADD', wfKey(base, workflow, 'groups'), group)
   end
   redis.call('ZADD', KEYS[2], now + leaseMs, id)
+  noteStart(base, KEYS[3], workflow, group)
   redis.call('RPUSH', wakeKey, handoffEntry(token, id, ARGV[4]))
 elseif state == 'delayed' then
   -- Workers sleep until the earliest due time they know of; an earlier one must wake them.

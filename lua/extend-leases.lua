@@ -6,8 +6,9 @@
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] lease length in ms
   ARGV[3..] run id, lease token, run id, lease token, …
-  Reply: { run id, lease token, … } of the leases this worker no longer holds (the token tells a
-         stale attempt from a newer one of the same run in the same process)
+  Reply: { run id, lease token, state, … } of the leases this worker no longer holds (the token
+         tells a stale attempt from a newer one of the same run in the same process; the state,
+         '' if the run is gone, tells a cancelled run from one another worker took over)
 ]]
 -- @include common
 
@@ -19,6 +20,7 @@ for i = 3, #ARGV, 2 do
   else
     lost[#lost + 1] = ARGV[i]
     lost[#lost + 1] = ARGV[i + 1]
+    lost[#lost + 1] = redis.call('HGET', ARGV[1] .. 'run:' .. ARGV[i], 'state') or ''
   end
 end
 return lost

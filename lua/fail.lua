@@ -52,8 +52,13 @@ if ARGV[5] == '1' and failures < maxAttempts then
   end
 else
   finishRun(base, KEYS[1], id, workflow, 'failed', 'error', ARGV[4], now, tonumber(ARGV[7]), waited)
-  countFinished(base, { [workflow .. '|failed'] = 1 })
 end
 redis.call('HSET', KEYS[1], 'ended', ARGV[3] .. ':' .. outcome)
+-- After the last write to the run: retention by count may delete its hash right here.
+if outcome == 'failed' then
+  local tally = {}
+  tallyFinished(tally, workflow, 'failed', id)
+  countFinished(base, KEYS[3], tally, now, tonumber(ARGV[7]))
+end
 wakeCapped(base, KEYS[3], freed)
 return outcome

@@ -1,6 +1,7 @@
 --[[
-  reserve: one call per worker wake. Promotes the worker's workflows' due delayed runs and fires
-  their due cron schedules (both bounded; see schedules.lua), recovers stalled runs and sweeps
+  reserve: one call per worker wake. Promotes the worker's workflows' due delayed runs, fires
+  their due cron schedules (both bounded; see schedules.lua) and brings back the groups whose rate
+  window freed, recovers stalled runs and sweeps
   the schedule index for stale entries (at most once per interval fleet-wide), then claims up to ARGV[2] due
   runs fairly and under every cap (see claim.lua). Each claim carries the run's step memo, so
   step reads during the run cost no round trip.
@@ -23,7 +24,7 @@
           first); 2 to have each claim carry the telemetry extras (see withExtras in claim.lua)
   ARGV[10..] workflow names this worker runs (rotated by the caller, so no workflow always goes first)
   Reply: { head, claims… } with claims as in claim.lua (with the extras if asked for); head = { ms until the worker's next
-         delayed run or schedule fire or -1, Redis time in ms, stalled, plan requests… } (see
+         delayed run, schedule fire or freeing rate window, or -1, Redis time in ms, stalled, plan requests… } (see
          askPlan in schedules.lua), where stalled lists the runs this call's stalled scan
          recovered, flat: { id, workflow, stalls, 1 requeued | 0 failed for good, … } (the worker
          reports them); a replay answers { 0, time } (reserve again at once)
@@ -69,6 +70,14 @@ for _, wf in ipairs(workflows) do
     local inMs = math.max(0, tonumber(first[2]) - now)
     if nextDue < 0 or inMs < nextDue then nextDue = inMs end
   end
+  -- Groups their rate limit held back whose window has freed rejoin the round-robin.
+  if controlsOn(KEYS[2]) then
+    local heldKey = wfKey(base, wf, 'rate-held')
+    for _, group in ipairs(redis.call('ZRANGEBYSCORE', heldKey, '-inf', now, 'LIMIT', 0, 256)) do
+      redis.call('ZREM', heldKey, group)
+      activateGroup(base, KEYS[2], KEYS[3], wf, group)
+    end
+  end
 end
 
 -- 2. Stalled runs, of any workflow: their lease ran out without a heartbeat (the worker died
@@ -91,7 +100,7 @@ if scanInterval > 0 and redis.call('SET', KEYS[4], '1', 'NX', 'PX', scanInterval
         finishRun(base, runKey, id, f[1], 'failed', 'error',
           '{"name":"StalledError","message":"lease expired ' .. stalls .. ' times (worker died or blocked the event loop)"}',
           now, tonumber(ARGV[7]), f[7] == '1')
-        tallyFinished(tally, f[1], 'failed')
+        tallyFinished(tally, f[1], 'failed', id)
       else
         redis.call('HSET', runKey, 'state', 'waiting')
         makeDue(base, KEYS[2], KEYS[3], f[1], group, id, f[2], true)
@@ -104,7 +113,7 @@ if scanInterval > 0 and redis.call('SET', KEYS[4], '1', 'NX', 'PX', scanInterval
       redis.call('ZREM', KEYS[1], id)
     end
   end
-  countFinished(base, tally)
+  countFinished(base, KEYS[2], tally, now, tonumber(ARGV[7]))
   wakeCapped(base, KEYS[2], freed)
   for _, wf in ipairs(workflows) do sweepSchedules(base, wf, now) end
 end
@@ -114,4 +123,15 @@ head[1] = nextDue
 local reply = { head }
 claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, tonumber(ARGV[2]), now, tonumber(ARGV[3]), reply, true)
 rememberClaims(KEYS[5], reply, 2, tonumber(ARGV[3]))
+-- A rate limit that held runs back: come back when its window frees, not before (no polling).
+if controlsOn(KEYS[2]) then
+  for _, wf in ipairs(workflows) do
+    local first = redis.call('ZRANGE', wfKey(base, wf, 'rate-held'), 0, 0, 'WITHSCORES')
+    if #first > 0 then noteRateHold(tonumber(first[2])) end
+  end
+  if rateWakeAt then
+    local inMs = math.max(1, rateWakeAt - now)
+    if head[1] < 0 or inMs < head[1] then head[1] = inMs end
+  end
+end
 return reply

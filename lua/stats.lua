@@ -11,7 +11,9 @@
   ARGV[3..] workflow names, or none for every registered workflow
   Reply: { namespace active, namespace cap or '', per workflow: { name, waiting, delayed, active,
            cap or '', group default cap or '', completed, failed, { per group: group, waiting,
-           active, cap or '' … }, groups with due or active runs left out of those rows } … }
+           active, cap or '', 1 paused | 0 … }, groups with due or active runs left out of those rows,
+           1 paused | 0, rate max or '', rate window ms or '', group default rate max or '', its
+           window or '', cancelled } … }
 ]]
 -- @include common
 
@@ -63,7 +65,7 @@ end
 local reply = { redis.call('ZCARD', KEYS[1]), limitOf(KEYS[2], 'ns') or '' }
 for _, wf in ipairs(workflows) do
   local statsKey = wfKey(base, wf, 'stats')
-  local f = redis.call('HMGET', statsKey, 'completed', 'failed', 'groupDue', 'groupDueExact')
+  local f = redis.call('HMGET', statsKey, 'completed', 'failed', 'groupDue', 'groupDueExact', 'cancelled')
   local waiting = dueCount(laneOf(base, wf, '')) + groupDue(wf, f[3], f[4])
   local perGroup, omitted = {}, 0
   if ARGV[2] == '1' then
@@ -71,11 +73,16 @@ for _, wf in ipairs(workflows) do
     groups, omitted = rowGroups(wf)
     for _, g in ipairs(groups) do
       local lane = laneOf(base, wf, g)
-      perGroup[#perGroup + 1] = { g, dueCount(lane), redis.call('SCARD', lane .. 'active'), groupLimit(KEYS[2], wf, g) or '' }
+      local paused = limitOf(KEYS[2], 'wf:' .. wf .. ':g:' .. g .. ':paused') and 1 or 0
+      perGroup[#perGroup + 1] = { g, dueCount(lane), redis.call('SCARD', lane .. 'active'), groupLimit(KEYS[2], wf, g) or '', paused }
     end
   end
   reply[#reply + 1] = { wf, waiting, redis.call('ZCARD', wfKey(base, wf, 'delayed')), redis.call('SCARD', wfKey(base, wf, 'active')),
     limitOf(KEYS[2], 'wf:' .. wf) or '', limitOf(KEYS[2], 'wf:' .. wf .. ':group') or '',
-    tonumber(f[1] or 0), tonumber(f[2] or 0), perGroup, omitted }
+    tonumber(f[1] or 0), tonumber(f[2] or 0), perGroup, omitted,
+    limitOf(KEYS[2], 'wf:' .. wf .. ':paused') and 1 or 0,
+    limitOf(KEYS[2], 'wf:' .. wf .. ':rate') or '', limitOf(KEYS[2], 'wf:' .. wf .. ':rate-ms') or '',
+    limitOf(KEYS[2], 'wf:' .. wf .. ':group-rate') or '', limitOf(KEYS[2], 'wf:' .. wf .. ':group-rate-ms') or '',
+    tonumber(f[5] or 0) }
 end
 return reply

@@ -5,7 +5,8 @@
 
   KEYS[1] run:<id>  hash
   ARGV[1] 1 to ask for the outcome to be published, 0 just to read
-  Reply: { state, result, error, workflow } (state nil: no such run)
+  Reply: { state, result, error, workflow, progress, progressSeq } (state nil: no such run;
+         progress nil: none reported; see progress.lua)
 ]]
 if ARGV[1] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'waited', 1) end
-return redis.call('HMGET', KEYS[1], 'state', 'result', 'error', 'workflow')
+return redis.call('HMGET', KEYS[1], 'state', 'result', 'error', 'workflow', 'progress', 'progressSeq')

@@ -3,6 +3,7 @@ import { InvalidOptionError } from '../errors';
 import { encodePayload } from '../redis/payload.codec';
 import { checkInteger, Duration, toMilliseconds } from '../util/duration';
 import { checkId, checkName } from '../util/names';
+import { MAX_TIMER_MS } from '../workflow/step.options';
 
 /** Furthest a run can be scheduled ahead, as for `delay`. */
 const MAX_DELAY_MS = 10 * 365 * 86_400_000;
@@ -27,6 +28,12 @@ export interface EnqueueOptions {
   group?: string;
   /** Attempts for this run (default: the workflow's). */
   attempts?: number;
+  /**
+   * Time limit of each attempt of this run, in ms (1 to 2^31 − 1), overriding the workflow's
+   * `timeoutMs` (see `WorkflowOptions.timeoutMs`). Named apart from `run()`'s `timeoutMs`, which
+   * bounds the caller's wait. A run with a limit is never started through the enqueue fast path.
+   */
+  runTimeoutMs?: number;
 }
 
 /** A validated enqueue, ready to become script arguments. */
@@ -39,6 +46,8 @@ export interface EnqueueRequest {
   runAtMs: number | undefined;
   attempts: number;
   group: string | undefined;
+  /** Only when the enqueue set one. */
+  runTimeoutMs?: number;
 }
 
 /** Checks everything about one enqueue before any Redis call; throws the matching typed error. */
@@ -56,6 +65,7 @@ export function buildEnqueueRequest(
     runAtMs = options.runAt.getTime();
     if (runAtMs - Date.now() > MAX_DELAY_MS) throw new InvalidOptionError('opts.runAt', 'must be at most 10 years from now');
   }
+  const runTimeoutMs = options.runTimeoutMs === undefined ? undefined : checkInteger(options.runTimeoutMs, 'opts.runTimeoutMs', 1, MAX_TIMER_MS);
   return {
     id: options.id === undefined ? randomUUID() : checkId(options.id, 'opts.id'),
     workflow: workflow.name,
@@ -65,5 +75,6 @@ export function buildEnqueueRequest(
     runAtMs,
     attempts: options.attempts === undefined ? workflow.attempts : checkInteger(options.attempts, 'opts.attempts', 1, 1_000),
     group: options.group === undefined ? undefined : checkName(options.group, 'opts.group'),
+    ...(runTimeoutMs !== undefined && { runTimeoutMs }),
   };
 }

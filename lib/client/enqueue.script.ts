@@ -17,7 +17,8 @@ export function enqueueKeys(keys: RedisKeys, request: EnqueueRequest): string[] 
 /**
  * ARGV of lua/enqueue.lua for one request. `waited`: the caller waits on the run (its outcome is
  * published); `trace`: the caller's trace context (see captureTrace), sent as ARGV[14] only when
- * there is one, so an untraced enqueue sends what it always did.
+ * there is one, and the request's run time limit as ARGV[15] (ARGV[14] then '' if there is no
+ * trace), so an enqueue using neither sends what it always did.
  */
 export function enqueueArgs(keys: RedisKeys, settings: EnqueueSettings, request: EnqueueRequest, nonce: string, waited = false, trace?: string): (string | number)[] {
   const args = [
@@ -25,7 +26,8 @@ export function enqueueArgs(keys: RedisKeys, settings: EnqueueSettings, request:
     request.runAtMs ?? '', request.attempts, request.group ?? '', settings.fastPath ? 1 : 0, settings.lockMs,
     waited ? 1 : 0, nonce,
   ];
-  if (trace !== undefined) args.push(trace);
+  if (trace !== undefined || request.runTimeoutMs !== undefined) args.push(trace ?? '');
+  if (request.runTimeoutMs !== undefined) args.push(request.runTimeoutMs);
   return args;
 }
 

@@ -3,6 +3,7 @@ import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import { checkInteger } from '../util/duration';
 import { checkName } from '../util/names';
+import type { RateLimit } from './rate-limit';
 
 /** `group` value that addresses the default cap of every group of a workflow. */
 export const EVERY_GROUP = '*';
@@ -29,6 +30,14 @@ export interface Limits {
   groupOverride?: number | null;
   /** The cap that holds for the group: its override, else the default. */
   group?: number | null;
+  /** The workflow's rate limit. */
+  rateLimit?: RateLimit | null;
+  /** Default rate limit of each group of the workflow. */
+  groupRateLimit?: RateLimit | null;
+  /** The group's own rate limit override, if any. */
+  groupRateOverride?: RateLimit | null;
+  /** The rate limit that holds for the group: its override, else the default. */
+  groupRate?: RateLimit | null;
 }
 
 /** Largest cap that can be stored. */

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { InvalidInputError, OutcomeUnknownError, RedisCommandError, SluiceError } from '../errors';
+import { InvalidInputError, InvalidOptionError, OutcomeUnknownError, RedisCommandError, SluiceError } from '../errors';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
 import { FleetWorkflowLookup } from '../discovery/fleet-workflows.lookup';
 import type { WorkflowContract } from '../workflow/workflow.contract';
@@ -18,6 +18,9 @@ import { buildEnqueueRequest, EnqueueOptions, EnqueueRequest } from './enqueue.o
 import { enqueueArgs, enqueueKeys, EnqueueSettings, newNonce } from './enqueue.script';
 import { activateGroups, checkLimit, EVERY_GROUP, LimitTarget, limitField, Limits } from './limits';
 import { RUN_FIELDS, RunInfo, toRunInfo } from './run-info';
+import { ListRunsOptions, RetryAllOptions, RetryResult, RunAdmin, RunPage } from './run.admin';
+import { CancelOptions, CancelResult, PauseTarget, rateFields, RunControl } from './run.control';
+import { RateLimit, toRateLimit } from './rate-limit';
 import { parseStats, QueueStats } from './stats';
 import { RunWaiter } from './run.waiter';
 import { buildScheduleSpec, ScheduleOptions } from '../schedule/schedule.options';
@@ -38,6 +41,14 @@ export interface RunHandle<Out = unknown> {
 export interface WaitOptions {
   /** Give up after this many ms with `WaitTimeoutError` (the run carries on). Default: no limit. */
   timeoutMs?: number;
+  /**
+   * Called with the run's progress values (`ctx.progress`): first the stored one, if any, then
+   * each one the worker writes, in order, never twice and never after the wait settled. Values
+   * may be skipped (the worker writes at most one every 250 ms, and a value published while the
+   * subscriber reconnects is caught up by the next read only if it is still the latest). What it
+   * throws is ignored. Without it, the wait subscribes to nothing more than the run's outcome.
+   */
+  onProgress?: (value: unknown) => void;
 }
 
 /**
@@ -63,6 +74,8 @@ export class QueueClient {
   /** Set only with telemetry on: enqueues then store the caller's trace context with the run. */
   private readonly otel: OtelApi | undefined;
   private readonly enqueueSettings: EnqueueSettings;
+  private readonly control: RunControl;
+  private readonly admin: RunAdmin;
 
   constructor(
     @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
@@ -75,6 +88,8 @@ export class QueueClient {
     this.fleet = new FleetWorkflowLookup(connections.command, this.keys);
     this.otel = telemetryApi(options);
     this.enqueueSettings = { fastPath: options.fastPath, lockMs: options.worker.lockMs };
+    this.control = new RunControl(() => this.scripts.get(), this.keys, options);
+    this.admin = new RunAdmin(scripts, this.keys, registry, this.fleet);
   }
 
   /**
@@ -126,12 +141,13 @@ export class QueueClient {
   /** Enqueues a run and waits for its result: `enqueue(...).then(h => h.result({ timeoutMs }))`. */
   async run<W extends WorkflowRef>(workflow: W, input: In<W>, opts?: EnqueueOptions & WaitOptions): Promise<Out<W>> {
     if (opts?.timeoutMs !== undefined) checkTimeout(opts.timeoutMs);
+    checkOnProgress(opts?.onProgress);
     const target = this.registry.resolve(workflow);
     const request = buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes);
     if (!target.known) await this.fleet.confirm(target.name, 'run');
     // Refused before anything is written: a caller retrying with a fresh id must not duplicate work.
     if (this.waiter.closed) throw new SluiceError('QueueModule is shutting down; run() was refused before enqueueing');
-    return (await this.waiter.wait(request.id, opts?.timeoutMs, this.store(request, true))) as Out<W>;
+    return (await this.waiter.wait(request.id, opts?.timeoutMs, this.store(request, true), opts?.onProgress)) as Out<W>;
   }
 
   /**
@@ -141,7 +157,8 @@ export class QueueClient {
   async wait<T = unknown>(runId: string, opts?: WaitOptions): Promise<T> {
     checkId(runId, 'runId');
     if (opts?.timeoutMs !== undefined) checkTimeout(opts.timeoutMs);
-    return (await this.waiter.wait(runId, opts?.timeoutMs)) as T;
+    checkOnProgress(opts?.onProgress);
+    return (await this.waiter.wait(runId, opts?.timeoutMs, undefined, opts?.onProgress)) as T;
   }
 
   /** The run's stored state, or `null` if it does not exist (or its retention expired). */
@@ -149,6 +166,46 @@ export class QueueClient {
     checkId(runId, 'runId');
     const values = await this.connections.command.call('get', (redis) => redis.hmget(this.keys.run(runId), ...RUN_FIELDS), { idempotent: true });
     return toRunInfo(runId, values) as RunInfo<T> | null;
+  }
+
+  /**
+   * A page of a workflow's runs in one state, read from the index of that state in one Lua call
+   * (never a scan of the keyspace): 'completed' / 'failed' / 'cancelled' in finish order (the
+   * cursor stays valid while runs keep finishing: no run shows twice, none that existed is
+   * skipped), 'delayed' in due order, 'waiting' in claim order (of the ungrouped runs, or of one
+   * group's), 'active' unordered. A 'waiting' page is a snapshot: runs claimed meanwhile shift the
+   * next one. See {@link ListRunsOptions} for the group filter's bound.
+   * @throws InvalidInputError / InvalidOptionError / InvalidNameError before any Redis call
+   */
+  listRuns(opts: ListRunsOptions): Promise<RunPage> {
+    return this.admin.listRuns(opts);
+  }
+
+  /**
+   * Puts a failed or cancelled run back to waiting, in one atomic script: it gets a full set of
+   * attempts and resumes at the step that failed (its finished steps are not executed again).
+   * @throws RunNotFoundError, RunStateError (a run in another state; nothing written)
+   */
+  retry(runId: string): Promise<RetryResult> {
+    return this.admin.retry(runId);
+  }
+
+  /**
+   * Retries a workflow's failed (or cancelled) runs, oldest first, in batches of at most 500 per
+   * Redis call, up to `limit`; runs that fail again meanwhile are not taken twice.
+   * @returns how many runs were retried
+   */
+  retryAll(opts: RetryAllOptions): Promise<number> {
+    return this.admin.retryAll(opts);
+  }
+
+  /**
+   * Deletes a finished run (its record, step memo and index entry); its id can be enqueued again.
+   * @returns false if there was no such run
+   * @throws RunStateError for a run not finished (cancel it first)
+   */
+  remove(runId: string): Promise<boolean> {
+    return this.admin.remove(runId);
   }
 
   /**
@@ -165,8 +222,22 @@ export class QueueClient {
    * finishes; setting the same cap again visits them all.
    * @returns the previous cap (`null` if there was none)
    */
-  async setLimits(target: LimitTarget & { limit: number | null }): Promise<number | null> {
+  async setLimits(target: LimitTarget & { limit: number | null }): Promise<number | null>;
+  /**
+   * Sets a fleet-wide rate limit at runtime: `{ workflow }` the workflow's, `{ workflow, group:
+   * '*' }` every group's default, `{ workflow, group }` one group's override; `rateLimit: null`
+   * removes it. Claims from now on obey it (see {@link RateLimit}). A worker bootstrap writes the
+   * workflow's and every group's default again from `@Workflow({ rateLimit, groupRateLimit })`.
+   * @returns the previous rate limit (`null` if there was none)
+   */
+  async setLimits(target: LimitTarget & { rateLimit: RateLimit | null }): Promise<RateLimit | null>;
+  async setLimits(target: LimitTarget & { limit?: number | null; rateLimit?: RateLimit | null }): Promise<number | RateLimit | null> {
     const field = limitField(target);
+    if (target.rateLimit !== undefined) {
+      if (target.limit !== undefined) throw new InvalidOptionError('target', 'set either limit or rateLimit in one call, not both');
+      if (target.workflow === undefined) throw new InvalidOptionError('target.workflow', 'rate limits are per workflow or group: name the workflow');
+      return this.control.setRateLimit(target.workflow, target.group, target.rateLimit);
+    }
     const limit = checkLimit(target.limit);
     const scripts = this.scripts.get();
     const [previous, cursor] = await scripts.run<[string, string]>('set-limits', [this.keys.limits, this.keys.seq], [
@@ -183,12 +254,47 @@ export class QueueClient {
     const { workflow, group } = target;
     const fields = ['ns', ...(workflow ? [limitField({ workflow }), limitField({ workflow, group: EVERY_GROUP })] : [])];
     if (workflow && group && group !== EVERY_GROUP) fields.push(limitField({ workflow, group }));
-    const values = await this.connections.command.call('getLimits', (redis) => redis.hmget(this.keys.limits, ...fields), { idempotent: true });
-    const [ns, wf, groupDefault, override] = values.map((v) => (v === null ? null : Number(v)));
+    const rates = workflow ? rateFields(workflow, group) : [];
+    const values = await this.connections.command.call('getLimits', (redis) => redis.hmget(this.keys.limits, ...fields, ...rates), { idempotent: true });
+    const [ns, wf, groupDefault, override] = values.slice(0, fields.length).map((v) => (v === null ? null : Number(v)));
     if (!workflow) return { namespace: ns };
-    const limits: Limits = { namespace: ns, workflow: wf, groupDefault };
-    if (group && group !== EVERY_GROUP) Object.assign(limits, { groupOverride: override, group: override ?? groupDefault });
+    const [rate, rateMs, groupRate, groupRateMs, groupRateOverride, groupRateOverrideMs] = values.slice(fields.length);
+    const limits: Limits = { namespace: ns, workflow: wf, groupDefault, rateLimit: toRateLimit(rate, rateMs), groupRateLimit: toRateLimit(groupRate, groupRateMs) };
+    if (group && group !== EVERY_GROUP) {
+      const rateOverride = toRateLimit(groupRateOverride, groupRateOverrideMs);
+      Object.assign(limits, { groupOverride: override, group: override ?? groupDefault, groupRateOverride: rateOverride, groupRate: rateOverride ?? limits.groupRateLimit });
+    }
     return limits;
+  }
+
+  /**
+   * Cancels a run that has not finished, fleet-wide, in one Redis call. A waiting or delayed run
+   * leaves its queue at once. An active run frees its slots at once; the worker running it aborts
+   * its `ctx.signal` with `RunCancelledError` as soon as the cancel message reaches it (one pub/sub
+   * hop; if that message is lost, within a third of `worker.lockMs`), and refuses the attempt's
+   * later step and result writes. Waiters reject with `RunCancelledError`; `get` shows the state
+   * `cancelled` and the reason. `retry` brings a cancelled run back.
+   * @returns `{ cancelled: false, state }` for a run that had finished: nothing is changed
+   * @throws RunNotFoundError if there is no such run; InvalidNameError / InvalidOptionError on bad input
+   */
+  cancel(runId: string, opts?: CancelOptions): Promise<CancelResult> {
+    return this.control.cancel(runId, opts);
+  }
+
+  /**
+   * Pauses a workflow, or one group of it, fleet-wide: no worker starts a run of it (not even a
+   * retry) until {@link resume}; runs in flight finish, and enqueues are still accepted. `stats`
+   * shows it. Costs the claim path nothing while no pause or rate limit is set in the namespace.
+   * @returns `false` if it was paused already
+   * @throws UnknownWorkflowError if no worker of the fleet registered the workflow
+   */
+  async pause(target: PauseTarget): Promise<boolean> {
+    return this.control.setPaused(await this.controlTarget(target, 'pause'), true);
+  }
+
+  /** Lets a paused workflow or group start runs again, and wakes its workers. @returns `false` if it was not paused */
+  async resume(target: PauseTarget): Promise<boolean> {
+    return this.control.setPaused(await this.controlTarget(target, 'resume'), false);
   }
 
   /**
@@ -278,6 +384,13 @@ export class QueueClient {
     return this.migrator.migrate();
   }
 
+  private async controlTarget(target: PauseTarget, operation: string): Promise<PauseTarget & { workflow: string }> {
+    if (target === null || typeof target !== 'object') throw new InvalidInputError('target', 'must be an object { workflow, group? }');
+    const resolved = this.registry.resolve(target.workflow);
+    if (!resolved.known) await this.fleet.confirm(resolved.name, operation);
+    return { workflow: resolved.name, ...(target.group !== undefined && { group: target.group }) };
+  }
+
   private scheduleStore(): ScheduleStore {
     return (this.schedules ??= new ScheduleStore(this.scripts.get(), this.connections.command, this.keys));
   }
@@ -297,6 +410,10 @@ export class QueueClient {
   private handle<T>(id: string, created: boolean): RunHandle<T> {
     return { id, created, result: (opts) => this.wait<T>(id, opts) };
   }
+}
+
+function checkOnProgress(onProgress: unknown): void {
+  if (onProgress !== undefined && typeof onProgress !== 'function') throw new InvalidOptionError('opts.onProgress', `must be a function, got ${typeof onProgress}`);
 }
 
 function checkTimeout(timeoutMs: number): void {

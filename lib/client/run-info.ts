@@ -1,7 +1,7 @@
 import type { RunErrorInfo } from '../errors';
 import { decodePayload } from '../redis/payload.codec';
 
-export type RunState = 'waiting' | 'delayed' | 'active' | 'completed' | 'failed';
+export type RunState = 'waiting' | 'delayed' | 'active' | 'completed' | 'failed' | 'cancelled';
 
 /** A run as stored in Redis, from `QueueClient.get`. */
 export interface RunInfo<Out = unknown> {
@@ -26,13 +26,19 @@ export interface RunInfo<Out = unknown> {
   result?: Out;
   /** The final error once failed; the latest error while retrying; never set once completed. */
   error?: RunErrorInfo;
+  /** The latest value the run reported with `ctx.progress` (kept after it finishes); absent if none. */
+  progress?: unknown;
 }
 
 /** The run hash fields, in the order {@link toRunInfo} reads them. */
 export const RUN_FIELDS = [
   'workflow', 'state', 'input', 'priority', 'group', 'attempts', 'maxAttempts', 'failures',
   'createdAt', 'dueAt', 'startedAt', 'finishedAt', 'result', 'error',
+  'progress',
 ] as const;
+
+/** Read by position, so that fields added to the list later need not shift it. */
+const PROGRESS_AT = RUN_FIELDS.indexOf('progress');
 
 export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null {
   const [workflow, state, input, priority, group, attempts, maxAttempts, failures, createdAt, dueAt, startedAt, finishedAt, result, error] = values;
@@ -54,5 +60,6 @@ export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null
     ...(state === 'completed' && { result: decodePayload(result) }),
     // A completed run's record may still hold the error of an earlier attempt: not its outcome.
     ...(error && state !== 'completed' && { error: decodePayload<RunErrorInfo>(error) }),
+    ...(values[PROGRESS_AT] && { progress: decodePayload(values[PROGRESS_AT]) }),
   };
 }

@@ -1,17 +1,18 @@
 import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import { RedisConnectionError, RunNotFoundError, SluiceError, WaitTimeoutError, WorkflowFailedError, type RunErrorInfo } from '../errors';
+import { RedisConnectionError, RunCancelledError, RunNotFoundError, SluiceError, WaitTimeoutError, WorkflowFailedError, type RunErrorInfo } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
 import { decodePayload } from '../redis/payload.codec';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
+import { ProgressFeed } from './progress.feed';
 
 /** The record a worker publishes on a run's done channel (see lua/includes/common.lua). */
 interface DoneMessage {
   v: 1;
-  state: 'completed' | 'failed';
+  state: 'completed' | 'failed' | 'cancelled';
   workflow?: string;
   result?: unknown;
   error?: RunErrorInfo;
@@ -63,13 +64,17 @@ export class RunWaiter implements BeforeApplicationShutdown {
    * @param alongside work started together with the subscription (the enqueue of `run()`), so its
    *   round trip overlaps the subscribe instead of preceding it. The stored record is read once
    *   both are done, which still closes the race with a run that finished before the subscription.
+   * @param onProgress given only: the wait also subscribes to the run's progress channel, hands
+   *   over the stored value its first read finds, then each published one (see {@link ProgressFeed}).
    */
-  wait(runId: string, timeoutMs: number | undefined, alongside?: Promise<unknown>): Promise<unknown> {
+  wait(runId: string, timeoutMs: number | undefined, alongside?: Promise<unknown>, onProgress?: (value: unknown) => void): Promise<unknown> {
     if (this.shutDown) {
       alongside?.catch(() => undefined); // its failure is this wait's, reported below
       return Promise.reject(new SluiceError('QueueModule is shutting down; no new waits'));
     }
     const channel = this.keys.done(runId);
+    const feed = onProgress && new ProgressFeed(onProgress);
+    const progressChannel = feed && this.keys.progress(runId);
     return new Promise((resolve, reject) => {
       let done = false;
       let firstReadDone = false;
@@ -81,6 +86,10 @@ export class RunWaiter implements BeforeApplicationShutdown {
         timers.forEach(clearTimeout);
         this.pending.delete(abandon);
         this.unlisten(channel, onMessage);
+        if (feed) {
+          feed.stop();
+          this.unlisten(progressChannel!, feed.onMessage);
+        }
         settle();
       };
       const abandon = (error: Error) => finish(() => reject(error));
@@ -88,7 +97,7 @@ export class RunWaiter implements BeforeApplicationShutdown {
       const expire = () => finish(() => reject(new WaitTimeoutError(runId, timeoutMs!)));
       // A background re-read settles the wait only with an outcome; a failed read is retried later.
       const reread = () =>
-        this.readOutcome(runId).then(
+        this.readOutcome(runId, feed).then(
           (outcome) => outcome.settled && finish(() => resolve(outcome.result)),
           (error) => !(error instanceof RedisConnectionError) && finish(() => reject(error)),
         );
@@ -96,13 +105,14 @@ export class RunWaiter implements BeforeApplicationShutdown {
         const record = parseDone(message);
         if (!record) return void reread(); // a peer on an older build publishes a bare "1", or a reconnect
         if (record.state === 'completed') finish(() => resolve(record.undef ? undefined : record.result));
+        else if (record.state === 'cancelled') finish(() => reject(cancelledError(runId, record.error)));
         else finish(() => reject(new WorkflowFailedError(runId, record.workflow, record.error ?? unknownError())));
       };
       // The clock runs from the call, but a run the first read finds finished always resolves.
       if (timeoutMs !== undefined) timers.push(setTimeout(() => (timedOut = true) && firstReadDone && expire(), timeoutMs));
       const backstop = () => timers.push(setTimeout(() => void reread().then(() => !done && backstop()), BACKSTOP_MS));
-      Promise.all([this.listen(channel, onMessage), alongside])
-        .then(() => this.readOutcome(runId))
+      Promise.all([this.listen(channel, onMessage), feed && this.listen(progressChannel!, feed.onMessage), alongside])
+        .then(() => this.readOutcome(runId, feed))
         .then((outcome) => {
           firstReadDone = true;
           if (outcome.settled) finish(() => resolve(outcome.result));
@@ -122,13 +132,16 @@ export class RunWaiter implements BeforeApplicationShutdown {
 
   /**
    * The stored record decides: completed resolves, failed rejects, missing is an error, else keep
-   * waiting. The read also marks the run as waited on, so its outcome will be published.
+   * waiting. The read also marks the run as waited on, so its outcome (and progress) will be
+   * published. `feed` gets the stored progress first, so it is handed over before the outcome.
    */
-  private async readOutcome(runId: string): Promise<Outcome> {
-    const [state, result, error, workflow] = await this.scripts.get().run<(string | null)[]>('watch', [this.keys.run(runId)], [1], { idempotent: true });
+  private async readOutcome(runId: string, feed?: ProgressFeed): Promise<Outcome> {
+    const [state, result, error, workflow, progress, progressSeq] = await this.scripts.get().run<(string | null)[]>('watch', [this.keys.run(runId)], [1], { idempotent: true });
     if (!state) throw new RunNotFoundError(runId);
+    feed?.read(progress, progressSeq);
     if (state === 'completed') return { settled: true, result: decodePayload(result) };
     if (state === 'failed') throw new WorkflowFailedError(runId, workflow ?? undefined, decodePayload<RunErrorInfo>(error) ?? unknownError());
+    if (state === 'cancelled') throw cancelledError(runId, decodePayload<RunErrorInfo>(error));
     return { settled: false };
   }
 
@@ -174,6 +187,12 @@ function parseDone(message: string): DoneMessage | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The error a cancelled run's waiters get; lua/cancel.lua stores the reason in the recorded error. */
+function cancelledError(runId: string, error: RunErrorInfo | undefined): RunCancelledError {
+  const reason = (error as { reason?: unknown } | undefined)?.reason;
+  return new RunCancelledError(runId, typeof reason === 'string' && reason !== '' ? reason : undefined);
 }
 
 function unknownError(): RunErrorInfo {

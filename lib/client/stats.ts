@@ -1,3 +1,5 @@
+import { RateLimit, toRateLimit } from './rate-limit';
+
 /** Counts of one group of a workflow. */
 export interface GroupStats {
   /** Due runs queued in the group. */
@@ -5,6 +7,8 @@ export interface GroupStats {
   active: number;
   /** The cap that holds for the group (its override, else the workflow's default); `null` = none. */
   limit: number | null;
+  /** Paused on its own (`QueueClient.pause({ workflow, group })`); a paused workflow pauses every group too. */
+  paused: boolean;
 }
 
 /** Counts and caps of one workflow. */
@@ -21,6 +25,14 @@ export interface WorkflowStats {
   completed: number;
   /** Runs failed for good since the namespace began (a running total). */
   failed: number;
+  /** Runs cancelled since the namespace began (a running total). */
+  cancelled: number;
+  /** Whether the workflow is paused (`QueueClient.pause`): no run of it starts. */
+  paused: boolean;
+  /** The workflow's rate limit; `null` = none. */
+  rateLimit: RateLimit | null;
+  /** Default rate limit of each group; `null` = none. */
+  groupRateLimit: RateLimit | null;
   /**
    * Per group with due or active runs, when asked for with `{ groups: true }`: at most
    * 1,000 groups ({@link MAX_GROUP_ROWS}), an arbitrary selection (not the busiest) when there are more.
@@ -40,8 +52,8 @@ export interface QueueStats {
 export const MAX_GROUP_ROWS = 1000;
 
 type Cap = number | string;
-type GroupRow = [string, number, number, Cap];
-type WorkflowRow = [string, number, number, number, Cap, Cap, number, number, GroupRow[], number];
+type GroupRow = [string, number, number, Cap, number];
+type WorkflowRow = [string, number, number, number, Cap, Cap, number, number, GroupRow[], number, number, Cap, Cap, Cap, Cap, number];
 
 const cap = (value: Cap): number | null => (value === '' ? null : Number(value));
 
@@ -49,11 +61,14 @@ const cap = (value: Cap): number | null => (value === '' ? null : Number(value))
 export function parseStats(reply: unknown[], withGroups: boolean): QueueStats {
   const [active, limit, ...rows] = reply as [number, Cap, ...WorkflowRow[]];
   const workflows: Record<string, WorkflowStats> = {};
-  for (const [name, waiting, delayed, running, wfLimit, groupLimit, completed, failed, groupRows, omitted] of rows) {
+  for (const [name, waiting, delayed, running, wfLimit, groupLimit, completed, failed, groupRows, omitted, paused, rate, rateMs, groupRate, groupRateMs, cancelled] of rows) {
     workflows[name] = {
-      waiting, delayed, active: running, limit: cap(wfLimit), groupLimit: cap(groupLimit), completed, failed,
+      waiting, delayed, active: running, limit: cap(wfLimit), groupLimit: cap(groupLimit), completed, failed, cancelled,
+      paused: paused === 1, rateLimit: toRateLimit(rate, rateMs), groupRateLimit: toRateLimit(groupRate, groupRateMs),
       ...(withGroups && {
-        groups: Object.fromEntries(groupRows.map(([group, gWaiting, gActive, gLimit]) => [group, { waiting: gWaiting, active: gActive, limit: cap(gLimit) }])),
+        groups: Object.fromEntries(
+          groupRows.map(([group, gWaiting, gActive, gLimit, gPaused]) => [group, { waiting: gWaiting, active: gActive, limit: cap(gLimit), paused: gPaused === 1 }]),
+        ),
       }),
       ...(withGroups && omitted > 0 && { groupsOmitted: omitted }),
     };

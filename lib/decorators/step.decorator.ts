@@ -1,8 +1,10 @@
 import { STEP_METADATA } from '../queue.constants';
 import { checkId } from '../util/names';
 import { runScope } from '../workflow/run.scope';
+import { resolveStepOptions, type StepCallOptions } from '../workflow/step.options';
 
-export interface StepOptions {
+/** Options of `@Step`: its memo key, plus how it executes (time limit, tries; see {@link StepCallOptions}). */
+export interface StepOptions extends StepCallOptions {
   /** Memo key of the step; defaults to the method name. Renaming it makes finished steps run again on retry. */
   name?: string;
 }
@@ -22,15 +24,23 @@ export interface StepOptions {
  *
  * A result that would take the run's whole step memo over `maxRunMemoBytes` throws
  * `StepMemoLimitError`, which fails the run without retry.
+ *
+ * `timeoutMs`, `attempts` and `backoff` bound each call and retry it in place (see
+ * {@link StepCallOptions}); they are checked here, when the class is defined
+ * (`InvalidOptionError`), apply only inside a run, and are ignored when the method runs nested
+ * in another step. The method's arguments are its caller's, so it has no step signal of its own:
+ * it can watch `ctx.signal`, which aborts on its final time limit.
  */
 export function Step(options: StepOptions = {}): MethodDecorator {
   return (target, propertyKey, descriptor: PropertyDescriptor) => {
     const name = checkId(options.name ?? String(propertyKey), `@Step name of ${String(propertyKey)}`);
+    const { name: _name, ...callOptions } = options;
+    const execution = resolveStepOptions(callOptions, `@Step ${String(propertyKey)}`);
     const original = descriptor.value as (...args: unknown[]) => unknown;
     if (typeof original !== 'function') throw new TypeError(`@Step() must decorate a method, not ${String(propertyKey)}`);
     descriptor.value = function stepped(this: unknown, ...args: unknown[]) {
       const run = runScope.getStore();
-      return run ? run.step(name, () => original.apply(this, args)) : original.apply(this, args);
+      return run ? run.step(name, () => original.apply(this, args), execution) : original.apply(this, args);
     };
     Object.defineProperty(descriptor.value, 'name', { value: original.name });
     const steps: string[] = Reflect.getMetadata(STEP_METADATA, target.constructor) ?? [];

@@ -1,13 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { MAX_LIMIT } from '../client/limits';
+import { checkRateLimit } from '../client/rate-limit';
 import { WORKFLOW_METADATA } from '../queue.constants';
 import { checkName } from '../util/names';
 import { InvalidOptionError } from '../errors';
 import { checkInteger } from '../util/duration';
 import { checkDeclaredSchedules } from '../schedule/schedule.options';
+import { MAX_TIMER_MS } from '../workflow/step.options';
 
 const MAX_DELAY_MS = 365 * 86_400_000;
-import type { ContractImplementation, WorkflowOptions } from '../workflow/workflow.types';
+import type { ContractImplementation, RetentionByCount, WorkflowOptions } from '../workflow/workflow.types';
 import { isWorkflowContract, type WorkflowContract } from '../workflow/workflow.contract';
 
 /** What `@Workflow` records on its class. */
@@ -43,6 +45,9 @@ export function Workflow(nameOrContract: string | WorkflowContract<unknown, unkn
   if (options.concurrency !== undefined) checkInteger(options.concurrency, `@Workflow('${name}') concurrency`, 1, MAX_LIMIT);
   if (options.groupConcurrency !== undefined) checkInteger(options.groupConcurrency, `@Workflow('${name}') groupConcurrency`, 1, MAX_LIMIT);
   if (options.attempts !== undefined) checkInteger(options.attempts, `@Workflow('${name}') attempts`, 1, 1_000);
+  if (options.rateLimit !== undefined) checkRateLimit(options.rateLimit, `@Workflow('${name}') rateLimit`);
+  if (options.groupRateLimit !== undefined) checkRateLimit(options.groupRateLimit, `@Workflow('${name}') groupRateLimit`);
+  if (options.timeoutMs !== undefined) checkInteger(options.timeoutMs, `@Workflow('${name}') timeoutMs`, 1, MAX_TIMER_MS);
   if (options.backoff !== undefined) {
     const field = `@Workflow('${name}') backoff`;
     checkInteger(options.backoff.delayMs, `${field}.delayMs`, 0, MAX_DELAY_MS);
@@ -51,10 +56,24 @@ export function Workflow(nameOrContract: string | WorkflowContract<unknown, unkn
       throw new InvalidOptionError(`${field}.factor`, `must be a number > 0, got ${options.backoff.factor}`);
     }
   }
+  if (options.keep !== undefined) checkKeep(name, options.keep);
   const schedules = options.schedules === undefined ? undefined : checkDeclaredSchedules(name, options.schedules);
   const metadata: WorkflowMetadata = { name, options: { ...options, ...(schedules && { schedules }) } };
   return (target) => {
     Reflect.defineMetadata(WORKFLOW_METADATA, metadata, target);
     Injectable()(target);
   };
+}
+
+/** Largest count `keep` accepts. */
+const MAX_KEEP = 100_000_000;
+
+function checkKeep(name: string, keep: RetentionByCount): void {
+  const field = `@Workflow('${name}') keep`;
+  if (keep === null || typeof keep !== 'object' || Array.isArray(keep)) throw new InvalidOptionError(field, 'must be an object { completed?, failed? }');
+  for (const key of Object.keys(keep)) {
+    if (key !== 'completed' && key !== 'failed') throw new InvalidOptionError(`${field}.${key}`, 'is not an option (completed, failed)');
+    const value = keep[key];
+    if (value !== undefined) checkInteger(value, `${field}.${key}`, 0, MAX_KEEP);
+  }
 }

@@ -2,9 +2,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import { UnknownWorkflowError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import { ResolvedQueueOptions, resolveBackoff } from '../queue.options';
-import type { BackoffOptions, WorkflowClass, WorkflowInstance, WorkflowOptions } from '../workflow/workflow.types';
+import type { BackoffOptions, RetentionByCount, WorkflowClass, WorkflowInstance, WorkflowOptions } from '../workflow/workflow.types';
 import { isWorkflowContract, type WorkflowContract } from '../workflow/workflow.contract';
 import { checkName } from '../util/names';
+import type { RateLimit } from '../client/rate-limit';
 import { WorkflowMetadataAccessor } from './workflow-metadata.accessor';
 import type { DeclaredSchedule } from '../schedule/schedule.options';
 
@@ -15,8 +16,15 @@ export interface WorkflowDefinition {
   instance: WorkflowInstance;
   concurrency?: number;
   groupConcurrency?: number;
+  /** Fleet-wide rate limits (`@Workflow({ rateLimit, groupRateLimit })`), written to Redis at bootstrap. */
+  rateLimit?: RateLimit;
+  groupRateLimit?: RateLimit;
+  /** Retention by count (`@Workflow({ keep })`), written to Redis at bootstrap. */
+  keep?: RetentionByCount;
   attempts: number;
   backoff: Required<BackoffOptions>;
+  /** Time limit of each attempt in ms (checked at the decorator); a run's own `runTimeoutMs` wins. */
+  timeoutMs?: number;
   /** Schedules its `@Workflow` declares, ids filled in (checked at the decorator). */
   schedules: Array<DeclaredSchedule & { id: string }>;
 }
@@ -49,8 +57,12 @@ export class WorkflowRegistry {
       instance,
       concurrency: options.concurrency,
       groupConcurrency: options.groupConcurrency,
+      rateLimit: options.rateLimit,
+      groupRateLimit: options.groupRateLimit,
+      keep: options.keep,
       attempts: options.attempts ?? this.options.defaults.attempts,
       backoff: resolveBackoff(options.backoff, this.options.defaults.backoff, `@Workflow('${name}') backoff`),
+      timeoutMs: options.timeoutMs,
       schedules: (options.schedules ?? []).map((schedule) => ({ ...schedule, id: schedule.id ?? name })),
     });
   }

@@ -44,13 +44,15 @@ export class InvalidOptionError extends InvalidInputError {}
  */
 export class PayloadNotSerializableError extends InvalidInputError {}
 
-/** An encoded payload (input, step result or run result) larger than `maxPayloadBytes`. */
+/** An encoded payload (input, step result or run result) larger than `maxPayloadBytes`, or a progress value larger than `MAX_PROGRESS_BYTES`. */
 export class PayloadTooLargeError extends InvalidInputError {
   constructor(
     field: string,
     readonly bytes: number,
     readonly limit: number,
+    /** The name of the bound, for the message. */
+    bound = 'maxPayloadBytes',
   ) {
-    super(field, `encoded size ${bytes} bytes exceeds the limit of ${limit} bytes (maxPayloadBytes)`);
+    super(field, `encoded size ${bytes} bytes exceeds the limit of ${limit} bytes (${bound})`);
   }
 }

@@ -86,3 +86,52 @@ export class StepMemoLimitError extends NonRetryableError {
     );
   }
 }
+
+/**
+ * A run attempt or a step ran past its time limit (`@Workflow({ timeoutMs })`, the enqueue's
+ * `runTimeoutMs`, or a step's `timeoutMs`). It is what `ctx.signal` (and a step's own signal)
+ * aborts with, and what the attempt fails with. Retryable like any failure: the run's `attempts`
+ * and `backoff` apply (a step limit counts as one failure of the step first, under its own
+ * `attempts`).
+ */
+export class TimeoutError extends SluiceError {
+  constructor(
+    readonly runId: string,
+    /** The limit that ran out, in ms. */
+    readonly limitMs: number,
+    /** The step's memo key (`name#occurrence`) when a step's limit ran out; undefined for the run's. */
+    readonly step?: string,
+  ) {
+    super(step === undefined ? `Run ${runId} timed out after ${limitMs} ms` : `Step "${step}" of run ${runId} timed out after ${limitMs} ms`);
+  }
+}
+
+/**
+ * The run was cancelled (`QueueClient.cancel`): `wait`/`run`/`result` reject with it, and inside
+ * the run `ctx.signal` aborts with it as its reason. `reason` is the one given to `cancel`.
+ */
+export class RunCancelledError extends SluiceError {
+  constructor(
+    readonly runId: string,
+    readonly reason?: string,
+  ) {
+    super(`Run ${runId} was cancelled${reason ? `: ${reason}` : ''}`);
+  }
+}
+
+/**
+ * An operation on a run that its state does not allow, e.g. `retry` of a run that has not failed
+ * or `remove` of a run that has not finished (cancel it first). Nothing was written.
+ */
+export class RunStateError extends SluiceError {
+  constructor(
+    readonly runId: string,
+    /** The state the run is in. */
+    readonly state: string,
+    /** The states the operation accepts. */
+    readonly expected: readonly string[],
+    operation: string,
+  ) {
+    super(`Cannot ${operation} run ${runId}: it is ${state}, expected ${expected.join(' or ')}`);
+  }
+}

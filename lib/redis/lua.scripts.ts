@@ -6,7 +6,7 @@ import type { CallOptions, RedisLink } from './redis.link';
 /** Where the scripts live, both from `lib/redis` (ts-node, tests) and `dist/redis` (published). */
 export const LUA_DIR = join(__dirname, '..', '..', 'lua');
 
-export type ScriptName = 'activate-groups' | 'migrate-group-due' | 'migrate-lock' | 'enqueue' | 'reserve' | 'complete' | 'fail' | 'save-steps' | 'extend-leases' | 'release' | 'declare-limits' | 'park' | 'set-limits' | 'stats' | 'watch' | 'schedule-write' | 'schedule-control' | 'schedule-plan' | 'schedule-list' | 'migrate-schedule-index';
+export type ScriptName = 'activate-groups' | 'migrate-group-due' | 'migrate-lock' | 'enqueue' | 'reserve' | 'complete' | 'fail' | 'save-steps' | 'extend-leases' | 'release' | 'declare-limits' | 'park' | 'set-limits' | 'stats' | 'watch' | 'cancel' | 'set-control' | 'progress' | 'schedule-write' | 'schedule-control' | 'schedule-plan' | 'schedule-list' | 'migrate-schedule-index' | 'list-runs' | 'retry' | 'remove';
 
 export interface LuaScript {
   name: ScriptName;

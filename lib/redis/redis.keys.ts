@@ -6,8 +6,10 @@
  *
  * | key | type | holds |
  * |---|---|---|
- * | `run:<id>` | hash | the run record (state, input, attempts, result…, `waited`, `trace`: the enqueue's trace context, only with OpenTelemetry on and a span active) and its step memo (`step:<name>#<n>`) |
+ * | `run:<id>` | hash | the run record (state, input, attempts, result…, `waited`, `trace`: the enqueue's trace context, only with OpenTelemetry on and a span active; `timeoutMs`: the enqueue's `runTimeoutMs`, only when set; `progress` and `progressSeq`: the latest `ctx.progress` value and its number) and its step memo (`step:<name>#<n>`) |
  * | `done:<id>` | channel | finished-run announcement, carrying the result |
+ * | `cancel` | channel | `<id> <token> <reason>` of each active run cancelled, for the worker running it (lua/cancel.lua) |
+ * | `progress:<id>` | channel | a run's progress values (`{"v":1,"seq","value"}`), published only while someone waits on the run (lua/progress.lua) |
  * | `wf:<name>:queue` | list | due ungrouped runs of priority 0, FIFO |
  * | `wf:<name>:waiting` | zset | due ungrouped runs of priority > 0, score = priority band + FIFO sequence |
  * | `wf:<name>:g:<group>:queue` / `:waiting` | list / zset | the same, per group |
@@ -18,9 +20,12 @@
  * | `wf:<name>:delayed` | zset | runs not yet due (delayed or in backoff), score = due time (ms) |
  * | `wf:<name>:wake` | list | wake marker, or fast-path handoffs, for workers blocked on the workflow |
  * | `wf:<name>:parked` | zset | workers about to block on the workflow, score = entry expiry (ms) |
- * | `wf:<name>:stats` | hash | running totals of completed and failed runs; `groupDue`, the runs due in group lanes (exact once `groupDueExact` is set, see lua/stats.lua) |
+ * | `wf:<name>:completed` / `:failed` / `:cancelled` | zset | finish indexes: the workflow's runs that ended in that state, score = finish order (`finishSeq`: max(previous + 1, finish ms × 1024)); trimmed by retention (lua/includes/common.lua countFinished), paged by `listRuns` |
+ * | `wf:<name>:stats` | hash | running totals of completed and failed runs; `finishSeq`, the last finish index score; `groupDue`, the runs due in group lanes (exact once `groupDueExact` is set, see lua/stats.lua) |
+ * | `wf:<name>:rate-log` / `wf:<name>:g:<group>:rate-log` | list | recent run starts (ms, newest first, at most the rate limit's max) of a rate-limited workflow / group |
+ * | `wf:<name>:rate-held` | zset | groups with due runs held back by their rate limit, score = when their window frees (ms) |
  * | `leases` | zset | every active run of the namespace, score = lease deadline (ms) |
- * | `limits` | hash | fleet-wide caps: `ns`, `wf:<name>`, `wf:<name>:group`, `wf:<name>:g:<group>` |
+ * | `limits` | hash | fleet-wide caps: `ns`, `wf:<name>`, `wf:<name>:group`, `wf:<name>:g:<group>`; retention by count `wf:<name>:keep:completed` / `:keep:failed` (from `@Workflow({ keep })`); controls (lua/includes/common.lua): `wf:<name>:paused`, `wf:<name>:g:<group>:paused`, rate limits `wf:<name>:rate`/`:rate-ms`, `wf:<name>:group-rate`/`:group-rate-ms`, `wf:<name>:g:<group>:rate`/`:rate-ms`, and the counters `controls`, `wf:<name>:paused-groups`, `wf:<name>:rate-overrides` |
  * | `workflows` | set | workflows registered by worker processes |
  * | `seq` | string | FIFO sequence within a priority |
  * | `turn` | string | round-robin turns, taken in blocks |
@@ -46,6 +51,7 @@ export class RedisKeys {
   readonly schema: string;
   readonly migrateLock: string;
   readonly schedules: string;
+  readonly cancel: string;
 
   constructor(
     readonly prefix: string,
@@ -60,6 +66,7 @@ export class RedisKeys {
     this.schema = `${this.base}schema`;
     this.migrateLock = `${this.base}migrate-lock`;
     this.schedules = `${this.base}schedules`;
+    this.cancel = `${this.base}cancel`;
   }
 
   run(id: string): string {
@@ -79,9 +86,19 @@ export class RedisKeys {
     return `${this.base}done:${id}`;
   }
 
+  /** The channel a run's progress values are published on (see lua/progress.lua). */
+  progress(id: string): string {
+    return `${this.base}progress:${id}`;
+  }
+
   /** A key of a workflow (see the table above). */
   workflow(name: string, suffix: 'wake' | 'parked' | 'active' | 'delayed' | 'ready' | 'groups' | 'stats' | 'schedules' | 'next-fires' | 'declared'): string {
     return `${this.base}wf:${name}:${suffix}`;
+  }
+
+  /** A workflow's finish index of a final state (see the table above). */
+  finished(name: string, state: 'completed' | 'failed' | 'cancelled'): string {
+    return `${this.base}wf:${name}:${state}`;
   }
 
   /** A key of a lane (a workflow's ungrouped runs, or one group): `queue`, `waiting`, or a group's `active`. */

@@ -2,6 +2,7 @@ import type { StepRecorder } from '../worker/step.recorder';
 import { checkId } from '../util/names';
 import type { Jsonified } from '../workflow/json.roundtrip';
 import { stepScope, type StepRunner } from '../workflow/run.scope';
+import { resolveStepOptions, type StepCallOptions, type StepContext, type StepFn } from '../workflow/step.options';
 import type { FailStepOptions, HarnessStepReport } from './harness.types';
 
 /** A failure registered with `failStep`. */
@@ -25,27 +26,29 @@ export class HarnessRecorder implements StepRunner {
     readonly steps: HarnessStepReport[] = [],
   ) {}
 
-  async step<T>(name: string, fn: () => Promise<T> | T): Promise<Jsonified<T>> {
+  async step<T>(name: string, fn: StepFn<T>, options?: StepCallOptions): Promise<Jsonified<T>> {
     // Nested in a step of this run: the recorder runs it plainly, as part of its parent; it is not
     // a step of its own, so it is neither reported nor failed. Bad arguments: the recorder throws.
-    if (stepScope.getStore() === this.recorder || !validName(name) || typeof fn !== 'function') return this.recorder.step(name, fn);
+    if (stepScope.getStore()?.runner === this.recorder || !validCall(name, fn, options)) return this.recorder.step(name, fn, options);
 
     const occurrence = (this.occurrences.get(name) ?? 0) + 1;
     this.occurrences.set(name, occurrence);
     const key = `${name}#${occurrence}`;
     const report: HarnessStepReport = { key, name, occurrence, outcome: 'replayed' };
     this.steps.push(report);
-    const fault = this.faults.find((f) => f.name === name && appliesTo(f, occurrence, this.attempt));
-    // The recorder calls this only if the step is not in the memo; if it never runs, it replayed.
-    const execute = async (): Promise<T> => {
+    // The recorder calls this only if the step is not in the memo (once per try); if it never
+    // runs, it replayed.
+    const execute = async (step: StepContext): Promise<T> => {
       report.outcome = 'pending';
-      if (fault && fault.when !== 'after') throw faultError(fault, key, this.attempt);
-      const value = await fn();
-      if (fault) throw faultError(fault, key, this.attempt);
+      if (step.attempt > 1) report.tries = step.attempt;
+      const failing = this.faults.find((f) => f.name === name && appliesTo(f, occurrence, this.attempt) && appliesToTry(f, step.attempt));
+      if (failing && failing.when !== 'after') throw faultError(failing, key, this.attempt);
+      const value = await fn(step);
+      if (failing) throw faultError(failing, key, this.attempt);
       return value;
     };
     try {
-      const value = await this.recorder.step(name, execute);
+      const value = await this.recorder.step(name, execute, options);
       if (report.outcome === 'pending') report.outcome = 'executed';
       return value;
     } catch (error) {
@@ -56,13 +59,21 @@ export class HarnessRecorder implements StepRunner {
   }
 }
 
-function validName(name: string): boolean {
+/** Whether the recorder would accept the call (else it throws, and the call is not reported). */
+function validCall(name: string, fn: unknown, options: StepCallOptions | undefined): boolean {
+  if (typeof fn !== 'function') return false;
   try {
     checkId(name, 'step name');
+    resolveStepOptions(options, 'options');
     return true;
   } catch {
     return false;
   }
+}
+
+function appliesToTry(fault: StepFault, tryNumber: number): boolean {
+  if (fault.onTry === undefined) return true;
+  return Array.isArray(fault.onTry) ? fault.onTry.includes(tryNumber) : fault.onTry === tryNumber;
 }
 
 function appliesTo(fault: StepFault, occurrence: number, attempt: number): boolean {

@@ -28,7 +28,7 @@ export interface SluiceTestingOptions extends HarnessOptions {
 }
 
 /** A run through the harness: the `EnqueueOptions` that matter in-process, checked as `enqueue` does. */
-export type HarnessRunOptions = Pick<EnqueueOptions, 'id' | 'delay' | 'runAt' | 'attempts'>;
+export type HarnessRunOptions = Pick<EnqueueOptions, 'id' | 'delay' | 'runAt' | 'attempts' | 'runTimeoutMs'>;
 
 /** Makes a step fail instead of (or right after) executing. See `WorkflowHarness.failStep`. */
 export interface FailStepOptions {
@@ -36,6 +36,11 @@ export interface FailStepOptions {
   onAttempt?: number | number[];
   /** Only this occurrence of the step (`charge#2` is occurrence 2). Default: every occurrence. */
   occurrence?: number;
+  /**
+   * The try (or tries) of the step within an attempt on which it fails, for a step with
+   * `attempts` retried in place (the step's `StepContext.attempt`). Default: every try.
+   */
+  onTry?: number | number[];
   /** What is thrown. Default: an `Error` naming the step and attempt. Throw a `NonRetryableError` to fail the run for good. */
   error?: unknown;
   /**
@@ -57,6 +62,8 @@ export interface HarnessStepReport {
    * nothing was saved. `pending`: the attempt ended (threw elsewhere) while it was still running.
    */
   outcome: 'executed' | 'replayed' | 'failed' | 'pending';
+  /** Set only when the step was retried in place (a step with `attempts`): how many times its `fn` was called in this attempt. */
+  tries?: number;
 }
 
 /** One attempt (claim) of a harness run. */
@@ -73,6 +80,16 @@ export interface HarnessAttempt {
   replayed: string[];
   /** Keys of the steps that threw. */
   failed: string[];
+  /**
+   * The values `ctx.progress` reported during the attempt, in order, after their JSON round trip.
+   * Every value is listed; a worker writes at most one every 250 ms and may skip values in between.
+   */
+  progress: unknown[];
+  /**
+   * The waits between the tries of steps retried in place (steps' `attempts` and `backoff`), in
+   * the order they happened: reported and added to the fake clock, never slept.
+   */
+  stepRetryDelaysMs: number[];
   /**
    * `completed`; `retry` (failed, another attempt follows after `retryDelayMs`); `failed` (failed
    * for good: a `NonRetryableError`, an `InvalidInputError` such as an unserializable result, or
@@ -104,6 +121,8 @@ export interface HarnessRun<Out = unknown> {
   maxAttempts: number;
   /** Backoff delays between attempts, in order: reported and added to the fake clock, never slept. */
   retryDelaysMs: number[];
+  /** The latest `ctx.progress` value of any attempt (what `QueueClient.get` shows as `progress`); absent if none was reported. */
+  progress?: unknown;
   /** The step memo at the end, decoded: `{ 'charge#1': … }`. */
   memo: Record<string, unknown>;
   /** The fake clock at enqueue, when the run was first due (after `delay`/`runAt`), and at the end. */

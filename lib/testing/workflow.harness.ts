@@ -3,10 +3,15 @@ import { WorkflowMetadataAccessor } from '../discovery/workflow-metadata.accesso
 import { InvalidInputError, InvalidOptionError, NonRetryableError, RedisConnectionError, SluiceError, UnknownWorkflowError, WorkflowDefinitionError, WorkflowFailedError } from '../errors';
 import { resolveBackoff, resolveQueueOptions } from '../queue.options';
 import { decodePayload, encodePayload } from '../redis/payload.codec';
+import { encodeProgress } from '../redis/progress.codec';
 import { occurrencesAfter } from '../schedule/cron.plan';
 import type { DeclaredSchedule } from '../schedule/schedule.options';
 import { backoffDelay } from '../worker/backoff';
 import { StepRecorder } from '../worker/step.recorder';
+import { LazyAbort } from '../worker/active-runs';
+import { AttemptGuard, type RunAbort } from '../worker/attempt.guard';
+import { MAX_STEP_ATTEMPTS } from '../workflow/step.options';
+import { checkInteger } from '../util/duration';
 import type { Jsonified } from '../workflow/json.roundtrip';
 import { runScope } from '../workflow/run.scope';
 import type { BackoffOptions, RunContext, WorkflowInstance } from '../workflow/workflow.types';
@@ -39,6 +44,12 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
   readonly attempts: number;
   /** The backoff between attempts: the workflow's, else `defaults.backoff`. */
   readonly backoff: Required<BackoffOptions>;
+  /**
+   * The workflow's time limit per attempt (`@Workflow({ timeoutMs })`), if any; `run(…, { runTimeoutMs })`
+   * overrides it. Time limits (the run's and steps') are real time, not the fake clock: they
+   * bound code that really runs, and end the attempt the way a worker does.
+   */
+  readonly timeoutMs?: number;
   /** The fake time delays, backoffs and schedules use. */
   readonly clock: FakeClock;
   private readonly faults: StepFault[] = [];
@@ -64,6 +75,7 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
     this.name = metadata.name;
     this.attempts = metadata.options.attempts ?? resolved.defaults.attempts;
     this.backoff = resolveBackoff(metadata.options.backoff, resolved.defaults.backoff, `@Workflow('${metadata.name}') backoff`);
+    this.timeoutMs = metadata.options.timeoutMs;
     this.maxPayloadBytes = resolved.maxPayloadBytes;
     this.maxRunMemoBytes = resolved.maxRunMemoBytes;
     this.clock = new FakeClock(options.now);
@@ -74,7 +86,7 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
 
   /**
    * Makes the step `name` throw when it would execute — on every attempt, or on those in
-   * `onAttempt` — instead of running (`when: 'before'`, the default) or right after running and
+   * `onAttempt`, and on every try of a step retried in place or on those in `onTry` — instead of running (`when: 'before'`, the default) or right after running and
    * before its result is saved (`when: 'after'`). A step replayed from the memo never fails, as in
    * production. Applies to every later `run` until {@link clearFailures}.
    * @example harness.failStep('charge', { onAttempt: 1, error: new Error('gateway timeout') })
@@ -82,6 +94,7 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
   failStep(name: string, options: FailStepOptions = {}): this {
     if (typeof name !== 'string' || name === '') throw new InvalidOptionError('failStep name', 'must be a step name');
     if (options.when !== undefined && options.when !== 'before' && options.when !== 'after') throw new InvalidOptionError('failStep when', `must be 'before' or 'after', got ${String(options.when)}`);
+    for (const onTry of options.onTry === undefined ? [] : [options.onTry].flat()) checkInteger(onTry, 'failStep onTry', 1, MAX_STEP_ATTEMPTS);
     this.faults.push({ ...options, name });
     return this;
   }
@@ -100,7 +113,7 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
    */
   async run(input: In, opts?: HarnessRunOptions): Promise<HarnessRun<Out>> {
     const request = buildEnqueueRequest({ name: this.name, attempts: this.attempts }, input, opts, this.maxPayloadBytes);
-    return this.execute(request.id, request.input, request.attempts, request.runAtMs ?? this.clock.now() + request.delayMs);
+    return this.execute(request.id, request.input, request.attempts, request.runAtMs ?? this.clock.now() + request.delayMs, request.runTimeoutMs ?? this.timeoutMs);
   }
 
   /**
@@ -135,7 +148,7 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
     if (at === undefined) throw new SluiceError(`Schedule "${schedule.id}" has no occurrence after ${this.clock.date().toISOString()}`);
     this.clock.set(at);
     const input = encodePayload(schedule.input === undefined ? null : schedule.input, `schedules.${schedule.id}.input`, this.maxPayloadBytes);
-    return this.execute(`${schedule.id}@${at}`, input, this.attempts, at);
+    return this.execute(`${schedule.id}@${at}`, input, this.attempts, at, this.timeoutMs);
   }
 
   /** Closes the Nest application context `SluiceTesting.create` made (a no-op otherwise). */
@@ -156,7 +169,7 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
   }
 
   /** The worker's loop over one run: claim, execute, then complete, retry after a backoff, fail or hand back. */
-  private async execute(runId: string, input: string, maxAttempts: number, dueAtMs: number): Promise<HarnessRun<Out>> {
+  private async execute(runId: string, input: string, maxAttempts: number, dueAtMs: number, limitMs: number | undefined): Promise<HarnessRun<Out>> {
     const enqueuedAt = this.clock.date();
     if (dueAtMs > this.clock.now()) this.clock.set(dueAtMs);
     const memo = new Map<string, string>();
@@ -165,7 +178,7 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
     let failures = 0;
     for (let claim = 1; ; claim++) {
       if (claim > MAX_CLAIMS) throw new SluiceError(`Run ${runId} of workflow "${this.name}" was handed back ${MAX_CLAIMS} times (a RedisConnectionError escaped run on every attempt); the harness gave up`);
-      const { report, result, error } = await this.attempt(runId, input, claim, memo);
+      const { report, result, error } = await this.attempt(runId, input, claim, memo, limitMs);
       attempts.push(report);
       if (report.outcome === 'completed') {
         return this.finish({ runId, state: 'completed', result: decodePayload<Jsonified<Out>>(result) }, attempts, failures, maxAttempts, retryDelaysMs, memo, enqueuedAt, dueAtMs);
@@ -193,7 +206,7 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
   }
 
   /** One attempt, as `RunExecutor.execute` runs it: `run` in the run scope, steps through the recorder. */
-  private async attempt(runId: string, input: string, attempt: number, memo: Map<string, string>): Promise<{ report: HarnessAttempt; result?: string; error?: unknown }> {
+  private async attempt(runId: string, input: string, attempt: number, memo: Map<string, string>, limitMs: number | undefined): Promise<{ report: HarnessAttempt; result?: string; error?: unknown }> {
     let open = true;
     // The token-checked write: refused once the attempt is over (a step still running when a
     // parallel one failed the attempt), as the worker's lease is gone then too.
@@ -203,16 +216,41 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
       return true;
     };
     // A copy: the memo as shipped with this claim (the recorder adds its own writes to it).
-    const recorder = new StepRecorder(runId, new Map(memo), persist, this.maxPayloadBytes, this.maxRunMemoBytes);
+    // As the worker's: the attempt's time limits (real time), and a step's waits between tries
+    // (on the fake clock: reported and added to it, never slept).
+    const abort = new LazyAbort();
+    const stepRetryDelaysMs: number[] = [];
+    const sleep = async (ms: number, run: RunAbort) => {
+      if (run.aborted) return;
+      stepRetryDelaysMs.push(ms);
+      this.clock.advance(ms);
+    };
+    const guard = new AttemptGuard(runId, abort, sleep, this.random);
+    const recorder = new StepRecorder(runId, new Map(memo), persist, this.maxPayloadBytes, this.maxRunMemoBytes, undefined, guard);
     const harness = new HarnessRecorder(recorder, attempt, [...this.faults]);
-    const abort = new AbortController();
-    const ctx: RunContext = { runId, attempt, signal: abort.signal, step: (name, fn) => harness.step(name, fn) };
-    const report: HarnessAttempt = { attempt, startedAt: this.clock.date(), steps: harness.steps, executed: [], replayed: [], failed: [], outcome: 'completed' };
+    const report: HarnessAttempt = { attempt, startedAt: this.clock.date(), steps: harness.steps, executed: [], replayed: [], failed: [], progress: [], stepRetryDelaysMs, outcome: 'completed' };
+    // Every value is recorded (production's throttle may skip some in between, never the last
+    // one awaited); the same checks and errors, and nothing after the attempt ended.
+    const progress = async (value: unknown) => {
+      const encoded = encodeProgress(value, this.maxPayloadBytes);
+      if (open) report.progress.push(decodePayload(encoded));
+    };
+    const ctx: RunContext = {
+      runId,
+      attempt,
+      get signal() {
+        return abort.signal;
+      },
+      step: (name, fn, options) => harness.step(name, fn, options),
+      progress,
+    };
     let result: string | undefined;
     let error: unknown;
     try {
       const decoded = decodePayload<In>(input);
-      const value = await runScope.run(harness, () => this.instance.run(decoded, ctx));
+      // Past a time limit: fails at once with the TimeoutError, the late code left running (its
+      // step writes refused once the attempt is closed below), as in a worker.
+      const value = await guard.settle(runScope.run(harness, () => this.instance.run(decoded, ctx)), limitMs);
       result = encodePayload(value, `result of workflow "${this.name}"`, this.maxPayloadBytes);
     } catch (thrown) {
       error = thrown;
@@ -242,8 +280,11 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
   ): HarnessRun<Out> {
     const decodedMemo: Record<string, unknown> = {};
     for (const [key, value] of memo) decodedMemo[key] = decodePayload(value);
+    // What `get` shows: the latest value of any attempt (a retry keeps the earlier one until it reports).
+    const reported = attempts.filter((a) => a.progress.length > 0).at(-1)?.progress;
     return {
       ...outcome,
+      ...(reported && { progress: reported[reported.length - 1] }),
       workflow: this.name,
       attempts,
       failures,

@@ -6,15 +6,20 @@ import { LeaseLostError } from '../errors';
  */
 export class LazyAbort {
   private controller?: AbortController;
-  private aborted = false;
+  private wasAborted = false;
   private why: unknown;
 
   get signal(): AbortSignal {
     if (!this.controller) {
       this.controller = new AbortController();
-      if (this.aborted) this.controller.abort(this.why);
+      if (this.wasAborted) this.controller.abort(this.why);
     }
     return this.controller.signal;
+  }
+
+  /** Whether it was aborted, read without making the controller. */
+  get aborted(): boolean {
+    return this.wasAborted;
   }
 
   /** Why it was aborted, or undefined. */
@@ -23,8 +28,8 @@ export class LazyAbort {
   }
 
   abort(reason: unknown): void {
-    if (this.aborted) return;
-    this.aborted = true;
+    if (this.wasAborted) return;
+    this.wasAborted = true;
     this.why = reason;
     this.controller?.abort(reason);
   }

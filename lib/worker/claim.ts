@@ -7,6 +7,8 @@ export interface Claim {
   failures: number;
   input: string;
   steps: Map<string, string>;
+  /** The run's own time limit per attempt (`EnqueueOptions.runTimeoutMs`), when it has one; else the workflow's applies. */
+  timeoutMs?: number;
   /**
    * Set only on claims made with the telemetry extras (see {@link CLAIM_EXTRAS}): the run's
    * stored trace context (a propagation carrier as JSON), when it has one.
@@ -32,19 +34,23 @@ export const CLAIM_EXTRAS = 2;
 export function parseClaimReply<H = number>(reply: unknown[]): { head: H; claims: Claim[] } {
   const [head, ...rows] = reply as [H, ...unknown[][]];
   const claims = rows.map((row) => {
-    const [id, workflow, token, attempt, failures, input, flatSteps] = row as [string, string, string, number, number, string, string[]];
+    const [id, workflow, token, attempt, failures, input, flatSteps, timeoutMs] = row as [string, string, string, number, number, string, string[], string];
     const steps = new Map<string, string>();
     for (let i = 0; i < flatSteps.length; i += 2) steps.set(flatSteps[i], flatSteps[i + 1]);
     const claim: Claim = { id, workflow, token: String(token), attempt: Number(attempt), failures: Number(failures), input, steps };
-    if (row.length > 7) addExtras(claim, row as unknown[]);
+    if (timeoutMs) claim.timeoutMs = Number(timeoutMs);
+    if (row.length > 8) addExtras(claim, row as unknown[]);
     return claim;
   });
   return { head, claims };
 }
 
-/** Reads the telemetry extras of a claim row: `[7]` trace ('' none), `[8]` wait ms (-1 unknown), `[9]` group ('' none). */
+/**
+ * Reads the telemetry extras of a claim row: `[8]` trace ('' none), `[9]` wait ms (-1 unknown),
+ * `[10]` group ('' none). (`[7]` is the run's time limit, on every row.)
+ */
 function addExtras(claim: Claim, row: unknown[]): void {
-  const [trace, waitMs, group] = [row[7], Number(row[8]), row[9]];
+  const [trace, waitMs, group] = [row[8], Number(row[9]), row[10]];
   if (typeof trace === 'string' && trace !== '') claim.trace = trace;
   if (waitMs >= 0) claim.queueWaitMs = waitMs;
   if (typeof group === 'string' && group !== '') claim.group = group;
@@ -53,7 +59,8 @@ function addExtras(claim: Claim, row: unknown[]): void {
 /**
  * A wake list entry is either the bare marker '1' or a run the enqueue fast path already claimed,
  * '<token> <id> <input>' (see lua/includes/common.lua): a first attempt with an empty memo. It
- * has no trace context (a run with one is never fast-pathed, see lua/enqueue.lua) and waited
+ * has no trace context nor time limit of its own (a run with either is never fast-pathed, see
+ * lua/enqueue.lua: the workflow's limit applies) and waited
  * 0 ms: its enqueue claimed it the moment it was due, and a blocked worker took it at once.
  */
 export function parseHandoff(workflow: string, entry: string): Claim | undefined {

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { LeaseLostError } from '../errors';
+import { LeaseLostError, RunCancelledError } from '../errors';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import { OutageLog } from '../util/outage-log';
@@ -12,7 +12,7 @@ const CHUNK = 500;
  * Extends the leases of every run in flight, one script call per beat (per 500 runs), every
  * third of the lease. A run whose lease is gone (it stalled, another worker took it) has its
  * signal aborted with `LeaseLostError` — only the attempt whose token lost it, never a newer
- * attempt of the same run in this process. A run leaves the active set when its attempt ends
+ * attempt of the same run in this process (a cancelled run's with `RunCancelledError`). A run leaves the active set when its attempt ends
  * (or its commit gives up), and from then on its lease is no longer renewed.
  */
 export class LeaseHeartbeat {
@@ -60,9 +60,10 @@ export class LeaseHeartbeat {
           timeoutMs: Math.max(1, Math.floor(this.lockMs / 3)),
         });
         this.failures.recovered('Lease heartbeat recovered');
-        for (let j = 0; j < lost.length; j += 2) {
+        for (let j = 0; j < lost.length; j += 3) {
           const run = this.active.get(lost[j]);
-          if (run?.token === lost[j + 1]) run.abort.abort(new LeaseLostError(run.id));
+          // Normally the cancel channel told the worker already; this is the backstop if that message was lost.
+          if (run?.token === lost[j + 1]) run.abort.abort(lost[j + 2] === 'cancelled' ? new RunCancelledError(run.id) : new LeaseLostError(run.id));
         }
       } catch (error) {
         this.failures.warn(`Lease heartbeat failed: ${(error as Error).message}`);

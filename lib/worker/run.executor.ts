@@ -13,6 +13,8 @@ import type { Claim } from './claim';
 import { commitPolicy, type RunCommits } from './run.commits';
 import type { RunEvents } from './run.events';
 import { StepRecorder } from './step.recorder';
+import { AttemptGuard } from './attempt.guard';
+import { ProgressReporter } from './progress.reporter';
 import { ThrottledLog } from '../util/throttled-log';
 import type { AttemptTelemetry, RunTelemetry } from '../telemetry/run.telemetry';
 
@@ -31,6 +33,8 @@ export class RunExecutor {
    * same time — so they share one line a minute, with a count of those held back.
    */
   private readonly runWarnings = new ThrottledLog(this.logger, 60_000);
+  /** Progress writes that failed (Redis away): advisory, so one line a minute for all runs. */
+  private readonly progressWarnings = new ThrottledLog(this.logger, 60_000);
 
   constructor(
     private readonly scripts: LuaScripts,
@@ -54,25 +58,37 @@ export class RunExecutor {
   private async executeAttempt(claim: Claim, abort: LazyAbort, telemetry?: AttemptTelemetry): Promise<void> {
     const definition = this.registry.get(claim.workflow);
     const persist = (key: string, encoded: string) => this.commits.saveStep(claim, key, encoded);
-    const recorder = new StepRecorder(claim.id, claim.steps, persist, this.options.maxPayloadBytes, this.options.maxRunMemoBytes, telemetry);
+    // The attempt's time limits: the run's own, else the workflow's; step limits end it through the guard too.
+    const guard = new AttemptGuard(claim.id, abort);
+    const limitMs = claim.timeoutMs ?? definition.timeoutMs;
+    const recorder = new StepRecorder(claim.id, claim.steps, persist, this.options.maxPayloadBytes, this.options.maxRunMemoBytes, telemetry, guard);
+    let progress: ProgressReporter | undefined;
     const ctx: RunContext = {
       runId: claim.id,
       attempt: claim.attempt,
       get signal() {
         return abort.signal;
       },
-      step: (name, fn) => recorder.step(name, fn),
+      step: (name, fn, options) => recorder.step(name, fn, options),
+      // Made on the first call only: a run that never reports progress gets no reporter.
+      progress: (value) => (progress ??= this.progressReporter(claim)).report(value),
     };
     const startedAt = Date.now();
     if (this.events.listens('active')) this.events.emit('active', { runId: claim.id, workflow: claim.workflow, attempt: claim.attempt });
     let encoded: string;
     try {
       const input = decodePayload(claim.input);
-      const result = await runScope.run(recorder, () => definition.instance.run(input, ctx));
+      // Past a time limit this rejects with the TimeoutError at once, leaving code that ignores
+      // its signal running in the background: the attempt fails now, its slots are freed, and
+      // the worker drops the run from its active runs when this returns (its later writes are
+      // refused by the token).
+      const result = await guard.settle(runScope.run(recorder, () => definition.instance.run(input, ctx)), limitMs);
       encoded = encodePayload(result, `result of workflow "${claim.workflow}"`, this.options.maxPayloadBytes);
     } catch (error) {
+      progress?.end(); // before the outcome's call, so the last value lands first
       return this.fail(claim, error, abort, definition.backoff, startedAt, telemetry);
     }
+    progress?.end();
     if (await this.commits.complete(claim, encoded)) {
       telemetry?.ended('completed');
       this.events.emit('completed', this.outcome(claim, startedAt));
@@ -119,6 +135,12 @@ export class RunExecutor {
     const failed = { ...this.outcome(claim, startedAt), error: { name: described.name, message: described.message }, willRetry };
     this.events.emit('failed', failed);
     if (willRetry) this.events.emit('retrying', { ...failed, willRetry: true, delayMs });
+  }
+
+  private progressReporter(claim: Claim): ProgressReporter {
+    return ProgressReporter.forClaim(this.scripts, this.keys, this.options, claim, (error) =>
+      this.progressWarnings.warn(`Run ${claim.id} (${claim.workflow}): a progress value was not stored: ${error instanceof Error ? error.message : String(error)}`),
+    );
   }
 
   private outcome(claim: Claim, startedAt: number) {

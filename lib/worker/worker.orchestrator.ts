@@ -10,6 +10,9 @@ import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
 import { ActiveRuns } from './active-runs';
 import { LeaseHeartbeat } from './lease.heartbeat';
+import { CancelListener } from './cancel.listener';
+import { declareRateLimits } from './rate-limits.declarer';
+import { RunControl } from '../client/run.control';
 import { RunEvents } from './run.events';
 import { RunExecutor } from './run.executor';
 import { WorkerLoop } from './worker.loop';
@@ -46,6 +49,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
   /** Spans and metrics of this process's runs, with telemetry on. */
   private telemetry?: RunTelemetry;
   private heartbeat?: LeaseHeartbeat;
+  private cancels?: CancelListener;
   private workerState: WorkerState = 'disabled';
   private lastStartError?: string;
 
@@ -118,6 +122,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       if (!(await this.active.drained(this.options.worker.shutdownTimeoutMs))) await this.handBack();
     }
     this.heartbeat?.stop();
+    this.cancels?.stop();
     this.telemetry?.close();
     this.workerState = 'stopped';
     this.logger.log(`Worker stopped for ${this.where()}${this.loop ? '' : ` (it never started: ${this.lastStartError ?? 'Redis did not answer'})`}`);
@@ -133,6 +138,8 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     const scripts = this.scripts.get();
     const planner = new SchedulePlanner(scripts, this.keys);
     this.heartbeat = new LeaseHeartbeat(scripts, this.keys, this.active, this.options.worker.lockMs);
+    this.cancels = new CancelListener(this.connections.subscriber, this.keys.cancel, this.active);
+    this.cancels.start();
     const telemetry = (this.telemetry = RunTelemetry.create(this.options, this.registry.all().map((wf) => wf.name)));
     this.loop = new WorkerLoop({
       connections: this.connections,
@@ -176,6 +183,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     const workflows = this.registry.all();
     const schedules = declaredScheduleSpecs(workflows, this.options.maxPayloadBytes);
     await this.declareLimits(failFast);
+    await declareRateLimits(new RunControl(() => this.scripts.get(), this.keys, this.options), workflows, this.logger);
     const store = new ScheduleStore(this.scripts.get(), this.connections.command, this.keys);
     await declareSchedules(store, schedules, workflows.map((wf) => wf.name), this.logger);
   }
@@ -193,6 +201,9 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       ...workflows.flatMap((wf) => [
         ...[limitField({ workflow: wf.name }), cap(wf.concurrency), wf.name, ''],
         ...[limitField({ workflow: wf.name, group: EVERY_GROUP }), cap(wf.groupConcurrency), wf.name, EVERY_GROUP],
+        // Retention by count, read by countFinished (lua/includes/common.lua) when runs finish.
+        ...[`wf:${wf.name}:keep:completed`, cap(wf.keep?.completed), wf.name, ''],
+        ...[`wf:${wf.name}:keep:failed`, cap(wf.keep?.failed), wf.name, ''],
       ]),
     ];
     const names = workflows.map((wf) => wf.name);

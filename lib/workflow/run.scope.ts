@@ -1,13 +1,21 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Jsonified } from './json.roundtrip';
+import type { StepCallOptions, StepContext, StepFn } from './step.options';
 
 /** What `@Step` methods need from the run they are called in. */
 export interface StepRunner {
   /**
    * Runs `fn` as the step `name` of this run: memoized at the top level of the run, plainly when
-   * called from inside another step's `fn` (see {@link stepScope}).
+   * called from inside another step's `fn` (see {@link stepScope}), under `options` (time limit,
+   * tries) at the top level only.
    */
-  step<T>(name: string, fn: () => Promise<T> | T): Promise<Jsonified<T>>;
+  step<T>(name: string, fn: StepFn<T>, options?: StepCallOptions): Promise<Jsonified<T>>;
+}
+
+/** What {@link stepScope} holds while a step's `fn` executes: its runner, and the context its `fn` got (a nested step's `fn` gets the same). */
+export interface StepFrame {
+  runner: StepRunner;
+  context: StepContext;
 }
 
 /**
@@ -26,4 +34,4 @@ export const runScope = new AsyncLocalStorage<StepRunner>();
  * the run's context and must each stay a top-level, memoized step; only code *inside* a step's
  * `fn` inherits this store.
  */
-export const stepScope = new AsyncLocalStorage<StepRunner>();
+export const stepScope = new AsyncLocalStorage<StepFrame>();

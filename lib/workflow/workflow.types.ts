@@ -1,5 +1,7 @@
 import type { DeclaredSchedule } from '../schedule/schedule.options';
 import type { Jsonified } from './json.roundtrip';
+import type { RateLimit } from '../client/rate-limit';
+import type { StepCallOptions, StepFn } from './step.options';
 import type { WorkflowContract } from './workflow.contract';
 
 /** What a workflow's `run` method receives besides its input. */
@@ -8,7 +10,10 @@ export interface RunContext {
   readonly runId: string;
   /** 1 on the first attempt, incremented each time the run is claimed again: after a failure, a stall, or a hand-back at shutdown. */
   readonly attempt: number;
-  /** Aborted when this worker loses the run's lease or the shutdown deadline passes. */
+  /**
+   * Aborted when this worker loses the run's lease or the shutdown deadline passes, and with a
+   * `TimeoutError` when the attempt runs past its time limit or a step's final try past its own.
+   */
   readonly signal: AbortSignal;
   /**
    * An inline step: `fn` runs at most once per run and occurrence (the n-th call with the same
@@ -24,12 +29,36 @@ export interface RunContext {
    * Throws `StepMemoLimitError` (failing the run without retry) if the result would take the
    * run's step memo over its byte budget.
    *
+   * `fn` may take a `StepContext` `{ signal, attempt }`: the step's own signal (aborted on
+   * the step's time limit or with `ctx.signal`) and its try number. `options` (see
+   * {@link StepCallOptions}) bound each try with `timeoutMs` and retry a failing `fn` in place
+   * (`attempts`, `backoff`) before the run attempt fails; they are checked at the call
+   * (`InvalidOptionError`, nothing written) and ignored for a nested step.
+   *
    * The promise resolves with the JSON round-tripped value, on the first execution as on a replay,
    * and its type says so: {@link Jsonified}`<T>` (a `Date` comes back as a `string`). A nested call
    * returns `fn`'s value as is at runtime; its type is the round-tripped one all the same, since a
    * call site cannot know whether it runs nested.
    */
-  step<T>(name: string, fn: () => Promise<T> | T): Promise<Jsonified<T>>;
+  step<T>(name: string, fn: StepFn<T>, options?: StepCallOptions): Promise<Jsonified<T>>;
+  /**
+   * Reports the run's progress: a small JSON value (e.g. `{ done: 40, total: 100 }`) stored on
+   * the run — `QueueClient.get` returns it as `progress` — and sent to waiters that asked for it
+   * (`wait(runId, { onProgress })`). Advisory: it is not memoized, and never fails the run.
+   *
+   * Throttled per run: at most one Redis write every 250 ms, and the latest value wins — values
+   * reported in between may be skipped, the last one is written in the next slot, or, if the
+   * attempt ends first, right before its outcome is stored (the outcome does not wait for it).
+   * The promise resolves once this value or a later one is written, or was dropped (Redis failed:
+   * logged, throttled; or the lease was lost). Calls after the attempt ended (code that ignored
+   * its signal past a timeout) write nothing. The value stays on the run after it finishes and
+   * across its attempts, until a later value replaces it.
+   *
+   * Rejects before any write with `PayloadNotSerializableError` for a value JSON cannot
+   * round-trip (or `undefined`; pass `null`), and `PayloadTooLargeError` beyond
+   * `MAX_PROGRESS_BYTES` (16 KiB) encoded.
+   */
+  progress(value: unknown): Promise<void>;
 }
 
 /** Exponential backoff between attempts: `delayMs * factor^(failures-1)`, capped, with jitter. */
@@ -55,16 +84,52 @@ export interface WorkflowOptions<In = unknown> {
    * Stored in Redis at bootstrap by worker processes; omit for no per-group cap.
    */
   groupConcurrency?: number;
+  /**
+   * Fleet-wide rate limit on starts of this workflow: at most `max` runs start in any `perMs`
+   * window, across every process (see {@link RateLimit}). Stored in Redis at bootstrap by worker
+   * processes (the latest wins); `QueueClient.setLimits({ workflow, rateLimit })` changes it at
+   * runtime. Workers held back by it sleep until the window frees: no polling.
+   */
+  rateLimit?: RateLimit;
+  /**
+   * Fleet-wide rate limit on starts of each group of this workflow — the default for every group;
+   * `QueueClient.setLimits({ workflow, group, rateLimit })` overrides it per group.
+   */
+  groupRateLimit?: RateLimit;
   /** Attempts before a run fails for good (default: module `defaults.attempts`, else 3). */
   attempts?: number;
   /** Backoff between attempts (default: module `defaults.backoff`, else 1 s doubling, max 1 h). */
   backoff?: BackoffOptions;
+  /**
+   * Time limit of each attempt of a run, in ms (1 to 2^31 − 1), from the moment a worker starts
+   * it; an enqueue's `runTimeoutMs` overrides it for its run. When it runs out, `ctx.signal`
+   * aborts with a `TimeoutError` and the attempt fails at once with it (retried like any
+   * failure), freeing the run's slots without waiting for code that ignores its signal — that
+   * code keeps running in the background, and its later step writes and result are refused.
+   * Default: none (no timer is set).
+   */
+  timeoutMs?: number;
   /**
    * Cron schedules that start runs of this workflow. Written to Redis by every worker bootstrap
    * (the latest wins and logs what changed); one removed from here is removed from Redis. See
    * `QueueClient.schedule` for schedules made at runtime.
    */
   schedules?: DeclaredSchedule<In>[];
+  /**
+   * Retention by count, besides `resultTtlMs`: keep at most the newest `completed` completed runs
+   * and `failed` failed runs of this workflow (integers >= 0; omit one for no count limit). Older
+   * ones are deleted oldest first, their ids free to be enqueued again, in bounded work per
+   * finishing call (at most twice the runs it finished plus 64), so exactly the newest N remain
+   * once runs stop finishing. Stored in Redis (limits hash) by every worker bootstrap, fleet-wide:
+   * the latest bootstrap wins.
+   */
+  keep?: RetentionByCount;
+}
+
+/** `@Workflow({ keep })`: how many finished runs of each outcome to keep at most. */
+export interface RetentionByCount {
+  completed?: number;
+  failed?: number;
 }
 
 /** The shape every `@Workflow` class has. */

@@ -8,15 +8,16 @@ local replyBytes = 0
 local MAX_REPLY_BYTES = 8 * 1024 * 1024
 
 -- Telemetry extras, asked for by a worker with OpenTelemetry on (the calling script sets this
--- from its flags argument). With them, each claim row also carries { …, trace, waitMs, group }:
+-- from its flags argument). With them, each claim row also carries { …, trace, waitMs, group }
+-- (after the run's time limit, row[8]):
 -- the run's stored trace context ('' for none; see enqueue.lua), how long it waited between
 -- becoming due and this claim in ms (-1 when the record cannot tell), and its group ('' for
 -- none). Without them a row is exactly what it always was: not a command nor a reply byte more.
 local withExtras = false
 
 local function addExtras(row, trace, waitMs, group)
-  row[8], row[9], row[10] = trace or '', waitMs, group or ''
-  replyBytes = replyBytes + #row[8]
+  row[9], row[10], row[11] = trace or '', waitMs, group or ''
+  replyBytes = replyBytes + #row[9]
 end
 
 -- The step memo of a run as { step, value, … }: a first attempt has none (it is not read).
@@ -36,16 +37,17 @@ local function memoOf(runKey, attempt)
 end
 
 -- Takes the lease of a due run popped from a lane: the writes every claim makes, whatever path.
--- Appends the claim to `reply` as { id, workflow, token, attempt, failures, input, memo } where
--- memo is { step, value, … } (plus the extras, see withExtras). An id without a record (it expired, or was written under another
+-- Appends the claim to `reply` as { id, workflow, token, attempt, failures, input, memo, timeoutMs }
+-- where memo is { step, value, … } and timeoutMs the run's own time limit ('' for none: the
+-- workflow's applies; see enqueue.lua) (plus the extras, see withExtras). An id without a record (it expired, or was written under another
 -- key prefix) is not dropped silently: it goes to the `orphans` list (the latest 1,000).
 local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply)
   local runKey = base .. 'run:' .. id
   local f
   if withExtras then
-    f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input', 'trace', 'dueAt')
+    f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input', 'timeoutMs', 'trace', 'dueAt')
   else
-    f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input')
+    f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input', 'timeoutMs')
   end
   if not f[1] then
     redis.call('LPUSH', base .. 'orphans', workflow .. ' ' .. id)
@@ -59,15 +61,15 @@ local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply
   if group ~= '' then addActive(laneOf(base, workflow, group) .. 'active', id) end
   addActive(leasesKey, id, now + lockMs)
   replyBytes = replyBytes + #f[4]
-  local row = { id, workflow, token, attempt, tonumber(f[3]), f[4], memoOf(runKey, attempt) }
+  local row = { id, workflow, token, attempt, tonumber(f[3]), f[4], memoOf(runKey, attempt), f[5] or '' }
   if withExtras then
     -- `dueAt` is when the run last became due only if every earlier attempt failed (fail.lua
     -- sets it for the retry); a stall recovery or a hand-back makes the run due again without
     -- recording when, so its wait is unknown.
     local waitMs = -1
-    local dueAt = tonumber(f[6])
+    local dueAt = tonumber(f[7])
     if dueAt and tonumber(f[2]) == tonumber(f[3]) then waitMs = math.max(0, now - dueAt) end
-    addExtras(row, f[5], waitMs, group)
+    addExtras(row, f[6], waitMs, group)
   end
   reply[#reply + 1] = row
   return true
@@ -82,10 +84,10 @@ local function replayClaims(base, leasesKey, callKey, now, lockMs, reply)
   if not stored then return false end
   for id, token in string.gmatch(stored, '(%S+) (%S+)') do
     local runKey = base .. 'run:' .. id
-    local f = redis.call('HMGET', runKey, 'state', 'token', 'workflow', 'attempts', 'failures', 'input', 'trace', 'group')
+    local f = redis.call('HMGET', runKey, 'state', 'token', 'workflow', 'attempts', 'failures', 'input', 'trace', 'group', 'timeoutMs')
     if f[1] == 'active' and f[2] == token then
       redis.call('ZADD', leasesKey, 'XX', now + lockMs, id)
-      local row = { id, f[3], token, tonumber(f[4]), tonumber(f[5]), f[6], memoOf(runKey, tonumber(f[4])) }
+      local row = { id, f[3], token, tonumber(f[4]), tonumber(f[5]), f[6], memoOf(runKey, tonumber(f[4])), f[9] or '' }
       -- The wait was the first execution's to report: unknown here.
       if withExtras then addExtras(row, f[7], -1, f[8]) end
       reply[#reply + 1] = row
@@ -115,7 +117,8 @@ local function takeHandoff(base, leasesKey, workflow, now, lockMs, reply)
   local token, id = string.sub(entry, 1, s1 - 1), string.sub(entry, s1 + 1, s2 - 1)
   if not leasedRun(base .. 'run:' .. id, token) then return false end
   redis.call('ZADD', leasesKey, now + lockMs, id)
-  local row = { id, workflow, token, 1, 0, string.sub(entry, s2 + 1), {} }
+  -- A run with its own time limit is never handed off (see enqueue.lua): '' for none.
+  local row = { id, workflow, token, 1, 0, string.sub(entry, s2 + 1), {}, '' }
   if withExtras then
     -- Claimed by its enqueue, due then: the wait is the time it sat in the wake list.
     local f = redis.call('HMGET', base .. 'run:' .. id, 'trace', 'dueAt', 'group')
@@ -137,7 +140,7 @@ local rings = {}
 local function ringOf(base, workflow)
   local ring = rings[workflow]
   if not ring then
-    ring = { groups = redis.call('ZRANGE', wfKey(base, workflow, 'ready'), 0, 63), pos = 0, out = {}, served = {}, order = 0, pending = {}, taken = 0 }
+    ring = { groups = redis.call('ZRANGE', wfKey(base, workflow, 'ready'), 0, 63), pos = 0, out = {}, served = {}, order = 0, pending = {}, taken = 0, held = {} }
     -- Groups whose slots this call freed take their turn after the ones already waiting.
     local known = {}
     for _, group in ipairs(ring.groups) do known[group] = true end
@@ -163,7 +166,10 @@ local function popFromGroups(base, limitsKey, workflow)
     ring.pos = ring.pos % size + 1
     local group = ring.groups[ring.pos]
     if not ring.out[group] then
-      local id = groupRoom(base, limitsKey, workflow, group) and popDue(laneOf(base, workflow, group))
+      local lane = laneOf(base, workflow, group)
+      local room, freeAt = groupRoom(base, limitsKey, workflow, group)
+      local id = room and popDue(lane)
+      if freeAt then ring.held[group] = freeAt end
       if id then
         ring.taken = ring.taken + 1 -- off the workflow's count of due grouped runs, once per call (settleGroups)
         ring.order = ring.order + 1
@@ -186,13 +192,19 @@ local function settleGroups(base, limitsKey, seqKey, freed)
     local readyKey = wfKey(base, workflow, 'ready')
     local served = {}
     for _, group in ipairs(ring.groups) do
+      local lane = laneOf(base, workflow, group)
       if ring.out[group] then
         redis.call('ZREM', readyKey, group)
+        -- Held back by its rate limit with runs due: reserve brings it back when the window frees.
+        if ring.held[group] and laneHasDue(lane) then holdForRate(base, workflow, group, ring.held[group]) end
       elseif ring.served[group] or ring.pending[group] then
-        if groupRoom(base, limitsKey, workflow, group) and laneHasDue(laneOf(base, workflow, group)) then
+        local room, freeAt = groupRoom(base, limitsKey, workflow, group)
+        local due = laneHasDue(lane)
+        if room and due then
           served[#served + 1] = group
         else
           redis.call('ZREM', readyKey, group)
+          if freeAt and due then holdForRate(base, workflow, group, freeAt) end
         end
       end
     end
@@ -245,7 +257,10 @@ local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaim
     end
     if not id then return false end
     groupTurn[i] = group == ''
-    if claimRun(base, leasesKey, id, wf, group, now, lockMs, reply) then claimed = claimed + 1 end
+    if claimRun(base, leasesKey, id, wf, group, now, lockMs, reply) then
+      claimed = claimed + 1
+      noteStart(base, limitsKey, wf, group)
+    end
     return true
   end
 

@@ -142,20 +142,133 @@ local function removeActive(key, id)
   if removed == 1 and activeCache[key] then activeCache[key] = activeCache[key] - 1 end
 end
 
+-- Pauses and rate limits ("controls") are fields of the limits hash too (see writeControl):
+--   wf:<name>:paused, wf:<name>:g:<group>:paused (counted in wf:<name>:paused-groups);
+--   wf:<name>:rate + :rate-ms (max starts per window of ms), wf:<name>:group-rate + :group-rate-ms
+--   (every group's default), wf:<name>:g:<group>:rate + :rate-ms (an override, counted in
+--   wf:<name>:rate-overrides).
+-- The field 'controls' counts every pause and rate limit set in the namespace: while it is absent
+-- (the common case), a claiming call pays that one read for all of this.
+local function controlsOn(limitsKey)
+  return limitOf(limitsKey, 'controls')
+end
+
+-- Sets (value ~= '') or removes a control field, keeping the counters named in `counters` (fields
+-- of the limits hash) in step with whether the field is present. Returns the previous value.
+local function writeControl(limitsKey, field, value, counters)
+  local previous = redis.call('HGET', limitsKey, field) or ''
+  if value == '' then redis.call('HDEL', limitsKey, field) else redis.call('HSET', limitsKey, field, value) end
+  if (previous == '') ~= (value == '') then
+    for _, counter in ipairs(counters) do
+      if redis.call('HINCRBY', limitsKey, counter, value == '' and -1 or 1) <= 0 then redis.call('HDEL', limitsKey, counter) end
+    end
+  end
+  limitCache = {}
+  return previous
+end
+
+-- The rate limit that holds for a workflow, or for one of its groups (its override, else the
+-- default of every group): max starts and window length in ms, or nil.
+local function workflowRate(limitsKey, workflow)
+  if not controlsOn(limitsKey) then return nil end
+  local max = limitOf(limitsKey, 'wf:' .. workflow .. ':rate')
+  if max then return max, limitOf(limitsKey, 'wf:' .. workflow .. ':rate-ms') end
+  return nil
+end
+
+local function groupRate(limitsKey, workflow, group)
+  if not controlsOn(limitsKey) then return nil end
+  if limitOf(limitsKey, 'wf:' .. workflow .. ':rate-overrides') then
+    local max = limitOf(limitsKey, 'wf:' .. workflow .. ':g:' .. group .. ':rate')
+    if max then return max, limitOf(limitsKey, 'wf:' .. workflow .. ':g:' .. group .. ':rate-ms') end
+  end
+  local max = limitOf(limitsKey, 'wf:' .. workflow .. ':group-rate')
+  if max then return max, limitOf(limitsKey, 'wf:' .. workflow .. ':group-rate-ms') end
+  return nil
+end
+
+-- Redis time for rate windows, read once per call (and only by calls that meet a rate limit).
+local rateClock = nil
+local function rateNow()
+  if not rateClock then rateClock = nowMs() end
+  return rateClock
+end
+
+-- A rate-limited level keeps its recent starts in a list (newest first, at most `max` long, key
+-- <level>rate-log): it may start a run unless the max-th newest start is still inside the window.
+-- Returns nil if it may, else when it may again (ms). O(1): the list is trimmed to `max`, so its
+-- max-th entry is its tail.
+local function rateFreeAt(logKey, max, perMs)
+  local oldest = redis.call('LINDEX', logKey, max - 1)
+  if oldest and tonumber(oldest) + perMs > rateNow() then return tonumber(oldest) + perMs end
+  return nil
+end
+
+-- The earliest time a rate limit this call met frees (the reserve reply tells the worker to come
+-- back then instead of polling), or nil.
+local rateWakeAt = nil
+local function noteRateHold(freeAt)
+  if not rateWakeAt or freeAt < rateWakeAt then rateWakeAt = freeAt end
+end
+
+-- Records one run start at every rate-limited level of a claim.
+local function noteStart(base, limitsKey, workflow, group)
+  if not controlsOn(limitsKey) then return end
+  local function record(logKey, max, perMs)
+    redis.call('LPUSH', logKey, rateNow())
+    redis.call('LTRIM', logKey, 0, max - 1)
+    redis.call('PEXPIRE', logKey, perMs)
+  end
+  local max, perMs = workflowRate(limitsKey, workflow)
+  if max then record(wfKey(base, workflow, 'rate-log'), max, perMs) end
+  if group ~= '' then
+    max, perMs = groupRate(limitsKey, workflow, group)
+    if max then record(laneOf(base, workflow, group) .. 'rate-log', max, perMs) end
+  end
+end
+
 -- Room at each level: the namespace counts leases (every claimed run holds one).
 local function namespaceRoom(leasesKey, limitsKey)
   local limit = limitOf(limitsKey, 'ns')
   return not limit or activeCount(leasesKey) < limit
 end
 
+-- A paused workflow has no room; a rate-limited one has none while its window is full.
 local function workflowRoom(base, limitsKey, workflow)
+  if controlsOn(limitsKey) then
+    if limitOf(limitsKey, 'wf:' .. workflow .. ':paused') then return false end
+    local max, perMs = workflowRate(limitsKey, workflow)
+    local freeAt = max and rateFreeAt(wfKey(base, workflow, 'rate-log'), max, perMs)
+    if freeAt then
+      noteRateHold(freeAt)
+      return false
+    end
+  end
   local limit = limitOf(limitsKey, 'wf:' .. workflow)
   return not limit or activeCount(wfKey(base, workflow, 'active')) < limit
 end
 
+-- Returns whether the group has room; when its rate limit is what holds it, also when that frees.
 local function groupRoom(base, limitsKey, workflow, group)
+  local lane = laneOf(base, workflow, group)
+  if controlsOn(limitsKey) then
+    if limitOf(limitsKey, 'wf:' .. workflow .. ':paused-groups') and limitOf(limitsKey, 'wf:' .. workflow .. ':g:' .. group .. ':paused') then
+      return false
+    end
+    local max, perMs = groupRate(limitsKey, workflow, group)
+    local freeAt = max and rateFreeAt(lane .. 'rate-log', max, perMs)
+    if freeAt then return false, freeAt end
+  end
   local limit = groupLimit(limitsKey, workflow, group)
-  return not limit or activeCount(laneOf(base, workflow, group) .. 'active') < limit
+  return not limit or activeCount(lane .. 'active') < limit
+end
+
+-- A group with due runs held back only by its rate limit waits in the workflow's `rate-held` zset
+-- (score = when its window frees) for reserve to bring it back (promoteRateHeld): nothing else
+-- would, since no run of it may finish or arrive meanwhile.
+local function holdForRate(base, workflow, group, freeAt)
+  redis.call('ZADD', wfKey(base, workflow, 'rate-held'), freeAt, group)
+  noteRateHold(freeAt)
 end
 
 -- Turns of the group round-robin: increasing numbers, taken from the `turn` counter in blocks
@@ -178,7 +291,12 @@ local function activateGroup(base, limitsKey, seqKey, workflow, group)
   -- The common case, a group with a backlog, is in the round-robin already: one read.
   if redis.call('ZSCORE', readyKey, group) then return false end
   local lane = laneOf(base, workflow, group)
-  if not laneHasDue(lane) or not groupRoom(base, limitsKey, workflow, group) then return false end
+  if not laneHasDue(lane) then return false end
+  local room, freeAt = groupRoom(base, limitsKey, workflow, group)
+  if not room then
+    if freeAt then holdForRate(base, workflow, group, freeAt) end
+    return false
+  end
   return redis.call('ZADD', readyKey, nextTurn(base), group) == 1
 end
 
@@ -290,16 +408,90 @@ local function finishRun(base, runKey, id, workflow, state, field, payload, now,
       .. ',"undef":' .. (payload == '' and 'true' or 'false') .. '}')
 end
 
--- Adds one finished run to a per-call tally, written once per workflow by countFinished.
-local function tallyFinished(tally, workflow, state)
-  local key = workflow .. '|' .. state
-  tally[key] = (tally[key] or 0) + 1
+-- Finish indexes: per workflow, one zset per final state (wf:<name>:completed, :failed,
+-- :cancelled), member = run id, score = finish order: max(previous score + 1, now * 1024), from
+-- the sequence kept in the stats field 'finishSeq'. Strict even for runs finishing in the same
+-- millisecond, and about the finish time, so retention trims by score. listRuns pages by score.
+local FINISH_SCALE = 1024
+
+-- Runs `command key item…` in chunks of `per` items: Lua's unpack is bounded.
+local function callChunked(command, key, items, per)
+  for i = 1, #items, per do
+    redis.call(command, key, unpack(items, i, math.min(i + per - 1, #items)))
+  end
 end
 
-local function countFinished(base, tally)
-  for key, n in pairs(tally) do
-    local bar = string.find(key, '|', 1, true)
-    redis.call('HINCRBY', wfKey(base, string.sub(key, 1, bar - 1), 'stats'), string.sub(key, bar + 1), n)
+-- Adds one finished run to a per-call tally (in finish order), written once per workflow by
+-- countFinished.
+local function tallyFinished(tally, workflow, state, id)
+  local runs = tally[workflow]
+  if not runs then
+    runs = { states = {}, ids = {} }
+    tally[workflow] = runs
+  end
+  runs.states[#runs.states + 1] = state
+  runs.ids[#runs.ids + 1] = id
+end
+
+-- Index entries older than the retention point at run hashes that expired: dropped, at most
+-- `budget` a call (an index never holds more than a few calls' worth of them). A run finished
+-- at t has score >= t * 1024, so a score below (now - ttl) * 1024 proves its hash is gone.
+local function trimExpired(indexKey, now, ttlMs, budget)
+  local cutoff = string.format('%.0f', (now - ttlMs) * FINISH_SCALE)
+  local old = redis.call('ZRANGEBYSCORE', indexKey, '-inf', '(' .. cutoff, 'LIMIT', 0, budget)
+  if #old > 0 then callChunked('ZREM', indexKey, old, 500) end
+end
+
+-- Retention by count: the oldest runs past the newest `keep` are deleted with their entries,
+-- at most `budget` a call. An entry whose run is not in that state any more (its hash expired
+-- and the id was enqueued again) loses only its entry: the new run is not this index's.
+local function trimToKeep(base, indexKey, state, keep, budget)
+  local excess = redis.call('ZCARD', indexKey) - keep
+  if excess <= 0 then return end
+  local n = math.min(excess, budget)
+  local doomed = {}
+  for _, id in ipairs(redis.call('ZRANGE', indexKey, 0, n - 1)) do
+    local runKey = base .. 'run:' .. id
+    if redis.call('HGET', runKey, 'state') == state then doomed[#doomed + 1] = runKey end
+  end
+  redis.call('ZREMRANGEBYRANK', indexKey, 0, n - 1)
+  for i = 1, #doomed, 500 do redis.call('DEL', unpack(doomed, i, math.min(i + 499, #doomed))) end
+end
+
+-- Writes a call's tally: per workflow, the running totals, one sequence read and write, the
+-- index entries (one ZADD per state), then the bounded trims (retention by time, then by count:
+-- `wf:<name>:keep:<state>` in the limits hash, completed and failed only). Call it after the
+-- call's last write to a finished run's hash: a count of 0 deletes the hash here.
+local function countFinished(base, limitsKey, tally, now, ttlMs)
+  for workflow, runs in pairs(tally) do
+    local statsKey = wfKey(base, workflow, 'stats')
+    local score = math.max(tonumber(redis.call('HGET', statsKey, 'finishSeq') or 0) + 1, now * FINISH_SCALE)
+    local byState, states = {}, {}
+    for i, state in ipairs(runs.states) do
+      local members = byState[state]
+      if not members then
+        members = {}
+        byState[state] = members
+        states[#states + 1] = state
+      end
+      members[#members + 1] = string.format('%.0f', score)
+      members[#members + 1] = runs.ids[i]
+      score = score + 1
+    end
+    redis.call('HSET', statsKey, 'finishSeq', string.format('%.0f', score - 1))
+    for _, state in ipairs(states) do
+      local members = byState[state]
+      local added = #members / 2
+      redis.call('HINCRBY', statsKey, state, added)
+      local indexKey = wfKey(base, workflow, state)
+      callChunked('ZADD', indexKey, members, 1000)
+      local budget = 2 * added + 64
+      trimExpired(indexKey, now, ttlMs, budget)
+      if state ~= 'cancelled' then
+        local keep = limitOf(limitsKey, 'wf:' .. workflow .. ':keep:' .. state)
+        if keep then trimToKeep(base, indexKey, state, keep, budget) end
+      end
+    end
   end
 end
 

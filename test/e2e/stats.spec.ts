@@ -96,8 +96,8 @@ describe('client.stats', () => {
     expect(await client.stats({ groups: true })).toEqual({
       namespace: { active: 0, limit: 8 },
       workflows: {
-        'st.w': { waiting: 0, delayed: 2, active: 0, limit: 5, groupLimit: 2, completed: 9, failed: 1, groups: {} },
-        'st.other': { waiting: 0, delayed: 0, active: 0, limit: null, groupLimit: null, completed: 2, failed: 0, groups: {} },
+        'st.w': { waiting: 0, delayed: 2, active: 0, limit: 5, groupLimit: 2, completed: 9, failed: 1, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, groups: {} },
+        'st.other': { waiting: 0, delayed: 0, active: 0, limit: null, groupLimit: null, completed: 2, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, groups: {} },
       },
     } satisfies QueueStats);
   });

@@ -16,7 +16,7 @@ import type Redis from 'ioredis';
  *   (priority 0) or priority zset (priority > 0) of its workflow and group, once; delayed: its
  *   workflow's delayed zset; active: the leases zset, its workflow's active set and, if grouped,
  *   its group's active set — plus at most one fast-path handoff (`<token> <id> <input>` in its
- *   workflow's wake list) carrying its current token; completed / failed: none of those.
+ *   workflow's wake list) carrying its current token; completed / failed / cancelled: none of those.
  * - `orphan-member`: a lane, delayed or active set member with no run record.
  * - `orphan-popped`: the namespace's `orphans` list (where a claim puts an id it popped from a lane
  *   and found no run record for) is not empty: an `orphan-member` existed and was dropped.
@@ -29,10 +29,10 @@ import type Redis from 'ioredis';
  *   `wf:<name>:g:<group>` override, else `wf:<name>:group`). A cap lowered at runtime while runs
  *   were active legitimately leaves it exceeded until they finish: pass `checkCaps: false` then.
  * - `group-index`: a group in its workflow's round-robin (`ready`) with no due run; a group with
- *   due runs and room under its cap missing from it; the `groups` set ≠ the groups with due or
+ *   due runs and room under its cap (not paused, not held by its rate limit) missing from it; the `groups` set ≠ the groups with due or
  *   active runs (the invariants test/support/flow-model.ts checks after every script call).
  * - `acknowledged` (when `acknowledged` is given): an acknowledged id with no run, or a run count
- *   (waiting + delayed + active + completed + failed) ≠ the number of acknowledged ids.
+ *   (waiting + delayed + active + completed + failed + cancelled) ≠ the number of acknowledged ids.
  * - `stats` (when `acknowledged` is given, i.e. the test knows every run and none expired): a
  *   workflow's running totals of completed / failed runs ≠ its runs in those states — a result
  *   committed twice counts twice.
@@ -42,8 +42,8 @@ import type Redis from 'ioredis';
  *   that workflow.
  */
 
-export type RunState = 'waiting' | 'delayed' | 'active' | 'completed' | 'failed';
-export const RUN_STATES: readonly RunState[] = ['waiting', 'delayed', 'active', 'completed', 'failed'];
+export type RunState = 'waiting' | 'delayed' | 'active' | 'completed' | 'failed' | 'cancelled';
+export const RUN_STATES: readonly RunState[] = ['waiting', 'delayed', 'active', 'completed', 'failed', 'cancelled'];
 
 export type AuditRule =
   | 'run-record'
@@ -319,7 +319,9 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
       const groupLimit = groupCapOf(wf, group);
       if (checkCaps && groupLimit !== null && groupMembers.length > groupLimit) violate('cap-exceeded', `group ${wf}/${group}: ${groupMembers.length} active > cap ${groupLimit}`);
       const due = list(`wf:${wf}:g:${group}:queue`).length + list(`wf:${wf}:g:${group}:waiting`).length;
-      const room = groupLimit === null || groupMembers.length < groupLimit;
+      // A paused group, or one its rate limit holds (in rate-held until its window frees), has no room.
+      const held = limits[`wf:${wf}:g:${group}:paused`] !== undefined || list(`wf:${wf}:rate-held`).includes(group);
+      const room = !held && (groupLimit === null || groupMembers.length < groupLimit);
       const inReady = ready.includes(group);
       if (inReady && due === 0) violate('group-index', `group ${wf}/${group} is in wf:${wf}:ready with no due run`);
       if (due > 0 && room && !inReady) violate('group-index', `group ${wf}/${group} has ${due} due run(s) and room but is not in wf:${wf}:ready`);
@@ -361,7 +363,7 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
     const counted = RUN_STATES.reduce((n, s) => n + states[s], 0);
     if (counted !== acknowledged.size) {
       const extra = [...runs.keys()].filter((id) => !acknowledged.has(id));
-      violate('acknowledged', `waiting ${states.waiting} + delayed ${states.delayed} + active ${states.active} + completed ${states.completed} + failed ${states.failed} = ${counted} ≠ ${acknowledged.size} acknowledged${extra.length ? `; not acknowledged: [${clip(extra)}]` : ''}`);
+      violate('acknowledged', `waiting ${states.waiting} + delayed ${states.delayed} + active ${states.active} + completed ${states.completed} + failed ${states.failed} + cancelled ${states.cancelled} = ${counted} ≠ ${acknowledged.size} acknowledged${extra.length ? `; not acknowledged: [${clip(extra)}]` : ''}`);
     }
     for (const [wf, audit] of Object.entries(workflows)) {
       if (audit.stats.completed !== audit.runs.completed || audit.stats.failed !== audit.runs.failed) {

@@ -200,7 +200,7 @@ export function checkInvariants(model: FlowModel, prev: Snapshot, next: Snapshot
   const expectedStats: QueueStats = { namespace: { active: count(), limit: cap(next.limits.ns) }, workflows: {} };
   for (const wf of WORKFLOWS) {
     const w = next.workflows[wf];
-    const busy: Record<string, { waiting: number; active: number; limit: number | null }> = {};
+    const busy: Record<string, { waiting: number; active: number; limit: number | null; paused: boolean }> = {};
     for (const g of GROUPS.slice(1)) {
       const due = w.lanes[g].queue.length + w.lanes[g].waiting.length;
       const limit = groupCap(next.limits, wf, g);
@@ -209,13 +209,14 @@ export function checkInvariants(model: FlowModel, prev: Snapshot, next: Snapshot
       if (ready && due === 0) fail(`${wf}/${g} is in ready with no due run`);
       if (due > 0 && room && !ready) fail(`${wf}/${g} has ${due} due run(s) and room but is not in ready`);
       if (ready && !room) readyWithoutRoom.push(`${wf}/${g}`);
-      if (due > 0 || count(wf, g) > 0) busy[g] = { waiting: due, active: count(wf, g), limit };
+      if (due > 0 || count(wf, g) > 0) busy[g] = { waiting: due, active: count(wf, g), limit, paused: false };
     }
     if (w.ready.some((g) => !GROUPS.slice(1).includes(g))) fail(`ready of ${wf} holds [${w.ready}]`);
     if (sorted(w.groups).join() !== sorted(Object.keys(busy)).join()) fail(`groups of ${wf} is [${w.groups}], expected [${Object.keys(busy)}]`);
     expectedStats.workflows[wf] = {
       waiting: states(wf, 'waiting'), delayed: states(wf, 'delayed'), active: count(wf), limit: cap(next.limits[`wf:${wf}`]),
       groupLimit: cap(next.limits[`wf:${wf}:group`]), completed: states(wf, 'completed'), failed: states(wf, 'failed'), groups: busy,
+      cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null,
     };
   }
   if (canonical(stats) !== canonical(expectedStats)) fail(`stats ${canonical(stats)} != ${canonical(expectedStats)}`);

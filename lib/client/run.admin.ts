@@ -1,0 +1,181 @@
+import { InvalidInputError, InvalidOptionError, RunNotFoundError, RunStateError } from '../errors';
+import type { FleetWorkflowLookup } from '../discovery/fleet-workflows.lookup';
+import type { WorkflowRegistry } from '../discovery/workflow.registry';
+import type { LuaScriptsProvider } from '../redis/lua-scripts.provider';
+import type { RedisKeys } from '../redis/redis.keys';
+import { checkInteger } from '../util/duration';
+import { checkId, checkName } from '../util/names';
+import type { WorkflowClass } from '../workflow/workflow.types';
+import type { WorkflowContract } from '../workflow/workflow.contract';
+import { RUN_FIELDS, RunInfo, toRunInfo } from './run-info';
+
+/** States a finished run can be in: each has its workflow's finish index. */
+export type FinishedState = 'completed' | 'failed' | 'cancelled';
+/** States `listRuns` pages through. */
+export type ListableState = FinishedState | 'delayed' | 'waiting' | 'active';
+
+const FINISHED: readonly string[] = ['completed', 'failed', 'cancelled'];
+const LISTABLE: readonly string[] = [...FINISHED, 'delayed', 'waiting', 'active'];
+const RETRYABLE: readonly string[] = ['failed', 'cancelled'];
+
+/** Options of `QueueClient.listRuns`. */
+export interface ListRunsOptions {
+  workflow: WorkflowClass | WorkflowContract<any, any> | string;
+  state: ListableState;
+  /**
+   * Only the runs of this group. For 'waiting' and 'active' it selects the group's own lane or
+   * active set; for the finished states and 'delayed' the runs are filtered in Redis as the
+   * index is read, and a call examines at most `limit` + 2,000 entries: a page may then come back
+   * short, or empty, with a cursor to go on from.
+   */
+  group?: string;
+  /** From the previous page's `cursor`; omit for the first page. */
+  cursor?: string;
+  /** Runs per page, 1..1000 (default 100). */
+  limit?: number;
+  /** 'asc' (default): oldest first — finish, due or claim order; 'desc': newest first. Ignored for 'active'. */
+  order?: 'asc' | 'desc';
+}
+
+/** A page of `listRuns`. */
+export interface RunPage {
+  runs: RunInfo[];
+  /** Pass as `cursor` for the next page; `null` after the last one. */
+  cursor: string | null;
+}
+
+/** Options of `QueueClient.retryAll`. */
+export interface RetryAllOptions {
+  workflow: WorkflowClass | WorkflowContract<any, any> | string;
+  state: 'failed' | 'cancelled';
+  /** Retry at most this many runs (default: every run in that state when the call began). */
+  limit?: number;
+}
+
+/** What `retry` did. */
+export interface RetryResult {
+  id: string;
+  /** The state the run was retried from; it is 'waiting' now. */
+  previousState: 'failed' | 'cancelled';
+}
+
+/** Runs one `retry.lua` batch at most: one short script call, however many runs are failed. */
+export const RETRY_BATCH = 500;
+const MAX_RETRY_ALL = 1_000_000_000;
+
+/** Cursor shapes per state (see lua/list-runs.lua): a score, '<due> <id>', an offset, an SSCAN cursor. */
+const SCORE = /^\d{1,20}$/;
+
+/**
+ * The operator's side of runs: listing them by state from their indexes, re-driving failed or
+ * cancelled ones, deleting finished ones. One Lua script call per page, per run retried or
+ * removed, and per batch of `retryAll` (lua/list-runs.lua, retry.lua, remove.lua).
+ */
+export class RunAdmin {
+  constructor(
+    private readonly scripts: LuaScriptsProvider,
+    private readonly keys: RedisKeys,
+    private readonly registry: WorkflowRegistry,
+    private readonly fleet: FleetWorkflowLookup,
+  ) {}
+
+  async listRuns(opts: ListRunsOptions): Promise<RunPage> {
+    if (opts === null || typeof opts !== 'object') throw new InvalidInputError('opts', 'must be an object { workflow, state, group?, cursor?, limit?, order? }');
+    const workflow = this.resolve(opts.workflow);
+    const state = oneOf(opts.state, LISTABLE, 'opts.state') as ListableState;
+    const group = opts.group === undefined ? '' : checkName(opts.group, 'opts.group');
+    const limit = opts.limit === undefined ? 100 : checkInteger(opts.limit, 'opts.limit', 1, 1_000);
+    const order = opts.order === undefined ? 'asc' : oneOf(opts.order, ['asc', 'desc'], 'opts.order');
+    const cursor = opts.cursor === undefined ? '' : checkCursor(opts.cursor, state);
+    if (!workflow.known) await this.fleet.confirm(workflow.name, 'listRuns');
+
+    const name = workflow.name;
+    let kind: string;
+    let keys: string[];
+    if (FINISHED.includes(state)) {
+      kind = 'finished';
+      keys = [this.keys.finished(name, state as FinishedState)];
+    } else if (state === 'delayed') {
+      kind = 'delayed';
+      keys = [this.keys.workflow(name, 'delayed')];
+    } else if (state === 'waiting') {
+      kind = 'waiting';
+      keys = [this.keys.lane(name, group || undefined, 'waiting'), this.keys.lane(name, group || undefined, 'queue')];
+    } else {
+      kind = 'active';
+      keys = [group ? this.keys.lane(name, group, 'active') : this.keys.workflow(name, 'active')];
+    }
+    if (keys.length === 1) keys.push(keys[0]);
+    // The lane or the active set is the group's own: no filter needed there.
+    const filter = kind === 'finished' || kind === 'delayed' ? group : '';
+    const [next, ...rows] = await this.scripts.get().run<[string, ...(string | null)[][]]>(
+      'list-runs', keys, [this.keys.base, kind, state, cursor, limit, order, filter, ...RUN_FIELDS], { idempotent: true },
+    );
+    const runs = rows.map(([id, ...values]) => toRunInfo(id as string, values)).filter((run): run is RunInfo => run !== null);
+    return { runs, cursor: next === '' ? null : next };
+  }
+
+  async retry(runId: string): Promise<RetryResult> {
+    checkId(runId, 'runId');
+    const [outcome, state] = await this.scripts.get().run<[string, string]>('retry', [this.keys.limits, this.keys.seq, this.keys.run(runId)], [this.keys.base, 'one', runId]);
+    if (outcome === 'missing') throw new RunNotFoundError(runId);
+    if (outcome === 'state') throw new RunStateError(runId, state, RETRYABLE, 'retry');
+    return { id: runId, previousState: state as 'failed' | 'cancelled' };
+  }
+
+  async retryAll(opts: RetryAllOptions): Promise<number> {
+    if (opts === null || typeof opts !== 'object') throw new InvalidInputError('opts', 'must be an object { workflow, state, limit? }');
+    const workflow = this.resolve(opts.workflow);
+    const state = oneOf(opts.state, RETRYABLE, 'opts.state') as 'failed' | 'cancelled';
+    const limit = opts.limit === undefined ? MAX_RETRY_ALL : checkInteger(opts.limit, 'opts.limit', 1, MAX_RETRY_ALL);
+    if (!workflow.known) await this.fleet.confirm(workflow.name, 'retryAll');
+    const keys = [this.keys.limits, this.keys.seq, this.keys.finished(workflow.name, state)];
+    let retried = 0;
+    let bound = '';
+    for (;;) {
+      const batch = Math.min(RETRY_BATCH, limit - retried);
+      const [count, upTo, more] = await this.scripts.get().run<[number, string, number]>('retry', keys, [this.keys.base, 'batch', workflow.name, state, batch, bound]);
+      retried += count;
+      bound = upTo;
+      if (more === 0 || retried >= limit || bound === '') return retried;
+    }
+  }
+
+  async remove(runId: string): Promise<boolean> {
+    checkId(runId, 'runId');
+    const [outcome, state] = await this.scripts.get().run<[string, string]>('remove', [this.keys.run(runId)], [this.keys.base, runId]);
+    if (outcome === 'missing') return false;
+    if (outcome === 'state') throw new RunStateError(runId, state, FINISHED, 'remove');
+    return true;
+  }
+
+  private resolve(workflow: ListRunsOptions['workflow']) {
+    if (workflow === undefined || workflow === null) throw new InvalidInputError('opts.workflow', 'is required (a @Workflow class, a contract or a workflow name)');
+    return this.registry.resolve(workflow);
+  }
+}
+
+function oneOf(value: unknown, allowed: readonly string[], field: string): string {
+  if (typeof value !== 'string' || !allowed.includes(value)) {
+    throw new InvalidOptionError(field, `must be one of ${allowed.map((v) => `'${v}'`).join(', ')}, got ${JSON.stringify(value) ?? String(value)}`);
+  }
+  return value;
+}
+
+/** A cursor of the shape `listRuns` hands out for that state (it is sent to Redis as is). */
+function checkCursor(cursor: unknown, state: ListableState): string {
+  const bad = (shape: string) => new InvalidOptionError('opts.cursor', `must be a cursor from a previous page of state '${state}' (${shape}), got ${JSON.stringify(cursor) ?? String(cursor)}`);
+  if (typeof cursor !== 'string') throw bad('a string');
+  if (state === 'delayed') {
+    const space = cursor.indexOf(' ');
+    if (space < 0 || !SCORE.test(cursor.slice(0, space))) throw bad("'<due> <id>'");
+    try {
+      checkId(cursor.slice(space + 1), 'opts.cursor');
+    } catch {
+      throw bad("'<due> <id>'");
+    }
+    return cursor;
+  }
+  if (!SCORE.test(cursor)) throw bad('digits');
+  return cursor;
+}

@@ -1,0 +1,92 @@
+import { InvalidOptionError, RunNotFoundError } from '../errors';
+import type { ResolvedQueueOptions } from '../queue.options';
+import type { LuaScripts } from '../redis/lua.scripts';
+import type { RedisKeys } from '../redis/redis.keys';
+import { checkId, checkName } from '../util/names';
+import { EVERY_GROUP } from './limits';
+import { checkRateLimit, RateLimit, toRateLimit } from './rate-limit';
+import type { RunState } from './run-info';
+import type { WorkflowRef } from './queue.client';
+
+/** Options of `QueueClient.cancel`. */
+export interface CancelOptions {
+  /** Why: stored with the run (`RunInfo.error.message` reads `cancelled: <reason>`) and carried by `RunCancelledError.reason`; at most 1,000 characters. */
+  reason?: string;
+}
+
+/** What `QueueClient.cancel` did. */
+export interface CancelResult {
+  /** `true` if this call cancelled the run; `false` if it had finished already (nothing was changed). */
+  cancelled: boolean;
+  /** The state the call found the run in: for a finished run, its final state. */
+  state: RunState;
+}
+
+/** Which workflow (by name, class or contract), or which group of a workflow, `pause`/`resume` address. */
+export interface PauseTarget {
+  workflow: WorkflowRef;
+  group?: string;
+}
+
+const MAX_REASON_LENGTH = 1_000;
+
+/**
+ * Cancelling runs, pausing workflows and groups, and rate limits: each one script call that
+ * changes fleet-wide state in Redis (lua/cancel.lua, lua/set-control.lua). Input is checked
+ * first; nothing is written on bad input.
+ */
+export class RunControl {
+  constructor(
+    private readonly scripts: () => LuaScripts,
+    private readonly keys: RedisKeys,
+    private readonly options: ResolvedQueueOptions,
+  ) {}
+
+  async cancel(runId: string, opts: CancelOptions = {}): Promise<CancelResult> {
+    checkId(runId, 'runId');
+    if (opts === null || typeof opts !== 'object') throw new InvalidOptionError('opts', 'must be an object { reason? }');
+    const reason = opts.reason ?? '';
+    if (typeof reason !== 'string' || reason.length > MAX_REASON_LENGTH) {
+      throw new InvalidOptionError('opts.reason', `must be a string of at most ${MAX_REASON_LENGTH} characters`);
+    }
+    const error = JSON.stringify({ name: 'RunCancelledError', message: reason ? `cancelled: ${reason}` : 'cancelled', ...(reason && { reason }) });
+    const keys = [this.keys.run(runId), this.keys.leases, this.keys.limits, this.keys.seq];
+    // Repeatable: a retry after a lost reply finds the run cancelled and answers 'finished'.
+    const [outcome, state] = await this.scripts().run<[string, string]>('cancel', keys, [this.keys.base, runId, error, reason, this.options.defaults.resultTtlMs], { idempotent: true });
+    if (outcome === 'missing') throw new RunNotFoundError(runId);
+    return { cancelled: outcome === 'cancelled', state: state as RunState };
+  }
+
+  /** @returns whether the call changed anything (`false`: it was paused already, or not paused to resume). */
+  async setPaused(target: PauseTarget, paused: boolean): Promise<boolean> {
+    const { workflow, group } = checkPauseTarget(target);
+    const [previous] = await this.scripts().run<[string, string]>('set-control', [this.keys.limits, this.keys.seq], [
+      this.keys.base, 'pause', workflow, group ?? '', paused ? '1' : '', '',
+    ], { idempotent: true });
+    return (previous === '1') !== paused;
+  }
+
+  /** Sets or removes a rate limit (`group` '*' = every group's default); returns the previous one. */
+  async setRateLimit(workflow: string, group: string | undefined, rateLimit: RateLimit | null): Promise<RateLimit | null> {
+    const rate = rateLimit === null ? null : checkRateLimit(rateLimit, 'rateLimit');
+    const [max, perMs] = await this.scripts().run<[string, string]>('set-control', [this.keys.limits, this.keys.seq], [
+      this.keys.base, 'rate', workflow, group ?? '', rate ? rate.max : '', rate ? rate.perMs : '',
+    ], { idempotent: true });
+    return toRateLimit(max, perMs);
+  }
+}
+
+function checkPauseTarget(target: PauseTarget): { workflow: string; group?: string } {
+  const workflow = checkName(target.workflow, 'target.workflow');
+  if (target.group === undefined) return { workflow };
+  if (target.group === EVERY_GROUP) throw new InvalidOptionError('target.group', 'pause one group at a time, or the whole workflow (no group)');
+  return { workflow, group: checkName(target.group, 'target.group') };
+}
+
+/** Limits-hash fields of the rate limits that apply to a target, in the order {@link readRateLimits} reads them. */
+export function rateFields(workflow: string, group?: string): string[] {
+  const wf = `wf:${workflow}`;
+  const fields = [`${wf}:rate`, `${wf}:rate-ms`, `${wf}:group-rate`, `${wf}:group-rate-ms`];
+  if (group && group !== EVERY_GROUP) fields.push(`${wf}:g:${group}:rate`, `${wf}:g:${group}:rate-ms`);
+  return fields;
+}

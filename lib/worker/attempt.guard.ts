@@ -1,0 +1,82 @@
+import { TimeoutError } from '../errors';
+
+/** The run attempt's abort, as the guard and steps use it ({@link LazyAbort} is one). */
+export interface RunAbort {
+  readonly signal: AbortSignal;
+  readonly reason: unknown;
+  readonly aborted: boolean;
+  abort(reason: unknown): void;
+}
+
+/** Waits `ms` before a step's next try; must resolve early once `abort` is aborted. */
+export type StepSleep = (ms: number, abort: RunAbort) => Promise<void>;
+
+/**
+ * The time limits of one run attempt. {@link settle} waits for the workflow's `run` — but no
+ * longer than the run's limit, nor past a step's final timeout ({@link expire}): then it rejects
+ * with the `TimeoutError` at once, after aborting `ctx.signal` with it, so the attempt is failed
+ * and its slots freed without waiting for code that ignores its signal. That code carries on in
+ * the background; its later writes are refused by the lease token.
+ *
+ * A timer exists only while a limit applies: an attempt without one pays for one promise.
+ */
+export class AttemptGuard {
+  private timer?: NodeJS.Timeout;
+  private reject?: (error: unknown) => void;
+  private expired?: TimeoutError;
+
+  constructor(
+    readonly runId: string,
+    readonly abort: RunAbort,
+    /** How a step waits between tries: a real timer in a worker, the fake clock in the harness. */
+    readonly sleep: StepSleep = sleepUnlessAborted,
+    /** The backoff jitter's source. */
+    readonly random: () => number = Math.random,
+  ) {}
+
+  /**
+   * Resolves or rejects as `body` does, unless `limitMs` passes first or {@link expire} is
+   * called: then it rejects with that `TimeoutError` and leaves `body` to run on, unobserved.
+   */
+  settle<T>(body: T | PromiseLike<T>, limitMs?: number): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.expired) return reject(this.expired);
+      this.reject = reject;
+      if (limitMs !== undefined) this.timer = setTimeout(() => this.expire(new TimeoutError(this.runId, limitMs)), limitMs);
+      Promise.resolve(body).then(
+        (value) => {
+          clearTimeout(this.timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          clearTimeout(this.timer);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  /** Ends the attempt with `error`: `ctx.signal` aborts with it and {@link settle} rejects with it. First call wins. */
+  expire(error: TimeoutError): void {
+    if (this.expired) return;
+    this.expired = error;
+    clearTimeout(this.timer);
+    this.abort.abort(error);
+    this.reject?.(error);
+  }
+}
+
+/** A real wait, ended early when the run's signal aborts. */
+export function sleepUnlessAborted(ms: number, abort: RunAbort): Promise<void> {
+  if (ms <= 0 || abort.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const signal = abort.signal;
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,47 @@
+import { RunCancelledError } from '../errors';
+import type { RedisLink } from '../redis/redis.link';
+import type { ActiveRuns } from './active-runs';
+
+/**
+ * Aborts the signal of a run this process executes as soon as it is cancelled. lua/cancel.lua
+ * publishes `<id> <token> <reason>` on the namespace's cancel channel; each worker process
+ * subscribes to it once, on the subscriber connection it shares with the waiters. A cancel
+ * therefore costs one publish however many runs are in flight, and no worker polls Redis per run.
+ * Pub/sub is only a doorbell, though: a message sent while the subscriber reconnects is lost, and
+ * the lease heartbeat (every third of `worker.lockMs`) is the backstop, since a cancelled run's
+ * lease no longer extends.
+ */
+export class CancelListener {
+  private listening = false;
+
+  constructor(
+    private readonly subscriber: RedisLink,
+    private readonly channel: string,
+    private readonly active: ActiveRuns,
+  ) {}
+
+  /** Subscribes (and again on every replacement connection); a failure leaves the heartbeat as backstop. */
+  start(): void {
+    this.listening = true;
+    this.subscriber.onCreate((redis) => {
+      redis.on('message', (channel: string, message: string) => {
+        if (this.listening && channel === this.channel) this.onCancel(message);
+      });
+      if (this.listening) redis.subscribe(this.channel).catch(() => undefined);
+    });
+    this.subscriber.call('subscribe to cancellations', (redis) => redis.subscribe(this.channel)).catch(() => undefined);
+  }
+
+  stop(): void {
+    this.listening = false;
+  }
+
+  private onCancel(message: string): void {
+    const [id, token] = message.split(' ', 2);
+    const run = this.active.get(id);
+    // Only the attempt cancelled: an older attempt of the same id in this process has lost its lease anyway.
+    if (run?.token !== token) return;
+    const reason = message.slice(id.length + token.length + 2);
+    run.abort.abort(new RunCancelledError(id, reason || undefined));
+  }
+}

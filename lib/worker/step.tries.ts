@@ -1,0 +1,131 @@
+import { InvalidInputError, LeaseLostError, NonRetryableError, TimeoutError, UnknownWorkflowError } from '../errors';
+import type { ResolvedStepOptions, StepContext } from '../workflow/step.options';
+import type { AttemptGuard, RunAbort } from './attempt.guard';
+import { backoffDelay } from './backoff';
+
+/**
+ * Executes one step's `fn` (through `invoke`, which gives it its context) under its options:
+ * each try bounded by `timeoutMs`, failed tries retried in place after the backoff. Without
+ * options, one plain call whose context carries the run's signal — what a step always was.
+ *
+ * When the last try fails on its time limit, the whole attempt is ended through the guard
+ * (`ctx.signal` aborts, the attempt fails at once), even if the caller catches the error.
+ */
+export async function runStepTries<T>(
+  key: string,
+  options: ResolvedStepOptions | undefined,
+  guard: AttemptGuard,
+  invoke: (step: StepContext) => Promise<T> | T,
+): Promise<T> {
+  if (!options) return invoke(runContext(guard.abort));
+  let lastError: unknown;
+  for (let attempt = 1; ; attempt++) {
+    const stepAbort = new StepAbort(guard.abort);
+    try {
+      const running = invoke(stepAbort.context(attempt));
+      if (options.timeoutMs === undefined) return await running;
+      const limitMs = options.timeoutMs;
+      return await withinLimit(running, limitMs, () => {
+        const error = new TimeoutError(guard.runId, limitMs, key);
+        stepAbort.abort(error);
+        return error;
+      });
+    } catch (error) {
+      lastError = error;
+    } finally {
+      stepAbort.release();
+    }
+    if (attempt >= options.attempts || guard.abort.aborted || !retryable(lastError)) break;
+    await guard.sleep(backoffDelay(options.backoff, attempt, guard.random), guard.abort);
+    if (guard.abort.aborted) break;
+  }
+  if (lastError instanceof TimeoutError && lastError.step === key && lastError.runId === guard.runId) guard.expire(lastError);
+  throw lastError;
+}
+
+/** Failures a step's retry could fix: the worker's rule for runs, plus a lost lease (nothing to retry for). */
+function retryable(error: unknown): boolean {
+  if (error instanceof UnknownWorkflowError) return true; // a child's worker not booted yet, as for runs
+  return !(error instanceof NonRetryableError || error instanceof InvalidInputError || error instanceof LeaseLostError);
+}
+
+/** Settles as `running` does, or rejects with `expire()`'s error after `ms`; `running` is left to run on, unobserved. */
+function withinLimit<T>(running: Promise<T> | T, ms: number, expire: () => TimeoutError): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(expire()), ms);
+    Promise.resolve(running).then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** The context of a step without options: its signal is the run's. */
+function runContext(run: RunAbort): StepContext {
+  return {
+    get signal() {
+      return run.signal;
+    },
+    attempt: 1,
+  };
+}
+
+/**
+ * One try's signal, made only when read: aborted by the try's time limit, or with the run's
+ * reason when the run's signal aborts (it listens to the run's signal only while the try runs).
+ */
+class StepAbort {
+  private controller?: AbortController;
+  private aborted = false;
+  private why: unknown;
+  private released = false;
+  private unlink?: () => void;
+
+  constructor(private readonly run: RunAbort) {}
+
+  context(attempt: number): StepContext {
+    const self = this;
+    return {
+      get signal() {
+        return self.signal;
+      },
+      attempt,
+    };
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.why);
+      else if (this.run.aborted) this.abort(this.run.reason);
+      else if (!this.released) {
+        const runSignal = this.run.signal;
+        const onAbort = () => this.abort(runSignal.reason);
+        runSignal.addEventListener('abort', onAbort, { once: true });
+        this.unlink = () => runSignal.removeEventListener('abort', onAbort);
+      }
+    }
+    return this.controller.signal;
+  }
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.why = reason;
+    this.controller?.abort(reason);
+    this.release();
+  }
+
+  /** The try is over: stop listening to the run's signal (a long run must not collect listeners). */
+  release(): void {
+    this.released = true;
+    this.unlink?.();
+    this.unlink = undefined;
+  }
+}
