@@ -3,7 +3,9 @@
   Per run: store the result with its retention, release its slots, publish the result on its
   done channel. Then refill the freed slots in the same call: claim up to ARGV[3] due runs, as
   reserve does, so a busy worker needs about one call per batch of finished runs. Step results
-  finished in the same event-loop turn ride along (as in save-steps), saving a call.
+  finished in the same event-loop turn ride along (as in save-steps), saving a call. The batch's
+  runs enter their workflow's finish index in one write, with the bounded retention trims (see
+  countFinished in common.lua).
 
   KEYS[1] leases  zset
   KEYS[2] limits  hash

@@ -1,7 +1,9 @@
 --[[
   fail: record a failed attempt, if the caller still holds the lease. Retries while the error is
   retryable and attempts remain — after the backoff in the workflow's delayed set, or at once —
-  otherwise fails the run for good, stores the error with its retention and publishes it.
+  otherwise fails the run for good, stores the error with its retention and publishes it, and
+  indexes it (see countFinished in common.lua: with `keep` at 0 the record goes at once, so a
+  retry after a lost reply then answers 'lost').
 
   KEYS[1] run:<id>  hash
   KEYS[2] leases    zset

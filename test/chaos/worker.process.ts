@@ -7,6 +7,7 @@ import {
   CappedWorkflow, CHAOS_HOOKS, CHAOS_NS, CHAOS_REDIS, ChaosHooks, commitsKey, CronTickWorkflow, DrainWorkflow, SlotHolderWorkflow, StallWorkflow,
   ThreeStepWorkflow, ZombieWorkflow,
 } from './chaos.workflows';
+import { CONTROL_WORKFLOWS } from './control.workflows';
 
 /**
  * A Sluice worker in its own OS process, forked by the chaos tests (see child-worker.ts).
@@ -20,6 +21,8 @@ import {
  * for, then waits for IPC 'resume'; { stepFailed, step, error } when a step throws.
  * MODE 'cron': CronTickWorkflow (its every-second schedule declared in code) and
  * SlotHolderWorkflow, whose runs hold their slots until IPC 'go'; { holding } per held run.
+ * MODE 'control' (test/chaos/control.workflows.ts): { started } and { aborted, reason, at } of
+ * ctl.hold runs; the other workflows record their starts in Redis.
  */
 const url = required('REDIS_URL');
 const ns = required('NS');
@@ -34,7 +37,12 @@ let resume!: () => void;
 const resumed = new Promise<void>((resolve) => (resume = resolve));
 
 const hooks: ChaosHooks =
-  mode === 'three-step'
+  mode === 'control'
+    ? ({
+        started: (runId: string) => send({ started: runId }),
+        aborted: (runId: string, reason: unknown) => send({ aborted: runId, reason: (reason as Error)?.name, at: Date.now() }),
+      } as ChaosHooks)
+    : mode === 'three-step'
     ? {}
     : mode === 'zombie'
     ? {
@@ -94,7 +102,9 @@ async function main(): Promise<void> {
       }),
     ],
     providers: [
-      ...(mode === 'cron'
+      ...(mode === 'control'
+        ? CONTROL_WORKFLOWS
+        : mode === 'cron'
         ? [CronTickWorkflow, SlotHolderWorkflow]
         : [mode === 'three-step' ? ThreeStepWorkflow : mode === 'zombie' ? ZombieWorkflow : mode === 'drain' ? DrainWorkflow : mode === 'capped' ? CappedWorkflow : StallWorkflow]),
       ...(mode === 'three-step' ? [CommitCounter] : []),

@@ -143,3 +143,30 @@ describe('cancel', () => {
     await expect(client.cancel('x', null as unknown as object)).rejects.toBeInstanceOf(InvalidOptionError);
   });
 });
+
+describe('cancel: the heartbeat backstop', () => {
+  const ns = uniqueNamespace('cxb');
+  let redis: Redis;
+  let app: TestApp;
+  beforeAll(async () => {
+    redis = rawRedis();
+    app = await createApp([Hold], { namespace: ns, worker: { concurrency: 2, lockMs: 900 } });
+  });
+  afterAll(async () => {
+    gates.openAll();
+    await app.close();
+    await dropNamespace(redis, ns);
+    await redis.quit();
+  });
+
+  it('a cancel whose message never reached the worker still aborts the run, at its next lease beat', async () => {
+    const run = await app.client.enqueue('cx.hold', { key: 'b1' });
+    await started.get(run.id).promise;
+    // What cancel.lua leaves behind, without its publish: as if the worker's subscriber was reconnecting.
+    const base = `{sluice:${ns}}:`;
+    await redis.hset(`${base}run:${run.id}`, 'state', 'cancelled');
+    const reason = await abortedOf(run.id).promise;
+    expect(reason).toBeInstanceOf(RunCancelledError);
+  });
+});
+

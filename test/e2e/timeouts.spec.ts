@@ -1,7 +1,7 @@
 import type Redis from 'ioredis';
-import { LeaseLostError, RunContext, RunEvents, RunFailedEvent, TimeoutError, Workflow, WorkflowFailedError } from '../../lib';
+import { InvalidOptionError, LeaseLostError, RunContext, RunEvents, RunFailedEvent, TimeoutError, Workflow, WorkflowFailedError } from '../../lib';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
-import { deferred, Deferred, Gates } from '../support/workflows';
+import { deferred, Deferred, Gates, namespaceKeys } from '../support/workflows';
 
 /** Gates the workflows wait on (the test opens them), and events they signal (the test awaits them). */
 const gates = new Gates();
@@ -119,5 +119,39 @@ describe('run time limits', () => {
     const error = await t.client.run(ShortLimitWorkflow, { workMs: 300 }, { id: 'short-default', timeoutMs: 10_000 }).catch((e: unknown) => e);
     expect(error).toMatchObject({ causeName: 'TimeoutError', causeMessage: 'Run short-default timed out after 100 ms' });
     expect(await redis.hget(`{sluice:${namespace}}:run:short-default`, 'timeoutMs')).toBeNull();
+  });
+});
+
+describe('runTimeoutMs: bad input', () => {
+  let t: TestApp;
+  let redis: Redis;
+  let namespace: string;
+  let bootKeys: string[];
+
+  beforeAll(async () => {
+    namespace = uniqueNamespace('timeouts-bad');
+    // Producer only, so nothing but the calls under test could write to this namespace.
+    t = await createApp([ShortLimitWorkflow], { namespace, worker: { enabled: false } });
+    redis = rawRedis();
+    bootKeys = await namespaceKeys(redis, namespace); // what the boot wrote (the layout marker)
+  });
+  afterAll(async () => {
+    await t.close();
+    await dropNamespace(redis, namespace);
+    await redis.quit();
+  });
+
+  it.each([0, -1, 1.5, 2_147_483_648, NaN, '500', null])('rejects runTimeoutMs %p in enqueue, enqueueMany and run with InvalidOptionError, writing nothing', async (runTimeoutMs) => {
+    const opts = { runTimeoutMs: runTimeoutMs as number };
+    for (const call of [
+      () => t.client.enqueue(ShortLimitWorkflow, { workMs: 1 }, opts),
+      () => t.client.enqueueMany(ShortLimitWorkflow, [{ input: { workMs: 1 } }, { input: { workMs: 1 }, opts }]),
+      () => t.client.run(ShortLimitWorkflow, { workMs: 1 }, opts),
+    ]) {
+      const error = await call().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidOptionError);
+      expect((error as InvalidOptionError).message).toMatch(/opts\.runTimeoutMs: must be an integer from 1 to 2147483647/);
+    }
+    expect(await namespaceKeys(redis, namespace)).toEqual(bootKeys);
   });
 });

@@ -36,6 +36,8 @@ import type Redis from 'ioredis';
  * - `stats` (when `acknowledged` is given, i.e. the test knows every run and none expired): a
  *   workflow's running totals of completed / failed runs ≠ its runs in those states — a result
  *   committed twice counts twice.
+ * - `finish-index`: a finish index entry pointing to a run in another state or workflow, or a
+ *   finished run missing from its index (see auditFinishIndexes).
  * - `schedule-index`: the derived schedule keys disagree with the schedule hashes (the truth): a
  *   hash missing from `schedules` or its workflow's listing; an unpaused one not in its workflow's
  *   `next-fires` at its `next`, a paused one in it; an index or listing entry without a hash of
@@ -44,6 +46,8 @@ import type Redis from 'ioredis';
 
 export type RunState = 'waiting' | 'delayed' | 'active' | 'completed' | 'failed' | 'cancelled';
 export const RUN_STATES: readonly RunState[] = ['waiting', 'delayed', 'active', 'completed', 'failed', 'cancelled'];
+/** The final states, each with its workflow's finish index `wf:<name>:<state>`. */
+const FINISHED_STATES = ['completed', 'failed', 'cancelled'] as const;
 
 export type AuditRule =
   | 'run-record'
@@ -58,6 +62,7 @@ export type AuditRule =
   | 'acknowledged'
   | 'stats'
   | 'schedule-index'
+  | 'finish-index'
   | 'key-type';
 
 export interface Violation {
@@ -122,6 +127,8 @@ interface RunRow {
   group: string;
   priority: number;
   token: string | null;
+  createdAt: number | null;
+  finishedAt: number | null;
 }
 
 type Reader = { kind: 'run'; id: string } | { kind: 'layout'; key: string; read: 'list' | 'zset' | 'scored' | 'set' | 'hash' };
@@ -160,7 +167,7 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
   }
   const multi = redis.multi();
   for (const reader of readers) {
-    if (reader.kind === 'run') multi.hmget(`${base}run:${reader.id}`, 'state', 'workflow', 'group', 'priority', 'token');
+    if (reader.kind === 'run') multi.hmget(`${base}run:${reader.id}`, 'state', 'workflow', 'group', 'priority', 'token', 'createdAt', 'finishedAt');
     else if (reader.read === 'list') multi.lrange(base + reader.key, 0, -1);
     else if (reader.read === 'zset') multi.zrange(base + reader.key, 0, -1);
     else if (reader.read === 'scored') multi.zrange(base + reader.key, 0, -1, 'WITHSCORES');
@@ -181,10 +188,11 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
       return;
     }
     if (reader.kind === 'run') {
-      const [state, workflow, group, priority, token] = value as (string | null)[];
+      const [state, workflow, group, priority, token, createdAt, finishedAt] = value as (string | null)[];
       // A key that expired between SCAN and MULTI reads as all-nil: it is gone, not broken.
       if (state === null && workflow === null && token === null) return;
-      runs.set(reader.id, { state, workflow, group: group ?? '', priority: Number(priority ?? 0), token });
+      const num = (v: string | null) => (v === null ? null : Number(v));
+      runs.set(reader.id, { state, workflow, group: group ?? '', priority: Number(priority ?? 0), token, createdAt: num(createdAt), finishedAt: num(finishedAt) });
     } else layout.set(reader.key, value);
   });
   const list = (key: string) => (layout.get(key) as string[] | undefined) ?? [];
@@ -354,6 +362,7 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
   if (checkCaps && nsLimit !== null && leases.length > nsLimit) violate('cap-exceeded', `namespace: ${leases.length} active > cap ${nsLimit}`);
 
   auditSchedules(layout, list, hash, violate);
+  auditFinishIndexes(workflowNames, runs, list, violate);
 
   // 8. Acknowledged enqueues: none lost, none extra; 9. running totals.
   if (options.acknowledged) {
@@ -395,6 +404,48 @@ export function expectConsistent(report: AuditReport): void {
     `namespace {${report.prefix}:${report.namespace}} is inconsistent: ${report.violations.length} violation(s)\n${lines.join('\n')}\n` +
       `(runs: ${JSON.stringify(report.states)}, leases: ${report.leases})`,
   );
+}
+
+/**
+ * Rule `finish-index`: each workflow's finish indexes (`wf:<name>:completed` / `:failed` /
+ * `:cancelled`, score = finish order ≥ finish ms × 1024) against the runs. An entry without a run
+ * is allowed (its hash expired or was trimmed; entries are dropped lazily), and so is one older
+ * than its run's creation (the id was enqueued again after the hash expired). Any other entry
+ * must point to a run of that workflow in that state, scored at or after its finish; and a
+ * finished run must be in its index, unless it finished before the workflow's first index entry
+ * (data from before the indexes existed).
+ */
+function auditFinishIndexes(
+  workflowNames: Set<string>,
+  runs: Map<string, RunRow>,
+  list: (key: string) => string[],
+  violate: (rule: AuditRule, message: string, id?: string) => void,
+): void {
+  const indexes = new Map<string, Map<string, number>>();
+  const firstScore = new Map<string, number>();
+  for (const wf of workflowNames) {
+    for (const state of FINISHED_STATES) {
+      const key = `wf:${wf}:${state}`;
+      const flat = list(key);
+      const entries = new Map<string, number>();
+      for (let i = 0; i < flat.length; i += 2) entries.set(flat[i], Number(flat[i + 1]));
+      indexes.set(key, entries);
+      for (const [id, score] of entries) {
+        firstScore.set(wf, Math.min(firstScore.get(wf) ?? Infinity, score));
+        const run = runs.get(id);
+        if (!run || (run.createdAt !== null && run.createdAt * 1024 > score)) continue;
+        if (run.workflow !== wf || run.state !== state) violate('finish-index', `${key} lists ${id}, which is ${run.state} (workflow ${run.workflow})`, id);
+        else if (run.finishedAt !== null && score < run.finishedAt * 1024) violate('finish-index', `${key} scores ${id} ${score}, before its finish at ${run.finishedAt} ms`, id);
+      }
+    }
+  }
+  for (const [id, run] of runs) {
+    if (!run.workflow || !(FINISHED_STATES as readonly string[]).includes(run.state ?? '')) continue;
+    const key = `wf:${run.workflow}:${run.state}`;
+    if (indexes.get(key)?.has(id)) continue;
+    const first = firstScore.get(run.workflow);
+    if (first !== undefined && (run.finishedAt ?? 0) * 1024 >= first) violate('finish-index', `${run.state} run ${id} is missing from ${key}`, id);
+  }
 }
 
 /** Rule `schedule-index`: the derived schedule keys against the schedule hashes. */
@@ -457,6 +508,9 @@ function layoutType(rest: string): 'list' | 'zset' | 'scored' | 'set' | 'hash' |
     case 'schedules':
       return 'zset';
     case 'next-fires':
+    case 'completed':
+    case 'failed':
+    case 'cancelled':
       return 'scored';
     case 'sweep':
       return 'string';

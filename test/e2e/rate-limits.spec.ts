@@ -1,0 +1,100 @@
+import type Redis from 'ioredis';
+import { InvalidOptionError, RateLimit, Workflow } from '../../lib';
+import { auditNamespace, expectConsistent } from '../support/audit';
+import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
+
+/**
+ * Rate limits, fleet-wide and enforced in the claim script: at most `max` starts in any window of
+ * `perMs` (Redis time), per workflow and per group (a default and overrides), changeable at
+ * runtime, respected by the enqueue fast path. Over three processes, and the absence of a busy
+ * poll: test/chaos/run-control.spec.ts.
+ */
+@Workflow('rl.flat', { rateLimit: { max: 4, perMs: 400 } })
+class Flat { run(input: { i: number }) { return input.i; } }
+
+@Workflow('rl.grouped', { groupRateLimit: { max: 2, perMs: 300 } })
+class Grouped { run(input: { i: number }) { return input.i; } }
+
+@Workflow('rl.slow', { rateLimit: { max: 2, perMs: 3_600_000 } })
+class Slow { run(input: { i: number }) { return input.i; } }
+
+/** Claim times (Redis clock) of runs, read from their records, sorted. */
+async function startTimes(redis: Redis, base: string, ids: string[]): Promise<number[]> {
+  const pipeline = redis.pipeline();
+  for (const id of ids) pipeline.hget(`${base}run:${id}`, 'startedAt');
+  const rows = (await pipeline.exec()) ?? [];
+  return rows.map(([, value]) => Number(value)).sort((a, b) => a - b);
+}
+
+/** The sliding-window property: the (max+1)-th start after any start is at least a window later. */
+function expectWithinRate(times: number[], rate: RateLimit): void {
+  const tooClose = times.filter((t, i) => i + rate.max < times.length && times[i + rate.max] - t < rate.perMs);
+  expect(tooClose).toEqual([]);
+}
+
+describe('rate limits', () => {
+  const ns = uniqueNamespace('rl');
+  const base = `{sluice:${ns}}:`;
+  let redis: Redis;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    redis = rawRedis();
+    app = await createApp([Flat, Grouped, Slow], { namespace: ns, worker: { concurrency: 16 } });
+  });
+  afterAll(async () => {
+    await app.close();
+    await dropNamespace(redis, ns);
+    await redis.quit();
+  });
+
+  it('a workflow limit holds in every window while a backlog drains; stats and getLimits show it', async () => {
+    const handles = await app.client.enqueueMany(Flat, Array.from({ length: 14 }, (_, i) => ({ input: { i } })));
+    await Promise.all(handles.map((h) => h.result({ timeoutMs: 20_000 })));
+    const times = await startTimes(redis, base, handles.map((h) => h.id));
+    expectWithinRate(times, { max: 4, perMs: 400 });
+    // 14 starts at 4 per 400 ms cannot take less than three full windows.
+    expect(times[times.length - 1] - times[0]).toBeGreaterThanOrEqual(3 * 400);
+    expect((await app.client.stats({ workflow: Flat })).workflows['rl.flat'].rateLimit).toEqual({ max: 4, perMs: 400 });
+    expect(await app.client.getLimits({ workflow: 'rl.flat' })).toEqual(expect.objectContaining({ rateLimit: { max: 4, perMs: 400 }, groupRateLimit: null }));
+  });
+
+  it('each group has its own window (default and override); another group is not held by a busy one', async () => {
+    expect(await app.client.setLimits({ workflow: 'rl.grouped', group: 'big', rateLimit: { max: 5, perMs: 300 } })).toBeNull();
+    const enqueue = (group: string, n: number) => app.client.enqueueMany(Grouped, Array.from({ length: n }, (_, i) => ({ input: { i }, opts: { group } })));
+    const [a, big] = [await enqueue('a', 8), await enqueue('big', 12)];
+    await Promise.all([...a, ...big].map((h) => h.result({ timeoutMs: 20_000 })));
+    expectWithinRate(await startTimes(redis, base, a.map((h) => h.id)), { max: 2, perMs: 300 });
+    expectWithinRate(await startTimes(redis, base, big.map((h) => h.id)), { max: 5, perMs: 300 });
+    expect(await app.client.getLimits({ workflow: 'rl.grouped', group: 'big' })).toEqual(
+      expect.objectContaining({ groupRateLimit: { max: 2, perMs: 300 }, groupRateOverride: { max: 5, perMs: 300 }, groupRate: { max: 5, perMs: 300 } }),
+    );
+    // The groups held back wait in rate-held until their window frees; at rest nothing is left there.
+    expect(await redis.zcard(`${base}wf:rl.grouped:rate-held`)).toBe(0);
+    expectConsistent(await auditNamespace(redis, { namespace: ns }));
+  });
+
+  it('the fast path respects the limit; removing the limit at runtime releases what it held', async () => {
+    const first = await Promise.all([0, 1].map((i) => app.client.enqueue(Slow, { i })));
+    await Promise.all(first.map((h) => h.result({ timeoutMs: 10_000 })));
+    // The window of an hour is full: an idle, parked worker does not get this one.
+    const third = await app.client.enqueue(Slow, { i: 2 });
+    expect((await app.client.get(third.id))?.state).toBe('waiting');
+    expect(await app.client.setLimits({ workflow: 'rl.slow', rateLimit: null })).toEqual({ max: 2, perMs: 3_600_000 });
+    await expect(third.result({ timeoutMs: 10_000 })).resolves.toBe(2);
+  });
+
+  it('bad input: typed errors, nothing written', async () => {
+    const client = app.client;
+    const before = await redis.hgetall(`${base}limits`);
+    const bad: unknown[] = [{ max: 0, perMs: 1000 }, { max: 1.5, perMs: 1000 }, { max: 10, perMs: 0 }, { max: 10 }, { perMs: 10 }, 'fast', []];
+    for (const rateLimit of bad) {
+      await expect(client.setLimits({ workflow: 'rl.flat', rateLimit: rateLimit as RateLimit })).rejects.toBeInstanceOf(InvalidOptionError);
+    }
+    await expect(client.setLimits({ rateLimit: { max: 1, perMs: 1 } })).rejects.toBeInstanceOf(InvalidOptionError);
+    await expect(client.setLimits({ workflow: 'rl.flat', limit: 3, rateLimit: { max: 1, perMs: 1 } } as never)).rejects.toBeInstanceOf(InvalidOptionError);
+    expect(await redis.hgetall(`${base}limits`)).toEqual(before);
+    expect(() => Workflow('rl.bad', { rateLimit: { max: -1, perMs: 10 } })).toThrow(InvalidOptionError);
+    expect(() => Workflow('rl.bad', { groupRateLimit: { max: 1, perMs: 2 ** 31 } })).toThrow(InvalidOptionError);
+  });
+});
