@@ -2,8 +2,8 @@
   set-control: pause or resume a workflow or one of its groups, or set or remove a rate limit,
   fleet-wide (fields of the limits hash, see writeControl in common.lua). Runs claimed from now on
   obey it; active runs carry on. A resume, or a rate limit raised or removed, lets the group it
-  concerns rejoin its workflow's round-robin and wakes the workflow's workers (groups a rate limit
-  holds in `rate-held` come back when their window frees, as they would have).
+  concerns rejoin its workflow's round-robin and wakes the workflow's workers; a changed rate limit
+  reviews every group of the workflow held in `rate-held` at once.
 
   KEYS[1] limits  hash
   KEYS[2] seq     string
@@ -38,6 +38,17 @@ else
   if windowMs == '' then redis.call('HDEL', KEYS[1], field .. '-ms') else redis.call('HSET', KEYS[1], field .. '-ms', windowMs) end
 end
 
+-- A rate limit changed: the groups it held back are reviewed now rather than when their old
+-- window frees — and must be, once the namespace has no control left, as reserve then no longer
+-- looks at rate-held. (Only groups that had runs due within one window are there.)
+if kind == 'rate' then
+  local heldKey = wfKey(base, workflow, 'rate-held')
+  local held = redis.call('ZRANGE', heldKey, 0, -1)
+  if #held > 0 then
+    redis.call('DEL', heldKey)
+    for _, g in ipairs(held) do activateGroup(base, KEYS[1], KEYS[2], workflow, g) end
+  end
+end
 -- Resumed, or a rate limit changed: what it held back may run now (a tighter limit is only
 -- checked at the next claim, so waking then costs one reserve).
 if value == '' or kind == 'rate' then afterCapChange(base, KEYS[1], KEYS[2], workflow, group) end

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { InvalidInputError, LeaseLostError, NonRetryableError, RedisConnectionError, type RunErrorInfo, UnknownWorkflowError } from '../errors';
+import { InvalidInputError, LeaseLostError, NonRetryableError, RedisConnectionError, type RunErrorInfo, UnknownWorkflowError, RunCancelledError } from '../errors';
 import type { WorkflowRegistry } from '../discovery/workflow.registry';
 import type { ResolvedQueueOptions } from '../queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
@@ -94,7 +94,8 @@ export class RunExecutor {
       this.events.emit('completed', this.outcome(claim, startedAt));
     } else {
       telemetry?.ended('lost');
-      this.runWarnings.warn(`Run ${claim.id} (${claim.workflow}) finished after its lease was lost; its result was discarded`);
+      // A cancelled run's result is discarded by design: nothing to warn about.
+      if (!(abort.reason instanceof RunCancelledError)) this.runWarnings.warn(`Run ${claim.id} (${claim.workflow}) finished after its lease was lost; its result was discarded`);
     }
   }
 
@@ -120,7 +121,7 @@ export class RunExecutor {
     ], commitPolicy(this.options));
     if (outcome === 'lost') {
       telemetry?.ended('lost', error);
-      if (error instanceof LeaseLostError || abort.reason instanceof LeaseLostError) {
+      if (!(abort.reason instanceof RunCancelledError) && (error instanceof LeaseLostError || abort.reason instanceof LeaseLostError)) {
         this.runWarnings.warn(`Run ${claim.id} (${claim.workflow}) lost its lease; another worker carries it on`);
       }
       return;

@@ -84,6 +84,17 @@ describe('rate limits', () => {
     await expect(third.result({ timeoutMs: 10_000 })).resolves.toBe(2);
   });
 
+  it('groups held for a long window are released when every group\'s limit changes at runtime', async () => {
+    await app.client.setLimits({ workflow: 'rl.grouped', group: '*', rateLimit: { max: 1, perMs: 3_600_000 } });
+    const handles = await app.client.enqueueMany(Grouped, [0, 1, 2].map((i) => ({ input: { i }, opts: { group: 'slowpoke' } })));
+    await handles[0].result({ timeoutMs: 10_000 });
+    expect((await app.client.get(handles[2].id))?.state).toBe('waiting');
+    expect(await redis.zscore(`${base}wf:rl.grouped:rate-held`, 'slowpoke')).not.toBeNull();
+    expect(await app.client.setLimits({ workflow: 'rl.grouped', group: '*', rateLimit: { max: 2, perMs: 300 } })).toEqual({ max: 1, perMs: 3_600_000 });
+    // Back to 2 per 300 ms: the rest run now, not in an hour.
+    await expect(Promise.all(handles.map((h) => h.result({ timeoutMs: 10_000 })))).resolves.toEqual([0, 1, 2]);
+  });
+
   it('bad input: typed errors, nothing written', async () => {
     const client = app.client;
     const before = await redis.hgetall(`${base}limits`);
