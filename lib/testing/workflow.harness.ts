@@ -8,15 +8,13 @@ import { occurrencesAfter } from '../schedule/cron.plan';
 import type { DeclaredSchedule } from '../schedule/schedule.options';
 import { backoffDelay } from '../worker/backoff';
 import { StepRecorder } from '../worker/step.recorder';
-import { LazyAbort } from '../worker/active-runs';
-import { AttemptGuard, type RunAbort } from '../worker/attempt.guard';
 import { MAX_STEP_ATTEMPTS } from '../workflow/step.options';
 import { checkInteger } from '../util/duration';
 import type { Jsonified } from '../workflow/json.roundtrip';
 import { runScope } from '../workflow/run.scope';
 import type { BackoffOptions, RunContext, WorkflowInstance } from '../workflow/workflow.types';
 import { FakeClock } from './fake.clock';
-import { HarnessRecorder, type StepFault } from './harness.recorder';
+import { harnessGuard, HarnessRecorder, type StepFault } from './harness.recorder';
 import type { FailStepOptions, HarnessAttempt, HarnessOptions, HarnessRun, HarnessRunOptions, HarnessScheduleFires } from './harness.types';
 
 /**
@@ -215,17 +213,8 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
       memo.set(key, encoded);
       return true;
     };
+    const { guard, stepRetryDelaysMs } = harnessGuard(runId, this.clock, this.random);
     // A copy: the memo as shipped with this claim (the recorder adds its own writes to it).
-    // As the worker's: the attempt's time limits (real time), and a step's waits between tries
-    // (on the fake clock: reported and added to it, never slept).
-    const abort = new LazyAbort();
-    const stepRetryDelaysMs: number[] = [];
-    const sleep = async (ms: number, run: RunAbort) => {
-      if (run.aborted) return;
-      stepRetryDelaysMs.push(ms);
-      this.clock.advance(ms);
-    };
-    const guard = new AttemptGuard(runId, abort, sleep, this.random);
     const recorder = new StepRecorder(runId, new Map(memo), persist, this.maxPayloadBytes, this.maxRunMemoBytes, undefined, guard);
     const harness = new HarnessRecorder(recorder, attempt, [...this.faults]);
     const report: HarnessAttempt = { attempt, startedAt: this.clock.date(), steps: harness.steps, executed: [], replayed: [], failed: [], progress: [], stepRetryDelaysMs, outcome: 'completed' };
@@ -235,15 +224,8 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
       const encoded = encodeProgress(value, this.maxPayloadBytes);
       if (open) report.progress.push(decodePayload(encoded));
     };
-    const ctx: RunContext = {
-      runId,
-      attempt,
-      get signal() {
-        return abort.signal;
-      },
-      step: (name, fn, options) => harness.step(name, fn, options),
-      progress,
-    };
+    // The signal is made only when read, as in a worker.
+    const ctx: RunContext = { runId, attempt, get signal() { return guard.abort.signal; }, step: (name, fn, options) => harness.step(name, fn, options), progress };
     let result: string | undefined;
     let error: unknown;
     try {

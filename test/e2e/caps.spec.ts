@@ -103,7 +103,7 @@ describe('a workflow cap declared differently by two apps', () => {
     expect(linesA).toContainEqual(expect.stringContaining('Fleet-wide cap wf:caps.shared changed from none to 10'));
     expect(linesB).toContainEqual(expect.stringContaining('Fleet-wide cap wf:caps.shared changed from 10 to 3'));
     expect(linesB.filter((line) => line.includes('changed'))).toHaveLength(1);
-    for (const app of [a, b]) expect(await app.client.getLimits({ workflow: 'caps.shared' })).toEqual({ namespace: null, workflow: 3, groupDefault: null });
+    for (const app of [a, b]) expect(await app.client.getLimits({ workflow: 'caps.shared' })).toEqual({ namespace: null, workflow: 3, groupDefault: null, rateLimit: null, groupRateLimit: null });
 
     const sampler = sample(async () => (await a.client.stats({ workflow: 'caps.shared' })).workflows['caps.shared'].active);
     const drained = completions([a, b], RUNS);
@@ -186,7 +186,7 @@ describe('setLimits / getLimits input', () => {
     expect(await redis.exists(k.keys.limits)).toBe(0); // nothing was written
     // The spy does see the calls that are valid.
     expect(await client.setLimits({ workflow: wf, limit: 7 })).toBeNull();
-    expect(await client.getLimits({ workflow: wf, group: 'g1' })).toEqual({ namespace: null, workflow: 7, groupDefault: null, groupOverride: null, group: null });
+    expect(await client.getLimits({ workflow: wf, group: 'g1' })).toEqual({ namespace: null, workflow: 7, groupDefault: null, groupOverride: null, group: null, rateLimit: null, groupRateLimit: null, groupRateOverride: null, groupRate: null });
     expect(spy).toHaveBeenCalled();
     spy.mockRestore();
   });

@@ -96,8 +96,8 @@ describe('group caps', () => {
 
   it('a per-group override holds for that group while the others keep the default', async () => {
     expect(await app.client.setLimits({ workflow: WF, group: 'vip', limit: 5 })).toBeNull();
-    expect(await app.client.getLimits({ workflow: WF, group: 'vip' })).toEqual({ namespace: null, workflow: null, groupDefault: 2, groupOverride: 5, group: 5 });
-    expect(await app.client.getLimits({ workflow: WF, group: 'o1' })).toEqual({ namespace: null, workflow: null, groupDefault: 2, groupOverride: null, group: 2 });
+    expect(await app.client.getLimits({ workflow: WF, group: 'vip' })).toEqual({ namespace: null, workflow: null, groupDefault: 2, groupOverride: 5, group: 5, rateLimit: null, groupRateLimit: null, groupRateOverride: null, groupRate: null });
+    expect(await app.client.getLimits({ workflow: WF, group: 'o1' })).toEqual({ namespace: null, workflow: null, groupDefault: 2, groupOverride: null, group: 2, rateLimit: null, groupRateLimit: null, groupRateOverride: null, groupRate: null });
     const samples = await drain({ vip: 60, o1: 30, o2: 30 });
     expect(maxOf(samples, 0)).toBeGreaterThan(2);
     expect(maxOf(samples, 0)).toBeLessThanOrEqual(5);
@@ -122,7 +122,7 @@ describe('fairness across groups', () => {
     for (let chunk = 0; chunk < 5; chunk++) {
       await producer.client.enqueueMany(Fair, Array.from({ length: 1_000 }, () => ({ input: { g: 'A' }, opts: { group: 'A' } })));
     }
-    expect((await producer.client.stats({ workflow: Fair, groups: true })).workflows['fair.w'].groups).toEqual({ A: { waiting: 5_000, active: 0, limit: null } });
+    expect((await producer.client.stats({ workflow: Fair, groups: true })).workflows['fair.w'].groups).toEqual({ A: { waiting: 5_000, active: 0, limit: null, paused: false } });
     const worker = await start([Fair], { namespace: ns, worker: { concurrency: C } });
     const drained = completions([worker], 5_005);
     await warm.promise;

@@ -79,12 +79,13 @@ describe('producer-only app and worker app', () => {
     expect(workerTracker.executed).toHaveLength(11);
     expect(workerTracker.executed.slice(0, 10).sort()).toEqual(handles.map((h) => h.id).sort());
 
-    // Producer: command + subscriber (it waited); worker: command + blocking (it never waited).
-    // Still one blocking connection, so the producer opened none.
+    // Producer: command + subscriber (it waited); worker: command + blocking + subscriber (the
+    // cancel channel). Still one blocking connection, so the producer opened none.
     expect(await sluiceConnectionNames(redis, ns)).toEqual([
       `sluice:${ns}:blocking`,
       `sluice:${ns}:command`,
       `sluice:${ns}:command`,
+      `sluice:${ns}:subscriber`,
       `sluice:${ns}:subscriber`,
     ]);
   });

@@ -104,7 +104,7 @@ describe('stats and group-cap changes with 20,000 groups', () => {
     const { calls, restore } = countScriptCommands(producer, admin);
     try {
       expect((await producer.client.stats({ workflow: ScaleW })).workflows).toEqual({
-        'scale.w': { waiting: GROUPS + UNGROUPED, delayed: 0, active: 0, limit: null, groupLimit: 1, completed: 0, failed: 0 },
+        'scale.w': { waiting: GROUPS + UNGROUPED, delayed: 0, active: 0, limit: null, groupLimit: 1, completed: 0, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null },
       });
       expect((await producer.client.stats()).workflows['scale.w'].waiting).toBe(GROUPS + UNGROUPED);
     } finally {
@@ -186,7 +186,7 @@ describe('stats and group-cap changes with 20,000 groups', () => {
     for (const key of ['h1', 'h2', 'h3']) handles.push(await app.client.enqueue(GateW, { key }, { group: 'g' }));
     await begun.get('h1').promise;
     // Held: one run active at the cap of 1, two due, and the group out of the round-robin.
-    expect((await app.client.stats({ workflow: GateW, groups: true })).workflows['scale.gate'].groups).toEqual({ g: { waiting: 2, active: 1, limit: 1 } });
+    expect((await app.client.stats({ workflow: GateW, groups: true })).workflows['scale.gate'].groups).toEqual({ g: { waiting: 2, active: 1, limit: 1, paused: false } });
     expect(await admin.zscore(gateKeys.workflow('scale.gate', 'ready'), 'g')).toBeNull();
 
     expect(await app.client.setLimits({ workflow: 'scale.gate', group: '*', limit: 3 })).toBe(1);

@@ -47,7 +47,7 @@ describe('client.stats', () => {
 
   it('counts every state and level as the test left them, per group on request, and drains to zero', async () => {
     const { client } = app;
-    const empty = { waiting: 0, delayed: 0, active: 0, completed: 0, failed: 0 };
+    const empty = { waiting: 0, delayed: 0, active: 0, completed: 0, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null };
     expect(await client.stats()).toEqual({
       namespace: { active: 0, limit: 8 },
       workflows: { 'st.other': { ...empty, limit: null, groupLimit: null }, 'st.w': { ...empty, limit: 5, groupLimit: 2 } },
@@ -71,8 +71,8 @@ describe('client.stats', () => {
     expect(await client.stats()).toEqual({
       namespace: { active: 6, limit: 8 },
       workflows: {
-        'st.w': { waiting: 3, delayed: 2, active: 5, limit: 5, groupLimit: 2, completed: 1, failed: 1 },
-        'st.other': { waiting: 0, delayed: 0, active: 1, limit: null, groupLimit: null, completed: 1, failed: 0 },
+        'st.w': { waiting: 3, delayed: 2, active: 5, limit: 5, groupLimit: 2, completed: 1, failed: 1, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null },
+        'st.other': { waiting: 0, delayed: 0, active: 1, limit: null, groupLimit: null, completed: 1, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null },
       },
     });
     // One workflow, with its groups: g3 has only a delayed run, so it is not listed.
@@ -80,13 +80,13 @@ describe('client.stats', () => {
       namespace: { active: 6, limit: 8 },
       workflows: {
         'st.w': {
-          waiting: 3, delayed: 2, active: 5, limit: 5, groupLimit: 2, completed: 1, failed: 1,
-          groups: { g1: { waiting: 1, active: 2, limit: 2 }, g2: { waiting: 1, active: 1, limit: 3 } },
+          waiting: 3, delayed: 2, active: 5, limit: 5, groupLimit: 2, completed: 1, failed: 1, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null,
+          groups: { g1: { waiting: 1, active: 2, limit: 2, paused: false }, g2: { waiting: 1, active: 1, limit: 3, paused: false } },
         },
       },
     });
     expect((await client.stats({ workflow: 'st.other', groups: true })).workflows).toEqual({
-      'st.other': { waiting: 0, delayed: 0, active: 1, limit: null, groupLimit: null, completed: 1, failed: 0, groups: {} },
+      'st.other': { waiting: 0, delayed: 0, active: 1, limit: null, groupLimit: null, completed: 1, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, groups: {} },
     });
     await expect(client.stats({ workflow: 'st.nope' })).rejects.toBeInstanceOf(UnknownWorkflowError);
 

@@ -264,21 +264,24 @@ describe('claims (Lua)', () => {
   it('ships claims as they were without the extras flag, and with it the trace, queue wait and group', async () => {
     await enqueue('plain', [TRACE], 'g1');
     const [, plain] = await reserve(0);
-    expect(plain).toHaveLength(7); // not a byte more for a worker without telemetry
+    // Not a byte more for a worker without telemetry: the 7 fields plus the run's time limit ('' for none), which every row has.
+    expect(plain).toHaveLength(8);
+    expect((plain as unknown[])[7]).toBe('');
 
     await enqueue('extras', [TRACE], 'g1');
     await new Promise((resolve) => setTimeout(resolve, 20));
     const callId = newCallId();
     const [, row] = (await reserve(2, callId)) as [unknown, unknown[]];
-    expect(row).toHaveLength(10);
+    expect(row).toHaveLength(11);
     expect(row[0]).toBe('extras');
-    expect(row[7]).toBe(TRACE);
-    expect(row[8]).toBeGreaterThanOrEqual(15); // ms from due to claim, on the Redis clock
-    expect(row[9]).toBe('g1');
+    expect(row[7]).toBe(''); // no time limit of its own
+    expect(row[8]).toBe(TRACE);
+    expect(row[9]).toBeGreaterThanOrEqual(15); // ms from due to claim, on the Redis clock
+    expect(row[10]).toBe('g1');
 
     // The retry of a claiming call gets the same claims back, with the extras but no wait.
     const [, replayed] = (await reserve(3, callId)) as [unknown, unknown[]];
-    expect(replayed.slice(7)).toEqual([TRACE, -1, 'g1']);
+    expect(replayed.slice(7)).toEqual(['', TRACE, -1, 'g1']);
   });
 
   it('gives a fast-path handoff taken by a claim its wait in the wake list, and no trace', async () => {
@@ -286,9 +289,9 @@ describe('claims (Lua)', () => {
     expect(await enqueue('handoff')).toEqual([1, 'active']);
     const [, row] = (await reserve(2)) as [unknown, unknown[]];
     expect(row[0]).toBe('handoff');
-    expect(row.slice(7, 8)).toEqual(['']);
-    expect(row[8]).toBeGreaterThanOrEqual(0);
-    expect(row[9]).toBe('');
+    expect(row.slice(7, 9)).toEqual(['', '']); // no time limit (never handed off with one), no trace
+    expect(row[9]).toBeGreaterThanOrEqual(0);
+    expect(row[10]).toBe('');
   });
 });
 

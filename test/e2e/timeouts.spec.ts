@@ -1,6 +1,11 @@
 import type Redis from 'ioredis';
 import { InvalidOptionError, LeaseLostError, RunContext, RunEvents, RunFailedEvent, TimeoutError, Workflow, WorkflowFailedError } from '../../lib';
+import { RedisKeys } from '../../lib/redis/redis.keys';
+import { parseClaimReply } from '../../lib/worker/claim';
+import { newCallId } from '../../lib/worker/run.commits';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
+import { enqueueArgs, enqueueKeys, fakePark } from '../support/queue-state';
+import { scriptsOn } from '../support/scripts';
 import { deferred, Deferred, Gates, namespaceKeys } from '../support/workflows';
 
 /** Gates the workflows wait on (the test opens them), and events they signal (the test awaits them). */
@@ -153,5 +158,56 @@ describe('runTimeoutMs: bad input', () => {
       expect((error as InvalidOptionError).message).toMatch(/opts\.runTimeoutMs: must be an integer from 1 to 2147483647/);
     }
     expect(await namespaceKeys(redis, namespace)).toEqual(bootKeys);
+  });
+});
+
+describe('the run time limit in claims (Lua)', () => {
+  const WF = 'timeouts.raw';
+  let redis: Redis;
+  let keys: RedisKeys;
+  let namespace: string;
+  const reserve = (flags: number, callId = newCallId()) =>
+    scriptsOn(redis).run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(callId)], [keys.base, 10, 30_000, 0, 3, 256, 60_000, 'w', flags, WF]);
+  /** ARGV[14] trace '' and ARGV[15] the limit, as enqueueArgs sends them for a run with runTimeoutMs. */
+  const enqueue = (id: string, limit?: number) =>
+    scriptsOn(redis).run<[number, string]>('enqueue', enqueueKeys(keys, id), [...enqueueArgs(keys, WF, id, { id }, true), `nonce-${id}`, ...(limit === undefined ? [] : ['', limit])]);
+
+  beforeAll(() => {
+    redis = rawRedis();
+  });
+  beforeEach(() => {
+    namespace = uniqueNamespace('timeouts-raw');
+    keys = new RedisKeys('sluice', namespace);
+  });
+  afterEach(() => dropNamespace(redis, namespace));
+  afterAll(() => redis.quit());
+
+  it('never fast-paths a run with its own limit, and ships the limit with each claim, its replay, and with the extras', async () => {
+    await fakePark(redis, keys, WF);
+    expect(await enqueue('limited', 250)).toEqual([1, 'waiting']);
+    expect(await redis.hget(keys.run('limited'), 'timeoutMs')).toBe('250');
+    const callId = newCallId();
+    const reply = await reserve(0, callId);
+    expect((reply[1] as unknown[]).slice(7)).toEqual(['250']);
+    expect(parseClaimReply(reply).claims[0]).toMatchObject({ id: 'limited', timeoutMs: 250 });
+    // The retry of that call (its reply lost) hands the same claim back, with its limit.
+    const replayed = await reserve(1, callId);
+    expect(parseClaimReply(replayed).claims[0]).toMatchObject({ id: 'limited', timeoutMs: 250 });
+
+    // With the telemetry extras: the limit first, then trace, wait and group.
+    expect(await enqueue('limited-2', 400)).toEqual([1, 'waiting']);
+    const [, row] = (await reserve(2)) as [unknown, unknown[]];
+    expect(row.slice(7, 9)).toEqual(['400', '']);
+    expect(parseClaimReply([0, row]).claims[0]).toMatchObject({ id: 'limited-2', timeoutMs: 400 });
+    expect(parseClaimReply([0, row]).claims[0].trace).toBeUndefined();
+  });
+
+  it('a run without a limit keeps the fast path and has none in its claim', async () => {
+    await fakePark(redis, keys, WF);
+    expect(await enqueue('plain')).toEqual([1, 'active']);
+    expect(await redis.hexists(keys.run('plain'), 'timeoutMs')).toBe(0);
+    const reply = await reserve(0);
+    expect((reply[1] as unknown[]).slice(7)).toEqual(['']);
+    expect(parseClaimReply(reply).claims[0].timeoutMs).toBeUndefined();
   });
 });
