@@ -25,7 +25,7 @@ function note(ctx: RunContext, what: string): void {
 }
 
 /** Capped at one run at a time fleet-wide; its first attempt can ignore its signal for as long as the test keeps its gate shut. */
-@Workflow('timeouts.ignoring', { timeoutMs: 300, attempts: 2, backoff: { delayMs: 0 }, concurrency: 1 })
+@Workflow('timeouts.ignoring', { timeoutMs: 1_000, attempts: 2, backoff: { delayMs: 0 }, concurrency: 1 })
 class IgnoringWorkflow {
   async run(input: { hang: boolean }, ctx: RunContext): Promise<string> {
     note(ctx, `start:${ctx.attempt}`);
@@ -93,10 +93,10 @@ describe('run time limits', () => {
 
     const reason = aborts.get('ignore-x:1');
     expect(reason).toBeInstanceOf(TimeoutError);
-    expect(reason).toMatchObject({ runId: 'ignore-x', limitMs: 300, step: undefined });
+    expect(reason).toMatchObject({ runId: 'ignore-x', limitMs: 1_000, step: undefined });
     expect(aborts.has('ignore-x:2')).toBe(false);
     expect(failures.filter((f) => f.runId === 'ignore-x')).toEqual([
-      expect.objectContaining({ attempt: 1, willRetry: true, error: { name: 'TimeoutError', message: 'Run ignore-x timed out after 300 ms' } }),
+      expect.objectContaining({ attempt: 1, willRetry: true, error: { name: 'TimeoutError', message: 'Run ignore-x timed out after 1000 ms' } }),
     ]);
     // The step before the hang ran once; the retry replayed it.
     expect(log.filter((entry) => entry.startsWith('ignore-x:first'))).toEqual(['ignore-x:first:1']);
