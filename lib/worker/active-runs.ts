@@ -8,6 +8,8 @@ export class LazyAbort {
   private controller?: AbortController;
   private wasAborted = false;
   private why: unknown;
+  /** Told of the abort (once), without making the controller: the executor ends a cancelled attempt at once. */
+  onAbort?: (reason: unknown) => void;
 
   get signal(): AbortSignal {
     if (!this.controller) {
@@ -32,6 +34,7 @@ export class LazyAbort {
     this.wasAborted = true;
     this.why = reason;
     this.controller?.abort(reason);
+    this.onAbort?.(reason);
   }
 }
 

@@ -23,7 +23,7 @@ export type StepSleep = (ms: number, abort: RunAbort) => Promise<void>;
 export class AttemptGuard {
   private timer?: NodeJS.Timeout;
   private reject?: (error: unknown) => void;
-  private expired?: TimeoutError;
+  private expired?: Error;
 
   constructor(
     readonly runId: string,
@@ -56,8 +56,11 @@ export class AttemptGuard {
     });
   }
 
-  /** Ends the attempt with `error`: `ctx.signal` aborts with it and {@link settle} rejects with it. First call wins. */
-  expire(error: TimeoutError): void {
+  /**
+   * Ends the attempt with `error` (a `TimeoutError`, or the `RunCancelledError` of a cancel):
+   * `ctx.signal` aborts with it and {@link settle} rejects with it. First call wins.
+   */
+  expire(error: Error): void {
     if (this.expired) return;
     this.expired = error;
     clearTimeout(this.timer);

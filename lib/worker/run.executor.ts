@@ -60,6 +60,9 @@ export class RunExecutor {
     const persist = (key: string, encoded: string) => this.commits.saveStep(claim, key, encoded);
     // The attempt's time limits: the run's own, else the workflow's; step limits end it through the guard too.
     const guard = new AttemptGuard(claim.id, abort);
+    // A cancelled run's attempt ends now, as a timed-out one does: the process's local slot frees
+    // even if the code ignores its signal (its writes are refused by the token anyway).
+    abort.onAbort = (reason) => reason instanceof RunCancelledError && guard.expire(reason);
     const limitMs = claim.timeoutMs ?? definition.timeoutMs;
     const recorder = new StepRecorder(claim.id, claim.steps, persist, this.options.maxPayloadBytes, this.options.maxRunMemoBytes, telemetry, guard);
     let progress: ProgressReporter | undefined;

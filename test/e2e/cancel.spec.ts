@@ -170,3 +170,34 @@ describe('cancel: the heartbeat backstop', () => {
   });
 });
 
+
+describe('cancel: the local slot', () => {
+  const ns = uniqueNamespace('cxl');
+  let redis: Redis;
+  let app: TestApp;
+  beforeAll(async () => {
+    redis = rawRedis();
+    app = await createApp([Hold], { namespace: ns, worker: { concurrency: 1 } });
+  });
+  afterAll(async () => {
+    gates.openAll();
+    await app.close();
+    await dropNamespace(redis, ns);
+    await redis.quit();
+  });
+
+  it('a cancelled attempt ends at once in its worker, which takes other work although the code ignores its signal', async () => {
+    const stuck = await app.client.enqueue('cx.hold', { key: 'l1' });
+    await started.get(stuck.id).promise;
+    await app.client.cancel(stuck.id);
+    // The worker's only slot: free although run l1's code is still blocked on its gate.
+    const next = await app.client.enqueue('cx.hold', { key: 'l2' });
+    await started.get(next.id).promise;
+    expect(startedIds.has(next.id)).toBe(true);
+    gates.open('l2');
+    await expect(next.result({ timeoutMs: 10_000 })).resolves.toBe('finished anyway');
+    gates.open('l1');
+    await ended.get(stuck.id).promise;
+    expect((await app.client.get(stuck.id))?.state).toBe('cancelled');
+  });
+});
