@@ -262,17 +262,22 @@ describe('ctx.progress', () => {
     await gates.get(`${key}:reached:1`).promise;
     const runKey = keys.run(handle.id);
     const token = (await redis.hget(runKey, 'token'))!;
-    const scripts = scriptsOn(redis.duplicate());
-    const progress = (tok: string, value: string) => scripts.run<number>('progress', [runKey], [keys.base, handle.id, tok, value]);
-    expect(await progress('not-the-token', '"stale"')).toBe(0);
-    expect(await redis.hmget(runKey, 'progress', 'progressSeq')).toEqual(['{"i":1,"of":1}', '1']);
-    expect(await progress(token, '"fresh"')).toBe(1);
-    expect(await progress(token, '"fresh"')).toBe(1); // a retry after a lost reply
-    expect(await redis.hmget(runKey, 'progress', 'progressSeq')).toEqual(['"fresh"', '2']);
-    gates.open(`${key}:go:1`);
-    await handle.result({ timeoutMs: 10_000 });
-    expect(await progress(token, '"after the end"')).toBe(0);
-    expect(await redis.hget(runKey, 'progress')).toBe('"fresh"');
+    const connection = redis.duplicate();
+    const scripts = scriptsOn(connection);
+    try {
+      const progress = (tok: string, value: string) => scripts.run<number>('progress', [runKey], [keys.base, handle.id, tok, value]);
+      expect(await progress('not-the-token', '"stale"')).toBe(0);
+      expect(await redis.hmget(runKey, 'progress', 'progressSeq')).toEqual(['{"i":1,"of":1}', '1']);
+      expect(await progress(token, '"fresh"')).toBe(1);
+      expect(await progress(token, '"fresh"')).toBe(1); // a retry after a lost reply
+      expect(await redis.hmget(runKey, 'progress', 'progressSeq')).toEqual(['"fresh"', '2']);
+      gates.open(`${key}:go:1`);
+      await handle.result({ timeoutMs: 10_000 });
+      expect(await progress(token, '"after the end"')).toBe(0);
+      expect(await redis.hget(runKey, 'progress')).toBe('"fresh"');
+    } finally {
+      connection.disconnect();
+    }
   });
 
   it('the testing harness records the same values and the same errors', async () => {
