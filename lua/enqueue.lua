@@ -61,7 +61,7 @@ local leaseMs = tonumber(ARGV[11])
 if due > now then
   state = 'delayed'
 elseif ARGV[10] == '1' and trace == '' and timeoutMs == '' and not laneHasDue(lane) and redis.call('LLEN', wakeKey) == 0
-    and namespaceRoom(KEYS[2], KEYS[3]) and workflowRoom(base, KEYS[3], workflow)
+    and primeLimits(KEYS[3], claimFields({ workflow })) and namespaceRoom(KEYS[2], KEYS[3]) and workflowRoom(base, KEYS[3], workflow)
     and (group == '' or groupRoom(base, KEYS[3], workflow, group)) then
   local parkedKey = wfKey(base, workflow, 'parked')
   local parked = redis.call('ZRANGEBYSCORE', parkedKey, now, '+inf', 'LIMIT', 0, 1)

@@ -41,16 +41,22 @@ for i = 8, #ARGV do
   if ARGV[i] == 'state' then stateAt = #fields end
   if ARGV[i] == 'group' then groupAt = #fields end
 end
+-- The workflow the index belongs to (KEYS[1] is wf:<name>:<suffix>): an id reused by another
+-- workflow's run before this index entry was trimmed is not this workflow's.
+local prefix = base .. 'wf:'
+local indexWorkflow = string.sub(KEYS[1], #prefix + 1, #KEYS[1] - #(string.match(KEYS[1], ':[^:]+$') or ''))
+local fieldsCount = #fields
+fields[#fields + 1] = 'workflow'
 
 local rows = {}
 -- Reads a run; appends it if it is in the state and group asked for. Returns false if the run is
 -- not (or no longer) in that state.
 local function visit(id)
   local values = redis.call('HMGET', base .. 'run:' .. id, unpack(fields))
-  if values[stateAt] ~= state then return false end
+  if values[stateAt] ~= state or (kind ~= 'waiting' and kind ~= 'active' and values[fieldsCount + 1] ~= indexWorkflow) then return false end
   if group == '' or values[groupAt] == group then
     local row = { id }
-    for i = 1, #fields do row[i + 1] = values[i] or false end
+    for i = 1, fieldsCount do row[i + 1] = values[i] or false end
     rows[#rows + 1] = row
   end
   return true
@@ -87,6 +93,15 @@ end
 
 -- Zsets: finish indexes (unique scores) and the delayed set (scores tie, members break ties).
 local key = KEYS[1]
+-- Members of equal score sort by their bytes; Lua's `<` on strings follows the server's locale.
+local function byteLess(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
 local function scoreText(score) return string.format('%.0f', tonumber(score)) end
 
 -- How many entries sort before the cursor (score, id), or also at it with `inclusive`. Entries
@@ -98,7 +113,7 @@ local function countBefore(score, id, inclusive)
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
     local member = redis.call('ZRANGE', key, mid, mid)[1]
-    if member < id or (inclusive and member == id) then lo = mid + 1 else hi = mid end
+    if byteLess(member, id) or (inclusive and member == id) then lo = mid + 1 else hi = mid end
   end
   return lo
 end

@@ -41,6 +41,7 @@ for i = 10, #ARGV do
   redis.call('ZREM', wfKey(base, ARGV[i], 'parked'), ARGV[8])
 end
 
+primeLimits(KEYS[2], claimFields(workflows))
 local flags = tonumber(ARGV[9]) or 0
 withExtras = flags >= 2
 local replayed = { { 0, now } }
@@ -75,7 +76,7 @@ for _, wf in ipairs(workflows) do
     local heldKey = wfKey(base, wf, 'rate-held')
     for _, group in ipairs(redis.call('ZRANGEBYSCORE', heldKey, '-inf', now, 'LIMIT', 0, 256)) do
       redis.call('ZREM', heldKey, group)
-      activateGroup(base, KEYS[2], KEYS[3], wf, group)
+      if activateGroup(base, KEYS[2], KEYS[3], wf, group) then wake(wfKey(base, wf, 'wake')) end
     end
   end
 end

@@ -32,11 +32,13 @@ local now = nowMs()
 
 -- Requeues one run if it is in `expected` (or, with nil, in either retryable state). Returns
 -- the outcome and the state found.
-local function requeue(id, runKey, expected)
+local function requeue(id, runKey, expected, expectedWorkflow)
   local f = redis.call('HMGET', runKey, 'state', 'workflow', 'group', 'priority')
   local state, workflow = f[1], f[2]
   if not state or not workflow then return 'missing', '' end
   if (expected and state ~= expected) or (state ~= 'failed' and state ~= 'cancelled') then return 'state', state end
+  -- An index entry whose id was reused by another workflow's run (before the entry was trimmed).
+  if expectedWorkflow and workflow ~= expectedWorkflow then return 'state', state end
   redis.call('HSET', runKey, 'state', 'waiting', 'failures', 0, 'stalls', 0, 'dueAt', now)
   redis.call('HDEL', runKey, 'result', 'finishedAt', 'ended', 'reason')
   redis.call('PERSIST', runKey)
@@ -58,8 +60,10 @@ if bound == '' then
   bound = string.format('%.0f', tonumber(top[2]))
 end
 local retried, stale = 0, {}
+-- KEYS[3] is wf:<name>:<state>.
+local indexWorkflow = string.sub(KEYS[3], #base + 4, #KEYS[3] - #state - 1)
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', bound, 'LIMIT', 0, tonumber(ARGV[5]))) do
-  if requeue(id, base .. 'run:' .. id, state) == 'retried' then retried = retried + 1 else stale[#stale + 1] = id end
+  if requeue(id, base .. 'run:' .. id, state, indexWorkflow) == 'retried' then retried = retried + 1 else stale[#stale + 1] = id end
 end
 for i = 1, #stale, 500 do redis.call('ZREM', KEYS[3], unpack(stale, i, math.min(i + 499, #stale))) end
 local more = #redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', bound, 'LIMIT', 0, 1)

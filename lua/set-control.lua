@@ -8,17 +8,38 @@
   KEYS[1] limits  hash
   KEYS[2] seq     string
   ARGV[1] key base '{prefix:namespace}:'
-  ARGV[2] 'pause' | 'rate'
+  ARGV[2] 'pause' | 'rate' | 'rate-review' (only the next batch of the review, below)
   ARGV[3] workflow
   ARGV[4] group, or '' for the workflow itself; for 'rate' also '*' (the default of every group)
   ARGV[5] pause: '1' to pause, '' to resume; rate: max starts per window, '' to remove the limit
   ARGV[6] rate: window length in ms ('' with ARGV[5] '')
-  Reply: { previous value ('' = none), previous window ('' = none) }
+  Reply: { previous value ('' = none), previous window ('' = none), groups left in rate-held to
+         review (the caller goes on with 'rate-review' while it is > 0) }
 ]]
 -- @include common
 
 local base, kind, workflow, group, value, windowMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local wf = 'wf:' .. workflow
+local heldKey = wfKey(base, workflow, 'rate-held')
+
+-- Brings back the next REVIEW_BATCH groups a rate limit held (each stays held if it still has no
+-- room); returns how many are left. Bounded, as a workflow may have any number of groups.
+local REVIEW_BATCH = 500
+local function reviewHeld()
+  local held = redis.call('ZRANGE', heldKey, 0, REVIEW_BATCH - 1)
+  if #held > 0 then
+    redis.call('ZREM', heldKey, unpack(held))
+    for _, g in ipairs(held) do activateGroup(base, KEYS[1], KEYS[2], workflow, g) end
+  end
+  return redis.call('ZCARD', heldKey)
+end
+
+if kind == 'rate-review' then
+  local left = reviewHeld()
+  if hasDue(base, workflow) then wake(wfKey(base, workflow, 'wake')) end
+  return { '', '', left }
+end
+
 local previous, previousWindow = '', ''
 if kind == 'pause' then
   if group == '' then
@@ -38,18 +59,15 @@ else
   if windowMs == '' then redis.call('HDEL', KEYS[1], field .. '-ms') else redis.call('HSET', KEYS[1], field .. '-ms', windowMs) end
 end
 
--- A rate limit changed: the groups it held back are reviewed now rather than when their old
--- window frees — and must be, once the namespace has no control left, as reserve then no longer
--- looks at rate-held. (Only groups that had runs due within one window are there.)
-if kind == 'rate' then
-  local heldKey = wfKey(base, workflow, 'rate-held')
-  local held = redis.call('ZRANGE', heldKey, 0, -1)
-  if #held > 0 then
-    redis.call('DEL', heldKey)
-    for _, g in ipairs(held) do activateGroup(base, KEYS[1], KEYS[2], workflow, g) end
-  end
+-- A rate limit raised or removed: the groups it held back are reviewed now rather than when their
+-- old window frees — and must be, once the namespace has no control left, as reserve then no
+-- longer looks at rate-held. An unchanged limit (every bootstrap) or a tighter one reviews nothing.
+local left = 0
+if kind == 'rate' and (previous ~= value or previousWindow ~= windowMs) then
+  local tighter = value ~= '' and previous ~= '' and tonumber(value) <= tonumber(previous) and tonumber(windowMs) >= tonumber(previousWindow)
+  if not tighter then left = reviewHeld() end
 end
 -- Resumed, or a rate limit changed: what it held back may run now (a tighter limit is only
 -- checked at the next claim, so waking then costs one reserve).
 if value == '' or kind == 'rate' then afterCapChange(base, KEYS[1], KEYS[2], workflow, group) end
-return { previous, previousWindow }
+return { previous, previousWindow, left }

@@ -19,8 +19,8 @@ import { enqueueArgs, enqueueKeys, EnqueueSettings, newNonce } from './enqueue.s
 import { activateGroups, checkLimit, EVERY_GROUP, LimitTarget, limitField, Limits } from './limits';
 import { RUN_FIELDS, RunInfo, toRunInfo } from './run-info';
 import { ListRunsOptions, RetryAllOptions, RetryResult, RunAdmin, RunPage } from './run.admin';
-import { CancelOptions, CancelResult, PauseTarget, rateFields, RunControl } from './run.control';
-import { RateLimit, toRateLimit } from './rate-limit';
+import { CancelOptions, CancelResult, checkPauseTarget, PauseTarget, rateFields, RunControl } from './run.control';
+import { checkRateLimit, RateLimit, toRateLimit } from './rate-limit';
 import { parseStats, QueueStats } from './stats';
 import { RunWaiter } from './run.waiter';
 import { buildScheduleSpec, ScheduleOptions } from '../schedule/schedule.options';
@@ -151,7 +151,8 @@ export class QueueClient {
   }
 
   /**
-   * Waits until the run finishes. Resolves with its result; rejects with `WorkflowFailedError`
+   * Waits until the run finishes. Resolves with its result; rejects with `RunCancelledError` if it
+   * was cancelled, `WorkflowFailedError`
    * if it failed for good, `WaitTimeoutError` after `timeoutMs`, `RunNotFoundError` if no such run.
    */
   async wait<T = unknown>(runId: string, opts?: WaitOptions): Promise<T> {
@@ -236,7 +237,10 @@ export class QueueClient {
     if (target.rateLimit !== undefined) {
       if (target.limit !== undefined) throw new InvalidOptionError('target', 'set either limit or rateLimit in one call, not both');
       if (target.workflow === undefined) throw new InvalidOptionError('target.workflow', 'rate limits are per workflow or group: name the workflow');
-      return this.control.setRateLimit(target.workflow, target.group, target.rateLimit);
+      const rateLimit = target.rateLimit === null ? null : checkRateLimit(target.rateLimit, 'rateLimit');
+      // A typo must not write a limit (nor turn the namespace's controls on) for no workflow.
+      await this.confirmWorkflow(target.workflow, 'setLimits');
+      return this.control.setRateLimit(target.workflow, target.group, rateLimit);
     }
     const limit = checkLimit(target.limit);
     const scripts = this.scripts.get();
@@ -384,11 +388,17 @@ export class QueueClient {
     return this.migrator.migrate();
   }
 
-  private async controlTarget(target: PauseTarget, operation: string): Promise<PauseTarget & { workflow: string }> {
+  /** Checks a pause target completely, then (for a workflow this process does not declare) that the fleet knows it. */
+  private async controlTarget(target: PauseTarget, operation: string): Promise<{ workflow: string; group?: string }> {
     if (target === null || typeof target !== 'object') throw new InvalidInputError('target', 'must be an object { workflow, group? }');
-    const resolved = this.registry.resolve(target.workflow);
-    if (!resolved.known) await this.fleet.confirm(resolved.name, operation);
-    return { workflow: resolved.name, ...(target.group !== undefined && { group: target.group }) };
+    if (target.workflow === undefined) throw new InvalidInputError('target.workflow', 'is required');
+    const checked = checkPauseTarget({ workflow: this.registry.resolve(target.workflow).name, group: target.group });
+    await this.confirmWorkflow(checked.workflow, operation);
+    return checked;
+  }
+
+  private async confirmWorkflow(name: string, operation: string): Promise<void> {
+    if (!this.registry.resolve(name).known) await this.fleet.confirm(name, operation);
   }
 
   private scheduleStore(): ScheduleStore {

@@ -51,14 +51,17 @@ export class RunControl {
     }
     const error = JSON.stringify({ name: 'RunCancelledError', message: reason ? `cancelled: ${reason}` : 'cancelled', ...(reason && { reason }) });
     const keys = [this.keys.run(runId), this.keys.leases, this.keys.limits, this.keys.seq];
-    // Repeatable: a retry after a lost reply finds the run cancelled and answers 'finished'.
-    const [outcome, state] = await this.scripts().run<[string, string]>('cancel', keys, [this.keys.base, runId, error, reason, this.options.defaults.resultTtlMs], { idempotent: true });
+    let repeated = false;
+    const args = [this.keys.base, runId, error, reason, this.options.defaults.resultTtlMs];
+    const [outcome, state] = await this.scripts().run<[string, string]>('cancel', keys, (retry) => ((repeated = retry), args), { idempotent: true });
     if (outcome === 'missing') throw new RunNotFoundError(runId);
-    return { cancelled: outcome === 'cancelled', state: state as RunState };
+    // Sent again after a lost reply, the call finds the run as its first try left it: cancelled.
+    const cancelled = outcome === 'cancelled' || (repeated && state === 'cancelled');
+    return { cancelled, state: state as RunState };
   }
 
   /** @returns whether the call changed anything (`false`: it was paused already, or not paused to resume). */
-  async setPaused(target: PauseTarget, paused: boolean): Promise<boolean> {
+  async setPaused(target: { workflow: string; group?: string }, paused: boolean): Promise<boolean> {
     const { workflow, group } = checkPauseTarget(target);
     const [previous] = await this.scripts().run<[string, string]>('set-control', [this.keys.limits, this.keys.seq], [
       this.keys.base, 'pause', workflow, group ?? '', paused ? '1' : '', '',
@@ -69,14 +72,19 @@ export class RunControl {
   /** Sets or removes a rate limit (`group` '*' = every group's default); returns the previous one. */
   async setRateLimit(workflow: string, group: string | undefined, rateLimit: RateLimit | null): Promise<RateLimit | null> {
     const rate = rateLimit === null ? null : checkRateLimit(rateLimit, 'rateLimit');
-    const [max, perMs] = await this.scripts().run<[string, string]>('set-control', [this.keys.limits, this.keys.seq], [
-      this.keys.base, 'rate', workflow, group ?? '', rate ? rate.max : '', rate ? rate.perMs : '',
-    ], { idempotent: true });
+    const keys = [this.keys.limits, this.keys.seq];
+    const send = (kind: string, max: number | '', perMs: number | '') =>
+      this.scripts().run<[string, string, number]>('set-control', keys, [this.keys.base, kind, workflow, group ?? '', max, perMs], { idempotent: true });
+    const [max, perMs, left] = await send('rate', rate ? rate.max : '', rate ? rate.perMs : '');
+    // The groups the old limit held are reviewed in batches of 500 (a group still without room is
+    // held again, so the count is bounded by the batches the first count calls for).
+    for (let batches = Math.ceil(left / 500), remaining = left; remaining > 0 && batches > 0; batches--) [, , remaining] = await send('rate-review', '', '');
     return toRateLimit(max, perMs);
   }
 }
 
-function checkPauseTarget(target: PauseTarget): { workflow: string; group?: string } {
+/** Checks a pause target whose workflow is resolved to its name. */
+export function checkPauseTarget(target: { workflow: string; group?: string }): { workflow: string; group?: string } {
   const workflow = checkName(target.workflow, 'target.workflow');
   if (target.group === undefined) return { workflow };
   if (target.group === EVERY_GROUP) throw new InvalidOptionError('target.group', 'pause one group at a time, or the whole workflow (no group)');

@@ -191,7 +191,7 @@ function parseDone(message: string): DoneMessage | undefined {
 
 /** The error a cancelled run's waiters get; lua/cancel.lua stores the reason in the recorded error. */
 function cancelledError(runId: string, error: RunErrorInfo | undefined): RunCancelledError {
-  const reason = (error as { reason?: unknown } | undefined)?.reason;
+  const reason = error?.reason;
   return new RunCancelledError(runId, typeof reason === 'string' && reason !== '' ? reason : undefined);
 }
 

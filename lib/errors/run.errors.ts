@@ -11,6 +11,8 @@ export interface RunErrorInfo {
   name: string;
   message: string;
   stack?: string;
+  /** A cancelled run's: the reason given to `cancel`, if any. */
+  reason?: string;
 }
 
 /**

@@ -8,7 +8,8 @@ import { RedisLink, Role } from './redis.link';
 /**
  * The process's Redis connections — at most three, however many workflows it runs:
  * `command` (scripts and reads), `blocking` (the worker's wait for a wake marker; only in worker
- * processes) and `subscriber` (done-channel subscriptions; opened by the first wait). Each is a
+ * processes) and `subscriber` (done- and progress-channel subscriptions, opened by the first wait;
+ * in worker processes also the cancel channel, opened at start). Each is a
  * {@link RedisLink}, so no call over it can hang. Connections are lazy: nothing connects before
  * the first command, so module init does no I/O. All three are Sluice's own, also when the
  * options give an ioredis instance: it is duplicated with Sluice's settings (and left open).

@@ -80,6 +80,11 @@ export class RedisLink {
     return this.instance?.status === 'ready' ? undefined : this.downAt;
   }
 
+  /** Whether the link has a connection (in any state): after a replacement it has none until the next call. */
+  get hasConnection(): boolean {
+    return this.instance !== undefined && !this.closed;
+  }
+
   /** The current ioredis instance, created (not connected) on first use. */
   get client(): Redis {
     if (this.closed) throw new SluiceError(`QueueModule has shut down; its Redis ${this.role} connection is closed`);

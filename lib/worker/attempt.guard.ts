@@ -24,6 +24,8 @@ export class AttemptGuard {
   private timer?: NodeJS.Timeout;
   private reject?: (error: unknown) => void;
   private expired?: Error;
+  /** Set once the attempt's outcome is decided: late calls of abandoned code (progress) write nothing. */
+  ended = false;
 
   constructor(
     readonly runId: string,
@@ -69,6 +71,9 @@ export class AttemptGuard {
   }
 }
 
+/** The longest delay a Node timer keeps. */
+const MAX_TIMER_MS = 2_147_483_647;
+
 /** A real wait, ended early when the run's signal aborts. */
 export function sleepUnlessAborted(ms: number, abort: RunAbort): Promise<void> {
   if (ms <= 0 || abort.aborted) return Promise.resolve();
@@ -79,7 +84,8 @@ export function sleepUnlessAborted(ms: number, abort: RunAbort): Promise<void> {
       signal.removeEventListener('abort', done);
       resolve();
     };
-    const timer = setTimeout(done, ms);
+    // Node fires a longer timer after 1 ms: the jitter can take a capped backoff past its maximum.
+    const timer = setTimeout(done, Math.min(ms, MAX_TIMER_MS));
     signal.addEventListener('abort', done, { once: true });
   });
 }

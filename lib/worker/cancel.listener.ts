@@ -11,8 +11,12 @@ import type { ActiveRuns } from './active-runs';
  * the lease heartbeat (every third of `worker.lockMs`) is the backstop, since a cancelled run's
  * lease no longer extends.
  */
+/** How often a worker checks that its subscriber connection exists (see {@link CancelListener.start}). */
+const RECHECK_MS = 5_000;
+
 export class CancelListener {
   private listening = false;
+  private timer?: NodeJS.Timeout;
 
   constructor(
     private readonly subscriber: RedisLink,
@@ -29,11 +33,21 @@ export class CancelListener {
       });
       if (this.listening) redis.subscribe(this.channel).catch(() => undefined);
     });
-    this.subscriber.call('subscribe to cancellations', (redis) => redis.subscribe(this.channel)).catch(() => undefined);
+    this.subscribe();
+    // A replaced subscriber connection (one that stopped answering) is reopened only by the next
+    // call over it, and a worker-only process may make none: look now and then, for free while
+    // the connection is there.
+    this.timer = setInterval(() => !this.subscriber.hasConnection && this.subscribe(), RECHECK_MS);
+    this.timer.unref();
   }
 
   stop(): void {
     this.listening = false;
+    clearInterval(this.timer);
+  }
+
+  private subscribe(): void {
+    this.subscriber.call('subscribe to cancellations', (redis) => redis.subscribe(this.channel)).catch(() => undefined);
   }
 
   private onCancel(message: string): void {

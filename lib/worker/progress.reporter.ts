@@ -57,7 +57,11 @@ export class ProgressReporter {
     try {
       encoded = encodeProgress(value, this.maxPayloadBytes);
     } catch (error) {
-      return Promise.reject(error);
+      // Marked handled: a caller that fires and forgets must not get an unhandled rejection
+      // (which ends the process); one that awaits still gets the typed error.
+      const rejected = Promise.reject(error);
+      rejected.catch(() => undefined);
+      return rejected;
     }
     if (this.stopped) return Promise.resolve();
     return new Promise((resolve) => {

@@ -60,9 +60,10 @@ export class RunExecutor {
     const persist = (key: string, encoded: string) => this.commits.saveStep(claim, key, encoded);
     // The attempt's time limits: the run's own, else the workflow's; step limits end it through the guard too.
     const guard = new AttemptGuard(claim.id, abort);
-    // A cancelled run's attempt ends now, as a timed-out one does: the process's local slot frees
-    // even if the code ignores its signal (its writes are refused by the token anyway).
-    abort.onAbort = (reason) => reason instanceof RunCancelledError && guard.expire(reason);
+    // A cancelled run's attempt, or one whose lease is gone, ends now, as a timed-out one does:
+    // the process's local slot frees even if the code ignores its signal (its writes are refused
+    // by the token anyway).
+    abort.onAbort = (reason) => (reason instanceof RunCancelledError || reason instanceof LeaseLostError) && guard.expire(reason);
     const limitMs = claim.timeoutMs ?? definition.timeoutMs;
     const recorder = new StepRecorder(claim.id, claim.steps, persist, this.options.maxPayloadBytes, this.options.maxRunMemoBytes, telemetry, guard);
     let progress: ProgressReporter | undefined;
@@ -74,7 +75,8 @@ export class RunExecutor {
       },
       step: (name, fn, options) => recorder.step(name, fn, options),
       // Made on the first call only: a run that never reports progress gets no reporter.
-      progress: (value) => (progress ??= this.progressReporter(claim)).report(value),
+      // After the attempt ended (code that ignored its signal), a report writes nothing.
+      progress: (value) => (guard.ended ? Promise.resolve() : (progress ??= this.progressReporter(claim)).report(value)),
     };
     const startedAt = Date.now();
     if (this.events.listens('active')) this.events.emit('active', { runId: claim.id, workflow: claim.workflow, attempt: claim.attempt });
@@ -88,9 +90,11 @@ export class RunExecutor {
       const result = await guard.settle(runScope.run(recorder, () => definition.instance.run(input, ctx)), limitMs);
       encoded = encodePayload(result, `result of workflow "${claim.workflow}"`, this.options.maxPayloadBytes);
     } catch (error) {
+      guard.ended = true;
       progress?.end(); // before the outcome's call, so the last value lands first
       return this.fail(claim, error, abort, definition.backoff, startedAt, telemetry);
     }
+    guard.ended = true;
     progress?.end();
     if (await this.commits.complete(claim, encoded)) {
       telemetry?.ended('completed');

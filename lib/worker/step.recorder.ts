@@ -66,6 +66,9 @@ export class StepRecorder implements StepRunner {
       this.observer?.replayed(name, key);
       return decodePayload<Jsonified<T>>(saved);
     }
+    // An attempt that is over (time limit, cancel, lost lease, shutdown) starts no new side effect,
+    // even when its code ignored its signal and carries on in the background.
+    if (this.guard.abort.aborted) throw this.guard.abort.reason;
     if (this.observer) return this.observer.executed(name, key, () => this.execute(key, fn, resolved));
     return this.execute(key, fn, resolved);
   }

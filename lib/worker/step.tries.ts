@@ -53,6 +53,7 @@ function retryable(error: unknown): boolean {
 function withinLimit<T>(running: Promise<T> | T, ms: number, expire: () => TimeoutError): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => reject(expire()), ms);
+    timer.unref(); // a try abandoned with its attempt must not keep the process alive
     Promise.resolve(running).then(
       (value) => {
         clearTimeout(timer);

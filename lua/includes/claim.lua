@@ -199,7 +199,7 @@ local function settleGroups(base, limitsKey, seqKey, freed)
         if ring.held[group] and laneHasDue(lane) then holdForRate(base, workflow, group, ring.held[group]) end
       elseif ring.served[group] or ring.pending[group] then
         local room, freeAt = groupRoom(base, limitsKey, workflow, group)
-        local due = laneHasDue(lane)
+        local due = (room or freeAt) and laneHasDue(lane)
         if room and due then
           served[#served + 1] = group
         else

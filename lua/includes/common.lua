@@ -2,9 +2,14 @@
 -- Key names follow lib/redis/redis.keys.ts; keep the two in step.
 
 -- Milliseconds from the Redis clock: workers' clocks may be skewed, the server's is the one truth.
+-- Read once per call: every time a call records (a start, a lease, a rate window) is the same.
+local callNow = nil
 local function nowMs()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if not callNow then
+    local t = redis.call('TIME')
+    callNow = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return callNow
 end
 
 -- Every script's base is ARGV[1] and its leases zset ends in 'leases': the one active index that
@@ -108,6 +113,31 @@ local function limitOf(limitsKey, field)
   return limit
 end
 
+-- Reads several fields of the limits hash in one HMGET into the per-call cache: a call that
+-- will need them (a claim pass: the namespace cap, the controls count, each workflow's cap…)
+-- pays one command instead of one each. Returns true (usable inside a condition).
+local function primeLimits(limitsKey, fields)
+  local values = redis.call('HMGET', limitsKey, unpack(fields))
+  for i, field in ipairs(fields) do
+    local value = values[i]
+    if value then value = tonumber(value) end
+    limitCache[field] = value
+  end
+  return true
+end
+
+-- The fields a claim pass over these workflows reads in the common case (see primeLimits).
+local function claimFields(workflows, extra)
+  local fields = { 'ns', 'controls' }
+  for _, wf in ipairs(workflows) do
+    fields[#fields + 1] = 'wf:' .. wf
+    fields[#fields + 1] = 'wf:' .. wf .. ':overrides'
+    fields[#fields + 1] = 'wf:' .. wf .. ':group'
+    if extra then fields[#fields + 1] = 'wf:' .. wf .. extra end
+  end
+  return fields
+end
+
 -- A group's cap: its own override, else the workflow's default for every group. The field
 -- 'wf:<name>:overrides' counts a workflow's overrides (see set-limits), so the common case — no
 -- overrides — costs one read per workflow, not one per group.
@@ -187,11 +217,9 @@ local function groupRate(limitsKey, workflow, group)
   return nil
 end
 
--- Redis time for rate windows, read once per call (and only by calls that meet a rate limit).
-local rateClock = nil
+-- Redis time for rate windows: the call's own (a claim's start and its rate-log entry agree).
 local function rateNow()
-  if not rateClock then rateClock = nowMs() end
-  return rateClock
+  return nowMs()
 end
 
 -- A rate-limited level keeps its recent starts in a list (newest first, at most `max` long, key
@@ -413,6 +441,8 @@ end
 -- the sequence kept in the stats field 'finishSeq'. Strict even for runs finishing in the same
 -- millisecond, and about the finish time, so retention trims by score. listRuns pages by score.
 local FINISH_SCALE = 1024
+-- How many finishes of a state pass between two looks for expired index entries.
+local TRIM_EVERY = 64
 
 -- Runs `command key item…` in chunks of `per` items: Lua's unpack is bounded.
 local function callChunked(command, key, items, per)
@@ -445,14 +475,15 @@ end
 -- Retention by count: the oldest runs past the newest `keep` are deleted with their entries,
 -- at most `budget` a call. An entry whose run is not in that state any more (its hash expired
 -- and the id was enqueued again) loses only its entry: the new run is not this index's.
-local function trimToKeep(base, indexKey, state, keep, budget)
+local function trimToKeep(base, workflow, indexKey, state, keep, budget)
   local excess = redis.call('ZCARD', indexKey) - keep
   if excess <= 0 then return end
   local n = math.min(excess, budget)
   local doomed = {}
   for _, id in ipairs(redis.call('ZRANGE', indexKey, 0, n - 1)) do
     local runKey = base .. 'run:' .. id
-    if redis.call('HGET', runKey, 'state') == state then doomed[#doomed + 1] = runKey end
+    local f = redis.call('HMGET', runKey, 'state', 'workflow')
+    if f[1] == state and f[2] == workflow then doomed[#doomed + 1] = runKey end
   end
   redis.call('ZREMRANGEBYRANK', indexKey, 0, n - 1)
   for i = 1, #doomed, 500 do redis.call('DEL', unpack(doomed, i, math.min(i + 499, #doomed))) end
@@ -465,7 +496,13 @@ end
 local function countFinished(base, limitsKey, tally, now, ttlMs)
   for workflow, runs in pairs(tally) do
     local statsKey = wfKey(base, workflow, 'stats')
-    local score = math.max(tonumber(redis.call('HGET', statsKey, 'finishSeq') or 0) + 1, now * FINISH_SCALE)
+    local kept = redis.call('HMGET', statsKey, 'finishSeq', 'ttlMax')
+    local score = math.max(tonumber(kept[1] or 0) + 1, now * FINISH_SCALE)
+    -- Trim by the longest retention any process finishing this workflow's runs uses: an entry is
+    -- dropped only once no record it can point at is left.
+    local ttlMax = tonumber(kept[2] or 0)
+    local grown = ttlMs > ttlMax
+    if grown then ttlMax = ttlMs end
     local byState, states = {}, {}
     for i, state in ipairs(runs.states) do
       local members = byState[state]
@@ -478,18 +515,26 @@ local function countFinished(base, limitsKey, tally, now, ttlMs)
       members[#members + 1] = runs.ids[i]
       score = score + 1
     end
-    redis.call('HSET', statsKey, 'finishSeq', string.format('%.0f', score - 1))
+    if grown then
+      redis.call('HSET', statsKey, 'finishSeq', string.format('%.0f', score - 1), 'ttlMax', ttlMax)
+    else
+      redis.call('HSET', statsKey, 'finishSeq', string.format('%.0f', score - 1))
+    end
     for _, state in ipairs(states) do
       local members = byState[state]
       local added = #members / 2
-      redis.call('HINCRBY', statsKey, state, added)
+      local total = redis.call('HINCRBY', statsKey, state, added)
       local indexKey = wfKey(base, workflow, state)
       callChunked('ZADD', indexKey, members, 1000)
       local budget = 2 * added + 64
-      trimExpired(indexKey, now, ttlMs, budget)
+      -- Expired entries: looked for once per TRIM_EVERY finishes of the state (the running total
+      -- crossing a multiple), with room for all that can have expired since.
+      if math.floor(total / TRIM_EVERY) ~= math.floor((total - added) / TRIM_EVERY) then
+        trimExpired(indexKey, now, ttlMax, 4 * TRIM_EVERY + budget)
+      end
       if state ~= 'cancelled' then
         local keep = limitOf(limitsKey, 'wf:' .. workflow .. ':keep:' .. state)
-        if keep then trimToKeep(base, indexKey, state, keep, budget) end
+        if keep then trimToKeep(base, workflow, indexKey, state, keep, budget) end
       end
     end
   end

@@ -77,7 +77,8 @@ describe('cancel', () => {
     // The first run ignores its signal and tries to write a step and its result: both refused.
     gates.open('a1');
     await ended.get(first.id).promise;
-    expect(stepRuns).toContain(first.id); // its step executed, but its result was not saved (below)
+    // Its attempt is over: the step it calls next does not even start (no new side effect).
+    expect(stepRuns).not.toContain(first.id);
     const info = await producer.client.get(first.id);
     expect(info?.state).toBe('cancelled');
     expect(info?.error).toEqual({ name: 'RunCancelledError', message: 'cancelled: operator asked', reason: 'operator asked' });

@@ -102,6 +102,8 @@ describe('pause and resume', () => {
     await expect(client.pause({ workflow: 'pz.nope' })).rejects.toBeInstanceOf(UnknownWorkflowError);
     await expect(client.pause({ workflow: Main, group: '*' })).rejects.toBeInstanceOf(InvalidOptionError);
     await expect(client.pause({ workflow: Main, group: 'a b' })).rejects.toBeInstanceOf(InvalidNameError);
+    // The target is checked whole before the fleet lookup: a bad group of an unknown workflow is a bad group.
+    await expect(client.pause({ workflow: 'pz.nope', group: 'a b' })).rejects.toBeInstanceOf(InvalidNameError);
     await expect(client.resume({ workflow: Main, group: '' })).rejects.toBeInstanceOf(InvalidNameError);
     expect(await redis.hgetall(`${base}limits`)).toEqual(before);
   });

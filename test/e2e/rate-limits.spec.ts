@@ -1,5 +1,5 @@
 import type Redis from 'ioredis';
-import { InvalidOptionError, RateLimit, Workflow } from '../../lib';
+import { InvalidOptionError, RateLimit, UnknownWorkflowError, Workflow } from '../../lib';
 import { auditNamespace, expectConsistent } from '../support/audit';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 
@@ -104,6 +104,8 @@ describe('rate limits', () => {
     }
     await expect(client.setLimits({ rateLimit: { max: 1, perMs: 1 } })).rejects.toBeInstanceOf(InvalidOptionError);
     await expect(client.setLimits({ workflow: 'rl.flat', limit: 3, rateLimit: { max: 1, perMs: 1 } } as never)).rejects.toBeInstanceOf(InvalidOptionError);
+    // A typo names no workflow of the fleet: refused, and the namespace's controls stay off for it.
+    await expect(client.setLimits({ workflow: 'rl.typo', rateLimit: { max: 1, perMs: 1000 } })).rejects.toBeInstanceOf(UnknownWorkflowError);
     expect(await redis.hgetall(`${base}limits`)).toEqual(before);
     expect(() => Workflow('rl.bad', { rateLimit: { max: -1, perMs: 10 } })).toThrow(InvalidOptionError);
     expect(() => Workflow('rl.bad', { groupRateLimit: { max: 1, perMs: 2 ** 31 } })).toThrow(InvalidOptionError);
