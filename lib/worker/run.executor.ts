@@ -60,10 +60,11 @@ export class RunExecutor {
     const persist = (key: string, encoded: string) => this.commits.saveStep(claim, key, encoded);
     // The attempt's time limits: the run's own, else the workflow's; step limits end it through the guard too.
     const guard = new AttemptGuard(claim.id, abort);
-    // A cancelled run's attempt, or one whose lease is gone, ends now, as a timed-out one does:
-    // the process's local slot frees even if the code ignores its signal (its writes are refused
-    // by the token anyway).
-    abort.onAbort = (reason) => (reason instanceof RunCancelledError || reason instanceof LeaseLostError) && guard.expire(reason);
+    // A cancelled run's attempt ends now, as a timed-out one does: the process's local slot frees
+    // even if the code ignores its signal (its writes are refused by the token anyway). An attempt
+    // whose lease was lost runs on until its code returns (a shutdown drains it): its next step
+    // does not start, and whatever it writes meanwhile is refused.
+    abort.onAbort = (reason) => reason instanceof RunCancelledError && guard.expire(reason);
     const limitMs = claim.timeoutMs ?? definition.timeoutMs;
     const recorder = new StepRecorder(claim.id, claim.steps, persist, this.options.maxPayloadBytes, this.options.maxRunMemoBytes, telemetry, guard);
     let progress: ProgressReporter | undefined;

@@ -77,7 +77,7 @@ describe('auditNamespace', () => {
 
     const midFlight = await auditNamespace(redis, { namespace: ns, acknowledged });
     expectConsistent(midFlight);
-    expect(midFlight.states).toEqual({ waiting: 2, delayed: 1, active: 2, completed: 1, failed: 1 });
+    expect(midFlight.states).toEqual({ waiting: 2, delayed: 1, active: 2, completed: 1, failed: 1, cancelled: 0 });
     expect(midFlight.leases).toBe(2);
     expect(midFlight.workflows[WF]).toMatchObject({
       active: 2, delayed: 1, due: 2, limit: 3, groupLimit: 1,
@@ -92,7 +92,7 @@ describe('auditNamespace', () => {
 
     const drained = await auditNamespace(redis, { namespace: ns, acknowledged });
     expectConsistent(drained);
-    expect(drained.states).toEqual({ waiting: 0, delayed: 1, active: 0, completed: 5, failed: 1 });
+    expect(drained.states).toEqual({ waiting: 0, delayed: 1, active: 0, completed: 5, failed: 1, cancelled: 0 });
     expect(drained.leases).toBe(0);
     expect(drained.orphans).toEqual([]);
   });

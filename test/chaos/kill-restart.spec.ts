@@ -124,7 +124,7 @@ describe('worker processes SIGKILLed and restarted during a drain', () => {
     expect(settled.map((r) => r.i)).toEqual(handles.map((_, i) => i));
     const report = await auditNamespace(redis, { namespace: ns, acknowledged: ids });
     expectConsistent(report);
-    expect(report.states).toEqual({ waiting: 0, delayed: 0, active: 0, completed: RUNS, failed: 0 });
+    expect(report.states).toEqual({ waiting: 0, delayed: 0, active: 0, completed: RUNS, failed: 0, cancelled: 0 });
     // Committed once: the commit script's own tally counts each successful commit (audit rule `stats`).
     expect(report.workflows[WF].stats.completed).toBe(RUNS);
 
