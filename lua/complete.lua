@@ -38,7 +38,7 @@ local workflowCount = tonumber(ARGV[6])
 local workflows = {}
 for i = 7, 6 + workflowCount do workflows[#workflows + 1] = ARGV[i] end
 
-primeLimits(KEYS[2], claimFields(workflows, ':keep:completed'))
+primeLimits(KEYS[2], claimFields(workflows, true))
 
 local stepsAt = 8 + workflowCount
 local stepsEnd = stepsAt + 4 * tonumber(ARGV[7 + workflowCount]) - 1

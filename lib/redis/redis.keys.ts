@@ -20,12 +20,12 @@
  * | `wf:<name>:delayed` | zset | runs not yet due (delayed or in backoff), score = due time (ms) |
  * | `wf:<name>:wake` | list | wake marker, or fast-path handoffs, for workers blocked on the workflow |
  * | `wf:<name>:parked` | zset | workers about to block on the workflow, score = entry expiry (ms) |
- * | `wf:<name>:completed` / `:failed` / `:cancelled` | zset | finish indexes: the workflow's runs that ended in that state, score = finish order (`finishSeq`: max(previous + 1, finish ms × 1024)); trimmed by retention (lua/includes/common.lua countFinished), paged by `listRuns` |
- * | `wf:<name>:stats` | hash | running totals of completed and failed runs; `finishSeq`, the last finish index score; `groupDue`, the runs due in group lanes (exact once `groupDueExact` is set, see lua/stats.lua) |
+ * | `wf:<name>:completed` / `:failed` / `:cancelled` | zset | finish indexes: the workflow's runs that ended in that state, score = finish order (max(the index's last score + 1, finish ms × 1024)); trimmed by retention (lua/includes/common.lua countFinished), paged by `listRuns` |
+ * | `wf:<name>:stats` | hash | running totals of completed, failed and cancelled runs; `groupDue`, the runs due in group lanes (exact once `groupDueExact` is set, see lua/stats.lua) |
  * | `wf:<name>:rate-log` / `wf:<name>:g:<group>:rate-log` | list | recent run starts (ms, newest first, at most the rate limit's max) of a rate-limited workflow / group |
  * | `wf:<name>:rate-held` | zset | groups with due runs held back by their rate limit, score = when their window frees (ms) |
  * | `leases` | zset | every active run of the namespace, score = lease deadline (ms) |
- * | `limits` | hash | fleet-wide caps: `ns`, `wf:<name>`, `wf:<name>:group`, `wf:<name>:g:<group>`; retention by count `wf:<name>:keep:completed` / `:keep:failed` (from `@Workflow({ keep })`); controls (lua/includes/common.lua): `wf:<name>:paused`, `wf:<name>:g:<group>:paused`, rate limits `wf:<name>:rate`/`:rate-ms`, `wf:<name>:group-rate`/`:group-rate-ms`, `wf:<name>:g:<group>:rate`/`:rate-ms`, and the counters `controls`, `wf:<name>:paused-groups`, `wf:<name>:rate-overrides` |
+ * | `limits` | hash | fleet-wide caps: `ns`, `wf:<name>`, `wf:<name>:group`, `wf:<name>:g:<group>`; retention by count `wf:<name>:keep:completed` / `:keep:failed` (from `@Workflow({ keep })`), `wf:<name>:ttl-max` (the longest `resultTtlMs` that finished the workflow's runs: the finish indexes are trimmed by it); controls (lua/includes/common.lua): `wf:<name>:paused`, `wf:<name>:g:<group>:paused`, rate limits `wf:<name>:rate`/`:rate-ms`, `wf:<name>:group-rate`/`:group-rate-ms`, `wf:<name>:g:<group>:rate`/`:rate-ms`, and the counters `controls`, `wf:<name>:paused-groups`, `wf:<name>:rate-overrides` |
  * | `workflows` | set | workflows registered by worker processes |
  * | `seq` | string | FIFO sequence within a priority |
  * | `turn` | string | round-robin turns, taken in blocks |

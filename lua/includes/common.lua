@@ -126,14 +126,18 @@ local function primeLimits(limitsKey, fields)
   return true
 end
 
--- The fields a claim pass over these workflows reads in the common case (see primeLimits).
-local function claimFields(workflows, extra)
+-- The fields a claim pass over these workflows reads in the common case (see primeLimits), and
+-- with `finishing` those countFinished reads too.
+local function claimFields(workflows, finishing)
   local fields = { 'ns', 'controls' }
   for _, wf in ipairs(workflows) do
     fields[#fields + 1] = 'wf:' .. wf
     fields[#fields + 1] = 'wf:' .. wf .. ':overrides'
     fields[#fields + 1] = 'wf:' .. wf .. ':group'
-    if extra then fields[#fields + 1] = 'wf:' .. wf .. extra end
+    if finishing then
+      fields[#fields + 1] = 'wf:' .. wf .. ':keep:completed'
+      fields[#fields + 1] = 'wf:' .. wf .. ':ttl-max'
+    end
   end
   return fields
 end
@@ -437,9 +441,9 @@ local function finishRun(base, runKey, id, workflow, state, field, payload, now,
 end
 
 -- Finish indexes: per workflow, one zset per final state (wf:<name>:completed, :failed,
--- :cancelled), member = run id, score = finish order: max(previous score + 1, now * 1024), from
--- the sequence kept in the stats field 'finishSeq'. Strict even for runs finishing in the same
--- millisecond, and about the finish time, so retention trims by score. listRuns pages by score.
+-- :cancelled), member = run id, score = finish order: max(the index's last score + 1, now * 1024).
+-- Strict even for runs finishing in the same millisecond, and about the finish time, so
+-- retention trims by score. listRuns pages by score.
 local FINISH_SCALE = 1024
 -- How many finishes of a state pass between two looks for expired index entries.
 local TRIM_EVERY = 64
@@ -496,35 +500,39 @@ end
 local function countFinished(base, limitsKey, tally, now, ttlMs)
   for workflow, runs in pairs(tally) do
     local statsKey = wfKey(base, workflow, 'stats')
-    local kept = redis.call('HMGET', statsKey, 'finishSeq', 'ttlMax')
-    local score = math.max(tonumber(kept[1] or 0) + 1, now * FINISH_SCALE)
     -- Trim by the longest retention any process finishing this workflow's runs uses: an entry is
-    -- dropped only once no record it can point at is left.
-    local ttlMax = tonumber(kept[2] or 0)
-    local grown = ttlMs > ttlMax
-    if grown then ttlMax = ttlMs end
+    -- dropped only once no record it can point at is left. Kept in the limits hash, so a
+    -- claiming call reads it with its other limits (see primeLimits), written only when it grows.
+    local ttlField = 'wf:' .. workflow .. ':ttl-max'
+    local ttlMax = limitOf(limitsKey, ttlField) or 0
+    if ttlMs > ttlMax then
+      ttlMax = ttlMs
+      redis.call('HSET', limitsKey, ttlField, ttlMax)
+      limitCache[ttlField] = ttlMax
+    end
     local byState, states = {}, {}
     for i, state in ipairs(runs.states) do
-      local members = byState[state]
-      if not members then
-        members = {}
-        byState[state] = members
+      local ids = byState[state]
+      if not ids then
+        ids = {}
+        byState[state] = ids
         states[#states + 1] = state
       end
-      members[#members + 1] = string.format('%.0f', score)
-      members[#members + 1] = runs.ids[i]
-      score = score + 1
-    end
-    if grown then
-      redis.call('HSET', statsKey, 'finishSeq', string.format('%.0f', score - 1), 'ttlMax', ttlMax)
-    else
-      redis.call('HSET', statsKey, 'finishSeq', string.format('%.0f', score - 1))
+      ids[#ids + 1] = runs.ids[i]
     end
     for _, state in ipairs(states) do
-      local members = byState[state]
-      local added = #members / 2
+      local ids = byState[state]
+      local added = #ids
       local total = redis.call('HINCRBY', statsKey, state, added)
       local indexKey = wfKey(base, workflow, state)
+      -- Strict finish order: after the index's last entry, and about the finish time.
+      local last = redis.call('ZRANGE', indexKey, -1, -1, 'WITHSCORES')
+      local score = math.max(#last > 0 and tonumber(last[2]) + 1 or 0, now * FINISH_SCALE)
+      local members = {}
+      for k, id in ipairs(ids) do
+        members[2 * k - 1] = string.format('%.0f', score + k - 1)
+        members[2 * k] = id
+      end
       callChunked('ZADD', indexKey, members, 1000)
       local budget = 2 * added + 64
       -- Expired entries: looked for once per TRIM_EVERY finishes of the state (the running total
