@@ -27,7 +27,8 @@
   ARGV[6] 'asc' | 'desc' (ignored for 'active')
   ARGV[7] group whose runs to keep (finished and delayed), or ''
   ARGV[8 ..] the run fields to reply, among them 'state' and 'group'
-  Reply: { next cursor ('' = no more), { id, field values… }, … }
+  Reply: { next cursor ('' = no more), { id, field values… }, … }, or { false } for 'completed'
+         of a workflow whose completed runs are not indexed (and never were)
 ]]
 -- @include common
 
@@ -47,6 +48,12 @@ local prefix = base .. 'wf:'
 local indexWorkflow = string.sub(KEYS[1], #prefix + 1, #KEYS[1] - #(string.match(KEYS[1], ':[^:]+$') or ''))
 local fieldsCount = #fields
 fields[#fields + 1] = 'workflow'
+
+-- Completed runs are indexed only where the workflow asks for it (indexCompleted, keep.completed).
+if kind == 'finished' and state == 'completed' and redis.call('EXISTS', KEYS[1]) == 0
+    and redis.call('HEXISTS', base .. 'limits', 'wf:' .. indexWorkflow .. ':index-completed') == 0 then
+  return { false }
+end
 
 local rows = {}
 -- Reads a run; appends it if it is in the state and group asked for. Returns false if the run is

@@ -108,9 +108,12 @@ export class RunAdmin {
     if (keys.length === 1) keys.push(keys[0]);
     // The lane or the active set is the group's own: no filter needed there.
     const filter = kind === 'finished' || kind === 'delayed' ? group : '';
-    const [next, ...rows] = await this.scripts.get().run<[string, ...(string | null)[][]]>(
+    const [next, ...rows] = await this.scripts.get().run<[string | null, ...(string | null)[][]]>(
       'list-runs', keys, [this.keys.base, kind, state, cursor, limit, order, filter, ...RUN_FIELDS], { idempotent: true },
     );
+    if (next === null) {
+      throw new InvalidOptionError('opts.state', `completed runs of workflow "${name}" are not indexed: set @Workflow('${name}', { indexCompleted: true }) (or keep.completed) to list them`);
+    }
     const runs = rows.map(([id, ...values]) => toRunInfo(id as string, values)).filter((run): run is RunInfo => run !== null);
     return { runs, cursor: next === '' ? null : next };
   }

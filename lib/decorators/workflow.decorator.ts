@@ -57,6 +57,9 @@ export function Workflow(nameOrContract: string | WorkflowContract<unknown, unkn
     }
   }
   if (options.keep !== undefined) checkKeep(name, options.keep);
+  if (options.indexCompleted !== undefined && typeof options.indexCompleted !== 'boolean') {
+    throw new InvalidOptionError(`@Workflow('${name}') indexCompleted`, `must be a boolean, got ${typeof options.indexCompleted}`);
+  }
   const schedules = options.schedules === undefined ? undefined : checkDeclaredSchedules(name, options.schedules);
   const metadata: WorkflowMetadata = { name, options: { ...options, ...(schedules && { schedules }) } };
   return (target) => {

@@ -21,6 +21,8 @@ export interface WorkflowDefinition {
   groupRateLimit?: RateLimit;
   /** Retention by count (`@Workflow({ keep })`), written to Redis at bootstrap. */
   keep?: RetentionByCount;
+  /** Whether its completed runs are indexed for `listRuns` (`indexCompleted`, or implied by `keep.completed`). */
+  indexCompleted: boolean;
   attempts: number;
   backoff: Required<BackoffOptions>;
   /** Time limit of each attempt in ms (checked at the decorator); a run's own `runTimeoutMs` wins. */
@@ -60,6 +62,7 @@ export class WorkflowRegistry {
       rateLimit: options.rateLimit,
       groupRateLimit: options.groupRateLimit,
       keep: options.keep,
+      indexCompleted: options.indexCompleted === true || options.keep?.completed !== undefined,
       attempts: options.attempts ?? this.options.defaults.attempts,
       backoff: resolveBackoff(options.backoff, this.options.defaults.backoff, `@Workflow('${name}') backoff`),
       timeoutMs: options.timeoutMs,

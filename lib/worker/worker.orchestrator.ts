@@ -204,6 +204,8 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
         // Retention by count, read by countFinished (lua/includes/common.lua) when runs finish.
         ...[`wf:${wf.name}:keep:completed`, cap(wf.keep?.completed), wf.name, ''],
         ...[`wf:${wf.name}:keep:failed`, cap(wf.keep?.failed), wf.name, ''],
+        // Whether complete indexes the workflow's runs (lua/includes/common.lua countFinished).
+        ...[`wf:${wf.name}:index-completed`, wf.indexCompleted ? '1' : '', wf.name, ''],
       ]),
     ];
     const names = workflows.map((wf) => wf.name);

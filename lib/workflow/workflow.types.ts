@@ -85,6 +85,13 @@ export interface WorkflowOptions<In = unknown> {
    */
   groupConcurrency?: number;
   /**
+   * Index this workflow's completed runs in finish order, so `listRuns({ state: 'completed' })`
+   * can page them (failed and cancelled runs are always indexed). Costs two Redis commands per
+   * finishing script call (not per run); implied by `keep.completed`. Written to Redis by every
+   * worker bootstrap. Default `false`.
+   */
+  indexCompleted?: boolean;
+  /**
    * Fleet-wide rate limit on starts of this workflow: at most `max` runs start in any `perMs`
    * window, across every process (see {@link RateLimit}). Stored in Redis at bootstrap by worker
    * processes (the latest wins); `QueueClient.setLimits({ workflow, rateLimit })` changes it at

@@ -136,6 +136,7 @@ local function claimFields(workflows, finishing)
     fields[#fields + 1] = 'wf:' .. wf .. ':group'
     if finishing then
       fields[#fields + 1] = 'wf:' .. wf .. ':keep:completed'
+      fields[#fields + 1] = 'wf:' .. wf .. ':index-completed'
       fields[#fields + 1] = 'wf:' .. wf .. ':ttl-max'
     end
   end
@@ -525,24 +526,28 @@ local function countFinished(base, limitsKey, tally, now, ttlMs)
       local added = #ids
       local total = redis.call('HINCRBY', statsKey, state, added)
       local indexKey = wfKey(base, workflow, state)
-      -- Strict finish order: after the index's last entry, and about the finish time.
-      local last = redis.call('ZRANGE', indexKey, -1, -1, 'WITHSCORES')
-      local score = math.max(#last > 0 and tonumber(last[2]) + 1 or 0, now * FINISH_SCALE)
-      local members = {}
-      for k, id in ipairs(ids) do
-        members[2 * k - 1] = string.format('%.0f', score + k - 1)
-        members[2 * k] = id
-      end
-      callChunked('ZADD', indexKey, members, 1000)
-      local budget = 2 * added + 64
-      -- Expired entries: looked for once per TRIM_EVERY finishes of the state (the running total
-      -- crossing a multiple), with room for all that can have expired since.
-      if math.floor(total / TRIM_EVERY) ~= math.floor((total - added) / TRIM_EVERY) then
-        trimExpired(indexKey, now, ttlMax, 4 * TRIM_EVERY + budget)
-      end
-      if state ~= 'cancelled' then
-        local keep = limitOf(limitsKey, 'wf:' .. workflow .. ':keep:' .. state)
-        if keep then trimToKeep(base, workflow, indexKey, state, keep, budget) end
+      -- Completed runs are indexed only where asked for (@Workflow indexCompleted, or keep.completed):
+      -- the one finish every run has, so the index costs the hot path.
+      if state ~= 'completed' or limitOf(limitsKey, 'wf:' .. workflow .. ':index-completed') then
+        -- Strict finish order: after the index's last entry, and about the finish time.
+        local last = redis.call('ZRANGE', indexKey, -1, -1, 'WITHSCORES')
+        local score = math.max(#last > 0 and tonumber(last[2]) + 1 or 0, now * FINISH_SCALE)
+        local members = {}
+        for k, id in ipairs(ids) do
+          members[2 * k - 1] = string.format('%.0f', score + k - 1)
+          members[2 * k] = id
+        end
+        callChunked('ZADD', indexKey, members, 1000)
+        local budget = 2 * added + 64
+        -- Expired entries: looked for once per TRIM_EVERY finishes of the state (the running total
+        -- crossing a multiple), with room for all that can have expired since.
+        if math.floor(total / TRIM_EVERY) ~= math.floor((total - added) / TRIM_EVERY) then
+          trimExpired(indexKey, now, ttlMax, 4 * TRIM_EVERY + budget)
+        end
+        if state ~= 'cancelled' then
+          local keep = limitOf(limitsKey, 'wf:' .. workflow .. ':keep:' .. state)
+          if keep then trimToKeep(base, workflow, indexKey, state, keep, budget) end
+        end
       end
     end
   end

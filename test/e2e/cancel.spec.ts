@@ -128,6 +128,13 @@ describe('cancel', () => {
     expect(await producer.client.cancel(done.id)).toEqual({ cancelled: false, state: 'completed' });
     expect((await producer.client.get(done.id))?.state).toBe('completed');
     await expect(producer.client.cancel('no-such-run')).rejects.toBeInstanceOf(RunNotFoundError);
+    // cx.hold does not index its completed runs (no indexCompleted): no index is written, and
+    // listing them says so; its cancelled runs are always indexed.
+    expect(await redis.exists(`${base}wf:cx.hold:completed`)).toBe(0);
+    await expect(producer.client.listRuns({ workflow: 'cx.hold', state: 'completed' })).rejects.toThrow(/not indexed.*indexCompleted/);
+    const cancelled = await producer.client.listRuns({ workflow: 'cx.hold', state: 'cancelled' });
+    expect(cancelled.runs.length).toBeGreaterThanOrEqual(5);
+    expect(cancelled.runs.every((run) => run.state === 'cancelled')).toBe(true);
     // Cancelling twice: the second call finds it cancelled.
     const twice = await producer.client.enqueue('cx.hold', { key: 'f2' }, { delay: '1h' });
     await producer.client.cancel(twice.id);

@@ -13,7 +13,7 @@ class FailWorkflow {
   }
 }
 
-@Workflow('lr.ok')
+@Workflow('lr.ok', { indexCompleted: true })
 class OkWorkflow {
   async run(input: { n: number }): Promise<number> {
     return input.n * 2;
@@ -21,7 +21,7 @@ class OkWorkflow {
 }
 
 const gates = new Gates();
-@Workflow('lr.hold')
+@Workflow('lr.hold', { indexCompleted: true })
 class HoldWorkflow {
   async run(_input: unknown, ctx: RunContext): Promise<string> {
     await gates.get(ctx.runId).promise;

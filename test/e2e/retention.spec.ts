@@ -20,7 +20,7 @@ class KeepNoneWorkflow {
   }
 }
 
-@Workflow('ret.plain')
+@Workflow('ret.plain', { indexCompleted: true })
 class PlainWorkflow {
   async run(): Promise<string> {
     return 'plain';

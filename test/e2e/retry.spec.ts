@@ -11,7 +11,7 @@ const counts = new Counter();
 /** While true, step C of 'rt.steps' and every run of 'rt.flaky' throw. */
 let broken = true;
 
-@Workflow('rt.steps', { attempts: 2, backoff: { delayMs: 5 } })
+@Workflow('rt.steps', { attempts: 2, backoff: { delayMs: 5 }, indexCompleted: true })
 class StepsWorkflow {
   async run(input: { n: number }, ctx: RunContext): Promise<string> {
     const a = await this.stepA(ctx.runId, input.n);

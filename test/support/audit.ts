@@ -362,7 +362,7 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
   if (checkCaps && nsLimit !== null && leases.length > nsLimit) violate('cap-exceeded', `namespace: ${leases.length} active > cap ${nsLimit}`);
 
   auditSchedules(layout, list, hash, violate);
-  auditFinishIndexes(workflowNames, runs, list, violate);
+  auditFinishIndexes(workflowNames, runs, list, violate, limits);
 
   // 8. Acknowledged enqueues: none lost, none extra; 9. running totals.
   if (options.acknowledged) {
@@ -413,13 +413,15 @@ export function expectConsistent(report: AuditReport): void {
  * than its run's creation (the id was enqueued again after the hash expired). Any other entry
  * must point to a run of that workflow in that state, scored at or after its finish; and a
  * finished run must be in its index, unless it finished before the workflow's first index entry
- * (data from before the indexes existed).
+ * (data from before the indexes existed), or it completed in a workflow that does not index
+ * completed runs (no `wf:<name>:index-completed` in the limits hash).
  */
 function auditFinishIndexes(
   workflowNames: Set<string>,
   runs: Map<string, RunRow>,
   list: (key: string) => string[],
   violate: (rule: AuditRule, message: string, id?: string) => void,
+  limits: Record<string, string>,
 ): void {
   const indexes = new Map<string, Map<string, number>>();
   const firstScore = new Map<string, number>();
@@ -443,6 +445,8 @@ function auditFinishIndexes(
     if (!run.workflow || !(FINISHED_STATES as readonly string[]).includes(run.state ?? '')) continue;
     const key = `wf:${run.workflow}:${run.state}`;
     if (indexes.get(key)?.has(id)) continue;
+    // Completed runs are indexed only where the workflow asks for it (indexCompleted, keep.completed).
+    if (run.state === 'completed' && limits[`wf:${run.workflow}:index-completed`] === undefined) continue;
     const first = firstScore.get(run.workflow);
     if (first !== undefined && (run.finishedAt ?? 0) * 1024 >= first) violate('finish-index', `${run.state} run ${id} is missing from ${key}`, id);
   }
