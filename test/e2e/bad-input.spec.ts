@@ -7,6 +7,7 @@ import {
 } from '../../lib';
 import { createApp, dropNamespace, rawRedis, redisUrl, TestApp, uniqueNamespace } from '../support/app';
 import { namespaceKeys } from '../support/workflows';
+import { rejection } from '../support/rejection';
 
 @Workflow('bad.echo')
 class EchoWorkflow {
@@ -33,20 +34,6 @@ class ProtoWorkflow {
   }
 }
 
-async function rejection(call: () => Promise<unknown>): Promise<unknown> {
-  let promise: Promise<unknown>;
-  try {
-    promise = call();
-  } catch (error) {
-    throw new Error(`threw synchronously instead of rejecting: ${String(error)}`);
-  }
-  return promise.then(
-    (value) => {
-      throw new Error(`resolved instead of rejecting: ${JSON.stringify(value)}`);
-    },
-    (error: unknown) => error,
-  );
-}
 
 describe('bad input through QueueClient', () => {
   let t: TestApp;

@@ -2,6 +2,7 @@ import type Redis from 'ioredis';
 import { InvalidInputError, InvalidNameError, InvalidOptionError, ListRunsOptions, UnknownWorkflowError, Workflow } from '../../lib';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { namespaceKeys } from '../support/workflows';
+import { rejection } from '../support/rejection';
 
 @Workflow('adm.echo')
 class EchoWorkflow {
@@ -10,20 +11,6 @@ class EchoWorkflow {
   }
 }
 
-async function rejection(call: () => Promise<unknown>): Promise<unknown> {
-  let promise: Promise<unknown>;
-  try {
-    promise = call();
-  } catch (error) {
-    throw new Error(`threw synchronously instead of rejecting: ${String(error)}`);
-  }
-  return promise.then(
-    (value) => {
-      throw new Error(`resolved instead of rejecting: ${JSON.stringify(value)}`);
-    },
-    (error: unknown) => error,
-  );
-}
 
 describe('bad input to listRuns, retry, retryAll, remove and @Workflow({ keep })', () => {
   let t: TestApp;
