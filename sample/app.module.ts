@@ -10,6 +10,8 @@ import { PaymentGateway } from './payment.gateway';
 import { RunLogListener } from './run-log.listener';
 import { ScheduleDemo } from './schedule.demo';
 import { StockReportWorkflow } from './stock-report.workflow';
+import { CatalogExportWorkflow } from './catalog-export.workflow';
+import { RunControlDemo } from './run-control.demo';
 
 export const SAMPLE_NAMESPACE = 'sample';
 
@@ -34,6 +36,7 @@ export const SAMPLE_NAMESPACE = 'sample';
   providers: [
     OrderWorkflow,
     StockReportWorkflow,
+    CatalogExportWorkflow,
     InventoryService,
     PaymentGateway,
     FulfilmentJournal,
@@ -42,6 +45,7 @@ export const SAMPLE_NAMESPACE = 'sample';
     OrderDemo,
     ScheduleDemo,
     HealthDemo,
+    RunControlDemo,
   ],
 })
 export class AppModule {}
