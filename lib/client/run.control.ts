@@ -4,7 +4,7 @@ import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import { checkId, checkName } from '../util/names';
 import { EVERY_GROUP } from './limits';
-import { checkRateLimit, RateLimit, toRateLimit } from './rate-limit';
+import { RateLimit, toRateLimit } from './rate-limit';
 import type { RunState } from './run-info';
 import type { WorkflowRef } from './queue.client';
 
@@ -60,22 +60,27 @@ export class RunControl {
     return { cancelled, state: state as RunState };
   }
 
-  /** @returns whether the call changed anything (`false`: it was paused already, or not paused to resume). */
+  /**
+   * Pauses or resumes a target checked by the caller (`checkPauseTarget`).
+   * @returns whether the call changed anything (`false`: it was paused already, or not paused to resume).
+   */
   async setPaused(target: { workflow: string; group?: string }, paused: boolean): Promise<boolean> {
-    const { workflow, group } = checkPauseTarget(target);
+    const { workflow, group } = target;
     const [previous] = await this.scripts().run<[string, string]>('set-control', [this.keys.limits, this.keys.seq], [
       this.keys.base, 'pause', workflow, group ?? '', paused ? '1' : '', '',
     ], { idempotent: true });
     return (previous === '1') !== paused;
   }
 
-  /** Sets or removes a rate limit (`group` '*' = every group's default); returns the previous one. */
+  /**
+   * Sets or removes a rate limit (`group` '*' = every group's default); returns the previous one.
+   * The caller has checked it (`checkRateLimit`, or the decorator for a bootstrap's).
+   */
   async setRateLimit(workflow: string, group: string | undefined, rateLimit: RateLimit | null): Promise<RateLimit | null> {
-    const rate = rateLimit === null ? null : checkRateLimit(rateLimit, 'rateLimit');
     const keys = [this.keys.limits, this.keys.seq];
     const send = (kind: string, max: number | '', perMs: number | '') =>
       this.scripts().run<[string, string, number]>('set-control', keys, [this.keys.base, kind, workflow, group ?? '', max, perMs], { idempotent: true });
-    const [max, perMs, left] = await send('rate', rate ? rate.max : '', rate ? rate.perMs : '');
+    const [max, perMs, left] = await send('rate', rateLimit ? rateLimit.max : '', rateLimit ? rateLimit.perMs : '');
     // The groups the old limit held are reviewed in batches of 500 (a group still without room is
     // held again, so the count is bounded by the batches the first count calls for).
     for (let batches = Math.ceil(left / 500), remaining = left; remaining > 0 && batches > 0; batches--) [, , remaining] = await send('rate-review', '', '');
@@ -91,7 +96,7 @@ export function checkPauseTarget(target: { workflow: string; group?: string }): 
   return { workflow, group: checkName(target.group, 'target.group') };
 }
 
-/** Limits-hash fields of the rate limits that apply to a target, in the order {@link readRateLimits} reads them. */
+/** Limits-hash fields of the rate limits that apply to a target, in the order `QueueClient.getLimits` reads them. */
 export function rateFields(workflow: string, group?: string): string[] {
   const wf = `wf:${workflow}`;
   const fields = [`${wf}:rate`, `${wf}:rate-ms`, `${wf}:group-rate`, `${wf}:group-rate-ms`];

@@ -103,13 +103,15 @@ end
 -- Caps, read from the limits hash (never from the caller), each once per script call: they
 -- cannot change during one. false = no cap.
 local limitCache = {}
+local function cacheLimit(field, raw)
+  if raw then raw = tonumber(raw) end
+  limitCache[field] = raw
+  return raw
+end
+
 local function limitOf(limitsKey, field)
   local limit = limitCache[field]
-  if limit == nil then
-    limit = redis.call('HGET', limitsKey, field)
-    if limit then limit = tonumber(limit) end
-    limitCache[field] = limit
-  end
+  if limit == nil then limit = cacheLimit(field, redis.call('HGET', limitsKey, field)) end
   return limit
 end
 
@@ -118,11 +120,7 @@ end
 -- pays one command instead of one each. Returns true (usable inside a condition).
 local function primeLimits(limitsKey, fields)
   local values = redis.call('HMGET', limitsKey, unpack(fields))
-  for i, field in ipairs(fields) do
-    local value = values[i]
-    if value then value = tonumber(value) end
-    limitCache[field] = value
-  end
+  for i, field in ipairs(fields) do cacheLimit(field, values[i]) end
   return true
 end
 
@@ -222,18 +220,13 @@ local function groupRate(limitsKey, workflow, group)
   return nil
 end
 
--- Redis time for rate windows: the call's own (a claim's start and its rate-log entry agree).
-local function rateNow()
-  return nowMs()
-end
-
 -- A rate-limited level keeps its recent starts in a list (newest first, at most `max` long, key
 -- <level>rate-log): it may start a run unless the max-th newest start is still inside the window.
 -- Returns nil if it may, else when it may again (ms). O(1): the list is trimmed to `max`, so its
 -- max-th entry is its tail.
 local function rateFreeAt(logKey, max, perMs)
   local oldest = redis.call('LINDEX', logKey, max - 1)
-  if oldest and tonumber(oldest) + perMs > rateNow() then return tonumber(oldest) + perMs end
+  if oldest and tonumber(oldest) + perMs > nowMs() then return tonumber(oldest) + perMs end
   return nil
 end
 
@@ -244,19 +237,21 @@ local function noteRateHold(freeAt)
   if not rateWakeAt or freeAt < rateWakeAt then rateWakeAt = freeAt end
 end
 
+-- Adds a start (the call's Redis time, the same as the claim's) to a level's rate log.
+local function recordStart(logKey, max, perMs)
+  redis.call('LPUSH', logKey, nowMs())
+  redis.call('LTRIM', logKey, 0, max - 1)
+  redis.call('PEXPIRE', logKey, perMs)
+end
+
 -- Records one run start at every rate-limited level of a claim.
 local function noteStart(base, limitsKey, workflow, group)
   if not controlsOn(limitsKey) then return end
-  local function record(logKey, max, perMs)
-    redis.call('LPUSH', logKey, rateNow())
-    redis.call('LTRIM', logKey, 0, max - 1)
-    redis.call('PEXPIRE', logKey, perMs)
-  end
   local max, perMs = workflowRate(limitsKey, workflow)
-  if max then record(wfKey(base, workflow, 'rate-log'), max, perMs) end
+  if max then recordStart(wfKey(base, workflow, 'rate-log'), max, perMs) end
   if group ~= '' then
     max, perMs = groupRate(limitsKey, workflow, group)
-    if max then record(laneOf(base, workflow, group) .. 'rate-log', max, perMs) end
+    if max then recordStart(laneOf(base, workflow, group) .. 'rate-log', max, perMs) end
   end
 end
 

@@ -131,6 +131,28 @@ describe('a connection dropped while a script is in flight', () => {
     expect(await client.getLimits({ workflow: 'drop.gated' })).toMatchObject({ workflow: null });
   });
 
+  it('run control: cancel, pause and listRuns are sent again after a lost reply and settle right; retry is not repeatable', async () => {
+    const ns = uniqueNamespace('drop-ctl');
+    const { client } = await producer(ns);
+    await worker(ns); // registers the workflow with the fleet; its one slot stays free (nothing is due)
+    const waiting = await client.enqueue(GatedWorkflow, { key: 'c1' }, { id: 'c1', delay: '1h' });
+    // Resent after the lost reply: whether the first try landed (the resend finds the run
+    // cancelled) or not (the resend cancels it), the call says it cancelled the run.
+    const cancelled = await faults.dropDuringScript(`sluice:${ns}:command`, () => client.cancel(waiting.id));
+    expect(cancelled.cancelled).toBe(true);
+    expect(['delayed', 'cancelled']).toContain(cancelled.state);
+    expect((await client.get(waiting.id))?.state).toBe('cancelled');
+    await faults.dropDuringScript(`sluice:${ns}:command`, () => client.pause({ workflow: GatedWorkflow }));
+    expect((await client.stats({ workflow: GatedWorkflow })).workflows['drop.gated'].paused).toBe(true);
+    const page = await faults.dropDuringScript(`sluice:${ns}:command`, () => client.listRuns({ workflow: GatedWorkflow, state: 'cancelled' }));
+    expect(page.runs.map((run) => run.id)).toEqual(['c1']);
+    // retry: not resent, so the caller learns the outcome is unknown; the run is in one place either way.
+    await expect(faults.dropDuringScript(`sluice:${ns}:command`, () => client.retry('c1'))).rejects.toBeInstanceOf(OutcomeUnknownError);
+    expect(['waiting', 'cancelled']).toContain((await client.get('c1'))?.state);
+    await client.cancel('c1'); // nothing runnable left behind (a no-op if retry did not land)
+    expect(await client.resume({ workflow: GatedWorkflow })).toBe(true);
+  });
+
   it('save-steps: the step result is persisted by the retry, the step ran once, the run completes', async () => {
     const ns = uniqueNamespace('drop-step');
     const { client } = await worker(ns);

@@ -60,10 +60,22 @@ describe('Redis down, then back', () => {
     // A producer call during the outage: a typed error within redisTimeoutMs, nothing hangs.
     await expect(app.client.enqueue(EchoWorkflow, { key: 'early' })).rejects.toBeInstanceOf(RedisUnavailableError);
     await expect(app.client.get('nope')).rejects.toBeInstanceOf(RedisConnectionError);
+    // Run control too: a typed error within the bound, never a hang.
+    await expect(app.client.cancel('nope')).rejects.toBeInstanceOf(RedisConnectionError);
+    await expect(app.client.pause({ workflow: EchoWorkflow })).rejects.toBeInstanceOf(RedisConnectionError);
+    await expect(app.client.listRuns({ workflow: EchoWorkflow, state: 'failed' })).rejects.toBeInstanceOf(RedisConnectionError);
+    await expect(app.client.retry('nope')).rejects.toBeInstanceOf(RedisConnectionError);
 
     server = await RedisProcess.start({ port, args: AOF });
     await pollUntil(() => health.check(), (report) => report.healthy, 'the worker to start once Redis is up', 30_000);
     expect(await app.client.run(EchoWorkflow, { key: 'late' }, { timeoutMs: 20_000 })).toBe('echo:late');
+    // The worker's cancel subscription, refused while Redis was away, is in place now.
+    const probe = new Redis(server.url);
+    try {
+      await pollUntil(async () => ((await probe.pubsub('NUMSUB', `{sluice:${ns}}:cancel`)) as [string, number])[1], (n) => n >= 1, 'the cancel subscription', 20_000);
+    } finally {
+      probe.disconnect();
+    }
     await audit(server.url, ns);
   });
 
