@@ -114,14 +114,18 @@ describe('run control across processes', () => {
       // A backlog far larger than 5 s of allowance: the limit, not the work, sets the pace.
       const handles = await producer.client.enqueueMany('ctl.rated', Array.from({ length: 1_000 }, (_, i) => ({ input: { key: `r${i}` } })));
       const commandsAt = async () => Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))![1]);
+      // Commands per second over each interval actually elapsed between samples (a busy machine can
+      // delay a sample: an interval is then longer or shorter, its rate the same).
       const perSecond: number[] = [];
-      let last = await commandsAt();
-      const t0 = Date.now();
+      let total = 0;
+      let [last, lastAt] = [await commandsAt(), Date.now()];
+      const t0 = lastAt;
       for (let second = 1; second <= 5; second++) {
-        await new Promise((resolve) => setTimeout(resolve, t0 + second * 1000 - Date.now()));
-        const now = await commandsAt();
-        perSecond.push(now - last);
-        last = now;
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, t0 + second * 1000 - Date.now())));
+        const [now, at] = [await commandsAt(), Date.now()];
+        total += now - last;
+        if (at - lastAt >= 500) perSecond.push(Math.round(((now - last) * 1000) / (at - lastAt)));
+        [last, lastAt] = [now, at];
       }
       await producer.client.setLimits({ workflow: 'ctl.rated', rateLimit: null });
       await Promise.all(handles.map((h) => h.result({ timeoutMs: 60_000 })));
@@ -140,9 +144,9 @@ describe('run control across processes', () => {
       // Redis work while limited: each second starts and finishes 50 runs, and stays flat — a worker
       // polling for the window would add thousands of calls a second. (Logged for the record.)
       console.log(`rate limit: ${limited.length} starts in the first 5 s; Redis commands per second while limited: ${perSecond.join(', ')}`);
-      const perStart = perSecond.reduce((a, b) => a + b, 0) / limited.length;
-      expect(perStart).toBeLessThan(60);
-      expect(Math.max(...perSecond)).toBeLessThan(3 * Math.min(...perSecond.slice(1)) + 200);
+      expect(total / limited.length).toBeLessThan(60);
+      const median = [...perSecond].sort((x, y) => x - y)[Math.floor(perSecond.length / 2)];
+      expect(Math.max(...perSecond)).toBeLessThan(3 * median + 200);
 
       const stops = await Promise.all(workers.map((w) => w.stop()));
       expect(stops.map((s) => s.code)).toEqual([0, 0, 0]);
