@@ -64,12 +64,15 @@ export class RunWaiter implements BeforeApplicationShutdown {
    * @param alongside work started together with the subscription (the enqueue of `run()`), so its
    *   round trip overlaps the subscribe instead of preceding it. The stored record is read once
    *   both are done, which still closes the race with a run that finished before the subscription.
+   *   Given as a function, it is started only once the subscription is live: for a run whose
+   *   record may be gone by the time of that read (retention by count), the announcement, which
+   *   carries the outcome, must not be missed.
    * @param onProgress given only: the wait also subscribes to the run's progress channel, hands
    *   over the stored value its first read finds, then each published one (see {@link ProgressFeed}).
    */
-  wait(runId: string, timeoutMs: number | undefined, alongside?: Promise<unknown>, onProgress?: (value: unknown) => void): Promise<unknown> {
+  wait(runId: string, timeoutMs: number | undefined, alongside?: Promise<unknown> | (() => Promise<unknown>), onProgress?: (value: unknown) => void): Promise<unknown> {
     if (this.shutDown) {
-      alongside?.catch(() => undefined); // its failure is this wait's, reported below
+      if (typeof alongside !== 'function') alongside?.catch(() => undefined); // its failure is this wait's, reported below
       return Promise.reject(new SluiceError('QueueModule is shutting down; no new waits'));
     }
     const channel = this.keys.done(runId);
@@ -111,7 +114,9 @@ export class RunWaiter implements BeforeApplicationShutdown {
       // The clock runs from the call, but a run the first read finds finished always resolves.
       if (timeoutMs !== undefined) timers.push(setTimeout(() => (timedOut = true) && firstReadDone && expire(), timeoutMs));
       const backstop = () => timers.push(setTimeout(() => void reread().then(() => !done && backstop()), BACKSTOP_MS));
-      Promise.all([this.listen(channel, onMessage), feed && this.listen(progressChannel!, feed.onMessage), alongside])
+      const listening = Promise.all([this.listen(channel, onMessage), feed && this.listen(progressChannel!, feed.onMessage)]);
+      const started = typeof alongside === 'function' ? listening.then(() => alongside()) : Promise.all([listening, alongside]);
+      started
         .then(() => this.readOutcome(runId, feed))
         .then((outcome) => {
           firstReadDone = true;

@@ -114,6 +114,10 @@ describe('retention', () => {
 
     it('keep 0: the waiter still gets the result, then nothing is kept', async () => {
       expect(await t.client.run(KeepNoneWorkflow, { n: 41 }, { id: 'none-1' })).toBe(42);
+      // Many at once, fast-pathed to an idle worker: each record is gone the moment its run
+      // finishes, so run() must have subscribed before it enqueued.
+      const many = await Promise.all(Array.from({ length: 100 }, (_, i) => t.client.run(KeepNoneWorkflow, { n: i }, { id: `none-many-${i}` })));
+      expect(many).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
       expect(await redis.exists(keys.run('none-1'))).toBe(0);
       expect(await redis.zcard(keys.finished('ret.none', 'completed'))).toBe(0);
       expect(await t.client.run(PlainWorkflow, undefined, { id: 'plain-1' })).toBe('plain');
