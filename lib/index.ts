@@ -1,6 +1,7 @@
 export { QueueModule } from './queue.module';
 export type { QueueModuleAsyncOptions } from './queue.module';
 export type { QueueModuleOptions, RedisConnectionOptions, WorkerOptions, RunDefaults } from './queue.options';
+export type { RedisClusterConnectionOptions, ClusterSeed } from './redis/cluster/cluster.options';
 export { Workflow } from './decorators/workflow.decorator';
 export { Step } from './decorators/step.decorator';
 export type { StepOptions } from './decorators/step.decorator';

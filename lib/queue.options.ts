@@ -1,8 +1,9 @@
-import type { Redis, RedisOptions } from 'ioredis';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { QueueConfigError } from './errors';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from './redis/payload.codec';
 import { DEFAULT_MAX_MEMO_BYTES } from './worker/step.recorder';
 import { userRedisInstance } from './redis/user-instance';
+import { clusterSettings, type RedisClusterConnectionOptions } from './redis/cluster/cluster.options';
 import { Duration, toMilliseconds } from './util/duration';
 import { checkName } from './util/names';
 import { resolveLoggingOptions, type LoggingOptions, type ResolvedLoggingOptions } from './util/logging.options';
@@ -53,7 +54,12 @@ export interface RunDefaults {
 
 /** Options of `QueueModule.forRoot` (or what a `forRootAsync` factory returns). */
 export interface QueueModuleOptions {
-  connection: RedisConnectionOptions | Redis;
+  /**
+   * One Redis server (fields or an ioredis instance), or a Redis Cluster: `{ cluster: [{ host,
+   * port }, …], username?, password?, tls?, natMap? }` or an ioredis `Cluster` instance (README
+   * "Scaling out").
+   */
+  connection: RedisConnectionOptions | Redis | RedisClusterConnectionOptions | Cluster;
   /** First part of every key's hash tag. Default `'sluice'`. */
   prefix?: string;
   /** Isolates one set of workflows and runs; one Redis Cluster slot each. Default `'default'`. */
@@ -106,7 +112,7 @@ export interface QueueModuleOptions {
 }
 
 export interface ResolvedQueueOptions {
-  connection: RedisConnectionOptions | Redis;
+  connection: QueueModuleOptions['connection'];
   prefix: string;
   namespace: string;
   concurrency?: number;
@@ -173,14 +179,14 @@ export function resolveBackoff(backoff: BackoffOptions | undefined, fallback: Re
  */
 function checkConnection(connection: unknown): void {
   if (!connection || typeof connection !== 'object') {
-    throw new QueueConfigError('QueueModule options.connection is required: { url } / { host, port } or an ioredis instance');
+    throw new QueueConfigError('QueueModule options.connection is required: { url } / { host, port } / { cluster: [...] } or an ioredis instance');
   }
+  if (clusterSettings(connection)) return;
   const user = userRedisInstance(connection);
   if (user) {
     if (user.options?.keyPrefix) {
       throw new QueueConfigError(`options.connection: an ioredis instance with keyPrefix "${user.options.keyPrefix}" is not supported (Sluice's scripts build keys a prefix would not reach); use the prefix option instead`);
     }
-    if ((user as { isCluster?: boolean }).isCluster) throw new QueueConfigError('options.connection: Redis Cluster instances are not supported yet');
     return;
   }
   const fields = connection as RedisConnectionOptions;

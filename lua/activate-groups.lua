@@ -1,3 +1,4 @@
+#!lua
 --[[
   activate-groups: after every group's default cap of a workflow was raised or removed (by
   set-limits or a bootstrap's declare-limits), visits one batch of the workflow's groups: each
@@ -7,6 +8,7 @@
 
   KEYS[1] limits  hash
   KEYS[2] seq     string
+  KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] workflow name
   ARGV[3] SSCAN cursor of the workflow's `groups` set: '0' to start, then the one replied

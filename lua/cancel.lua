@@ -1,3 +1,4 @@
+#!lua
 --[[
   cancel: end a run that has not finished, as 'cancelled', in one step. A waiting run leaves its
   lane, a delayed one its delayed set; an active run frees every slot it holds (and a fast-path
@@ -10,6 +11,7 @@
   KEYS[2] leases    zset
   KEYS[3] limits    hash
   KEYS[4] seq       string
+  KEYS[5], KEYS[6] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] run id
   ARGV[3] the error recorded, as JSON { name, message, reason? }
@@ -42,7 +44,7 @@ elseif state == 'active' then
   releaseSlots(base, KEYS[2], KEYS[3], KEYS[4], id, workflow, group, freed)
   local wakeKey = wfKey(base, workflow, 'wake')
   if redis.call('LLEN', wakeKey) > 0 then redis.call('LREM', wakeKey, 1, handoffEntry(f[5], id, f[6])) end
-  redis.call('PUBLISH', base .. 'cancel', id .. ' ' .. f[5] .. ' ' .. ARGV[4])
+  publish(base .. 'cancel', id .. ' ' .. f[5] .. ' ' .. ARGV[4])
 end
 
 local now = nowMs()

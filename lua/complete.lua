@@ -1,3 +1,4 @@
+#!lua
 --[[
   complete: finish a batch of runs successfully — each only if the caller still holds its lease.
   Per run: store the result with its retention, release its slots, publish the result on its
@@ -12,6 +13,7 @@
   KEYS[3] seq     string
   KEYS[4] call:<call id> string: this call's claims, kept for a retry after a lost reply (see
           replayClaims in claim.lua); a retry is sent with the same call id and arguments
+  KEYS[5], KEYS[6] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] retention in ms
   ARGV[3] runs to claim for the caller (0 = none)

@@ -1,3 +1,4 @@
+#!lua
 --[[
   declare-limits: at a worker's bootstrap, register its workflows and write the fleet-wide caps
   its code declares; report what changed. The latest bootstrap wins; a raised cap releases what
@@ -7,6 +8,7 @@
   KEYS[1] limits     hash
   KEYS[2] workflows  set
   KEYS[3] seq        string
+  KEYS[4], KEYS[5] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] W, the number of workflow names that follow
   ARGV[3 .. 2+W] workflow names

@@ -1,3 +1,4 @@
+#!lua
 --[[
   enqueue: store a new run and make it due in its lane (see laneOf) or park it in its workflow's
   delayed set; wake a worker. Idempotent on the run id: if the run exists, nothing is written and
@@ -19,6 +20,7 @@
   KEYS[2] leases            zset
   KEYS[3] limits            hash
   KEYS[4] seq               string
+  KEYS[5], KEYS[6] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] run id
   ARGV[3] workflow name

@@ -1,8 +1,10 @@
+#!lua
 --[[
   extend-leases: the heartbeat of one worker, for all its runs in one call. Pushes each lease
   deadline out by the lease length, if the token still holds it.
 
   KEYS[1] leases  zset
+  KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] lease length in ms
   ARGV[3..] run id, lease token, run id, lease token, …

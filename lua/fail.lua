@@ -1,3 +1,4 @@
+#!lua
 --[[
   fail: record a failed attempt, if the caller still holds the lease. Retries while the error is
   retryable and attempts remain — after the backoff in the workflow's delayed set, or at once —
@@ -9,6 +10,7 @@
   KEYS[2] leases    zset
   KEYS[3] limits    hash
   KEYS[4] seq       string
+  KEYS[5], KEYS[6] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] run id
   ARGV[3] lease token

@@ -1,3 +1,4 @@
+#!lua
 --[[
   list-runs: one page of a workflow's runs in one state, with their fields, read from the index
   that holds that state — never from a scan of the keyspace.
@@ -19,6 +20,7 @@
 
   KEYS[1] the index: wf:<name>:<state> | wf:<name>:delayed | a lane's `waiting` zset | an active set
   KEYS[2] the lane's `queue` list for 'waiting' (else KEYS[1] again, unused)
+  KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] kind: 'finished' | 'delayed' | 'waiting' | 'active'
   ARGV[3] the state the listed runs must be in

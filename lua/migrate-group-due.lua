@@ -1,3 +1,4 @@
+#!lua
 --[[
   migrate-group-due: the migration step from layout 1 to 2 for one workflow: sets the count of
   its runs due in group lanes (the `groupDue` field of its stats hash, marked exact by
@@ -11,6 +12,7 @@
 
   KEYS[1] migrate-lock       string: the migration lock
   KEYS[2] wf:<name>:stats    hash
+  KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] the caller's lock token
   ARGV[3] workflow name

@@ -1,3 +1,4 @@
+#!lua
 --[[
   migrate-lock: the namespace's migration lock and its layout marker (see lib/migration). One
   process at a time migrates a namespace: it takes the lock with a token of its own, renews it
@@ -7,6 +8,7 @@
 
   KEYS[1] migrate-lock  string (with TTL): the token of the process migrating
   KEYS[2] schema        string: the namespace's key layout number
+  KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] operation: 'acquire' | 'renew' | 'stamp' | 'release'
   ARGV[2] the caller's lock token
   ARGV[3] acquire, renew: the lock's time to live in ms; stamp: the layout number to record

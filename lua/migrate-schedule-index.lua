@@ -1,3 +1,4 @@
+#!lua
 --[[
   migrate-schedule-index: the migration step from layout 2 to 3, one batch: rebuilds the derived
   schedule index (each workflow's `schedules` listing and `next-fires` zset) from the schedule
@@ -8,6 +9,7 @@
 
   KEYS[1] migrate-lock   string: the migration lock
   KEYS[2] schedules      zset: every schedule id
+  KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] the caller's lock token
   ARGV[3] cursor: the last id of the previous batch, or '' to start

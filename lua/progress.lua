@@ -1,3 +1,4 @@
+#!lua
 --[[
   progress: stores a run's latest progress value (ctx.progress) — only if the caller still holds
   the run's lease (state 'active', token match), so a stale attempt or a finished run never
@@ -10,6 +11,7 @@
   says nothing new.
 
   KEYS[1] run:<id>  hash (fields 'progress', 'progressSeq')
+  KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] run id
   ARGV[3] lease token
@@ -24,6 +26,6 @@ if redis.call('HGET', KEYS[1], 'progress') == ARGV[4] then return 1 end
 local seq = redis.call('HINCRBY', KEYS[1], 'progressSeq', 1)
 redis.call('HSET', KEYS[1], 'progress', ARGV[4])
 if waited then
-  redis.call('PUBLISH', ARGV[1] .. 'progress:' .. ARGV[2], '{"v":1,"seq":' .. seq .. ',"value":' .. ARGV[4] .. '}')
+  publish(ARGV[1] .. 'progress:' .. ARGV[2], '{"v":1,"seq":' .. seq .. ',"value":' .. ARGV[4] .. '}')
 end
 return 1

@@ -1,3 +1,4 @@
+#!lua
 --[[
   release: hand a claimed run back without counting a failure (its worker is shutting down and
   could not finish it in time). The run is due again, at the front of its priority (it was due
@@ -7,6 +8,7 @@
   KEYS[2] leases    zset
   KEYS[3] limits    hash
   KEYS[4] seq       string
+  KEYS[5], KEYS[6] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] run id
   ARGV[3] lease token

@@ -1,3 +1,4 @@
+#!lua
 --[[
   remove: delete a finished run (completed, failed or cancelled): its hash, step memo included,
   and its finish index entry (wf:<name>:<state>, named from the hash: a key discovered, of the
@@ -5,6 +6,7 @@
   first.
 
   KEYS[1] run:<id>  hash
+  KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] run id
   Reply: { 'removed', its state } | { 'missing', '' } | { 'state', the run's state }

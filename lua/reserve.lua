@@ -1,3 +1,4 @@
+#!lua
 --[[
   reserve: one call per worker wake. Promotes the worker's workflows' due delayed runs, fires
   their due cron schedules (both bounded; see schedules.lua) and brings back the groups whose rate
@@ -12,6 +13,7 @@
   KEYS[4] stall-gate  string
   KEYS[5] call:<call id> string: this call's claims, kept for a retry after a lost reply (see
           replayClaims); a retry is sent with the same call id
+  KEYS[6], KEYS[7] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] max runs to claim (0 = only promote and scan)
   ARGV[3] lease length in ms

@@ -1,3 +1,4 @@
+#!lua
 --[[
   retry: put failed or cancelled runs back to waiting, atomically per run. Each resumes where it
   failed: its step memo stays, and `attempts` is kept, so its next claim (attempt > 1) ships the
@@ -15,6 +16,7 @@
   KEYS[1] limits  hash
   KEYS[2] seq     string
   KEYS[3] run:<id> hash (mode 'one') | the finish index wf:<name>:<state> (mode 'batch')
+  KEYS[4], KEYS[5] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] mode: 'one' | 'batch'
   ARGV[3] run id ('one') | workflow name ('batch')

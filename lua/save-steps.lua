@@ -1,3 +1,4 @@
+#!lua
 --[[
   save-steps: persist a batch of finished steps' results in their runs' records (fields
   'step:<name>#<occurrence>') — each only if the caller still holds that run's lease. A step
@@ -5,6 +6,7 @@
   steps on the hot path, so it carries no code it does not use.
 
   KEYS[1] leases  zset (unused; routes the call to the namespace's cluster slot)
+  KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2 ..] per step, four values: run id, lease token, step key '<name>#<occurrence>',
              encoded result ('' = undefined)

@@ -1,3 +1,4 @@
+#!lua
 --[[
   schedule-control: pause, resume or remove one schedule, hash and index together (see
   schedules.lua).
@@ -8,6 +9,7 @@
 
   KEYS[1] schedules   zset: every schedule id
   KEYS[2] schedule:<id> hash
+  KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] id
   ARGV[3] 'pause' | 'resume' | 'remove'

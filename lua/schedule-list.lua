@@ -1,7 +1,9 @@
+#!lua flags=no-writes
 --[[
   schedule-list: one page of schedules in id order, with their hashes (a read).
 
   KEYS[1] schedules, or wf:<name>:schedules for one workflow's   zset (score 0)
+  KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] cursor: the last id of the previous page, or '' to start
   ARGV[3] page size

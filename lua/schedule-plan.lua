@@ -1,3 +1,4 @@
+#!lua
 --[[
   schedule-plan: a worker's answer to a plan request of reserve (see askPlan in schedules.lua),
   written only if the schedule is as the request saw it (compare-and-set on `rev` and on the
@@ -9,6 +10,7 @@
     follows, and the workflow's workers are woken to fire what is due.
 
   KEYS[1] schedule:<id> hash
+  KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] id
   ARGV[3] rev the request carried

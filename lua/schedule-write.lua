@@ -1,3 +1,4 @@
+#!lua
 --[[
   schedule-write: creates or updates schedules — one from QueueClient.schedule ('api'), or those
   a worker's code declares, at its bootstrap ('code'). Every conflict is checked before the first
@@ -8,6 +9,7 @@
   that the code no longer declares; a paused schedule stays paused.
 
   KEYS[1] schedules   zset (score 0): every schedule id of the namespace, for paging
+  KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] 'api' or 'code'
   ARGV[3] n, the number of schedules

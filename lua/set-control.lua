@@ -1,3 +1,4 @@
+#!lua
 --[[
   set-control: pause or resume a workflow or one of its groups, or set or remove a rate limit,
   fleet-wide (fields of the limits hash, see writeControl in common.lua). Runs claimed from now on
@@ -7,6 +8,7 @@
 
   KEYS[1] limits  hash
   KEYS[2] seq     string
+  KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] 'pause' | 'rate' | 'rate-review' (only the next batch of the review, below)
   ARGV[3] workflow

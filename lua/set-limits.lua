@@ -1,3 +1,4 @@
+#!lua
 --[[
   set-limits: change one fleet-wide cap at runtime. Runs claimed from now on obey it; runs
   already active keep their slots. A raised or removed cap lets held-back groups rejoin their
@@ -7,6 +8,7 @@
 
   KEYS[1] limits  hash
   KEYS[2] seq     string
+  KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] field: 'ns' | 'wf:<name>' | 'wf:<name>:group' (every group's default) | 'wf:<name>:g:<group>'
           (a group override; 'wf:<name>:overrides' counts them)

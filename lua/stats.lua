@@ -1,3 +1,4 @@
+#!lua
 --[[
   stats: a consistent snapshot of counts and caps. Queues and sets are counted; due grouped runs
   and finished runs are running totals, so the cost does not grow with the number of runs or
@@ -6,6 +7,7 @@
 
   KEYS[1] leases  zset
   KEYS[2] limits  hash
+  KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] 1 to include rows of groups with due or active runs (at most GROUP_ROWS a workflow), 0 not to
   ARGV[3..] workflow names, or none for every registered workflow

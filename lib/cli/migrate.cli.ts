@@ -10,9 +10,8 @@
 import { LayoutMigrator, MigrationLogger } from '../migration/layout.migrator';
 import { resolveQueueOptions } from '../queue.options';
 import { LuaScripts } from '../redis/lua.scripts';
-import { createRedisClient } from '../redis/redis.factory';
+import { RedisEndpoint } from '../redis/redis.factory';
 import { RedisKeys } from '../redis/redis.keys';
-import { RedisLink } from '../redis/redis.link';
 import { toMilliseconds } from '../util/duration';
 
 const USAGE = `Usage: nest-sluice migrate --url <redis://[user:password@]host:port[/db]> --namespace <namespace> [options]
@@ -85,9 +84,9 @@ export async function runMigrateCli(argv: string[], output: CliOutput): Promise<
 
   const logger: MigrationLogger = { log: (line) => output.err(line), warn: (line) => output.err(`warning: ${line}`) };
   const keys = new RedisKeys(options.prefix, options.namespace);
-  const link = new RedisLink('command', () => createRedisClient(options, 'command'), options.redisTimeoutMs, logger);
+  const link = new RedisEndpoint(options).link('command', logger);
   try {
-    const migrator = new LayoutMigrator(new LuaScripts(link), link, keys, logger, { waitTimeoutMs, lockTtlMs: Math.max(15_000, 3 * options.redisTimeoutMs) });
+    const migrator = new LayoutMigrator(new LuaScripts(link, keys), link, keys, logger, { waitTimeoutMs, lockTtlMs: Math.max(15_000, 3 * options.redisTimeoutMs) });
     // failFast: a refused connection is reported at once rather than after --redis-timeout.
     const result = await migrator.migrate({ failFast: true });
     if (parsed.json) output.out(JSON.stringify({ namespace: keys.base, ...result }));

@@ -154,7 +154,7 @@ export class RunWaiter implements BeforeApplicationShutdown {
   private listen(channel: string, listener: Listener): Promise<void> {
     let entry = this.listeners.get(channel);
     if (!entry) {
-      const subscribed = this.connections.subscriber.call('subscribe', (redis) => redis.subscribe(channel)).then(() => undefined);
+      const subscribed = this.connections.subscriber.call('subscribe', (redis) => this.connections.channels.subscribe(redis, [channel])).then(() => undefined);
       const created = { set: new Set<Listener>(), subscribed };
       // A failed subscription must not be reused by the next wait on the channel.
       subscribed.catch(() => this.listeners.get(channel) === created && this.listeners.delete(channel));
@@ -169,19 +169,19 @@ export class RunWaiter implements BeforeApplicationShutdown {
     if (!entry?.set.delete(listener) || entry.set.size > 0) return;
     this.listeners.delete(channel);
     if (this.shutDown) return;
-    this.connections.subscriber.call('unsubscribe', (redis) => redis.unsubscribe(channel)).catch(() => undefined);
+    this.connections.subscriber.call('unsubscribe', (redis) => this.connections.channels.unsubscribe(redis, [channel])).catch(() => undefined);
   }
 
   /** Wires a subscriber connection (a new one also after the old one was replaced). */
   private attach(redis: Redis): void {
-    redis.on('message', (channel: string, message: string) => this.listeners.get(channel)?.set.forEach((listener) => listener(message)));
+    redis.on(this.connections.channels.messageEvent, (channel: string, message: string) => this.listeners.get(channel)?.set.forEach((listener) => listener(message)));
     // After a reconnect, publishes sent in between are lost: have every waiter re-read its run.
     redis.on('ready', () => {
       if (this.everReady) this.listeners.forEach(({ set }) => set.forEach((listener) => listener('reconnected')));
       this.everReady = true;
     });
     // A replacement connection starts with no subscriptions: take over the live ones.
-    if (this.listeners.size > 0) redis.subscribe(...this.listeners.keys()).catch(() => undefined);
+    if (this.listeners.size > 0) this.connections.channels.subscribe(redis, [...this.listeners.keys()]).catch(() => undefined);
   }
 }
 

@@ -2,6 +2,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChainableCommander, Redis } from 'ioredis';
 import type { CallOptions, RedisLink } from './redis.link';
+import type { RedisKeys } from './redis.keys';
+import { clusterRedirect } from './cluster/cluster.redirects';
 
 /** Where the scripts live, both from `lib/redis` (ts-node, tests) and `dist/redis` (published). */
 export const LUA_DIR = join(__dirname, '..', '..', 'lua');
@@ -12,21 +14,40 @@ export interface LuaScript {
   name: ScriptName;
   /** The command name registered with ioredis: `sluice_` + the file name. */
   command: string;
+  /** Every key it declares, the two slot-guard keys (the last two) included. */
   numberOfKeys: number;
   source: string;
 }
 
 /**
+ * The slot guard: every script declares, after its own keys, two keys of the namespace that never
+ * exist. Redis Cluster checks declared keys before it runs a script, and while the namespace's
+ * slot migrates it refuses one that names a missing key (`TRYAGAIN`, or `ASK` to a target that
+ * refuses it in turn). So no script runs during a migration, and none can stop halfway: a script
+ * that reaches a key already moved fails at that command, after its earlier writes, and a
+ * declared key a script deletes and writes again counts as moved too. Sluice sends the call
+ * again once the slot has settled (RedisLink). Outside a migration, and on a single server,
+ * the guard costs nothing.
+ */
+export const SLOT_GUARD_KEYS = 2;
+
+/**
  * Reads `lua/<name>.lua`, inlines `-- @include <file>` lines from `lua/includes/`, and takes the
  * key count from the header's highest `KEYS[n]`, so the header is the single source of truth.
+ * Every script starts with `#!lua` (Redis 7 script flags: Redis then refuses a script that may
+ * write before it starts when memory is full, rather than at a write halfway through).
  */
 export function loadScript(name: string, dir = LUA_DIR): LuaScript {
   const raw = readFileSync(join(dir, `${name}.lua`), 'utf8');
   const source = raw.replace(/^-- @include (\S+)\s*$/gm, (_, include: string) => readFileSync(join(dir, 'includes', `${include}.lua`), 'utf8'));
-  const header = /^--\[\[([\s\S]*?)\]\]/.exec(raw)?.[1];
-  if (!header || !/Reply:/.test(header)) throw new Error(`lua/${name}.lua must start with a --[[ … ]] header listing KEYS, ARGV and the Reply`);
+  const header = /^#!lua[^\n]*\n--\[\[([\s\S]*?)\]\]/.exec(raw)?.[1];
+  if (!header || !/Reply:/.test(header)) throw new Error(`lua/${name}.lua must start with #!lua and a --[[ … ]] header listing KEYS, ARGV and the Reply`);
   const keyNumbers = [...header.matchAll(/KEYS\[(\d+)\]/g)].map((m) => Number(m[1]));
-  return { name: name as ScriptName, command: `sluice_${name.replace(/-/g, '_')}`, numberOfKeys: Math.max(0, ...keyNumbers), source };
+  const numberOfKeys = Math.max(0, ...keyNumbers);
+  if (!new RegExp(`KEYS\\[${numberOfKeys - 1}\\], KEYS\\[${numberOfKeys}\\] the slot guard`).test(header)) {
+    throw new Error(`lua/${name}.lua: its header's last two KEYS must be the slot guard (see SLOT_GUARD_KEYS)`);
+  }
+  return { name: name as ScriptName, command: `sluice_${name.replace(/-/g, '_')}`, numberOfKeys, source };
 }
 
 /** Every script file in `lua/` (not the includes). */
@@ -46,8 +67,13 @@ type Arg = string | number;
  */
 export class LuaScripts {
   private readonly scripts = new Map<ScriptName, LuaScript>();
+  private readonly guard: string[];
 
-  constructor(private readonly link: RedisLink) {
+  constructor(
+    private readonly link: RedisLink,
+    keys: RedisKeys,
+  ) {
+    this.guard = keys.slotGuard;
     for (const name of scriptNames()) {
       const script = loadScript(name);
       this.scripts.set(script.name, script);
@@ -63,19 +89,26 @@ export class LuaScripts {
     const script = this.get(name, keys);
     return this.link.call(
       name,
-      (redis, retry) => (redis as unknown as Record<string, (...a: Arg[]) => Promise<T>>)[script.command](...keys, ...(typeof args === 'function' ? args(retry) : args)),
+      (redis, retry) => (redis as unknown as Record<string, (...a: Arg[]) => Promise<T>>)[script.command](...keys, ...this.guard, ...(typeof args === 'function' ? args(retry) : args)),
       options,
     );
   }
 
-  /** Runs `build`'s pipeline of scripts as one bounded call (see {@link queue}). */
-  pipeline(operation: string, build: (pipeline: ChainableCommander) => void, options?: CallOptions): Promise<[Error | null, unknown][]> {
+  /**
+   * Runs `build`'s pipeline of scripts as one bounded call (see {@link queue}). On a cluster, a
+   * pipeline a node redirected in part (its slot started migrating halfway) is sent again whole,
+   * so it must hold only calls whose repetition is harmless (enqueueMany: run ids).
+   */
+  pipeline(operation: string, build: (pipeline: ChainableCommander) => void, options: CallOptions & { idempotent: true }): Promise<[Error | null, unknown][]> {
     return this.link.call(
       operation,
       async (redis: Redis) => {
         const pipeline = redis.pipeline();
         build(pipeline);
-        return ((await pipeline.exec()) ?? []) as [Error | null, unknown][];
+        const replies = ((await pipeline.exec()) ?? []) as [Error | null, unknown][];
+        const redirect = replies.map(([error]) => error && clusterRedirect(error, redis)).find(Boolean);
+        if (redirect) throw redirect;
+        return replies;
       },
       options,
     );
@@ -84,13 +117,13 @@ export class LuaScripts {
   /** Queues the script on a pipeline (one round trip for many calls, e.g. `enqueueMany`). */
   queue(pipeline: ChainableCommander, name: ScriptName, keys: string[], args: Arg[]): void {
     const script = this.get(name, keys);
-    (pipeline as unknown as Record<string, (...a: Arg[]) => unknown>)[script.command](...keys, ...args);
+    (pipeline as unknown as Record<string, (...a: Arg[]) => unknown>)[script.command](...keys, ...this.guard, ...args);
   }
 
   private get(name: ScriptName, keys: string[]): LuaScript {
     const script = this.scripts.get(name);
     if (!script) throw new Error(`unknown Lua script ${name}`);
-    if (keys.length !== script.numberOfKeys) throw new Error(`script ${name} takes ${script.numberOfKeys} keys, got ${keys.length}`);
+    if (keys.length + SLOT_GUARD_KEYS !== script.numberOfKeys) throw new Error(`script ${name} takes ${script.numberOfKeys - SLOT_GUARD_KEYS} keys (and the slot guard), got ${keys.length}`);
     return script;
   }
 }

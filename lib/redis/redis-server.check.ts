@@ -3,14 +3,16 @@ import { QueueConfigError, RedisCommandError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
 import { RedisConnections } from './redis.connections';
+import { clusterSettings } from './cluster/cluster.options';
 
 /**
- * The oldest Redis the scripts and calls work on. 6.0: the worker's `BLPOP` takes a fractional
- * timeout (whole seconds before 6.0, so a 100 ms block would be refused), and ACL users
- * (`username`) exist. The scripts also need 5.0 (`ZPOPMIN`; writes after `TIME`, which needs
- * effects replication, the default from 5.0) and 4.0 (`HSET` with several fields).
+ * The oldest Redis the scripts and calls work on. 7.0: the scripts start with `#!lua` (script
+ * flags: a script that may write is refused before it starts when memory is full, instead of
+ * failing at a write halfway through), and a cluster's channels are sharded (`SSUBSCRIBE`).
+ * Older needs: 6.0 for the worker's fractional `BLPOP` timeout and ACL users, 5.0 for `ZPOPMIN`
+ * and writes after `TIME`.
  */
-export const MIN_REDIS_VERSION = '6.0.0';
+export const MIN_REDIS_VERSION = '7.0.0';
 
 /** What the boot checks read from the server; a field is undefined when it could not be read. */
 export interface RedisServerFacts {
@@ -28,6 +30,10 @@ export interface RedisServerFacts {
   infoRefused?: string;
   /** Why CONFIG GET could not be read (an ACL without `+config`, managed Redis disables it). */
   configRefused?: string;
+  /** `cluster_enabled` from INFO: the server is a Redis Cluster node. */
+  clusterNode?: boolean;
+  /** Whether the options name a cluster (`connection: { cluster }` or an ioredis Cluster). */
+  clusterOptions?: boolean;
 }
 
 /** What the facts mean: a reason to refuse to boot, warnings, and notes (logged once). */
@@ -57,7 +63,12 @@ export function assessRedisServer(facts: RedisServerFacts, strict: boolean): Red
   if (facts.version === undefined) {
     warnings.push(`Redis INFO reports no redis_version: cannot check that the server is Redis ${MIN_REDIS_VERSION} or later`);
   } else if (compareVersions(facts.version, MIN_REDIS_VERSION) < 0) {
-    return { fatal: `Redis ${facts.version} is not supported: Sluice needs Redis ${MIN_REDIS_VERSION} or later (its scripts and blocking reads use commands older servers lack)`, warnings, notes };
+    return { fatal: `Redis ${facts.version} is not supported: Sluice needs Redis ${MIN_REDIS_VERSION} or later (its scripts and blocking reads use commands and script flags older servers lack)`, warnings, notes };
+  }
+  if (facts.clusterNode && facts.clusterOptions === false) {
+    // A single-server connection would fail on the first key another node serves, and the
+    // scripts would publish on sharded channels nobody listens to.
+    return { fatal: 'Redis is a Redis Cluster node but options.connection names a single server: give connection: { cluster: [{ host, port }, …] } (README "Scaling out")', warnings, notes };
   }
   const policy = facts.policy;
   if (policy?.startsWith('allkeys-')) {
@@ -157,6 +168,8 @@ export class RedisServerCheck {
       policy: info.get('maxmemory_policy'),
       ...(info.has('maxmemory') && { maxmemory: Number(info.get('maxmemory')) }),
       ...(info.has('aof_enabled') && { aof: info.get('aof_enabled') === '1' }),
+      ...(info.has('cluster_enabled') && { clusterNode: info.get('cluster_enabled') === '1' }),
+      clusterOptions: clusterSettings(this.options.connection) !== undefined,
     };
     if (facts.aof === false) {
       try {

@@ -1,18 +1,20 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import type { Redis } from 'ioredis';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
-import { createRedisClient } from './redis.factory';
-import { RedisLink, Role } from './redis.link';
+import { RedisEndpoint } from './redis.factory';
+import { RedisLink } from './redis.link';
+import { CLASSIC_CHANNELS, SHARDED_CHANNELS, type Channels } from './pubsub.channels';
 
 /**
- * The process's Redis connections — at most three, however many workflows it runs:
- * `command` (scripts and reads), `blocking` (the worker's wait for a wake marker; only in worker
- * processes) and `subscriber` (done- and progress-channel subscriptions, opened by the first wait;
- * in worker processes also the cancel channel, opened at start). Each is a
- * {@link RedisLink}, so no call over it can hang. Connections are lazy: nothing connects before
- * the first command, so module init does no I/O. All three are Sluice's own, also when the
- * options give an ioredis instance: it is duplicated with Sluice's settings (and left open).
+ * The process's Redis connections — at most three, however many workflows it runs and however
+ * many nodes a cluster has: `command` (scripts and reads), `blocking` (the worker's wait for a
+ * wake marker; only in worker processes) and `subscriber` (done- and progress-channel
+ * subscriptions, opened by the first wait; in worker processes also the cancel channel, opened
+ * at start). Each is a {@link RedisLink}, so no call over it can hang. Connections are lazy:
+ * nothing connects before the first command, so module init does no I/O. All three are Sluice's
+ * own, also when the options give an ioredis instance: it is duplicated with Sluice's settings
+ * (and left open). On a Redis Cluster all three go to the master owning the namespace's slot,
+ * and move together when it changes (see RedisEndpoint).
  */
 @Injectable()
 export class RedisConnections implements OnApplicationShutdown {
@@ -20,19 +22,22 @@ export class RedisConnections implements OnApplicationShutdown {
   readonly command: RedisLink;
   readonly blocking: RedisLink;
   readonly subscriber: RedisLink;
+  /** How to subscribe to the namespace's channels: sharded on a cluster. */
+  readonly channels: Channels;
 
-  constructor(@Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions) {
-    const link = (role: Role) => new RedisLink(role, () => this.create(role), options.redisTimeoutMs, this.logger);
-    this.command = link('command');
-    this.blocking = link('blocking');
-    this.subscriber = link('subscriber');
+  constructor(@Inject(RESOLVED_QUEUE_OPTIONS) options: ResolvedQueueOptions) {
+    const endpoint = new RedisEndpoint(options);
+    this.command = endpoint.link('command', this.logger);
+    this.blocking = endpoint.link('blocking', this.logger);
+    this.subscriber = endpoint.link('subscriber', this.logger);
+    this.channels = endpoint.sharded ? SHARDED_CHANNELS : CLASSIC_CHANNELS;
+    endpoint.owner?.onChange((owner) => {
+      this.logger.log(`Redis Cluster: the namespace's slot ${endpoint.owner!.slot} is now served by ${owner.host}:${owner.port}; moving the connections there`);
+      [this.command, this.blocking, this.subscriber].forEach((link) => link.retire());
+    });
   }
 
   async onApplicationShutdown(): Promise<void> {
     await Promise.all([this.command, this.blocking, this.subscriber].map((link) => link.close()));
-  }
-
-  private create(role: Role): Redis {
-    return createRedisClient(this.options, role);
   }
 }

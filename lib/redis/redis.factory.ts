@@ -1,8 +1,47 @@
 import IORedis, { Redis, RedisOptions } from 'ioredis';
 import type { RedisConnectionOptions, ResolvedQueueOptions } from '../queue.options';
-import type { Role } from './redis.link';
+import { RedisLink, type Role } from './redis.link';
 import { userRedisInstance } from './user-instance';
 import { jitteredPause } from '../util/retry';
+import type { OutageLogger } from '../util/outage-log';
+import { clusterSettings, type ClusterSettings } from './cluster/cluster.options';
+import { SlotOwner } from './cluster/slot-owner';
+import { slotOwnerConnector } from './cluster/slot-owner.connector';
+import { keySlot } from './cluster/key-slot';
+import { RedisKeys } from './redis.keys';
+
+type EndpointOptions = Pick<ResolvedQueueOptions, 'connection' | 'namespace' | 'prefix' | 'redisTimeoutMs'>;
+
+/**
+ * Where Sluice's connections go: one Redis server, or — on a Redis Cluster — the master that owns
+ * the namespace's slot, followed through resharding and failover ({@link SlotOwner}). Either
+ * way a process opens one connection per role, however large the cluster.
+ */
+export class RedisEndpoint {
+  private readonly cluster?: ClusterSettings;
+  /** On a cluster: the namespace slot's owner. */
+  readonly owner?: SlotOwner;
+
+  constructor(private readonly options: EndpointOptions) {
+    this.cluster = clusterSettings(options.connection);
+    if (this.cluster) this.owner = new SlotOwner(this.cluster, keySlot(new RedisKeys(options.prefix, options.namespace).base), options.redisTimeoutMs);
+  }
+
+  /** Whether the done, progress and cancel channels are sharded (`SSUBSCRIBE`): on a cluster, so only the namespace's shard carries them. */
+  get sharded(): boolean {
+    return this.owner !== undefined;
+  }
+
+  link(role: Role, logger: OutageLogger): RedisLink {
+    return new RedisLink(role, () => this.client(role), this.options.redisTimeoutMs, logger, this.owner);
+  }
+
+  private client(role: Role): Redis {
+    if (!this.cluster || !this.owner) return createRedisClient(this.options, role);
+    const { username, password, tls } = this.cluster;
+    return new IORedis({ username, password, tls, ...redisTuning(this.options, role), Connector: slotOwnerConnector(this.owner, tls) });
+  }
+}
 
 /** Longest pause between reconnect attempts: an outage is noticed over within this of its end. */
 export const MAX_RECONNECT_DELAY_MS = 2_000;
@@ -12,8 +51,26 @@ export const MAX_RECONNECT_DELAY_MS = 2_000;
  * queue but on the subscriber, no automatic resend, bounded connect, jittered reconnects), from
  * the connection options or as a duplicate of the user's instance. Wrap it in a `RedisLink`.
  */
-export function createRedisClient(options: Pick<ResolvedQueueOptions, 'connection' | 'namespace' | 'redisTimeoutMs'>, role: Role): Redis {
-  const tuning: RedisOptions = {
+function createRedisClient(options: Pick<ResolvedQueueOptions, 'connection' | 'namespace' | 'redisTimeoutMs'>, role: Role): Redis {
+  const tuning = redisTuning(options, role);
+  const user = userRedisInstance(options.connection);
+  if (user) return user.duplicate(tuning);
+  const connection = options.connection as RedisConnectionOptions;
+  const fields: RedisOptions = {
+    ...(connection.host !== undefined && { host: connection.host }),
+    ...(connection.port !== undefined && { port: connection.port }),
+    ...(connection.username !== undefined && { username: connection.username }),
+    ...(connection.password !== undefined && { password: connection.password }),
+    ...(connection.db !== undefined && { db: connection.db }),
+    ...(connection.tls && { tls: connection.tls === true ? {} : connection.tls }),
+    ...tuning,
+  };
+  return connection.url ? new IORedis(connection.url, fields) : new IORedis(fields);
+}
+
+/** Sluice's settings for one of its connections (see {@link createRedisClient}). */
+function redisTuning(options: Pick<ResolvedQueueOptions, 'namespace' | 'redisTimeoutMs'>, role: Role): RedisOptions {
+  return {
     lazyConnect: true,
     connectionName: `sluice:${options.namespace}:${role}`,
     // A call made while the connection is down waits for it in RedisLink (with a bound), not in
@@ -33,17 +90,4 @@ export function createRedisClient(options: Pick<ResolvedQueueOptions, 'connectio
     disconnectTimeout: 100,
     retryStrategy: (attempt: number) => jitteredPause(attempt, 50, MAX_RECONNECT_DELAY_MS),
   };
-  const user = userRedisInstance(options.connection);
-  if (user) return user.duplicate(tuning);
-  const connection = options.connection as RedisConnectionOptions;
-  const fields: RedisOptions = {
-    ...(connection.host !== undefined && { host: connection.host }),
-    ...(connection.port !== undefined && { port: connection.port }),
-    ...(connection.username !== undefined && { username: connection.username }),
-    ...(connection.password !== undefined && { password: connection.password }),
-    ...(connection.db !== undefined && { db: connection.db }),
-    ...(connection.tls && { tls: connection.tls === true ? {} : connection.tls }),
-    ...tuning,
-  };
-  return connection.url ? new IORedis(connection.url, fields) : new IORedis(fields);
 }

@@ -39,6 +39,7 @@
  * | `wf:<name>:declared` | set | ids of the workflow's schedules declared in code (removed when the code drops them) |
  * | `wf:<name>:sweep` | string | where the schedule index repair sweep stopped |
  * | `schema` | string | the namespace's key layout number (lib/migration/layout.versions.ts); absent before layout 2 |
+ * | `slot-guard:1` / `slot-guard:2` | — | never written: every script declares them, so Redis Cluster refuses a script while the slot migrates (lib/redis/lua.scripts.ts) |
  * | `migrate-lock` | string | the token of the process migrating the namespace, with a TTL it renews |
  */
 export class RedisKeys {
@@ -52,6 +53,8 @@ export class RedisKeys {
   readonly migrateLock: string;
   readonly schedules: string;
   readonly cancel: string;
+  /** Two keys that never exist, declared by every script (see SLOT_GUARD_KEYS in lua.scripts.ts). */
+  readonly slotGuard: string[];
 
   constructor(
     readonly prefix: string,
@@ -67,6 +70,7 @@ export class RedisKeys {
     this.migrateLock = `${this.base}migrate-lock`;
     this.schedules = `${this.base}schedules`;
     this.cancel = `${this.base}cancel`;
+    this.slotGuard = [`${this.base}slot-guard:1`, `${this.base}slot-guard:2`];
   }
 
   run(id: string): string {

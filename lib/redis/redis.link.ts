@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { OutcomeUnknownError, RedisCommandError, RedisUnavailableError, SluiceError } from '../errors';
 import { OutageLog, type OutageLogger } from '../util/outage-log';
+import { ClusterRedirect, clusterRedirect } from './cluster/cluster.redirects';
 
 export type Role = 'command' | 'blocking' | 'subscriber';
 
@@ -32,6 +33,13 @@ interface InFlight {
 
 /** How often overdue replies are looked for (see RedisLink.sweep). */
 const SWEEP_MS = 100;
+/** Pause before sending again a call a cluster refused while its slot migrates or fails over. */
+const REDIRECT_PAUSE_MS = 100;
+
+/** Where a link on a Redis Cluster reports a `MOVED` reply (see SlotOwner). */
+export interface RedirectListener {
+  moved(to: string): void;
+}
 
 function replyDeadline(deadline: number, options: CallOptions): number {
   return options.replyTimeoutMs === undefined ? deadline : Math.min(deadline, Date.now() + options.replyTimeoutMs);
@@ -58,12 +66,16 @@ export class RedisLink {
   private lastError = 'not connected yet';
   private closed = false;
   private sweeper?: NodeJS.Timeout;
+  /** Connections left for a new one, closed once the calls sent over them have their replies (see {@link retire}). */
+  private readonly retired = new Set<Redis>();
 
+  /** @param redirects set on a Redis Cluster: the link then sends again the calls a node redirected (nothing ran). */
   constructor(
     readonly role: Role,
     private readonly create: () => Redis,
     private readonly timeoutMs: number,
     logger: OutageLogger,
+    private readonly redirects?: RedirectListener,
   ) {
     this.outage = new OutageLog(logger);
   }
@@ -104,12 +116,35 @@ export class RedisLink {
     if (!redis || redis.status !== 'ready' || this.closed) return this.attempts(operation, send, options, deadline);
     // The common case, kept lean (it runs for every command): the connection is up, send now.
     const sent = this.send(operation, redis, send, replyDeadline(deadline, options), false);
-    return options.idempotent ? sent.catch((error: Error) => this.retry(error, operation, send, options, deadline)) : sent;
+    return options.idempotent || this.redirects ? sent.catch((error: Error) => this.retry(error, operation, send, options, deadline)) : sent;
   }
 
-  private retry<T>(error: Error, operation: string, send: (redis: Redis, retry: boolean) => Promise<T>, options: CallOptions, deadline: number): Promise<T> {
-    if (!(error instanceof OutcomeUnknownError) || this.closed || Date.now() >= deadline) throw error;
+  private async retry<T>(error: Error, operation: string, send: (redis: Redis, retry: boolean) => Promise<T>, options: CallOptions, deadline: number): Promise<T> {
+    if (error instanceof ClusterRedirect) {
+      await this.follow(error, operation, deadline);
+      return this.attempts(operation, send, options, deadline);
+    }
+    if (!options.idempotent || !(error instanceof OutcomeUnknownError) || this.closed || Date.now() >= deadline) throw error;
     return this.attempts(operation, send, options, deadline, error);
+  }
+
+  /**
+   * Before sending again a call a cluster node redirected: a `MOVED` moves the link to the new
+   * owner; the other redirects (a migrating slot, a failover) mean waiting a little. Nothing ran,
+   * so at the deadline the call fails as unavailable (or as lost, if an earlier try was).
+   */
+  private async follow(redirect: ClusterRedirect, operation: string, deadline: number, lost?: OutcomeUnknownError): Promise<void> {
+    if (redirect.movedTo) {
+      // The owner's listeners retire every link's connection when the owner changes; this one
+      // may have been opened before, to the old owner, so it moves too.
+      this.redirects?.moved(redirect.movedTo);
+      if (redirect.connection === this.instance) this.retire();
+    }
+    const pause = redirect.movedTo ? 0 : Math.min(REDIRECT_PAUSE_MS, deadline - Date.now());
+    if (pause < 0 || this.closed || Date.now() >= deadline) {
+      throw lost ?? new RedisUnavailableError(operation, `Redis Cluster still answered "${redirect.message}" at the call's deadline; nothing was sent that ran`);
+    }
+    if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
   }
 
   /** Waits for the connection, sends, and (if idempotent) sends again after a lost reply, until the deadline. */
@@ -119,6 +154,10 @@ export class RedisLink {
         const redis = await this.whenReady(operation, deadline, options.failFast);
         return await this.send(operation, redis, send, replyDeadline(deadline, options), lost !== undefined);
       } catch (error) {
+        if (error instanceof ClusterRedirect) {
+          await this.follow(error, operation, deadline, lost);
+          continue;
+        }
         // Once a try may have landed, the call's outcome stays unknown, whatever the later tries say.
         if (lost && error instanceof RedisUnavailableError) throw lost;
         const retry = options.idempotent && error instanceof OutcomeUnknownError && !this.closed && Date.now() < deadline;
@@ -142,11 +181,27 @@ export class RedisLink {
     if (this.instance) this.recycle(this.instance, reason, expected);
   }
 
+  /**
+   * Moves the next calls to a new connection and closes the current one once the calls sent over
+   * it have their replies: on a cluster, when the namespace's slot moved to another node. A call
+   * already sent to the old node gets a `MOVED` reply there (nothing ran) and is sent again.
+   */
+  retire(): void {
+    const redis = this.instance;
+    if (!redis || this.closed) return;
+    this.instance = undefined;
+    if (this.inflight.get(redis)?.size) this.retired.add(redis);
+    else this.drop(redis);
+    // Someone may be subscribed or blocked over the old connection: they carry on over the new one.
+    this.client.connect().catch(() => undefined);
+  }
+
   /** Closes the connection within about a second, whatever state Redis is in. */
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.sweeper);
     this.abortAll(new SluiceError(`QueueModule is shutting down; its Redis ${this.role} connection is closing`));
+    [...this.retired].forEach((redis) => this.drop(redis));
     const redis = this.instance;
     this.instance = undefined;
     if (!redis) return;
@@ -229,7 +284,7 @@ export class RedisLink {
       }
       sent.then(
         (value) => set.delete(call) && resolve(value),
-        (error: Error) => set.delete(call) && reject(this.classify(operation, error)),
+        (error: Error) => set.delete(call) && reject(this.classify(operation, error, redis)),
       );
     });
   }
@@ -242,6 +297,7 @@ export class RedisLink {
   private sweep(): void {
     const now = Date.now();
     for (const [redis, calls] of this.inflight) {
+      if (calls.size === 0 && this.retired.has(redis)) this.drop(redis);
       const overdue = [...calls].find((call) => call.deadline <= now);
       if (!overdue) continue;
       const reason = `no reply to ${overdue.operation} in time`;
@@ -250,8 +306,10 @@ export class RedisLink {
     }
   }
 
-  private classify(operation: string, error: Error): Error {
-    if (error instanceof SluiceError) return error;
+  private classify(operation: string, error: Error, redis: Redis): Error {
+    if (error instanceof SluiceError || error instanceof ClusterRedirect) return error;
+    const redirect = this.redirects && clusterRedirect(error, redis);
+    if (redirect) return redirect;
     if (error?.name === 'ReplyError') return new RedisCommandError(operation, error);
     if (/enableOfflineQueue|Connection is closed/.test(error?.message ?? '')) return this.unavailable(operation);
     return new OutcomeUnknownError(operation, `${error?.message ?? error}; the call may or may not have taken effect`, { cause: error });
@@ -274,6 +332,12 @@ export class RedisLink {
     // Down from now if a call waits for the new connection; otherwise idle (opened on demand).
     this.downAt = !expected && this.waiting.size > 0 ? (this.downAt ?? Date.now()) : undefined;
     if (this.waiting.size > 0 && !this.closed) this.client.connect().catch(() => undefined);
+  }
+
+  private drop(redis: Redis): void {
+    this.retired.delete(redis);
+    this.inflight.delete(redis);
+    destroy(redis);
   }
 }
 

@@ -1,4 +1,5 @@
 import { RunCancelledError } from '../errors';
+import type { Channels } from '../redis/pubsub.channels';
 import type { RedisLink } from '../redis/redis.link';
 import type { ActiveRuns } from './active-runs';
 
@@ -20,6 +21,7 @@ export class CancelListener {
 
   constructor(
     private readonly subscriber: RedisLink,
+    private readonly channels: Channels,
     private readonly channel: string,
     private readonly active: ActiveRuns,
   ) {}
@@ -28,10 +30,10 @@ export class CancelListener {
   start(): void {
     this.listening = true;
     this.subscriber.onCreate((redis) => {
-      redis.on('message', (channel: string, message: string) => {
+      redis.on(this.channels.messageEvent, (channel: string, message: string) => {
         if (this.listening && channel === this.channel) this.onCancel(message);
       });
-      if (this.listening) redis.subscribe(this.channel).catch(() => undefined);
+      if (this.listening) this.channels.subscribe(redis, [this.channel]).catch(() => undefined);
     });
     this.subscribe();
     // A replaced subscriber connection (one that stopped answering) is reopened only by the next
@@ -47,7 +49,7 @@ export class CancelListener {
   }
 
   private subscribe(): void {
-    this.subscriber.call('subscribe to cancellations', (redis) => redis.subscribe(this.channel)).catch(() => undefined);
+    this.subscriber.call('subscribe to cancellations', (redis) => this.channels.subscribe(redis, [this.channel])).catch(() => undefined);
   }
 
   private onCancel(message: string): void {

@@ -138,7 +138,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     const scripts = this.scripts.get();
     const planner = new SchedulePlanner(scripts, this.keys);
     this.heartbeat = new LeaseHeartbeat(scripts, this.keys, this.active, this.options.worker.lockMs);
-    this.cancels = new CancelListener(this.connections.subscriber, this.keys.cancel, this.active);
+    this.cancels = new CancelListener(this.connections.subscriber, this.connections.channels, this.keys.cancel, this.active);
     this.cancels.start();
     const telemetry = (this.telemetry = RunTelemetry.create(this.options, this.registry.all().map((wf) => wf.name)));
     this.loop = new WorkerLoop({

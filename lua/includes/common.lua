@@ -420,6 +420,18 @@ local function wakeCapped(base, limitsKey, freed)
   end
 end
 
+-- Publishes on one of the namespace's channels. On a Redis Cluster they are sharded channels
+-- (SPUBLISH: the channel lives in the namespace's slot, so only its shard carries the message,
+-- where PUBLISH would copy it to every node); subscribers match (lib/redis/pubsub.channels.ts).
+-- CLUSTER MYID only answers on a node in cluster mode, and the publish is rare (a waited run's
+-- end, a cancel, a progress value someone waits for), so the check costs nothing that matters.
+local function publish(channel, message)
+  if type(redis.pcall('CLUSTER', 'MYID')) == 'string' then
+    return redis.call('SPUBLISH', channel, message)
+  end
+  return redis.call('PUBLISH', channel, message)
+end
+
 -- Records a final state and starts the retention clock. If someone waits on the run (`waited`,
 -- set by run() at enqueue or by wait() through watch.lua), announces it on the run's done
 -- channel; the announcement carries the outcome itself (`field` is 'result' or 'error',
@@ -431,7 +443,7 @@ local function finishRun(base, runKey, id, workflow, state, field, payload, now,
   if not waited then return end
   local body = payload
   if body == '' then body = 'null' end
-  redis.call('PUBLISH', base .. 'done:' .. id,
+  publish(base .. 'done:' .. id,
     '{"v":1,"state":"' .. state .. '","workflow":"' .. workflow .. '","' .. field .. '":' .. body
       .. ',"undef":' .. (payload == '' and 'true' or 'false') .. '}')
 end

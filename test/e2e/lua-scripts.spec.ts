@@ -2,13 +2,15 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Redis from 'ioredis';
-import { loadScript, LUA_DIR, scriptNames } from '../../lib/redis/lua.scripts';
+import { loadScript, LUA_DIR, scriptNames, SLOT_GUARD_KEYS } from '../../lib/redis/lua.scripts';
 import { rawRedis } from '../support/app';
 import { scriptsOn } from '../support/scripts';
 
 /** The scripts the worker and client need; new ones are covered too through scriptNames(). */
 const CORE = ['complete', 'declare-limits', 'enqueue', 'extend-leases', 'fail', 'release', 'reserve', 'save-steps'];
 const ALL = scriptNames();
+/** The write commands the scripts use (a script sending none is flagged no-writes). */
+const WRITE_COMMANDS = new Set(['SET', 'HSET', 'HDEL', 'DEL', 'LPUSH', 'RPUSH', 'LPOP', 'RPOP', 'LREM', 'LTRIM', 'ZADD', 'ZREM', 'ZPOPMIN', 'ZREMRANGEBYSCORE', 'ZREMRANGEBYRANK', 'ZINCRBY', 'SADD', 'SREM', 'INCR', 'INCRBY', 'HINCRBY', 'HSETNX', 'PEXPIRE', 'EXPIRE', 'PERSIST', 'PUBLISH', 'SPUBLISH', 'LMOVE', 'RPOPLPUSH']);
 
 describe('lua scripts', () => {
   let redis: Redis;
@@ -26,22 +28,41 @@ describe('lua scripts', () => {
   describe.each(ALL)('%s.lua', (name) => {
     const raw = readFileSync(join(LUA_DIR, `${name}.lua`), 'utf8');
 
-    it('starts with a header listing KEYS, ARGV and the Reply', () => {
-      const header = /^--\[\[([\s\S]*?)\]\]/.exec(raw)?.[1];
+    it('starts with #!lua and a header listing KEYS, ARGV and the Reply', () => {
+      const header = /^#!lua[^\n]*\n--\[\[([\s\S]*?)\]\]/.exec(raw)?.[1];
       expect(header).toBeDefined();
       expect(header).toMatch(/^\s*KEYS\[1\]\s+\S/m);
       expect(header).toMatch(/^\s*ARGV\[1(\.\.)?\]/m);
       expect(header).toMatch(/^\s*Reply:\s*\S/m);
     });
 
-    it('takes its key count from the header and inlines its includes', () => {
+    it('takes its key count from the header, the slot guard last, and inlines its includes', () => {
       const script = loadScript(name);
-      const header = /^--\[\[([\s\S]*?)\]\]/.exec(raw)![1];
+      const header = /^#!lua[^\n]*\n--\[\[([\s\S]*?)\]\]/.exec(raw)![1];
       const keyLines = header.match(/^\s*KEYS\[\d+\]/gm) ?? [];
-      expect(script.numberOfKeys).toBe(keyLines.length);
+      // One line per key of its own, then one line naming the two slot-guard keys.
+      expect(script.numberOfKeys).toBe(keyLines.length - 1 + SLOT_GUARD_KEYS);
+      expect(header).toMatch(new RegExp(`^\\s*KEYS\\[${script.numberOfKeys - 1}\\], KEYS\\[${script.numberOfKeys}\\] the slot guard`, 'm'));
       expect(script.command).toBe(`sluice_${name.replace(/-/g, '_')}`);
       expect(script.source).not.toMatch(/^-- @include/m);
       if (/^-- @include common/m.test(raw)) expect(script.source).toContain('local function nowMs()');
+    });
+
+    it('never touches the slot guard, and builds every key it reaches inside the namespace', () => {
+      const { numberOfKeys } = loadScript(name);
+      const source = loadScript(name).source.replace(/--\[\[[\s\S]*?\]\]/g, '').replace(/--.*$/gm, '');
+      const guard = new RegExp(`KEYS\\[(${numberOfKeys - 1}|${numberOfKeys})\\]`);
+      expect(source).not.toMatch(guard);
+      // A key argument is KEYS[n] or built from the base; a literal hash tag would name another slot.
+      const keyArguments = [...source.matchAll(/redis\.p?call\(\s*'[A-Za-z]+'\s*,\s*([^,)]+)/g)].map((m) => m[1].trim());
+      expect(keyArguments.filter((argument) => /['"]\{/.test(argument))).toEqual([]);
+    });
+
+    it('declares no-writes exactly when it sends no write command', () => {
+      const { source } = loadScript(name);
+      const commands = [...source.matchAll(/redis\.p?call\(\s*'([A-Za-z]+)'/g)].map((m) => m[1].toUpperCase());
+      const writes = commands.filter((command) => WRITE_COMMANDS.has(command));
+      expect(/^#!lua flags=no-writes\n/.test(raw)).toBe(writes.length === 0);
     });
 
     it('loads on the real server (SCRIPT LOAD)', async () => {

@@ -289,12 +289,13 @@ describe('migrate()', () => {
   function scriptsFor(): LuaScripts {
     const link = new RedisLink('command', () => rawRedis(), 5_000, new Logger('test'));
     links.push(link);
-    return new LuaScripts(link);
+    return new LuaScripts(link, new RedisKeys('sluice', 'default'));
   }
 
   function migratorFor(ns: string, options: { waitTimeoutMs?: number } = {}): LayoutMigrator {
     const link = new RedisLink('command', () => rawRedis(), 5_000, new Logger('test'));
     links.push(link);
-    return new LayoutMigrator(new LuaScripts(link), link, new RedisKeys('sluice', ns), { log: () => undefined, warn: () => undefined }, options);
+    const keys = new RedisKeys('sluice', ns);
+    return new LayoutMigrator(new LuaScripts(link, keys), link, keys, { log: () => undefined, warn: () => undefined }, options);
   }
 });

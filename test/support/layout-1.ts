@@ -1,10 +1,19 @@
 import type Redis from 'ioredis';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadScript, scriptNames } from '../../lib/redis/lua.scripts';
+import { scriptNames } from '../../lib/redis/lua.scripts';
 import type { RedisKeys } from '../../lib/redis/redis.keys';
 
 /** The Lua scripts of nest-sluice 0.1.0 (commit 8710ae8), the writers of key layout 1. */
 export const LAYOUT_1_LUA = join(__dirname, '..', 'fixtures', 'layout-1', 'lua');
+
+/** A 0.1.0 script as its loader read it: includes inlined, key count from the header's highest KEYS[n] (no shebang, no slot guard then). */
+function loadLayout1Script(name: string): { numberOfKeys: number; lua: string } {
+  const raw = readFileSync(join(LAYOUT_1_LUA, `${name}.lua`), 'utf8');
+  const lua = raw.replace(/^-- @include (\S+)\s*$/gm, (_, include: string) => readFileSync(join(LAYOUT_1_LUA, 'includes', `${include}.lua`), 'utf8'));
+  const header = /^--\[\[([\s\S]*?)\]\]/.exec(raw)![1];
+  return { numberOfKeys: Math.max(0, ...[...header.matchAll(/KEYS\[(\d+)\]/g)].map((m) => Number(m[1]))), lua };
+}
 
 /** A claim as layout 1's reserve replied it. */
 export interface Layout1Claim {
@@ -27,9 +36,8 @@ export class Layout1Writer {
     private readonly keys: RedisKeys,
   ) {
     for (const name of scriptNames(LAYOUT_1_LUA)) {
-      const script = loadScript(name, LAYOUT_1_LUA);
       const command = `layout1_${name.replace(/-/g, '_')}`;
-      if (!(command in redis)) redis.defineCommand(command, { numberOfKeys: script.numberOfKeys, lua: script.source });
+      if (!(command in redis)) redis.defineCommand(command, loadLayout1Script(name));
     }
   }
 

@@ -16,20 +16,26 @@ describe('Redis server boot checks: assessment', () => {
     expect(compareVersions('6.0.0', '6.0')).toBe(0);
     expect(compareVersions('5.0.14', '6.0.0')).toBe(-1);
     expect(compareVersions('10.0.0', '9.9.9')).toBe(1);
-    expect(MIN_REDIS_VERSION).toBe('6.0.0');
+    expect(MIN_REDIS_VERSION).toBe('7.0.0');
   });
 
   it('accepts a current noeviction server with AOF without a word', () => {
     expect(assessRedisServer(ok, true)).toEqual({ warnings: [], notes: [] });
   });
 
-  it('refuses a Redis older than 6.0 whatever strict says', () => {
+  it('refuses a Redis older than 7.0 whatever strict says (the scripts carry #!lua flags)', () => {
     for (const strict of [false, true]) {
-      expect(assessRedisServer({ ...ok, version: '5.0.14' }, strict).fatal).toBe(
-        'Redis 5.0.14 is not supported: Sluice needs Redis 6.0.0 or later (its scripts and blocking reads use commands older servers lack)',
+      expect(assessRedisServer({ ...ok, version: '6.2.14' }, strict).fatal).toBe(
+        'Redis 6.2.14 is not supported: Sluice needs Redis 7.0.0 or later (its scripts and blocking reads use commands and script flags older servers lack)',
       );
     }
-    expect(assessRedisServer({ ...ok, version: '6.0.0' }, false).fatal).toBeUndefined();
+    expect(assessRedisServer({ ...ok, version: '7.0.0' }, false).fatal).toBeUndefined();
+  });
+
+  it('refuses a Redis Cluster node reached through single-server options, accepts it with cluster options', () => {
+    expect(assessRedisServer({ ...ok, clusterNode: true, clusterOptions: false }, false).fatal).toMatch(/^Redis is a Redis Cluster node but options.connection names a single server/);
+    expect(assessRedisServer({ ...ok, clusterNode: true, clusterOptions: true }, false).fatal).toBeUndefined();
+    expect(assessRedisServer({ ...ok, clusterNode: false, clusterOptions: false }, false).fatal).toBeUndefined();
   });
 
   it('warns about allkeys-* (data loss) and refuses it with strict; notes volatile-*', () => {
