@@ -1,12 +1,13 @@
 /**
  * Unit tests need no Redis; e2e tests share one redis-server started by the global setup. The
- * fault suite (test/chaos) runs separately, one file at a time: `npm run test:chaos` (jest.chaos.config.js).
+ * fault suite (test/chaos) runs separately, one file at a time: `npm run test:chaos` (jest.chaos.config.js);
+ * so does the cluster suite (test/cluster): `npm run test:cluster` (jest.cluster.config.js).
  */
 module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/chaos/'],
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/chaos/', '<rootDir>/test/cluster/'],
   transform: { '^.+\\.ts$': 'ts-jest' },
   globalSetup: '<rootDir>/test/support/redis.global-setup.ts',
   globalTeardown: '<rootDir>/test/support/redis.global-teardown.ts',

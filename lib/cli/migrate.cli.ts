@@ -14,13 +14,15 @@ import { RedisEndpoint } from '../redis/redis.factory';
 import { RedisKeys } from '../redis/redis.keys';
 import { toMilliseconds } from '../util/duration';
 
-const USAGE = `Usage: nest-sluice migrate --url <redis://[user:password@]host:port[/db]> --namespace <namespace> [options]
+const USAGE = `Usage: nest-sluice migrate (--url <redis://[user:password@]host:port[/db]> | --cluster <host:port,…>) --namespace <namespace> [options]
 
 Moves the namespace's Redis data to the key layout of this version of nest-sluice, once, under
 a lock (other processes migrating at the same time wait for it). Safe to run again.
 
 Options:
   --url <url>              Redis URL (redis:// or rediss://)
+  --cluster <host:port,…>  seed nodes of a Redis Cluster, instead of --url (no auth, no TLS:
+                           for those, run QueueClient.migrate() from an app)
   --namespace <name>       the QueueModule namespace
   --prefix <prefix>        the QueueModule prefix (default: sluice)
   --wait <duration>        longest wait for another process's migration (default: 60s)
@@ -36,7 +38,7 @@ export interface CliOutput {
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = new Set(['url', 'namespace', 'prefix', 'wait', 'redis-timeout']);
+const VALUE_FLAGS = new Set(['url', 'cluster', 'namespace', 'prefix', 'wait', 'redis-timeout']);
 
 function parseArgs(argv: string[]): { help: boolean; json: boolean; values: Map<string, string> } {
   const values = new Map<string, string>();
@@ -60,6 +62,12 @@ function parseArgs(argv: string[]): { help: boolean; json: boolean; values: Map<
   return { help, json, values };
 }
 
+function seedOf(address: string): { host: string; port: number } {
+  const match = /^(.+):(\d+)$/.exec(address.trim());
+  if (!match) throw new UsageError(`--cluster: "${address}" is not host:port`);
+  return { host: match[1], port: Number(match[2]) };
+}
+
 /** Runs the bin with `argv` (without `node` and the script); resolves the exit code. */
 export async function runMigrateCli(argv: string[], output: CliOutput): Promise<number> {
   let parsed: ReturnType<typeof parseArgs>;
@@ -72,10 +80,12 @@ export async function runMigrateCli(argv: string[], output: CliOutput): Promise<
       return 0;
     }
     const url = parsed.values.get('url');
+    const cluster = parsed.values.get('cluster');
     const namespace = parsed.values.get('namespace');
-    if (!url) throw new UsageError('--url is required');
+    if (!url === !cluster) throw new UsageError('give one of --url and --cluster');
     if (!namespace) throw new UsageError('--namespace is required');
-    options = resolveQueueOptions({ connection: { url }, namespace, prefix: parsed.values.get('prefix'), redisTimeoutMs: parsed.values.get('redis-timeout') ?? 10_000 });
+    const connection = url ? { url } : { cluster: cluster!.split(',').map(seedOf) };
+    options = resolveQueueOptions({ connection, namespace, prefix: parsed.values.get('prefix'), redisTimeoutMs: parsed.values.get('redis-timeout') ?? 10_000 });
     waitTimeoutMs = toMilliseconds(parsed.values.get('wait') ?? 60_000, '--wait');
   } catch (error) {
     output.err(`nest-sluice: ${(error as Error).message}\n\n${USAGE}`);

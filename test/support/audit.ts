@@ -1,4 +1,5 @@
 import type Redis from 'ioredis';
+import { scanKeys } from './scan';
 
 /**
  * The consistency audit of a namespace's raw Redis state, shared by the fault tests: after a
@@ -139,14 +140,8 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
   const { namespace } = options;
   const base = `{${prefix}:${namespace}}:`;
 
-  // 1. The keys, by SCAN (a test may: it is not on a hot path).
-  const keys: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.scan(cursor, 'MATCH', `${globEscape(base)}*`, 'COUNT', 1000);
-    keys.push(...found);
-    cursor = next;
-  } while (cursor !== '0');
+  // 1. The keys, by SCAN (a test may: it is not on a hot path); on a cluster, every master's.
+  const keys = await scanKeys(redis, `${globEscape(base)}*`);
 
   // 2. Every read in one MULTI: one consistent snapshot.
   const readers: Reader[] = [];

@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { QueueClient, QueueModule, QueueModuleOptions, RunEvents } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
-import { redisUrl, TestApp } from './app';
+import { testConnection, TestApp } from './app';
 import { deferred } from './workflows';
 
 /**
@@ -33,7 +33,7 @@ export async function startFlowApp(
   logger: LoggerService | false = false,
 ): Promise<FlowApp> {
   const app = await Test.createTestingModule({
-    imports: [QueueModule.forRoot({ connection: { url: redisUrl() }, ...options })],
+    imports: [QueueModule.forRoot({ connection: testConnection(), ...options })],
     providers,
   }).compile();
   app.useLogger(logger);

@@ -21,6 +21,12 @@ export interface RedisProcessOptions {
   port?: number;
   /** The data directory (AOF, RDB); default: a fresh temporary directory, removed by stop(). */
   dir?: string;
+  /**
+   * Remove `dir` on stop() (and in the fault suite's teardown) even though the caller chose it —
+   * for a caller that must know the directory before the start, e.g. to name a cluster's
+   * nodes.conf in the arguments. Default: only a directory this created.
+   */
+  ownsDir?: boolean;
   /** How long to wait for "Ready to accept connections" (a restart replays the AOF first). */
   readyTimeoutMs?: number;
 }
@@ -94,7 +100,7 @@ export class RedisProcess {
     const port = options.port ?? (await freePort());
     if (port === 6379) throw new Error('RedisProcess: refusing port 6379 (it may be a real Redis)');
     const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'sluice-chaos-redis-'));
-    const server = new RedisProcess(port, dir, options.args ?? [], options.readyTimeoutMs ?? 20_000, options.dir === undefined);
+    const server = new RedisProcess(port, dir, options.args ?? [], options.readyTimeoutMs ?? 20_000, options.ownsDir ?? options.dir === undefined);
     try {
       await server.spawn();
     } catch (error) {

@@ -1,5 +1,6 @@
 import type Redis from 'ioredis';
 import { redisUrl } from './app';
+import { scanKeys } from './scan';
 import IORedis from 'ioredis';
 
 /** A promise the test settles itself, e.g. to hold a run open until the test lets it finish. */
@@ -67,16 +68,9 @@ export async function pollUntil<T>(read: () => Promise<T>, done: (value: T) => b
   }
 }
 
-/** Every key of a namespace (SCAN, never KEYS). */
-export async function namespaceKeys(redis: Redis, namespace: string, prefix = 'sluice'): Promise<string[]> {
-  const found: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `{${prefix}:${namespace}}:*`, 'COUNT', 1000);
-    found.push(...keys);
-    cursor = next;
-  } while (cursor !== '0');
-  return found;
+/** Every key of a namespace (SCAN, never KEYS; on a cluster, every master's). */
+export function namespaceKeys(redis: Redis, namespace: string, prefix = 'sluice'): Promise<string[]> {
+  return scanKeys(redis, `{${prefix}:${namespace}}:*`);
 }
 
 /**
