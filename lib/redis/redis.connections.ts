@@ -25,8 +25,10 @@ export class RedisConnections implements OnApplicationShutdown {
   /** How to subscribe to the namespace's channels: sharded on a cluster. */
   readonly channels: Channels;
 
+  private readonly endpoint: RedisEndpoint;
+
   constructor(@Inject(RESOLVED_QUEUE_OPTIONS) options: ResolvedQueueOptions) {
-    const endpoint = new RedisEndpoint(options);
+    const endpoint = (this.endpoint = new RedisEndpoint(options));
     this.command = endpoint.link('command', this.logger);
     this.blocking = endpoint.link('blocking', this.logger);
     this.subscriber = endpoint.link('subscriber', this.logger);
@@ -38,6 +40,7 @@ export class RedisConnections implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.endpoint.owner?.close();
     await Promise.all([this.command, this.blocking, this.subscriber].map((link) => link.close()));
   }
 }

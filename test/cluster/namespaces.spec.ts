@@ -29,7 +29,7 @@ class TierQueueModule {
 async function mastersOf(seed: { host: string; port: number }): Promise<Map<number, Array<[number, number]>>> {
   const admin = new Redis(seed.port, seed.host);
   try {
-    const ranges = (await admin.cluster('SLOTS')) as Array<[number, number, [string, number]]>;
+    const ranges = (await admin.cluster('SLOTS')) as unknown as Array<[number, number, [string, number]]>;
     const masters = new Map<number, Array<[number, number]>>();
     for (const [start, end, [, port]] of ranges) masters.set(port, [...(masters.get(port) ?? []), [start, end]]);
     return masters;

@@ -20,6 +20,9 @@ export class SlotOwner {
   /** Every node seen, seeds first: where to ask when the owner is gone. */
   private readonly nodes = new Map<string, ClusterSeed>();
   private readonly listeners = new Set<(owner: ClusterSeed) => void>();
+  /** Lookup connections open now, closed at once by {@link close}. */
+  private readonly asking = new Set<IORedis>();
+  private closed = false;
 
   constructor(
     private readonly settings: ClusterSettings,
@@ -50,6 +53,12 @@ export class SlotOwner {
     this.listeners.add(listener);
   }
 
+  /** Stops looking (the app shuts down): a lookup in progress fails at once rather than trying every node. */
+  close(): void {
+    this.closed = true;
+    this.asking.forEach((redis) => redis.disconnect());
+  }
+
   private set(owner: ClusterSeed): void {
     const previous = this.owner;
     this.owner = owner;
@@ -63,6 +72,7 @@ export class SlotOwner {
     const order = [...this.nodes.values()].sort((a, b) => Number(addressOf(a) === last) - Number(addressOf(b) === last));
     const errors: string[] = [];
     for (const node of order) {
+      if (this.closed) throw new Error('the application is shutting down');
       try {
         const owner = this.ownerIn(await this.slotMap(node), node);
         this.set(owner);
@@ -112,12 +122,16 @@ export class SlotOwner {
       retryStrategy: () => null,
       connectTimeout: timeout,
       commandTimeout: timeout,
+      // ioredis otherwise keeps the process alive 2 s after a disconnect of a socket already closed.
+      disconnectTimeout: 0,
     });
     redis.on('error', () => undefined);
+    this.asking.add(redis);
     try {
       await redis.connect();
       return (await redis.cluster('SLOTS')) as unknown[][];
     } finally {
+      this.asking.delete(redis);
       redis.disconnect();
     }
   }
