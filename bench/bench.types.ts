@@ -55,3 +55,12 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T)
   const promise = new Promise<T>((r) => (resolve = r));
   return { promise, resolve };
 }
+
+/** Bound on one timed run: a hung run is reported as an error, not waited for. */
+export const RUN_TIMEOUT_MS = 120_000;
+
+export function withTimeout<T>(promise: Promise<T>, label: string, ms = RUN_TIMEOUT_MS): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${label} timed out after ${ms} ms`)), ms)));
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

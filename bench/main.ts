@@ -1,20 +1,24 @@
 /**
  * `npm run bench [-- --scenario drain-c50 --jobs 50000 --repeats 3 --out file.json]`
- * Sluice against BullMQ and the Redis floor, same Redis, same process, interleaved per repeat.
+ * Sluice against BullMQ and the Redis floor, same Redis, same process, interleaved per repeat;
+ * then (about 30 s more) Sluice on a local 3-master Redis Cluster, see cluster.scenario.ts.
+ * Only the cluster part: `npm run bench -- --scenario cluster [--jobs 40000 --repeats 3]`;
+ * everything but it: `npm run bench -- --no-cluster`. Ctrl-C stops every server and worker started.
  */
 import Redis from 'ioredis';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { startRedisServer } from '../test/support/redis-server';
-import { BenchSystem, DEFAULT_JOBS, Latency, SCENARIOS, ScenarioName } from './bench.types';
+import { BenchSystem, DEFAULT_JOBS, Latency, SCENARIOS, ScenarioName, withTimeout } from './bench.types';
 import { BullmqSystem } from './bullmq.system';
+import { printClusterTable } from './cluster.report';
+import { CLUSTER_JOBS, CLUSTER_SCENARIO, ClusterReport, runClusterScenario } from './cluster.scenario';
 import { FloorSystem } from './floor.system';
 import { costBetween, RedisCost, snapshot } from './redis.stats';
 import { printTable } from './report';
 import { SluiceSystem } from './sluice.system';
-
-const RUN_TIMEOUT_MS = 120_000;
+import { isStopping, onTeardown } from './teardown';
 
 export interface RunResult {
   scenario: ScenarioName;
@@ -34,9 +38,11 @@ function parseArgs(argv: string[]) {
     return i >= 0 ? argv[i + 1] : undefined;
   };
   const scenario = value('--scenario');
-  if (scenario && !SCENARIOS.includes(scenario as ScenarioName)) throw new Error(`unknown scenario ${scenario}; one of ${SCENARIOS.join(', ')}`);
+  const cluster = scenario === CLUSTER_SCENARIO;
+  if (scenario && !cluster && !SCENARIOS.includes(scenario as ScenarioName)) throw new Error(`unknown scenario ${scenario}; one of ${[...SCENARIOS, CLUSTER_SCENARIO].join(', ')}`);
   return {
-    scenarios: scenario ? [scenario as ScenarioName] : [...SCENARIOS],
+    scenarios: cluster ? [] : scenario ? [scenario as ScenarioName] : [...SCENARIOS],
+    cluster: cluster || (!scenario && !argv.includes('--no-cluster')),
     jobs: value('--jobs') ? Number(value('--jobs')) : undefined,
     repeats: Number(value('--repeats') ?? 3),
     out: value('--out') ?? join(__dirname, 'results', `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`),
@@ -64,18 +70,14 @@ async function measure(system: BenchSystem, scenario: ScenarioName, jobs: number
   }
 }
 
-function withTimeout<T>(promise: Promise<T>, label: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${label} timed out after ${RUN_TIMEOUT_MS} ms`)), RUN_TIMEOUT_MS)));
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const redis = await startRedisServer();
+  const stopRedis = onTeardown(() => redis.stop());
   const admin = new Redis(redis.url);
   const systems: BenchSystem[] = [new SluiceSystem(), new BullmqSystem(), new FloorSystem()];
   const results: RunResult[] = [];
+  let cluster: ClusterReport | undefined;
   const version = (await admin.info('server')).match(/redis_version:(\S+)/)?.[1];
   const machine = `${cpus().length} x ${cpus()[0]?.model.trim()}, Node ${process.version}, Redis ${version}`;
   console.log(`Sluice benchmark on ${machine}; ${args.repeats} repeats, systems interleaved\n`);
@@ -84,6 +86,7 @@ async function main(): Promise<void> {
       const jobs = args.jobs ?? DEFAULT_JOBS[scenario];
       for (let repeat = 1; repeat <= args.repeats; repeat++) {
         for (const system of systems) {
+          if (isStopping()) break;
           const result = await measure(system, scenario, jobs, repeat, redis.url, admin);
           results.push(result);
           const shown = result.error ?? `${Math.round(result.opsPerSec!)} ops/s${result.latency ? `, mean ${result.latency.meanMs.toFixed(3)} ms` : ''}`;
@@ -91,18 +94,22 @@ async function main(): Promise<void> {
         }
       }
     }
+    if (args.cluster && !isStopping()) cluster = await runClusterScenario(redis, args.jobs ?? CLUSTER_JOBS, args.repeats);
   } finally {
     await admin.quit();
-    await redis.stop();
+    await stopRedis();
   }
-  printTable(results);
+  if (isStopping()) return; // the signal handler exits once its cleanups are done
+  if (results.length) printTable(results);
+  if (cluster) printClusterTable(cluster);
   mkdirSync(join(args.out, '..'), { recursive: true });
-  writeFileSync(args.out, JSON.stringify({ machine, date: new Date().toISOString(), results }, null, 2));
+  writeFileSync(args.out, JSON.stringify({ machine, date: new Date().toISOString(), results, cluster }, null, 2));
   console.log(`\nJSON: ${args.out}`);
-  process.exit(results.some((r) => r.error) ? 1 : 0);
+  process.exit(results.some((r) => r.error) || cluster?.results.some((r) => r.error) ? 1 : 0);
 }
 
 main().catch((error) => {
+  if (isStopping()) return; // an error of the teardown itself: the signal handler exits once it is done
   console.error(error);
   process.exit(1);
 });

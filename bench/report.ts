@@ -1,6 +1,6 @@
 import type { RunResult } from './main';
 
-function median(values: number[]): number {
+export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
@@ -30,7 +30,7 @@ function summarise(results: RunResult[]): Summary | undefined {
   };
 }
 
-const fmt = (n: number | undefined, digits = 0) => (n === undefined ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+export const fmt = (n: number | undefined, digits = 0) => (n === undefined ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
 
 /** Prints one row per scenario: ops/s best (median) per system, ratios on best, Redis µs and commands per job. */
 export function printTable(results: RunResult[]): void {
@@ -49,13 +49,18 @@ export function printTable(results: RunResult[]): void {
       `${fmt(s?.cpuPerJob, 1)} | ${fmt(b?.cpuPerJob, 1)}`, `${fmt(s?.cmdsPerJob, 1)} | ${fmt(b?.cmdsPerJob, 1)}`,
     ]);
   }
-  const widths = header.map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  printRows(rows);
+  if (notes.size) console.log(`\nNotes:\n${[...notes].map((n) => `- ${n}`).join('\n')}`);
+  const errors = results.filter((r) => r.error);
+  if (errors.length) console.log(`\nErrors:\n${errors.map((r) => `- ${r.scenario} ${r.system} #${r.repeat}: ${r.error}`).join('\n')}`);
+}
+
+/** A Markdown table, the first row being the header. */
+export function printRows(rows: string[][]): void {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   console.log('');
   rows.forEach((row, i) => {
     console.log(`| ${row.map((c, k) => c.padEnd(widths[k])).join(' | ')} |`);
     if (i === 0) console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
   });
-  if (notes.size) console.log(`\nNotes:\n${[...notes].map((n) => `- ${n}`).join('\n')}`);
-  const errors = results.filter((r) => r.error);
-  if (errors.length) console.log(`\nErrors:\n${errors.map((r) => `- ${r.scenario} ${r.system} #${r.repeat}: ${r.error}`).join('\n')}`);
 }

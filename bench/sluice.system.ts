@@ -2,14 +2,14 @@ import 'reflect-metadata';
 import { DynamicModule, Inject, Injectable, Module, Provider, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
-import { QueueClient, QueueModule, RunEvents, Step, Workflow } from '../lib';
+import { QueueClient, QueueModule, QueueModuleOptions, RunEvents, Step, Workflow } from '../lib';
 import { BenchSystem, deferred, inParallel, latencyOf, PreparedRun, ScenarioName } from './bench.types';
 
 const NAMESPACE = 'bench';
 const TARGET = Symbol('TARGET');
 
 @Workflow('bench.echo')
-class EchoWorkflow {
+export class EchoWorkflow {
   run(input: number): string {
     return `ok-${input}`;
   }
@@ -43,7 +43,7 @@ class GroupsWorkflow {
 
 /** Resolves once the worker has committed `TARGET` runs (RunEvents fire after the commit). */
 @Injectable()
-class CompletionCounter {
+export class CompletionCounter {
   readonly done = deferred();
   private count = 0;
   constructor(events: RunEvents, @Inject(TARGET) target: number) {
@@ -52,13 +52,24 @@ class CompletionCounter {
 }
 
 function app(url: string, workflows: Type[], worker: { enabled: boolean; concurrency?: number }, target = 0): DynamicModule {
+  return benchModule({ url }, NAMESPACE, workflows, worker, target);
+}
+
+/** The bench's Nest module on any connection (a cluster too) and namespace; also used by cluster.worker.ts. */
+export function benchModule(
+  connection: QueueModuleOptions['connection'],
+  namespace: string,
+  workflows: Type[],
+  worker: { enabled: boolean; concurrency?: number },
+  target = 0,
+): DynamicModule {
   @Module({})
   class BenchModule {}
   const providers: Provider[] = [...workflows, { provide: TARGET, useValue: target }, CompletionCounter];
-  return { module: BenchModule, imports: [QueueModule.forRoot({ connection: { url }, namespace: NAMESPACE, worker })], providers };
+  return { module: BenchModule, imports: [QueueModule.forRoot({ connection, namespace, worker })], providers };
 }
 
-async function start(module: DynamicModule) {
+export async function start(module: DynamicModule) {
   return NestFactory.createApplicationContext(module, { logger: ['error'] });
 }
 
@@ -120,10 +131,17 @@ export class SluiceSystem implements BenchSystem {
 /** Runs in the bench namespace (in `state` if given), by a scan: untimed, after the fact. */
 async function countRuns(url: string, state?: string): Promise<number> {
   const redis = new Redis(url);
+  const count = await countRunsOn(redis, NAMESPACE, state);
+  await redis.quit();
+  return count;
+}
+
+/** Runs of `namespace` on the node `redis` is connected to (on a cluster: the master of its slot), in `state` if given. */
+export async function countRunsOn(redis: Redis, namespace: string, state?: string): Promise<number> {
   let count = 0;
   let cursor = '0';
   do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `{sluice:${NAMESPACE}}:run:*`, 'COUNT', 1000);
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `{sluice:${namespace}}:run:*`, 'COUNT', 1000);
     cursor = next;
     if (!state) count += keys.length;
     else if (keys.length) {
@@ -131,6 +149,5 @@ async function countRuns(url: string, state?: string): Promise<number> {
       count += states.filter((s) => s === state).length;
     }
   } while (cursor !== '0');
-  await redis.quit();
   return count;
 }
