@@ -3,6 +3,8 @@ import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
 import { RedisEndpoint } from './redis.factory';
 import { RedisLink } from './redis.link';
+import { RedisKeys } from './redis.keys';
+import { isSlotLeftPush } from './cluster/cluster.redirects';
 import { CLASSIC_CHANNELS, SHARDED_CHANNELS, type Channels } from './pubsub.channels';
 
 /**
@@ -26,6 +28,8 @@ export class RedisConnections implements OnApplicationShutdown {
   readonly channels: Channels;
 
   private readonly endpoint: RedisEndpoint;
+  /** The check of where the slot went, once for a burst of dropped subscriptions. */
+  private following?: Promise<unknown>;
 
   constructor(@Inject(RESOLVED_QUEUE_OPTIONS) options: ResolvedQueueOptions) {
     const endpoint = (this.endpoint = new RedisEndpoint(options));
@@ -33,10 +37,23 @@ export class RedisConnections implements OnApplicationShutdown {
     this.blocking = endpoint.link('blocking', this.logger);
     this.subscriber = endpoint.link('subscriber', this.logger);
     this.channels = endpoint.sharded ? SHARDED_CHANNELS : CLASSIC_CHANNELS;
-    endpoint.owner?.onChange((owner) => {
+    if (!endpoint.owner) return;
+    endpoint.owner.onChange((owner) => {
       this.logger.log(`Redis Cluster: the namespace's slot ${endpoint.owner!.slot} is now served by ${owner.host}:${owner.port}; moving the connections there`);
       [this.command, this.blocking, this.subscriber].forEach((link) => link.retire());
     });
+    // A process that only waits sends nothing that a MOVED would answer: when the slot leaves the
+    // node, its dropped subscriptions are the only sign. Ask that node about a key of the
+    // namespace: its MOVED names the new owner, which moves every connection and subscribes again.
+    const key = new RedisKeys(options.prefix, options.namespace).schema;
+    this.subscriber.onCreate((redis) => redis.on('error', (error: Error) => isSlotLeftPush(error) && this.followSlot(key)));
+  }
+
+  private followSlot(key: string): void {
+    this.following ??= this.command
+      .call('follow the namespace slot', (redis) => redis.exists(key), { idempotent: true })
+      .catch(() => undefined)
+      .finally(() => (this.following = undefined));
   }
 
   async onApplicationShutdown(): Promise<void> {

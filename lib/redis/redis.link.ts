@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { OutcomeUnknownError, RedisCommandError, RedisUnavailableError, SluiceError } from '../errors';
 import { OutageLog, type OutageLogger } from '../util/outage-log';
-import { ClusterRedirect, clusterRedirect } from './cluster/cluster.redirects';
+import { ClusterRedirect, clusterRedirect, isSlotLeftPush } from './cluster/cluster.redirects';
 
 export type Role = 'command' | 'blocking' | 'subscriber';
 
@@ -221,7 +221,7 @@ export class RedisLink {
       [...this.waiting].forEach((waiter) => waiter.ready(redis));
     });
     redis.on('error', (error: Error) => {
-      if (this.instance !== redis) return;
+      if (this.instance !== redis || isSlotLeftPush(error)) return;
       this.lastError = error.message;
       this.downAt ??= Date.now();
       // Every reconnect attempt of an outage fails like this: one line, then summaries.

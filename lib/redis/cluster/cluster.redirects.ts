@@ -29,3 +29,13 @@ export function clusterRedirect(error: Error, connection: Redis): ClusterRedirec
   if (moved) return new ClusterRedirect(error.message, connection, moved[1]);
   return /^(ASK|TRYAGAIN|CLUSTERDOWN) /.test(error.message) ? new ClusterRedirect(error.message, connection) : undefined;
 }
+
+/**
+ * When the namespace's slot leaves a node, Redis 7 unsubscribes that node's clients from the
+ * slot's sharded channels, pushing `sunsubscribe <channel> <count>` unasked. ioredis 5 reports
+ * it only as an 'error' event ("Command queue state error … Last reply: sunsubscribe,…"): the
+ * connection is fine, but its subscriptions are gone (RedisConnections follows the slot).
+ */
+export function isSlotLeftPush(error: Error): boolean {
+  return /Command queue state error.*Last reply: sunsubscribe,/.test(error?.message ?? '');
+}
