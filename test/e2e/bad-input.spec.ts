@@ -5,7 +5,7 @@ import {
   EnqueueOptions, InvalidInputError, InvalidNameError, InvalidOptionError, PayloadNotSerializableError, PayloadTooLargeError,
   QueueConfigError, QueueModule, QueueModuleOptions, Step, UnknownWorkflowError, Workflow, WorkflowDefinitionError,
 } from '../../lib';
-import { createApp, dropNamespace, rawRedis, redisUrl, TestApp, uniqueNamespace } from '../support/app';
+import { createApp, dropNamespace, rawRedis, TestApp, testConnection, uniqueNamespace } from '../support/app';
 import { namespaceKeys } from '../support/workflows';
 import { rejection } from '../support/rejection';
 
@@ -162,7 +162,7 @@ describe('bootstrap failures', () => {
     let app;
     try {
       app = await Test.createTestingModule({
-        imports: [QueueModule.forRoot({ connection: { url: redisUrl() }, namespace: uniqueNamespace('boot'), worker: { enabled: false }, ...options })],
+        imports: [QueueModule.forRoot({ connection: testConnection(), namespace: uniqueNamespace('boot'), worker: { enabled: false }, ...options })],
         providers,
       }).compile();
       app.useLogger(false);

@@ -4,11 +4,11 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { RunContext, RunEvents, Workflow } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { parseClaimReply } from '../../lib/worker/claim';
-import { createApp, dropNamespace, rawRedis, redisUrl, TestApp, uniqueNamespace } from '../support/app';
+import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
+import { listenToChannels } from '../support/pubsub';
 import { scriptsOn } from '../support/scripts';
 import { enqueueArgs, enqueueKeys, firstToken, sampleActive } from '../support/queue-state';
 import { deferred, pollUntil } from '../support/workflows';
-import IORedis from 'ioredis';
 
 /**
  * What batching the worker's commits could break silently: one `complete` / `save-steps` call
@@ -157,15 +157,13 @@ describe('batched commits, script level', () => {
     );
     expect([await steps('r1'), await steps('r2'), await steps('r3')]).toEqual([{ 's#1': '"a"' }, {}, { 's#1': '"c"' }]);
 
-    const announced: string[] = [];
-    const subscriber = new IORedis(redisUrl());
-    subscriber.on('pmessage', (_pattern: string, channel: string) => announced.push(channel.slice(keys.base.length)));
-    await subscriber.psubscribe(`${keys.base}done:*`);
+    // Every done channel of the namespace (a pattern; on a cluster, each run's: see listenToChannels).
+    const listener = await listenToChannels(redis, `${keys.base}done:*`, ids.map((id) => keys.done(id)));
     const completed = parseClaimReply<[number[], number[]]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
       keys.base, 60_000, 3, 30_000, 0, 1, WF, 0, 'r1', token.r1, '"done-1"', 'r2', token.r2, '"done-2"', 'r3', token.r3, '"done-3"',
     ]));
-    await subscriber.ping(); // replies come in order: every publish of that call has arrived
-    await subscriber.quit();
+    await listener.close(); // every publish of that call has arrived
+    const announced = listener.heard.map((channel) => channel.slice(keys.base.length));
     expect(completed.head).toEqual([[1, 0, 1], []]);
     expect(announced.sort()).toEqual(['done:r1', 'done:r3']);
     for (const id of ['r1', 'r3']) {

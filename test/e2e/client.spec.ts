@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
 import { RunContext, RunNotFoundError, WaitTimeoutError, Workflow } from '../../lib';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
+import { channelSubscribers, publishOn } from '../support/pubsub';
 import { Counter, Gates, monitorCommands, pollUntil } from '../support/workflows';
 
 const executions = new Counter();
@@ -174,19 +175,19 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
     const isWaiterRead = (args: string[]) => args[0] === 'hmget' && args[1] === runKey && args[2] === 'state';
     await redis.hset(runKey, 'workflow', 'client.echo', 'state', 'waiting', 'attempts', '0', 'createdAt', String(Date.now()));
 
-    const monitor = await monitorCommands();
+    const monitor = await monitorCommands(namespace);
     try {
       let settled = false;
       const waited = t.client.wait(id, { timeoutMs: 8_000 }).finally(() => (settled = true));
-      await pollUntil(async () => (await redis.pubsub('NUMSUB', channel))[1], (n) => Number(n) === 1, 'the waiter to subscribe');
+      await pollUntil(() => channelSubscribers(redis, channel), (n) => n === 1, 'the waiter to subscribe');
       await monitor.next(isWaiterRead); // the read right after subscribing: still waiting
 
-      expect(await redis.publish(channel, '1')).toBe(1);
+      expect(await publishOn(redis, channel, '1')).toBe(1);
       await monitor.next(isWaiterRead); // the "1" made it re-read the record, which is still waiting
       expect(settled).toBe(false);
 
       await redis.hset(runKey, 'state', 'completed', 'result', '"legacy"', 'finishedAt', String(Date.now()));
-      expect(await redis.publish(channel, '1')).toBe(1);
+      expect(await publishOn(redis, channel, '1')).toBe(1);
       await expect(waited).resolves.toBe('legacy');
     } finally {
       await monitor.close();

@@ -3,7 +3,7 @@ import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import { Test, TestingModule } from '@nestjs/testing';
 import { QueueHealthCheckError, QueueHealthIndicator, QueueModule, QueueModuleOptions, RunContext, Workflow } from '../../lib';
-import { redisUrl, uniqueNamespace } from '../support/app';
+import { testConnection, uniqueNamespace } from '../support/app';
 import { freePort } from '../support/redis-server';
 
 /**
@@ -35,9 +35,10 @@ class HealthController {
   }
 }
 
-async function boot(url: string, options: Partial<QueueModuleOptions> = {}): Promise<TestingModule> {
+/** @param connection the test deployment (testConnection) for an app that is up; a free port's URL for one that is down. */
+async function boot(connection: QueueModuleOptions['connection'], options: Partial<QueueModuleOptions> = {}): Promise<TestingModule> {
   const app = await Test.createTestingModule({
-    imports: [TerminusModule.forRoot({ logger: false }), QueueModule.forRoot({ connection: { url }, namespace: uniqueNamespace('health'), redisTimeoutMs: 1_000, ...options })],
+    imports: [TerminusModule.forRoot({ logger: false }), QueueModule.forRoot({ connection, namespace: uniqueNamespace('health'), redisTimeoutMs: 1_000, ...options })],
     controllers: [HealthController],
     providers: [EchoWorkflow],
   }).compile();
@@ -55,7 +56,7 @@ describe('QueueHealthIndicator with @nestjs/terminus', () => {
   });
 
   it('is up in a HealthCheckService report, with Redis and worker details under its key', async () => {
-    const app = await boot(redisUrl());
+    const app = await boot(testConnection());
     apps.push(app);
     const report = await app.get(HealthController).check();
     expect(report).toEqual({
@@ -68,7 +69,7 @@ describe('QueueHealthIndicator with @nestjs/terminus', () => {
   });
 
   it('is down (503 from HealthCheckService) when Redis does not answer and the worker waits for it, without throwing itself (the HealthIndicatorService style of terminus ≥ 10.2.2)', async () => {
-    const app = await boot(`redis://127.0.0.1:${await freePort()}`);
+    const app = await boot({ url: `redis://127.0.0.1:${await freePort()}` });
     apps.push(app);
     const result = await app.get(QueueHealthIndicator).isHealthy('queue', { timeoutMs: 500 });
     expect(result).toEqual({
@@ -94,13 +95,13 @@ describe('QueueHealthIndicator with @nestjs/terminus', () => {
     jest.doMock('@nestjs/terminus', () => {
       throw Object.assign(new Error("Cannot find module '@nestjs/terminus'"), { code: 'MODULE_NOT_FOUND' });
     });
-    const up = await boot(redisUrl());
+    const up = await boot(testConnection());
     apps.push(up);
     expect(await up.get(QueueHealthIndicator).isHealthy()).toEqual({
       sluice: { status: 'up', redis: { up: true }, worker: { state: 'running', lastWakeAt: expect.any(String) } },
     });
 
-    const down = await boot(`redis://127.0.0.1:${await freePort()}`, { worker: { enabled: false } });
+    const down = await boot({ url: `redis://127.0.0.1:${await freePort()}` }, { worker: { enabled: false } });
     apps.push(down);
     const error = await down.get(QueueHealthIndicator).isHealthy('sluice', { timeoutMs: 300 }).then(
       () => undefined,
@@ -125,7 +126,7 @@ describe('QueueHealthIndicator with @nestjs/terminus', () => {
       }
     }
     jest.doMock('@nestjs/terminus', () => ({ HealthCheckError }));
-    const down = await boot(`redis://127.0.0.1:${await freePort()}`, { worker: { enabled: false } });
+    const down = await boot({ url: `redis://127.0.0.1:${await freePort()}` }, { worker: { enabled: false } });
     apps.push(down);
     await expect(down.get(QueueHealthIndicator).isHealthy('q', { timeoutMs: 300 })).rejects.toEqual(
       expect.objectContaining({ constructor: HealthCheckError, causes: { q: expect.objectContaining({ status: 'down' }) } }),

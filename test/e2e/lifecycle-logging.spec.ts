@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Test, TestingModule } from '@nestjs/testing';
 import Redis from 'ioredis';
 import { QueueClient, QueueModule, QueueModuleOptions, RunContext, Workflow } from '../../lib';
-import { dropNamespace, rawRedis, redisUrl, uniqueNamespace } from '../support/app';
+import { dropNamespace, rawRedis, testConnection, uniqueNamespace } from '../support/app';
 import { LogCapture } from '../support/log-capture';
 import { Gates, pollUntil } from '../support/workflows';
 
@@ -31,7 +31,7 @@ class OtherWorkflow {
 
 async function boot(logs: LogCapture, providers: unknown[], options: Partial<QueueModuleOptions> & { namespace: string }): Promise<{ app: TestingModule; client: QueueClient }> {
   const app = await Test.createTestingModule({
-    imports: [QueueModule.forRoot({ connection: { url: redisUrl() }, ...options })],
+    imports: [QueueModule.forRoot({ connection: testConnection(), ...options })],
     providers: providers as never[],
   }).compile();
   app.useLogger(logs);

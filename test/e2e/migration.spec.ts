@@ -6,7 +6,7 @@ import { LayoutMigrator } from '../../lib/migration/layout.migrator';
 import { LuaScripts } from '../../lib/redis/lua.scripts';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { RedisLink } from '../../lib/redis/redis.link';
-import { createApp, dropNamespace, rawRedis, redisUrl, TestApp, uniqueNamespace } from '../support/app';
+import { createApp, dropNamespace, rawRedis, TestApp, testConnection, uniqueNamespace } from '../support/app';
 import { auditNamespace, expectConsistent } from '../support/audit';
 import { Layout1Writer } from '../support/layout-1';
 import { namespaceKeys } from '../support/workflows';
@@ -59,7 +59,7 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
 
 /** An app whose init may fail: resolves the app or the error (the app closed). */
 async function tryApp(options: Partial<QueueModuleOptions> & { namespace: string }): Promise<unknown> {
-  const app = await Test.createTestingModule({ imports: [QueueModule.forRoot({ connection: { url: redisUrl() }, ...options })], providers: WORKFLOWS }).compile();
+  const app = await Test.createTestingModule({ imports: [QueueModule.forRoot({ connection: testConnection(), ...options })], providers: WORKFLOWS }).compile();
   app.useLogger(false);
   try {
     await app.init();
@@ -274,7 +274,7 @@ describe('migrate()', () => {
     // Writes check the token: without the lock, the step script and the stamp change nothing.
     await redis.set(keys.schema, '1');
     await redis.hset(keys.workflow('mig.grouped', 'stats'), 'groupDue', 7);
-    const scripts = scriptsFor();
+    const scripts = scriptsFor(ns);
     const statsKey = keys.workflow('mig.grouped', 'stats');
     expect(await scripts.run('migrate-group-due', [keys.migrateLock, statsKey], [keys.base, 'stale', 'mig.grouped', 'count', '0'])).toEqual([0]);
     expect(await scripts.run('migrate-group-due', [keys.migrateLock, statsKey], [keys.base, 'stale', 'mig.grouped', 'write', 0])).toEqual([0]);
@@ -286,10 +286,11 @@ describe('migrate()', () => {
   const links: RedisLink[] = [];
   afterAll(() => Promise.all(links.splice(0).map((link) => link.close())));
 
-  function scriptsFor(): LuaScripts {
+  /** The scripts over a link of the test's own, slot-guarded in `ns` (on a cluster, a guard of another namespace is CROSSSLOT). */
+  function scriptsFor(ns: string): LuaScripts {
     const link = new RedisLink('command', () => rawRedis(), 5_000, new Logger('test'));
     links.push(link);
-    return new LuaScripts(link, new RedisKeys('sluice', 'default'));
+    return new LuaScripts(link, new RedisKeys('sluice', ns));
   }
 
   function migratorFor(ns: string, options: { waitTimeoutMs?: number } = {}): LayoutMigrator {

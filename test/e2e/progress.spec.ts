@@ -5,6 +5,7 @@ import {
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { SluiceTesting } from '../../lib/testing';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
+import { channelSubscribers } from '../support/pubsub';
 import { scriptsOn } from '../support/scripts';
 import { deferred, Gates, pollUntil } from '../support/workflows';
 
@@ -99,7 +100,7 @@ describe('ctx.progress', () => {
     await redis.quit();
   });
 
-  const numsub = async (channel: string) => Number(((await redis.pubsub('NUMSUB', channel)) as [string, number])[1]);
+  const numsub = (channel: string) => channelSubscribers(redis, channel);
 
   it('stores each value on the run, readable with get() during the run and after it', async () => {
     const key = unique('get');

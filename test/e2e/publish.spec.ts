@@ -1,6 +1,8 @@
 import type Redis from 'ioredis';
 import { RunContext, SluiceError, Workflow } from '../../lib';
+import { randomUUID } from 'node:crypto';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
+import { listenToChannels, publishOn } from '../support/pubsub';
 import { Gates, pollUntil } from '../support/workflows';
 
 const gates = new Gates();
@@ -18,27 +20,42 @@ describe('done-channel announcements', () => {
   let t: TestApp;
   let namespace: string;
   let redis: Redis;
-  let listener: Redis;
-  const heard: string[] = [];
+  const done = (id: string) => `{sluice:${namespace}}:done:${id}`;
+
+  /**
+   * Hears the namespace's done channels (a pattern; on a cluster, sharded, those of `ids`: see
+   * listenToChannels) until `heard` publishes a sentinel of ours after the runs' ends, so every
+   * earlier announcement has arrived; the ids announced, the sentinel's left out.
+   */
+  async function listen(ids: string[]): Promise<{ heard(): Promise<string[]> }> {
+    const listener = await listenToChannels(redis, done('*'), [...ids, 'sentinel'].map(done));
+    const announced = () => listener.heard.map((channel) => channel.slice(channel.lastIndexOf(':') + 1));
+    return {
+      async heard() {
+        await publishOn(redis, done('sentinel'), 'x');
+        await pollUntil(async () => announced().includes('sentinel'), Boolean, 'the sentinel');
+        await listener.close();
+        return announced().filter((id) => id !== 'sentinel');
+      },
+    };
+  }
 
   beforeAll(async () => {
     namespace = uniqueNamespace('publish');
     t = await createApp([GateWorkflow], { namespace });
     redis = rawRedis();
-    listener = rawRedis();
-    listener.on('pmessage', (_pattern: string, channel: string) => heard.push(channel.slice(channel.lastIndexOf(':') + 1)));
-    await listener.psubscribe(`{sluice:${namespace}}:done:*`);
   });
   afterAll(async () => {
     gates.openAll();
     await t.close();
     await dropNamespace(redis, namespace);
-    await Promise.all([redis.quit(), listener.quit()]);
+    await redis.quit();
   });
 
   it('is skipped for a run nobody waits on, and sent once wait() is called, even mid-run', async () => {
     const quiet = await t.client.enqueue(GateWorkflow, { key: 'quiet' });
     const watched = await t.client.enqueue(GateWorkflow, { key: 'watched' });
+    const listener = await listen([quiet.id, watched.id]); // both are held at their gates: nothing published yet
     await pollUntil(async () => (await t.client.stats()).workflows['publish.gate']?.active ?? 0, (n) => n === 2, 'both runs active');
     const result = watched.result({ timeoutMs: 5_000 }); // wait() starts while the run is active
     await pollUntil(() => redis.hget(`{sluice:${namespace}}:run:${watched.id}`, 'waited'), (flag) => flag === '1', 'the waiter to register');
@@ -47,18 +64,15 @@ describe('done-channel announcements', () => {
     await expect(result).resolves.toBe('opened watched');
     await pollUntil(async () => (await t.client.get(quiet.id))?.state, (state) => state === 'completed', 'the quiet run to complete');
     // The sentinel: a publish of ours after both completions, so every earlier one has arrived.
-    await redis.publish(`{sluice:${namespace}}:done:sentinel`, 'x');
-    await pollUntil(async () => heard.includes('sentinel'), Boolean, 'the sentinel');
-    expect(heard.filter((id) => id !== 'sentinel')).toEqual([watched.id]);
+    expect(await listener.heard()).toEqual([watched.id]);
   });
 
   it('is sent for run(), which asks for it at enqueue', async () => {
-    heard.length = 0;
+    const id = randomUUID();
+    const listener = await listen([id]);
     gates.open('run');
-    await expect(t.client.run(GateWorkflow, { key: 'run' }, { timeoutMs: 5_000 })).resolves.toBe('opened run');
-    await redis.publish(`{sluice:${namespace}}:done:sentinel`, 'x');
-    await pollUntil(async () => heard.includes('sentinel'), Boolean, 'the sentinel');
-    expect(heard.filter((id) => id !== 'sentinel')).toHaveLength(1);
+    await expect(t.client.run(GateWorkflow, { key: 'run' }, { id, timeoutMs: 5_000 })).resolves.toBe('opened run');
+    expect(await listener.heard()).toEqual([id]);
   });
 });
 

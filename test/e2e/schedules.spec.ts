@@ -7,7 +7,7 @@ import {
   QueueModuleOptions, ScheduleConflictError, ScheduleNotFoundError, UnknownWorkflowError, Workflow,
 } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
-import { createApp, dropNamespace, rawRedis, redisUrl, TestApp, uniqueNamespace } from '../support/app';
+import { createApp, dropNamespace, rawRedis, TestApp, testConnection, uniqueNamespace } from '../support/app';
 import { CapturingLogger } from '../support/flow';
 import { namespaceKeys } from '../support/workflows';
 
@@ -49,7 +49,7 @@ class Takeover {
 }
 
 async function loggedApp(providers: Provider[], options: Partial<QueueModuleOptions> & { namespace: string }, logger: LoggerService) {
-  const app = await Test.createTestingModule({ imports: [QueueModule.forRoot({ connection: { url: redisUrl() }, ...options })], providers }).compile();
+  const app = await Test.createTestingModule({ imports: [QueueModule.forRoot({ connection: testConnection(), ...options })], providers }).compile();
   app.useLogger(logger);
   await app.init();
   return { app, client: app.get(QueueClient), close: () => app.close() };

@@ -3,6 +3,7 @@ import { NonRetryableError, QueueStats, UnknownWorkflowError, Workflow, Workflow
 import { RedisConnections } from '../../lib/redis/redis.connections';
 import { dropNamespace, rawRedis, uniqueNamespace } from '../support/app';
 import { FlowApp, startFlowApp } from '../support/flow';
+import { namespaceNode } from '../support/nodes';
 import { enterMonitor, Gates, pollUntil } from '../support/workflows';
 
 /**
@@ -109,7 +110,7 @@ describe('client.stats', () => {
     const addr = /addr=(\S+)/.exec(String(await command.call('info', (redis) => redis.client('INFO'))))?.[1];
     expect(addr).toBeDefined();
     const watcher = rawRedis();
-    const monitor = await enterMonitor(watcher); // tolerates ioredis' MONITOR start-up race on a busy server
+    const monitor = await enterMonitor(await namespaceNode(watcher, ns)); // tolerates ioredis' MONITOR start-up race on a busy server
     const seen: Array<{ command: string; args: string[]; source: string }> = [];
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       seen.push({ command: String(args[0]).toLowerCase(), args: args.slice(1).map(String), source });

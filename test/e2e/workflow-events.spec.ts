@@ -20,7 +20,7 @@ import {
 } from '../../lib';
 import { newCallId } from '../../lib/worker/run.commits';
 import { RedisKeys } from '../../lib/redis/redis.keys';
-import { dropNamespace, rawRedis, redisUrl, uniqueNamespace } from '../support/app';
+import { dropNamespace, rawRedis, testConnection, uniqueNamespace } from '../support/app';
 import { LogCapture } from '../support/log-capture';
 import { scriptsOn } from '../support/scripts';
 import { deferred, Deferred, pollUntil } from '../support/workflows';
@@ -144,7 +144,7 @@ class ObserverModule {}
 async function boot(providers: unknown[], options: Partial<QueueModuleOptions> & { namespace: string }, imports: unknown[] = [ObserverModule]) {
   const logs = new LogCapture();
   const app: TestingModule = await Test.createTestingModule({
-    imports: [QueueModule.forRoot({ connection: { url: redisUrl() }, ...options }), ...(imports as never[])],
+    imports: [QueueModule.forRoot({ connection: testConnection(), ...options }), ...(imports as never[])],
     providers: providers as never[],
   }).compile();
   app.useLogger(logs);
@@ -295,7 +295,7 @@ describe('@OnWorkflowEvent', () => {
     const namespace = uniqueNamespace('events-ctl');
     namespaces.push(namespace);
     const app = await Test.createTestingModule({
-      imports: [QueueModule.forRoot({ connection: { url: redisUrl() }, namespace })],
+      imports: [QueueModule.forRoot({ connection: testConnection(), namespace })],
       providers: [OkWorkflow],
       controllers: [EventsController],
     }).compile();

@@ -1,10 +1,15 @@
 import type Redis from 'ioredis';
+import { serverNodes } from './nodes';
 
-/** Names of the connections Sluice opened for `namespace` (CLIENT SETNAME `sluice:<ns>:<role>`), from CLIENT LIST. */
+/**
+ * Names of the connections Sluice opened for `namespace` (CLIENT SETNAME `sluice:<ns>:<role>`),
+ * from CLIENT LIST of the server, or of every master of a cluster: all it opened, on any node.
+ */
 export async function sluiceConnectionNames(redis: Redis, namespace: string): Promise<string[]> {
-  const list = (await redis.client('LIST')) as string;
+  const lists = await Promise.all((await serverNodes(redis)).map(async (node) => (await node.client('LIST')) as string));
   const prefix = `sluice:${namespace}:`;
-  return list
+  return lists
+    .join('\n')
     .split('\n')
     .map((line) => /(?:^| )name=(\S*)/.exec(line)?.[1] ?? '')
     .filter((name) => name.startsWith(prefix))

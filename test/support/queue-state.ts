@@ -1,5 +1,6 @@
 import type Redis from 'ioredis';
 import type { RedisKeys } from '../../lib/redis/redis.keys';
+import { nodeFor } from './nodes';
 import { pollUntil } from './workflows';
 
 /**
@@ -89,13 +90,16 @@ export function sampleActive(redis: Redis, key: string): { stop(): Promise<{ max
  * Records every write to a lane's due-run keys (its FIFO list and its priority zset) from now
  * until `writes()` is called, through Redis keyspace notifications. The proof that a run never
  * went through the queue: a run queued and claimed at once leaves no trace in the lane, but its
- * push does here. Enables list and zset keyspace events on the (private, test) server.
+ * push does here. Enables list and zset keyspace events on the (private, test) server — on a
+ * cluster, on the master serving the namespace, and listens there: a node only notifies of its
+ * own keys, and a watcher on another node would see nothing and prove nothing.
  */
 export async function watchLane(redis: Redis, keys: RedisKeys, workflow: string, group?: string): Promise<{ writes(): Promise<string[]> }> {
-  const flags = ((await redis.config('GET', 'notify-keyspace-events')) as string[])[1] ?? '';
+  const node = await nodeFor(redis, keys.base);
+  const flags = ((await node.config('GET', 'notify-keyspace-events')) as string[])[1] ?? '';
   const missing = ['K', 'l', 'z'].filter((flag) => !flags.includes(flag) && !(flag !== 'K' && flags.includes('A')));
-  if (missing.length) await redis.config('SET', 'notify-keyspace-events', flags + missing.join(''));
-  const subscriber = redis.duplicate();
+  if (missing.length) await node.config('SET', 'notify-keyspace-events', flags + missing.join(''));
+  const subscriber = node.duplicate();
   const seen: string[] = [];
   const watched = [keys.lane(workflow, group, 'queue'), keys.lane(workflow, group, 'waiting')];
   subscriber.on('pmessage', (_pattern: string, channel: string, event: string) => seen.push(`${event} ${channel.slice(channel.indexOf(':') + 1)}`));

@@ -1,5 +1,5 @@
-import { once } from 'node:events';
 import type { Cluster, Redis } from 'ioredis';
+import { isCluster, serverNodes } from './nodes';
 
 /**
  * SCAN … MATCH over a whole deployment: the one server, or every master of a Redis Cluster (SCAN
@@ -8,7 +8,7 @@ import type { Cluster, Redis } from 'ioredis';
  * there (a node refuses keys of slots it does not serve). Test-only: never on a hot path.
  */
 export async function scanEach(redis: Redis | Cluster, pattern: string, onPage: (keys: string[], node: Redis) => Promise<void> | void): Promise<void> {
-  for (const node of await nodesToScan(redis)) {
+  for (const node of await serverNodes(redis)) {
     let cursor = '0';
     do {
       const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
@@ -25,14 +25,4 @@ export async function scanKeys(redis: Redis | Cluster, pattern: string): Promise
   return found;
 }
 
-export function isCluster(redis: Redis | Cluster): redis is Cluster {
-  return (redis as Cluster).isCluster === true;
-}
-
-async function nodesToScan(redis: Redis | Cluster): Promise<Redis[]> {
-  if (!isCluster(redis)) return [redis];
-  // nodes() lists only the nodes of a loaded slot map: empty until the client is ready.
-  if (redis.status === 'wait') await redis.connect();
-  else if (redis.status !== 'ready') await once(redis, 'ready');
-  return redis.nodes('master');
-}
+export { isCluster };

@@ -1,16 +1,52 @@
 import { Logger } from '@nestjs/common';
+import type { ChainableCommander } from 'ioredis';
 import type Redis from 'ioredis';
-import { LuaScripts } from '../../lib/redis/lua.scripts';
+import { LuaScripts, type ScriptName } from '../../lib/redis/lua.scripts';
 import { RedisKeys } from '../../lib/redis/redis.keys';
-import { RedisLink } from '../../lib/redis/redis.link';
+import { RedisLink, type CallOptions } from '../../lib/redis/redis.link';
+
+type Arg = string | number;
 
 /**
  * The Lua scripts over a test's own connection (bounded like Sluice's), defined on it at once.
- * `namespace` places the slot-guard keys (only a cluster cares that they share the script's slot).
+ * `namespace` places the slot-guard keys (only a cluster cares that they share the script's slot);
+ * without it, each call's guard is of the namespace its first key belongs to, so one instance
+ * serves every namespace a test uses — on a cluster too, where a guard of another namespace
+ * would make the call CROSSSLOT. (On a single server the guard keys' names make no difference.)
  */
-export function scriptsOn(redis: Redis, namespace = 'default'): LuaScripts {
+export function scriptsOn(redis: Redis, namespace?: string): LuaScripts {
   const link = new RedisLink('command', () => redis, 10_000, new Logger('test'));
-  const scripts = new LuaScripts(link, new RedisKeys('sluice', namespace));
+  const scripts = namespace === undefined ? new GuardPerCallScripts(link) : new LuaScripts(link, new RedisKeys('sluice', namespace));
   void link.client; // creates the link's instance (the given one), which defines the scripts on it
   return scripts;
+}
+
+/** LuaScripts whose slot guard is taken, per call, from the hash tag `{<prefix>:<namespace>}` of the call's first key. */
+class GuardPerCallScripts extends LuaScripts {
+  private readonly byTag = new Map<string, LuaScripts>();
+
+  constructor(private readonly scriptLink: RedisLink) {
+    super(scriptLink, new RedisKeys('sluice', 'default'));
+  }
+
+  override run<T = unknown>(name: ScriptName, keys: string[], args: Arg[] | ((retry: boolean) => Arg[]), options?: CallOptions): Promise<T> {
+    const scripts = this.forKeys(keys);
+    return scripts ? scripts.run<T>(name, keys, args, options) : super.run<T>(name, keys, args, options);
+  }
+
+  override queue(pipeline: ChainableCommander, name: ScriptName, keys: string[], args: Arg[]): void {
+    const scripts = this.forKeys(keys);
+    if (scripts) scripts.queue(pipeline, name, keys, args);
+    else super.queue(pipeline, name, keys, args);
+  }
+
+  /** The scripts guarded in the first key's namespace; undefined (the default guard) for a key with no `{prefix:namespace}` tag. */
+  private forKeys(keys: string[]): LuaScripts | undefined {
+    const tag = /^\{([^}]+)\}/.exec(keys[0] ?? '')?.[1];
+    const separator = tag?.indexOf(':') ?? -1;
+    if (!tag || separator < 0) return undefined;
+    let scripts = this.byTag.get(tag);
+    if (!scripts) this.byTag.set(tag, (scripts = new LuaScripts(this.scriptLink, new RedisKeys(tag.slice(0, separator), tag.slice(separator + 1)))));
+    return scripts;
+  }
 }

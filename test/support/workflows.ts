@@ -1,5 +1,7 @@
+import type { Cluster } from 'ioredis';
 import type Redis from 'ioredis';
-import { redisUrl } from './app';
+import { rawRedis } from './app';
+import { isCluster, namespaceNode } from './nodes';
 import { scanKeys } from './scan';
 import IORedis from 'ioredis';
 
@@ -99,11 +101,17 @@ export function enterMonitor(connection: IORedis): Promise<IORedis> {
 
 /**
  * Watches the commands the server executes (MONITOR), to synchronise with a command another
- * connection sends, e.g. the waiter's read of a run record.
+ * connection sends, e.g. the waiter's read of a run record. On a cluster, MONITOR shows one
+ * node's commands: `namespace` names the one to watch (the master serving that namespace, where
+ * Sluice sends all its commands); on a single server it makes no difference.
  */
-export async function monitorCommands(): Promise<{ next(match: (args: string[]) => boolean, timeoutMs?: number): Promise<string[]>; close(): Promise<void> }> {
-  const connection = new IORedis(redisUrl());
-  const monitor = await enterMonitor(connection);
+export async function monitorCommands(namespace?: string): Promise<{ next(match: (args: string[]) => boolean, timeoutMs?: number): Promise<string[]>; close(): Promise<void> }> {
+  const connection = rawRedis();
+  if (namespace === undefined && isCluster(connection as Redis | Cluster)) {
+    connection.disconnect();
+    throw new Error('monitorCommands on a cluster: pass the namespace whose node to watch');
+  }
+  const monitor = await enterMonitor(namespace === undefined ? connection : await namespaceNode(connection, namespace));
   const seen: string[][] = [];
   const pending: Array<{ match: (args: string[]) => boolean; resolve: (args: string[]) => void }> = [];
   monitor.on('monitor', (_time: string, args: string[]) => {
