@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=allow-oom
 --[[
   cancel: end a run that has not finished, as 'cancelled', in one step. A waiting run leaves its
   lane, a delayed one its delayed set; an active run frees every slot it holds (and a fast-path

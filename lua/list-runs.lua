@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=allow-oom
 --[[
   list-runs: one page of a workflow's runs in one state, with their fields, read from the index
   that holds that state — never from a scan of the keyspace.

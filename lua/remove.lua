@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=allow-oom
 --[[
   remove: delete a finished run (completed, failed or cancelled): its hash, step memo included,
   and its finish index entry (wf:<name>:<state>, named from the hash: a key discovered, of the

@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=allow-oom
 --[[
   stats: a consistent snapshot of counts and caps. Queues and sets are counted; due grouped runs
   and finished runs are running totals, so the cost does not grow with the number of runs or

@@ -94,9 +94,10 @@ export async function runMigrateCli(argv: string[], output: CliOutput): Promise<
 
   const logger: MigrationLogger = { log: (line) => output.err(line), warn: (line) => output.err(`warning: ${line}`) };
   const keys = new RedisKeys(options.prefix, options.namespace);
-  const link = new RedisEndpoint(options).link('command', logger);
+  const endpoint = new RedisEndpoint(options);
+  const link = endpoint.link('command', logger);
   try {
-    const migrator = new LayoutMigrator(new LuaScripts(link, keys), link, keys, logger, { waitTimeoutMs, lockTtlMs: Math.max(15_000, 3 * options.redisTimeoutMs) });
+    const migrator = new LayoutMigrator(new LuaScripts(link, keys, endpoint.sharded), link, keys, logger, { waitTimeoutMs, lockTtlMs: Math.max(15_000, 3 * options.redisTimeoutMs) });
     // failFast: a refused connection is reported at once rather than after --redis-timeout.
     const result = await migrator.migrate({ failFast: true });
     if (parsed.json) output.out(JSON.stringify({ namespace: keys.base, ...result }));

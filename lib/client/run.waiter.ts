@@ -175,13 +175,18 @@ export class RunWaiter implements BeforeApplicationShutdown {
   /** Wires a subscriber connection (a new one also after the old one was replaced). */
   private attach(redis: Redis): void {
     redis.on(this.connections.channels.messageEvent, (channel: string, message: string) => this.listeners.get(channel)?.set.forEach((listener) => listener(message)));
-    // After a reconnect, publishes sent in between are lost: have every waiter re-read its run.
+    // Every (re)connection starts with no subscriptions: take over the live ones, through the link
+    // (bounded, and following a cluster's redirects; ioredis's own resubscribe is off). Then,
+    // since publishes sent in between are lost, have every waiter re-read its run.
     redis.on('ready', () => {
-      if (this.everReady) this.listeners.forEach(({ set }) => set.forEach((listener) => listener('reconnected')));
+      const reconnected = this.everReady;
       this.everReady = true;
+      const channels = [...this.listeners.keys()];
+      const subscribed = channels.length > 0 ? this.connections.subscriber.call('subscribe again', (ready) => this.connections.channels.subscribe(ready, channels)) : Promise.resolve();
+      void subscribed
+        .catch(() => undefined)
+        .then(() => reconnected && this.listeners.forEach(({ set }) => set.forEach((listener) => listener('reconnected'))));
     });
-    // A replacement connection starts with no subscriptions: take over the live ones.
-    if (this.listeners.size > 0) this.connections.channels.subscribe(redis, [...this.listeners.keys()]).catch(() => undefined);
   }
 }
 

@@ -34,8 +34,9 @@ export const SLOT_GUARD_KEYS = 2;
 /**
  * Reads `lua/<name>.lua`, inlines `-- @include <file>` lines from `lua/includes/`, and takes the
  * key count from the header's highest `KEYS[n]`, so the header is the single source of truth.
- * Every script starts with `#!lua` (Redis 7 script flags: Redis then refuses a script that may
- * write before it starts when memory is full, rather than at a write halfway through).
+ * Every script starts with `#!lua` and the Redis 7 flags it needs: `no-writes` for the readers,
+ * `allow-oom` for the scripts that free memory (they must work when memory is full); the others
+ * are refused whole, before they run, while Redis is out of memory.
  */
 export function loadScript(name: string, dir = LUA_DIR): LuaScript {
   const raw = readFileSync(join(dir, `${name}.lua`), 'utf8');
@@ -69,11 +70,13 @@ export class LuaScripts {
   private readonly scripts = new Map<ScriptName, LuaScript>();
   private readonly guard: string[];
 
+  /** @param sharded on a Redis Cluster: the scripts publish on sharded channels (see RedisKeys.slotGuard). */
   constructor(
     private readonly link: RedisLink,
     keys: RedisKeys,
+    sharded = false,
   ) {
-    this.guard = keys.slotGuard;
+    this.guard = keys.slotGuard(sharded);
     for (const name of scriptNames()) {
       const script = loadScript(name);
       this.scripts.set(script.name, script);

@@ -26,6 +26,8 @@ export class RedisConnections implements OnApplicationShutdown {
   readonly subscriber: RedisLink;
   /** How to subscribe to the namespace's channels: sharded on a cluster. */
   readonly channels: Channels;
+  /** Whether the namespace's channels are sharded (a Redis Cluster). */
+  readonly sharded: boolean;
 
   private readonly endpoint: RedisEndpoint;
   /** The check of where the slot went, once for a burst of dropped subscriptions. */
@@ -36,6 +38,7 @@ export class RedisConnections implements OnApplicationShutdown {
     this.command = endpoint.link('command', this.logger);
     this.blocking = endpoint.link('blocking', this.logger);
     this.subscriber = endpoint.link('subscriber', this.logger);
+    this.sharded = endpoint.sharded;
     this.channels = endpoint.sharded ? SHARDED_CHANNELS : CLASSIC_CHANNELS;
     if (!endpoint.owner) return;
     endpoint.owner.onChange((owner) => {
@@ -46,7 +49,14 @@ export class RedisConnections implements OnApplicationShutdown {
     // node, its dropped subscriptions are the only sign. Ask that node about a key of the
     // namespace: its MOVED names the new owner, which moves every connection and subscribes again.
     const key = new RedisKeys(options.prefix, options.namespace).schema;
-    this.subscriber.onCreate((redis) => redis.on('error', (error: Error) => isSlotLeftPush(error) && this.followSlot(key)));
+    this.subscriber.onCreate((redis) => {
+      redis.on('error', (error: Error) => isSlotLeftPush(error) && this.followSlot(key));
+      // A subscribe answered MOVED: ioredis emits 'moved' and never settles it. Send it again once the slot is followed.
+      redis.on('moved', () => {
+        this.followSlot(key);
+        this.subscriber.redirectInflight(redis, 'MOVED (a subscribe reached a node that no longer serves the slot)');
+      });
+    });
   }
 
   private followSlot(key: string): void {

@@ -39,9 +39,15 @@ export class RedisEndpoint {
   private client(role: Role): Redis {
     if (!this.cluster || !this.owner) return createRedisClient(this.options, role);
     const { username, password, tls } = this.cluster;
-    return new IORedis({ username, password, tls, ...redisTuning(this.options, role), Connector: slotOwnerConnector(this.owner, tls) });
+    // A master that died without a reset would hold a connect for the whole call bound, past its
+    // replica's promotion: give up sooner, and the next attempt looks the owner up again.
+    const connectTimeout = Math.min(this.options.redisTimeoutMs, CLUSTER_CONNECT_TIMEOUT_MS);
+    return new IORedis({ username, password, tls, ...redisTuning(this.options, role), connectTimeout, Connector: slotOwnerConnector(this.owner, tls) });
   }
 }
+
+/** Longest connect to a cluster node (see RedisEndpoint). */
+const CLUSTER_CONNECT_TIMEOUT_MS = 2_000;
 
 /** Longest pause between reconnect attempts: an outage is noticed over within this of its end. */
 export const MAX_RECONNECT_DELAY_MS = 2_000;
@@ -82,6 +88,9 @@ function redisTuning(options: Pick<ResolvedQueueOptions, 'namespace' | 'redisTim
     // or claim twice. RedisLink fails it instead; idempotent calls are retried by design.
     autoResendUnfulfilledCommands: false,
     enableAutoPipelining: false,
+    // Subscriptions are made again by Sluice on 'ready', through the link: ioredis's own resubscribe
+    // would neither follow a cluster's redirects nor handle its failures (an unhandled rejection).
+    autoResubscribe: false,
     connectTimeout: options.redisTimeoutMs,
     // ioredis waits this long for a socket it ended to close, on a timer that keeps the process
     // alive, and never clears it for a socket that had already failed to connect: with its 2 s

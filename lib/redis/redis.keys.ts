@@ -39,7 +39,7 @@
  * | `wf:<name>:declared` | set | ids of the workflow's schedules declared in code (removed when the code drops them) |
  * | `wf:<name>:sweep` | string | where the schedule index repair sweep stopped |
  * | `schema` | string | the namespace's key layout number (lib/migration/layout.versions.ts); absent before layout 2 |
- * | `slot-guard:1` / `slot-guard:2` | — | never written: every script declares them, so Redis Cluster refuses a script while the slot migrates (lib/redis/lua.scripts.ts) |
+ * | `slot-guard:1` / `slot-guard:2` (`slot-guard:sharded` on a cluster) | — | never written: every script declares them, so Redis Cluster refuses a script while the slot migrates (lib/redis/lua.scripts.ts); the second says how to publish |
  * | `migrate-lock` | string | the token of the process migrating the namespace, with a TTL it renews |
  */
 export class RedisKeys {
@@ -53,8 +53,6 @@ export class RedisKeys {
   readonly migrateLock: string;
   readonly schedules: string;
   readonly cancel: string;
-  /** Two keys that never exist, declared by every script (see SLOT_GUARD_KEYS in lua.scripts.ts). */
-  readonly slotGuard: string[];
 
   constructor(
     readonly prefix: string,
@@ -70,7 +68,15 @@ export class RedisKeys {
     this.migrateLock = `${this.base}migrate-lock`;
     this.schedules = `${this.base}schedules`;
     this.cancel = `${this.base}cancel`;
-    this.slotGuard = [`${this.base}slot-guard:1`, `${this.base}slot-guard:2`];
+  }
+
+  /**
+   * Two keys that never exist, declared by every script (see SLOT_GUARD_KEYS in lua.scripts.ts).
+   * The second also tells the scripts how to publish: `slot-guard:sharded` on a cluster
+   * (`publish` in lua/includes/common.lua).
+   */
+  slotGuard(sharded: boolean): string[] {
+    return [`${this.base}slot-guard:1`, `${this.base}slot-guard:${sharded ? 'sharded' : '2'}`];
   }
 
   run(id: string): string {

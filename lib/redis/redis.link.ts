@@ -196,6 +196,14 @@ export class RedisLink {
     this.client.connect().catch(() => undefined);
   }
 
+  /**
+   * Fails the calls in flight over `redis` as redirected (nothing ran), so they are sent again:
+   * ioredis never settles a subscribe that a node answered with `MOVED` (it only emits 'moved').
+   */
+  redirectInflight(redis: Redis, reason: string): void {
+    this.inflight.get(redis)?.forEach((call) => call.fail(new ClusterRedirect(reason, redis)));
+  }
+
   /** Closes the connection within about a second, whatever state Redis is in. */
   async close(): Promise<void> {
     this.closed = true;
@@ -236,6 +244,8 @@ export class RedisLink {
         this.downAt ??= Date.now();
       }
       this.inflight.get(redis)?.forEach((call) => call.lost('the connection closed before the reply'));
+      // A retired connection is not reconnected (that would look the owner up and subscribe again).
+      if (this.retired.has(redis)) this.drop(redis);
     });
     this.hooks.forEach((hook) => hook(redis));
     return redis;
@@ -323,6 +333,7 @@ export class RedisLink {
   private recycle(redis: Redis, reason: string, expected = false): void {
     this.inflight.get(redis)?.forEach((call) => call.lost('the connection was replaced before the reply'));
     this.inflight.delete(redis);
+    if (this.retired.has(redis)) this.drop(redis);
     if (this.instance !== redis) return;
     // During a silent network loss every call times out and replaces the connection: summarised.
     if (!expected) this.outage.warn(`Redis ${this.role} connection: ${reason}; opening a new one (repeats are summarised)`);

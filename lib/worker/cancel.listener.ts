@@ -33,7 +33,8 @@ export class CancelListener {
       redis.on(this.channels.messageEvent, (channel: string, message: string) => {
         if (this.listening && channel === this.channel) this.onCancel(message);
       });
-      if (this.listening) this.channels.subscribe(redis, [this.channel]).catch(() => undefined);
+      // Every (re)connection starts with no subscriptions (ioredis's own resubscribe is off).
+      redis.on('ready', () => this.listening && this.subscribe());
     });
     this.subscribe();
     // A replaced subscriber connection (one that stopped answering) is reopened only by the next

@@ -423,10 +423,10 @@ end
 -- Publishes on one of the namespace's channels. On a Redis Cluster they are sharded channels
 -- (SPUBLISH: the channel lives in the namespace's slot, so only its shard carries the message,
 -- where PUBLISH would copy it to every node); subscribers match (lib/redis/pubsub.channels.ts).
--- CLUSTER MYID only answers on a node in cluster mode, and the publish is rare (a waited run's
--- end, a cancel, a progress value someone waits for), so the check costs nothing that matters.
+-- The caller says which: the last slot-guard key, always the last key, is `slot-guard:sharded`
+-- on a cluster (RedisKeys.slotGuard).
 local function publish(channel, message)
-  if type(redis.pcall('CLUSTER', 'MYID')) == 'string' then
+  if string.sub(KEYS[#KEYS], -8) == ':sharded' then
     return redis.call('SPUBLISH', channel, message)
   end
   return redis.call('PUBLISH', channel, message)

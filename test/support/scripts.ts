@@ -4,6 +4,7 @@ import type Redis from 'ioredis';
 import { LuaScripts, type ScriptName } from '../../lib/redis/lua.scripts';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { RedisLink, type CallOptions } from '../../lib/redis/redis.link';
+import { isCluster } from './nodes';
 
 type Arg = string | number;
 
@@ -16,7 +17,7 @@ type Arg = string | number;
  */
 export function scriptsOn(redis: Redis, namespace?: string): LuaScripts {
   const link = new RedisLink('command', () => redis, 10_000, new Logger('test'));
-  const scripts = namespace === undefined ? new GuardPerCallScripts(link) : new LuaScripts(link, new RedisKeys('sluice', namespace));
+  const scripts = namespace === undefined ? new GuardPerCallScripts(link, isCluster(redis)) : new LuaScripts(link, new RedisKeys('sluice', namespace), isCluster(redis));
   void link.client; // creates the link's instance (the given one), which defines the scripts on it
   return scripts;
 }
@@ -25,8 +26,11 @@ export function scriptsOn(redis: Redis, namespace?: string): LuaScripts {
 class GuardPerCallScripts extends LuaScripts {
   private readonly byTag = new Map<string, LuaScripts>();
 
-  constructor(private readonly scriptLink: RedisLink) {
-    super(scriptLink, new RedisKeys('sluice', 'default'));
+  constructor(
+    private readonly scriptLink: RedisLink,
+    private readonly sharded: boolean,
+  ) {
+    super(scriptLink, new RedisKeys('sluice', 'default'), sharded);
   }
 
   override run<T = unknown>(name: ScriptName, keys: string[], args: Arg[] | ((retry: boolean) => Arg[]), options?: CallOptions): Promise<T> {
@@ -46,7 +50,7 @@ class GuardPerCallScripts extends LuaScripts {
     const separator = tag?.indexOf(':') ?? -1;
     if (!tag || separator < 0) return undefined;
     let scripts = this.byTag.get(tag);
-    if (!scripts) this.byTag.set(tag, (scripts = new LuaScripts(this.scriptLink, new RedisKeys(tag.slice(0, separator), tag.slice(separator + 1)))));
+    if (!scripts) this.byTag.set(tag, (scripts = new LuaScripts(this.scriptLink, new RedisKeys(tag.slice(0, separator), tag.slice(separator + 1)), this.sharded)));
     return scripts;
   }
 }

@@ -34,8 +34,10 @@ export function clusterRedirect(error: Error, connection: Redis): ClusterRedirec
  * When the namespace's slot leaves a node, Redis 7 unsubscribes that node's clients from the
  * slot's sharded channels, pushing `sunsubscribe <channel> <count>` unasked. ioredis 5 reports
  * it only as an 'error' event ("Command queue state error … Last reply: sunsubscribe,…"): the
- * connection is fine, but its subscriptions are gone (RedisConnections follows the slot).
+ * connection is fine, but its subscriptions are gone (RedisConnections follows the slot). If a
+ * subscribe was pending, ioredis takes the push for its reply instead, and the subscribe's own
+ * `MOVED` reply then surfaces the same way ("… Last error: MOVED …").
  */
 export function isSlotLeftPush(error: Error): boolean {
-  return /Command queue state error.*Last reply: sunsubscribe,/.test(error?.message ?? '');
+  return /Command queue state error.*Last (reply: sunsubscribe,|error: (MOVED|ASK) )/.test(error?.message ?? '');
 }

@@ -21,7 +21,10 @@ export function slotOwnerConnector(owner: SlotOwner, tls?: ConnectionOptions): N
 
     async connect(): Promise<NetStream> {
       this.connecting = true;
-      const address = this.connectedBefore ? await owner.find() : await owner.current();
+      // A failed lookup must not reject: ioredis ends a connection whose connector rejects and
+      // never retries it. Connecting to the last owner known (or a seed) fails like any
+      // unreachable node instead, and ioredis's reconnect loop asks again.
+      const address = await (this.connectedBefore ? owner.find() : owner.current()).catch(() => owner.fallback());
       this.connectedBefore = true;
       if (!this.connecting) throw new Error('Connection is closed.');
       const stream = tls ? tlsConnect({ ...tls, host: address.host, port: address.port }) : createConnection({ host: address.host, port: address.port });

@@ -42,10 +42,17 @@ export class SlotOwner {
     return (this.lookup ??= this.ask().finally(() => (this.lookup = undefined)));
   }
 
+  /** Where to connect when no node names the owner: the last owner known, or the first seed. */
+  fallback(): ClusterSeed {
+    return this.owner ?? this.settings.seeds[0];
+  }
+
   /** A `MOVED <slot> <host:port>` reply: the slot is served elsewhere now. */
   moved(to: string): void {
     const separator = to.lastIndexOf(':');
-    this.set(this.map({ host: to.slice(0, separator), port: Number(to.slice(separator + 1)) }));
+    const host = to.slice(0, separator);
+    // An empty host (a node announcing no endpoint) means "the host you reached me at".
+    this.set(this.map({ host: host === '' || host === '?' ? this.fallback().host : host, port: Number(to.slice(separator + 1)) }));
   }
 
   /** Called when the owner changes (not on the first discovery): connections pinned to the old one move. */
