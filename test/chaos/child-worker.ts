@@ -9,8 +9,9 @@ export interface ChildExit {
 export type ChildMessage = Record<string, unknown>;
 
 /**
- * One forked worker process (test/chaos/worker.process.ts run through ts-node) and its IPC
- * messages. Every wait is an event (a message or the exit) with a deadline, never a sleep.
+ * One forked worker process (test/chaos/worker.process.ts, or another `script`, run through
+ * ts-node) and its IPC messages. Every wait is an event (a message or the exit) with a deadline,
+ * never a sleep.
  */
 export class ChildWorker {
   readonly proc: ChildProcess;
@@ -19,8 +20,8 @@ export class ChildWorker {
   private readonly listeners = new Set<() => void>();
   private exit?: ChildExit;
 
-  constructor(env: Record<string, string>) {
-    this.proc = fork(join(__dirname, 'worker.process.ts'), [], {
+  constructor(env: Record<string, string>, script = join(__dirname, 'worker.process.ts')) {
+    this.proc = fork(script, [], {
       execArgv: ['-r', 'ts-node/register/transpile-only'],
       env: { ...process.env, TS_NODE_TRANSPILE_ONLY: 'true', ...env },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

@@ -184,7 +184,7 @@ describe.each(['yes', 'no'] as const)('Redis Cluster: a master SIGKILLed under l
       return { done: pendingA === 0 && pendingB === 0, state: { pendingA, pendingB } };
     });
     const drainedAt = Date.now();
-    for (const worker of workers) expect(await worker.stop()).toEqual({ code: 0, signal: null });
+    for (const worker of workers) expect(await worker.stop()).toMatchObject({ code: 0, signal: null });
 
     // The topology: only A's shard failed over (no spurious failover of B's master under load).
     expect(await cluster.masterOf(namespaceSlot(nsA))).toBe(promotedPort);

@@ -191,7 +191,7 @@ describe('Redis Cluster: the namespace slot migrated to another master mid-drain
     // The namespace's keys all moved with the slot.
     expect(await onSource.cluster('COUNTKEYSINSLOT', slot)).toBe(0);
 
-    for (const worker of workers) expect(await worker.stop()).toEqual({ code: 0, signal: null });
+    for (const worker of workers) expect(await worker.stop()).toMatchObject({ code: 0, signal: null });
 
     // Exactly once, per run id: one execution of the step, one committed completion.
     const [exec, commits] = await Promise.all([effect.hgetall(keys.exec), effect.hgetall(keys.commits)]);
