@@ -3,7 +3,7 @@ import { QueueConfigError } from './errors';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from './redis/payload.codec';
 import { DEFAULT_MAX_MEMO_BYTES } from './worker/step.recorder';
 import { userRedisInstance } from './redis/user-instance';
-import { clusterSettings, type RedisClusterConnectionOptions } from './redis/cluster/cluster.options';
+import { clusterSettings, type ClusterSettings, type RedisClusterConnectionOptions } from './redis/cluster/cluster.options';
 import { Duration, toMilliseconds } from './util/duration';
 import { checkName } from './util/names';
 import { resolveLoggingOptions, type LoggingOptions, type ResolvedLoggingOptions } from './util/logging.options';
@@ -113,6 +113,8 @@ export interface QueueModuleOptions {
 
 export interface ResolvedQueueOptions {
   connection: QueueModuleOptions['connection'];
+  /** The cluster `connection` names, checked and normalised; undefined for a single server. */
+  cluster?: ClusterSettings;
   prefix: string;
   namespace: string;
   concurrency?: number;
@@ -133,10 +135,12 @@ export const DEFAULT_BACKOFF: Required<BackoffOptions> = { delayMs: 1_000, facto
 /** Fills defaults and checks every option, so a misconfiguration fails the bootstrap with a clear message. */
 export function resolveQueueOptions(options: QueueModuleOptions): ResolvedQueueOptions {
   if (!options || typeof options !== 'object') throw new QueueConfigError('QueueModule options are required');
-  checkConnection(options.connection);
+  const cluster = clusterSettings(options.connection);
+  if (!cluster) checkConnection(options.connection);
   const lockMs = positive(duration(options.worker?.lockMs ?? 30_000, 'worker.lockMs'), 'worker.lockMs');
   return {
     connection: options.connection,
+    cluster,
     prefix: configName(options.prefix ?? 'sluice', 'prefix'),
     namespace: configName(options.namespace ?? 'default', 'namespace'),
     concurrency: options.concurrency === undefined ? undefined : positive(options.concurrency, 'concurrency'),
@@ -181,7 +185,6 @@ function checkConnection(connection: unknown): void {
   if (!connection || typeof connection !== 'object') {
     throw new QueueConfigError('QueueModule options.connection is required: { url } / { host, port } / { cluster: [...] } or an ioredis instance');
   }
-  if (clusterSettings(connection)) return;
   const user = userRedisInstance(connection);
   if (user) {
     if (user.options?.keyPrefix) {

@@ -97,7 +97,7 @@ export async function runMigrateCli(argv: string[], output: CliOutput): Promise<
   const endpoint = new RedisEndpoint(options);
   const link = endpoint.link('command', logger);
   try {
-    const migrator = new LayoutMigrator(new LuaScripts(link, keys, endpoint.sharded), link, keys, logger, { waitTimeoutMs, lockTtlMs: Math.max(15_000, 3 * options.redisTimeoutMs) });
+    const migrator = new LayoutMigrator(new LuaScripts(link, keys, endpoint.channels.sharded), link, keys, logger, { waitTimeoutMs, lockTtlMs: Math.max(15_000, 3 * options.redisTimeoutMs) });
     // failFast: a refused connection is reported at once rather than after --redis-timeout.
     const result = await migrator.migrate({ failFast: true });
     if (parsed.json) output.out(JSON.stringify({ namespace: keys.base, ...result }));

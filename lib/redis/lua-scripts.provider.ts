@@ -16,6 +16,6 @@ export class LuaScriptsProvider {
   ) {}
 
   get(): LuaScripts {
-    return (this.scripts ??= new LuaScripts(this.connections.command, new RedisKeys(this.options.prefix, this.options.namespace), this.connections.sharded));
+    return (this.scripts ??= new LuaScripts(this.connections.command, new RedisKeys(this.options.prefix, this.options.namespace), this.connections.channels.sharded));
   }
 }

@@ -12,16 +12,20 @@ export interface Channels {
   unsubscribe(redis: Redis, channels: string[]): Promise<unknown>;
   /** The ioredis event a message arrives as: `(channel, message)`. */
   readonly messageEvent: 'message' | 'smessage';
+  /** Sharded: the scripts publish with SPUBLISH (see RedisKeys.slotGuard). */
+  readonly sharded: boolean;
 }
 
 export const CLASSIC_CHANNELS: Channels = {
   subscribe: (redis, channels) => redis.subscribe(...channels),
   unsubscribe: (redis, channels) => redis.unsubscribe(...channels),
   messageEvent: 'message',
+  sharded: false,
 };
 
 export const SHARDED_CHANNELS: Channels = {
   subscribe: (redis, channels) => redis.ssubscribe(...channels),
   unsubscribe: (redis, channels) => redis.sunsubscribe(...channels),
   messageEvent: 'smessage',
+  sharded: true,
 };

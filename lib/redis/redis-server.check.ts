@@ -3,12 +3,10 @@ import { QueueConfigError, RedisCommandError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
 import { RedisConnections } from './redis.connections';
-import { clusterSettings } from './cluster/cluster.options';
 
 /**
- * The oldest Redis the scripts and calls work on. 7.0: the scripts start with `#!lua` (script
- * flags: a script that may write is refused before it starts when memory is full, instead of
- * failing at a write halfway through), and a cluster's channels are sharded (`SSUBSCRIBE`).
+ * The oldest Redis the scripts and calls work on. 7.0: the scripts start with `#!lua` and their
+ * flags (see loadScript in lua.scripts.ts), and a cluster's channels are sharded (`SSUBSCRIBE`).
  * Older needs: 6.0 for the worker's fractional `BLPOP` timeout and ACL users, 5.0 for `ZPOPMIN`
  * and writes after `TIME`.
  */
@@ -169,7 +167,7 @@ export class RedisServerCheck {
       ...(info.has('maxmemory') && { maxmemory: Number(info.get('maxmemory')) }),
       ...(info.has('aof_enabled') && { aof: info.get('aof_enabled') === '1' }),
       ...(info.has('cluster_enabled') && { clusterNode: info.get('cluster_enabled') === '1' }),
-      clusterOptions: clusterSettings(this.options.connection) !== undefined,
+      clusterOptions: this.options.cluster !== undefined,
     };
     if (facts.aof === false) {
       try {

@@ -5,7 +5,7 @@ import { RedisEndpoint } from './redis.factory';
 import { RedisLink } from './redis.link';
 import { RedisKeys } from './redis.keys';
 import { isSlotLeftPush } from './cluster/cluster.redirects';
-import { CLASSIC_CHANNELS, SHARDED_CHANNELS, type Channels } from './pubsub.channels';
+import type { Channels } from './pubsub.channels';
 
 /**
  * The process's Redis connections — at most three, however many workflows it runs and however
@@ -26,8 +26,6 @@ export class RedisConnections implements OnApplicationShutdown {
   readonly subscriber: RedisLink;
   /** How to subscribe to the namespace's channels: sharded on a cluster. */
   readonly channels: Channels;
-  /** Whether the namespace's channels are sharded (a Redis Cluster). */
-  readonly sharded: boolean;
 
   private readonly endpoint: RedisEndpoint;
   /** The check of where the slot went, once for a burst of dropped subscriptions. */
@@ -38,8 +36,7 @@ export class RedisConnections implements OnApplicationShutdown {
     this.command = endpoint.link('command', this.logger);
     this.blocking = endpoint.link('blocking', this.logger);
     this.subscriber = endpoint.link('subscriber', this.logger);
-    this.sharded = endpoint.sharded;
-    this.channels = endpoint.sharded ? SHARDED_CHANNELS : CLASSIC_CHANNELS;
+    this.channels = endpoint.channels;
     if (!endpoint.owner) return;
     endpoint.owner.onChange((owner) => {
       this.logger.log(`Redis Cluster: the namespace's slot ${endpoint.owner!.slot} is now served by ${owner.host}:${owner.port}; moving the connections there`);

@@ -4,13 +4,13 @@ import { RedisLink, type Role } from './redis.link';
 import { userRedisInstance } from './user-instance';
 import { jitteredPause } from '../util/retry';
 import type { OutageLogger } from '../util/outage-log';
-import { clusterSettings, type ClusterSettings } from './cluster/cluster.options';
+import { CLASSIC_CHANNELS, SHARDED_CHANNELS, type Channels } from './pubsub.channels';
 import { SlotOwner } from './cluster/slot-owner';
 import { slotOwnerConnector } from './cluster/slot-owner.connector';
 import { keySlot } from './cluster/key-slot';
 import { RedisKeys } from './redis.keys';
 
-type EndpointOptions = Pick<ResolvedQueueOptions, 'connection' | 'namespace' | 'prefix' | 'redisTimeoutMs'>;
+type EndpointOptions = Pick<ResolvedQueueOptions, 'connection' | 'cluster' | 'namespace' | 'prefix' | 'redisTimeoutMs'>;
 
 /**
  * Where Sluice's connections go: one Redis server, or — on a Redis Cluster — the master that owns
@@ -18,18 +18,16 @@ type EndpointOptions = Pick<ResolvedQueueOptions, 'connection' | 'namespace' | '
  * way a process opens one connection per role, however large the cluster.
  */
 export class RedisEndpoint {
-  private readonly cluster?: ClusterSettings;
   /** On a cluster: the namespace slot's owner. */
   readonly owner?: SlotOwner;
 
   constructor(private readonly options: EndpointOptions) {
-    this.cluster = clusterSettings(options.connection);
-    if (this.cluster) this.owner = new SlotOwner(this.cluster, keySlot(new RedisKeys(options.prefix, options.namespace).base), options.redisTimeoutMs);
+    if (options.cluster) this.owner = new SlotOwner(options.cluster, keySlot(new RedisKeys(options.prefix, options.namespace).base), options.redisTimeoutMs);
   }
 
-  /** Whether the done, progress and cancel channels are sharded (`SSUBSCRIBE`): on a cluster, so only the namespace's shard carries them. */
-  get sharded(): boolean {
-    return this.owner !== undefined;
+  /** How the namespace's channels are subscribed to: sharded on a cluster, so only its shard carries them. */
+  get channels(): Channels {
+    return this.owner ? SHARDED_CHANNELS : CLASSIC_CHANNELS;
   }
 
   link(role: Role, logger: OutageLogger): RedisLink {
@@ -37,8 +35,9 @@ export class RedisEndpoint {
   }
 
   private client(role: Role): Redis {
-    if (!this.cluster || !this.owner) return createRedisClient(this.options, role);
-    const { username, password, tls } = this.cluster;
+    const { cluster } = this.options;
+    if (!cluster || !this.owner) return createRedisClient(this.options, role);
+    const { username, password, tls } = cluster;
     // A master that died without a reset would hold a connect for the whole call bound, past its
     // replica's promotion: give up sooner, and the next attempt looks the owner up again.
     const connectTimeout = Math.min(this.options.redisTimeoutMs, CLUSTER_CONNECT_TIMEOUT_MS);

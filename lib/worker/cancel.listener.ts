@@ -3,6 +3,9 @@ import type { Channels } from '../redis/pubsub.channels';
 import type { RedisLink } from '../redis/redis.link';
 import type { ActiveRuns } from './active-runs';
 
+/** How often a worker checks that its subscriber connection exists (see {@link CancelListener.start}). */
+const RECHECK_MS = 5_000;
+
 /**
  * Aborts the signal of a run this process executes as soon as it is cancelled. lua/cancel.lua
  * publishes `<id> <token> <reason>` on the namespace's cancel channel; each worker process
@@ -12,9 +15,6 @@ import type { ActiveRuns } from './active-runs';
  * the lease heartbeat (every third of `worker.lockMs`) is the backstop, since a cancelled run's
  * lease no longer extends.
  */
-/** How often a worker checks that its subscriber connection exists (see {@link CancelListener.start}). */
-const RECHECK_MS = 5_000;
-
 export class CancelListener {
   private listening = false;
   private timer?: NodeJS.Timeout;

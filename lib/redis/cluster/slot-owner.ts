@@ -8,6 +8,11 @@ function addressOf(node: ClusterSeed): string {
   return `${node.host}:${node.port}`;
 }
 
+/** A host a node announces: empty or '?' (Redis 7 `cluster-announce-*` unset) means "the host you reached me at". */
+function announcedHost(host: unknown, reachedAt: string): string {
+  return typeof host === 'string' && host !== '' && host !== '?' ? host : reachedAt;
+}
+
 /**
  * Which master owns the namespace's slot. Sluice connects only to that node (every key of a
  * namespace is in one slot), so a cluster costs no more connections than one server. The owner
@@ -50,9 +55,7 @@ export class SlotOwner {
   /** A `MOVED <slot> <host:port>` reply: the slot is served elsewhere now. */
   moved(to: string): void {
     const separator = to.lastIndexOf(':');
-    const host = to.slice(0, separator);
-    // An empty host (a node announcing no endpoint) means "the host you reached me at".
-    this.set(this.map({ host: host === '' || host === '?' ? this.fallback().host : host, port: Number(to.slice(separator + 1)) }));
+    this.set(this.map({ host: announcedHost(to.slice(0, separator), this.fallback().host), port: Number(to.slice(separator + 1)) }));
   }
 
   /** Called when the owner changes (not on the first discovery): connections pinned to the old one move. */
@@ -96,9 +99,7 @@ export class SlotOwner {
     let owner: ClusterSeed | undefined;
     for (const [start, end, ...servers] of ranges) {
       for (const [index, server] of (servers as unknown[][]).entries()) {
-        // An empty or '?' host means "the address you reached me at" (Redis 7 `cluster-announce-*`).
-        const host = typeof server[0] === 'string' && server[0] !== '' && server[0] !== '?' ? server[0] : asked.host;
-        const node = this.map({ host, port: Number(server[1]) });
+        const node = this.map({ host: announcedHost(server[0], asked.host), port: Number(server[1]) });
         this.nodes.set(addressOf(node), node);
         if (index === 0 && this.slot >= Number(start) && this.slot <= Number(end)) owner = node;
       }
