@@ -102,6 +102,9 @@ describe('Redis Cluster: waits in flight while the namespace slot moves', () => 
       }, 3_000),
     );
     expect(await waits).toEqual(handles.map((_, n) => n));
+    // The worker learns of its commit from the script's reply, the waiter from the publish: over
+    // two connections, either may come first. Compare once both are known.
+    await until('the worker to record every completion', 5_000, async () => handles.every((h) => completedAt.has(h.id)));
     const lateness = handles.map((h) => seenAt.get(h.id)! - completedAt.get(h.id)!);
     const sample = await at3s;
 
