@@ -30,6 +30,7 @@
            writes nothing
 ]]
 -- @include common
+-- @include waits
 -- @include claim
 -- @include steps
 
@@ -51,13 +52,13 @@ deferredGroups = {}
 for i = stepsEnd + 1, #ARGV, 3 do
   local id = ARGV[i]
   local runKey = base .. 'run:' .. id
-  local workflow, group, waited = leasedRun(runKey, ARGV[i + 1])
+  local workflow, group, waited, linked = leasedRun(runKey, ARGV[i + 1])
   local f = workflow and {} or redis.call('HMGET', runKey, 'state', 'token')
   if f[1] == 'completed' and f[2] == ARGV[i + 1] then
     statuses[#statuses + 1] = 1
   elseif workflow then
     releaseSlots(base, KEYS[1], KEYS[2], KEYS[3], id, workflow, group, freed)
-    finishRun(base, runKey, id, workflow, 'completed', 'result', ARGV[i + 2], now, ttl, waited)
+    finishRun(base, runKey, id, workflow, 'completed', 'result', ARGV[i + 2], now, ttl, waited, linked)
     tallyFinished(tally, workflow, 'completed', id)
     statuses[#statuses + 1] = 1
   else

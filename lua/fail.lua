@@ -22,9 +22,10 @@
          was lost) answers what that call did, from the run's 'ended' field, and writes nothing.
 ]]
 -- @include common
+-- @include waits
 
 local base, id = ARGV[1], ARGV[2]
-local workflow, group, waited = leasedRun(KEYS[1], ARGV[3])
+local workflow, group, waited, linked = leasedRun(KEYS[1], ARGV[3])
 if not workflow then
   local ended = redis.call('HGET', KEYS[1], 'ended') or ''
   local mine = ARGV[3] .. ':'
@@ -55,7 +56,7 @@ if ARGV[5] == '1' and failures < maxAttempts then
     if #head == 0 or tonumber(head[2]) > now + delay then wake(wfKey(base, workflow, 'wake')) end
   end
 else
-  finishRun(base, KEYS[1], id, workflow, 'failed', 'error', ARGV[4], now, tonumber(ARGV[7]), waited)
+  finishRun(base, KEYS[1], id, workflow, 'failed', 'error', ARGV[4], now, tonumber(ARGV[7]), waited, linked)
 end
 redis.call('HSET', KEYS[1], 'ended', ARGV[3] .. ':' .. outcome)
 -- After the last write to the run: retention by count may delete its hash right here.

@@ -8,7 +8,10 @@
     so a page boundary stays put while runs keep finishing. Entries whose run expired, was
     removed, or whose id now names a run in another state are skipped and dropped from the index.
   - 'delayed': wf:<name>:delayed in due order; cursor = '<due> <id>' of the last entry examined
-    (due times tie, ids break the tie as the zset does).
+    (due times tie, ids break the tie as the zset does). Runs in a durable wait (waits.lua) are
+    in that set too when their wait has a deadline: they are left out (not counted as stale).
+    The same kind pages a durable wait's index (wf:<name>:sleeping, :waiting-signal…), by
+    deadline; there every run is in a wait. Either way the fields must include 'wait'.
   - 'waiting': the lane's priority zset, then its FIFO list: claim order. Cursor = how many
     positions were passed, so a page is a snapshot: runs claimed meanwhile shift what follows.
   - 'active': an SSCAN of the active set (wf:<name>:active, or a group's), unordered; cursor =
@@ -18,7 +21,7 @@
   (finished and delayed states; filtered here, from each run's hash) or many stale entries, a
   page may come back short, or empty, with a cursor to go on from.
 
-  KEYS[1] the index: wf:<name>:<state> | wf:<name>:delayed | a lane's `waiting` zset | an active set
+  KEYS[1] the index: wf:<name>:<state> | wf:<name>:delayed | a wait index | a lane's `waiting` zset | an active set
   KEYS[2] the lane's `queue` list for 'waiting' (else KEYS[1] again, unused)
   KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
@@ -38,12 +41,16 @@ local EXAMINE = 2000
 
 local base, kind, state, cursor = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local limit, asc, group = tonumber(ARGV[5]), ARGV[6] ~= 'desc', ARGV[7]
-local fields, stateAt, groupAt = {}, 0, 0
+local fields, stateAt, groupAt, waitAt = {}, 0, 0, 0
 for i = 8, #ARGV do
   fields[#fields + 1] = ARGV[i]
   if ARGV[i] == 'state' then stateAt = #fields end
   if ARGV[i] == 'group' then groupAt = #fields end
+  if ARGV[i] == 'wait' then waitAt = #fields end
 end
+-- Which runs of a zset of not-yet-due runs belong on the page: those in a durable wait in a wait
+-- index, the others in the delayed set.
+local waitsOnly = kind == 'delayed' and string.sub(KEYS[1], -8) ~= ':delayed'
 -- The workflow the index belongs to (KEYS[1] is wf:<name>:<suffix>): an id reused by another
 -- workflow's run before this index entry was trimmed is not this workflow's.
 local prefix = base .. 'wf:'
@@ -63,6 +70,7 @@ local rows = {}
 local function visit(id)
   local values = redis.call('HMGET', base .. 'run:' .. id, unpack(fields))
   if values[stateAt] ~= state or (kind ~= 'waiting' and kind ~= 'active' and values[fieldsCount + 1] ~= indexWorkflow) then return false end
+  if kind == 'delayed' and waitAt > 0 and (values[waitAt] and true or false) ~= waitsOnly then return true end
   if group == '' or values[groupAt] == group then
     local row = { id }
     for i = 1, fieldsCount do row[i + 1] = values[i] or false end

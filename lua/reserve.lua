@@ -32,6 +32,7 @@
          reports them); a replay answers { 0, time } (reserve again at once)
 ]]
 -- @include common
+-- @include waits
 -- @include claim
 -- @include schedules
 
@@ -91,7 +92,7 @@ if scanInterval > 0 and redis.call('SET', KEYS[4], '1', 'NX', 'PX', scanInterval
   local tally = {}
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 100)) do
     local runKey = base .. 'run:' .. id
-    local f = redis.call('HMGET', runKey, 'workflow', 'priority', 'state', 'token', 'input', 'group', 'waited')
+    local f = redis.call('HMGET', runKey, 'workflow', 'priority', 'state', 'token', 'input', 'group', 'waited', 'links')
     if f[1] and f[3] == 'active' then
       local group = f[6] or ''
       releaseSlots(base, KEYS[1], KEYS[2], KEYS[3], id, f[1], group, freed)
@@ -102,7 +103,7 @@ if scanInterval > 0 and redis.call('SET', KEYS[4], '1', 'NX', 'PX', scanInterval
       if stalls > tonumber(ARGV[5]) then
         finishRun(base, runKey, id, f[1], 'failed', 'error',
           '{"name":"StalledError","message":"lease expired ' .. stalls .. ' times (worker died or blocked the event loop)"}',
-          now, tonumber(ARGV[7]), f[7] == '1')
+          now, tonumber(ARGV[7]), f[7] == '1', f[8] == '1')
         tallyFinished(tally, f[1], 'failed', id)
       else
         redis.call('HSET', runKey, 'state', 'waiting')

@@ -15,9 +15,11 @@
            cap or '', group default cap or '', completed, failed, { per group: group, waiting,
            active, cap or '', 1 paused | 0 … }, groups with due or active runs left out of those rows,
            1 paused | 0, rate max or '', rate window ms or '', group default rate max or '', its
-           window or '', cancelled } … }
+           window or '', cancelled, sleeping, waiting-signal, waiting-event, waiting-child } … }
+           where delayed leaves out the runs in a durable wait (waits.lua), counted on their own
 ]]
 -- @include common
+-- @include waits
 
 -- Rows of groups a call returns per workflow: each costs a few reads, and a workflow may have
 -- any number of groups. Past it, the rows are the first GROUP_ROWS groups in the `groups` set's
@@ -64,6 +66,19 @@ local function rowGroups(wf)
   return groups, total - #groups
 end
 
+-- Runs in each kind of durable wait, and how many of them have a deadline (those are in the
+-- delayed set too).
+local WAIT_KINDS = { 'sleep', 'signal', 'event', 'child' }
+local function waitCounts(wf)
+  local counts, timed = {}, 0
+  for i, kind in ipairs(WAIT_KINDS) do
+    local key = wfKey(base, wf, WAIT_INDEX[kind])
+    counts[i] = redis.call('ZCARD', key)
+    if counts[i] > 0 then timed = timed + redis.call('ZCOUNT', key, '-inf', '(' .. string.format('%.0f', NEVER)) end
+  end
+  return counts, timed
+end
+
 local reply = { redis.call('ZCARD', KEYS[1]), limitOf(KEYS[2], 'ns') or '' }
 for _, wf in ipairs(workflows) do
   local statsKey = wfKey(base, wf, 'stats')
@@ -79,12 +94,13 @@ for _, wf in ipairs(workflows) do
       perGroup[#perGroup + 1] = { g, dueCount(lane), redis.call('SCARD', lane .. 'active'), groupLimit(KEYS[2], wf, g) or '', paused }
     end
   end
-  reply[#reply + 1] = { wf, waiting, redis.call('ZCARD', wfKey(base, wf, 'delayed')), redis.call('SCARD', wfKey(base, wf, 'active')),
+  local waits, timed = waitCounts(wf)
+  reply[#reply + 1] = { wf, waiting, redis.call('ZCARD', wfKey(base, wf, 'delayed')) - timed, redis.call('SCARD', wfKey(base, wf, 'active')),
     limitOf(KEYS[2], 'wf:' .. wf) or '', limitOf(KEYS[2], 'wf:' .. wf .. ':group') or '',
     tonumber(f[1] or 0), tonumber(f[2] or 0), perGroup, omitted,
     limitOf(KEYS[2], 'wf:' .. wf .. ':paused') and 1 or 0,
     limitOf(KEYS[2], 'wf:' .. wf .. ':rate') or '', limitOf(KEYS[2], 'wf:' .. wf .. ':rate-ms') or '',
     limitOf(KEYS[2], 'wf:' .. wf .. ':group-rate') or '', limitOf(KEYS[2], 'wf:' .. wf .. ':group-rate-ms') or '',
-    tonumber(f[5] or 0) }
+    tonumber(f[5] or 0), waits[1], waits[2], waits[3], waits[4] }
 end
 return reply

@@ -23,6 +23,7 @@ import { CancelOptions, CancelResult, checkPauseTarget, PauseTarget, rateFields,
 import { checkRateLimit, RateLimit, toRateLimit } from './rate-limit';
 import { parseStats, QueueStats } from './stats';
 import { RunWaiter } from './run.waiter';
+import { RunSignals, SendEventOptions, SignalResult } from './run.signals';
 import { buildScheduleSpec, ScheduleOptions } from '../schedule/schedule.options';
 import type { ScheduleInfo } from '../schedule/schedule-info';
 import { ListSchedulesOptions, SchedulePage, ScheduleStore } from '../schedule/schedule.store';
@@ -76,6 +77,7 @@ export class QueueClient {
   private readonly enqueueSettings: EnqueueSettings;
   private readonly control: RunControl;
   private readonly admin: RunAdmin;
+  private readonly signals: RunSignals;
 
   constructor(
     @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
@@ -90,6 +92,7 @@ export class QueueClient {
     this.enqueueSettings = { fastPath: options.fastPath, lockMs: options.worker.lockMs };
     this.control = new RunControl(() => this.scripts.get(), this.keys, options);
     this.admin = new RunAdmin(scripts, this.keys, registry, this.fleet);
+    this.signals = new RunSignals(scripts, this.keys, options);
   }
 
   /**
@@ -172,6 +175,29 @@ export class QueueClient {
     checkId(runId, 'runId');
     const values = await this.connections.command.call('get', (redis) => redis.hmget(this.keys.run(runId), ...RUN_FIELDS), { idempotent: true });
     return toRunInfo(runId, values) as RunInfo<T> | null;
+  }
+
+  /**
+   * Sends a signal to one run (one script call). If the run waits in `ctx.waitForSignal(name)`, it
+   * resumes with `payload`; otherwise the signal is kept in the run's mailbox (at most 100, oldest
+   * first per name) for its next wait of that name, and dropped when the run finishes.
+   * @throws RunNotFoundError (no such run), RunStateError (it has finished),
+   *   SignalMailboxFullError; InvalidNameError / PayloadTooLargeError / PayloadNotSerializableError
+   *   before any Redis call. Not retried after a lost reply (it could queue the signal twice):
+   *   `OutcomeUnknownError` then.
+   */
+  signal(runId: string, name: string, payload?: unknown): Promise<SignalResult> {
+    return this.signals.signal(runId, name, payload);
+  }
+
+  /**
+   * Resumes every run waiting in `ctx.waitForEvent(name, { key })` with `payload`, in batches of
+   * 500 runs per script call; only the runs waiting on this name and key are visited. Runs that
+   * are not waiting yet never see the event (it is not stored). Resolves with how many runs resumed.
+   * @throws InvalidNameError / PayloadTooLargeError / PayloadNotSerializableError before any Redis call
+   */
+  sendEvent(name: string, opts?: SendEventOptions): Promise<number> {
+    return this.signals.sendEvent(name, opts);
   }
 
   /**

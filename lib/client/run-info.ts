@@ -1,7 +1,44 @@
 import type { RunErrorInfo } from '../errors';
 import { decodePayload } from '../redis/payload.codec';
 
-export type RunState = 'waiting' | 'delayed' | 'active' | 'completed' | 'failed' | 'cancelled';
+export type RunState = 'waiting' | 'delayed' | 'active' | 'completed' | 'failed' | 'cancelled' | WaitState;
+
+/** The states of a run in a durable wait: it holds no lease and no slot (see `RunContext.sleep` and the other waits). */
+export type WaitState = 'sleeping' | 'waiting-signal' | 'waiting-event' | 'waiting-child';
+
+/** What a run in a durable wait waits for (`RunInfo.waitingFor`). */
+export type WaitingFor =
+  | { kind: 'sleep'; step: string; until: Date }
+  | { kind: 'signal'; step: string; name: string; until?: Date }
+  | { kind: 'event'; step: string; name: string; key: string; until?: Date }
+  | { kind: 'child'; step: string; runIds: string[] };
+
+const WAIT_STATES: Record<string, WaitState> = { sleep: 'sleeping', signal: 'waiting-signal', event: 'waiting-event', child: 'waiting-child' };
+/** "No deadline" in a wait record (NEVER in lua/includes/waits.lua). */
+const NEVER = 4503599627370496;
+
+/** Reads a wait record `<kind> <deadline> <memo key> <target>` (lua/includes/waits.lua). */
+function parseWait(record: string): WaitingFor | undefined {
+  const match = /^(\S+) (\S+) (\S+) ?(.*)$/.exec(record);
+  if (!match) return undefined;
+  const [, kind, deadline, key, target] = match;
+  const until = Number(deadline) < NEVER ? { until: new Date(Number(deadline)) } : {};
+  const step = key.replace(/#\d+$/, '');
+  switch (kind) {
+    case 'sleep':
+      return { kind, step, until: new Date(Number(deadline)) };
+    case 'signal':
+      return { kind, step, name: target, ...until };
+    case 'event': {
+      const bar = target.indexOf('|');
+      return { kind, step, name: target.slice(0, bar), key: target.slice(bar + 1), ...until };
+    }
+    case 'child':
+      return { kind, step, runIds: target.split(' ').filter(Boolean) };
+    default:
+      return undefined;
+  }
+}
 
 /** A run as stored in Redis, from `QueueClient.get`. */
 export interface RunInfo<Out = unknown> {
@@ -28,25 +65,31 @@ export interface RunInfo<Out = unknown> {
   error?: RunErrorInfo;
   /** The latest value the run reported with `ctx.progress` (kept after it finishes); absent if none. */
   progress?: unknown;
+  /** In a durable wait (state 'sleeping', 'waiting-signal', 'waiting-event' or 'waiting-child'): what for, and until when. */
+  waitingFor?: WaitingFor;
 }
 
 /** The run hash fields, in the order {@link toRunInfo} reads them. */
 export const RUN_FIELDS = [
   'workflow', 'state', 'input', 'priority', 'group', 'attempts', 'maxAttempts', 'failures',
   'createdAt', 'dueAt', 'startedAt', 'finishedAt', 'result', 'error',
-  'progress',
+  'progress', 'wait',
 ] as const;
 
 /** Read by position, so that fields added to the list later need not shift it. */
 const PROGRESS_AT = RUN_FIELDS.indexOf('progress');
+const WAIT_AT = RUN_FIELDS.indexOf('wait');
 
 export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null {
   const [workflow, state, input, priority, group, attempts, maxAttempts, failures, createdAt, dueAt, startedAt, finishedAt, result, error] = values;
   if (!state || !workflow) return null;
+  // A run in a durable wait is stored as 'delayed' (what older versions know); its wait says more.
+  const waitingFor = state === 'delayed' && values[WAIT_AT] ? parseWait(values[WAIT_AT] as string) : undefined;
   return {
     id,
     workflow,
-    state: state as RunState,
+    state: waitingFor ? WAIT_STATES[waitingFor.kind] : (state as RunState),
+    ...(waitingFor && { waitingFor }),
     input: decodePayload(input),
     priority: Number(priority ?? 0),
     ...(group && { group }),

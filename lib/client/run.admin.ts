@@ -7,15 +7,16 @@ import { checkInteger } from '../util/duration';
 import { checkId, checkName } from '../util/names';
 import type { WorkflowClass } from '../workflow/workflow.types';
 import type { WorkflowContract } from '../workflow/workflow.contract';
-import { RUN_FIELDS, RunInfo, toRunInfo } from './run-info';
+import { RUN_FIELDS, RunInfo, toRunInfo, type WaitState } from './run-info';
 
 /** States a finished run can be in: each has its workflow's finish index. */
 export type FinishedState = 'completed' | 'failed' | 'cancelled';
 /** States `listRuns` pages through. */
-export type ListableState = FinishedState | 'delayed' | 'waiting' | 'active';
+export type ListableState = FinishedState | 'delayed' | 'waiting' | 'active' | WaitState;
 
 const FINISHED: readonly string[] = ['completed', 'failed', 'cancelled'];
-const LISTABLE: readonly string[] = [...FINISHED, 'delayed', 'waiting', 'active'];
+const WAITS: readonly string[] = ['sleeping', 'waiting-signal', 'waiting-event', 'waiting-child'];
+const LISTABLE: readonly string[] = [...FINISHED, 'delayed', 'waiting', 'active', ...WAITS];
 const RETRYABLE: readonly string[] = ['failed', 'cancelled'];
 
 /** Options of `QueueClient.listRuns`. */
@@ -95,9 +96,10 @@ export class RunAdmin {
     if (FINISHED.includes(state)) {
       kind = 'finished';
       keys = [this.keys.finished(name, state as FinishedState)];
-    } else if (state === 'delayed') {
+    } else if (state === 'delayed' || WAITS.includes(state)) {
+      // A durable wait's index is paged as the delayed set is, by deadline (no deadline: last).
       kind = 'delayed';
-      keys = [this.keys.workflow(name, 'delayed')];
+      keys = [this.keys.workflow(name, state as 'delayed' | WaitState)];
     } else if (state === 'waiting') {
       kind = 'waiting';
       keys = [this.keys.lane(name, group || undefined, 'waiting'), this.keys.lane(name, group || undefined, 'queue')];
@@ -108,8 +110,10 @@ export class RunAdmin {
     if (keys.length === 1) keys.push(keys[0]);
     // The lane or the active set is the group's own: no filter needed there.
     const filter = kind === 'finished' || kind === 'delayed' ? group : '';
+    // Runs in a durable wait are stored as 'delayed' (see lua/includes/waits.lua).
+    const stored = kind === 'delayed' ? 'delayed' : state;
     const [next, ...rows] = await this.scripts.get().run<[string | null, ...(string | null)[][]]>(
-      'list-runs', keys, [this.keys.base, kind, state, cursor, limit, order, filter, ...RUN_FIELDS], { idempotent: true },
+      'list-runs', keys, [this.keys.base, kind, stored, cursor, limit, order, filter, ...RUN_FIELDS], { idempotent: true },
     );
     if (next === null) {
       throw new InvalidOptionError('opts.state', `completed runs of workflow "${name}" are not indexed: set @Workflow('${name}', { indexCompleted: true }) (or keep.completed) to list them`);
@@ -169,7 +173,7 @@ function oneOf(value: unknown, allowed: readonly string[], field: string): strin
 function checkCursor(cursor: unknown, state: ListableState): string {
   const bad = (shape: string) => new InvalidOptionError('opts.cursor', `must be a cursor from a previous page of state '${state}' (${shape}), got ${JSON.stringify(cursor) ?? String(cursor)}`);
   if (typeof cursor !== 'string') throw bad('a string');
-  if (state === 'delayed') {
+  if (state === 'delayed' || WAITS.includes(state)) {
     const space = cursor.indexOf(' ');
     if (space < 0 || !SCORE.test(cursor.slice(0, space))) throw bad("'<due> <id>'");
     try {

@@ -18,8 +18,10 @@ export interface CancelOptions {
 export interface CancelResult {
   /** `true` if this call cancelled the run; `false` if it had finished already (nothing was changed). */
   cancelled: boolean;
-  /** The state the call found the run in: for a finished run, its final state. */
+  /** The state the call found the run in: for a finished run, its final state; for a run in a durable wait, the wait's (e.g. 'waiting-child'). */
   state: RunState;
+  /** Runs cancelled with it: the children it waited for (`ctx.invoke`), theirs in turn… 0 for most runs. */
+  children: number;
 }
 
 /** Which workflow (by name, class or contract), or which group of a workflow, `pause`/`resume` address. */
@@ -53,11 +55,11 @@ export class RunControl {
     const keys = [this.keys.run(runId), this.keys.leases, this.keys.limits, this.keys.seq];
     let repeated = false;
     const args = [this.keys.base, runId, error, reason, this.options.defaults.resultTtlMs];
-    const [outcome, state] = await this.scripts().run<[string, string]>('cancel', keys, (retry) => ((repeated = retry), args), { idempotent: true });
+    const [outcome, state, children] = await this.scripts().run<[string, string, number?]>('cancel', keys, (retry) => ((repeated = retry), args), { idempotent: true });
     if (outcome === 'missing') throw new RunNotFoundError(runId);
     // Sent again after a lost reply, the call finds the run as its first try left it: cancelled.
     const cancelled = outcome === 'cancelled' || (repeated && state === 'cancelled');
-    return { cancelled, state: state as RunState };
+    return { cancelled, state: state as RunState, children: children ?? 0 };
   }
 
   /**

@@ -15,8 +15,16 @@ export interface GroupStats {
 export interface WorkflowStats {
   /** Due runs queued, in every lane (ungrouped and groups). */
   waiting: number;
-  /** Runs not due yet: delayed, or waiting out a retry backoff. */
+  /** Runs not due yet: delayed, or waiting out a retry backoff (not those in a durable wait, counted below). */
   delayed: number;
+  /** Runs in `ctx.sleep` / `sleepUntil`. */
+  sleeping: number;
+  /** Runs in `ctx.waitForSignal`. */
+  waitingSignal: number;
+  /** Runs in `ctx.waitForEvent`. */
+  waitingEvent: number;
+  /** Runs waiting for child workflows (`ctx.invoke`, `invokeAll`). */
+  waitingChild: number;
   active: number;
   limit: number | null;
   /** Default cap of each group; `null` = none. */
@@ -53,7 +61,7 @@ export const MAX_GROUP_ROWS = 1000;
 
 type Cap = number | string;
 type GroupRow = [string, number, number, Cap, number];
-type WorkflowRow = [string, number, number, number, Cap, Cap, number, number, GroupRow[], number, number, Cap, Cap, Cap, Cap, number];
+type WorkflowRow = [string, number, number, number, Cap, Cap, number, number, GroupRow[], number, number, Cap, Cap, Cap, Cap, number, number, number, number, number];
 
 const cap = (value: Cap): number | null => (value === '' ? null : Number(value));
 
@@ -61,9 +69,9 @@ const cap = (value: Cap): number | null => (value === '' ? null : Number(value))
 export function parseStats(reply: unknown[], withGroups: boolean): QueueStats {
   const [active, limit, ...rows] = reply as [number, Cap, ...WorkflowRow[]];
   const workflows: Record<string, WorkflowStats> = {};
-  for (const [name, waiting, delayed, running, wfLimit, groupLimit, completed, failed, groupRows, omitted, paused, rate, rateMs, groupRate, groupRateMs, cancelled] of rows) {
+  for (const [name, waiting, delayed, running, wfLimit, groupLimit, completed, failed, groupRows, omitted, paused, rate, rateMs, groupRate, groupRateMs, cancelled, sleeping, waitingSignal, waitingEvent, waitingChild] of rows) {
     workflows[name] = {
-      waiting, delayed, active: running, limit: cap(wfLimit), groupLimit: cap(groupLimit), completed, failed, cancelled,
+      waiting, delayed, sleeping, waitingSignal, waitingEvent, waitingChild, active: running, limit: cap(wfLimit), groupLimit: cap(groupLimit), completed, failed, cancelled,
       paused: paused === 1, rateLimit: toRateLimit(rate, rateMs), groupRateLimit: toRateLimit(groupRate, groupRateMs),
       ...(withGroups && {
         groups: Object.fromEntries(

@@ -41,7 +41,7 @@ export interface WorkflowEventHandlerMetadata {
  * unaffected. The provider must be a singleton (a request- or transient-scoped one fails the
  * bootstrap with `WorkflowDefinitionError`). A method may carry several `@OnWorkflowEvent`s.
  *
- * @param event `'active'`, `'completed'`, `'failed'`, `'retrying'` or `'stalled'`
+ * @param event `'active'`, `'completed'`, `'failed'`, `'retrying'`, `'stalled'` or `'suspended'`
  */
 export function OnWorkflowEvent<E extends RunEventName>(event: E, options: OnWorkflowEventOptions = {}) {
   if (!RUN_EVENT_NAMES.includes(event)) {

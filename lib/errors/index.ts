@@ -5,3 +5,4 @@ export * from './definition.errors';
 export * from './redis.errors';
 export * from './migration.errors';
 export * from './schedule.errors';
+export * from './wait.errors';

@@ -6,7 +6,7 @@
  *
  * | key | type | holds |
  * |---|---|---|
- * | `run:<id>` | hash | the run record (state, input, attempts, result…, `waited`, `trace`: the enqueue's trace context, only with OpenTelemetry on and a span active; `timeoutMs`: the enqueue's `runTimeoutMs`, only when set; `progress` and `progressSeq`: the latest `ctx.progress` value and its number) and its step memo (`step:<name>#<n>`) |
+ * | `run:<id>` | hash | the run record (state, input, attempts, result…, `waited`, `trace`: the enqueue's trace context, only with OpenTelemetry on and a span active; `timeoutMs`: the enqueue's `runTimeoutMs`, only when set; `progress` and `progressSeq`: the latest `ctx.progress` value and its number) and its step memo (`step:<name>#<n>`, and per top-level call its position `step:@<p>` = `<kind>:<name>#<n>`); in a durable wait, `wait` and `waitLeft`; a child run's `parent` (`<parent id> <memo key>`); `links` when it has a parent or a mailbox |
  * | `done:<id>` | channel | finished-run announcement, carrying the result |
  * | `cancel` | channel | `<id> <token> <reason>` of each active run cancelled, for the worker running it (lua/cancel.lua) |
  * | `progress:<id>` | channel | a run's progress values (`{"v":1,"seq","value"}`), published only while someone waits on the run (lua/progress.lua) |
@@ -17,7 +17,10 @@
  * | `wf:<name>:ready` | zset | groups with due runs and room under their cap: the round-robin, score = turn |
  * | `wf:<name>:groups` | set | groups with due or active runs |
  * | `wf:<name>:active` | set | runs holding a slot of the workflow |
- * | `wf:<name>:delayed` | zset | runs not yet due (delayed or in backoff), score = due time (ms) |
+ * | `wf:<name>:delayed` | zset | runs not yet due (delayed, in backoff, or in a durable wait with a deadline), score = due time (ms) |
+ * | `wf:<name>:sleeping` / `:waiting-signal` / `:waiting-event` / `:waiting-child` | zset | runs in a durable wait of that kind, score = deadline (ms; 2^52 for none) (lua/includes/waits.lua) |
+ * | `event:<name>\|<key>` | set | runs waiting for that event name and key (`ctx.waitForEvent`) |
+ * | `mailbox:<id>` | list | signals sent to a run that was not waiting for them, `<name> <envelope>`, oldest first (lua/signal.lua) |
  * | `wf:<name>:wake` | list | wake marker, or fast-path handoffs, for workers blocked on the workflow |
  * | `wf:<name>:parked` | zset | workers about to block on the workflow, score = entry expiry (ms) |
  * | `wf:<name>:completed` / `:failed` / `:cancelled` | zset | finish indexes: the workflow's runs that ended in that state, score = finish order (max(the index's last score + 1, finish ms × 1024)); trimmed by retention (lua/includes/common.lua countFinished), paged by `listRuns` |
@@ -102,7 +105,7 @@ export class RedisKeys {
   }
 
   /** A key of a workflow (see the table above). */
-  workflow(name: string, suffix: 'wake' | 'parked' | 'active' | 'delayed' | 'ready' | 'groups' | 'stats' | 'schedules' | 'next-fires' | 'declared'): string {
+  workflow(name: string, suffix: 'wake' | 'parked' | 'active' | 'delayed' | 'ready' | 'groups' | 'stats' | 'schedules' | 'next-fires' | 'declared' | 'sleeping' | 'waiting-signal' | 'waiting-event' | 'waiting-child'): string {
     return `${this.base}wf:${name}:${suffix}`;
   }
 

@@ -40,5 +40,5 @@ export const STEP_REPLAYED_EVENT = 'sluice.step.replayed';
  * away when a step saved); `unknown` (the commit itself could not reach Redis: the lease lapses and
  * the stalled scan recovers the run).
  */
-export type AttemptOutcome = 'completed' | 'retry' | 'failed' | 'lost' | 'released' | 'unknown';
+export type AttemptOutcome = 'completed' | 'retry' | 'failed' | 'lost' | 'released' | 'suspended' | 'unknown';
 

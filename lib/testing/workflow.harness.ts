@@ -13,6 +13,8 @@ import { checkInteger } from '../util/duration';
 import type { Jsonified } from '../workflow/json.roundtrip';
 import { runScope } from '../workflow/run.scope';
 import type { BackoffOptions, RunContext, WorkflowInstance } from '../workflow/workflow.types';
+import { RunWaits, waitMethods } from '../worker/run.waits';
+import { HarnessWaitPort } from './harness.waits';
 import { FakeClock } from './fake.clock';
 import { harnessGuard, HarnessRecorder, type StepFault } from './harness.recorder';
 import type { FailStepOptions, HarnessAttempt, HarnessOptions, HarnessRun, HarnessRunOptions, HarnessScheduleFires } from './harness.types';
@@ -208,9 +210,10 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
     let open = true;
     // The token-checked write: refused once the attempt is over (a step still running when a
     // parallel one failed the attempt), as the worker's lease is gone then too.
-    const persist = async (key: string, encoded: string) => {
+    const persist = async (key: string, encoded: string, [field, value]: [string, string]) => {
       if (!open) return false;
       memo.set(key, encoded);
+      memo.set(field, value);
       return true;
     };
     const { guard, stepRetryDelaysMs } = harnessGuard(runId, this.clock, this.random);
@@ -225,7 +228,9 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
       if (open) report.progress.push(decodePayload(encoded));
     };
     // The signal is made only when read, as in a worker.
-    const ctx: RunContext = { runId, attempt, get signal() { return guard.abort.signal; }, step: (name, fn, options) => harness.step(name, fn, options), progress };
+    // A sleep advances the clock and carries on (see HarnessWaitPort); it never suspends.
+    const waits = new RunWaits(runId, recorder, guard, new HarnessWaitPort(this.clock, memo), () => undefined);
+    const ctx: RunContext = { runId, attempt, get signal() { return guard.abort.signal; }, step: (name, fn, options) => harness.step(name, fn, options), progress, ...waitMethods(waits) };
     let result: string | undefined;
     let error: unknown;
     try {

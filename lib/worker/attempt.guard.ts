@@ -58,6 +58,11 @@ export class AttemptGuard {
     });
   }
 
+  /** The attempt ended another way (its run suspended in a durable wait): its time limit no longer applies. */
+  disarm(): void {
+    clearTimeout(this.timer);
+  }
+
   /**
    * Ends the attempt with `error` (a `TimeoutError`, or the `RunCancelledError` of a cancel):
    * `ctx.signal` aborts with it and {@link settle} rejects with it. First call wins.

@@ -20,7 +20,7 @@ export interface Refill {
 }
 
 /** One token-checked write of a worker: a finished step, or a finished run. */
-type Commit = { claim: Claim; encoded: string } & ({ kind: 'complete' } | { kind: 'step'; key: string });
+type Commit = { claim: Claim; encoded: string } & ({ kind: 'complete' } | { kind: 'step'; key: string; position: [string, string] });
 
 /** A fresh id for one claiming call: its claims are kept under it for a retry (see lua/includes/claim.lua). */
 export function newCallId(): string {
@@ -67,23 +67,28 @@ export class RunCommits {
     return this.batcher.add({ kind: 'complete', claim, encoded });
   }
 
-  /** Resolves true once the step result is persisted, false if the lease was lost (nothing written). */
-  saveStep(claim: Claim, key: string, encoded: string): Promise<boolean> {
-    return this.batcher.add({ kind: 'step', claim, key, encoded });
+  /**
+   * Resolves true once the step result and its position entry (see Placed in step.recorder.ts)
+   * are persisted, false if the lease was lost (nothing written).
+   */
+  saveStep(claim: Claim, key: string, encoded: string, position: [string, string]): Promise<boolean> {
+    return this.batcher.add({ kind: 'step', claim, key, encoded, position });
   }
 
   private async flush(items: Commit[]): Promise<boolean[]> {
     const steps = items.filter((item): item is Commit & { kind: 'step' } => item.kind === 'step');
     const completes = items.filter((item) => item.kind === 'complete');
-    const stepArgs = steps.flatMap(({ claim, key, encoded }) => [claim.id, claim.token, key, encoded]);
+    // Two entries per step, its result and its position: the script writes each under the same
+    // token check, so both land or neither; a step's status is its first entry's.
+    const stepArgs = steps.flatMap(({ claim, key, encoded, position: [field, value] }) => [claim.id, claim.token, key, encoded, claim.id, claim.token, field, value]);
     if (completes.length === 0) {
       const saved = await this.scripts.run<number[]>('save-steps', [this.keys.leases], [this.keys.base, ...stepArgs], this.policy);
-      return saved.map((status) => status === 1);
+      return steps.map((_, index) => saved[2 * index] === 1);
     }
     const { count, workflows } = this.refill.take(completes.length);
     let claims: Claim[] = [];
     try {
-      const rest = [workflows.length, ...workflows, steps.length, ...stepArgs, ...completes.flatMap(({ claim, encoded }) => [claim.id, claim.token, encoded])];
+      const rest = [workflows.length, ...workflows, 2 * steps.length, ...stepArgs, ...completes.flatMap(({ claim, encoded }) => [claim.id, claim.token, encoded])];
       const keys = [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.call(newCallId())];
       const head = [this.keys.base, this.options.defaults.resultTtlMs, count, this.options.worker.lockMs];
       const reply = await this.scripts.run<unknown[]>('complete', keys, (retry) => [...head, (retry ? 1 : 0) + this.claimFlags, ...rest], this.policy);
@@ -92,7 +97,7 @@ export class RunCommits {
       const [completed, saved] = parsed.head;
       let nextStep = 0;
       let nextComplete = 0;
-      return items.map((item) => (item.kind === 'step' ? saved[nextStep++] : completed[nextComplete++]) === 1);
+      return items.map((item) => (item.kind === 'step' ? saved[2 * nextStep++] : completed[nextComplete++]) === 1);
     } finally {
       this.refill.settle(claims, count);
     }

@@ -60,6 +60,8 @@ export interface RunEventMap {
   retrying: [RunRetryingEvent];
   /** This process's stalled scan recovered the run. */
   stalled: [RunStalledEvent];
+  /** The run suspended in a durable wait (`ctx.sleep`, `waitForSignal`…): the attempt ended, its slots are free. */
+  suspended: [RunOutcomeEvent];
 }
 
 /** The events of {@link RunEvents} and `@OnWorkflowEvent`. */
@@ -69,7 +71,7 @@ export type RunEventName = keyof RunEventMap;
 export type RunEventPayload<E extends RunEventName> = RunEventMap[E][0];
 
 /** Every event name, for checks at decoration time. */
-export const RUN_EVENT_NAMES: readonly RunEventName[] = ['active', 'completed', 'failed', 'retrying', 'stalled'];
+export const RUN_EVENT_NAMES: readonly RunEventName[] = ['active', 'completed', 'failed', 'retrying', 'stalled', 'suspended'];
 
 /**
  * In-process events of this process's worker (see {@link RunEventMap}), emitted after what they

@@ -17,6 +17,11 @@ import { AttemptGuard } from './attempt.guard';
 import { ProgressReporter } from './progress.reporter';
 import { ThrottledLog } from '../util/throttled-log';
 import type { AttemptTelemetry, RunTelemetry } from '../telemetry/run.telemetry';
+import { RunWaits, waitMethods } from './run.waits';
+import { RedisWaitPort } from './wait.port';
+
+/** What the race in an attempt settles with when the run suspended in a durable wait. */
+const SUSPENDED = Symbol('suspended');
 
 const MAX_ERROR_TEXT = 8 * 1024;
 const MAX_ERROR_NAME = 200;
@@ -57,7 +62,7 @@ export class RunExecutor {
   /** `telemetry` is told the attempt's outcome once it is committed (or known lost). */
   private async executeAttempt(claim: Claim, abort: LazyAbort, telemetry?: AttemptTelemetry): Promise<void> {
     const definition = this.registry.get(claim.workflow);
-    const persist = (key: string, encoded: string) => this.commits.saveStep(claim, key, encoded);
+    const persist = (key: string, encoded: string, position: [string, string]) => this.commits.saveStep(claim, key, encoded, position);
     // The attempt's time limits: the run's own, else the workflow's; step limits end it through the guard too.
     const guard = new AttemptGuard(claim.id, abort);
     // A cancelled run's attempt ends now, as a timed-out one does: the process's local slot frees
@@ -68,6 +73,10 @@ export class RunExecutor {
     const limitMs = claim.timeoutMs ?? definition.timeoutMs;
     const recorder = new StepRecorder(claim.id, claim.steps, persist, this.options.maxPayloadBytes, this.options.maxRunMemoBytes, telemetry, guard);
     let progress: ProgressReporter | undefined;
+    // A durable wait that suspends the run ends the attempt here: nothing more to commit.
+    let suspended!: () => void;
+    const suspension = new Promise<typeof SUSPENDED>((resolve) => (suspended = () => resolve(SUSPENDED)));
+    const waits = new RunWaits(claim.id, recorder, guard, new RedisWaitPort(this.scripts, this.keys, this.registry, this.options, claim), suspended);
     const ctx: RunContext = {
       runId: claim.id,
       attempt: claim.attempt,
@@ -78,6 +87,7 @@ export class RunExecutor {
       // Made on the first call only: a run that never reports progress gets no reporter.
       // After the attempt ended (code that ignored its signal), a report writes nothing.
       progress: (value) => (guard.ended ? Promise.resolve() : (progress ??= this.progressReporter(claim)).report(value)),
+      ...waitMethods(waits),
     };
     const startedAt = Date.now();
     if (this.events.listens('active')) this.events.emit('active', { runId: claim.id, workflow: claim.workflow, attempt: claim.attempt });
@@ -88,7 +98,8 @@ export class RunExecutor {
       // its signal running in the background: the attempt fails now, its slots are freed, and
       // the worker drops the run from its active runs when this returns (its later writes are
       // refused by the token).
-      const result = await guard.settle(runScope.run(recorder, () => definition.instance.run(input, ctx)), limitMs);
+      const result = await Promise.race([guard.settle(runScope.run(recorder, () => definition.instance.run(input, ctx)), limitMs), suspension]);
+      if (result === SUSPENDED) return this.suspended(claim, guard, progress, startedAt, telemetry);
       encoded = encodePayload(result, `result of workflow "${claim.workflow}"`, this.options.maxPayloadBytes);
     } catch (error) {
       guard.ended = true;
@@ -105,6 +116,15 @@ export class RunExecutor {
       // A cancelled run's result is discarded by design: nothing to warn about.
       if (!(abort.reason instanceof RunCancelledError)) this.runWarnings.warn(`Run ${claim.id} (${claim.workflow}) finished after its lease was lost; its result was discarded`);
     }
+  }
+
+  /** The run suspended in a durable wait (committed by the wait itself): the attempt ends without an outcome. */
+  private suspended(claim: Claim, guard: AttemptGuard, progress: ProgressReporter | undefined, startedAt: number, telemetry?: AttemptTelemetry): void {
+    guard.ended = true;
+    guard.disarm();
+    progress?.end();
+    telemetry?.ended('suspended');
+    this.events.emit('suspended', this.outcome(claim, startedAt));
   }
 
   private async fail(claim: Claim, error: unknown, abort: LazyAbort, backoff: Parameters<typeof backoffDelay>[0], startedAt: number, telemetry?: AttemptTelemetry): Promise<void> {

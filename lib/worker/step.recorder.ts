@@ -1,4 +1,4 @@
-import { LeaseLostError, StepMemoLimitError } from '../errors';
+import { LeaseLostError, NonDeterminismError, StepMemoLimitError } from '../errors';
 import { decodePayload, encodePayload } from '../redis/payload.codec';
 import { checkId } from '../util/names';
 import { stepScope, type StepRunner } from '../workflow/run.scope';
@@ -9,8 +9,25 @@ import { LazyAbort } from './active-runs';
 import { AttemptGuard } from './attempt.guard';
 import { runStepTries } from './step.tries';
 
-/** Persists one step result under the run's lease; resolves false if the lease is gone. */
-export type PersistStep = (key: string, encoded: string) => Promise<boolean>;
+/**
+ * Persists one step result under the run's lease, with its position entry (`[field, value]`, see
+ * {@link Placed}); resolves false if the lease is gone.
+ */
+export type PersistStep = (key: string, encoded: string, position: [string, string]) => Promise<boolean>;
+
+/** What a top-level step or wait calls itself in the memo. */
+export type CallKind = 'step' | 'sleep' | 'signal' | 'event' | 'invoke';
+
+/**
+ * A top-level call's place in the run: its memo key `<name>#<occurrence>`, and its position entry
+ * — memo field `@<position>` (never a memo key: those end in `#<digits>`) holding
+ * `<kind>:<key>` — which the determinism guard compares on every replay.
+ */
+export interface Placed {
+  key: string;
+  field: string;
+  value: string;
+}
 
 /**
  * Default bound on one run's whole step memo (keys plus encoded results). The memo is shipped
@@ -29,6 +46,16 @@ export const DEFAULT_MAX_MEMO_BYTES = 16 * 1024 * 1024;
  */
 export class StepRecorder implements StepRunner {
   private readonly occurrences = new Map<string, number>();
+  /** The next top-level call's position (see {@link place}). */
+  private position = 0;
+  /** Steps executing now: a wait lets them land before the run gives up its lease. */
+  private readonly executing = new Set<Promise<unknown>>();
+  /**
+   * Set by a wait being committed (lib/worker/run.waits.ts): a step executed meanwhile first
+   * waits for it. It opens if the wait ended at once and never if the run suspended: a step
+   * started then would run again after the wait, and its result could not be saved anyway.
+   */
+  gate?: Promise<void>;
   /** Bytes of the memo as persisted so far, including writes in flight (reserved before the write). */
   private memoBytes: number;
 
@@ -58,44 +85,85 @@ export class StepRecorder implements StepRunner {
     const frame = stepScope.getStore();
     if (frame?.runner === this) return fn(frame.context) as unknown as Jsonified<T>;
 
-    const occurrence = (this.occurrences.get(name) ?? 0) + 1;
-    this.occurrences.set(name, occurrence);
-    const key = `${name}#${occurrence}`;
-    const saved = this.memo.get(key);
+    const placed = this.place('step', name);
+    const saved = this.memo.get(placed.key);
     if (saved !== undefined) {
-      this.observer?.replayed(name, key);
+      this.observer?.replayed(name, placed.key);
       return decodePayload<Jsonified<T>>(saved);
     }
+    if (this.gate) await this.gate;
     // An attempt that is over (time limit, cancel, lost lease, shutdown) starts no new side effect,
     // even when its code ignored its signal and carries on in the background.
     if (this.guard.abort.aborted) throw this.guard.abort.reason;
-    if (this.observer) return this.observer.executed(name, key, () => this.execute(key, fn, resolved));
-    return this.execute(key, fn, resolved);
+    const executing = this.observer ? this.observer.executed(name, placed.key, () => this.execute(placed, fn, resolved)) : this.execute(placed, fn, resolved);
+    this.executing.add(executing);
+    const forget = () => this.executing.delete(executing);
+    executing.then(forget, forget);
+    return executing;
+  }
+
+  /**
+   * Numbers a top-level call: its occurrence among calls of its name and its position among all
+   * top-level calls, both taken when it is called (so calls started side by side keep the order
+   * they were made in). On replay, a position whose memo entry names another call is a
+   * `NonDeterminismError`: it ends the attempt (the run fails without retry), even if the code
+   * catches it.
+   */
+  place(kind: CallKind, name: string): Placed {
+    const occurrence = (this.occurrences.get(name) ?? 0) + 1;
+    this.occurrences.set(name, occurrence);
+    const key = `${name}#${occurrence}`;
+    const position = this.position++;
+    const placed = { key, field: `@${position}`, value: `${kind}:${key}` };
+    const recorded = this.memo.get(placed.field);
+    if (recorded !== undefined && recorded !== placed.value) {
+      const error = new NonDeterminismError(this.runId, position, recorded, placed.value);
+      this.guard.expire(error);
+      throw error;
+    }
+    return placed;
+  }
+
+  /** A memo entry: a step's encoded result, or a wait's outcome envelope. */
+  recorded(key: string): string | undefined {
+    return this.memo.get(key);
+  }
+
+  /** Adds what a wait's commit wrote (its outcome, position entries) to this attempt's memo. */
+  remember(key: string, value: string): void {
+    if (!this.memo.has(key)) this.memoBytes += entryBytes(key, value);
+    this.memo.set(key, value);
+  }
+
+  /** Resolves once every step executing now has settled (landed, or failed). */
+  async settled(): Promise<void> {
+    while (this.executing.size > 0) await Promise.allSettled([...this.executing]);
   }
 
   /** Executes a step (its tries, see runStepTries) and persists its result before handing it back. */
-  private async execute<T>(key: string, fn: StepFn<T>, options: ResolvedStepOptions | undefined): Promise<Jsonified<T>> {
-    const value = await runStepTries(key, options, this.guard, (context) => stepScope.run({ runner: this, context }, fn, context));
-    const encoded = encodePayload(value, `step "${key}" result`, this.maxPayloadBytes);
-    await this.save(key, encoded);
+  private async execute<T>(placed: Placed, fn: StepFn<T>, options: ResolvedStepOptions | undefined): Promise<Jsonified<T>> {
+    const value = await runStepTries(placed.key, options, this.guard, (context) => stepScope.run({ runner: this, context }, fn, context));
+    const encoded = encodePayload(value, `step "${placed.key}" result`, this.maxPayloadBytes);
+    await this.save(placed, encoded);
     // Hand back the decoded copy, so the first attempt sees exactly what a replay would.
     return decodePayload<Jsonified<T>>(encoded);
   }
 
-  /** Writes one memo entry within the run's memo budget, or throws having written nothing. */
-  private async save(key: string, encoded: string): Promise<void> {
-    const bytes = entryBytes(key, encoded);
+  /** Writes one memo entry (and its position) within the run's memo budget, or throws having written nothing. */
+  private async save(placed: Placed, encoded: string): Promise<void> {
+    const bytes = entryBytes(placed.key, encoded) + entryBytes(placed.field, placed.value);
     if (this.memoBytes + bytes > this.maxMemoBytes) {
-      throw new StepMemoLimitError(this.runId, key, bytes, this.memoBytes + bytes, this.maxMemoBytes);
+      throw new StepMemoLimitError(this.runId, placed.key, bytes, this.memoBytes + bytes, this.maxMemoBytes);
     }
     // Reserve before awaiting the write, so steps running in parallel can't together overshoot.
     // A write that throws stays counted: it may have landed before the error reached us.
     this.memoBytes += bytes;
-    if (!(await this.persist(key, encoded))) {
+    if (!(await this.persist(placed.key, encoded, [placed.field, placed.value]))) {
       this.memoBytes -= bytes;
       throw new LeaseLostError(this.runId);
     }
-    this.memo.set(key, encoded);
+    this.memo.set(placed.key, encoded);
+    this.memo.set(placed.field, placed.value);
   }
 }
 

@@ -3,6 +3,11 @@ import type { Jsonified } from './json.roundtrip';
 import type { RateLimit } from '../client/rate-limit';
 import type { StepCallOptions, StepFn } from './step.options';
 import type { WorkflowContract } from './workflow.contract';
+import type { Duration } from '../util/duration';
+import type { EventWaitOptions, InvokeCall, InvokeOptions, SignalWaitOptions, WaitOutcome } from './wait.types';
+
+/** A workflow `ctx.invoke` starts: its class or contract (types inferred), or its name. */
+export type InvokeTarget = WorkflowClass | WorkflowContract<any, any> | string;
 
 /** What a workflow's `run` method receives besides its input. */
 export interface RunContext {
@@ -59,6 +64,38 @@ export interface RunContext {
    * `MAX_PROGRESS_BYTES` (16 KiB) encoded.
    */
   progress(value: unknown): Promise<void>;
+  /**
+   * A durable sleep: the run gives up its lease and every slot, and resumes — on any worker, by
+   * replaying its memoized steps — once `duration` (ms, or e.g. `'2h'`) has passed on Redis's
+   * clock. A sleep is a step: `name` is its memo name, and on replay it returns at once. It counts
+   * neither as a failure nor against `attempts` (`ctx.attempt` does grow: it counts claims).
+   * Sleeps, waits and invokes run one after the other even when started side by side.
+   */
+  sleep(name: string, duration: Duration): Promise<void>;
+  /** {@link sleep} until a date (compared with Redis's clock); a past date returns at once. */
+  sleepUntil(name: string, until: Date): Promise<void>;
+  /**
+   * Waits, holding no slot, for `QueueClient.signal(runId, name, payload)`. A signal sent before
+   * the run reaches this wait is kept in the run's mailbox (up to 100, oldest first per name) and
+   * taken here at once. With `timeout`, resolves `{ timedOut: true }` when it passes — a result,
+   * not an error — and a later signal goes to the mailbox. Memoized like a step.
+   */
+  waitForSignal<T = unknown>(name: string, opts?: SignalWaitOptions): Promise<WaitOutcome<T>>;
+  /**
+   * Waits, holding no slot, for `QueueClient.sendEvent(name, { key, payload })`, which resumes
+   * every run waiting on that name and key. Only events sent while the run waits count (an event
+   * is not stored). With `timeout`, resolves `{ timedOut: true }` when it passes.
+   */
+  waitForEvent<T = unknown>(name: string, opts?: EventWaitOptions): Promise<WaitOutcome<T>>;
+  /**
+   * Starts a child run and waits for its result holding no slot. The child's id is `opts.id`, or
+   * derived from this run's id and the call's memo key, so a replay never starts it twice.
+   * Throws `ChildWorkflowFailedError` (catchable, the same on every replay) if the child failed
+   * for good or was cancelled. Cancelling this run cancels the children it waits for.
+   */
+  invoke<W extends InvokeTarget>(workflow: W, input: W extends string ? unknown : WorkflowInput<W>, opts?: InvokeOptions): Promise<W extends string ? unknown : Jsonified<WorkflowOutput<W>>>;
+  /** Starts every child (at most 1,000), waits for all, and resolves with their results in call order; throws the first failure in call order. */
+  invokeAll<T = unknown>(calls: InvokeCall[]): Promise<Jsonified<T>[]>;
 }
 
 /** Exponential backoff between attempts: `delayMs * factor^(failures-1)`, capped, with jitter. */

@@ -1,5 +1,5 @@
 -- Claiming due runs, shared by reserve (a worker's wake) and complete (the slots finished runs
--- free are refilled in the same call). Needs `common`.
+-- free are refilled in the same call). Needs `common` and `waits`.
 
 -- Bytes of inputs and memos in this call's reply so far: claiming stops once past the budget, so
 -- one reply stays bounded however large runs' memos grow (each memo is bounded on its own by the
@@ -45,15 +45,17 @@ local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply
   local runKey = base .. 'run:' .. id
   local f
   if withExtras then
-    f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input', 'timeoutMs', 'trace', 'dueAt')
+    f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input', 'timeoutMs', 'wait', 'trace', 'dueAt')
   else
-    f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input', 'timeoutMs')
+    f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input', 'timeoutMs', 'wait')
   end
   if not f[1] then
     redis.call('LPUSH', base .. 'orphans', workflow .. ' ' .. id)
     redis.call('LTRIM', base .. 'orphans', 0, 999)
     return false
   end
+  -- A durable wait that came due by its deadline (see waits.lua): its outcome joins the memo below.
+  if f[6] then endWaitByTime(base, runKey, id, workflow, f[6]) end
   local token = string.format('%.0f', tonumber(f[1]) + 1)
   local attempt = tonumber(f[2]) + 1
   redis.call('HSET', runKey, 'state', 'active', 'token', token, 'attempts', attempt, 'startedAt', now)
@@ -67,9 +69,9 @@ local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply
     -- sets it for the retry); a stall recovery or a hand-back makes the run due again without
     -- recording when, so its wait is unknown.
     local waitMs = -1
-    local dueAt = tonumber(f[7])
+    local dueAt = tonumber(f[8])
     if dueAt and tonumber(f[2]) == tonumber(f[3]) then waitMs = math.max(0, now - dueAt) end
-    addExtras(row, f[6], waitMs, group)
+    addExtras(row, f[7], waitMs, group)
   end
   reply[#reply + 1] = row
   return true

@@ -358,10 +358,10 @@ end
 
 -- Returns the run's workflow and group if `token` holds its lease, else nil. A stale worker
 -- changes nothing.
--- Also returns whether someone waits on the run (see finishRun).
+-- Also returns whether someone waits on the run and whether it is linked (see finishRun).
 local function leasedRun(runKey, token)
-  local f = redis.call('HMGET', runKey, 'state', 'token', 'workflow', 'group', 'waited')
-  if f[1] == 'active' and f[2] == token then return f[3], f[4] or '', f[5] == '1' end
+  local f = redis.call('HMGET', runKey, 'state', 'token', 'workflow', 'group', 'waited', 'links')
+  if f[1] == 'active' and f[2] == token then return f[3], f[4] or '', f[5] == '1', f[6] == '1' end
   return nil
 end
 
@@ -432,14 +432,28 @@ local function publish(channel, message)
   return redis.call('PUBLISH', channel, message)
 end
 
+-- Set by lua/includes/waits.lua, which every script that finishes runs includes: delivers a
+-- child run's outcome to its parent (see finishRun).
+local onChildFinished = nil
+
 -- Records a final state and starts the retention clock. If someone waits on the run (`waited`,
 -- set by run() at enqueue or by wait() through watch.lua), announces it on the run's done
 -- channel; the announcement carries the outcome itself (`field` is 'result' or 'error',
 -- `payload` already JSON) so the waiter needs no further read. The stored record stays the truth;
--- a run nobody waits on costs no publish.
-local function finishRun(base, runKey, id, workflow, state, field, payload, now, ttlMs, waited)
+-- a run nobody waits on costs no publish. A `linked` run (field 'links': it is a child workflow,
+-- or signals wait in its mailbox; see waits.lua) also resumes its parent and drops its mailbox:
+-- the common run pays nothing for either.
+local function finishRun(base, runKey, id, workflow, state, field, payload, now, ttlMs, waited, linked)
   redis.call('HSET', runKey, 'state', state, field, payload, 'finishedAt', now)
   redis.call('PEXPIRE', runKey, ttlMs)
+  if linked then
+    redis.call('DEL', base .. 'mailbox:' .. id)
+    local parent = redis.call('HGET', runKey, 'parent')
+    if parent then
+      if not onChildFinished then error('finishRun: a script that finishes runs must include waits') end
+      onChildFinished(base, parent, state, payload)
+    end
+  end
   if not waited then return end
   local body = payload
   if body == '' then body = 'null' end

@@ -47,7 +47,7 @@ describe('run control across processes', () => {
       expect(await redis.scard(`{sluice:${ns}}:wf:ctl.hold:active`)).toBe(1);
 
       const cancelledAt = Date.now();
-      expect(await producer.client.cancel(run.id, { reason: 'stop it' })).toEqual({ cancelled: true, state: 'active' });
+      expect(await producer.client.cancel(run.id, { reason: 'stop it' })).toEqual({ cancelled: true, state: 'active', children: 0 });
       // The slot is free as soon as cancel returns, before the worker even heard of it.
       expect(await redis.scard(`{sluice:${ns}}:wf:ctl.hold:active`)).toBe(0);
       expect(await waited).toEqual(expect.objectContaining({ name: 'RunCancelledError', reason: 'stop it' }));

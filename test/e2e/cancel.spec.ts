@@ -63,7 +63,7 @@ describe('cancel', () => {
 
     const second = await producer.client.enqueue('cx.hold', { key: 'a2' });
     const result = await producer.client.cancel(first.id, { reason: 'operator asked' });
-    expect(result).toEqual({ cancelled: true, state: 'active' });
+    expect(result).toEqual({ cancelled: true, state: 'active', children: 0 });
     await expect(waited).rejects.toEqual(expect.objectContaining({ name: 'RunCancelledError', runId: first.id, reason: 'operator asked' }));
     await expect(producer.client.wait(first.id)).rejects.toBeInstanceOf(RunCancelledError);
 
@@ -125,7 +125,7 @@ describe('cancel', () => {
     const done = await producer.client.enqueue('cx.hold', { key: 'f1' });
     gates.open('f1');
     await done.result({ timeoutMs: 10_000 });
-    expect(await producer.client.cancel(done.id)).toEqual({ cancelled: false, state: 'completed' });
+    expect(await producer.client.cancel(done.id)).toEqual({ cancelled: false, state: 'completed', children: 0 });
     expect((await producer.client.get(done.id))?.state).toBe('completed');
     await expect(producer.client.cancel('no-such-run')).rejects.toBeInstanceOf(RunNotFoundError);
     // cx.hold does not index its completed runs (no indexCompleted): no index is written, and
@@ -138,7 +138,7 @@ describe('cancel', () => {
     // Cancelling twice: the second call finds it cancelled.
     const twice = await producer.client.enqueue('cx.hold', { key: 'f2' }, { delay: '1h' });
     await producer.client.cancel(twice.id);
-    expect(await producer.client.cancel(twice.id)).toEqual({ cancelled: false, state: 'cancelled' });
+    expect(await producer.client.cancel(twice.id)).toEqual({ cancelled: false, state: 'cancelled', children: 0 });
   });
 
   it('bad input: typed errors before any Redis call', async () => {

@@ -6,6 +6,9 @@ import { FlowApp, startFlowApp } from '../support/flow';
 import { namespaceNode } from '../support/nodes';
 import { enterMonitor, Gates, pollUntil } from '../support/workflows';
 
+/** No run in a durable wait. */
+const NO_WAITS = { sleeping: 0, waitingSignal: 0, waitingEvent: 0, waitingChild: 0 };
+
 /**
  * QueueClient.stats: counts per state and active/cap per level (namespace, workflow, default
  * group cap), per group on request, read in one script call without scanning keys.
@@ -97,8 +100,8 @@ describe('client.stats', () => {
     expect(await client.stats({ groups: true })).toEqual({
       namespace: { active: 0, limit: 8 },
       workflows: {
-        'st.w': { waiting: 0, delayed: 2, active: 0, limit: 5, groupLimit: 2, completed: 9, failed: 1, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, groups: {} },
-        'st.other': { waiting: 0, delayed: 0, active: 0, limit: null, groupLimit: null, completed: 2, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, groups: {} },
+        'st.w': { waiting: 0, delayed: 2, active: 0, limit: 5, groupLimit: 2, completed: 9, failed: 1, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, groups: {}, ...NO_WAITS },
+        'st.other': { waiting: 0, delayed: 0, active: 0, limit: null, groupLimit: null, completed: 2, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, groups: {}, ...NO_WAITS },
       },
     } satisfies QueueStats);
   });

@@ -216,7 +216,7 @@ export function checkInvariants(model: FlowModel, prev: Snapshot, next: Snapshot
     expectedStats.workflows[wf] = {
       waiting: states(wf, 'waiting'), delayed: states(wf, 'delayed'), active: count(wf), limit: cap(next.limits[`wf:${wf}`]),
       groupLimit: cap(next.limits[`wf:${wf}:group`]), completed: states(wf, 'completed'), failed: states(wf, 'failed'), groups: busy,
-      cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null,
+      cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, sleeping: 0, waitingSignal: 0, waitingEvent: 0, waitingChild: 0,
     };
   }
   if (canonical(stats) !== canonical(expectedStats)) fail(`stats ${canonical(stats)} != ${canonical(expectedStats)}`);

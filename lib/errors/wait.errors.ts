@@ -1,0 +1,60 @@
+import { NonRetryableError, type RunErrorInfo } from './run.errors';
+import { SluiceError } from './sluice.error';
+
+/**
+ * On replay, a step or a wait was called where the run's memo records a different one (a step
+ * renamed, added or removed before it, a wait turned into a step…): the workflow's code changed
+ * between two attempts of a run in a way its memo cannot follow. The run fails for good (no
+ * retry could fix it) rather than hand one call the value another call recorded. See the README's
+ * "Versioning workflow code".
+ */
+export class NonDeterminismError extends NonRetryableError {
+  constructor(
+    readonly runId: string,
+    /** The call's position among the run's top-level steps and waits (0 = the first). */
+    readonly position: number,
+    /** What the memo recorded there, as '<kind>:<name>#<occurrence>'. */
+    readonly recorded: string,
+    /** What the code called there now, in the same form. */
+    readonly called: string,
+  ) {
+    super(`Run ${runId} is not deterministic: call #${position} is ${called}, but the run recorded ${recorded} there (the workflow's code changed under a running run)`);
+  }
+}
+
+/**
+ * A child workflow started with `ctx.invoke` failed for good or was cancelled. Thrown into the
+ * parent where it awaits the child (the same on every replay); the parent may catch it.
+ */
+export class ChildWorkflowFailedError extends SluiceError {
+  constructor(
+    /** The child run's id. */
+    readonly childId: string,
+    /** 'failed' or 'cancelled'. */
+    readonly state: 'failed' | 'cancelled',
+    /** The child's error as stored: its name, message and stack. */
+    readonly childError: RunErrorInfo | null,
+  ) {
+    super(`Child run ${childId} ${state}${childError ? `: ${childError.name}: ${childError.message}` : ''}`);
+  }
+}
+
+/**
+ * `ctx.invoke` with an `id` that names a run another parent invoked: a run has at most one parent.
+ * The parent's attempt fails without retry; nothing was written.
+ */
+export class ChildRunConflictError extends NonRetryableError {
+  constructor(readonly childId: string) {
+    super(`Run ${childId} already exists as another run's child: pick another id for ctx.invoke`);
+  }
+}
+
+/** `QueueClient.signal` to a run whose mailbox is full: the signal was not stored. */
+export class SignalMailboxFullError extends SluiceError {
+  constructor(
+    readonly runId: string,
+    readonly limit: number,
+  ) {
+    super(`Run ${runId} has ${limit} signals waiting in its mailbox already (the limit); the signal was not stored`);
+  }
+}

@@ -1,0 +1,173 @@
+import { createHash } from 'node:crypto';
+import { InvalidInputError, InvalidOptionError } from '../errors';
+import type { EnqueueRequest } from '../client/enqueue.options';
+import { checkId, MAX_ID_LENGTH } from '../util/names';
+import { toMilliseconds, type Duration } from '../util/duration';
+import type { Jsonified } from '../workflow/json.roundtrip';
+import { MAX_INVOKE_ALL, type EventWaitOptions, type InvokeCall, type InvokeOptions, type SignalWaitOptions, type WaitOutcome } from '../workflow/wait.types';
+import type { RunContext } from '../workflow/workflow.types';
+import type { AttemptGuard } from './attempt.guard';
+import type { Placed, StepRecorder } from './step.recorder';
+import { toChildOutcome, toWaitOutcome } from './wait.outcome';
+
+/** A wait as lua/suspend.lua takes it. */
+export interface SuspendRequest {
+  kind: 'sleep' | 'signal' | 'event' | 'child';
+  /** Deadline from now (Redis time), in ms. */
+  afterMs?: number;
+  /** Deadline in ms since the epoch (wins over afterMs). */
+  atMs?: number;
+  target: string;
+  entries: Array<{ placed: Placed; child?: EnqueueRequest }>;
+}
+
+/** What the commit of a wait answered: it ended at once (its outcomes by memo key), or the run suspended. */
+export type SuspendReply = { resumed: Map<string, string> } | 'suspended';
+
+/** The worker's side of a wait: the token-checked script call, and the checks of a child enqueue. */
+export interface WaitPort {
+  /** Commits the wait; rejects (lease lost, Redis away, conflict) with the error that ends the attempt. */
+  suspend(request: SuspendRequest): Promise<SuspendReply>;
+  /** Validates a child's enqueue as `QueueClient.enqueue` would (typed errors, nothing written). */
+  childRequest(workflow: unknown, input: unknown, opts: InvokeOptions | undefined): EnqueueRequest;
+}
+
+/** Never settles: what a wait returns once its run has suspended (the attempt is over). */
+const SUSPENDED = new Promise<never>(() => undefined);
+
+/**
+ * The durable waits of one run attempt: `ctx.sleep`, `sleepUntil`, `waitForSignal`,
+ * `waitForEvent`, `invoke` and `invokeAll`. Each is a top-level call of the run, numbered and
+ * memoized like a step (the recorder places it): on replay, a wait whose outcome is in the memo
+ * returns it at once. Otherwise it lets the steps executing now land, then commits the wait in one
+ * token-checked script call; while that call is out, new steps and waits queue behind it. If the
+ * wait could end at once (a past deadline, a signal in the mailbox, finished children) the run
+ * carries on; otherwise the run gives up its lease and slots in the same call, the attempt ends
+ * ({@link onSuspended}), and the wait's promise never settles: the run resumes, in a later
+ * attempt on any worker, by replaying up to the wait.
+ */
+export class RunWaits {
+  constructor(
+    private readonly runId: string,
+    private readonly recorder: StepRecorder,
+    private readonly guard: AttemptGuard,
+    private readonly port: WaitPort,
+    private readonly onSuspended: () => void,
+  ) {}
+
+  async sleep(name: string, duration: Duration): Promise<void> {
+    checkId(name, 'ctx.sleep name');
+    const afterMs = toMilliseconds(duration, `ctx.sleep("${name}") duration`);
+    await this.wait({ kind: 'sleep', afterMs, target: '', entries: [{ placed: this.recorder.place('sleep', name) }] });
+  }
+
+  async sleepUntil(name: string, until: Date): Promise<void> {
+    checkId(name, 'ctx.sleepUntil name');
+    if (!(until instanceof Date) || Number.isNaN(until.getTime())) throw new InvalidOptionError(`ctx.sleepUntil("${name}") until`, 'must be a valid Date');
+    await this.wait({ kind: 'sleep', atMs: until.getTime(), target: '', entries: [{ placed: this.recorder.place('sleep', name) }] });
+  }
+
+  async waitForSignal<T>(name: string, opts?: SignalWaitOptions): Promise<WaitOutcome<T>> {
+    checkId(name, 'ctx.waitForSignal name');
+    const afterMs = timeoutOf(opts, `ctx.waitForSignal("${name}")`);
+    const [raw] = await this.wait({ kind: 'signal', afterMs, target: name, entries: [{ placed: this.recorder.place('signal', `signal:${name}`) }] });
+    return toWaitOutcome<T>(raw);
+  }
+
+  async waitForEvent<T>(name: string, opts?: EventWaitOptions): Promise<WaitOutcome<T>> {
+    checkId(name, 'ctx.waitForEvent name');
+    const key = opts?.key === undefined || opts.key === '' ? '' : checkId(opts.key, `ctx.waitForEvent("${name}") key`);
+    const afterMs = timeoutOf(opts, `ctx.waitForEvent("${name}")`);
+    const [raw] = await this.wait({ kind: 'event', afterMs, target: eventTarget(name, key), entries: [{ placed: this.recorder.place('event', `event:${name}`) }] });
+    return toWaitOutcome<T>(raw);
+  }
+
+  async invoke<T>(workflow: unknown, input: unknown, opts?: InvokeOptions): Promise<Jsonified<T>> {
+    const [result] = await this.invokeAll<T>([{ workflow, input, opts }]);
+    return result;
+  }
+
+  /** Starts every child, waits for all, resolves with their results in call order or throws the first failure. */
+  async invokeAll<T>(calls: InvokeCall[]): Promise<Jsonified<T>[]> {
+    if (!Array.isArray(calls) || calls.length === 0 || calls.length > MAX_INVOKE_ALL) {
+      throw new InvalidInputError('ctx.invokeAll calls', `must be an array of 1 to ${MAX_INVOKE_ALL} { workflow, input, opts? }`);
+    }
+    const entries = calls.map((call, index) => {
+      if (call === null || typeof call !== 'object') throw new InvalidInputError(`ctx.invokeAll calls[${index}]`, 'must be an object { workflow, input, opts? }');
+      // Checked first; the memo key takes the workflow's name, and the id (unless given) the memo key.
+      const request = this.port.childRequest(call.workflow, call.input, call.opts);
+      const placed = this.recorder.place('invoke', `invoke:${request.workflow}`);
+      return { placed, child: call.opts?.id === undefined ? { ...request, id: childId(this.runId, placed.key) } : request };
+    });
+    const ids = entries.map(({ child }) => child.id);
+    if (new Set(ids).size !== ids.length) throw new InvalidInputError('ctx.invokeAll calls', 'must not give two children the same id');
+    const raws = await this.wait({ kind: 'child', target: '', entries });
+    return raws.map((raw, index) => {
+      const outcome = toChildOutcome<T>(ids[index], raw);
+      if (!outcome.ok) throw outcome.error;
+      return outcome.result;
+    });
+  }
+
+  /** Replays the wait from the memo, or commits it (see the class comment). Resolves with the outcomes in entry order. */
+  private async wait(request: SuspendRequest): Promise<string[]> {
+    const known = request.entries.map(({ placed }) => this.recorder.recorded(placed.key));
+    if (known.every((raw) => raw !== undefined)) return known as string[];
+    const previous = this.recorder.gate;
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    this.recorder.gate = gate;
+    if (previous) await previous;
+    await this.recorder.settled();
+    if (this.guard.abort.aborted) throw this.guard.abort.reason;
+    let reply: SuspendReply;
+    try {
+      reply = await this.port.suspend(request);
+    } catch (error) {
+      // Ends the attempt even if the code catches it: its outcome is for the worker to commit.
+      this.guard.expire(error instanceof Error ? error : new Error(String(error)));
+      throw error;
+    }
+    if (reply === 'suspended') {
+      this.onSuspended();
+      return SUSPENDED;
+    }
+    for (const { placed } of request.entries) this.recorder.remember(placed.field, placed.value);
+    for (const [key, raw] of reply.resumed) this.recorder.remember(key, raw);
+    if (this.recorder.gate === gate) this.recorder.gate = undefined;
+    open();
+    return request.entries.map(({ placed }) => reply.resumed.get(placed.key) as string);
+  }
+}
+
+function timeoutOf(opts: SignalWaitOptions | EventWaitOptions | undefined, call: string): number | undefined {
+  if (opts !== undefined && (opts === null || typeof opts !== 'object')) throw new InvalidOptionError(`${call} options`, 'must be an object');
+  return opts?.timeout === undefined ? undefined : toMilliseconds(opts.timeout, `${call} timeout`);
+}
+
+/** An event wait's target as the scripts index it: `<name>|<key>` (`|` is in neither). */
+export function eventTarget(name: string, key: string): string {
+  return `${name}|${key}`;
+}
+
+/**
+ * A child's id when `invoke` gives none: the parent's id and the call's memo key, so every replay
+ * of the parent names the same child. Past the id length limit, a digest of the two.
+ */
+export function childId(parentId: string, key: string): string {
+  const id = `${parentId}/${key}`;
+  if (id.length <= MAX_ID_LENGTH) return id;
+  return `child-${createHash('sha256').update(parentId).update('\n').update(key).digest('base64url')}`;
+}
+
+/** The wait methods of `RunContext`, bound to one attempt's waits. */
+export function waitMethods(waits: RunWaits): Pick<RunContext, 'sleep' | 'sleepUntil' | 'waitForSignal' | 'waitForEvent' | 'invoke' | 'invokeAll'> {
+  return {
+    sleep: (name, duration) => waits.sleep(name, duration),
+    sleepUntil: (name, until) => waits.sleepUntil(name, until),
+    waitForSignal: (name, opts) => waits.waitForSignal(name, opts),
+    waitForEvent: (name, opts) => waits.waitForEvent(name, opts),
+    invoke: (workflow, input, opts) => waits.invoke(workflow, input, opts) as never,
+    invokeAll: (calls) => waits.invokeAll(calls) as never,
+  };
+}

@@ -1,0 +1,34 @@
+import { ChildWorkflowFailedError, type RunErrorInfo } from '../errors';
+import { decodePayload } from '../redis/payload.codec';
+import type { Jsonified } from '../workflow/json.roundtrip';
+import type { WaitOutcome } from '../workflow/wait.types';
+
+/**
+ * A wait's outcome as the scripts write it to the memo (see lua/includes/waits.lua): a payload
+ * (`p`, or `u` for undefined), the end of its time (`t`), or a child that did not complete (`s`, `e`).
+ */
+interface Envelope {
+  p?: unknown;
+  u?: 1;
+  t?: 1;
+  s?: 'failed' | 'cancelled';
+  e?: RunErrorInfo | null;
+}
+
+function open(raw: string): Envelope {
+  return decodePayload<Envelope>(raw) ?? {};
+}
+
+/** A signal or event wait's outcome. */
+export function toWaitOutcome<T>(raw: string): WaitOutcome<T> {
+  const envelope = open(raw);
+  if (envelope.t === 1) return { timedOut: true };
+  return { timedOut: false, payload: envelope.p as Jsonified<T> };
+}
+
+/** A child's outcome: its result, or the `ChildWorkflowFailedError` the parent sees. */
+export function toChildOutcome<T>(childId: string, raw: string): { ok: true; result: Jsonified<T> } | { ok: false; error: ChildWorkflowFailedError } {
+  const envelope = open(raw);
+  if (envelope.s) return { ok: false, error: new ChildWorkflowFailedError(childId, envelope.s, envelope.e ?? null) };
+  return { ok: true, result: envelope.p as Jsonified<T> };
+}

@@ -1,0 +1,62 @@
+import { buildEnqueueRequest, type EnqueueRequest } from '../client/enqueue.options';
+import { ChildRunConflictError, InvalidOptionError, LeaseLostError } from '../errors';
+import type { WorkflowRegistry } from '../discovery/workflow.registry';
+import type { ResolvedQueueOptions } from '../queue.options';
+import type { LuaScripts } from '../redis/lua.scripts';
+import type { RedisKeys } from '../redis/redis.keys';
+import type { InvokeOptions } from '../workflow/wait.types';
+import type { Claim } from './claim';
+import { commitPolicy } from './run.commits';
+import type { SuspendReply, SuspendRequest, WaitPort } from './run.waits';
+
+const INVOKE_OPTIONS = new Set(['id', 'priority', 'group', 'attempts']);
+
+/**
+ * A claimed run's waits against Redis: lua/suspend.lua, sent under the worker's commit policy
+ * (a lost reply is sent again; the script recognises its own landing by the lease token), and
+ * the checks a child's enqueue gets from `QueueClient.enqueue`.
+ */
+export class RedisWaitPort implements WaitPort {
+  constructor(
+    private readonly scripts: LuaScripts,
+    private readonly keys: RedisKeys,
+    private readonly registry: WorkflowRegistry,
+    private readonly options: ResolvedQueueOptions,
+    private readonly claim: Claim,
+  ) {}
+
+  async suspend(request: SuspendRequest): Promise<SuspendReply> {
+    const { claim, keys } = this;
+    const entries = request.entries.flatMap(({ placed, child }) => {
+      const entry: (string | number)[] = [placed.key, placed.field, placed.value];
+      if (child) entry.push(child.id, child.workflow, child.input, child.attempts, child.group ?? '', child.priority);
+      return entry;
+    });
+    const args = [keys.base, claim.id, claim.token, request.kind, request.afterMs ?? '', request.atMs ?? '', request.target, request.entries.length, ...entries];
+    const reply = await this.scripts.run<[string, unknown]>('suspend', [keys.run(claim.id), keys.leases, keys.limits, keys.seq], args, commitPolicy(this.options));
+    switch (reply[0]) {
+      case 'suspended':
+        return 'suspended';
+      case 'resumed': {
+        const flat = reply[1] as string[];
+        const resumed = new Map<string, string>();
+        for (let i = 0; i < flat.length; i += 2) resumed.set(flat[i], flat[i + 1]);
+        return { resumed };
+      }
+      case 'conflict':
+        throw new ChildRunConflictError(String(reply[1]));
+      default:
+        throw new LeaseLostError(claim.id);
+    }
+  }
+
+  childRequest(workflow: unknown, input: unknown, opts: InvokeOptions | undefined): EnqueueRequest {
+    if (opts !== undefined && opts !== null && typeof opts === 'object') {
+      for (const key of Object.keys(opts)) {
+        if (!INVOKE_OPTIONS.has(key)) throw new InvalidOptionError(`ctx.invoke opts.${key}`, `is not an invoke option (one of ${[...INVOKE_OPTIONS].join(', ')})`);
+      }
+    }
+    const target = this.registry.resolve(workflow as Parameters<WorkflowRegistry['resolve']>[0]);
+    return buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes);
+  }
+}

@@ -1,0 +1,39 @@
+import type { EnqueueOptions } from '../client/enqueue.options';
+import type { Duration } from '../util/duration';
+import type { Jsonified } from './json.roundtrip';
+
+/** What `ctx.waitForSignal` and `ctx.waitForEvent` resolve with: the payload, or that the wait timed out. */
+export type WaitOutcome<T> = { timedOut: false; payload: Jsonified<T> } | { timedOut: true };
+
+/** Options of `ctx.waitForSignal`. */
+export interface SignalWaitOptions {
+  /** Give up after this long (ms or e.g. `'2d'`) and resolve with `{ timedOut: true }`. Default: wait for ever. */
+  timeout?: Duration;
+}
+
+/** Options of `ctx.waitForEvent`. */
+export interface EventWaitOptions {
+  /**
+   * Which events of the name this run waits for, e.g. an order id: `sendEvent(name, { key })`
+   * resumes exactly the runs waiting on that name and key. Default `''` (every run waiting on the
+   * name without a key).
+   */
+  key?: string;
+  /** Give up after this long (ms or e.g. `'2d'`) and resolve with `{ timedOut: true }`. Default: wait for ever. */
+  timeout?: Duration;
+}
+
+/** Options of `ctx.invoke`: a subset of the enqueue options. */
+export type InvokeOptions = Pick<EnqueueOptions, 'id' | 'priority' | 'group' | 'attempts'>;
+
+/** One child of `ctx.invokeAll`. */
+export interface InvokeCall<W = unknown> {
+  workflow: W;
+  input: unknown;
+  opts?: InvokeOptions;
+}
+
+/** Most children one `ctx.invokeAll` starts (its wait records every child's id). */
+export const MAX_INVOKE_ALL = 1000;
+/** Most signals a run's mailbox holds (`QueueClient.signal` beyond it: `SignalMailboxFullError`). */
+export const MAX_MAILBOX = 100;

@@ -1,0 +1,35 @@
+#!lua
+--[[
+  send-event: resume the runs waiting for an event name and key (QueueClient.sendEvent) with its
+  payload, at most ARGV[4] of them per call: it visits only the runs in that name and key's index
+  (see lua/includes/waits.lua), never the other waiting runs. The caller calls again while runs
+  are left (the reply says how many).
+
+  KEYS[1] limits  hash
+  KEYS[2] seq     string
+  KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
+  ARGV[1] key base '{prefix:namespace}:'
+  ARGV[2] target '<event name>|<key>'
+  ARGV[3] encoded payload ('' = undefined)
+  ARGV[4] most runs to resume in this call
+  Reply: { runs resumed, runs still in the index }
+]]
+-- @include common
+-- @include waits
+
+local base, target = ARGV[1], ARGV[2]
+local index = eventIndex(base, target)
+local envelope = payloadEnvelope(ARGV[3])
+local resumed = 0
+for _, id in ipairs(redis.call('SPOP', index, tonumber(ARGV[4]))) do
+  local runKey = base .. 'run:' .. id
+  local f = waitingRun(runKey, 'event')
+  if f then
+    local _, _, memoKey, waitTarget = parseWait(f[2])
+    if waitTarget == target then
+      resumeWith(base, runKey, id, f, memoKey, envelope)
+      resumed = resumed + 1
+    end
+  end
+end
+return { resumed, redis.call('SCARD', index) }

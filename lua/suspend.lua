@@ -1,0 +1,159 @@
+#!lua
+--[[
+  suspend: a run starts a durable wait (see lua/includes/waits.lua), if the caller still holds its
+  lease. The wait's position entries are written to the memo first (the determinism guard). If the
+  wait can end at once — a sleep whose time has passed, a signal already in the run's mailbox,
+  children that have all finished, a timeout of 0 — its outcome goes to the memo and the run
+  carries on under its lease. Otherwise the run gives up its lease and every slot, as a release
+  does but without counting an attempt's failure, keeps the state 'delayed' with the wait recorded,
+  and becomes due again when the wait ends (its deadline: through the delayed set; its value:
+  signal.lua, send-event.lua, or a child's finishRun).
+
+  Children (kind 'child'): each is created as a new run of its workflow, due now, linked to the
+  parent ('parent' = '<parent id> <memo key>'), unless its id exists: a finished run gives its
+  outcome at once, an unfinished one with no parent or this parent is waited for, one with
+  another parent is a conflict (nothing written).
+
+  KEYS[1] run:<id>  hash
+  KEYS[2] leases    zset
+  KEYS[3] limits    hash
+  KEYS[4] seq       string
+  KEYS[5], KEYS[6] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
+  ARGV[1] key base '{prefix:namespace}:'
+  ARGV[2] run id
+  ARGV[3] lease token
+  ARGV[4] kind: 'sleep' | 'signal' | 'event' | 'child'
+  ARGV[5] deadline as ms from now (Redis time), or ''
+  ARGV[6] deadline as ms since the epoch, or '' (wins over ARGV[5])
+  ARGV[7] target: signal name | '<event name>|<key>' | '' (sleep, child)
+  ARGV[8] E, the number of entries that follow: one per memo key (several for invokeAll)
+  ARGV[9 ..] per entry, three values: memo key '<name>#<n>', position field '@<p>', position
+             value '<kind>:<name>#<n>'; for 'child', six more: child id, workflow, encoded input,
+             max attempts, group or '', priority
+  Reply: { 'suspended' } | { 'resumed', { memo key, envelope, … } } (the wait ended at once; the
+         lease holds) | { 'lost' } (nothing written) | { 'conflict', child id }. A retry of a call
+         that landed (its reply was lost) answers what that call did.
+]]
+-- @include common
+-- @include waits
+
+local base, id, token, kind = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local runKey = KEYS[1]
+local entryCount = tonumber(ARGV[8])
+local width = kind == 'child' and 9 or 3
+local entries = {}
+for i = 0, entryCount - 1 do
+  local at = 9 + i * width
+  entries[#entries + 1] = { memo = ARGV[at], posField = ARGV[at + 1], posValue = ARGV[at + 2], at = at }
+end
+
+local workflow, group = leasedRun(runKey, token)
+if not workflow then
+  return { redis.call('HGET', runKey, 'ended') == token .. ':suspended' and 'suspended' or 'lost' }
+end
+
+-- Outcomes already in the memo (a retry of a call that resumed at once, or children that
+-- finished in the meantime) count as ended.
+local outcomes, missing = {}, {}
+for _, entry in ipairs(entries) do
+  local value = redis.call('HGET', runKey, 'step:' .. entry.memo)
+  if value then
+    outcomes[#outcomes + 1] = entry.memo
+    outcomes[#outcomes + 1] = value
+  else
+    missing[#missing + 1] = entry
+  end
+end
+
+local now = nowMs()
+local deadline = NEVER
+if ARGV[6] ~= '' then deadline = tonumber(ARGV[6]) elseif ARGV[5] ~= '' then deadline = now + tonumber(ARGV[5]) end
+
+local function record(entry, envelope)
+  redis.call('HSET', runKey, 'step:' .. entry.memo, envelope)
+  outcomes[#outcomes + 1] = entry.memo
+  outcomes[#outcomes + 1] = envelope
+end
+
+-- Children: checked before anything is written.
+local children = {}
+if kind == 'child' then
+  for _, entry in ipairs(missing) do
+    local childId = ARGV[entry.at + 3]
+    local ref = id .. ' ' .. entry.memo
+    local c = redis.call('HMGET', base .. 'run:' .. childId, 'state', 'parent', 'result', 'error', 'workflow')
+    if c[1] and c[2] and c[2] ~= ref then return { 'conflict', childId } end
+    children[#children + 1] = { entry = entry, id = childId, ref = ref, found = c }
+  end
+end
+
+for _, entry in ipairs(entries) do redis.call('HSET', runKey, 'step:' .. entry.posField, entry.posValue) end
+if #missing == 0 then return { 'resumed', outcomes } end
+
+local pending = 0
+if kind == 'sleep' then
+  if deadline <= now then record(missing[1], ENDED_BY_TIME) else pending = 1 end
+elseif kind == 'signal' then
+  -- The mailbox: '<name> <envelope>' entries in arrival order; the oldest of this name is taken.
+  local mailbox = base .. 'mailbox:' .. id
+  local prefix = ARGV[7] .. ' '
+  for _, mail in ipairs(redis.call('LRANGE', mailbox, 0, -1)) do
+    if string.sub(mail, 1, #prefix) == prefix then
+      redis.call('LREM', mailbox, 1, mail)
+      record(missing[1], string.sub(mail, #prefix + 1))
+      break
+    end
+  end
+  if #outcomes == 0 then
+    if deadline <= now then record(missing[1], ENDED_BY_TIME) else pending = 1 end
+  end
+elseif kind == 'event' then
+  if deadline <= now then record(missing[1], ENDED_BY_TIME) else pending = 1 end
+else
+  for _, child in ipairs(children) do
+    local c = child.found
+    if c[1] == 'completed' then
+      record(child.entry, payloadEnvelope(c[3] or ''))
+    elseif c[1] == 'failed' or c[1] == 'cancelled' then
+      record(child.entry, childEnvelope(c[1], c[4] or ''))
+    else
+      local childKey = base .. 'run:' .. child.id
+      if c[1] then
+        redis.call('HSET', childKey, 'parent', child.ref, 'links', 1)
+      else
+        local at = child.entry.at
+        local childWorkflow, childGroup, priority = ARGV[at + 4], ARGV[at + 7], ARGV[at + 8]
+        storeRun(childKey, childWorkflow, ARGV[at + 5], 'waiting', priority, ARGV[at + 6], childGroup, now, now, 'parent', child.ref)
+        redis.call('HSET', childKey, 'links', 1)
+        makeDue(base, KEYS[3], KEYS[4], childWorkflow, childGroup, child.id, priority, false)
+      end
+      pending = pending + 1
+    end
+  end
+end
+if pending == 0 then return { 'resumed', outcomes } end
+
+-- The run waits: lease and slots go, the wait is recorded and indexed.
+local freed = {}
+releaseSlots(base, KEYS[2], KEYS[3], KEYS[4], id, workflow, group, freed)
+local target = ARGV[7]
+if kind == 'child' then
+  local ids = {}
+  for _, child in ipairs(children) do ids[#ids + 1] = child.id end
+  target = table.concat(ids, ' ')
+  redis.call('HSET', runKey, 'waitLeft', pending)
+end
+local desc = kind .. ' ' .. string.format('%.0f', deadline) .. ' ' .. missing[1].memo .. ' ' .. target
+redis.call('HSET', runKey, 'state', 'delayed', 'wait', desc, 'ended', token .. ':suspended')
+redis.call('ZADD', wfKey(base, workflow, WAIT_INDEX[kind]), deadline, id)
+if kind == 'event' then redis.call('SADD', eventIndex(base, target), id) end
+if deadline < NEVER then
+  redis.call('HSET', runKey, 'dueAt', deadline)
+  local delayedKey = wfKey(base, workflow, 'delayed')
+  local head = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
+  redis.call('ZADD', delayedKey, deadline, id)
+  -- Workers sleep until the earliest due time they know of; an earlier one must wake them.
+  if #head == 0 or tonumber(head[2]) > deadline then wake(wfKey(base, workflow, 'wake')) end
+end
+wakeCapped(base, KEYS[3], freed)
+return { 'suspended' }
