@@ -7,7 +7,7 @@ import { encodeProgress } from '../redis/progress.codec';
 import { occurrencesAfter } from '../schedule/cron.plan';
 import type { DeclaredSchedule } from '../schedule/schedule.options';
 import { backoffDelay } from '../worker/backoff';
-import { StepRecorder } from '../worker/step.recorder';
+import { isPositionField, StepRecorder } from '../worker/step.recorder';
 import { MAX_STEP_ATTEMPTS } from '../workflow/step.options';
 import { checkInteger } from '../util/duration';
 import type { Jsonified } from '../workflow/json.roundtrip';
@@ -266,7 +266,8 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
     dueAtMs: number,
   ): HarnessRun<Out> {
     const decodedMemo: Record<string, unknown> = {};
-    for (const [key, value] of memo) decodedMemo[key] = decodePayload(value);
+    // Position entries are the determinism guard's bookkeeping, not step results.
+    for (const [key, value] of memo) if (!isPositionField(key)) decodedMemo[key] = decodePayload(value);
     // What `get` shows: the latest value of any attempt (a retry keeps the earlier one until it reports).
     const reported = attempts.filter((a) => a.progress.length > 0).at(-1)?.progress;
     return {

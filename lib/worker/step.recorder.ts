@@ -44,6 +44,11 @@ export const DEFAULT_MAX_MEMO_BYTES = 16 * 1024 * 1024;
  * it runs plainly and its effect is covered by the parent's memo entry — its options (time
  * limit, tries) are ignored, the parent's govern it, and its `fn` gets the parent's context.
  */
+/** Whether a memo field is a position entry (see {@link Placed}) rather than a step's result. */
+export function isPositionField(key: string): boolean {
+  return key.startsWith('@');
+}
+
 export class StepRecorder implements StepRunner {
   private readonly occurrences = new Map<string, number>();
   /** The next top-level call's position (see {@link place}). */

@@ -153,7 +153,7 @@ describe('batched commits, script level', () => {
     expect(saved).toEqual([1, 0, 1]);
     /** A run's step memo: the `step:<name>#<n>` fields of its record. */
     const steps = async (id: string) => Object.fromEntries(
-      Object.entries(await redis.hgetall(keys.run(id))).filter(([field]) => field.startsWith('step:')).map(([field, value]) => [field.slice(5), value]),
+      Object.entries(await redis.hgetall(keys.run(id))).filter(([field]) => field.startsWith('step:') && !field.startsWith('step:@')).map(([field, value]) => [field.slice(5), value]),
     );
     expect([await steps('r1'), await steps('r2'), await steps('r3')]).toEqual([{ 's#1': '"a"' }, {}, { 's#1': '"c"' }]);
 

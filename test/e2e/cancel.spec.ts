@@ -102,7 +102,7 @@ describe('cancel', () => {
     const kept = await producer.client.enqueue('cx.hold', { key: 'w5' });
     for (const handle of [plain, urgent, grouped, later]) {
       const before = (await producer.client.get(handle.id))!.state;
-      expect(await producer.client.cancel(handle.id)).toEqual({ cancelled: true, state: before });
+      expect(await producer.client.cancel(handle.id)).toEqual({ cancelled: true, state: before, children: 0 });
       await expect(handle.result()).rejects.toBeInstanceOf(RunCancelledError);
     }
     expect(await redis.lrange(`${base}wf:cx.hold:queue`, 0, -1)).toEqual([kept.id]);

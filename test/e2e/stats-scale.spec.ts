@@ -7,7 +7,7 @@ import { RedisKeys } from '../../lib/redis/redis.keys';
 import { uniqueNamespace } from '../support/app';
 import { FlowApp, startFlowApp, within } from '../support/flow';
 import { LocalRedis, startRedisServer } from '../support/redis-server';
-import { Gates } from '../support/workflows';
+import { Gates, NO_WAITS } from '../support/workflows';
 
 /**
  * stats and a change of every group's default cap with many groups: the Redis work of each script
@@ -104,7 +104,7 @@ describe('stats and group-cap changes with 20,000 groups', () => {
     const { calls, restore } = countScriptCommands(producer, admin);
     try {
       expect((await producer.client.stats({ workflow: ScaleW })).workflows).toEqual({
-        'scale.w': { waiting: GROUPS + UNGROUPED, delayed: 0, active: 0, limit: null, groupLimit: 1, completed: 0, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null },
+        'scale.w': { waiting: GROUPS + UNGROUPED, delayed: 0, active: 0, limit: null, groupLimit: 1, completed: 0, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, ...NO_WAITS },
       });
       expect((await producer.client.stats()).workflows['scale.w'].waiting).toBe(GROUPS + UNGROUPED);
     } finally {

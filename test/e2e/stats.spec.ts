@@ -4,10 +4,8 @@ import { RedisConnections } from '../../lib/redis/redis.connections';
 import { dropNamespace, rawRedis, uniqueNamespace } from '../support/app';
 import { FlowApp, startFlowApp } from '../support/flow';
 import { namespaceNode } from '../support/nodes';
-import { enterMonitor, Gates, pollUntil } from '../support/workflows';
+import { enterMonitor, Gates, NO_WAITS, pollUntil } from '../support/workflows';
 
-/** No run in a durable wait. */
-const NO_WAITS = { sleeping: 0, waitingSignal: 0, waitingEvent: 0, waitingChild: 0 };
 
 /**
  * QueueClient.stats: counts per state and active/cap per level (namespace, workflow, default
@@ -51,7 +49,7 @@ describe('client.stats', () => {
 
   it('counts every state and level as the test left them, per group on request, and drains to zero', async () => {
     const { client } = app;
-    const empty = { waiting: 0, delayed: 0, active: 0, completed: 0, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null };
+    const empty = { waiting: 0, delayed: 0, active: 0, completed: 0, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, ...NO_WAITS };
     expect(await client.stats()).toEqual({
       namespace: { active: 0, limit: 8 },
       workflows: { 'st.other': { ...empty, limit: null, groupLimit: null }, 'st.w': { ...empty, limit: 5, groupLimit: 2 } },
@@ -75,8 +73,8 @@ describe('client.stats', () => {
     expect(await client.stats()).toEqual({
       namespace: { active: 6, limit: 8 },
       workflows: {
-        'st.w': { waiting: 3, delayed: 2, active: 5, limit: 5, groupLimit: 2, completed: 1, failed: 1, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null },
-        'st.other': { waiting: 0, delayed: 0, active: 1, limit: null, groupLimit: null, completed: 1, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null },
+        'st.w': { waiting: 3, delayed: 2, active: 5, limit: 5, groupLimit: 2, completed: 1, failed: 1, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, ...NO_WAITS },
+        'st.other': { waiting: 0, delayed: 0, active: 1, limit: null, groupLimit: null, completed: 1, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, ...NO_WAITS },
       },
     });
     // One workflow, with its groups: g3 has only a delayed run, so it is not listed.
@@ -84,13 +82,13 @@ describe('client.stats', () => {
       namespace: { active: 6, limit: 8 },
       workflows: {
         'st.w': {
-          waiting: 3, delayed: 2, active: 5, limit: 5, groupLimit: 2, completed: 1, failed: 1, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null,
+          waiting: 3, delayed: 2, active: 5, limit: 5, groupLimit: 2, completed: 1, failed: 1, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, ...NO_WAITS,
           groups: { g1: { waiting: 1, active: 2, limit: 2, paused: false }, g2: { waiting: 1, active: 1, limit: 3, paused: false } },
         },
       },
     });
     expect((await client.stats({ workflow: 'st.other', groups: true })).workflows).toEqual({
-      'st.other': { waiting: 0, delayed: 0, active: 1, limit: null, groupLimit: null, completed: 1, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, groups: {} },
+      'st.other': { waiting: 0, delayed: 0, active: 1, limit: null, groupLimit: null, completed: 1, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, groups: {}, ...NO_WAITS },
     });
     await expect(client.stats({ workflow: 'st.nope' })).rejects.toBeInstanceOf(UnknownWorkflowError);
 

@@ -7,7 +7,7 @@ import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '..
 async function storedMemo(redis: Redis, namespace: string, runId: string): Promise<Record<string, unknown>> {
   const fields = await redis.hgetall(`{sluice:${namespace}}:run:${runId}`);
   const memo: Record<string, unknown> = {};
-  for (const [field, value] of Object.entries(fields)) if (field.startsWith('step:')) memo[field.slice('step:'.length)] = JSON.parse(value);
+  for (const [field, value] of Object.entries(fields)) if (field.startsWith('step:') && !field.startsWith('step:@')) memo[field.slice('step:'.length)] = JSON.parse(value);
   return memo;
 }
 

@@ -8,7 +8,7 @@ import { BILLING, FakeBilling, ParityOrderWorkflow } from '../support/order.work
 async function storedMemo(redis: Redis, namespace: string, runId: string): Promise<Record<string, unknown>> {
   const fields = await redis.hgetall(`{sluice:${namespace}}:run:${runId}`);
   const memo: Record<string, unknown> = {};
-  for (const [field, value] of Object.entries(fields)) if (field.startsWith('step:')) memo[field.slice('step:'.length)] = JSON.parse(value);
+  for (const [field, value] of Object.entries(fields)) if (field.startsWith('step:') && !field.startsWith('step:@')) memo[field.slice('step:'.length)] = JSON.parse(value);
   return memo;
 }
 

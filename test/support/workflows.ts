@@ -140,3 +140,6 @@ export async function monitorCommands(namespace?: string): Promise<{ next(match:
     },
   };
 }
+
+/** A workflow's stats counts of runs in durable waits, when it has none. */
+export const NO_WAITS = { sleeping: 0, waitingSignal: 0, waitingEvent: 0, waitingChild: 0 };
