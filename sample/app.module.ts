@@ -12,6 +12,8 @@ import { ScheduleDemo } from './schedule.demo';
 import { StockReportWorkflow } from './stock-report.workflow';
 import { CatalogExportWorkflow } from './catalog-export.workflow';
 import { RunControlDemo } from './run-control.demo';
+import { OrderApprovalWorkflow } from './order-approval.workflow';
+import { ApprovalDemo } from './approval.demo';
 
 export const SAMPLE_NAMESPACE = 'sample';
 
@@ -35,6 +37,7 @@ export const SAMPLE_NAMESPACE = 'sample';
   ],
   providers: [
     OrderWorkflow,
+    OrderApprovalWorkflow,
     StockReportWorkflow,
     CatalogExportWorkflow,
     InventoryService,
@@ -46,6 +49,7 @@ export const SAMPLE_NAMESPACE = 'sample';
     ScheduleDemo,
     HealthDemo,
     RunControlDemo,
+    ApprovalDemo,
   ],
 })
 export class AppModule {}

@@ -7,6 +7,7 @@ import { HealthDemo } from './health.demo';
 import { OrderDemo } from './order.demo';
 import { ScheduleDemo } from './schedule.demo';
 import { RunControlDemo } from './run-control.demo';
+import { ApprovalDemo } from './approval.demo';
 
 /** Runs the demo against REDIS_URL; resolves 0 if everything happened as expected, 1 otherwise. */
 export async function main(): Promise<number> {
@@ -24,6 +25,7 @@ export async function main(): Promise<number> {
     problems.push(...(await app.get(ScheduleDemo).runAll())); // the stock report has been firing meanwhile
     problems.push(...(await app.get(HealthDemo).runAll())); // the worker has been under load, and still runs
     problems.push(...(await app.get(RunControlDemo).runAll()));
+    problems.push(...(await app.get(ApprovalDemo).runAll()));
   } finally {
     await app.close(); // stops reserving, lets in-flight runs finish, closes the Redis connections
   }
