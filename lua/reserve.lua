@@ -63,8 +63,11 @@ for _, wf in ipairs(workflows) do
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', delayedKey, '-inf', now, 'LIMIT', 0, tonumber(ARGV[6]))) do
     redis.call('ZREM', delayedKey, id)
     local runKey = base .. 'run:' .. id
-    local f = redis.call('HMGET', runKey, 'priority', 'state', 'group')
+    local f = redis.call('HMGET', runKey, 'priority', 'state', 'group', 'wait')
     if f[2] == 'delayed' then
+      -- A durable wait whose deadline came ends by its time here, so its index counts only
+      -- runs still waiting (claimRun ends one an older version promoted).
+      if f[4] then endWaitByTime(base, runKey, id, wf, f[4]) end
       redis.call('HSET', runKey, 'state', 'waiting')
       makeDue(base, KEYS[2], KEYS[3], wf, f[3] or '', id, f[1], false)
     end

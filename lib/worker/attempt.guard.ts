@@ -42,7 +42,12 @@ export class AttemptGuard {
    */
   settle<T>(body: T | PromiseLike<T>, limitMs?: number): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      if (this.expired) return reject(this.expired);
+      if (this.expired) {
+        // Ended before the body was handed over (a NonDeterminismError on the run's first call,
+        // made synchronously): the body's own rejection is observed here, or it would be unhandled.
+        Promise.resolve(body).catch(() => undefined);
+        return reject(this.expired);
+      }
       this.reject = reject;
       if (limitMs !== undefined) this.timer = setTimeout(() => this.expire(new TimeoutError(this.runId, limitMs)), limitMs);
       Promise.resolve(body).then(

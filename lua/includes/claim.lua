@@ -54,7 +54,9 @@ local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply
     redis.call('LTRIM', base .. 'orphans', 0, 999)
     return false
   end
-  -- A durable wait that came due by its deadline (see waits.lua): its outcome joins the memo below.
+  -- A durable wait that came due by its deadline but was promoted by an older version, which
+  -- leaves the wait recorded (reserve ends it as it promotes; see waits.lua): its outcome joins
+  -- the memo below.
   if f[6] then endWaitByTime(base, runKey, id, workflow, f[6]) end
   local token = string.format('%.0f', tonumber(f[1]) + 1)
   local attempt = tonumber(f[2]) + 1

@@ -11,7 +11,7 @@
 -- and sits in its workflow's index of that kind, wf:<name>:sleeping | :waiting-signal |
 -- :waiting-event | :waiting-child (zset, score = deadline, NEVER for none), which stats counts and
 -- listRuns pages. A wait with a deadline is also in wf:<name>:delayed, so reserve promotes it on
--- time like any delayed run; its claim then ends the wait by time (endWaitByTime). A wait that
+-- time like any delayed run and ends the wait by time as it does (endWaitByTime). A wait that
 -- ends with a value (a signal, an event, its children's outcomes) is ended by the script that
 -- brings the value (resumeWith). Either way the outcome is written to the run's step memo under
 -- the wait's key, as a JSON envelope the worker decodes (lib/worker/wait.outcome.ts):
@@ -48,9 +48,9 @@ local function leaveWait(base, runKey, id, workflow, desc)
   redis.call('HDEL', runKey, 'wait', 'waitLeft')
 end
 
--- At claim: a wait still recorded on a run that came due ended by its time. A child wait has no
--- deadline; should one be found here anyway, the replay invokes the same children again and
--- waits for them.
+-- A wait whose deadline came (reserve's promotion; at claim, one an older version promoted) ended
+-- by its time. A child wait has no deadline; should one be found here anyway, the replay invokes
+-- the same children again and waits for them.
 local function endWaitByTime(base, runKey, id, workflow, desc)
   if string.sub(desc, 1, 6) ~= 'child ' then
     local _, _, memoKey = parseWait(desc)
