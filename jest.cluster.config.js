@@ -63,6 +63,12 @@ const E2E_ON_CLUSTER = [
   'regressions-worker.spec.ts',
   'telemetry.spec.ts',
   'workflow-events.spec.ts',
+  // durable waits
+  'durable-waits.spec.ts',
+  'waits-children.spec.ts',
+  'waits-events.spec.ts',
+  'waits-signals.spec.ts',
+  'waits-determinism.spec.ts',
 ];
 
 module.exports = {

@@ -2,10 +2,10 @@ import { NonRetryableError, type RunErrorInfo } from './run.errors';
 import { SluiceError } from './sluice.error';
 
 /**
- * On replay, a step or a wait was called where the run's memo records a different one (a step
- * renamed, added or removed before it, a wait turned into a step…): the workflow's code changed
- * between two attempts of a run in a way its memo cannot follow. The run fails for good (no
- * retry could fix it) rather than hand one call the value another call recorded. See the README's
+ * On replay, the run's calls do not follow its recorded ones: a step renamed, inserted or removed
+ * before a wait the run passed, or a wait turned into a step (see DeterminismGuard in
+ * lib/worker/determinism.guard.ts): the workflow's code changed under a running run in a way its
+ * memo cannot follow. The run fails for good (no retry could fix it). See the README's
  * "Versioning workflow code".
  */
 export class NonDeterminismError extends NonRetryableError {

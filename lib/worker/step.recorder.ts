@@ -1,4 +1,5 @@
-import { LeaseLostError, NonDeterminismError, StepMemoLimitError } from '../errors';
+import { LeaseLostError, StepMemoLimitError } from '../errors';
+import { DeterminismGuard } from './determinism.guard';
 import { decodePayload, encodePayload } from '../redis/payload.codec';
 import { checkId } from '../util/names';
 import { stepScope, type StepRunner } from '../workflow/run.scope';
@@ -53,6 +54,7 @@ export class StepRecorder implements StepRunner {
   private readonly occurrences = new Map<string, number>();
   /** The next top-level call's position (see {@link place}). */
   private position = 0;
+  private readonly determinism: DeterminismGuard;
   /** Steps executing now: a wait lets them land before the run gives up its lease. */
   private readonly executing = new Set<Promise<unknown>>();
   /**
@@ -77,6 +79,7 @@ export class StepRecorder implements StepRunner {
   ) {
     this.memoBytes = 0;
     for (const [key, value] of memo) this.memoBytes += entryBytes(key, value);
+    this.determinism = new DeterminismGuard(runId, memo);
   }
 
   async step<T>(name: string, fn: StepFn<T>, options?: StepCallOptions): Promise<Jsonified<T>> {
@@ -109,24 +112,22 @@ export class StepRecorder implements StepRunner {
 
   /**
    * Numbers a top-level call: its occurrence among calls of its name and its position among all
-   * top-level calls, both taken when it is called (so calls started side by side keep the order
-   * they were made in). On replay, a position whose memo entry names another call is a
-   * `NonDeterminismError`: it ends the attempt (the run fails without retry), even if the code
-   * catches it.
+   * top-level calls, both taken when it is called. On replay, a call that does not follow the
+   * recorded ones (see {@link DeterminismGuard}) is a `NonDeterminismError`: it ends the attempt
+   * (the run fails without retry), even if the code catches it.
    */
   place(kind: CallKind, name: string): Placed {
     const occurrence = (this.occurrences.get(name) ?? 0) + 1;
     this.occurrences.set(name, occurrence);
     const key = `${name}#${occurrence}`;
     const position = this.position++;
-    const placed = { key, field: `@${position}`, value: `${kind}:${key}` };
-    const recorded = this.memo.get(placed.field);
-    if (recorded !== undefined && recorded !== placed.value) {
-      const error = new NonDeterminismError(this.runId, position, recorded, placed.value);
-      this.guard.expire(error);
+    try {
+      this.determinism.check(kind, key, position);
+    } catch (error) {
+      this.guard.expire(error as Error);
       throw error;
     }
-    return placed;
+    return { key, field: `@${position}`, value: `${kind}:${key}` };
   }
 
   /** A memo entry: a step's encoded result, or a wait's outcome envelope. */

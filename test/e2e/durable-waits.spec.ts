@@ -59,6 +59,27 @@ class Parent {
   }
 }
 
+/** Two branches whose steps reach the recorder in the order their other I/O finished: swapped on the replay. */
+const slowFirst = new Map<string, 'a' | 'b'>();
+const callOrder: string[] = [];
+const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+@Workflow('dw.parallel', { attempts: 1 })
+class Parallel {
+  async run(_input: unknown, ctx: RunContext) {
+    const slow = slowFirst.get(ctx.runId) ?? 'b';
+    const branch = async (name: 'a' | 'b') => {
+      await tick(name === slow ? 30 : 0);
+      callOrder.push(`${ctx.attempt}:${name}`);
+      return ctx.step(name, () => effects.inc(`${name}:${ctx.runId}`));
+    };
+    await Promise.all([branch('a'), branch('b')]);
+    slowFirst.set(ctx.runId, slow === 'a' ? 'b' : 'a');
+    await ctx.sleep('between', 10);
+    return ctx.step('last', () => effects.inc(`last:${ctx.runId}`));
+  }
+}
+
 describe('durable waits', () => {
   const ns = uniqueNamespace('dw');
   let redis: Redis;
@@ -67,7 +88,7 @@ describe('durable waits', () => {
 
   beforeAll(async () => {
     redis = rawRedis();
-    worker = await createApp([Sleeper, Approval, Payment, Child, Parent], { namespace: ns, worker: { concurrency: 4 } });
+    worker = await createApp([Sleeper, Approval, Payment, Child, Parent, Parallel], { namespace: ns, worker: { concurrency: 4 } });
     producer = await createApp([], { namespace: ns, worker: { enabled: false } });
   });
   afterAll(async () => {
@@ -120,6 +141,16 @@ describe('durable waits', () => {
     expect(await producer.client.sendEvent('payment.settled', { key: 'o-3' })).toBe(0);
     expect(await producer.client.sendEvent('payment.settled', { key: 'o-2', payload: { amount: 7 } })).toBe(1);
     expect(await b.result({ timeoutMs: 10_000 })).toBe(7);
+  });
+
+  it('steps started side by side may reach the recorder in another order on the replay: not a NonDeterminismError', async () => {
+    const run = await producer.client.enqueue('dw.parallel', {});
+    expect(await run.result({ timeoutMs: 10_000 })).toBe(1);
+    // a was recorded first (b was slow); the replay after the sleep called b first.
+    const fields = await redis.hgetall(`{sluice:${ns}}:run:${run.id}`);
+    expect([fields['step:@0'], fields['step:@1']]).toEqual(['step:a#1', 'step:b#1']);
+    expect(callOrder).toEqual(['1:a', '1:b', '2:b', '2:a']);
+    expect([effects.get(`a:${run.id}`), effects.get(`b:${run.id}`), effects.get(`last:${run.id}`)]).toEqual([1, 1, 1]);
   });
 
   it('child workflows: results, a failure the parent catches, each child run once', async () => {
