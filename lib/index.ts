@@ -18,7 +18,7 @@ export type { EnqueueOptions } from './client/enqueue.options';
 export type { RunInfo, RunState, WaitState, WaitingFor } from './client/run-info';
 export type { SignalResult, SendEventOptions } from './client/run.signals';
 export type { WaitOutcome, SignalWaitOptions, EventWaitOptions, InvokeOptions, InvokeCall } from './workflow/wait.types';
-export { MAX_INVOKE_ALL, MAX_MAILBOX } from './workflow/wait.types';
+export { MAX_INVOKE_ALL, MAX_INVOKE_BYTES, MAX_MAILBOX } from './workflow/wait.types';
 export type { ListRunsOptions, RunPage, RetryAllOptions, RetryResult, FinishedState, ListableState } from './client/run.admin';
 export { EVERY_GROUP, MAX_LIMIT } from './client/limits';
 export type { LimitTarget, Limits } from './client/limits';

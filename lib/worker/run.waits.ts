@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
-import { InvalidInputError, InvalidOptionError } from '../errors';
+import { InvalidInputError, InvalidOptionError, PayloadTooLargeError } from '../errors';
 import type { EnqueueRequest } from '../client/enqueue.options';
 import { checkId, MAX_ID_LENGTH } from '../util/names';
 import { toMilliseconds, type Duration } from '../util/duration';
 import type { Jsonified } from '../workflow/json.roundtrip';
-import { MAX_INVOKE_ALL, type EventWaitOptions, type InvokeCall, type InvokeOptions, type SignalWaitOptions, type WaitOutcome } from '../workflow/wait.types';
+import { MAX_INVOKE_ALL, MAX_INVOKE_BYTES, type EventWaitOptions, type InvokeCall, type InvokeOptions, type SignalWaitOptions, type WaitOutcome } from '../workflow/wait.types';
 import type { RunContext } from '../workflow/workflow.types';
 import type { AttemptGuard } from './attempt.guard';
 import type { Placed, StepRecorder } from './step.recorder';
@@ -99,6 +99,9 @@ export class RunWaits {
       const placed = this.recorder.place('invoke', `invoke:${request.workflow}`);
       return { placed, child: call.opts?.id === undefined ? { ...request, id: childId(this.runId, placed.key) } : request };
     });
+    // One script call carries every child's input: bounded, so it stays a short call.
+    const bytes = entries.reduce((sum, { child }) => sum + Buffer.byteLength(child.input), 0);
+    if (bytes > MAX_INVOKE_BYTES) throw new PayloadTooLargeError('ctx.invokeAll inputs', bytes, MAX_INVOKE_BYTES, 'MAX_INVOKE_BYTES, all inputs of one invokeAll');
     const ids = entries.map(({ child }) => child.id);
     if (new Set(ids).size !== ids.length) throw new InvalidInputError('ctx.invokeAll calls', 'must not give two children the same id');
     const raws = await this.wait({ kind: 'child', target: '', entries });

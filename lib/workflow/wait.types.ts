@@ -35,5 +35,7 @@ export interface InvokeCall<W = unknown> {
 
 /** Most children one `ctx.invokeAll` starts (its wait records every child's id). */
 export const MAX_INVOKE_ALL = 1000;
+/** Most bytes of encoded input one `ctx.invokeAll` (or `invoke`) sends, all children together. */
+export const MAX_INVOKE_BYTES = 16 * 1024 * 1024;
 /** Most signals a run's mailbox holds (`QueueClient.signal` beyond it: `SignalMailboxFullError`). */
 export const MAX_MAILBOX = 100;
