@@ -78,17 +78,15 @@ export class RunCommits {
   private async flush(items: Commit[]): Promise<boolean[]> {
     const steps = items.filter((item): item is Commit & { kind: 'step' } => item.kind === 'step');
     const completes = items.filter((item) => item.kind === 'complete');
-    // Two entries per step, its result and its position: the script writes each under the same
-    // token check, so both land or neither; a step's status is its first entry's.
-    const stepArgs = steps.flatMap(({ claim, key, encoded, position: [field, value] }) => [claim.id, claim.token, key, encoded, claim.id, claim.token, field, value]);
+    const stepArgs = steps.flatMap(({ claim, key, encoded, position: [field, value] }) => [claim.id, claim.token, key, encoded, field, value]);
     if (completes.length === 0) {
       const saved = await this.scripts.run<number[]>('save-steps', [this.keys.leases], [this.keys.base, ...stepArgs], this.policy);
-      return steps.map((_, index) => saved[2 * index] === 1);
+      return saved.map((status) => status === 1);
     }
     const { count, workflows } = this.refill.take(completes.length);
     let claims: Claim[] = [];
     try {
-      const rest = [workflows.length, ...workflows, 2 * steps.length, ...stepArgs, ...completes.flatMap(({ claim, encoded }) => [claim.id, claim.token, encoded])];
+      const rest = [workflows.length, ...workflows, steps.length, ...stepArgs, ...completes.flatMap(({ claim, encoded }) => [claim.id, claim.token, encoded])];
       const keys = [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.call(newCallId())];
       const head = [this.keys.base, this.options.defaults.resultTtlMs, count, this.options.worker.lockMs];
       const reply = await this.scripts.run<unknown[]>('complete', keys, (retry) => [...head, (retry ? 1 : 0) + this.claimFlags, ...rest], this.policy);
@@ -97,7 +95,7 @@ export class RunCommits {
       const [completed, saved] = parsed.head;
       let nextStep = 0;
       let nextComplete = 0;
-      return items.map((item) => (item.kind === 'step' ? saved[2 * nextStep++] : completed[nextComplete++]) === 1);
+      return items.map((item) => (item.kind === 'step' ? saved[nextStep++] : completed[nextComplete++]) === 1);
     } finally {
       this.refill.settle(claims, count);
     }
