@@ -69,6 +69,12 @@ const E2E_ON_CLUSTER = [
   'waits-events.spec.ts',
   'waits-signals.spec.ts',
   'waits-determinism.spec.ts',
+  'waits-child-edges.spec.ts',
+  'waits-groups.spec.ts',
+  'waits-memo.spec.ts',
+  'waits-races.spec.ts',
+  'waits-sleep.spec.ts',
+  'waits-visibility.spec.ts',
 ];
 
 module.exports = {

@@ -20,7 +20,7 @@
 -- @include waits
 
 local base, id, name = ARGV[1], ARGV[2], ARGV[3]
-local f = redis.call('HMGET', KEYS[1], 'state', 'wait', 'workflow', 'group', 'priority')
+local f = redis.call('HMGET', KEYS[1], 'state', 'wait', 'workflow', 'group', 'priority', 'waitRoom')
 if not f[1] or not f[3] then return { 'missing', '' } end
 if f[1] == 'completed' or f[1] == 'failed' or f[1] == 'cancelled' then return { 'finished', f[1] } end
 local envelope = payloadEnvelope(ARGV[4])

@@ -12,7 +12,7 @@
   Children (kind 'child'): each is created as a new run of its workflow, due now, linked to the
   parent ('parent' = '<parent id> <memo key>'), unless its id exists: a finished run gives its
   outcome at once, an unfinished one with no parent or this parent is waited for, one with
-  another parent is a conflict (nothing written).
+  another parent — or the run itself, or one of its ancestors — is a conflict (nothing written).
 
   KEYS[1] run:<id>  hash
   KEYS[2] leases    zset
@@ -26,8 +26,9 @@
   ARGV[5] deadline as ms from now (Redis time), or ''
   ARGV[6] deadline as ms since the epoch, or '' (wins over ARGV[5])
   ARGV[7] target: signal name | '<event name>|<key>' | '' (sleep, child)
-  ARGV[8] E, the number of entries that follow: one per memo key (several for invokeAll)
-  ARGV[9 ..] per entry, three values: memo key '<name>#<n>', position field '@<p>', position
+  ARGV[8] room: bytes the wait's outcomes may add to the memo (see fitOutcome in waits.lua)
+  ARGV[9] E, the number of entries that follow: one per memo key (several for invokeAll)
+  ARGV[10 ..] per entry, three values: memo key '<name>#<n>', position field '@<p>', position
              value '<kind>:<name>#<n>'; for 'child', six more: child id, workflow, encoded input,
              max attempts, group or '', priority
   Reply: { 'suspended' } | { 'resumed', { memo key, envelope, … } } (the wait ended at once; the
@@ -37,13 +38,17 @@
 -- @include common
 -- @include waits
 
+-- How far up the chain of parents the cycle check looks.
+local MAX_DEPTH = 100
+
 local base, id, token, kind = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local runKey = KEYS[1]
-local entryCount = tonumber(ARGV[8])
+local room = tonumber(ARGV[8])
+local entryCount = tonumber(ARGV[9])
 local width = kind == 'child' and 9 or 3
 local entries = {}
 for i = 0, entryCount - 1 do
-  local at = 9 + i * width
+  local at = 10 + i * width
   entries[#entries + 1] = { memo = ARGV[at], posField = ARGV[at + 1], posValue = ARGV[at + 2], at = at }
 end
 
@@ -70,19 +75,29 @@ local deadline = NEVER
 if ARGV[6] ~= '' then deadline = tonumber(ARGV[6]) elseif ARGV[5] ~= '' then deadline = now + tonumber(ARGV[5]) end
 
 local function record(entry, envelope)
+  envelope, room = fitOutcome(entry.memo, envelope, room)
   redis.call('HSET', runKey, 'step:' .. entry.memo, envelope)
   outcomes[#outcomes + 1] = entry.memo
   outcomes[#outcomes + 1] = envelope
 end
 
--- Children: checked before anything is written.
+-- Children: checked before anything is written. A run may not wait for itself or for one of
+-- its ancestors (a wait cycle that nothing would end).
 local children = {}
 if kind == 'child' then
+  local ancestors = { [id] = true }
+  local up = redis.call('HGET', runKey, 'parent')
+  for _ = 1, MAX_DEPTH do
+    if not up then break end
+    local ancestor = string.match(up, '^(%S+)')
+    ancestors[ancestor] = true
+    up = redis.call('HGET', base .. 'run:' .. ancestor, 'parent')
+  end
   for _, entry in ipairs(missing) do
     local childId = ARGV[entry.at + 3]
     local ref = id .. ' ' .. entry.memo
     local c = redis.call('HMGET', base .. 'run:' .. childId, 'state', 'parent', 'result', 'error', 'workflow')
-    if c[1] and c[2] and c[2] ~= ref then return { 'conflict', childId } end
+    if ancestors[childId] or (c[1] and c[2] and c[2] ~= ref) then return { 'conflict', childId } end
     children[#children + 1] = { entry = entry, id = childId, ref = ref, found = c }
   end
 end
@@ -143,6 +158,7 @@ if kind == 'child' then
   target = table.concat(ids, ' ')
   redis.call('HSET', runKey, 'waitLeft', pending)
 end
+redis.call('HSET', runKey, 'waitRoom', room)
 local desc = kind .. ' ' .. string.format('%.0f', deadline) .. ' ' .. missing[1].memo .. ' ' .. target
 redis.call('HSET', runKey, 'state', 'delayed', 'wait', desc, 'ended', token .. ':suspended')
 redis.call('ZADD', wfKey(base, workflow, WAIT_INDEX[kind]), deadline, id)

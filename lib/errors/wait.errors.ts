@@ -40,12 +40,13 @@ export class ChildWorkflowFailedError extends SluiceError {
 }
 
 /**
- * `ctx.invoke` with an `id` that names a run another parent invoked: a run has at most one parent.
- * The parent's attempt fails without retry; nothing was written.
+ * `ctx.invoke` with an `id` that names a run another parent invoked (a run has at most one
+ * parent), or the invoking run itself or one of its ancestors (a wait nothing would end). The
+ * parent's attempt fails without retry; nothing was written.
  */
 export class ChildRunConflictError extends NonRetryableError {
   constructor(readonly childId: string) {
-    super(`Run ${childId} already exists as another run's child: pick another id for ctx.invoke`);
+    super(`Run ${childId} cannot be this run's child: it is another run's child, this run itself, or one of its ancestors; pick another id for ctx.invoke`);
   }
 }
 

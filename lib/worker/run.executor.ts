@@ -147,7 +147,9 @@ export class RunExecutor {
       this.keys.base, claim.id, claim.token, JSON.stringify(described), retryable ? 1 : 0,
       delayMs, this.options.defaults.resultTtlMs,
     ], commitPolicy(this.options));
-    if (outcome === 'lost') {
+    // 'suspended': a wait beside the failure closed the attempt first (see RunWaits); the run
+    // waits, and the failed step runs again when it resumes. Like a lost lease, nothing to report.
+    if (outcome === 'lost' || outcome === 'suspended') {
       telemetry?.ended('lost', error);
       if (!(abort.reason instanceof RunCancelledError) && (error instanceof LeaseLostError || abort.reason instanceof LeaseLostError)) {
         this.runWarnings.warn(`Run ${claim.id} (${claim.workflow}) lost its lease; another worker carries it on`);

@@ -8,7 +8,7 @@ import { MAX_INVOKE_ALL, MAX_INVOKE_BYTES, type EventWaitOptions, type InvokeCal
 import type { RunContext } from '../workflow/workflow.types';
 import type { AttemptGuard } from './attempt.guard';
 import type { Placed, StepRecorder } from './step.recorder';
-import { toChildOutcome, toWaitOutcome } from './wait.outcome';
+import { refusedBytes, toChildOutcome, toWaitOutcome } from './wait.outcome';
 
 /** A wait as lua/suspend.lua takes it. */
 export interface SuspendRequest {
@@ -26,8 +26,11 @@ export type SuspendReply = { resumed: Map<string, string> } | 'suspended';
 
 /** The worker's side of a wait: the token-checked script call, and the checks of a child enqueue. */
 export interface WaitPort {
-  /** Commits the wait; rejects (lease lost, Redis away, conflict) with the error that ends the attempt. */
-  suspend(request: SuspendRequest): Promise<SuspendReply>;
+  /**
+   * Commits the wait, whose outcomes may add at most `room` bytes to the memo; rejects (lease
+   * lost, Redis away, conflict) with the error that ends the attempt.
+   */
+  suspend(request: SuspendRequest, room: number): Promise<SuspendReply>;
   /** Validates a child's enqueue as `QueueClient.enqueue` would (typed errors, nothing written). */
   childRequest(workflow: unknown, input: unknown, opts: InvokeOptions | undefined): EnqueueRequest;
 }
@@ -115,17 +118,23 @@ export class RunWaits {
   /** Replays the wait from the memo, or commits it (see the class comment). Resolves with the outcomes in entry order. */
   private async wait(request: SuspendRequest): Promise<string[]> {
     const known = request.entries.map(({ placed }) => this.recorder.recorded(placed.key));
-    if (known.every((raw) => raw !== undefined)) return known as string[];
+    if (known.every((raw) => raw !== undefined)) return this.fitting(request, known as string[]);
     const previous = this.recorder.gate;
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
     this.recorder.gate = gate;
     if (previous) await previous;
-    await this.recorder.settled();
+    if (await this.recorder.settled()) {
+      // A step beside the wait failed: if the code does not catch it, the attempt fails with it,
+      // through promise reactions only, all run before the next macrotask. Suspending first would
+      // hide that failure until the run resumed and ran the step again.
+      await new Promise((resolve) => setImmediate(resolve));
+      if (this.guard.ended) return SUSPENDED;
+    }
     if (this.guard.abort.aborted) throw this.guard.abort.reason;
     let reply: SuspendReply;
     try {
-      reply = await this.port.suspend(request);
+      reply = await this.port.suspend(request, this.recorder.room(request.entries.map(({ placed }) => placed)));
     } catch (error) {
       // Ends the attempt even if the code catches it: its outcome is for the worker to commit.
       this.guard.expire(error instanceof Error ? error : new Error(String(error)));
@@ -139,7 +148,22 @@ export class RunWaits {
     for (const [key, raw] of reply.resumed) this.recorder.remember(key, raw);
     if (this.recorder.gate === gate) this.recorder.gate = undefined;
     open();
-    return request.entries.map(({ placed }) => reply.resumed.get(placed.key) as string);
+    return this.fitting(request, request.entries.map(({ placed }) => reply.resumed.get(placed.key) as string));
+  }
+
+  /**
+   * The outcomes, unless one was refused for the memo's budget (`{"x":<bytes>}`, see fitOutcome in
+   * lua/includes/waits.lua): then the run fails for good with `StepMemoLimitError` at this wait.
+   */
+  private fitting(request: SuspendRequest, raws: string[]): string[] {
+    raws.forEach((raw, index) => {
+      const refused = refusedBytes(raw);
+      if (refused === undefined) return;
+      const error = this.recorder.overBudget(request.entries[index].placed.key, refused);
+      this.guard.expire(error);
+      throw error;
+    });
+    return raws;
   }
 }
 

@@ -141,9 +141,25 @@ export class StepRecorder implements StepRunner {
     this.memo.set(key, value);
   }
 
-  /** Resolves once every step executing now has settled (landed, or failed). */
-  async settled(): Promise<void> {
-    while (this.executing.size > 0) await Promise.allSettled([...this.executing]);
+  /** Bytes the memo may still take, after the entries given (a wait's position entries): a wait's outcomes must fit in it. */
+  room(entries: Placed[]): number {
+    const reserved = entries.reduce((sum, placed) => sum + entryBytes(placed.field, placed.value), 0);
+    return Math.max(0, this.maxMemoBytes - this.memoBytes - reserved);
+  }
+
+  /** The error of a wait whose outcome (`bytes`, key included) did not fit in the memo's budget. */
+  overBudget(key: string, bytes: number): StepMemoLimitError {
+    return new StepMemoLimitError(this.runId, key, bytes, this.memoBytes + bytes, this.maxMemoBytes);
+  }
+
+  /** Resolves once every step executing now has settled (landed, or failed): true if one failed. */
+  async settled(): Promise<boolean> {
+    let failed = false;
+    while (this.executing.size > 0) {
+      const outcomes = await Promise.allSettled([...this.executing]);
+      failed ||= outcomes.some((outcome) => outcome.status === 'rejected');
+    }
+    return failed;
   }
 
   /** Executes a step (its tries, see runStepTries) and persists its result before handing it back. */

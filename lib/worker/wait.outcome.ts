@@ -13,6 +13,13 @@ interface Envelope {
   t?: 1;
   s?: 'failed' | 'cancelled';
   e?: RunErrorInfo | null;
+  x?: number;
+}
+
+/** The bytes of an outcome the memo's budget refused (`{"x":<bytes>}`), or undefined. */
+export function refusedBytes(raw: string): number | undefined {
+  if (!raw.startsWith('{"x":')) return undefined;
+  return open(raw).x;
 }
 
 function open(raw: string): Envelope {

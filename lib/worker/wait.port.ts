@@ -25,14 +25,14 @@ export class RedisWaitPort implements WaitPort {
     private readonly claim: Claim,
   ) {}
 
-  async suspend(request: SuspendRequest): Promise<SuspendReply> {
+  async suspend(request: SuspendRequest, room: number): Promise<SuspendReply> {
     const { claim, keys } = this;
     const entries = request.entries.flatMap(({ placed, child }) => {
       const entry: (string | number)[] = [placed.key, placed.field, placed.value];
       if (child) entry.push(child.id, child.workflow, child.input, child.attempts, child.group ?? '', child.priority);
       return entry;
     });
-    const args = [keys.base, claim.id, claim.token, request.kind, request.afterMs ?? '', request.atMs ?? '', request.target, request.entries.length, ...entries];
+    const args = [keys.base, claim.id, claim.token, request.kind, request.afterMs ?? '', request.atMs ?? '', request.target, room, request.entries.length, ...entries];
     const reply = await this.scripts.run<[string, unknown]>('suspend', [keys.run(claim.id), keys.leases, keys.limits, keys.seq], args, commitPolicy(this.options));
     switch (reply[0]) {
       case 'suspended':

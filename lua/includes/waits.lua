@@ -8,6 +8,9 @@
 --             kind 'sleep' (target ''), 'signal' (the signal's name), 'event' ('<name>|<key>'),
 --             'child' (the child run ids, space-separated; the memo key is the first child's)
 --   waitLeft  children still running (kind 'child')
+--   waitRoom  bytes the wait's outcomes may still add to the memo (the worker's maxRunMemoBytes
+--             less the memo so far): an outcome past it is recorded as {"x":<bytes>} instead,
+--             which fails the run with StepMemoLimitError at the wait (fitOutcome)
 -- and sits in its workflow's index of that kind, wf:<name>:sleeping | :waiting-signal |
 -- :waiting-event | :waiting-child (zset, score = deadline, NEVER for none), which stats counts and
 -- listRuns pages. A wait with a deadline is also in wf:<name>:delayed, so reserve promotes it on
@@ -16,7 +19,8 @@
 -- brings the value (resumeWith). Either way the outcome is written to the run's step memo under
 -- the wait's key, as a JSON envelope the worker decodes (lib/worker/wait.outcome.ts):
 --   {"p":<payload>} | {"u":1} (payload undefined) | {"t":1} (ended by time: a sleep's end or a
---   timeout) | {"e":<error>,"s":"failed"|"cancelled"} (a child that did not complete)
+--   timeout) | {"e":<error>,"s":"failed"|"cancelled"} (a child that did not complete) |
+--   {"x":<bytes>} (the outcome would have taken the memo past its budget)
 
 -- "No deadline": a finite score (Lua 5.1's tonumber cannot read Redis's 'inf'), past any date.
 local NEVER = 4503599627370496
@@ -39,13 +43,23 @@ local function payloadEnvelope(payload)
   return '{"p":' .. payload .. '}'
 end
 
+-- An outcome as it may enter the memo under `memoKey`, within `room` bytes (nil: no bound, a
+-- wait recorded by an older version): the envelope, or the over-budget marker. Returns it and
+-- the room left.
+local function fitOutcome(memoKey, envelope, room)
+  if not room then return envelope, nil end
+  local bytes = #memoKey + #envelope
+  if bytes > room then return '{"x":' .. bytes .. '}', room end
+  return envelope, room - bytes
+end
+
 -- Takes the run out of its wait's indexes and drops the wait fields.
 local function leaveWait(base, runKey, id, workflow, desc)
   local kind, deadline, _, target = parseWait(desc)
   redis.call('ZREM', wfKey(base, workflow, WAIT_INDEX[kind]), id)
   if deadline < NEVER then redis.call('ZREM', wfKey(base, workflow, 'delayed'), id) end
   if kind == 'event' then redis.call('SREM', eventIndex(base, target), id) end
-  redis.call('HDEL', runKey, 'wait', 'waitLeft')
+  redis.call('HDEL', runKey, 'wait', 'waitLeft', 'waitRoom')
 end
 
 -- A wait whose deadline came (reserve's promotion; at claim, one an older version promoted) ended
@@ -59,9 +73,11 @@ local function endWaitByTime(base, runKey, id, workflow, desc)
   leaveWait(base, runKey, id, workflow, desc)
 end
 
--- Ends a waiting run's wait with `envelope` under `memoKey` and makes the run due (at the back
--- of its priority, as a promoted delayed run). `f` is { state, wait, workflow, group, priority }.
+-- Ends a waiting run's wait with `envelope` under `memoKey` (within its room, see fitOutcome) and
+-- makes the run due (at the back of its priority, as a promoted delayed run). `f` is { state,
+-- wait, workflow, group, priority, waitRoom }.
 local function resumeWith(base, runKey, id, f, memoKey, envelope)
+  envelope = fitOutcome(memoKey, envelope, tonumber(f[6]))
   redis.call('HSET', runKey, 'step:' .. memoKey, envelope, 'state', 'waiting', 'dueAt', nowMs())
   leaveWait(base, runKey, id, f[3], f[2])
   makeDue(base, base .. 'limits', base .. 'seq', f[3], f[4] or '', id, f[5], false)
@@ -70,7 +86,7 @@ end
 -- The fields resumeWith needs, read with the wait's kind check: returns them if the run waits,
 -- with `kind`, else nil.
 local function waitingRun(runKey, kind)
-  local f = redis.call('HMGET', runKey, 'state', 'wait', 'workflow', 'group', 'priority')
+  local f = redis.call('HMGET', runKey, 'state', 'wait', 'workflow', 'group', 'priority', 'waitRoom')
   if f[1] ~= 'delayed' or not f[2] or string.sub(f[2], 1, #kind + 1) ~= kind .. ' ' then return nil end
   return f
 end
@@ -89,7 +105,10 @@ onChildFinished = function(base, parentRef, state, payload)
   local parentKey = base .. 'run:' .. parentId
   local f = waitingRun(parentKey, 'child')
   if not f then return end
-  if redis.call('HSETNX', parentKey, 'step:' .. memoKey, childEnvelope(state, payload)) == 0 then return end
+  if redis.call('HEXISTS', parentKey, 'step:' .. memoKey) == 1 then return end
+  local envelope, room = fitOutcome(memoKey, childEnvelope(state, payload), tonumber(f[6]))
+  redis.call('HSET', parentKey, 'step:' .. memoKey, envelope)
+  if room then redis.call('HSET', parentKey, 'waitRoom', room) end
   if redis.call('HINCRBY', parentKey, 'waitLeft', -1) > 0 then return end
   redis.call('HSET', parentKey, 'state', 'waiting', 'dueAt', nowMs())
   leaveWait(base, parentKey, parentId, f[3], f[2])

@@ -1,0 +1,73 @@
+import type Redis from 'ioredis';
+import { RunContext, Workflow } from '../../lib';
+import { auditNamespace, expectConsistent } from '../support/audit';
+import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
+import { pollUntil } from '../support/workflows';
+
+/**
+ * The run memo budget (maxRunMemoBytes) with durable waits: a wait's outcome (a signal's or an
+ * event's payload, a child's result) joins the step memo, which is shipped with every claim — and
+ * a run in a wait loop is claimed once per wait. The budget exists to bound that.
+ */
+const BUDGET = 4096;
+
+@Workflow('wm.loop', { attempts: 1 })
+class Loop {
+  async run(input: { n: number }, ctx: RunContext) {
+    let total = 0;
+    for (let i = 0; i < input.n; i++) {
+      const got = await ctx.waitForSignal<string>('tick');
+      total += got.timedOut ? 0 : got.payload.length;
+    }
+    await ctx.step('after', () => 1);
+    return total;
+  }
+}
+
+describe('durable waits: the run memo budget', () => {
+  const ns = uniqueNamespace('wmb');
+  let redis: Redis;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    redis = rawRedis();
+    app = await createApp([Loop], { namespace: ns, worker: { concurrency: 2 }, maxRunMemoBytes: BUDGET, maxPayloadBytes: 2048 });
+  });
+  afterAll(async () => {
+    await app.close();
+    await dropNamespace(redis, ns);
+    await redis.quit();
+  });
+
+  const memoBytes = async (id: string) => {
+    const fields = await redis.hgetall(`{sluice:${ns}}:run:${id}`);
+    return Object.entries(fields).filter(([key]) => key.startsWith('step:')).reduce((n, [key, value]) => n + Buffer.byteLength(key.slice(5)) + Buffer.byteLength(value), 0);
+  };
+
+  /*
+   * A wait's outcome is written by whoever ends the wait (signal.lua, send-event.lua, a child's
+   * finishRun), not by the worker: the wait records the room its outcomes may take ('waitRoom'),
+   * and one past it is recorded as refused, which fails the run at that wait with
+   * StepMemoLimitError. (Before that, eight 1.5 KB signals took a 4 KB memo to ~12 KB and the budget
+   * struck only at the next step, blaming a 22-byte result.)
+   */
+  it('signal payloads do not take the memo past maxRunMemoBytes: the wait that would fails the run', async () => {
+    const run = await app.client.enqueue('wm.loop', { n: 8 });
+    for (let i = 0; i < 8; i++) {
+      const info = await pollUntil(() => app.client.get(run.id), (r) => r?.state === 'waiting-signal' || r?.state === 'failed' || r?.state === 'completed', 'waiting or done');
+      if (info?.state !== 'waiting-signal') break;
+      await app.client.signal(run.id, 'tick', 'x'.repeat(1500)).catch(() => undefined);
+    }
+    await pollUntil(() => app.client.get(run.id), (r) => r?.state === 'failed' || r?.state === 'completed' || r?.state === 'waiting-signal', 'the run settled');
+    expect(await memoBytes(run.id)).toBeLessThanOrEqual(BUDGET);
+    const info = await app.client.get(run.id);
+    expect(info?.state).toBe('failed');
+    expect(info?.error?.name).toBe('StepMemoLimitError');
+    expect(info?.error?.message).toMatch(/the result of step "signal:tick#\d+"/);
+  });
+
+  it('the namespace is consistent at rest', async () => {
+    await pollUntil(() => app.client.stats(), (s) => s.workflows['wm.loop'].active === 0, 'no run active');
+    expectConsistent(await auditNamespace(redis, { namespace: ns }));
+  });
+});
