@@ -15,7 +15,8 @@ import { scanKeys } from './scan';
  * - `run-record`: a run hash without a known `state` or without a `workflow`.
  * - `run-place`: a run is not in exactly the places its state says. waiting: its lane's FIFO list
  *   (priority 0) or priority zset (priority > 0) of its workflow and group, once; delayed: its
- *   workflow's delayed zset; active: the leases zset, its workflow's active set and, if grouped,
+ *   workflow's delayed zset (a run in a durable wait without a deadline: none of those — see
+ *   `wait-index`); active: the leases zset, its workflow's active set and, if grouped,
  *   its group's active set — plus at most one fast-path handoff (`<token> <id> <input>` in its
  *   workflow's wake list) carrying its current token; completed / failed / cancelled: none of those.
  * - `orphan-member`: a lane, delayed or active set member with no run record.
@@ -39,6 +40,29 @@ import { scanKeys } from './scan';
  *   committed twice counts twice.
  * - `finish-index`: a finish index entry pointing to a run in another state or workflow, or a
  *   finished run missing from its index (see auditFinishIndexes).
+ * - `wait-record` (durable waits, lua/includes/waits.lua): a `wait` field that does not parse as
+ *   '<sleep|signal|event|child> <deadline> <memo key> <target>', or on a run that is neither
+ *   'delayed' (in the wait) nor 'waiting' (a timed wait that came due and was promoted by a
+ *   version that leaves the wait recorded until the claim ends it, as f42eab8 did — reserve now
+ *   ends it as it promotes; a mixed fleet may still leave such runs: only a wait with a deadline,
+ *   at or before the Redis time of the audit); a `waitLeft` without a child wait.
+ * - `wait-index`: a run in a wait (state 'delayed') is not in exactly its kind's index
+ *   (`wf:<name>:sleeping` / `:waiting-signal` / `:waiting-event` / `:waiting-child`) scored at its
+ *   deadline (2^52 for none), or is in `wf:<name>:delayed` although it has no deadline, or is there
+ *   at another score, or (kind event) is missing from `event:<name>|<key>`. A wait promoted with
+ *   its record left (state 'waiting', see `wait-record`) is still in its kind's index at its
+ *   deadline (the claim takes it out, endWaitByTime) and no longer in `delayed`; it may still be in
+ *   its event set (a sendEvent that found it no longer waiting dropped it or not). A wait index
+ *   member or event set member with no run record, or whose run is not in that wait (another kind,
+ *   target or workflow, or no wait).
+ * - `wait-child`: a run waiting for child workflows: its `waitLeft` ≠ the number of its listed
+ *   children whose outcome (memo `step:<memo key>`, the key from the child's `parent` field
+ *   '<parent id> <memo key>') is not in its record yet; a listed child whose outcome is missing
+ *   that has no record, is finished, is not linked to this parent under that key, or lacks
+ *   `links` (its finish would not resume the parent). Read in a second MULTI (the memo fields are
+ *   known only from the children's records), skipped for a parent whose wait changed in between.
+ * - `mailbox`: a `mailbox:<id>` list of a run that does not exist, is finished (finishRun drops
+ *   it), or lacks `links`; an entry that is not '<signal name> <envelope>'.
  * - `schedule-index`: the derived schedule keys disagree with the schedule hashes (the truth): a
  *   hash missing from `schedules` or its workflow's listing; an unpaused one not in its workflow's
  *   `next-fires` at its `next`, a paused one in it; an index or listing entry without a hash of
@@ -64,7 +88,18 @@ export type AuditRule =
   | 'stats'
   | 'schedule-index'
   | 'finish-index'
+  | 'wait-record'
+  | 'wait-index'
+  | 'wait-child'
+  | 'mailbox'
   | 'key-type';
+
+/** The kinds of durable wait (lua/includes/waits.lua) and the index of each: `wf:<name>:<index>`. */
+export type WaitKind = 'sleep' | 'signal' | 'event' | 'child';
+export const WAIT_INDEX: Record<WaitKind, string> = { sleep: 'sleeping', signal: 'waiting-signal', event: 'waiting-event', child: 'waiting-child' };
+const WAIT_KINDS = Object.keys(WAIT_INDEX) as WaitKind[];
+/** "No deadline" in a wait record and score in a wait index (NEVER in lua/includes/waits.lua, 2^52). */
+export const NO_DEADLINE = 4503599627370496;
 
 export interface Violation {
   rule: AuditRule;
@@ -102,6 +137,8 @@ export interface WorkflowAudit {
   groups: Record<string, GroupAudit>;
   /** Its running totals (wf:<name>:stats). */
   stats: { completed: number; failed: number };
+  /** Its runs in a durable wait (state 'delayed' with a `wait`), by kind. */
+  waits: Record<WaitKind, number>;
 }
 
 export interface AuditReport {
@@ -118,6 +155,10 @@ export interface AuditReport {
   unknownKeys: string[];
   /** The `orphans` list: '<workflow> <id>' entries a claim popped from a lane without a run record. */
   orphans: string[];
+  /** Runs in a durable wait (state 'delayed' with a `wait`), by kind: a part of `states.delayed`. */
+  waits: Record<WaitKind, number>;
+  /** Runs whose timed wait came due (state 'waiting', the `wait` still recorded until their claim): a part of `states.waiting`. */
+  dueWaits: number;
   violations: Violation[];
   ok: boolean;
 }
@@ -130,6 +171,26 @@ interface RunRow {
   token: string | null;
   createdAt: number | null;
   finishedAt: number | null;
+  /** The durable wait record, '<kind> <deadline> <memo key> <target>' (lua/includes/waits.lua). */
+  wait: string | null;
+  waitLeft: string | null;
+  /** A child run's '<parent id> <memo key>'. */
+  parent: string | null;
+  links: string | null;
+}
+
+interface ParsedWait {
+  kind: WaitKind;
+  deadline: number;
+  memoKey: string;
+  target: string;
+}
+
+/** A wait record as lua/includes/waits.lua parseWait reads it, or undefined if it does not parse. */
+export function parseWaitRecord(record: string): ParsedWait | undefined {
+  const match = /^(\S+) (\S+) (\S+) ?(.*)$/.exec(record);
+  if (!match || !(WAIT_KINDS as string[]).includes(match[1]) || !/^\d+$/.test(match[2])) return undefined;
+  return { kind: match[1] as WaitKind, deadline: Number(match[2]), memoKey: match[3], target: match[4] };
 }
 
 type Reader = { kind: 'run'; id: string } | { kind: 'layout'; key: string; read: 'list' | 'zset' | 'scored' | 'set' | 'hash' };
@@ -162,14 +223,20 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
   }
   const multi = redis.multi();
   for (const reader of readers) {
-    if (reader.kind === 'run') multi.hmget(`${base}run:${reader.id}`, 'state', 'workflow', 'group', 'priority', 'token', 'createdAt', 'finishedAt');
+    if (reader.kind === 'run') multi.hmget(`${base}run:${reader.id}`, 'state', 'workflow', 'group', 'priority', 'token', 'createdAt', 'finishedAt', 'wait', 'waitLeft', 'parent', 'links');
     else if (reader.read === 'list') multi.lrange(base + reader.key, 0, -1);
     else if (reader.read === 'zset') multi.zrange(base + reader.key, 0, -1);
     else if (reader.read === 'scored') multi.zrange(base + reader.key, 0, -1, 'WITHSCORES');
     else if (reader.read === 'set') multi.smembers(base + reader.key);
     else multi.hgetall(base + reader.key);
   }
+  // The server's clock, in the same snapshot: a timed wait that came due did so by it.
+  multi.time();
   const replies = (await multi.exec()) ?? [];
+  const [timeError, time] = replies[readers.length] ?? [new Error('no reply to TIME'), null];
+  if (timeError) throw timeError;
+  const [seconds, micros] = time as [string, string];
+  const redisNowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 
   const violations: Violation[] = [];
   const violate = (rule: AuditRule, message: string, id?: string) => violations.push({ rule, message, ...(id !== undefined && { id }) });
@@ -183,14 +250,29 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
       return;
     }
     if (reader.kind === 'run') {
-      const [state, workflow, group, priority, token, createdAt, finishedAt] = value as (string | null)[];
+      const [state, workflow, group, priority, token, createdAt, finishedAt, wait, waitLeft, parent, links] = value as (string | null)[];
       // A key that expired between SCAN and MULTI reads as all-nil: it is gone, not broken.
       if (state === null && workflow === null && token === null) return;
       const num = (v: string | null) => (v === null ? null : Number(v));
-      runs.set(reader.id, { state, workflow, group: group ?? '', priority: Number(priority ?? 0), token, createdAt: num(createdAt), finishedAt: num(finishedAt) });
+      runs.set(reader.id, {
+        state, workflow, group: group ?? '', priority: Number(priority ?? 0), token, createdAt: num(createdAt), finishedAt: num(finishedAt),
+        wait, waitLeft, parent, links,
+      });
     } else layout.set(reader.key, value);
   });
   const list = (key: string) => (layout.get(key) as string[] | undefined) ?? [];
+  /** A zset read WITHSCORES ('scored'), as member → score (built once per key). */
+  const scored = new Map<string, Map<string, number>>();
+  const scores = (key: string) => {
+    let map = scored.get(key);
+    if (!map) {
+      const flat = list(key);
+      map = new Map<string, number>();
+      for (let i = 0; i < flat.length; i += 2) map.set(flat[i], Number(flat[i + 1]));
+      scored.set(key, map);
+    }
+    return map;
+  };
   const hash = (key: string) => (layout.get(key) as Record<string, string> | undefined) ?? {};
 
   // 3. Workflows and groups: from the registry, the key names and the runs.
@@ -215,7 +297,8 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
   leases.forEach((id) => put(id, 'leases'));
   const handoffs = new Map<string, { token: string; workflow: string }[]>();
   for (const wf of workflowNames) {
-    for (const suffix of ['active', 'delayed', 'queue', 'waiting']) list(`wf:${wf}:${suffix}`).forEach((id) => put(id, `wf:${wf}:${suffix}`));
+    for (const suffix of ['active', 'queue', 'waiting']) list(`wf:${wf}:${suffix}`).forEach((id) => put(id, `wf:${wf}:${suffix}`));
+    for (const id of scores(`wf:${wf}:delayed`).keys()) put(id, `wf:${wf}:delayed`);
     for (const group of groupsOf.get(wf)!) {
       for (const suffix of ['queue', 'waiting', 'active']) list(`wf:${wf}:g:${group}:${suffix}`).forEach((id) => put(id, `wf:${wf}:g:${group}:${suffix}`));
     }
@@ -253,7 +336,7 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
     const lane = run.group ? `wf:${wf}:g:${run.group}:` : `wf:${wf}:`;
     const expected: string[] =
       state === 'waiting' ? [lane + (run.priority === 0 ? 'queue' : 'waiting')]
-      : state === 'delayed' ? [`wf:${wf}:delayed`]
+      : state === 'delayed' ? (untimedWait(run) ? [] : [`wf:${wf}:delayed`])
       : state === 'active' ? ['leases', `wf:${wf}:active`, ...(run.group ? [`${lane}active`] : [])]
       : [];
     const actual = [...(places.get(id) ?? [])].sort();
@@ -287,6 +370,9 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
   for (const id of handoffs.keys()) if (!runs.has(id)) violate('handoff', `a wake list hands off ${id}, which has no run record`, id);
   const orphans = list('orphans');
   if (orphans.length) violate('orphan-popped', `the orphans list holds ${orphans.length} id(s) popped from a lane without a run record: [${clip(orphans)}]`);
+
+  // 5b. Durable waits: each wait in its indexes, each index member in its wait, children counted.
+  const waitReport = await auditWaits(redis, base, runs, workflowNames, layout, list, scores, redisNowMs, violate);
 
   // 6. Active counts at every level, and 7. caps.
   const limits = hash('limits');
@@ -340,13 +426,14 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
     workflows[wf] = {
       runs: perWorkflowStates.get(wf) ?? (Object.fromEntries(RUN_STATES.map((s) => [s, 0])) as Record<RunState, number>),
       active: members.length,
-      delayed: list(`wf:${wf}:delayed`).length,
+      delayed: scores(`wf:${wf}:delayed`).size,
       due: ungroupedDue + Object.values(groups).reduce((n, g) => n + g.due, 0),
       handoffs: handoffCount,
       limit,
       groupLimit: capOf(`wf:${wf}:group`),
       groups,
       stats: { completed: Number(stats.completed ?? 0), failed: Number(stats.failed ?? 0) },
+      waits: waitReport.byWorkflow.get(wf) ?? noWaits(),
     };
   }
   const activeRuns = [...runs.values()].filter((r) => r.state === 'active').length;
@@ -386,6 +473,8 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
     workflows,
     unknownKeys,
     orphans,
+    waits: waitReport.total,
+    dueWaits: waitReport.due,
     violations,
     ok: violations.length === 0,
   };
@@ -447,6 +536,188 @@ function auditFinishIndexes(
   }
 }
 
+const noWaits = (): Record<WaitKind, number> => ({ sleep: 0, signal: 0, event: 0, child: 0 });
+
+/** A run in a durable wait without a deadline: not in its workflow's delayed set (suspend.lua). */
+function untimedWait(run: RunRow): boolean {
+  const parsed = run.wait === null ? undefined : parseWaitRecord(run.wait);
+  return parsed !== undefined && parsed.deadline >= NO_DEADLINE;
+}
+
+/**
+ * Rules `wait-record`, `wait-index`, `wait-child` and `mailbox` (see the top of the file): the
+ * durable waits of lua/includes/waits.lua against their indexes. Returns the waits counted.
+ */
+async function auditWaits(
+  redis: Redis,
+  base: string,
+  runs: Map<string, RunRow>,
+  workflowNames: Set<string>,
+  layout: Map<string, unknown>,
+  list: (key: string) => string[],
+  scores: (key: string) => Map<string, number>,
+  redisNowMs: number,
+  violate: (rule: AuditRule, message: string, id?: string) => void,
+): Promise<{ total: Record<WaitKind, number>; due: number; byWorkflow: Map<string, Record<WaitKind, number>> }> {
+  const total = noWaits();
+  const byWorkflow = new Map<string, Record<WaitKind, number>>();
+  let due = 0;
+  const finished = (state: string | null) => state === 'completed' || state === 'failed' || state === 'cancelled';
+  const indexOf = (wf: string, kind: WaitKind) => scores(`wf:${wf}:${WAIT_INDEX[kind]}`);
+  const eventSets = new Map<string, Set<string>>(); // target '<name>|<key>' → members
+  const eventSetsOf = new Map<string, string[]>(); // run id → the targets of the event sets holding it
+  for (const key of layout.keys()) {
+    if (!key.startsWith('event:')) continue;
+    const target = key.slice('event:'.length);
+    eventSets.set(target, new Set(list(key)));
+    for (const id of list(key)) eventSetsOf.set(id, [...(eventSetsOf.get(id) ?? []), target]);
+  }
+  const parsedOf = new Map<string, ParsedWait>();
+  const childWaits: { id: string; wait: ParsedWait; record: string }[] = [];
+
+  // Every run with a wait record: legal in its state, in exactly the indexes it says.
+  for (const [id, run] of runs) {
+    if (!run.workflow) continue;
+    const wf = run.workflow;
+    if (run.waitLeft !== null && (run.wait === null || !run.wait.startsWith('child '))) {
+      violate('wait-record', `run ${id} (${run.state}) has waitLeft ${run.waitLeft} but ${run.wait === null ? 'no wait' : `the wait ${JSON.stringify(run.wait)}`}`, id);
+    }
+    if (run.wait === null) continue;
+    const wait = parseWaitRecord(run.wait);
+    if (!wait) {
+      violate('wait-record', `run ${id} (${run.state}) has a malformed wait ${JSON.stringify(run.wait)}`, id);
+      continue;
+    }
+    parsedOf.set(id, wait);
+    const label = `run ${id} (${run.state}, ${wait.kind} wait of ${wf}, deadline ${wait.deadline >= NO_DEADLINE ? 'none' : wait.deadline})`;
+    const delayedScore = scores(`wf:${wf}:delayed`).get(id);
+    for (const kind of WAIT_KINDS) {
+      const score = indexOf(wf, kind).get(id);
+      if (kind !== wait.kind && score !== undefined) violate('wait-index', `${label} is also in wf:${wf}:${WAIT_INDEX[kind]}`, id);
+    }
+    const score = indexOf(wf, wait.kind).get(id);
+    const inEventSets = eventSetsOf.get(id) ?? [];
+    if (run.state === 'delayed') {
+      total[wait.kind]++;
+      if (!byWorkflow.has(wf)) byWorkflow.set(wf, noWaits());
+      byWorkflow.get(wf)![wait.kind]++;
+      if (score !== wait.deadline) violate('wait-index', `${label} is ${score === undefined ? 'missing from' : `scored ${score} in`} wf:${wf}:${WAIT_INDEX[wait.kind]}`, id);
+      // run-place checks the membership of `delayed`, this its score.
+      if (wait.deadline < NO_DEADLINE && delayedScore !== undefined && delayedScore !== wait.deadline) {
+        violate('wait-index', `${label} is scored ${delayedScore} in wf:${wf}:delayed`, id);
+      }
+      if (wait.kind === 'event' && !inEventSets.includes(wait.target)) violate('wait-index', `${label} is missing from event:${wait.target}`, id);
+      if (wait.kind === 'child') {
+        childWaits.push({ id, wait, record: run.wait });
+        if (wait.deadline < NO_DEADLINE) violate('wait-record', `${label}: a child wait has no deadline`, id);
+      }
+      if (wait.kind !== 'child' && wait.target === '' && wait.kind !== 'sleep') violate('wait-record', `${label} has no target`, id);
+    } else if (run.state === 'waiting') {
+      // Came due by its deadline, promoted out of `delayed` with its wait left recorded (f42eab8's
+      // reserve did; today's ends the wait as it promotes): its claim ends the wait.
+      due++;
+      if (wait.deadline >= NO_DEADLINE || wait.deadline > redisNowMs) {
+        violate('wait-record', `${label} is due although its deadline ${wait.deadline >= NO_DEADLINE ? 'is none' : `is ${wait.deadline - redisNowMs} ms ahead`}`, id);
+      }
+      if (score !== wait.deadline) violate('wait-index', `${label}: a wait that came due stays in wf:${wf}:${WAIT_INDEX[wait.kind]} at its deadline until its claim, found ${score === undefined ? 'none' : `score ${score}`}`, id);
+    } else {
+      violate('wait-record', `${label}: a wait recorded on a run that is ${run.state}`, id);
+    }
+    const strayEvents = inEventSets.filter((target) => wait.kind !== 'event' || target !== wait.target);
+    if (strayEvents.length) violate('wait-index', `${label} is in event set(s) [${clip(strayEvents.map((t) => `event:${t}`))}]`, id);
+  }
+
+  // Every index member: a run in that wait.
+  for (const wf of workflowNames) {
+    for (const kind of WAIT_KINDS) {
+      for (const [id, score] of indexOf(wf, kind)) {
+        const run = runs.get(id);
+        const wait = parsedOf.get(id);
+        if (!run) violate('wait-index', `wf:${wf}:${WAIT_INDEX[kind]} holds ${id}, which has no run record`, id);
+        else if (run.workflow !== wf || !wait || wait.kind !== kind) {
+          violate('wait-index', `wf:${wf}:${WAIT_INDEX[kind]} holds ${id} (score ${score}), a ${run.state} run of ${run.workflow} ${wait ? `in a ${wait.kind} wait` : 'in no wait'}`, id);
+        }
+      }
+    }
+  }
+  for (const [target, members] of eventSets) {
+    for (const id of members) {
+      const run = runs.get(id);
+      const wait = parsedOf.get(id);
+      if (!run) violate('wait-index', `event:${target} holds ${id}, which has no run record`, id);
+      else if (!wait || wait.kind !== 'event' || wait.target !== target) {
+        violate('wait-index', `event:${target} holds ${id}, a ${run.state} run ${wait ? `in a ${wait.kind} wait for ${JSON.stringify(wait.target)}` : 'in no wait'}`, id);
+      }
+    }
+  }
+
+  // Mailboxes: only of unfinished, linked runs.
+  for (const key of layout.keys()) {
+    if (!key.startsWith('mailbox:')) continue;
+    const id = key.slice('mailbox:'.length);
+    const run = runs.get(id);
+    if (!run) violate('mailbox', `${key} belongs to no run record`, id);
+    else if (finished(run.state)) violate('mailbox', `${key} outlived its run (${run.state})`, id);
+    else if (run.links !== '1') violate('mailbox', `${key}: its run has no links field (its finish would not drop it)`, id);
+    for (const entry of list(key)) if (!/^\S+ \S/.test(entry)) violate('mailbox', `${key} holds a malformed entry ${JSON.stringify(entry.slice(0, 120))}`, id);
+  }
+
+  // Child waits: waitLeft = the listed children whose outcome is not in the memo yet. The memo
+  // fields are known only now: read with the wait again, in a second MULTI.
+  if (childWaits.length > 0) {
+    const plans = childWaits.map(({ id, wait, record }) => {
+      const children = wait.target.split(' ').filter(Boolean).map((child) => {
+        const row = runs.get(child);
+        const ref = row?.parent ?? null;
+        // The memo key: from the child's link to this parent, else from a default child id '<parent id>/<memo key>'.
+        const key = ref !== null && ref.startsWith(`${id} `) ? ref.slice(id.length + 1) : child.startsWith(`${id}/`) ? child.slice(id.length + 1) : undefined;
+        return { child, row, key };
+      });
+      return { id, wait, record, children };
+    });
+    const multi = redis.multi();
+    for (const plan of plans) {
+      const fields = plan.children.flatMap(({ key }) => (key === undefined ? [] : [`step:${key}`]));
+      multi.hmget(`${base}run:${plan.id}`, 'wait', 'waitLeft', ...fields);
+    }
+    const replies = (await multi.exec()) ?? [];
+    plans.forEach((plan, i) => {
+      const [error, value] = replies[i];
+      if (error) return violate('key-type', `run:${plan.id}: ${error.message}`, plan.id);
+      const [wait, waitLeft, ...memo] = value as (string | null)[];
+      if (wait !== plan.record) return; // the wait moved on between the two reads: not at rest
+      let m = 0;
+      let outstanding = 0;
+      let unknown = 0;
+      for (const { child, row, key } of plan.children) {
+        const outcome = key === undefined ? undefined : memo[m++];
+        const where = `run ${plan.id}'s child ${child}`;
+        if (key === undefined) {
+          // Neither linked to this parent nor named after it (an id given to invoke). Fine if it had
+          // finished before the wait began (suspend.lua recorded its outcome then, without a link);
+          // with no record left, whether its outcome is in cannot be told.
+          if (!row) unknown++;
+          else if (!finished(row.state) || row.parent !== null) {
+            violate('wait-child', `${where} is ${row.state}, linked to ${JSON.stringify(row.parent)}, not to this parent`, plan.id);
+          }
+          continue;
+        }
+        if (outcome !== null) continue; // its outcome is in: done, whatever became of its record
+        outstanding++;
+        if (!row) violate('wait-child', `${where} has no run record and its outcome (step:${key}) is not in the memo: the parent waits forever`, plan.id);
+        else if (finished(row.state)) violate('wait-child', `${where} is ${row.state} but its outcome (step:${key}) is not in the memo`, plan.id);
+        else if (row.parent !== `${plan.id} ${key}`) violate('wait-child', `${where} is linked to ${JSON.stringify(row.parent)}, expected "${plan.id} ${key}"`, plan.id);
+        else if (row.links !== '1') violate('wait-child', `${where} has no links field: its finish would not resume the parent`, plan.id);
+      }
+      const left = waitLeft === null ? NaN : Number(waitLeft);
+      if (!(left >= outstanding && left <= outstanding + unknown) || left < 1) {
+        violate('wait-child', `run ${plan.id} waits for ${plan.children.length} child(ren) with waitLeft ${waitLeft}; ${outstanding} have no outcome in the memo${unknown ? `, ${unknown} unknown (no record)` : ''}`, plan.id);
+      }
+    });
+  }
+  return { total, due, byWorkflow };
+}
+
 /** Rule `schedule-index`: the derived schedule keys against the schedule hashes. */
 function auditSchedules(
   layout: Map<string, unknown>,
@@ -486,6 +757,8 @@ function auditSchedules(
 function layoutType(rest: string): 'list' | 'zset' | 'scored' | 'set' | 'hash' | 'string' | undefined {
   if (rest === 'seq' || rest === 'turn' || rest === 'stall-gate' || rest === 'schema' || rest === 'migrate-lock' || rest.startsWith('call:')) return 'string';
   if (rest.startsWith('schedule:')) return 'hash';
+  if (rest.startsWith('event:')) return 'set';
+  if (rest.startsWith('mailbox:')) return 'list';
   if (rest === 'schedules') return 'zset';
   if (rest === 'leases') return 'zset';
   if (rest === 'orphans') return 'list';
@@ -500,10 +773,15 @@ function layoutType(rest: string): 'list' | 'zset' | 'scored' | 'set' | 'hash' |
     case 'wake':
       return 'list';
     case 'waiting':
-    case 'delayed':
     case 'ready':
     case 'parked':
       return 'zset';
+    case 'delayed':
+    case 'sleeping':
+    case 'waiting-signal':
+    case 'waiting-event':
+    case 'waiting-child':
+      return 'scored';
     case 'schedules':
       return 'zset';
     case 'next-fires':
