@@ -1,5 +1,8 @@
-/** The scenarios of `npm run bench` (see README "Performance"). */
-export const SCENARIOS = ['drain-c1', 'drain-c50', 'drain-c50-3steps', 'drain-c50-10groups', 'roundtrip', 'enqueue-seq', 'enqueue-c50'] as const;
+/**
+ * The scenarios of `npm run bench` (see README "Performance"). sleep-between-steps is last: its
+ * runs are the only ones that suspend, and it leaves nothing behind that could slow the others.
+ */
+export const SCENARIOS = ['drain-c1', 'drain-c50', 'drain-c50-3steps', 'drain-c50-10groups', 'roundtrip', 'enqueue-seq', 'enqueue-c50', 'sleep-between-steps'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 /** Jobs per run when `--jobs` is not given: sized so a full run stays well under 10 minutes on 2 cores. */
@@ -11,6 +14,7 @@ export const DEFAULT_JOBS: Record<ScenarioName, number> = {
   roundtrip: 3_000,
   'enqueue-seq': 8_000,
   'enqueue-c50': 40_000,
+  'sleep-between-steps': 20_000,
 };
 
 export interface Latency {
@@ -19,11 +23,16 @@ export interface Latency {
   p99Ms: number;
 }
 
+/** Figures a scenario measures beyond ops/s (named, numeric), kept in the JSON and printed by its own section of the report. */
+export type Details = Record<string, number>;
+
 /** One prepared run: `timed` is the measured part; `completed` counts finished jobs in Redis afterwards. */
 export interface PreparedRun {
-  timed(): Promise<{ latency?: Latency }>;
+  timed(): Promise<{ latency?: Latency; details?: Details }>;
   /** How many jobs Redis holds as done (completed / enqueued) after the timed part. */
   committed(): Promise<number>;
+  /** Untimed measurements after the timed part and its correctness check (e.g. memory), merged into `details`. */
+  probe?(): Promise<Details>;
   cleanup(): Promise<void>;
   /** Says how this system implements the scenario where it differs from the others. */
   note?: string;
@@ -31,6 +40,11 @@ export interface PreparedRun {
 
 export interface BenchSystem {
   readonly name: string;
+  /**
+   * Why this system has no equivalent of `scenario` (printed in its cell of the report), or
+   * undefined if it has one. Such a scenario is not emulated: `prepare` is never called for it.
+   */
+  noEquivalent?(scenario: ScenarioName): string | undefined;
   prepare(scenario: ScenarioName, jobs: number, redisUrl: string): Promise<PreparedRun>;
 }
 

@@ -6,6 +6,15 @@ import { BenchSystem, deferred, inParallel, latencyOf, PreparedRun, ScenarioName
 export class BullmqSystem implements BenchSystem {
   readonly name = 'bullmq';
 
+  /**
+   * BullMQ has no durable sleep inside a job: a job holds its worker slot until its processor
+   * returns. Re-adding a delayed job or a hand-written step machine (moveToDelayed + a step
+   * field in job data) would be an emulation of ours, not BullMQ as its docs set it up.
+   */
+  noEquivalent(scenario: ScenarioName): string | undefined {
+    return scenario === 'sleep-between-steps' ? 'bullmq: no equivalent (no durable sleep inside a job; not emulated)' : undefined;
+  }
+
   async prepare(scenario: ScenarioName, jobs: number, url: string): Promise<PreparedRun> {
     const { hostname, port } = new URL(url);
     const connection = { host: hostname, port: Number(port), maxRetriesPerRequest: null };

@@ -11,6 +11,10 @@ const COMPLETE = `redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) return redis.cal
 export class FloorSystem implements BenchSystem {
   readonly name = 'floor';
 
+  noEquivalent(scenario: ScenarioName): string | undefined {
+    return scenario === 'sleep-between-steps' ? 'floor: no equivalent (a sleep has no raw-Redis floor)' : undefined;
+  }
+
   async prepare(scenario: ScenarioName, jobs: number, url: string): Promise<PreparedRun> {
     const redis = new Redis(url);
     redis.defineCommand('floorComplete', { numberOfKeys: 2, lua: COMPLETE });

@@ -4,19 +4,20 @@
  * then (about 30 s more) Sluice on a local 3-master Redis Cluster, see cluster.scenario.ts.
  * Only the cluster part: `npm run bench -- --scenario cluster [--jobs 40000 --repeats 3]`;
  * everything but it: `npm run bench -- --no-cluster`. Ctrl-C stops every server and worker started.
+ * Durable sleeps (Sluice only, BullMQ has no equivalent): `npm run bench -- --scenario sleep-between-steps`.
  */
 import Redis from 'ioredis';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { startRedisServer } from '../test/support/redis-server';
-import { BenchSystem, DEFAULT_JOBS, Latency, SCENARIOS, ScenarioName, withTimeout } from './bench.types';
+import { BenchSystem, DEFAULT_JOBS, Details, Latency, SCENARIOS, ScenarioName, withTimeout } from './bench.types';
 import { BullmqSystem } from './bullmq.system';
 import { printClusterTable } from './cluster.report';
 import { CLUSTER_JOBS, CLUSTER_SCENARIO, ClusterReport, runClusterScenario } from './cluster.scenario';
 import { FloorSystem } from './floor.system';
 import { costBetween, RedisCost, snapshot } from './redis.stats';
-import { printTable } from './report';
+import { printDetails, printTable } from './report';
 import { SluiceSystem } from './sluice.system';
 import { isStopping, onTeardown } from './teardown';
 
@@ -28,7 +29,11 @@ export interface RunResult {
   opsPerSec?: number;
   latency?: Latency;
   cost?: RedisCost;
+  /** Scenario-specific figures (see bench.types `Details`). */
+  details?: Details;
   note?: string;
+  /** The system has no equivalent of the scenario: not run, not emulated; says why. */
+  noEquivalent?: string;
   error?: string;
 }
 
@@ -57,12 +62,14 @@ async function measure(system: BenchSystem, scenario: ScenarioName, jobs: number
     prepared = await system.prepare(scenario, jobs, url);
     const before = await snapshot(admin);
     const started = performance.now();
-    const { latency } = await withTimeout(prepared.timed(), `${system.name} ${scenario}`);
+    const { latency, details } = await withTimeout(prepared.timed(), `${system.name} ${scenario}`);
     const elapsedMs = performance.now() - started;
     const cost = costBetween(before, await snapshot(admin));
     const committed = await prepared.committed();
     if (committed !== jobs) return { ...base, note: prepared.note, error: `correctness check failed: ${committed} of ${jobs} jobs committed` };
-    return { ...base, note: prepared.note, opsPerSec: (jobs * 1000) / elapsedMs, latency, cost };
+    const probed = prepared.probe ? await prepared.probe() : undefined;
+    const all = details || probed ? { ...details, ...probed } : undefined;
+    return { ...base, note: prepared.note, opsPerSec: (jobs * 1000) / elapsedMs, latency, cost, ...(all && { details: all }) };
   } catch (error) {
     return { ...base, error: (error as Error).message };
   } finally {
@@ -87,9 +94,12 @@ async function main(): Promise<void> {
       for (let repeat = 1; repeat <= args.repeats; repeat++) {
         for (const system of systems) {
           if (isStopping()) break;
-          const result = await measure(system, scenario, jobs, repeat, redis.url, admin);
+          const noEquivalent = system.noEquivalent?.(scenario);
+          // Not emulated: reported as such, once per scenario.
+          if (noEquivalent && repeat > 1) continue;
+          const result = noEquivalent ? { scenario, system: system.name, repeat, jobs, noEquivalent } : await measure(system, scenario, jobs, repeat, redis.url, admin);
           results.push(result);
-          const shown = result.error ?? `${Math.round(result.opsPerSec!)} ops/s${result.latency ? `, mean ${result.latency.meanMs.toFixed(3)} ms` : ''}`;
+          const shown = result.noEquivalent ?? result.error ?? `${Math.round(result.opsPerSec!)} ops/s${result.latency ? `, mean ${result.latency.meanMs.toFixed(3)} ms` : ''}`;
           console.log(`  ${scenario.padEnd(19)} #${repeat} ${system.name.padEnd(7)} ${shown}`);
         }
       }
@@ -100,7 +110,10 @@ async function main(): Promise<void> {
     await stopRedis();
   }
   if (isStopping()) return; // the signal handler exits once its cleanups are done
-  if (results.length) printTable(results);
+  if (results.length) {
+    printTable(results);
+    printDetails(results);
+  }
   if (cluster) printClusterTable(cluster);
   mkdirSync(join(args.out, '..'), { recursive: true });
   writeFileSync(args.out, JSON.stringify({ machine, date: new Date().toISOString(), results, cluster }, null, 2));

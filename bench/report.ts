@@ -42,10 +42,17 @@ export function printTable(results: RunResult[]): void {
     const of = (system: string) => summarise(results.filter((r) => r.scenario === scenario && r.system === system));
     const [s, b, f] = [of('sluice'), of('bullmq'), of('floor')];
     [s, b, f].forEach((x) => x?.note && notes.add(`${scenario}: ${x.note}`));
-    const cell = (x?: Summary) => (x ? `${fmt(x.best)} (${fmt(x.median)})${x.latencyMs !== undefined ? ` ${fmt(x.latencyMs, 3)} ms` : ''}` : 'error');
+    // A system without an equivalent of the scenario was not run (not emulated): said so, not 'error'.
+    const missing = (system: string) => results.find((r) => r.scenario === scenario && r.system === system && r.noEquivalent);
+    for (const system of ['sluice', 'bullmq', 'floor']) {
+      const none = missing(system);
+      if (none) notes.add(`${scenario}: ${none.noEquivalent}`);
+    }
+    const cell = (x?: Summary, system?: string) =>
+      x ? `${fmt(x.best)} (${fmt(x.median)})${x.latencyMs !== undefined ? ` ${fmt(x.latencyMs, 3)} ms` : ''}` : system && missing(system) ? 'no equivalent' : 'error';
     const ratio = (a?: Summary, c?: Summary) => (a && c ? `${(a.best / c.best).toFixed(2)}x` : '-');
     rows.push([
-      scenario, cell(s), cell(b), cell(f), ratio(s, b), ratio(s, f),
+      scenario, cell(s, 'sluice'), cell(b, 'bullmq'), cell(f, 'floor'), ratio(s, b), ratio(s, f),
       `${fmt(s?.cpuPerJob, 1)} | ${fmt(b?.cpuPerJob, 1)}`, `${fmt(s?.cmdsPerJob, 1)} | ${fmt(b?.cmdsPerJob, 1)}`,
     ]);
   }
@@ -63,4 +70,39 @@ export function printRows(rows: string[][]): void {
     console.log(`| ${row.map((c, k) => c.padEnd(widths[k])).join(' | ')} |`);
     if (i === 0) console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
   });
+}
+
+/**
+ * The scenarios' own figures (RunResult.details), one row per repeat. So far only
+ * sleep-between-steps has some: its phases, its throughput without the time the worker sat idle
+ * waiting for the sleep, and Redis memory per sleeping run (see sleep.scenario.ts).
+ */
+export function printDetails(results: RunResult[]): void {
+  const sleep = results.filter((r) => r.scenario === 'sleep-between-steps' && r.details);
+  if (!sleep.length) return;
+  const d = (r: RunResult, key: string, digits = 0) => fmt(r.details![key], digits);
+  const rows = [
+    [
+      'sleep-between-steps', 'runs', 'runs/s end to end', 'runs/s excl. idle', 'enqueue ms', 'all asleep at ms', 'first wake ms', 'idle ms',
+      'last wake → done ms', 'total ms', 'redis B / sleeping run', 'MEMORY USAGE run hash B',
+    ],
+  ];
+  for (const r of sleep) {
+    rows.push([
+      `${r.system} #${r.repeat}`, fmt(r.jobs), d(r, 'runsPerSec'), d(r, 'runsPerSecExclIdle'), d(r, 'enqueueMs'), d(r, 'allAsleepMs'), d(r, 'firstWakeMs'), d(r, 'idleMs'),
+      d(r, 'lastWakeToDoneMs'), d(r, 'totalMs'), d(r, 'redisBytesPerSleepingRun'), d(r, 'sleepingRunHashBytes'),
+    ]);
+  }
+  printRows(rows);
+  const none = results.filter((r) => r.scenario === 'sleep-between-steps' && r.noEquivalent).map((r) => `${r.system}: no equivalent`);
+  console.log(
+    [
+      `Each run: a step, ctx.sleep 1 s, a step. End to end = runs / (first enqueue → last completion event), the sleep included`,
+      `(the table above times the same span around the harness's call, a few ms more).`,
+      `Excl. idle subtracts only the time the worker had nothing to do (all runs asleep, none woken yet), not a flat 1 s:`,
+      `once putting every run to sleep takes over 1 s, the first wakes overlap that work. Memory: an untimed probe with all`,
+      `runs asleep at once (10-minute sleep): Redis used_memory delta / runs, and MEMORY USAGE of one sleeping run's hash.`,
+      ...(none.length ? [`${none.join('; ')} (not emulated).`] : []),
+    ].join('\n'),
+  );
 }

@@ -4,8 +4,9 @@ import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { QueueClient, QueueModule, QueueModuleOptions, RunEvents, Step, Workflow } from '../lib';
 import { BenchSystem, deferred, inParallel, latencyOf, PreparedRun, ScenarioName } from './bench.types';
+import { prepareSleepBetweenSteps } from './sleep.scenario';
 
-const NAMESPACE = 'bench';
+export const NAMESPACE = 'bench';
 const TARGET = Symbol('TARGET');
 
 @Workflow('bench.echo')
@@ -62,10 +63,11 @@ export function benchModule(
   workflows: Type[],
   worker: { enabled: boolean; concurrency?: number },
   target = 0,
+  extraProviders: Provider[] = [],
 ): DynamicModule {
   @Module({})
   class BenchModule {}
-  const providers: Provider[] = [...workflows, { provide: TARGET, useValue: target }, CompletionCounter];
+  const providers: Provider[] = [...workflows, { provide: TARGET, useValue: target }, CompletionCounter, ...extraProviders];
   return { module: BenchModule, imports: [QueueModule.forRoot({ connection, namespace, worker })], providers };
 }
 
@@ -77,6 +79,7 @@ export class SluiceSystem implements BenchSystem {
   readonly name = 'sluice';
 
   async prepare(scenario: ScenarioName, jobs: number, url: string): Promise<PreparedRun> {
+    if (scenario === 'sleep-between-steps') return prepareSleepBetweenSteps(jobs, url);
     if (scenario.startsWith('drain')) return this.drain(scenario, jobs, url);
     const worker = scenario === 'roundtrip';
     const ctx = await start(app(url, [EchoWorkflow], { enabled: worker }));
@@ -129,7 +132,7 @@ export class SluiceSystem implements BenchSystem {
 }
 
 /** Runs in the bench namespace (in `state` if given), by a scan: untimed, after the fact. */
-async function countRuns(url: string, state?: string): Promise<number> {
+export async function countRuns(url: string, state?: string): Promise<number> {
   const redis = new Redis(url);
   const count = await countRunsOn(redis, NAMESPACE, state);
   await redis.quit();

@@ -35,8 +35,14 @@ export interface WaitPort {
   childRequest(workflow: unknown, input: unknown, opts: InvokeOptions | undefined): EnqueueRequest;
 }
 
-/** Never settles: what a wait returns once its run has suspended (the attempt is over). */
-const SUSPENDED = new Promise<never>(() => undefined);
+/**
+ * What a wait returns once its run has suspended (the attempt is over): a promise that never
+ * settles. A fresh one each time: the code awaiting it is then unreachable and collected with the
+ * attempt, where one shared promise would hold every suspended attempt's code for ever.
+ */
+function suspended(): Promise<never> {
+  return new Promise<never>(() => undefined);
+}
 
 /**
  * The durable waits of one run attempt: `ctx.sleep`, `sleepUntil`, `waitForSignal`,
@@ -129,7 +135,7 @@ export class RunWaits {
       // through promise reactions only, all run before the next macrotask. Suspending first would
       // hide that failure until the run resumed and ran the step again.
       await new Promise((resolve) => setImmediate(resolve));
-      if (this.guard.ended) return SUSPENDED;
+      if (this.guard.ended) return suspended();
     }
     if (this.guard.abort.aborted) throw this.guard.abort.reason;
     let reply: SuspendReply;
@@ -142,7 +148,7 @@ export class RunWaits {
     }
     if (reply === 'suspended') {
       this.onSuspended();
-      return SUSPENDED;
+      return suspended();
     }
     for (const { placed } of request.entries) this.recorder.remember(placed.field, placed.value);
     for (const [key, raw] of reply.resumed) this.recorder.remember(key, raw);
