@@ -23,8 +23,8 @@
   ARGV[6] W, the number of workflow names that follow
   ARGV[7 .. 6+W] workflow names the caller runs (rotated by the caller)
   ARGV[7+W] S, the number of step results that follow
-  ARGV[8+W .. 7+W+6S] per step, six values, as in save-steps
-  ARGV[8+W+6S ..] per run, three values: run id, lease token, encoded result ('' = undefined)
+  ARGV[8+W .. 7+W+4S] per step, four values: run id, lease token, step key, encoded result
+  ARGV[8+W+4S ..] per run, three values: run id, lease token, encoded result ('' = undefined)
   Reply: { { { per run: 1 completed | 0 lease lost }, { per step: 1 saved | 0 lease lost } },
            claims… } with claims as in claim.lua (with the extras if asked for); a lost lease
            writes nothing
@@ -44,7 +44,7 @@ for i = 7, 6 + workflowCount do workflows[#workflows + 1] = ARGV[i] end
 primeLimits(KEYS[2], claimFields(workflows, true))
 
 local stepsAt = 8 + workflowCount
-local stepsEnd = stepsAt + 6 * tonumber(ARGV[7 + workflowCount]) - 1
+local stepsEnd = stepsAt + 4 * tonumber(ARGV[7 + workflowCount]) - 1
 local saved = saveSteps(base, stepsAt, stepsEnd)
 
 local statuses, freed, tally = {}, {}, {}

@@ -1,7 +1,7 @@
 #!lua
 --[[
   suspend: a run starts a durable wait (see lua/includes/waits.lua), if the caller still holds its
-  lease. The wait's position entries are written to the memo first (the determinism guard). If the
+  lease. The attempt's position entries are written to the memo first (the determinism guard). If the
   wait can end at once — a sleep whose time has passed, a signal already in the run's mailbox,
   children that have all finished, a timeout of 0 — its outcome goes to the memo and the run
   carries on under its lease. Otherwise the run gives up its lease and every slot, as a release
@@ -27,10 +27,13 @@
   ARGV[6] deadline as ms since the epoch, or '' (wins over ARGV[5])
   ARGV[7] target: signal name | '<event name>|<key>' | '' (sleep, child)
   ARGV[8] room: bytes the wait's outcomes may add to the memo (see fitOutcome in waits.lua)
-  ARGV[9] E, the number of entries that follow: one per memo key (several for invokeAll)
-  ARGV[10 ..] per entry, three values: memo key '<name>#<n>', position field '@<p>', position
-             value '<kind>:<name>#<n>'; for 'child', six more: child id, workflow, encoded input,
-             max attempts, group or '', priority
+  ARGV[9] P, the number of position entries that follow: the attempt's calls up to this wait
+          that the memo does not hold yet, as pairs: field '@<p>', value '<kind>:<name>#<n>' (see
+          lib/worker/determinism.guard.ts; only waits write them)
+  ARGV[10 .. 9+2P] the pairs
+  ARGV[10+2P] E, the number of entries that follow: one per memo key (several for invokeAll)
+  ARGV[11+2P ..] per entry: memo key '<name>#<n>'; for 'child', six more values: child id,
+             workflow, encoded input, max attempts, group or '', priority
   Reply: { 'suspended' } | { 'resumed', { memo key, envelope, … } } (the wait ended at once; the
          lease holds) | { 'lost' } (nothing written) | { 'conflict', child id }. A retry of a call
          that landed (its reply was lost) answers what that call did.
@@ -44,12 +47,13 @@ local MAX_DEPTH = 100
 local base, id, token, kind = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local runKey = KEYS[1]
 local room = tonumber(ARGV[8])
-local entryCount = tonumber(ARGV[9])
-local width = kind == 'child' and 9 or 3
+local positionCount = tonumber(ARGV[9])
+local entriesAt = 11 + 2 * positionCount
+local width = kind == 'child' and 7 or 1
 local entries = {}
-for i = 0, entryCount - 1 do
-  local at = 10 + i * width
-  entries[#entries + 1] = { memo = ARGV[at], posField = ARGV[at + 1], posValue = ARGV[at + 2], at = at }
+for i = 0, tonumber(ARGV[entriesAt - 1]) - 1 do
+  local at = entriesAt + i * width
+  entries[#entries + 1] = { memo = ARGV[at], at = at }
 end
 
 local workflow, group = leasedRun(runKey, token)
@@ -94,7 +98,7 @@ if kind == 'child' then
     up = redis.call('HGET', base .. 'run:' .. ancestor, 'parent')
   end
   for _, entry in ipairs(missing) do
-    local childId = ARGV[entry.at + 3]
+    local childId = ARGV[entry.at + 1]
     local ref = id .. ' ' .. entry.memo
     local c = redis.call('HMGET', base .. 'run:' .. childId, 'state', 'parent', 'result', 'error', 'workflow')
     if ancestors[childId] or (c[1] and c[2] and c[2] ~= ref) then return { 'conflict', childId } end
@@ -102,7 +106,7 @@ if kind == 'child' then
   end
 end
 
-for _, entry in ipairs(entries) do redis.call('HSET', runKey, 'step:' .. entry.posField, entry.posValue) end
+for i = 10, 9 + 2 * positionCount, 2 do redis.call('HSET', runKey, 'step:' .. ARGV[i], ARGV[i + 1]) end
 if #missing == 0 then return { 'resumed', outcomes } end
 
 local pending = 0
@@ -137,8 +141,8 @@ else
         redis.call('HSET', childKey, 'parent', child.ref, 'links', 1)
       else
         local at = child.entry.at
-        local childWorkflow, childGroup, priority = ARGV[at + 4], ARGV[at + 7], ARGV[at + 8]
-        storeRun(childKey, childWorkflow, ARGV[at + 5], 'waiting', priority, ARGV[at + 6], childGroup, now, now, 'parent', child.ref)
+        local childWorkflow, childGroup, priority = ARGV[at + 2], ARGV[at + 5], ARGV[at + 6]
+        storeRun(childKey, childWorkflow, ARGV[at + 3], 'waiting', priority, ARGV[at + 4], childGroup, now, now, 'parent', child.ref)
         redis.call('HSET', childKey, 'links', 1)
         makeDue(base, KEYS[3], KEYS[4], childWorkflow, childGroup, child.id, priority, false)
       end

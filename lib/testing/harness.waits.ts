@@ -1,6 +1,7 @@
 import { SluiceError } from '../errors';
 import type { EnqueueRequest } from '../client/enqueue.options';
 import type { SuspendReply, SuspendRequest, WaitPort } from '../worker/run.waits';
+import type { Placed } from '../worker/step.recorder';
 import type { FakeClock } from './fake.clock';
 
 /**
@@ -16,15 +17,15 @@ export class HarnessWaitPort implements WaitPort {
     private readonly memo: Map<string, string>,
   ) {}
 
-  async suspend(request: SuspendRequest): Promise<SuspendReply> {
+  async suspend(request: SuspendRequest, _room: number, positions: Placed[]): Promise<SuspendReply> {
     if (request.kind !== 'sleep') throw new SluiceError(`WorkflowHarness cannot run ctx.${request.kind === 'child' ? 'invoke' : request.kind === 'signal' ? 'waitForSignal' : 'waitForEvent'}: test it with SluiceTesting against Redis`);
     const wakeAt = request.atMs ?? this.clock.now() + (request.afterMs ?? 0);
     if (wakeAt > this.clock.now()) this.clock.advance(wakeAt - this.clock.now());
     const resumed = new Map<string, string>();
+    for (const { field, value } of positions) this.memo.set(field, value);
     for (const { placed } of request.entries) {
       resumed.set(placed.key, '{"t":1}');
       this.memo.set(placed.key, '{"t":1}');
-      this.memo.set(placed.field, placed.value);
     }
     return { resumed };
   }

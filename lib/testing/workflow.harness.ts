@@ -210,10 +210,9 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
     let open = true;
     // The token-checked write: refused once the attempt is over (a step still running when a
     // parallel one failed the attempt), as the worker's lease is gone then too.
-    const persist = async (key: string, encoded: string, [field, value]: [string, string]) => {
+    const persist = async (key: string, encoded: string) => {
       if (!open) return false;
       memo.set(key, encoded);
-      memo.set(field, value);
       return true;
     };
     const { guard, stepRetryDelaysMs } = harnessGuard(runId, this.clock, this.random);

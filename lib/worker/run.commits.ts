@@ -20,7 +20,7 @@ export interface Refill {
 }
 
 /** One token-checked write of a worker: a finished step, or a finished run. */
-type Commit = { claim: Claim; encoded: string } & ({ kind: 'complete' } | { kind: 'step'; key: string; position: [string, string] });
+type Commit = { claim: Claim; encoded: string } & ({ kind: 'complete' } | { kind: 'step'; key: string });
 
 /** A fresh id for one claiming call: its claims are kept under it for a retry (see lua/includes/claim.lua). */
 export function newCallId(): string {
@@ -67,18 +67,15 @@ export class RunCommits {
     return this.batcher.add({ kind: 'complete', claim, encoded });
   }
 
-  /**
-   * Resolves true once the step result and its position entry (see Placed in step.recorder.ts)
-   * are persisted, false if the lease was lost (nothing written).
-   */
-  saveStep(claim: Claim, key: string, encoded: string, position: [string, string]): Promise<boolean> {
-    return this.batcher.add({ kind: 'step', claim, key, encoded, position });
+  /** Resolves true once the step result is persisted, false if the lease was lost (nothing written). */
+  saveStep(claim: Claim, key: string, encoded: string): Promise<boolean> {
+    return this.batcher.add({ kind: 'step', claim, key, encoded });
   }
 
   private async flush(items: Commit[]): Promise<boolean[]> {
     const steps = items.filter((item): item is Commit & { kind: 'step' } => item.kind === 'step');
     const completes = items.filter((item) => item.kind === 'complete');
-    const stepArgs = steps.flatMap(({ claim, key, encoded, position: [field, value] }) => [claim.id, claim.token, key, encoded, field, value]);
+    const stepArgs = steps.flatMap(({ claim, key, encoded }) => [claim.id, claim.token, key, encoded]);
     if (completes.length === 0) {
       const saved = await this.scripts.run<number[]>('save-steps', [this.keys.leases], [this.keys.base, ...stepArgs], this.policy);
       return saved.map((status) => status === 1);

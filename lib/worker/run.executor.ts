@@ -62,7 +62,7 @@ export class RunExecutor {
   /** `telemetry` is told the attempt's outcome once it is committed (or known lost). */
   private async executeAttempt(claim: Claim, abort: LazyAbort, telemetry?: AttemptTelemetry): Promise<void> {
     const definition = this.registry.get(claim.workflow);
-    const persist = (key: string, encoded: string, position: [string, string]) => this.commits.saveStep(claim, key, encoded, position);
+    const persist = (key: string, encoded: string) => this.commits.saveStep(claim, key, encoded);
     // The attempt's time limits: the run's own, else the workflow's; step limits end it through the guard too.
     const guard = new AttemptGuard(claim.id, abort);
     // A cancelled run's attempt ends now, as a timed-out one does: the process's local slot frees

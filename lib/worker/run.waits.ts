@@ -27,10 +27,11 @@ export type SuspendReply = { resumed: Map<string, string> } | 'suspended';
 /** The worker's side of a wait: the token-checked script call, and the checks of a child enqueue. */
 export interface WaitPort {
   /**
-   * Commits the wait, whose outcomes may add at most `room` bytes to the memo; rejects (lease
-   * lost, Redis away, conflict) with the error that ends the attempt.
+   * Commits the wait with the position entries of the attempt's calls up to it (`positions`),
+   * its outcomes allowed at most `room` bytes of the memo; rejects (lease lost, Redis away,
+   * conflict) with the error that ends the attempt.
    */
-  suspend(request: SuspendRequest, room: number): Promise<SuspendReply>;
+  suspend(request: SuspendRequest, room: number, positions: Placed[]): Promise<SuspendReply>;
   /** Validates a child's enqueue as `QueueClient.enqueue` would (typed errors, nothing written). */
   childRequest(workflow: unknown, input: unknown, opts: InvokeOptions | undefined): EnqueueRequest;
 }
@@ -138,9 +139,11 @@ export class RunWaits {
       if (this.guard.ended) return suspended();
     }
     if (this.guard.abort.aborted) throw this.guard.abort.reason;
+    // Every call so far has been placed (calls made after this one wait on its gate).
+    const positions = this.recorder.unrecordedPositions();
     let reply: SuspendReply;
     try {
-      reply = await this.port.suspend(request, this.recorder.room(request.entries.map(({ placed }) => placed)));
+      reply = await this.port.suspend(request, this.recorder.room(positions), positions);
     } catch (error) {
       // Ends the attempt even if the code catches it: its outcome is for the worker to commit.
       this.guard.expire(error instanceof Error ? error : new Error(String(error)));
@@ -150,7 +153,7 @@ export class RunWaits {
       this.onSuspended();
       return suspended();
     }
-    for (const { placed } of request.entries) this.recorder.remember(placed.field, placed.value);
+    for (const { field, value } of positions) this.recorder.remember(field, value);
     for (const [key, raw] of reply.resumed) this.recorder.remember(key, raw);
     if (this.recorder.gate === gate) this.recorder.gate = undefined;
     open();

@@ -10,11 +10,8 @@ import { LazyAbort } from './active-runs';
 import { AttemptGuard } from './attempt.guard';
 import { runStepTries } from './step.tries';
 
-/**
- * Persists one step result under the run's lease, with its position entry (`[field, value]`, see
- * {@link Placed}); resolves false if the lease is gone.
- */
-export type PersistStep = (key: string, encoded: string, position: [string, string]) => Promise<boolean>;
+/** Persists one step result under the run's lease; resolves false if the lease is gone. */
+export type PersistStep = (key: string, encoded: string) => Promise<boolean>;
 
 /** What a top-level step or wait calls itself in the memo. */
 export type CallKind = 'step' | 'sleep' | 'signal' | 'event' | 'invoke';
@@ -22,7 +19,9 @@ export type CallKind = 'step' | 'sleep' | 'signal' | 'event' | 'invoke';
 /**
  * A top-level call's place in the run: its memo key `<name>#<occurrence>`, and its position entry
  * — memo field `@<position>` (never a memo key: those end in `#<digits>`) holding
- * `<kind>:<key>` — which the determinism guard compares on every replay.
+ * `<kind>:<key>` — which the determinism guard compares on every replay. Position entries are
+ * written only with a wait (lua/suspend.lua), for every call the attempt made up to it: they
+ * matter only before a wait, so a run that never waits pays nothing for them.
  */
 export interface Placed {
   key: string;
@@ -52,8 +51,8 @@ export function isPositionField(key: string): boolean {
 
 export class StepRecorder implements StepRunner {
   private readonly occurrences = new Map<string, number>();
-  /** The next top-level call's position (see {@link place}). */
-  private position = 0;
+  /** This attempt's top-level calls, in the order they were made (see {@link place}). */
+  private readonly calls: Placed[] = [];
   private readonly determinism: DeterminismGuard;
   /** Steps executing now: a wait lets them land before the run gives up its lease. */
   private readonly executing = new Set<Promise<unknown>>();
@@ -120,14 +119,21 @@ export class StepRecorder implements StepRunner {
     const occurrence = (this.occurrences.get(name) ?? 0) + 1;
     this.occurrences.set(name, occurrence);
     const key = `${name}#${occurrence}`;
-    const position = this.position++;
+    const position = this.calls.length;
     try {
       this.determinism.check(kind, key, position);
     } catch (error) {
       this.guard.expire(error as Error);
       throw error;
     }
-    return { key, field: `@${position}`, value: `${kind}:${key}` };
+    const placed = { key, field: `@${position}`, value: `${kind}:${key}` };
+    this.calls.push(placed);
+    return placed;
+  }
+
+  /** The position entries of this attempt's calls so far that the memo does not hold as they are: what a wait writes. */
+  unrecordedPositions(): Placed[] {
+    return this.calls.filter((placed) => this.memo.get(placed.field) !== placed.value);
   }
 
   /** A memo entry: a step's encoded result, or a wait's outcome envelope. */
@@ -141,7 +147,7 @@ export class StepRecorder implements StepRunner {
     this.memo.set(key, value);
   }
 
-  /** Bytes the memo may still take, after the entries given (a wait's position entries): a wait's outcomes must fit in it. */
+  /** Bytes the memo may still take, after the position entries given (a wait writes them): a wait's outcomes must fit in it. */
   room(entries: Placed[]): number {
     const reserved = entries.reduce((sum, placed) => sum + entryBytes(placed.field, placed.value), 0);
     return Math.max(0, this.maxMemoBytes - this.memoBytes - reserved);
@@ -166,26 +172,25 @@ export class StepRecorder implements StepRunner {
   private async execute<T>(placed: Placed, fn: StepFn<T>, options: ResolvedStepOptions | undefined): Promise<Jsonified<T>> {
     const value = await runStepTries(placed.key, options, this.guard, (context) => stepScope.run({ runner: this, context }, fn, context));
     const encoded = encodePayload(value, `step "${placed.key}" result`, this.maxPayloadBytes);
-    await this.save(placed, encoded);
+    await this.save(placed.key, encoded);
     // Hand back the decoded copy, so the first attempt sees exactly what a replay would.
     return decodePayload<Jsonified<T>>(encoded);
   }
 
-  /** Writes one memo entry (and its position) within the run's memo budget, or throws having written nothing. */
-  private async save(placed: Placed, encoded: string): Promise<void> {
-    const bytes = entryBytes(placed.key, encoded) + entryBytes(placed.field, placed.value);
+  /** Writes one memo entry within the run's memo budget, or throws having written nothing. */
+  private async save(key: string, encoded: string): Promise<void> {
+    const bytes = entryBytes(key, encoded);
     if (this.memoBytes + bytes > this.maxMemoBytes) {
-      throw new StepMemoLimitError(this.runId, placed.key, bytes, this.memoBytes + bytes, this.maxMemoBytes);
+      throw new StepMemoLimitError(this.runId, key, bytes, this.memoBytes + bytes, this.maxMemoBytes);
     }
     // Reserve before awaiting the write, so steps running in parallel can't together overshoot.
     // A write that throws stays counted: it may have landed before the error reached us.
     this.memoBytes += bytes;
-    if (!(await this.persist(placed.key, encoded, [placed.field, placed.value]))) {
+    if (!(await this.persist(key, encoded))) {
       this.memoBytes -= bytes;
       throw new LeaseLostError(this.runId);
     }
-    this.memo.set(placed.key, encoded);
-    this.memo.set(placed.field, placed.value);
+    this.memo.set(key, encoded);
   }
 }
 

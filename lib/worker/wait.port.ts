@@ -8,6 +8,7 @@ import type { InvokeOptions } from '../workflow/wait.types';
 import type { Claim } from './claim';
 import { commitPolicy } from './run.commits';
 import type { SuspendReply, SuspendRequest, WaitPort } from './run.waits';
+import type { Placed } from './step.recorder';
 
 const INVOKE_OPTIONS = new Set(['id', 'priority', 'group', 'attempts']);
 
@@ -25,14 +26,17 @@ export class RedisWaitPort implements WaitPort {
     private readonly claim: Claim,
   ) {}
 
-  async suspend(request: SuspendRequest, room: number): Promise<SuspendReply> {
+  async suspend(request: SuspendRequest, room: number, positions: Placed[]): Promise<SuspendReply> {
     const { claim, keys } = this;
     const entries = request.entries.flatMap(({ placed, child }) => {
-      const entry: (string | number)[] = [placed.key, placed.field, placed.value];
+      const entry: (string | number)[] = [placed.key];
       if (child) entry.push(child.id, child.workflow, child.input, child.attempts, child.group ?? '', child.priority);
       return entry;
     });
-    const args = [keys.base, claim.id, claim.token, request.kind, request.afterMs ?? '', request.atMs ?? '', request.target, room, request.entries.length, ...entries];
+    const args = [
+      keys.base, claim.id, claim.token, request.kind, request.afterMs ?? '', request.atMs ?? '', request.target, room,
+      positions.length, ...positions.flatMap(({ field, value }) => [field, value]), request.entries.length, ...entries,
+    ];
     const reply = await this.scripts.run<[string, unknown]>('suspend', [keys.run(claim.id), keys.leases, keys.limits, keys.seq], args, commitPolicy(this.options));
     switch (reply[0]) {
       case 'suspended':

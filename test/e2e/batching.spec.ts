@@ -85,7 +85,7 @@ describe('batched commits, script level', () => {
     // A first attempt of each, which persists a 3 MiB step and is handed back: its retry ships the memo.
     const big = JSON.stringify('x'.repeat(3 * 1024 * 1024));
     for (const claim of await reserve(4)) {
-      expect(await scripts.run('save-steps', [keys.leases], [keys.base, claim.id, claim.token, 'big#1', big, '@0', 'step:big#1'])).toEqual([1]);
+      expect(await scripts.run('save-steps', [keys.leases], [keys.base, claim.id, claim.token, 'big#1', big])).toEqual([1]);
       await scripts.run('release', [keys.run(claim.id), keys.leases, keys.limits, keys.seq], [keys.base, claim.id, claim.token]);
     }
     await redis.del(keys.wake(WF));
@@ -110,7 +110,7 @@ describe('batched commits, script level', () => {
     await scripts.run('enqueue', enqueueKeys(keys, 'x'), enqueueArgs(keys, WF, 'x', {}, false));
     const fresh = await reserve();
     expect(fresh.token).not.toBe(old.token);
-    expect(await scripts.run('save-steps', [keys.leases], [keys.base, 'x', old.token, 's#1', '"stale"', '@0', 'step:s#1'])).toEqual([0]);
+    expect(await scripts.run('save-steps', [keys.leases], [keys.base, 'x', old.token, 's#1', '"stale"'])).toEqual([0]);
     expect(await redis.hget(keys.run('x'), 'step:s#1')).toBeNull();
   });
 
@@ -123,7 +123,7 @@ describe('batched commits, script level', () => {
     const token = Object.fromEntries(claimed.claims.map((c) => [c.id, c.token]));
     await redis.hincrby(keys.run('m2'), 'token', 1); // m2 was taken over: its step must not land
     const reply = parseClaimReply<[number[], number[]]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
-      keys.base, 60_000, 0, 30_000, 0, 1, WF, 2, 'm1', token.m1, 'a#1', '"one"', '@0', 'step:a#1', 'm2', token.m2, 'a#1', '"two"', '@0', 'step:a#1', 'm3', token.m3, '"done"',
+      keys.base, 60_000, 0, 30_000, 0, 1, WF, 2, 'm1', token.m1, 'a#1', '"one"', 'm2', token.m2, 'a#1', '"two"', 'm3', token.m3, '"done"',
     ]));
     expect(reply.head).toEqual([[1], [1, 0]]);
     expect(await redis.hmget(keys.run('m1'), 'state', 'step:a#1')).toEqual(['active', '"one"']);
@@ -148,7 +148,7 @@ describe('batched commits, script level', () => {
     await redis.hincrby(keys.run('r2'), 'token', 1); // another worker took r2 over
 
     const saved = await scripts.run<number[]>('save-steps', [keys.leases], [
-      keys.base, 'r1', token.r1, 's#1', '"a"', '@0', 'step:s#1', 'r2', token.r2, 's#1', '"b"', '@0', 'step:s#1', 'r3', token.r3, 's#1', '"c"', '@0', 'step:s#1',
+      keys.base, 'r1', token.r1, 's#1', '"a"', 'r2', token.r2, 's#1', '"b"', 'r3', token.r3, 's#1', '"c"',
     ]);
     expect(saved).toEqual([1, 0, 1]);
     /** A run's step memo: the `step:<name>#<n>` fields of its record. */

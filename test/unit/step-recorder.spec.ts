@@ -18,14 +18,12 @@ function fakeStore(opts: { lease?: boolean } = {}) {
 
 /** The bytes one memo entry costs: key plus encoded result. */
 const entry = (key: string, encoded: string) => Buffer.byteLength(key) + Buffer.byteLength(encoded);
-/** What a new step adds to the memo: its entry, and its position entry (`@<n>` → `step:<key>`). */
-const stepEntry = (key: string, encoded: string, position: number) => entry(key, encoded) + entry(`@${position}`, `step:${key}`);
 
 describe('StepRecorder memo budget', () => {
   it('persists a step whose entry brings the memo exactly to the limit', async () => {
     const shipped = new Map([['a#1', '"xx"']]); // 3 + 4 bytes
     const { writes, persist } = fakeStore();
-    const recorder = new StepRecorder('run-1', shipped, persist, MAX_PAYLOAD, 7 + stepEntry('b#1', '"yy"', 0));
+    const recorder = new StepRecorder('run-1', shipped, persist, MAX_PAYLOAD, 7 + entry('b#1', '"yy"'));
     await expect(recorder.step('b', () => 'yy')).resolves.toBe('yy');
     expect([...writes]).toEqual([['b#1', '"yy"']]);
   });
@@ -33,16 +31,15 @@ describe('StepRecorder memo budget', () => {
   it('counts the shipped memo in bytes, not characters, and refuses one byte over without writing', async () => {
     const shipped = new Map([['a#1', '"é"']]); // 3 + 4 bytes (é is 2 bytes in UTF-8)
     const { writes, persist } = fakeStore();
-    const recorder = new StepRecorder('run-1', shipped, persist, MAX_PAYLOAD, 7 + stepEntry('b#1', '"yy"', 0) - 1);
+    const recorder = new StepRecorder('run-1', shipped, persist, MAX_PAYLOAD, 7 + entry('b#1', '"yy"') - 1);
     let executed = 0;
     const error = await recorder.step('b', () => (executed++, 'yy')).catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(StepMemoLimitError);
-    // 7 for the entry, 10 for its position entry ('@0' → 'step:b#1').
-    expect(error).toMatchObject({ runId: 'run-1', stepKey: 'b#1', stepBytes: 17, bytes: 24, limit: 23 });
+    expect(error).toMatchObject({ runId: 'run-1', stepKey: 'b#1', stepBytes: 7, bytes: 14, limit: 13 });
     expect((error as Error).message).toContain('"b#1"');
-    expect((error as Error).message).toContain('24 bytes');
-    expect((error as Error).message).toContain('limit of 23 bytes');
+    expect((error as Error).message).toContain('14 bytes');
+    expect((error as Error).message).toContain('limit of 13 bytes');
     expect(executed).toBe(1); // the size is only known once the step has run
     expect(persist).not.toHaveBeenCalled();
     expect(writes.size).toBe(0);
@@ -58,7 +55,7 @@ describe('StepRecorder memo budget', () => {
 
   it('adds up the steps of one attempt, so a step in a loop hits the limit', async () => {
     const { writes, persist } = fakeStore();
-    const perEntry = stepEntry('loop#1', '"0123456789"', 0); // the same for loop#2…#4 at positions 1…3
+    const perEntry = entry('loop#1', '"0123456789"');
     const recorder = new StepRecorder('run-1', new Map(), persist, MAX_PAYLOAD, perEntry * 3);
     const error = await (async () => {
       for (let i = 0; ; i++) await recorder.step('loop', () => '0123456789');
@@ -71,7 +68,7 @@ describe('StepRecorder memo budget', () => {
 
   it('reserves the bytes of a write in flight, so parallel steps cannot together overshoot', async () => {
     const { writes, persist } = fakeStore();
-    const recorder = new StepRecorder('run-1', new Map(), persist, MAX_PAYLOAD, stepEntry('p#1', '"aaaa"', 0) + 1);
+    const recorder = new StepRecorder('run-1', new Map(), persist, MAX_PAYLOAD, entry('p#1', '"aaaa"') + 1);
     const results = await Promise.allSettled([recorder.step('p', () => 'aaaa'), recorder.step('p', () => 'bbbb')]);
 
     expect(results[0]).toEqual({ status: 'fulfilled', value: 'aaaa' });
@@ -80,7 +77,7 @@ describe('StepRecorder memo budget', () => {
   });
 
   it('gives the budget back when the lease is lost, since nothing was written', async () => {
-    const limit = stepEntry('s#1', '"abc"', 0);
+    const limit = entry('s#1', '"abc"');
     const lost = fakeStore({ lease: false });
     const recorder = new StepRecorder('run-1', new Map(), lost.persist, MAX_PAYLOAD, limit);
     await expect(recorder.step('s', () => 'abc')).rejects.toBeInstanceOf(LeaseLostError);
@@ -98,11 +95,11 @@ describe('StepRecorder memo budget', () => {
 
   it('defaults to DEFAULT_MAX_MEMO_BYTES (16 MiB) when no budget is given', async () => {
     expect(DEFAULT_MAX_MEMO_BYTES).toBe(16 * 1024 * 1024);
-    const nearlyFull = DEFAULT_MAX_MEMO_BYTES - entry('fill#1', '""') - 20;
+    const nearlyFull = DEFAULT_MAX_MEMO_BYTES - entry('fill#1', '""') - 10;
     const shipped = new Map([['fill#1', JSON.stringify('x'.repeat(nearlyFull))]]);
     const { persist } = fakeStore();
     const recorder = new StepRecorder('run-1', shipped, persist, MAX_PAYLOAD);
-    await expect(recorder.step('a', () => 1)).resolves.toBe(1); // a#1 + 1 and '@0' → 'step:a#1': 14 bytes
+    await expect(recorder.step('a', () => 1)).resolves.toBe(1); // a#1 + 1: 4 bytes
     const error = await recorder.step('b', () => 'more').catch((e: unknown) => e);
     expect(error).toMatchObject({ stepKey: 'b#1', limit: DEFAULT_MAX_MEMO_BYTES });
   });
