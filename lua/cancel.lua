@@ -72,7 +72,7 @@ local function cancelRun(runKey, id, f)
   return shown, children
 end
 
-local FIELDS = { 'state', 'workflow', 'group', 'priority', 'token', 'input', 'waited', 'wait', 'links' }
+local FIELDS = { 'state', 'workflow', 'group', 'priority', 'token', 'input', 'waited', 'wait', 'links', 'parent' }
 local function unfinished(f)
   return f[1] and f[2] and f[1] ~= 'completed' and f[1] ~= 'failed' and f[1] ~= 'cancelled'
 end
@@ -81,19 +81,22 @@ local f = redis.call('HMGET', KEYS[1], unpack(FIELDS))
 if not f[1] or not f[2] then return { 'missing', '' } end
 if not unfinished(f) then return { 'finished', f[1] } end
 
-local shown, pending = cancelRun(KEYS[1], ARGV[2], f)
+local shown, children = cancelRun(KEYS[1], ARGV[2], f)
+local pending = {}
+for _, child in ipairs(children) do pending[#pending + 1] = { child, ARGV[2] } end
 local cascaded, visited = 0, 1
 local i = 1
 while i <= #pending and visited < MAX_CASCADE do
-  local id = pending[i]
+  local id, parent = pending[i][1], pending[i][2]
   i = i + 1
   local runKey = base .. 'run:' .. id
   local c = redis.call('HMGET', runKey, unpack(FIELDS))
   visited = visited + 1
-  if unfinished(c) then
+  -- Still this parent's child (not an id reused since by another run).
+  if unfinished(c) and c[10] and string.sub(c[10], 1, #parent + 1) == parent .. ' ' then
     local _, grandchildren = cancelRun(runKey, id, c)
     cascaded = cascaded + 1
-    for _, child in ipairs(grandchildren) do pending[#pending + 1] = child end
+    for _, grandchild in ipairs(grandchildren) do pending[#pending + 1] = { grandchild, id } end
   end
 end
 countFinished(base, KEYS[3], tally, now, tonumber(ARGV[5]))

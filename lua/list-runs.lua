@@ -11,7 +11,9 @@
     (due times tie, ids break the tie as the zset does). Runs in a durable wait (waits.lua) are
     in that set too when their wait has a deadline: they are left out (not counted as stale).
     The same kind pages a durable wait's index (wf:<name>:sleeping, :waiting-signal…), by
-    deadline; there every run is in a wait. Either way the fields must include 'wait'.
+    deadline; there every run is in a wait, and an entry whose run is not (an older version
+    promoted and ran it, leaving the entry) is dropped as stale. Either way the fields must
+    include 'wait'.
   - 'waiting': the lane's priority zset, then its FIFO list: claim order. Cursor = how many
     positions were passed, so a page is a snapshot: runs claimed meanwhile shift what follows.
   - 'active': an SSCAN of the active set (wf:<name>:active, or a group's), unordered; cursor =
@@ -70,7 +72,11 @@ local rows = {}
 local function visit(id)
   local values = redis.call('HMGET', base .. 'run:' .. id, unpack(fields))
   if values[stateAt] ~= state or (kind ~= 'waiting' and kind ~= 'active' and values[fieldsCount + 1] ~= indexWorkflow) then return false end
-  if kind == 'delayed' and waitAt > 0 and (values[waitAt] and true or false) ~= waitsOnly then return true end
+  if kind == 'delayed' and waitAt > 0 and (values[waitAt] and true or false) ~= waitsOnly then
+    -- In the delayed set, a run in a wait is simply not this page's; in a wait index, a run no
+    -- longer waiting is a stale entry (an older version promoted and ran it).
+    return not waitsOnly
+  end
   if group == '' or values[groupAt] == group then
     local row = { id }
     for i = 1, fieldsCount do row[i + 1] = values[i] or false end
@@ -159,14 +165,14 @@ while #rows < limit and examined < budget do
     rank = rank + 1
     nextCursor = scoreText(batch[i + 1])
     if kind == 'delayed' then nextCursor = nextCursor .. ' ' .. id end
-    if not visit(id) and kind == 'finished' then stale[#stale + 1] = id end
+    if not visit(id) and (kind == 'finished' or waitsOnly) then stale[#stale + 1] = id end
     if #rows >= limit then break end
   end
   if #batch < 2 * want then break end
 end
 -- Past the last entry: no next page (also when the page filled up exactly there).
 if rank >= redis.call('ZCARD', key) then nextCursor = '' end
--- Stale finish entries (the run expired, was removed, or its id was reused): dropped, once the
--- ranks above served.
+-- Stale finish or wait-index entries (the run expired, was removed, its id was reused, or it left
+-- its wait under an older version): dropped, once the ranks above served.
 if #stale > 0 then callChunked('ZREM', key, stale, 500) end
 return { nextCursor, unpack(rows) }

@@ -95,7 +95,9 @@ for _, wf in ipairs(workflows) do
     end
   end
   local waits, timed = waitCounts(wf)
-  reply[#reply + 1] = { wf, waiting, redis.call('ZCARD', wfKey(base, wf, 'delayed')) - timed, redis.call('SCARD', wfKey(base, wf, 'active')),
+  -- Never below 0: a wait an older version promoted and ran stays in its index (see list-runs).
+  local delayed = math.max(0, redis.call('ZCARD', wfKey(base, wf, 'delayed')) - timed)
+  reply[#reply + 1] = { wf, waiting, delayed, redis.call('SCARD', wfKey(base, wf, 'active')),
     limitOf(KEYS[2], 'wf:' .. wf) or '', limitOf(KEYS[2], 'wf:' .. wf .. ':group') or '',
     tonumber(f[1] or 0), tonumber(f[2] or 0), perGroup, omitted,
     limitOf(KEYS[2], 'wf:' .. wf .. ':paused') and 1 or 0,

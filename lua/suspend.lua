@@ -32,10 +32,12 @@
           lib/worker/determinism.guard.ts; only waits write them)
   ARGV[10 .. 9+2P] the pairs
   ARGV[10+2P] E, the number of entries that follow: one per memo key (several for invokeAll)
-  ARGV[11+2P ..] per entry: memo key '<name>#<n>'; for 'child', six more values: child id,
-             workflow, encoded input, max attempts, group or '', priority
+  ARGV[11+2P ..] per entry: memo key '<name>#<n>'; for 'child', seven more values: child id,
+             workflow, encoded input, max attempts, group or '', priority, 1 if the workflow
+             must be registered in the namespace (the caller does not declare it) else 0
   Reply: { 'suspended' } | { 'resumed', { memo key, envelope, … } } (the wait ended at once; the
-         lease holds) | { 'lost' } (nothing written) | { 'conflict', child id }. A retry of a call
+         lease holds) | { 'lost' } (nothing written) | { 'conflict', child id } | { 'unknown',
+         workflow } (a child's workflow no worker registered; nothing written). A retry of a call
          that landed (its reply was lost) answers what that call did.
 ]]
 -- @include common
@@ -49,7 +51,7 @@ local runKey = KEYS[1]
 local room = tonumber(ARGV[8])
 local positionCount = tonumber(ARGV[9])
 local entriesAt = 11 + 2 * positionCount
-local width = kind == 'child' and 7 or 1
+local width = kind == 'child' and 8 or 1
 local entries = {}
 for i = 0, tonumber(ARGV[entriesAt - 1]) - 1 do
   local at = entriesAt + i * width
@@ -102,6 +104,10 @@ if kind == 'child' then
     local ref = id .. ' ' .. entry.memo
     local c = redis.call('HMGET', base .. 'run:' .. childId, 'state', 'parent', 'result', 'error', 'workflow')
     if ancestors[childId] or (c[1] and c[2] and c[2] ~= ref) then return { 'conflict', childId } end
+    local childWorkflow = ARGV[entry.at + 2]
+    if not c[1] and ARGV[entry.at + 7] == '1' and redis.call('SISMEMBER', base .. 'workflows', childWorkflow) == 0 then
+      return { 'unknown', childWorkflow }
+    end
     children[#children + 1] = { entry = entry, id = childId, ref = ref, found = c }
   end
 end

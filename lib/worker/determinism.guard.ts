@@ -8,25 +8,24 @@ interface Recorded {
 
 /**
  * Checks, call by call, that a replay follows the run's recorded calls (memo fields `@<position>`
- * → `<kind>:<name>#<occurrence>`, written with each step's result and with each wait). It flags a
- * changed workflow, not a reordered one: calls started side by side may reach the recorder in
- * another order on a replay (one branch awaited other I/O first), and a branch whose step failed
- * left no record. So a call is a `NonDeterminismError` when
+ * → `<kind>:<name>#<occurrence>`, written with each wait for every call before it). It flags a
+ * changed workflow, not a reordered one or one that took another branch: calls started side by
+ * side may reach the recorder in another order on a replay (one branch awaited other I/O first),
+ * and a step that failed and was caught runs again on the replay, where it may succeed and send
+ * the code down another path. So a call is a `NonDeterminismError` only when
  * - its key was recorded as another kind (a wait turned into a step, or back);
- * - it is a recorded wait, and a call recorded before it was not made in this attempt first (a
- *   step removed before the wait) — every call before a wait had settled when the wait was
- *   committed, so a replay that reaches the wait has made them all;
- * - it is new, at a position where the run recorded another call, before a recorded wait (a step
- *   renamed or inserted before the wait). Past the last recorded wait nothing is checked: the run
- *   never went on from there, and what it recorded there may be any branch's.
- * Memo entries written before positions were recorded (older versions) are not checked.
+ * - it is new, at a position where the run recorded another call, before the last wait the run
+ *   passed (a step renamed or inserted before it), or at that wait's own position if it is a wait
+ *   too (the wait renamed: its outcome, delivered under the old name, would be lost).
+ * A recorded call that the replay does not make (a step removed, a branch not taken) is not
+ * flagged: what it did stays done. Each check is O(1). Memo entries written before positions were
+ * recorded (older versions) are not checked.
  */
 export class DeterminismGuard {
   private readonly recorded = new Map<string, Recorded>();
   private readonly byPosition: string[] = [];
   /** The highest position of a recorded wait, or -1. */
   private lastWait = -1;
-  private readonly called = new Set<string>();
 
   constructor(
     private readonly runId: string,
@@ -37,8 +36,7 @@ export class DeterminismGuard {
       const position = Number(field.slice(1));
       const colon = value.indexOf(':');
       const kind = value.slice(0, colon);
-      const key = value.slice(colon + 1);
-      this.recorded.set(key, { kind, position });
+      this.recorded.set(value.slice(colon + 1), { kind, position });
       this.byPosition[position] = value;
       if (kind !== 'step' && position > this.lastWait) this.lastWait = position;
     }
@@ -46,20 +44,13 @@ export class DeterminismGuard {
 
   /** Throws the `NonDeterminismError` (see the class comment) for the call `<kind>:<key>` made at `position`. */
   check(kind: string, key: string, position: number): void {
-    const called = `${kind}:${key}`;
     const recorded = this.recorded.get(key);
     if (recorded) {
-      if (recorded.kind !== kind) throw this.error(recorded.position, called);
-      if (kind !== 'step') {
-        for (let earlier = 0; earlier < recorded.position; earlier++) {
-          const value = this.byPosition[earlier];
-          if (value !== undefined && !this.called.has(value.slice(value.indexOf(':') + 1))) throw this.error(earlier, called);
-        }
-      }
-    } else if (position < this.lastWait && this.byPosition[position] !== undefined) {
-      throw this.error(position, called);
+      if (recorded.kind !== kind) throw this.error(recorded.position, `${kind}:${key}`);
+      return;
     }
-    this.called.add(key);
+    if (this.byPosition[position] === undefined) return;
+    if (position < this.lastWait || (position === this.lastWait && kind !== 'step')) throw this.error(position, `${kind}:${key}`);
   }
 
   private error(position: number, called: string): NonDeterminismError {

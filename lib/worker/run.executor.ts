@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { InvalidInputError, LeaseLostError, NonRetryableError, RedisConnectionError, type RunErrorInfo, UnknownWorkflowError, RunCancelledError } from '../errors';
+import { InvalidInputError, LeaseLostError, SluiceError, NonRetryableError, RedisConnectionError, type RunErrorInfo, UnknownWorkflowError, RunCancelledError } from '../errors';
 import type { WorkflowRegistry } from '../discovery/workflow.registry';
 import type { ResolvedQueueOptions } from '../queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
@@ -99,7 +99,7 @@ export class RunExecutor {
       // the worker drops the run from its active runs when this returns (its later writes are
       // refused by the token).
       const result = await Promise.race([guard.settle(runScope.run(recorder, () => definition.instance.run(input, ctx)), limitMs), suspension]);
-      if (result === SUSPENDED) return this.suspended(claim, guard, progress, startedAt, telemetry);
+      if (result === SUSPENDED) return this.suspended(claim, guard, abort, progress, startedAt, telemetry);
       encoded = encodePayload(result, `result of workflow "${claim.workflow}"`, this.options.maxPayloadBytes);
     } catch (error) {
       guard.ended = true;
@@ -119,9 +119,11 @@ export class RunExecutor {
   }
 
   /** The run suspended in a durable wait (committed by the wait itself): the attempt ends without an outcome. */
-  private suspended(claim: Claim, guard: AttemptGuard, progress: ProgressReporter | undefined, startedAt: number, telemetry?: AttemptTelemetry): void {
+  private suspended(claim: Claim, guard: AttemptGuard, abort: LazyAbort, progress: ProgressReporter | undefined, startedAt: number, telemetry?: AttemptTelemetry): void {
     guard.ended = true;
     guard.disarm();
+    // Code still running beside the wait (not awaited) learns that the attempt is over.
+    abort.abort(new SluiceError(`Run ${claim.id} suspended in a durable wait; this attempt is over`));
     progress?.end();
     telemetry?.ended('suspended');
     this.events.emit('suspended', this.outcome(claim, startedAt));

@@ -4,6 +4,7 @@ import type { EnqueueRequest } from '../client/enqueue.options';
 import { checkId, MAX_ID_LENGTH } from '../util/names';
 import { toMilliseconds, type Duration } from '../util/duration';
 import type { Jsonified } from '../workflow/json.roundtrip';
+import { stepScope } from '../workflow/run.scope';
 import { MAX_INVOKE_ALL, MAX_INVOKE_BYTES, type EventWaitOptions, type InvokeCall, type InvokeOptions, type SignalWaitOptions, type WaitOutcome } from '../workflow/wait.types';
 import type { RunContext } from '../workflow/workflow.types';
 import type { AttemptGuard } from './attempt.guard';
@@ -36,6 +37,9 @@ export interface WaitPort {
   childRequest(workflow: unknown, input: unknown, opts: InvokeOptions | undefined): EnqueueRequest;
 }
 
+/** Furthest ahead a sleep may end, as for an enqueue's `runAt`. */
+const MAX_SLEEP_MS = 10 * 365 * 86_400_000;
+
 /**
  * What a wait returns once its run has suspended (the attempt is over): a promise that never
  * settles. A fresh one each time: the code awaiting it is then unreachable and collected with the
@@ -66,18 +70,22 @@ export class RunWaits {
   ) {}
 
   async sleep(name: string, duration: Duration): Promise<void> {
+    this.topLevel('ctx.sleep');
     checkId(name, 'ctx.sleep name');
     const afterMs = toMilliseconds(duration, `ctx.sleep("${name}") duration`);
     await this.wait({ kind: 'sleep', afterMs, target: '', entries: [{ placed: this.recorder.place('sleep', name) }] });
   }
 
   async sleepUntil(name: string, until: Date): Promise<void> {
+    this.topLevel('ctx.sleepUntil');
     checkId(name, 'ctx.sleepUntil name');
     if (!(until instanceof Date) || Number.isNaN(until.getTime())) throw new InvalidOptionError(`ctx.sleepUntil("${name}") until`, 'must be a valid Date');
+    if (until.getTime() - Date.now() > MAX_SLEEP_MS) throw new InvalidOptionError(`ctx.sleepUntil("${name}") until`, 'must be at most 10 years from now');
     await this.wait({ kind: 'sleep', atMs: until.getTime(), target: '', entries: [{ placed: this.recorder.place('sleep', name) }] });
   }
 
   async waitForSignal<T>(name: string, opts?: SignalWaitOptions): Promise<WaitOutcome<T>> {
+    this.topLevel('ctx.waitForSignal');
     checkId(name, 'ctx.waitForSignal name');
     const afterMs = timeoutOf(opts, `ctx.waitForSignal("${name}")`);
     const [raw] = await this.wait({ kind: 'signal', afterMs, target: name, entries: [{ placed: this.recorder.place('signal', `signal:${name}`) }] });
@@ -85,6 +93,7 @@ export class RunWaits {
   }
 
   async waitForEvent<T>(name: string, opts?: EventWaitOptions): Promise<WaitOutcome<T>> {
+    this.topLevel('ctx.waitForEvent');
     checkId(name, 'ctx.waitForEvent name');
     const key = opts?.key === undefined || opts.key === '' ? '' : checkId(opts.key, `ctx.waitForEvent("${name}") key`);
     const afterMs = timeoutOf(opts, `ctx.waitForEvent("${name}")`);
@@ -99,6 +108,7 @@ export class RunWaits {
 
   /** Starts every child, waits for all, resolves with their results in call order or throws the first failure. */
   async invokeAll<T>(calls: InvokeCall[]): Promise<Jsonified<T>[]> {
+    this.topLevel('ctx.invokeAll');
     if (!Array.isArray(calls) || calls.length === 0 || calls.length > MAX_INVOKE_ALL) {
       throw new InvalidInputError('ctx.invokeAll calls', `must be an array of 1 to ${MAX_INVOKE_ALL} { workflow, input, opts? }`);
     }
@@ -122,6 +132,16 @@ export class RunWaits {
     });
   }
 
+  /**
+   * A wait is a top-level call of the run. Inside a step's `fn` it would wait for that step to
+   * finish, which waits for it: refused, failing the run (a retry would do the same).
+   */
+  private topLevel(call: string): void {
+    if (stepScope.getStore()?.runner === this.recorder) {
+      throw new InvalidInputError(call, "cannot be called inside a step's fn: a wait is a top-level call of the run (call it between steps)");
+    }
+  }
+
   /** Replays the wait from the memo, or commits it (see the class comment). Resolves with the outcomes in entry order. */
   private async wait(request: SuspendRequest): Promise<string[]> {
     const known = request.entries.map(({ placed }) => this.recorder.recorded(placed.key));
@@ -140,7 +160,8 @@ export class RunWaits {
     }
     if (this.guard.abort.aborted) throw this.guard.abort.reason;
     // Every call so far has been placed (calls made after this one wait on its gate).
-    const positions = this.recorder.unrecordedPositions();
+    const written = this.recorder.unrecordedPositions();
+    const { positions } = written;
     let reply: SuspendReply;
     try {
       reply = await this.port.suspend(request, this.recorder.room(positions), positions);
@@ -153,7 +174,7 @@ export class RunWaits {
       this.onSuspended();
       return suspended();
     }
-    for (const { field, value } of positions) this.recorder.remember(field, value);
+    this.recorder.positionsRecorded(written);
     for (const [key, raw] of reply.resumed) this.recorder.remember(key, raw);
     if (this.recorder.gate === gate) this.recorder.gate = undefined;
     open();

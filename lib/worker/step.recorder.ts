@@ -1,4 +1,4 @@
-import { LeaseLostError, StepMemoLimitError } from '../errors';
+import { InvalidNameError, LeaseLostError, StepMemoLimitError } from '../errors';
 import { DeterminismGuard } from './determinism.guard';
 import { decodePayload, encodePayload } from '../redis/payload.codec';
 import { checkId } from '../util/names';
@@ -44,6 +44,9 @@ export const DEFAULT_MAX_MEMO_BYTES = 16 * 1024 * 1024;
  * it runs plainly and its effect is covered by the parent's memo entry — its options (time
  * limit, tries) are ignored, the parent's govern it, and its `fn` gets the parent's context.
  */
+/** Step names the memo keeps for position entries and waits (see Placed and lib/worker/run.waits.ts). */
+const RESERVED_STEP_NAME = /^(@|signal:|event:|invoke:)/;
+
 /** Whether a memo field is a position entry (see {@link Placed}) rather than a step's result. */
 export function isPositionField(key: string): boolean {
   return key.startsWith('@');
@@ -53,6 +56,8 @@ export class StepRecorder implements StepRunner {
   private readonly occurrences = new Map<string, number>();
   /** This attempt's top-level calls, in the order they were made (see {@link place}). */
   private readonly calls: Placed[] = [];
+  /** Calls before this index have their position entries in the memo (see {@link unrecordedPositions}). */
+  private positionsWritten = 0;
   private readonly determinism: DeterminismGuard;
   /** Steps executing now: a wait lets them land before the run gives up its lease. */
   private readonly executing = new Set<Promise<unknown>>();
@@ -83,6 +88,7 @@ export class StepRecorder implements StepRunner {
 
   async step<T>(name: string, fn: StepFn<T>, options?: StepCallOptions): Promise<Jsonified<T>> {
     checkId(name, 'step name');
+    if (RESERVED_STEP_NAME.test(name)) throw new InvalidNameError('step name', `"${name}" starts with a prefix the waits' memo keys use ('@', 'signal:', 'event:', 'invoke:')`);
     if (typeof fn !== 'function') throw new TypeError(`ctx.step("${name}", fn): fn must be a function`);
     const resolved = resolveStepOptions(options, `ctx.step("${name}") options`);
     // Nested in another step of this run: part of the parent. Numbering it would make the
@@ -131,9 +137,20 @@ export class StepRecorder implements StepRunner {
     return placed;
   }
 
-  /** The position entries of this attempt's calls so far that the memo does not hold as they are: what a wait writes. */
-  unrecordedPositions(): Placed[] {
-    return this.calls.filter((placed) => this.memo.get(placed.field) !== placed.value);
+  /**
+   * The position entries of this attempt's calls so far that the memo does not hold as they are:
+   * what a wait writes. Only the calls made since the last wait are looked at (amortised O(1) per
+   * call, however long the run).
+   */
+  unrecordedPositions(): { positions: Placed[]; upTo: number } {
+    const upTo = this.calls.length;
+    return { positions: this.calls.slice(this.positionsWritten, upTo).filter((placed) => this.memo.get(placed.field) !== placed.value), upTo };
+  }
+
+  /** A wait's commit wrote the position entries of the calls before `upTo` (see {@link unrecordedPositions}). */
+  positionsRecorded({ positions, upTo }: { positions: Placed[]; upTo: number }): void {
+    for (const { field, value } of positions) this.remember(field, value);
+    this.positionsWritten = Math.max(this.positionsWritten, upTo);
   }
 
   /** A memo entry: a step's encoded result, or a wait's outcome envelope. */

@@ -1,5 +1,5 @@
 import { buildEnqueueRequest, type EnqueueRequest } from '../client/enqueue.options';
-import { ChildRunConflictError, InvalidOptionError, LeaseLostError } from '../errors';
+import { ChildRunConflictError, InvalidOptionError, LeaseLostError, UnknownWorkflowError } from '../errors';
 import type { WorkflowRegistry } from '../discovery/workflow.registry';
 import type { ResolvedQueueOptions } from '../queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
@@ -30,7 +30,7 @@ export class RedisWaitPort implements WaitPort {
     const { claim, keys } = this;
     const entries = request.entries.flatMap(({ placed, child }) => {
       const entry: (string | number)[] = [placed.key];
-      if (child) entry.push(child.id, child.workflow, child.input, child.attempts, child.group ?? '', child.priority);
+      if (child) entry.push(child.id, child.workflow, child.input, child.attempts, child.group ?? '', child.priority, this.registry.has(child.workflow) ? 0 : 1);
       return entry;
     });
     const args = [
@@ -49,6 +49,9 @@ export class RedisWaitPort implements WaitPort {
       }
       case 'conflict':
         throw new ChildRunConflictError(String(reply[1]));
+      case 'unknown':
+        // Retried like any run of an unknown workflow: its worker may not have booted yet.
+        throw new UnknownWorkflowError(String(reply[1]));
       default:
         throw new LeaseLostError(claim.id);
     }
