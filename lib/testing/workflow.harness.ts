@@ -229,7 +229,7 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
     // The signal is made only when read, as in a worker.
     // A sleep advances the clock and carries on (see HarnessWaitPort); it never suspends.
     const waits = new RunWaits(runId, recorder, guard, new HarnessWaitPort(this.clock, memo), () => undefined);
-    const ctx: RunContext = { runId, attempt, get signal() { return guard.abort.signal; }, step: (name, fn, options) => harness.step(name, fn, options), progress, ...waitMethods(waits) };
+    const ctx: RunContext = { runId, attempt, get signal() { return guard.abort.signal; }, step: (name, fn, options) => harness.step(name, fn, options), progress, ...waitMethods(() => waits) };
     let result: string | undefined;
     let error: unknown;
     try {

@@ -23,6 +23,7 @@ export type StepSleep = (ms: number, abort: RunAbort) => Promise<void>;
 export class AttemptGuard {
   private timer?: NodeJS.Timeout;
   private reject?: (error: unknown) => void;
+  private resolve?: (value: unknown) => void;
   private expired?: Error;
   /** Set once the attempt's outcome is decided: late calls of abandoned code (progress) write nothing. */
   ended = false;
@@ -49,6 +50,7 @@ export class AttemptGuard {
         return reject(this.expired);
       }
       this.reject = reject;
+      this.resolve = resolve as (value: unknown) => void;
       if (limitMs !== undefined) this.timer = setTimeout(() => this.expire(new TimeoutError(this.runId, limitMs)), limitMs);
       Promise.resolve(body).then(
         (value) => {
@@ -63,9 +65,14 @@ export class AttemptGuard {
     });
   }
 
-  /** The attempt ended another way (its run suspended in a durable wait): its time limit no longer applies. */
-  disarm(): void {
+  /**
+   * The attempt ended another way (its run suspended in a durable wait): {@link settle} resolves
+   * with `value` at once, its time limit no longer applies, and the body, which never settles, is
+   * left unobserved. First outcome wins, as with {@link expire}.
+   */
+  release(value: unknown): void {
     clearTimeout(this.timer);
+    this.resolve?.(value);
   }
 
   /**

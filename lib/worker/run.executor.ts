@@ -73,10 +73,10 @@ export class RunExecutor {
     const limitMs = claim.timeoutMs ?? definition.timeoutMs;
     const recorder = new StepRecorder(claim.id, claim.steps, persist, this.options.maxPayloadBytes, this.options.maxRunMemoBytes, telemetry, guard);
     let progress: ProgressReporter | undefined;
-    // A durable wait that suspends the run ends the attempt here: nothing more to commit.
-    let suspended!: () => void;
-    const suspension = new Promise<typeof SUSPENDED>((resolve) => (suspended = () => resolve(SUSPENDED)));
-    const waits = new RunWaits(claim.id, recorder, guard, new RedisWaitPort(this.scripts, this.keys, this.registry, this.options, claim), suspended);
+    // A durable wait that suspends the run ends the attempt here (guard.settle resolves with
+    // SUSPENDED): nothing more to commit. Built on the first wait: a run that never waits pays nothing.
+    let waits: RunWaits | undefined;
+    const waitsOf = () => (waits ??= new RunWaits(claim.id, recorder, guard, new RedisWaitPort(this.scripts, this.keys, this.registry, this.options, claim), () => guard.release(SUSPENDED)));
     const ctx: RunContext = {
       runId: claim.id,
       attempt: claim.attempt,
@@ -87,7 +87,7 @@ export class RunExecutor {
       // Made on the first call only: a run that never reports progress gets no reporter.
       // After the attempt ended (code that ignored its signal), a report writes nothing.
       progress: (value) => (guard.ended ? Promise.resolve() : (progress ??= this.progressReporter(claim)).report(value)),
-      ...waitMethods(waits),
+      ...waitMethods(waitsOf),
     };
     const startedAt = Date.now();
     if (this.events.listens('active')) this.events.emit('active', { runId: claim.id, workflow: claim.workflow, attempt: claim.attempt });
@@ -98,7 +98,7 @@ export class RunExecutor {
       // its signal running in the background: the attempt fails now, its slots are freed, and
       // the worker drops the run from its active runs when this returns (its later writes are
       // refused by the token).
-      const result = await Promise.race([guard.settle(runScope.run(recorder, () => definition.instance.run(input, ctx)), limitMs), suspension]);
+      const result: unknown = await guard.settle<unknown>(runScope.run(recorder, () => definition.instance.run(input, ctx)), limitMs);
       if (result === SUSPENDED) return this.suspended(claim, guard, abort, progress, startedAt, telemetry);
       encoded = encodePayload(result, `result of workflow "${claim.workflow}"`, this.options.maxPayloadBytes);
     } catch (error) {
@@ -121,7 +121,6 @@ export class RunExecutor {
   /** The run suspended in a durable wait (committed by the wait itself): the attempt ends without an outcome. */
   private suspended(claim: Claim, guard: AttemptGuard, abort: LazyAbort, progress: ProgressReporter | undefined, startedAt: number, telemetry?: AttemptTelemetry): void {
     guard.ended = true;
-    guard.disarm();
     // Code still running beside the wait (not awaited) learns that the attempt is over.
     abort.abort(new SluiceError(`Run ${claim.id} suspended in a durable wait; this attempt is over`));
     progress?.end();

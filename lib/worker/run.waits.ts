@@ -217,14 +217,14 @@ export function childId(parentId: string, key: string): string {
   return `child-${createHash('sha256').update(parentId).update('\n').update(key).digest('base64url')}`;
 }
 
-/** The wait methods of `RunContext`, bound to one attempt's waits. */
-export function waitMethods(waits: RunWaits): Pick<RunContext, 'sleep' | 'sleepUntil' | 'waitForSignal' | 'waitForEvent' | 'invoke' | 'invokeAll'> {
+/** The wait methods of `RunContext`, bound to one attempt's waits (`waitsOf` makes them on the first call). */
+export function waitMethods(waitsOf: () => RunWaits): Pick<RunContext, 'sleep' | 'sleepUntil' | 'waitForSignal' | 'waitForEvent' | 'invoke' | 'invokeAll'> {
   return {
-    sleep: (name, duration) => waits.sleep(name, duration),
-    sleepUntil: (name, until) => waits.sleepUntil(name, until),
-    waitForSignal: (name, opts) => waits.waitForSignal(name, opts),
-    waitForEvent: (name, opts) => waits.waitForEvent(name, opts),
-    invoke: (workflow, input, opts) => waits.invoke(workflow, input, opts) as never,
-    invokeAll: (calls) => waits.invokeAll(calls) as never,
+    sleep: (name, duration) => waitsOf().sleep(name, duration),
+    sleepUntil: (name, until) => waitsOf().sleepUntil(name, until),
+    waitForSignal: (name, opts) => waitsOf().waitForSignal(name, opts),
+    waitForEvent: (name, opts) => waitsOf().waitForEvent(name, opts),
+    invoke: (workflow, input, opts) => waitsOf().invoke(workflow, input, opts) as never,
+    invokeAll: (calls) => waitsOf().invokeAll(calls) as never,
   };
 }
