@@ -16,6 +16,8 @@ export type { RunOutcomeEvent, RunFailedEvent } from './worker/run.events';
 export { MAX_PRIORITY } from './client/enqueue.options';
 export type { EnqueueOptions } from './client/enqueue.options';
 export type { RunInfo, RunState, WaitState, WaitingFor } from './client/run-info';
+export { MAX_TIMELINE_ATTEMPTS } from './client/run.timeline';
+export type { RunTimeline, TimelineAttempt, TimelineCall, TimelineCallKind, TimelineCallStatus } from './client/run.timeline';
 export type { SignalResult, SendEventOptions } from './client/run.signals';
 export type { WaitOutcome, SignalWaitOptions, EventWaitOptions, InvokeOptions, InvokeCall } from './workflow/wait.types';
 export { MAX_INVOKE_ALL, MAX_INVOKE_BYTES, MAX_MAILBOX } from './workflow/wait.types';

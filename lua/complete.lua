@@ -24,7 +24,8 @@
   ARGV[7 .. 6+W] workflow names the caller runs (rotated by the caller)
   ARGV[7+W] S, the number of step results that follow
   ARGV[8+W .. 7+W+4S] per step, four values: run id, lease token, step key, encoded result
-  ARGV[8+W+4S ..] per run, three values: run id, lease token, encoded result ('' = undefined)
+  ARGV[8+W+4S ..] per run, four values: run id, lease token, encoded result ('' = undefined),
+          the attempt's journal '<attempt> <json>' or '' (see hsetRun in common.lua)
   Reply: { { { per run: 1 completed | 0 lease lost }, { per step: 1 saved | 0 lease lost } },
            claims… } with claims as in claim.lua (with the extras if asked for); a lost lease
            writes nothing
@@ -49,7 +50,7 @@ local saved = saveSteps(base, stepsAt, stepsEnd)
 
 local statuses, freed, tally = {}, {}, {}
 deferredGroups = {}
-for i = stepsEnd + 1, #ARGV, 3 do
+for i = stepsEnd + 1, #ARGV, 4 do
   local id = ARGV[i]
   local runKey = base .. 'run:' .. id
   local workflow, group, waited, linked = leasedRun(runKey, ARGV[i + 1])
@@ -58,7 +59,7 @@ for i = stepsEnd + 1, #ARGV, 3 do
     statuses[#statuses + 1] = 1
   elseif workflow then
     releaseSlots(base, KEYS[1], KEYS[2], KEYS[3], id, workflow, group, freed)
-    finishRun(base, runKey, id, workflow, 'completed', 'result', ARGV[i + 2], now, ttl, waited, linked)
+    finishRun(base, runKey, id, workflow, 'completed', 'result', ARGV[i + 2], now, ttl, waited, linked, ARGV[i + 3])
     tallyFinished(tally, workflow, 'completed', id)
     statuses[#statuses + 1] = 1
   else

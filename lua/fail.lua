@@ -18,6 +18,7 @@
   ARGV[5] 1 retryable | 0 not retryable
   ARGV[6] backoff before the next attempt, in ms
   ARGV[7] retention in ms
+  ARGV[8] the attempt's journal '<attempt> <json>' or '' (see hsetRun in common.lua)
   Reply: 'retry' | 'failed' | 'lost' (nothing written). A retry of a call that landed (its reply
          was lost) answers what that call did, from the run's 'ended' field, and writes nothing.
 ]]
@@ -58,7 +59,7 @@ if ARGV[5] == '1' and failures < maxAttempts then
 else
   finishRun(base, KEYS[1], id, workflow, 'failed', 'error', ARGV[4], now, tonumber(ARGV[7]), waited, linked)
 end
-redis.call('HSET', KEYS[1], 'ended', ARGV[3] .. ':' .. outcome)
+hsetRun(KEYS[1], ARGV[8], 'ended', ARGV[3] .. ':' .. outcome)
 -- After the last write to the run: retention by count may delete its hash right here.
 if outcome == 'failed' then
   local tally = {}

@@ -27,12 +27,14 @@
   ARGV[6] deadline as ms since the epoch, or '' (wins over ARGV[5])
   ARGV[7] target: signal name | '<event name>|<key>' | '' (sleep, child)
   ARGV[8] room: bytes the wait's outcomes may add to the memo (see fitOutcome in waits.lua)
-  ARGV[9] P, the number of position entries that follow: the attempt's calls up to this wait
+  ARGV[9] the attempt's journal '<attempt> <json>' or '' (see hsetRun in common.lua), stored if
+          the run suspends
+  ARGV[10] P, the number of position entries that follow: the attempt's calls up to this wait
           that the memo does not hold yet, as pairs: field '@<p>', value '<kind>:<name>#<n>' (see
           lib/worker/determinism.guard.ts; only waits write them)
-  ARGV[10 .. 9+2P] the pairs
-  ARGV[10+2P] E, the number of entries that follow: one per memo key (several for invokeAll)
-  ARGV[11+2P ..] per entry: memo key '<name>#<n>'; for 'child', seven more values: child id,
+  ARGV[11 .. 10+2P] the pairs
+  ARGV[11+2P] E, the number of entries that follow: one per memo key (several for invokeAll)
+  ARGV[12+2P ..] per entry: memo key '<name>#<n>'; for 'child', seven more values: child id,
              workflow, encoded input, max attempts, group or '', priority, 1 if the workflow
              must be registered in the namespace (the caller does not declare it) else 0
   Reply: { 'suspended' } | { 'resumed', { memo key, envelope, … } } (the wait ended at once; the
@@ -49,8 +51,8 @@ local MAX_DEPTH = 100
 local base, id, token, kind = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local runKey = KEYS[1]
 local room = tonumber(ARGV[8])
-local positionCount = tonumber(ARGV[9])
-local entriesAt = 11 + 2 * positionCount
+local positionCount = tonumber(ARGV[10])
+local entriesAt = 12 + 2 * positionCount
 local width = kind == 'child' and 8 or 1
 local entries = {}
 for i = 0, tonumber(ARGV[entriesAt - 1]) - 1 do
@@ -112,7 +114,7 @@ if kind == 'child' then
   end
 end
 
-for i = 10, 9 + 2 * positionCount, 2 do redis.call('HSET', runKey, 'step:' .. ARGV[i], ARGV[i + 1]) end
+for i = 11, 10 + 2 * positionCount, 2 do redis.call('HSET', runKey, 'step:' .. ARGV[i], ARGV[i + 1]) end
 if #missing == 0 then return { 'resumed', outcomes } end
 
 local pending = 0
@@ -170,7 +172,7 @@ if kind == 'child' then
 end
 redis.call('HSET', runKey, 'waitRoom', room)
 local desc = kind .. ' ' .. string.format('%.0f', deadline) .. ' ' .. missing[1].memo .. ' ' .. target
-redis.call('HSET', runKey, 'state', 'delayed', 'wait', desc, 'ended', token .. ':suspended')
+hsetRun(runKey, ARGV[9], 'state', 'delayed', 'wait', desc, 'ended', token .. ':suspended')
 redis.call('ZADD', wfKey(base, workflow, WAIT_INDEX[kind]), deadline, id)
 if kind == 'event' then redis.call('SADD', eventIndex(base, target), id) end
 if deadline < NEVER then

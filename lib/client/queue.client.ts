@@ -1,3 +1,4 @@
+import { readTimeline, type RunTimeline } from './run.timeline';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InvalidInputError, InvalidOptionError, OutcomeUnknownError, RedisCommandError, SluiceError } from '../errors';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
@@ -175,6 +176,16 @@ export class QueueClient {
     checkId(runId, 'runId');
     const values = await this.connections.command.call('get', (redis) => redis.hmget(this.keys.run(runId), ...RUN_FIELDS), { idempotent: true });
     return toRunInfo(runId, values) as RunInfo<T> | null;
+  }
+
+  /**
+   * When each step and durable wait of the run ran, attempt by attempt (the latest 50,
+   * `MAX_TIMELINE_ATTEMPTS`), on the workers' clocks; `null` if the run does not exist.
+   * Two reads. What the dashboard draws as the run's step timeline.
+   */
+  async timeline(runId: string): Promise<RunTimeline | null> {
+    checkId(runId, 'runId');
+    return this.connections.command.call('timeline', (redis) => readTimeline(redis, this.keys, runId), { idempotent: true });
   }
 
   /**

@@ -20,7 +20,7 @@ export interface Refill {
 }
 
 /** One token-checked write of a worker: a finished step, or a finished run. */
-type Commit = { claim: Claim; encoded: string } & ({ kind: 'complete' } | { kind: 'step'; key: string });
+type Commit = { claim: Claim; encoded: string } & ({ kind: 'complete'; journal: string } | { kind: 'step'; key: string });
 
 /** A fresh id for one claiming call: its claims are kept under it for a retry (see lua/includes/claim.lua). */
 export function newCallId(): string {
@@ -62,9 +62,12 @@ export class RunCommits {
     this.claimFlags = telemetryApi(options) ? CLAIM_EXTRAS : 0;
   }
 
-  /** Resolves true once the result is committed, false if the lease was lost (nothing written). */
-  complete(claim: Claim, encoded: string): Promise<boolean> {
-    return this.batcher.add({ kind: 'complete', claim, encoded });
+  /**
+   * Resolves true once the result is committed, false if the lease was lost (nothing written).
+   * `journal` is the attempt's (AttemptJournal.encode), stored with the result.
+   */
+  complete(claim: Claim, encoded: string, journal = ''): Promise<boolean> {
+    return this.batcher.add({ kind: 'complete', claim, encoded, journal });
   }
 
   /** Resolves true once the step result is persisted, false if the lease was lost (nothing written). */
@@ -74,7 +77,7 @@ export class RunCommits {
 
   private async flush(items: Commit[]): Promise<boolean[]> {
     const steps = items.filter((item): item is Commit & { kind: 'step' } => item.kind === 'step');
-    const completes = items.filter((item) => item.kind === 'complete');
+    const completes = items.filter((item): item is Commit & { kind: 'complete' } => item.kind === 'complete');
     const stepArgs = steps.flatMap(({ claim, key, encoded }) => [claim.id, claim.token, key, encoded]);
     if (completes.length === 0) {
       const saved = await this.scripts.run<number[]>('save-steps', [this.keys.leases], [this.keys.base, ...stepArgs], this.policy);
@@ -83,7 +86,7 @@ export class RunCommits {
     const { count, workflows } = this.refill.take(completes.length);
     let claims: Claim[] = [];
     try {
-      const rest = [workflows.length, ...workflows, steps.length, ...stepArgs, ...completes.flatMap(({ claim, encoded }) => [claim.id, claim.token, encoded])];
+      const rest = [workflows.length, ...workflows, steps.length, ...stepArgs, ...completes.flatMap(({ claim, encoded, journal }) => [claim.id, claim.token, encoded, journal])];
       const keys = [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.call(newCallId())];
       const head = [this.keys.base, this.options.defaults.resultTtlMs, count, this.options.worker.lockMs];
       const reply = await this.scripts.run<unknown[]>('complete', keys, (retry) => [...head, (retry ? 1 : 0) + this.claimFlags, ...rest], this.policy);

@@ -104,11 +104,11 @@ export class RunExecutor {
     } catch (error) {
       guard.ended = true;
       progress?.end(); // before the outcome's call, so the last value lands first
-      return this.fail(claim, error, abort, definition.backoff, startedAt, telemetry);
+      return this.fail(claim, error, abort, definition.backoff, startedAt, recorder.journal.encode(claim.attempt, 'failed'), telemetry);
     }
     guard.ended = true;
     progress?.end();
-    if (await this.commits.complete(claim, encoded)) {
+    if (await this.commits.complete(claim, encoded, recorder.journal.encode(claim.attempt, 'completed'))) {
       telemetry?.ended('completed');
       this.events.emit('completed', this.outcome(claim, startedAt));
     } else {
@@ -128,7 +128,7 @@ export class RunExecutor {
     this.events.emit('suspended', this.outcome(claim, startedAt));
   }
 
-  private async fail(claim: Claim, error: unknown, abort: LazyAbort, backoff: Parameters<typeof backoffDelay>[0], startedAt: number, telemetry?: AttemptTelemetry): Promise<void> {
+  private async fail(claim: Claim, error: unknown, abort: LazyAbort, backoff: Parameters<typeof backoffDelay>[0], startedAt: number, journal: string, telemetry?: AttemptTelemetry): Promise<void> {
     const runKeys = [this.keys.run(claim.id), this.keys.leases, this.keys.limits, this.keys.seq];
     if (error instanceof RedisConnectionError) {
       // A step's result could not be saved because Redis was away: not the run's fault. Hand it
@@ -146,7 +146,7 @@ export class RunExecutor {
     // Always asked of the token-checked script, even after a lost lease: the token decides.
     const outcome = await this.scripts.run<string>('fail', runKeys, [
       this.keys.base, claim.id, claim.token, JSON.stringify(described), retryable ? 1 : 0,
-      delayMs, this.options.defaults.resultTtlMs,
+      delayMs, this.options.defaults.resultTtlMs, journal,
     ], commitPolicy(this.options));
     // 'suspended': a wait beside the failure closed the attempt first (see RunWaits); the run
     // waits, and the failed step runs again when it resumes. Like a lost lease, nothing to report.

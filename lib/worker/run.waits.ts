@@ -8,6 +8,7 @@ import { stepScope } from '../workflow/run.scope';
 import { MAX_INVOKE_ALL, MAX_INVOKE_BYTES, type EventWaitOptions, type InvokeCall, type InvokeOptions, type SignalWaitOptions, type WaitOutcome } from '../workflow/wait.types';
 import type { RunContext } from '../workflow/workflow.types';
 import type { AttemptGuard } from './attempt.guard';
+import type { AttemptJournal } from './attempt.journal';
 import type { Placed, StepRecorder } from './step.recorder';
 import { refusedBytes, toChildOutcome, toWaitOutcome } from './wait.outcome';
 
@@ -29,10 +30,10 @@ export type SuspendReply = { resumed: Map<string, string> } | 'suspended';
 export interface WaitPort {
   /**
    * Commits the wait with the position entries of the attempt's calls up to it (`positions`),
-   * its outcomes allowed at most `room` bytes of the memo; rejects (lease lost, Redis away,
-   * conflict) with the error that ends the attempt.
+   * its outcomes allowed at most `room` bytes of the memo, and the attempt's journal (stored if the
+   * run suspends); rejects (lease lost, Redis away, conflict) with the error that ends the attempt.
    */
-  suspend(request: SuspendRequest, room: number, positions: Placed[]): Promise<SuspendReply>;
+  suspend(request: SuspendRequest, room: number, positions: Placed[], journal: AttemptJournal): Promise<SuspendReply>;
   /** Validates a child's enqueue as `QueueClient.enqueue` would (typed errors, nothing written). */
   childRequest(workflow: unknown, input: unknown, opts: InvokeOptions | undefined): EnqueueRequest;
 }
@@ -144,8 +145,13 @@ export class RunWaits {
 
   /** Replays the wait from the memo, or commits it (see the class comment). Resolves with the outcomes in entry order. */
   private async wait(request: SuspendRequest): Promise<string[]> {
+    const { journal } = this.recorder;
+    const kind = request.kind === 'child' ? 'invoke' : request.kind;
     const known = request.entries.map(({ placed }) => this.recorder.recorded(placed.key));
-    if (known.every((raw) => raw !== undefined)) return this.fitting(request, known as string[]);
+    if (known.every((raw) => raw !== undefined)) {
+      for (const { placed } of request.entries) journal.replayed(kind, placed.key);
+      return this.fitting(request, known as string[]);
+    }
     const previous = this.recorder.gate;
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
@@ -162,9 +168,11 @@ export class RunWaits {
     // Every call so far has been placed (calls made after this one wait on its gate).
     const written = this.recorder.unrecordedPositions();
     const { positions } = written;
+    // Left open if the run suspends: the journal marks the wait the attempt ended in.
+    const ends = request.entries.map(({ placed }) => journal.begin(kind, placed.key));
     let reply: SuspendReply;
     try {
-      reply = await this.port.suspend(request, this.recorder.room(positions), positions);
+      reply = await this.port.suspend(request, this.recorder.room(positions), positions, journal);
     } catch (error) {
       // Ends the attempt even if the code catches it: its outcome is for the worker to commit.
       this.guard.expire(error instanceof Error ? error : new Error(String(error)));
@@ -174,6 +182,7 @@ export class RunWaits {
       this.onSuspended();
       return suspended();
     }
+    for (const end of ends) end('ok');
     this.recorder.positionsRecorded(written);
     for (const [key, raw] of reply.resumed) this.recorder.remember(key, raw);
     if (this.recorder.gate === gate) this.recorder.gate = undefined;

@@ -9,6 +9,7 @@ import type { StepObserver } from '../telemetry/step.observer';
 import { LazyAbort } from './active-runs';
 import { AttemptGuard } from './attempt.guard';
 import { runStepTries } from './step.tries';
+import { AttemptJournal } from './attempt.journal';
 
 /** Persists one step result under the run's lease; resolves false if the lease is gone. */
 export type PersistStep = (key: string, encoded: string) => Promise<boolean>;
@@ -69,6 +70,8 @@ export class StepRecorder implements StepRunner {
   gate?: Promise<void>;
   /** Bytes of the memo as persisted so far, including writes in flight (reserved before the write). */
   private memoBytes: number;
+  /** When this attempt's calls ran and how they ended, stored with its outcome (the dashboard's timeline). */
+  readonly journal = new AttemptJournal();
 
   constructor(
     private readonly runId: string,
@@ -102,6 +105,7 @@ export class StepRecorder implements StepRunner {
     const saved = this.memo.get(placed.key);
     if (saved !== undefined) {
       this.observer?.replayed(name, placed.key);
+      this.journal.replayed('step', placed.key);
       return decodePayload<Jsonified<T>>(saved);
     }
     if (this.gate) await this.gate;
@@ -187,9 +191,17 @@ export class StepRecorder implements StepRunner {
 
   /** Executes a step (its tries, see runStepTries) and persists its result before handing it back. */
   private async execute<T>(placed: Placed, fn: StepFn<T>, options: ResolvedStepOptions | undefined): Promise<Jsonified<T>> {
-    const value = await runStepTries(placed.key, options, this.guard, (context) => stepScope.run({ runner: this, context }, fn, context));
-    const encoded = encodePayload(value, `step "${placed.key}" result`, this.maxPayloadBytes);
-    await this.save(placed.key, encoded);
+    const end = this.journal.begin('step', placed.key);
+    let encoded: string;
+    try {
+      const value = await runStepTries(placed.key, options, this.guard, (context) => stepScope.run({ runner: this, context }, fn, context));
+      encoded = encodePayload(value, `step "${placed.key}" result`, this.maxPayloadBytes);
+      await this.save(placed.key, encoded);
+    } catch (error) {
+      end('failed');
+      throw error;
+    }
+    end('ok');
     // Hand back the decoded copy, so the first attempt sees exactly what a replay would.
     return decodePayload<Jsonified<T>>(encoded);
   }

@@ -1,3 +1,4 @@
+import type { AttemptJournal } from './attempt.journal';
 import { buildEnqueueRequest, type EnqueueRequest } from '../client/enqueue.options';
 import { ChildRunConflictError, InvalidOptionError, LeaseLostError, UnknownWorkflowError } from '../errors';
 import type { WorkflowRegistry } from '../discovery/workflow.registry';
@@ -26,7 +27,7 @@ export class RedisWaitPort implements WaitPort {
     private readonly claim: Claim,
   ) {}
 
-  async suspend(request: SuspendRequest, room: number, positions: Placed[]): Promise<SuspendReply> {
+  async suspend(request: SuspendRequest, room: number, positions: Placed[], journal: AttemptJournal): Promise<SuspendReply> {
     const { claim, keys } = this;
     const entries = request.entries.flatMap(({ placed, child }) => {
       const entry: (string | number)[] = [placed.key];
@@ -35,7 +36,7 @@ export class RedisWaitPort implements WaitPort {
     });
     const args = [
       keys.base, claim.id, claim.token, request.kind, request.afterMs ?? '', request.atMs ?? '', request.target, room,
-      positions.length, ...positions.flatMap(({ field, value }) => [field, value]), request.entries.length, ...entries,
+      journal.encode(claim.attempt, 'suspended'), positions.length, ...positions.flatMap(({ field, value }) => [field, value]), request.entries.length, ...entries,
     ];
     const reply = await this.scripts.run<[string, unknown]>('suspend', [keys.run(claim.id), keys.leases, keys.limits, keys.seq], args, commitPolicy(this.options));
     switch (reply[0]) {

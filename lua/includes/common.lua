@@ -443,8 +443,19 @@ local onChildFinished = nil
 -- a run nobody waits on costs no publish. A `linked` run (field 'links': it is a child workflow,
 -- or signals wait in its mailbox; see waits.lua) also resumes its parent and drops its mailbox:
 -- the common run pays nothing for either.
-local function finishRun(base, runKey, id, workflow, state, field, payload, now, ttlMs, waited, linked)
-  redis.call('HSET', runKey, 'state', state, field, payload, 'finishedAt', now)
+-- Writes fields of a run's hash and, when given, the committing attempt's journal
+-- ('<attempt> <json>', see lib/worker/attempt.journal.ts) as field 'tl:<attempt>': one HSET either
+-- way, so the dashboard's step timeline costs no command of its own.
+local function hsetRun(runKey, journal, ...)
+  if journal and journal ~= '' then
+    local space = string.find(journal, ' ', 1, true)
+    return redis.call('HSET', runKey, 'tl:' .. string.sub(journal, 1, space - 1), string.sub(journal, space + 1), ...)
+  end
+  return redis.call('HSET', runKey, ...)
+end
+
+local function finishRun(base, runKey, id, workflow, state, field, payload, now, ttlMs, waited, linked, journal)
+  hsetRun(runKey, journal, 'state', state, field, payload, 'finishedAt', now)
   redis.call('PEXPIRE', runKey, ttlMs)
   if linked then
     redis.call('DEL', base .. 'mailbox:' .. id)

@@ -1,0 +1,113 @@
+import type Redis from 'ioredis';
+import { RunContext, Workflow } from '../../lib';
+import { parseJournal } from '../../lib/client/run.timeline';
+import { AttemptJournal } from '../../lib/worker/attempt.journal';
+import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
+import { Counter } from '../support/workflows';
+
+/**
+ * The step timeline (`QueueClient.timeline`): each committed attempt stores when its steps and
+ * waits ran and how they ended, with its outcome, in the same script call that commits it.
+ */
+const effects = new Counter();
+
+/** `b` fails on the first attempt, so attempt 2 replays `a` and runs `b` again. */
+@Workflow('tl.retry', { attempts: 3, backoff: { delayMs: 5 } })
+class Retried {
+  async run(_input: unknown, ctx: RunContext) {
+    await ctx.step('a', () => 1);
+    await ctx.step('b', () => {
+      if (effects.inc(`b:${ctx.runId}`) === 1) throw new Error('b fails once');
+      return 2;
+    });
+    return 'done';
+  }
+}
+
+/** A step, a sleep that suspends the run, a step. */
+@Workflow('tl.sleep', { attempts: 1 })
+class Sleeper {
+  async run(_input: unknown, ctx: RunContext) {
+    await ctx.step('before', () => 1);
+    await ctx.sleep('nap', 30);
+    await ctx.step('after', () => 2);
+  }
+}
+
+/** A step that fails for good. */
+@Workflow('tl.fail', { attempts: 1 })
+class Failing {
+  async run(_input: unknown, ctx: RunContext) {
+    await ctx.step('ok', () => 1);
+    await ctx.step('boom', () => {
+      throw new Error('boom');
+    });
+  }
+}
+
+const summary = (attempt: { calls: Array<{ key: string; status: string }> }) => attempt.calls.map(({ key, status }) => `${key}:${status}`);
+
+describe('run timeline', () => {
+  const ns = uniqueNamespace('tl');
+  let redis: Redis;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    redis = rawRedis();
+    app = await createApp([Retried, Sleeper, Failing], { namespace: ns, worker: { concurrency: 4 } });
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await dropNamespace(redis, ns);
+    redis.disconnect();
+  });
+
+  it('marks the failed step of a failed attempt and the replayed one of its retry', async () => {
+    const handle = await app.client.enqueue(Retried, {});
+    await handle.result({ timeoutMs: 10_000 });
+    const timeline = (await app.client.timeline(handle.id))!;
+    expect(timeline.attempts.map((a) => [a.attempt, a.outcome])).toEqual([[1, 'failed'], [2, 'completed']]);
+    expect(summary(timeline.attempts[0])).toEqual(['a#1:ok', 'b#1:failed']);
+    expect(summary(timeline.attempts[1])).toEqual(['a#1:replayed', 'b#1:ok']);
+    const [first, second] = timeline.attempts;
+    expect(first.start).toBeLessThanOrEqual(first.calls[0].start);
+    expect(first.calls[1].end).toBeLessThanOrEqual(first.end);
+    expect(second.start).toBeGreaterThanOrEqual(first.end);
+  });
+
+  it('shows the wait an attempt suspended in, and its replay after the resume', async () => {
+    const handle = await app.client.enqueue(Sleeper, {});
+    await handle.result({ timeoutMs: 10_000 });
+    const timeline = (await app.client.timeline(handle.id))!;
+    expect(timeline.attempts.map((a) => a.outcome)).toEqual(['suspended', 'completed']);
+    expect(summary(timeline.attempts[0])).toEqual(['before#1:ok', 'nap#1:waiting']);
+    expect(timeline.attempts[0].calls[1].kind).toBe('sleep');
+    expect(summary(timeline.attempts[1])).toEqual(['before#1:replayed', 'nap#1:replayed', 'after#1:ok']);
+  });
+
+  it('keeps the journal of a run that failed for good, and answers null for an unknown run', async () => {
+    const handle = await app.client.enqueue(Failing, {});
+    await expect(handle.result({ timeoutMs: 10_000 })).rejects.toThrow('boom');
+    const timeline = (await app.client.timeline(handle.id))!;
+    expect(timeline.attempts).toHaveLength(1);
+    expect(timeline.attempts[0].outcome).toBe('failed');
+    expect(summary(timeline.attempts[0])).toEqual(['ok#1:ok', 'boom#1:failed']);
+    expect(await app.client.timeline('no-such-run')).toBeNull();
+  });
+
+  it('bounds a journal and skips what it cannot parse', () => {
+    const journal = new AttemptJournal();
+    for (let i = 0; i < 500; i++) journal.replayed('step', `step-${i}#1`);
+    const encoded = journal.encode(3, 'completed');
+    const [attempt, json] = [encoded.slice(0, encoded.indexOf(' ')), encoded.slice(encoded.indexOf(' ') + 1)];
+    expect(attempt).toBe('3');
+    expect(json.length).toBeLessThan(6000);
+    const parsed = parseJournal(3, json)!;
+    expect(parsed.calls.length + parsed.more).toBe(500);
+    expect(parsed.more).toBeGreaterThan(0);
+    expect(parseJournal(1, '{"s":1,"e":2,"o":"weird","c":[]}')).toBeUndefined();
+    expect(parseJournal(1, 'not json')).toBeUndefined();
+    expect(parseJournal(1, '{"s":1,"e":2,"o":"failed","c":[["x","k",0,1,"o"],["s","k#1",0,1,"o"]]}')!.calls).toHaveLength(1);
+  });
+});
