@@ -1,0 +1,53 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Where the page's script and style ship: next to this file, in lib/ and in dist/ alike (the build copies them). */
+export const ASSETS_DIR = join(__dirname, 'assets');
+
+/** The budget the two assets must stay within, uncompressed (checked by the tests). */
+export const ASSET_BUDGET_BYTES = 64 * 1024;
+
+export interface Asset {
+  body: string;
+  type: string;
+  etag: string;
+}
+
+const TYPES: Record<string, string> = { 'dashboard.js': 'text/javascript; charset=utf-8', 'dashboard.css': 'text/css; charset=utf-8' };
+
+/** The dashboard's only two assets, read once: nothing comes from a CDN, the page works offline. */
+export function loadAssets(dir = ASSETS_DIR): Map<string, Asset> {
+  const assets = new Map<string, Asset>();
+  for (const [name, type] of Object.entries(TYPES)) {
+    const body = readFileSync(join(dir, name), 'utf8');
+    assets.set(name, { body, type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"` });
+  }
+  return assets;
+}
+
+/**
+ * The page: a shell that loads the script, which draws everything from the JSON API. URLs are
+ * absolute from `basePath` (no `<base>`: the page's own `#/…` links must stay on the page, served
+ * with or without a trailing slash); the script reads `base` from its config for the API.
+ */
+export function pageHtml(basePath: string, config: { readOnly: boolean; pollMs: number }): string {
+  const base = escapeAttribute(basePath);
+  return [
+    '<!doctype html><html lang="en"><head><meta charset="utf-8">',
+    '<meta name="viewport" content="width=device-width,initial-scale=1">',
+    `<meta name="sluice-config" content="${escapeAttribute(JSON.stringify({ ...config, base: basePath }))}">`,
+    `<title>Sluice</title><link rel="stylesheet" href="${base}assets/dashboard.css"></head>`,
+    `<body><div id="app"></div><script src="${base}assets/dashboard.js" defer></script></body></html>`,
+  ].join('');
+}
+
+/** The request's path as the page's base (it already holds the app's global prefix and the mount path), with a trailing slash. */
+export function basePathOf(url: string): string {
+  const path = url.split(/[?#]/)[0] || '/';
+  return path.endsWith('/') ? path : `${path}/`;
+}
+
+function escapeAttribute(text: string): string {
+  return text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
+}

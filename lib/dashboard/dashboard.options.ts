@@ -1,0 +1,51 @@
+import type { CanActivate, ExecutionContext, Type } from '@nestjs/common';
+import { QueueConfigError } from '../errors';
+
+/** A function that decides whether a request may see the dashboard (and act, when actions are on). */
+export type DashboardGuardFn = (request: any, context: ExecutionContext) => boolean | Promise<boolean>;
+
+/** Options of `SluiceDashboardModule.forRoot`. */
+export interface SluiceDashboardOptions {
+  /** Where the dashboard is mounted, e.g. `'/sluice'` (after the app's global prefix, if any). */
+  path: string;
+  /**
+   * Who may open it: a guard class (resolved from the app's providers, else created with its
+   * dependencies injected) or a function of the request. Applied to every page, asset and API
+   * route. Without one, anyone who reaches the path can: mount it behind your own auth.
+   */
+  guard?: Type<CanActivate> | DashboardGuardFn;
+  /** `true` (default): only reads. `false` enables the actions (retry, cancel, remove, pause, caps, schedules). */
+  readOnly?: boolean;
+  /** How often open pages refresh, in ms (default 2 000, 500–60 000). */
+  pollMs?: number;
+  /** How often throughput is sampled when no page polls, in ms (default 5 000, 1 000–60 000); `false`: no background sampling. */
+  sampleMs?: number | false;
+}
+
+export interface ResolvedDashboardOptions {
+  path: string;
+  guard?: Type<CanActivate> | DashboardGuardFn;
+  readOnly: boolean;
+  pollMs: number;
+  sampleMs: number | false;
+}
+
+export const DASHBOARD_OPTIONS = Symbol('SLUICE_DASHBOARD_OPTIONS');
+
+const PATH = /^(\/[A-Za-z0-9._~-]+)+$/;
+
+/** Checks the options at import time: a typed error naming the option, before the app boots. */
+export function resolveDashboardOptions(options: SluiceDashboardOptions): ResolvedDashboardOptions {
+  if (options === null || typeof options !== 'object') throw new QueueConfigError('SluiceDashboardModule.forRoot options must be an object { path, guard?, readOnly? }');
+  const path = typeof options.path === 'string' && options.path.length > 1 ? options.path.replace(/\/+$/, '') : options.path;
+  if (typeof path !== 'string' || !PATH.test(path)) {
+    throw new QueueConfigError(`SluiceDashboardModule: path must look like '/sluice' (segments of letters, digits, . _ ~ -), got ${JSON.stringify(options.path)}`);
+  }
+  if (options.guard !== undefined && typeof options.guard !== 'function') throw new QueueConfigError('SluiceDashboardModule: guard must be a guard class or a function (request, context) => boolean');
+  if (options.readOnly !== undefined && typeof options.readOnly !== 'boolean') throw new QueueConfigError('SluiceDashboardModule: readOnly must be a boolean');
+  const pollMs = options.pollMs ?? 2000;
+  if (!Number.isInteger(pollMs) || pollMs < 500 || pollMs > 60_000) throw new QueueConfigError('SluiceDashboardModule: pollMs must be an integer from 500 to 60000');
+  const sampleMs = options.sampleMs ?? 5000;
+  if (sampleMs !== false && (!Number.isInteger(sampleMs) || sampleMs < 1000 || sampleMs > 60_000)) throw new QueueConfigError('SluiceDashboardModule: sampleMs must be false or an integer from 1000 to 60000');
+  return { path, guard: options.guard, readOnly: options.readOnly ?? true, pollMs, sampleMs };
+}

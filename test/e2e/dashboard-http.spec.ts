@@ -1,0 +1,159 @@
+import { type CanActivate, type ExecutionContext, Injectable, UnauthorizedException } from '@nestjs/common';
+import type Redis from 'ioredis';
+import { RunContext, Workflow } from '../../lib';
+import { ASSET_BUDGET_BYTES } from '../../lib/dashboard';
+import { dropNamespace, rawRedis, uniqueNamespace } from '../support/app';
+import { createDashboardApp, type DashboardApp, type HttpAdapterName } from '../support/dashboard-app';
+
+/**
+ * The dashboard over HTTP on both Nest adapters: the page, its assets and the API behind the
+ * guard, the security headers, the actions' CSRF rules and read-only default, typed errors as
+ * HTTP statuses. (What the page draws is the browser suite's: test/browser.)
+ */
+@Workflow('dh.echo', { attempts: 1 })
+class Echo {
+  async run(input: unknown, ctx: RunContext) {
+    await ctx.step('echo', () => input);
+    return input;
+  }
+}
+
+@Workflow('dh.fails', { attempts: 1 })
+class Fails {
+  async run(_input: unknown, ctx: RunContext) {
+    await ctx.step('boom', () => {
+      throw new Error('boom');
+    });
+  }
+}
+
+/** A guard class of the app's own: 401 unless the request carries the test's token. */
+@Injectable()
+class TokenGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    const request = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>();
+    if (request.headers['x-token'] !== 'let-me-in') throw new UnauthorizedException('no token');
+    return true;
+  }
+}
+
+const USER = { 'x-token': 'let-me-in' };
+const ACTION = { ...USER, 'content-type': 'application/json', 'x-sluice-csrf': '1' };
+
+describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)', (adapter) => {
+  const ns = uniqueNamespace('dh');
+  let redis: Redis;
+  let dash: DashboardApp;
+  let readOnly: DashboardApp;
+  const url = (path: string) => `${dash.origin}/sluice${path}`;
+
+  beforeAll(async () => {
+    redis = rawRedis();
+    dash = await createDashboardApp(adapter, [Echo, Fails], { namespace: ns }, { path: '/sluice/', guard: TokenGuard, readOnly: false }, { providers: [TokenGuard] });
+    readOnly = await createDashboardApp(adapter, [], { namespace: ns, worker: { enabled: false } }, { path: '/ops/queues', guard: (request: { headers: Record<string, string> }) => request.headers['x-token'] === 'let-me-in' });
+  });
+
+  afterAll(async () => {
+    await dash?.close();
+    await readOnly?.close();
+    await dropNamespace(redis, ns);
+    redis.disconnect();
+  });
+
+  it('serves the page with a strict CSP and its two assets within budget', async () => {
+    const page = await fetch(url(''), { headers: USER });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    const csp = page.headers.get('content-security-policy')!;
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(page.headers.get('x-content-type-options')).toBe('nosniff');
+    const html = await page.text();
+    expect(html).toContain('<script src="/sluice/assets/dashboard.js" defer>');
+    expect(html).toContain('&#34;readOnly&#34;:false');
+    // The base comes from the request path: a crafted one is escaped, never markup.
+    const crafted = await (await fetch(url('?"><script>x</script>'), { headers: USER })).text();
+    expect(crafted).not.toContain('<script>x');
+    let total = 0;
+    for (const [name, type] of [['dashboard.js', 'text/javascript'], ['dashboard.css', 'text/css']]) {
+      const asset = await fetch(url(`/assets/${name}`), { headers: USER });
+      expect(asset.status).toBe(200);
+      expect(asset.headers.get('content-type')).toContain(type);
+      total += (await asset.text()).length;
+    }
+    expect(total).toBeLessThan(ASSET_BUDGET_BYTES);
+    expect((await fetch(url('/assets/other.js'), { headers: USER })).status).toBe(404);
+  });
+
+  it('answers 401 from a refusing guard class, and 403 from a refusing function, on pages, assets and the API alike', async () => {
+    for (const path of ['', '/assets/dashboard.js', '/api/overview', '/api/runs?workflow=dh.echo&state=failed']) {
+      expect((await fetch(url(path))).status).toBe(401);
+      expect((await fetch(url(path), { headers: { 'x-token': 'wrong' } })).status).toBe(401);
+      expect((await fetch(`${readOnly.origin}/ops/queues${path}`)).status).toBe(403);
+    }
+    expect((await fetch(url('/api/workflows/dh.echo/pause'), { method: 'POST', headers: { 'content-type': 'application/json', 'x-sluice-csrf': '1' }, body: '{}' })).status).toBe(401);
+    expect((await fetch(`${readOnly.origin}/ops/queues`, { headers: USER })).status).toBe(200);
+  });
+
+  it('reads the overview, runs, a run with its timeline and the groups', async () => {
+    const ok = await dash.client.enqueue(Echo, { html: '<script>alert(1)</script>' });
+    await ok.result({ timeoutMs: 10_000 });
+    const bad = await dash.client.enqueue(Fails, {}, { group: 'tenant-a' });
+    await expect(bad.result({ timeoutMs: 10_000 })).rejects.toThrow('boom');
+    const overview = await (await fetch(url('/api/overview'), { headers: USER })).json() as any;
+    const echo = overview.workflows.find((w: { name: string }) => w.name === 'dh.echo');
+    expect(echo).toMatchObject({ completed: 1, failed: 0, paused: false });
+    expect(overview.readOnly).toBe(false);
+    expect(overview.throughput.stepMs).toBe(5000);
+    const runs = await (await fetch(url('/api/runs?workflow=dh.fails&state=failed'), { headers: USER })).json() as any;
+    expect(runs.runs.map((r: { id: string }) => r.id)).toEqual([bad.id]);
+    expect(runs.runs[0].error).toEqual({ name: 'Error', message: 'boom' });
+    const detail = await (await fetch(url(`/api/runs/${encodeURIComponent(ok.id)}`), { headers: USER })).json() as any;
+    expect(detail.run.input).toEqual({ html: '<script>alert(1)</script>' });
+    expect(detail.timeline.attempts[0].calls.map((c: { key: string; status: string }) => `${c.key}:${c.status}`)).toEqual(['echo#1:ok']);
+    const failed = await (await fetch(url(`/api/runs/${bad.id}`), { headers: USER })).json() as any;
+    expect(failed.timeline.attempts[0].calls[0].status).toBe('failed');
+    const groups = await (await fetch(url('/api/workflows/dh.fails/groups'), { headers: USER })).json() as any;
+    expect(groups).toMatchObject({ offset: 0, next: null, omitted: 0 });
+  });
+
+  it('answers typed errors with their HTTP status', async () => {
+    expect((await fetch(url('/api/runs/no-such-run'), { headers: USER })).status).toBe(404);
+    expect((await fetch(url('/api/runs?workflow=dh.echo&state=bogus'), { headers: USER })).status).toBe(400);
+    expect((await fetch(url('/api/runs?workflow=nope&state=failed'), { headers: USER })).status).toBe(404);
+    expect((await fetch(url('/api/workflows/dh.echo/groups?offset=-1'), { headers: USER })).status).toBe(400);
+    const retryCompleted = await fetch(url('/api/runs/no-such-run/retry'), { method: 'POST', headers: ACTION, body: '{}' });
+    expect(retryCompleted.status).toBe(404);
+    expect((await retryCompleted.json() as any).message).toContain('no-such-run');
+    const badCap = await fetch(url('/api/workflows/dh.echo/limits'), { method: 'POST', headers: ACTION, body: JSON.stringify({ limit: -3 }) });
+    expect(badCap.status).toBe(400);
+  });
+
+  it('takes an action only from the page: a JSON body, the CSRF header, the same origin', async () => {
+    const pause = (headers: Record<string, string>, body = '{}') => fetch(url('/api/workflows/dh.echo/pause'), { method: 'POST', headers, body });
+    expect((await pause({ ...USER, 'content-type': 'application/json' })).status).toBe(403);
+    expect((await pause({ ...USER, 'x-sluice-csrf': '1', 'content-type': 'text/plain' })).status).toBe(403);
+    expect((await pause({ ...ACTION, origin: 'https://evil.example' })).status).toBe(403);
+    expect((await pause({ ...ACTION, 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    expect((await dash.client.stats({ workflow: 'dh.echo' })).workflows['dh.echo'].paused).toBe(false);
+    const done = await pause({ ...ACTION, origin: dash.origin, 'sec-fetch-site': 'same-origin' });
+    expect(done.status).toBe(200);
+    expect((await done.json() as any).message).toMatch(/^Paused dh\.echo/);
+    expect((await dash.client.stats({ workflow: 'dh.echo' })).workflows['dh.echo'].paused).toBe(true);
+    const again = await (await pause(ACTION)).json() as any;
+    expect(again.message).toBe('Nothing changed: dh.echo was already paused');
+    const resumed = await fetch(url('/api/workflows/dh.echo/resume'), { method: 'POST', headers: ACTION, body: '{}' });
+    expect((await resumed.json() as any).message).toBe('Resumed dh.echo');
+    const cap = await (await fetch(url('/api/workflows/dh.echo/limits'), { method: 'POST', headers: ACTION, body: JSON.stringify({ group: '*', limit: 4 }) })).json() as any;
+    expect(cap.message).toBe('Cap of every group of dh.echo set to 4 (it was none)');
+    expect((await dash.client.getLimits({ workflow: 'dh.echo', group: 'x' })).groupDefault).toBe(4);
+  });
+
+  it('is read-only unless actions are enabled', async () => {
+    const refused = await fetch(`${readOnly.origin}/ops/queues/api/workflows/dh.echo/pause`, { method: 'POST', headers: ACTION, body: '{}' });
+    expect(refused.status).toBe(403);
+    expect((await refused.json() as any).message).toContain('readOnly: false');
+    expect((await readOnly.client.stats({ workflow: 'dh.echo' })).workflows['dh.echo'].paused).toBe(false);
+  });
+});
