@@ -7,7 +7,7 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/chaos/', '<rootDir>/test/cluster/'],
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/chaos/', '<rootDir>/test/cluster/', '<rootDir>/test/browser/'],
   transform: { '^.+\\.ts$': 'ts-jest' },
   globalSetup: '<rootDir>/test/support/redis.global-setup.ts',
   globalTeardown: '<rootDir>/test/support/redis.global-teardown.ts',

@@ -1,5 +1,8 @@
 import { Module } from '@nestjs/common';
+import type { IncomingMessage } from 'node:http';
 import { QueueModule } from '../lib';
+import { SluiceDashboardModule } from '../lib/dashboard';
+import { DASHBOARD_PATH, DashboardDemo } from './dashboard.demo';
 import { FulfilmentJournal } from './fulfilment.journal';
 import { HealthDemo } from './health.demo';
 import { HealthServer } from './health.server';
@@ -34,6 +37,13 @@ export const SAMPLE_NAMESPACE = 'sample';
         };
       },
     }),
+    // The dashboard on the app's HTTP server, actions enabled. The guard here lets in requests
+    // from this machine only; a real app passes its own auth guard class (README, "Dashboard").
+    SluiceDashboardModule.forRoot({
+      path: DASHBOARD_PATH,
+      readOnly: false,
+      guard: (request: IncomingMessage | { raw?: IncomingMessage }) => isLoopback(('raw' in request && request.raw ? request.raw : (request as IncomingMessage)).socket.remoteAddress),
+    }),
   ],
   providers: [
     OrderWorkflow,
@@ -50,6 +60,11 @@ export const SAMPLE_NAMESPACE = 'sample';
     HealthDemo,
     RunControlDemo,
     ApprovalDemo,
+    DashboardDemo,
   ],
 })
 export class AppModule {}
+
+function isLoopback(address: string | undefined): boolean {
+  return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1';
+}

@@ -8,6 +8,7 @@ import { OrderDemo } from './order.demo';
 import { ScheduleDemo } from './schedule.demo';
 import { RunControlDemo } from './run-control.demo';
 import { ApprovalDemo } from './approval.demo';
+import { DashboardDemo } from './dashboard.demo';
 
 /** Runs the demo against REDIS_URL; resolves 0 if everything happened as expected, 1 otherwise. */
 export async function main(): Promise<number> {
@@ -18,7 +19,9 @@ export async function main(): Promise<number> {
     return 1;
   }
   await dropSampleKeys(url);
-  const app = await NestFactory.createApplicationContext(AppModule, { logger: ['log', 'warn', 'error'] });
+  // An HTTP app (Express) for the dashboard; SAMPLE_PORT picks its port (default: any free one).
+  const app = await NestFactory.create(AppModule, { logger: ['log', 'warn', 'error'] });
+  await app.listen(Number(process.env.SAMPLE_PORT ?? 0), '127.0.0.1');
   let problems: string[];
   try {
     problems = await app.get(OrderDemo).runAll();
@@ -26,6 +29,8 @@ export async function main(): Promise<number> {
     problems.push(...(await app.get(HealthDemo).runAll())); // the worker has been under load, and still runs
     problems.push(...(await app.get(RunControlDemo).runAll()));
     problems.push(...(await app.get(ApprovalDemo).runAll()));
+    problems.push(...(await app.get(DashboardDemo).runAll(await app.getUrl())));
+    if (process.env.SAMPLE_KEEP_OPEN === '1') await keepOpen(logger, `${await app.getUrl()}/sluice`);
   } finally {
     await app.close(); // stops reserving, lets in-flight runs finish, closes the Redis connections
   }
@@ -35,6 +40,12 @@ export async function main(): Promise<number> {
   }
   logger.log('All checks passed');
   return 0;
+}
+
+/** Keeps the app up (dashboard, workers) until Ctrl-C. */
+function keepOpen(logger: Logger, url: string): Promise<void> {
+  logger.log(`SAMPLE_KEEP_OPEN=1: the dashboard stays at ${url} until you press Ctrl-C`);
+  return new Promise((resolve) => process.once('SIGINT', () => resolve()));
 }
 
 /** Deletes the keys of the sample's namespace only (`{sluice:sample}:*`), so re-runs start clean. */

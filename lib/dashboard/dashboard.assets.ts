@@ -37,6 +37,8 @@ export function pageHtml(basePath: string, config: { readOnly: boolean; pollMs: 
     '<!doctype html><html lang="en"><head><meta charset="utf-8">',
     '<meta name="viewport" content="width=device-width,initial-scale=1">',
     `<meta name="sluice-config" content="${escapeAttribute(JSON.stringify({ ...config, base: basePath }))}">`,
+    // An empty icon: no request for /favicon.ico, outside the mount path.
+    '<link rel="icon" href="data:,">',
     `<title>Sluice</title><link rel="stylesheet" href="${base}assets/dashboard.css"></head>`,
     `<body><div id="app"></div><script src="${base}assets/dashboard.js" defer></script></body></html>`,
   ].join('');

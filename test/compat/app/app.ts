@@ -10,7 +10,7 @@
  * methods and constructor injection, the client (`QueueClient.run`: enqueue and wait), the worker
  * (a retry that replays a finished step instead of running it again), a schedule declared on
  * `@Workflow` firing, `RunEvents`, `QueueHealth` and `app.close()`; and that `import` and
- * `require` of `nest-sluice` and `nest-sluice/testing` give identical exports (one copy of the
+ * `require` of `nest-sluice`, `nest-sluice/testing` and `nest-sluice/dashboard` give identical exports (one copy of the
  * code). It prints one `COMPAT-RESULT {...}` line and exits 0 only if every check passed; the
  * process must also exit on its own after `app.close()` (nothing left open).
  *
@@ -111,6 +111,9 @@ async function main(): Promise<void> {
   const testingViaRequire = requireHere('nest-sluice/testing') as Record<string, unknown>;
   const testingDiffering = Object.keys(testingViaRequire).filter((name) => testingViaImport[name] !== testingViaRequire[name]);
   check(Object.keys(testingViaRequire).length > 0 && testingDiffering.length === 0, 'nest-sluice/testing: names that import and require do not give identically', testingDiffering);
+  const dashboardViaImport: Record<string, unknown> = await import('nest-sluice/dashboard');
+  const dashboardViaRequire = requireHere('nest-sluice/dashboard') as Record<string, unknown>;
+  check(typeof dashboardViaRequire.SluiceDashboardModule === 'function' && dashboardViaImport.SluiceDashboardModule === dashboardViaRequire.SluiceDashboardModule, 'nest-sluice/dashboard: SluiceDashboardModule missing, or not the same through import and require');
 
   const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
   const client = app.get(QueueClient);

@@ -1,0 +1,238 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type Redis from 'ioredis';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { RunContext, Workflow } from '../../lib';
+import { dropNamespace, rawRedis, uniqueNamespace } from '../support/app';
+import { createDashboardApp, type DashboardApp } from '../support/dashboard-app';
+import { commandCounts } from '../support/redis-commands';
+
+/**
+ * The dashboard in a real Chromium: an operator finds a failed run, sees which step failed on the
+ * timeline, retries it and watches it complete; cancels a sleeping run; changes a cap; a payload
+ * with markup shows as text and runs nothing; a refused guard shows nothing. Screenshots of every
+ * page go to test-results/dashboard/. Also measures what an open overview page costs Redis.
+ */
+const SHOTS = join(__dirname, '..', '..', 'test-results', 'dashboard');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">';
+
+/** Fails at its `charge` step until the test "fixes" the card: a run to find, inspect and retry. */
+let cardFixed = false;
+@Workflow('shop.checkout', { attempts: 1 })
+class Checkout {
+  async run(input: { order: string; note?: string }, ctx: RunContext) {
+    await ctx.step('reserve-stock', async () => 'reserved');
+    await ctx.step('charge', async () => {
+      if (!cardFixed) throw new Error(`card declined for order ${input.order}`);
+      return 'charged';
+    });
+    await ctx.step('ship', async () => 'shipped');
+    return { order: input.order, status: 'shipped' };
+  }
+}
+
+@Workflow('shop.cool-off', { attempts: 1 })
+class CoolOff {
+  async run(_input: unknown, ctx: RunContext) {
+    await ctx.step('notify', async () => 'sent');
+    await ctx.sleep('cool-off', '1h');
+    await ctx.step('close', async () => 'closed');
+  }
+}
+
+describe('dashboard in Chromium', () => {
+  const ns = uniqueNamespace('br');
+  let redis: Redis;
+  let dash: DashboardApp;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  const pageErrors: string[] = [];
+
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    redis = rawRedis();
+    dash = await createDashboardApp('express', [Checkout, CoolOff], { namespace: ns, worker: { concurrency: 4 } }, {
+      path: '/sluice',
+      readOnly: false,
+      pollMs: 500,
+      guard: (request: { headers: Record<string, string | undefined> }) => request.headers['x-operator'] === 'ops',
+    });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    context = await browser.newContext({ viewport: { width: 1280, height: 900 }, extraHTTPHeaders: { 'x-operator': 'ops' } });
+    page = await context.newPage();
+    // Script errors and CSP violations (Chromium reports those on the console) fail the suite.
+    page.on('pageerror', (error) => pageErrors.push(`pageerror: ${error.message}`));
+    page.on('console', (message) => message.type() === 'error' && pageErrors.push(`console: ${message.text()}`));
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await dash?.close();
+    await dropNamespace(redis, ns);
+    redis.disconnect();
+  });
+
+  afterEach(() => {
+    const errors = pageErrors.splice(0);
+    expect(errors).toEqual([]);
+  });
+
+  const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  const confirm = async () => {
+    await page.getByTestId('confirm-dialog').waitFor({ state: 'visible' });
+    await page.getByTestId('confirm-ok').click();
+  };
+  const flash = () => page.getByTestId('flash');
+
+  it('finds a failed run, sees the failed step on its timeline, retries it and watches it complete', async () => {
+    const failed = await dash.client.enqueue(Checkout, { order: 'A-1001' });
+    await expect(failed.result({ timeoutMs: 10_000 })).rejects.toThrow('card declined');
+    await dash.client.enqueue(Checkout, { order: 'A-1002' }, { group: 'tenant-eu' }).then((run) => run.result({ timeoutMs: 10_000 }).catch(() => undefined));
+
+    await page.goto(`${dash.origin}/sluice`);
+    const row = page.locator('[data-testid="wf-row"][data-workflow="shop.checkout"]');
+    await row.waitFor();
+    await shot('overview');
+
+    await row.getByTestId('failed-link').click();
+    await page.getByTestId('run-row').first().waitFor();
+    // The filter bar: failed runs of shop.checkout, applied explicitly.
+    await page.getByTestId('filter-workflow').selectOption('shop.checkout');
+    await page.getByTestId('filter-state').selectOption('failed');
+    await page.getByTestId('filter-apply').click();
+    await page.locator(`[data-testid="run-row"][data-run="${failed.id}"]`).waitFor();
+    expect(await page.getByTestId('run-row').count()).toBe(2);
+    await shot('runs');
+
+    await page.locator(`[data-testid="run-row"][data-run="${failed.id}"]`).getByTestId('run-link').click();
+    await page.getByTestId('timeline').waitFor();
+    expect(await page.getByTestId('run-state').innerText()).toContain('failed');
+    const failedBar = page.locator('[data-testid="timeline"] .call-failed');
+    expect(await failedBar.count()).toBe(1);
+    expect(await failedBar.getAttribute('data-key')).toBe('charge#1');
+    expect(await page.locator('[data-testid="timeline"] .call-ok').getAttribute('data-key')).toBe('reserve-stock#1');
+    expect(await page.getByTestId('run-error').innerText()).toContain('card declined for order A-1001');
+    await shot('run-failed');
+
+    cardFixed = true;
+    await page.getByTestId('action-retry').click();
+    await confirm();
+    await flash().filter({ hasText: `Run ${failed.id} is waiting again` }).waitFor();
+    await page.getByTestId('run-state').filter({ hasText: 'completed' }).waitFor();
+    // Attempt 2 replayed the step that had landed and ran the one that failed, then the rest.
+    await page.locator('[data-testid="timeline"] .call-replayed[data-key="reserve-stock#1"][data-attempt="2"]').waitFor();
+    await page.locator('[data-testid="timeline"] .call-ok[data-key="charge#1"][data-attempt="2"]').waitFor();
+    expect(await page.getByTestId('run-result').innerText()).toContain('shipped');
+    expect((await dash.client.get(failed.id))!.state).toBe('completed');
+    await shot('run-retried');
+  });
+
+  it('cancels a sleeping run', async () => {
+    const sleeper = await dash.client.enqueue(CoolOff, {});
+    await waitForState(dash, sleeper.id, 'sleeping');
+    await page.goto(`${dash.origin}/sluice#/runs/${encodeURIComponent(sleeper.id)}`);
+    await page.getByTestId('run-state').filter({ hasText: 'sleeping' }).waitFor();
+    await page.locator('[data-testid="timeline"] .call-waiting[data-key="cool-off#1"]').waitFor();
+    await shot('run-sleeping');
+    await page.getByTestId('action-cancel').click();
+    await confirm();
+    await flash().filter({ hasText: `Cancelled run ${sleeper.id}` }).waitFor();
+    await page.getByTestId('run-state').filter({ hasText: 'cancelled' }).waitFor();
+    expect((await dash.client.get(sleeper.id))!.state).toBe('cancelled');
+  });
+
+  it('changes a cap after confirmation', async () => {
+    await page.goto(`${dash.origin}/sluice#/`);
+    const row = page.locator('[data-testid="wf-row"][data-workflow="shop.checkout"]');
+    await row.getByTestId('set-cap').click();
+    await page.getByTestId('confirm-input').fill('3');
+    await confirm();
+    await flash().filter({ hasText: 'Cap of shop.checkout set to 3' }).waitFor();
+    expect((await dash.client.getLimits({ workflow: 'shop.checkout' })).workflow).toBe(3);
+    await row.getByTestId('wf-cap').filter({ hasText: '3' }).waitFor();
+    // Cancelling the dialog changes nothing.
+    await row.getByTestId('set-cap').click();
+    await page.getByTestId('confirm-input').fill('9');
+    await page.getByTestId('confirm-cancel').click();
+    expect((await dash.client.getLimits({ workflow: 'shop.checkout' })).workflow).toBe(3);
+  });
+
+  it('shows a payload with markup as text and runs none of it', async () => {
+    cardFixed = false; // it fails, so its error (which quotes the order) shows too
+    const hostile = await dash.client.enqueue(Checkout, { order: HOSTILE, note: HOSTILE });
+    await expect(hostile.result({ timeoutMs: 10_000 })).rejects.toThrow('card declined');
+    await page.goto(`${dash.origin}/sluice#/runs/${encodeURIComponent(hostile.id)}`);
+    await page.getByTestId('run-input').filter({ hasText: '<script>window.__pwned = 1</script>' }).waitFor();
+    expect(await page.getByTestId('run-error').innerText()).toContain('<img src=x onerror=');
+    await page.goto(`${dash.origin}/sluice#/runs?workflow=shop.checkout&state=failed`);
+    await page.getByTestId('run-row').first().waitFor();
+    expect(await page.evaluate('typeof window.__pwned')).toBe('undefined');
+    expect(await page.evaluate('document.querySelectorAll("script").length')).toBe(1);
+    expect(await page.evaluate('document.querySelectorAll("img").length')).toBe(0);
+    await shot('runs-hostile-payload');
+  });
+
+  it('shows groups and schedules', async () => {
+    await dash.client.schedule('nightly-report', Checkout, { cron: '0 3 * * *', tz: 'Europe/Paris', input: { order: 'report' } });
+    await page.goto(`${dash.origin}/sluice#/schedules`);
+    await page.locator('[data-testid="schedule-row"][data-schedule="nightly-report"]').waitFor();
+    await shot('schedules');
+    // Groups with work: held back by a pause, so they stay listed.
+    await dash.client.pause({ workflow: CoolOff });
+    for (const [group, runs] of [['tenant-eu', 5], ['tenant-us', 3], ['tenant-apac', 1]] as const) {
+      await dash.client.enqueueMany(CoolOff, Array.from({ length: runs }, () => ({ input: {}, opts: { group } })));
+    }
+    await page.goto(`${dash.origin}/sluice#/workflows/shop.cool-off/groups`);
+    await page.getByTestId('groups-table').waitFor();
+    const groups = await page.getByTestId('group-row').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-group')));
+    expect(groups).toEqual(['tenant-eu', 'tenant-us', 'tenant-apac']);
+    await shot('groups');
+    await page.goto(`${dash.origin}/sluice#/`);
+    await page.locator('[data-testid="wf-row"][data-workflow="shop.cool-off"]').waitFor();
+    await shot('overview-paused');
+  });
+
+  it('shows nothing when the guard refuses: the page and the API answer 403', async () => {
+    const stranger = await browser.newContext();
+    const strangerPage = await stranger.newPage();
+    const response = await strangerPage.goto(`${dash.origin}/sluice`);
+    expect(response!.status()).toBe(403);
+    expect(await strangerPage.locator('#app').count()).toBe(0);
+    const api = await strangerPage.request.get(`${dash.origin}/sluice/api/overview`);
+    expect(api.status()).toBe(403);
+    const action = await strangerPage.request.post(`${dash.origin}/sluice/api/workflows/shop.checkout/pause`, { headers: { 'content-type': 'application/json', 'x-sluice-csrf': '1' }, data: {} });
+    expect(action.status()).toBe(403);
+    await stranger.close();
+  });
+
+  it('costs Redis one stats script call per refresh of an open overview page', async () => {
+    const measure = async (ms: number) => {
+      const before = await commandCounts(redis);
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      const after = await commandCounts(redis);
+      return { commands: (after.commands - before.commands) / (ms / 1000), scripts: (after.scripts - before.scripts) / (ms / 1000) };
+    };
+    await page.goto('about:blank');
+    const idle = await measure(5000);
+    await page.goto(`${dash.origin}/sluice`);
+    await page.locator('[data-testid="wf-row"]').first().waitFor();
+    const open = await measure(5000);
+    const perPage = { commands: open.commands - idle.commands, scripts: open.scripts - idle.scripts };
+    // eslint-disable-next-line no-console
+    console.log(`open overview page, polling every 500 ms, 2 workflows: +${perPage.scripts.toFixed(2)} script calls/s, +${perPage.commands.toFixed(1)} Redis commands/s (idle fleet: ${idle.scripts.toFixed(2)} / ${idle.commands.toFixed(1)})`);
+    // Two refreshes a second, each one stats call (the background sampler stands down while a page polls).
+    expect(perPage.scripts).toBeGreaterThan(1);
+    expect(perPage.scripts).toBeLessThan(3);
+    expect(perPage.commands / perPage.scripts).toBeLessThan(40);
+  });
+});
+
+async function waitForState(dash: DashboardApp, id: string, state: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if ((await dash.client.get(id))?.state === state) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`run ${id} never reached ${state}`);
+}

@@ -1,0 +1,17 @@
+import type Redis from 'ioredis';
+
+/**
+ * The server's command counters from INFO commandstats: `commands`, every command Redis executed
+ * (those run inside scripts included); `scripts`, the script calls (EVAL, EVALSHA). Both include
+ * nothing of this read's own but its INFO call.
+ */
+export async function commandCounts(redis: Redis): Promise<{ commands: number; scripts: number }> {
+  const commandstats = await redis.info('commandstats');
+  let commands = 0;
+  let scripts = 0;
+  for (const [, name, calls] of commandstats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    commands += Number(calls);
+    if (name === 'eval' || name === 'evalsha') scripts += Number(calls);
+  }
+  return { commands, scripts };
+}
