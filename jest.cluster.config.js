@@ -75,6 +75,9 @@ const E2E_ON_CLUSTER = [
   'waits-races.spec.ts',
   'waits-sleep.spec.ts',
   'waits-visibility.spec.ts',
+  // The step timeline and the dashboard's API.
+  'run-timeline.spec.ts',
+  'dashboard-http.spec.ts',
 ];
 
 module.exports = {
