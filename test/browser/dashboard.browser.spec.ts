@@ -57,6 +57,7 @@ describe('dashboard in Chromium', () => {
       path: '/sluice',
       readOnly: false,
       pollMs: 500,
+      sampleMs: 1000,
       guard: (request: { headers: Record<string, string | undefined> }) => request.headers['x-operator'] === 'ops',
     });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
@@ -226,6 +227,20 @@ describe('dashboard in Chromium', () => {
     expect(perPage.scripts).toBeGreaterThan(1);
     expect(perPage.scripts).toBeLessThan(3);
     expect(perPage.commands / perPage.scripts).toBeLessThan(40);
+  });
+
+  it('draws the throughput of the last minutes', async () => {
+    cardFixed = true;
+    await page.goto(`${dash.origin}/sluice#/`);
+    for (let batch = 0; batch < 6; batch++) {
+      const runs = await dash.client.enqueueMany(Checkout, Array.from({ length: 100 }, (_, i) => ({ input: { order: `T-${batch}-${i}` } })));
+      await Promise.all(runs.map((run) => run.result({ timeoutMs: 10_000 })));
+      await page.waitForTimeout(600); // let the page take a sample between batches: the chart's subject is time
+    }
+    const chart = page.getByTestId('throughput-chart');
+    await chart.waitFor();
+    expect(await chart.locator('path, polyline').count()).toBeGreaterThan(0);
+    await shot('overview-throughput');
   });
 });
 

@@ -17,7 +17,7 @@
   const enc = encodeURIComponent;
   const dec = (x) => { try { return decodeURIComponent(x); } catch (_) { return x; } };
 
-  /* ---------- DOM helpers ---------- */
+  /* == DOM helpers == */
   function add(el, kids) {
     for (const c of kids) {
       if (c == null || c === false) continue;
@@ -75,7 +75,7 @@
   const trunc = (x, n) => (x.length > n ? x.slice(0, n - 1) + '…' : x);
   const str = (x) => (x == null ? '' : typeof x === 'string' ? x : JSON.stringify(x));
 
-  /* ---------- formatting ---------- */
+  /* == formatting == */
   const nf = new Intl.NumberFormat('en-US');
   const nf2 = new Intl.NumberFormat('en-US', { maximumFractionDigits: 2 });
   const num = (n) => (n == null || n === '' || !isFinite(n) ? '—' : nf.format(n));
@@ -109,12 +109,16 @@
     if (hr < 48) return `${hr}h` + (m % 60 ? ` ${m % 60}m` : '');
     return `${Math.floor(hr / 24)}d ${hr % 24}h`;
   }
-  function tm(v) {
+  const md = new Intl.DateTimeFormat('en-US', { month: 'short', day: 'numeric' });
+  // short: "Dec 3 02:00" (seconds only when not zero), for schedule times.
+  function tm(v, short) {
     const d = toDate(v);
     if (!d) return dash();
-    return h('time', { datetime: d.toISOString(), title: d.toLocaleString() }, fmtTime(d));
+    const t = !short ? fmtTime(d) : (d.toDateString() === new Date().toDateString() ? '' : md.format(d) + ' ') + clock(d, d.getSeconds() > 0);
+    return h('time', { datetime: d.toISOString(), title: d.toLocaleString() }, t);
   }
-  const rate = (r) => (r && r.max != null ? `${num(r.max)} / ${fmtDur(r.perMs)}` : dash());
+  const PER = { 1000: '/s', 60000: '/min', 3600000: '/h' };
+  const rate = (r) => (r && r.max != null ? num(r.max) + (PER[r.perMs] || ' / ' + fmtDur(r.perMs)) : dash());
   const capText = (c) => (c == null ? dash() : num(c));
   function pretty(v) {
     try { const t = JSON.stringify(v, null, 2); return t === undefined ? String(v) : t; } catch (_) { return String(v); }
@@ -132,7 +136,7 @@
   };
   const intOk = (v, lo, hi) => /^\d+$/.test(v) && +v >= lo && +v <= hi;
 
-  /* ---------- HTTP ---------- */
+  /* == HTTP == */
   async function api(path, body) {
     const opt = { headers: { accept: 'application/json' }, credentials: 'same-origin', cache: 'no-store' };
     if (body !== undefined) {
@@ -160,7 +164,7 @@
   }
   const errMsg = (e) => (e && e.message ? e.message : String(e));
 
-  /* ---------- shell ---------- */
+  /* == shell == */
   const app = document.getElementById('app') || document.body.appendChild(h('div', { id: 'app' }));
   const navLinks = {};
   const nav = h('nav', { class: 'nav', 'aria-label': 'Main' },
@@ -180,6 +184,7 @@
 
   let flashTimer = 0;
   let flashSrc = '';
+  let keepFlash = false; // an action that navigates keeps its message across that one route change
   function flash(msg, kind, src) {
     clearTimeout(flashTimer);
     flashSrc = src || 'action';
@@ -192,7 +197,7 @@
   const loadOk = () => { if (flashSrc === 'load') clearFlash(); };
   const loadErr = (e, what) => flash(`Could not load ${what}: ${errMsg(e)}`, 'err', 'load');
 
-  /* ---------- confirm dialog ---------- */
+  /* == confirm dialog == */
   const dlg = h('dialog', { class: 'dlg', testid: 'confirm-dialog', 'aria-labelledby': 'dlg-title', 'aria-describedby': 'dlg-desc' });
   document.body.appendChild(dlg);
   let dlgDone = null;
@@ -253,7 +258,7 @@
     if (o.after) o.after(r); else refreshNow();
   }
 
-  /* ---------- routing & polling ---------- */
+  /* == routing & polling == */
   let token = 0;
   let cur = null;
   let timer = 0;
@@ -280,12 +285,16 @@
   });
   function go(hash) { if (location.hash === hash) route(); else location.hash = hash; }
   const refreshBtn = () => btn('Refresh', 'refresh', () => refreshNow());
+  const pager = (prev, label, next) => h('div', { class: 'pager' }, prev ? btn('← Previous', 'prev-page', prev) : null,
+    h('span', { class: 'muted' }, label), next ? btn('Next page →', 'next-page', next) : null);
+  const thead = (cols) => h('thead', null, h('tr', null, cols.map(([c, k, ti]) => h('th', { scope: 'col', class: k, title: ti }, c))));
   const pageHead = (title, ...extra) => h('div', { class: 'page-head' }, h('h1', null, title), extra);
 
   function route() {
     token++;
     clearTimeout(timer);
     cur = null;
+    if (keepFlash) keepFlash = false; else clearFlash();
     const raw = location.hash.replace(/^#/, '') || '/';
     const qi = raw.indexOf('?');
     const path = qi < 0 ? raw : raw.slice(0, qi);
@@ -304,7 +313,7 @@
     else view.replaceChildren(pageHead('Not found'), h('p', null, 'No such page. ', h('a', { href: '#/' }, 'Go to the overview')));
   }
 
-  /* ---------- dialogs for limits ---------- */
+  /* == dialogs for limits == */
   function who(wf, g) {
     if (g === '*') return `each group of “${wf}” (default cap for groups without their own)`;
     if (g !== undefined) return `group “${g}” of “${wf}”`;
@@ -361,7 +370,7 @@
     return act({ title: 'Pause', ok: 'Pause', path, body, text: `Pause ${tgt}: no new runs of it will be started until it is resumed. Runs can still be enqueued.` });
   }
 
-  /* ---------- overview ---------- */
+  /* == overview == */
   let wfNames = [];
   function cnt(wf, state, v, tid, title) {
     const c = 'cnt' + (v ? '' : ' zero') + (state === 'failed' && v ? ' bad' : '');
@@ -370,6 +379,9 @@
       title: title || `${state} runs of ${wf}`,
     }, num(v || 0)));
   }
+  // A workflow-wide value over its per-group default, labelled.
+  const pair = (t1, v1, t2, v2) => h('td', null, h('div', { class: 'pair' },
+    h('span', { class: 'k' }, 'workflow'), h('span', { testid: t1 }, v1), h('span', { class: 'k' }, 'per group'), h('span', { testid: t2 }, v2)));
   function wfRow(w) {
     const n = String(w.name);
     const parts = { sleeping: w.sleeping || 0, 'waiting-signal': w.waitingSignal || 0, 'waiting-event': w.waitingEvent || 0, 'waiting-child': w.waitingChild || 0 };
@@ -382,12 +394,12 @@
       cnt(n, 'waiting', w.waiting), cnt(n, 'delayed', w.delayed), cnt(n, 'active', w.active),
       cnt(n, top, sum, 'waiting-on', keys.map((k) => `${k}: ${num(parts[k])}`).join('\n')),
       cnt(n, 'completed', w.completed), cnt(n, 'failed', w.failed, 'failed-link'), cnt(n, 'cancelled', w.cancelled),
-      h('td', { class: 'n', testid: 'wf-cap' }, capText(w.limit)), h('td', { class: 'n', testid: 'wf-group-cap' }, capText(w.groupLimit)),
-      h('td', { class: 'n' }, rate(w.rateLimit)), h('td', { class: 'n' }, rate(w.groupRateLimit)),
+      pair('wf-cap', capText(w.limit), 'wf-group-cap', capText(w.groupLimit)),
+      pair(null, rate(w.rateLimit), null, rate(w.groupRateLimit)),
       h('td', { testid: 'wf-status' }, pausedBadge(w.paused)),
     ];
     if (!readOnly) {
-      cells.push(h('td', null, h('div', { class: 'acts' },
+      cells.push(h('td', null, h('div', { class: 'acts wf-acts' },
         w.paused ? btn('Resume', 'wf-resume', () => pauseAct(n, true)) : btn('Pause', 'wf-pause', () => pauseAct(n, false)),
         btn('Retry failed', 'retry-failed', () => act({
           title: 'Retry failed runs', ok: 'Retry',
@@ -428,12 +440,12 @@
       const cols = [['Workflow'], ['Waiting', 'n'], ['Delayed', 'n'], ['Active', 'n'],
         ['Waiting on', 'n', 'sleeping + waiting for a signal, event or child run'],
         ['Completed', 'n', 'running total'], ['Failed', 'n', 'running total'], ['Cancelled', 'n', 'running total'],
-        ['Cap', 'n', 'max active runs of the workflow'], ['Group cap', 'n', 'default max active runs per group'],
-        ['Rate limit', 'n'], ['Group rate', 'n', 'default rate limit per group'], ['Status']];
+        ['Caps', '', 'max active runs at a time: whole workflow / default per group'],
+        ['Rate limits', '', 'max runs started per window: whole workflow / default per group'], ['Status']];
       if (!readOnly) cols.push(['Actions']);
       swap(tbl, wfs.length
         ? h('table', { class: 'tbl', testid: 'workflows-table' },
-          h('thead', null, h('tr', null, cols.map(([c, k, ti]) => h('th', { scope: 'col', class: k, title: ti }, c)))),
+          thead(cols),
           h('tbody', null, wfs.map(wfRow)))
         : h('p', { class: 'empty' }, 'No workflows have been registered in this namespace yet.'));
       swap(chartBox, chart(d.throughput, chartBox.clientWidth - 24));
@@ -506,7 +518,7 @@
     return [svg, legend];
   }
 
-  /* ---------- groups ---------- */
+  /* == groups == */
   function groupsPage(wf, qs) {
     const t = token;
     const off = Math.max(0, parseInt(qs.get('offset'), 10) || 0);
@@ -549,19 +561,18 @@
       swap(out, [
         gs.length
           ? h('div', { class: 'tbl-wrap' }, h('table', { class: 'tbl', testid: 'groups-table' },
-            h('thead', null, h('tr', null, cols.map(([c, k]) => h('th', { scope: 'col', class: k }, c)))),
+            thead(cols),
             h('tbody', null, rows)))
           : h('p', { class: 'empty' }, off ? 'No more groups.' : 'No groups with work right now.'),
         d.omitted > 0 ? h('p', { class: 'note', testid: 'groups-omitted' }, `${num(d.omitted)} more groups with work not shown (only a sample of the busiest groups is listed).`) : null,
-        h('div', { class: 'pager' },
-          off > 0 ? btn('← Previous', 'prev-page', () => go(`${base}?offset=${Math.max(0, off - 50)}`)) : null,
-          h('span', { class: 'muted' }, gs.length ? `Groups ${num(off + 1)}–${num(off + gs.length)} of ${num(d.total)} (busiest first)` : ''),
-          d.next != null ? btn('Next →', 'next-page', () => go(`${base}?offset=${d.next}`)) : null),
+        pager(off > 0 && (() => go(`${base}?offset=${Math.max(0, off - 50)}`)),
+          gs.length ? `Groups ${num(off + 1)}–${num(off + gs.length)} of ${num(d.total)} (busiest first)` : '',
+          d.next != null && (() => go(`${base}?offset=${d.next}`))),
       ]);
     }, false);
   }
 
-  /* ---------- runs list ---------- */
+  /* == runs list == */
   async function runsPage(qs) {
     const t = token;
     let wf = qs.get('workflow') || '';
@@ -602,11 +613,11 @@
       loadOk();
       nextCursor = d.cursor || null;
       const runs = Array.isArray(d.runs) ? d.runs : [];
-      const cols = ['ID', 'State', 'Group', 'Attempts', 'Created', 'Finished', 'Input', 'Error'];
+      const cols = [['ID'], ['State'], ['Group'], ['Attempts', 'n'], ['Created'], ['Finished'], ['Input'], ['Error']];
       swap(out, [
         runs.length
           ? h('div', { class: 'tbl-wrap' }, h('table', { class: 'tbl', testid: 'runs-table' },
-            h('thead', null, h('tr', null, cols.map((c) => h('th', { scope: 'col', class: c === 'Attempts' ? 'n' : null }, c)))),
+            thead(cols),
             h('tbody', null, runs.map((r) => {
               const inp = str(r.input);
               return h('tr', { testid: 'run-row', 'data-run': r.id },
@@ -619,15 +630,13 @@
                 h('td', { class: 'wrapcell errcell' }, r.error ? [h('strong', null, String(r.error.name || 'Error')), ': ', trunc(String(r.error.message || ''), 160)] : dash()));
             }))))
           : h('p', { class: 'empty', testid: 'runs-empty' }, `No ${st} runs of “${wf}”${group ? ` in group “${group}”` : ''}${stack.length ? ' on this page' : ''}.`),
-        h('div', { class: 'pager' },
-          stack.length ? btn('← Previous', 'prev-page', () => { cursor = stack.pop(); refreshNow(); }) : null,
-          h('span', { class: 'muted' }, `Page ${stack.length + 1}`),
-          nextCursor ? btn('Next page →', 'next-page', () => { stack.push(cursor); cursor = nextCursor; refreshNow(); }) : null),
+        pager(stack.length && (() => { cursor = stack.pop(); refreshNow(); }), `Page ${stack.length + 1}`,
+          nextCursor && (() => { stack.push(cursor); cursor = nextCursor; refreshNow(); })),
       ]);
     }, false);
   }
 
-  /* ---------- run detail ---------- */
+  /* == run detail == */
   function runPage(id) {
     const t = token;
     const box = h('div', null, h('p', { class: 'empty' }, 'Loading…'));
@@ -684,7 +693,7 @@
         b.push(btn('Remove', 'action-remove', () => act({
           title: 'Remove run', ok: 'Remove', danger: true, path: P + 'remove',
           text: `Permanently delete ${desc} and its recorded history. This cannot be undone.`,
-          after: () => go(runsRoute({ workflow: r.workflow, state: r.state })),
+          after: () => { keepFlash = true; go(runsRoute({ workflow: r.workflow, state: r.state })); },
         }), 'btn-danger'));
       }
       out.push(h('div', { class: 'acts run-acts' }, b));
@@ -743,7 +752,30 @@
     const rowsH = Math.max(keys.length, 1) * RH;
     const H = TOP + rowsH + 34;
     const pw = W - LW - R;
-    const X = (tt) => LW + ((tt - t0) / (t1 - t0)) * pw;
+    // Idle gaps (backoff, sleeps) far longer than the work are drawn as fixed-width axis breaks.
+    const ivs = [];
+    for (const a of atts) {
+      const e = (a.calls || []).reduce((m, c) => Math.max(m, c.end), a.end);
+      const l = ivs[ivs.length - 1];
+      if (l && a.start <= l[1]) l[1] = Math.max(l[1], e); else ivs.push([a.start, e]);
+    }
+    const work = ivs.reduce((n, v) => n + v[1] - v[0], 0);
+    const pcs = [];
+    let c0 = t0;
+    ivs.forEach((v, i) => {
+      const b = i + 1 < ivs.length ? ivs[i + 1][0] : t1;
+      if (b - v[1] > Math.max(3 * work, 250)) { pcs.push({ a: c0, b: v[1] }, { a: v[1], b, gap: 1 }); c0 = b; }
+    });
+    if (c0 < t1 || !pcs.length) pcs.push({ a: c0, b: t1 });
+    const ng = pcs.filter((p) => p.gap).length;
+    const GW = ng ? Math.min(100, (pw * 0.4) / ng) : 0;
+    const lin = pcs.reduce((n, p) => n + (p.gap ? 0 : p.b - p.a), 0) || 1;
+    let xx = LW;
+    for (const p of pcs) { p.x = xx; p.w = p.gap ? GW : ((p.b - p.a) / lin) * (pw - GW * ng); xx += p.w; }
+    const X = (tt) => {
+      const p = pcs.find((q) => tt <= q.b) || pcs[pcs.length - 1];
+      return p.x + (p.b > p.a ? ((Math.min(Math.max(tt, p.a), p.b) - p.a) / (p.b - p.a)) * p.w : 0);
+    };
     const svg = s('svg', { class: 'tl', testid: 'timeline', width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': `Step timeline: ${atts.length} attempt(s), ${keys.length} call(s)` },
       s('title', null, 'Step timeline'),
       s('defs', null, s('pattern', { id: 'tl-hatch', width: 6, height: 6, patternUnits: 'userSpaceOnUse', patternTransform: 'rotate(45)' },
@@ -753,6 +785,9 @@
       if (i % 2) svg.append(s('rect', { class: 'row-alt', x: 0, y, width: W, height: RH }));
       svg.append(s('text', { class: 'key', x: LW - 8, y: y + RH / 2 + 4, 'text-anchor': 'end' }, trunc(String(k), 26), s('title', null, String(k))));
     });
+    for (const p of pcs) {
+      if (p.gap) svg.append(s('rect', { class: 'gap', x: p.x, y: TOP - 3, width: p.w, height: rowsH + 6 }, s('title', null, `${fmtDur(p.b - p.a)} with no work (shortened)`)));
+    }
     const lanes = [-1e9, -1e9];
     atts.forEach((a) => {
       const x0 = X(a.start);
@@ -760,13 +795,17 @@
       svg.append(s('rect', { class: 'band band-' + cls(a.outcome), x: x0, y: TOP - 3, width: x1 - x0, height: rowsH + 6, 'data-attempt': a.attempt },
         s('title', null, `attempt ${a.attempt}: ${a.outcome}, ${fmtDur(a.end - a.start)} (${fmtTime(a.start)})`)),
       s('line', { class: 'sep', x1: x0, x2: x0, y1: 4, y2: TOP + rowsH + 4 }));
-      let label = 'attempt ' + a.attempt;
-      let lane = lanes.findIndex((l) => x0 + 3 >= l + 6);
-      if (lane < 0) { lane = lanes[0] <= lanes[1] ? 0 : 1; label = '#' + a.attempt; }
-      const est = label.length * 6.3;
-      const lx = Math.min(x0 + 3, W - 2 - est);
-      svg.append(s('text', { class: 'att', x: lx, y: 13 + lane * 12 }, label));
-      lanes[lane] = lx + est;
+      // Right of its start line, or end-aligned left of it near the right edge.
+      const lab = (t) => {
+        const est = t.length * 6.8;
+        const e = x0 + 3 + est > W - 2;
+        return { t, e, l: e ? x0 - 3 - est : x0 + 3, r: e ? x0 - 3 : x0 + 3 + est };
+      };
+      let L = lab('attempt ' + a.attempt);
+      let lane = lanes.findIndex((l) => L.l >= l + 6);
+      if (lane < 0) { L = lab('#' + a.attempt); lane = lanes[0] <= lanes[1] ? 0 : 1; }
+      svg.append(s('text', { class: 'att', x: L.e ? L.r : L.l, y: 13 + lane * 12, 'text-anchor': L.e ? 'end' : 'start' }, L.t));
+      lanes[lane] = L.r;
     });
     atts.forEach((a, i) => {
       for (const c of a.calls || []) {
@@ -797,13 +836,25 @@
       svg.append(s('line', { class: 'now', x1: xn, x2: xn, y1: TOP - 3, y2: TOP + rowsH + 3 }, s('title', null, 'now')));
     }
     const ya = TOP + rowsH + 8;
-    svg.append(s('line', { class: 'axis', x1: LW, x2: W - R, y1: ya, y2: ya }));
-    for (let k = 0; k <= 4; k++) {
-      const tt = t0 + ((t1 - t0) * k) / 4;
-      const x = X(tt);
-      svg.append(s('line', { class: 'axis', x1: x, x2: x, y1: ya, y2: ya + 4 }),
-        s('text', { class: 'tick', x, y: ya + 16, 'text-anchor': k === 0 ? 'start' : k === 4 ? 'end' : 'middle' }, k ? '+' + fmtDur(tt - t0) : fmtTime(t0)));
-    }
+    const tick = (x, label, anchor) => svg.append(s('line', { class: 'axis', x1: x, x2: x, y1: ya, y2: ya + 4 }),
+      s('text', { class: 'tick', x, y: ya + 16, 'text-anchor': anchor }, label));
+    pcs.forEach((p, i) => {
+      const xe = p.x + p.w;
+      if (p.gap) {
+        const t = `⋯ ${fmtDur(p.b - p.a)} later`;
+        svg.append(s('text', { class: 'gap-t', x: p.x + p.w / 2, y: ya + 4, 'text-anchor': 'middle' }, t.length * 6 < p.w - 6 ? t : '⋯'));
+        if (i === pcs.length - 1) tick(xe, clock(p.b), 'end');
+        return;
+      }
+      svg.append(s('line', { class: 'axis', x1: p.x, x2: xe, y1: ya, y2: ya }));
+      if (!ng) {
+        for (let k = 0; k <= 4; k++) tick(LW + (pw * k) / 4, k ? '+' + fmtDur(((t1 - t0) * k) / 4) : fmtTime(t0), k === 0 ? 'start' : k === 4 ? 'end' : 'middle');
+        return;
+      }
+      // With breaks: clock time at each stretch's start, time elapsed at its end.
+      tick(p.x, i ? clock(p.a) : fmtTime(t0), 'start');
+      if (p.w >= 120) tick(xe, '+' + fmtDur(p.b - p.a), 'end');
+    });
     svg.append(s('text', { class: 'axis-title', x: LW - 8, y: ya + 16, 'text-anchor': 'end' }, 'time'));
     const more = atts.filter((a) => a.more > 0);
     return [svg,
@@ -813,7 +864,7 @@
       more.length ? h('p', { class: 'note' }, more.map((a) => `attempt ${a.attempt}: ${num(a.more)} more calls not shown`).join('; ')) : null];
   }
 
-  /* ---------- schedules ---------- */
+  /* == schedules == */
   function schedulesPage() {
     const t = token;
     const out = h('div', null, h('p', { class: 'empty' }, 'Loading…'));
@@ -831,21 +882,20 @@
       loadOk();
       nextCursor = d.cursor || null;
       const list = Array.isArray(d.schedules) ? d.schedules : [];
-      const cols = [['ID'], ['Workflow'], ['Cron'], ['TZ'], ['Status'], ['Next fire'], ['Upcoming'], ['Last fired'], ['Fired', 'n'], ['Skipped', 'n']];
+      const cols = [['ID'], ['Workflow'], ['Cron'], ['Status'], ['Next fire'], ['Last fired'], ['Fired / skipped', 'n']];
       if (!readOnly) cols.push(['Actions']);
       const rows = list.map((sc) => {
         const id = String(sc.id);
-        const up = Array.isArray(sc.upcoming) ? sc.upcoming : [];
+        const up = (Array.isArray(sc.upcoming) ? sc.upcoming : []).filter((u) => toMs(u) !== toMs(sc.nextFireAt));
         const cells = [
-          h('th', { scope: 'row', class: 'code' }, id),
-          h('td', null, String(sc.workflow)),
-          h('td', { class: 'code' }, String(sc.cron)),
-          h('td', null, sc.tz ? String(sc.tz) : dash()),
+          h('th', { scope: 'row', class: 'code brk' }, id),
+          h('td', { class: 'brk' }, String(sc.workflow)),
+          h('td', null, h('span', { class: 'code' }, String(sc.cron)), sc.tz ? h('span', { class: 'sub muted' }, String(sc.tz)) : ''),
           h('td', null, pausedBadge(sc.paused)),
-          h('td', null, tm(sc.nextFireAt)),
-          h('td', { class: 'small', title: up.map(fmtTime).join('\n') || null }, up.length ? up.slice(0, 3).map((u, i) => [i ? ', ' : '', tm(u)]) : dash(), up.length > 3 ? ' …' : ''),
-          h('td', null, tm(sc.lastFireAt), sc.lastRunId ? [' ', h('a', { href: '#/runs/' + enc(sc.lastRunId), class: 'sub', testid: 'schedule-run-link' }, 'run')] : ''),
-          h('td', { class: 'n' }, num(sc.fired || 0)), h('td', { class: 'n' }, num(sc.skipped || 0)),
+          h('td', { title: up.length ? 'then:\n' + up.map(fmtTime).join('\n') : null }, tm(sc.nextFireAt, 1),
+            up.length ? h('div', { class: 'small muted' }, 'then ', tm(up[0], 1), up.length > 1 ? ' …' : '') : ''),
+          h('td', null, tm(sc.lastFireAt, 1), sc.lastRunId ? [' ', h('a', { href: '#/runs/' + enc(sc.lastRunId), class: 'sub', testid: 'schedule-run-link' }, 'run')] : ''),
+          h('td', { class: 'n' }, num(sc.fired || 0), h('span', { class: 'muted' }, ' / ', num(sc.skipped || 0))),
         ];
         if (!readOnly) {
           const P = `api/schedules/${enc(id)}/`;
@@ -858,12 +908,10 @@
       swap(out, [
         list.length
           ? h('div', { class: 'tbl-wrap' }, h('table', { class: 'tbl', testid: 'schedules-table' },
-            h('thead', null, h('tr', null, cols.map(([c, k]) => h('th', { scope: 'col', class: k }, c)))), h('tbody', null, rows)))
+            thead(cols), h('tbody', null, rows)))
           : h('p', { class: 'empty' }, 'No schedules.'),
-        h('div', { class: 'pager' },
-          stack.length ? btn('← Previous', 'prev-page', () => { cursor = stack.pop(); refreshNow(); }) : null,
-          h('span', { class: 'muted' }, `Page ${stack.length + 1}`),
-          nextCursor ? btn('Next page →', 'next-page', () => { stack.push(cursor); cursor = nextCursor; refreshNow(); }) : null),
+        pager(stack.length && (() => { cursor = stack.pop(); refreshNow(); }), `Page ${stack.length + 1}`,
+          nextCursor && (() => { stack.push(cursor); cursor = nextCursor; refreshNow(); })),
       ]);
     }, false);
   }
