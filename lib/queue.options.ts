@@ -41,6 +41,12 @@ export interface WorkerOptions {
   maxStalls?: number;
   /** On shutdown, how long (ms or e.g. `'30s'`) in-flight runs may take to finish before they are handed back. Default 30 s. */
   shutdownTimeoutMs?: Duration;
+  /**
+   * Store each attempt's step timeline with its outcome (run field `tl:<attempt>`, ~60 bytes plus
+   * ~18 per call, no extra Redis command): what `QueueClient.timeline` and the dashboard show.
+   * `false` saves those bytes per run. Default `true`.
+   */
+  timeline?: boolean;
 }
 
 export interface RunDefaults {
@@ -151,6 +157,7 @@ export function resolveQueueOptions(options: QueueModuleOptions): ResolvedQueueO
       stalledIntervalMs: positive(duration(options.worker?.stalledIntervalMs ?? Math.ceil(lockMs / 2), 'worker.stalledIntervalMs'), 'worker.stalledIntervalMs'),
       maxStalls: nonNegative(options.worker?.maxStalls ?? 3, 'worker.maxStalls'),
       shutdownTimeoutMs: duration(options.worker?.shutdownTimeoutMs ?? 30_000, 'worker.shutdownTimeoutMs'),
+      timeline: flag(options.worker?.timeline ?? true, 'worker.timeline'),
     },
     defaults: {
       attempts: positive(options.defaults?.attempts ?? 3, 'defaults.attempts'),

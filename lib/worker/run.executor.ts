@@ -14,6 +14,7 @@ import { commitPolicy, type RunCommits } from './run.commits';
 import type { RunEvents } from './run.events';
 import { StepRecorder } from './step.recorder';
 import { AttemptGuard } from './attempt.guard';
+import type { JournalOutcome } from './attempt.journal';
 import { ProgressReporter } from './progress.reporter';
 import { ThrottledLog } from '../util/throttled-log';
 import type { AttemptTelemetry, RunTelemetry } from '../telemetry/run.telemetry';
@@ -104,11 +105,11 @@ export class RunExecutor {
     } catch (error) {
       guard.ended = true;
       progress?.end(); // before the outcome's call, so the last value lands first
-      return this.fail(claim, error, abort, definition.backoff, startedAt, recorder.journal.encode(claim.attempt, 'failed'), telemetry);
+      return this.fail(claim, error, abort, definition.backoff, startedAt, this.journal(recorder, claim, 'failed'), telemetry);
     }
     guard.ended = true;
     progress?.end();
-    if (await this.commits.complete(claim, encoded, recorder.journal.encode(claim.attempt, 'completed'))) {
+    if (await this.commits.complete(claim, encoded, this.journal(recorder, claim, 'completed'))) {
       telemetry?.ended('completed');
       this.events.emit('completed', this.outcome(claim, startedAt));
     } else {
@@ -167,6 +168,11 @@ export class RunExecutor {
     const failed = { ...this.outcome(claim, startedAt), error: { name: described.name, message: described.message }, willRetry };
     this.events.emit('failed', failed);
     if (willRetry) this.events.emit('retrying', { ...failed, willRetry: true, delayMs });
+  }
+
+  /** The attempt's journal as its committing script stores it, or '' with `worker.timeline: false`. */
+  private journal(recorder: StepRecorder, claim: Claim, outcome: JournalOutcome): string {
+    return this.options.worker.timeline ? recorder.journal.encode(claim.attempt, outcome) : '';
   }
 
   private progressReporter(claim: Claim): ProgressReporter {

@@ -36,7 +36,7 @@ export class RedisWaitPort implements WaitPort {
     });
     const args = [
       keys.base, claim.id, claim.token, request.kind, request.afterMs ?? '', request.atMs ?? '', request.target, room,
-      journal.encode(claim.attempt, 'suspended'), positions.length, ...positions.flatMap(({ field, value }) => [field, value]), request.entries.length, ...entries,
+      this.options.worker.timeline ? journal.encode(claim.attempt, 'suspended') : '', positions.length, ...positions.flatMap(({ field, value }) => [field, value]), request.entries.length, ...entries,
     ];
     const reply = await this.scripts.run<[string, unknown]>('suspend', [keys.run(claim.id), keys.leases, keys.limits, keys.seq], args, commitPolicy(this.options));
     switch (reply[0]) {

@@ -96,6 +96,18 @@ describe('run timeline', () => {
     expect(await app.client.timeline('no-such-run')).toBeNull();
   });
 
+  it('stores no journal with worker.timeline: false', async () => {
+    const quiet = await createApp([Sleeper], { namespace: uniqueNamespace('tl-off'), worker: { timeline: false } });
+    try {
+      const handle = await quiet.client.enqueue(Sleeper, {});
+      await handle.result({ timeoutMs: 10_000 });
+      expect((await quiet.client.get(handle.id))!.state).toBe('completed');
+      expect(await quiet.client.timeline(handle.id)).toEqual({ attempts: [] });
+    } finally {
+      await quiet.close();
+    }
+  });
+
   it('bounds a journal and skips what it cannot parse', () => {
     const journal = new AttemptJournal();
     for (let i = 0; i < 500; i++) journal.replayed('step', `step-${i}#1`);

@@ -156,7 +156,7 @@ describe('resolveQueueOptions', () => {
       connection,
       prefix: 'sluice',
       namespace: 'default',
-      worker: { enabled: true, concurrency: 10, lockMs: 30_000, stalledIntervalMs: 15_000, maxStalls: 3, shutdownTimeoutMs: 30_000 },
+      worker: { enabled: true, concurrency: 10, lockMs: 30_000, stalledIntervalMs: 15_000, maxStalls: 3, shutdownTimeoutMs: 30_000, timeline: true },
       defaults: { attempts: 3, backoff: DEFAULT_BACKOFF, resultTtlMs: 86_400_000 },
       maxPayloadBytes: DEFAULT_MAX_PAYLOAD_BYTES,
       maxRunMemoBytes: 16 * 1024 * 1024,
