@@ -42,7 +42,7 @@ export interface WorkerOptions {
   /** On shutdown, how long (ms or e.g. `'30s'`) in-flight runs may take to finish before they are handed back. Default 30 s. */
   shutdownTimeoutMs?: Duration;
   /**
-   * Store each attempt's step timeline with its outcome (run field `tl:<attempt>`, ~60 bytes plus
+   * Store each attempt's step timeline with its outcome (run field `tl:<attempt mod 50>`, ~60 bytes plus
    * ~18 per call, no extra Redis command): what `QueueClient.timeline` and the dashboard show.
    * `false` saves those bytes per run. Default `true`.
    */

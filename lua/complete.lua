@@ -25,7 +25,7 @@
   ARGV[7+W] S, the number of step results that follow
   ARGV[8+W .. 7+W+4S] per step, four values: run id, lease token, step key, encoded result
   ARGV[8+W+4S ..] per run, four values: run id, lease token, encoded result ('' = undefined),
-          the attempt's journal '<attempt> <json>' or '' (see hsetRun in common.lua)
+          the attempt's journal '<slot> <json>' or '' (see hsetRun in common.lua)
   Reply: { { { per run: 1 completed | 0 lease lost }, { per step: 1 saved | 0 lease lost } },
            claims… } with claims as in claim.lua (with the extras if asked for); a lost lease
            writes nothing

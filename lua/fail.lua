@@ -18,7 +18,7 @@
   ARGV[5] 1 retryable | 0 not retryable
   ARGV[6] backoff before the next attempt, in ms
   ARGV[7] retention in ms
-  ARGV[8] the attempt's journal '<attempt> <json>' or '' (see hsetRun in common.lua)
+  ARGV[8] the attempt's journal '<slot> <json>' or '' (see hsetRun in common.lua)
   Reply: 'retry' | 'failed' | 'lost' (nothing written). A retry of a call that landed (its reply
          was lost) answers what that call did, from the run's 'ended' field, and writes nothing.
 ]]

@@ -27,7 +27,7 @@
   ARGV[6] deadline as ms since the epoch, or '' (wins over ARGV[5])
   ARGV[7] target: signal name | '<event name>|<key>' | '' (sleep, child)
   ARGV[8] room: bytes the wait's outcomes may add to the memo (see fitOutcome in waits.lua)
-  ARGV[9] the attempt's journal '<attempt> <json>' or '' (see hsetRun in common.lua), stored if
+  ARGV[9] the attempt's journal '<slot> <json>' or '' (see hsetRun in common.lua), stored if
           the run suspends
   ARGV[10] P, the number of position entries that follow: the attempt's calls up to this wait
           that the memo does not hold yet, as pairs: field '@<p>', value '<kind>:<name>#<n>' (see

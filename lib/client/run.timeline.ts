@@ -1,8 +1,10 @@
 import type { Redis } from 'ioredis';
 import type { RedisKeys } from '../redis/redis.keys';
 
-/** Most attempts `QueueClient.timeline` returns: the latest ones. */
-export const MAX_TIMELINE_ATTEMPTS = 50;
+import { TIMELINE_SLOTS } from '../worker/attempt.journal';
+
+/** Most attempts `QueueClient.timeline` returns: the latest ones (a run keeps no more). */
+export const MAX_TIMELINE_ATTEMPTS = TIMELINE_SLOTS;
 
 /** A top-level call of a run: a step or a durable wait. */
 export type TimelineCallKind = 'step' | 'sleep' | 'signal' | 'event' | 'invoke';
@@ -10,9 +12,10 @@ export type TimelineCallKind = 'step' | 'sleep' | 'signal' | 'event' | 'invoke';
 /**
  * How a call ended in its attempt: `ok` (it ran, or a wait ended, and its result was stored),
  * `failed` (it threw), `replayed` (answered from the memo of an earlier attempt, ~0 ms),
- * `waiting` (the durable wait the attempt suspended in: it lasts until the next attempt starts).
+ * `waiting` (the durable wait the attempt suspended in: it lasts until the next attempt starts),
+ * `interrupted` (a step still running when the attempt ended, e.g. beside a step that failed).
  */
-export type TimelineCallStatus = 'ok' | 'failed' | 'replayed' | 'waiting';
+export type TimelineCallStatus = 'ok' | 'failed' | 'replayed' | 'waiting' | 'interrupted';
 
 /** One call in an attempt of a {@link RunTimeline}. Times are ms since the epoch, on the worker's clock. */
 export interface TimelineCall {
@@ -33,7 +36,7 @@ export interface TimelineAttempt {
   /** `failed`: this attempt failed (the run may have retried); `suspended`: it ended in a durable wait. */
   outcome: 'completed' | 'failed' | 'suspended';
   calls: TimelineCall[];
-  /** Calls left out: an attempt keeps about 4 KB of calls. */
+  /** Calls left out: an attempt keeps about 4 KB of calls that ran and 1 KB of replayed ones. */
   more: number;
 }
 
@@ -47,25 +50,20 @@ export interface RunTimeline {
 }
 
 const KINDS: Record<string, TimelineCallKind> = { s: 'step', z: 'sleep', g: 'signal', e: 'event', i: 'invoke' };
-const STATUSES: Record<string, TimelineCallStatus> = { o: 'ok', f: 'failed', r: 'replayed', w: 'waiting' };
+const STATUSES: Record<string, TimelineCallStatus> = { o: 'ok', f: 'failed', r: 'replayed', w: 'waiting', i: 'interrupted' };
 const OUTCOMES = new Set(['completed', 'failed', 'suspended']);
 
-/** Reads a run's journals (`tl:<attempt>` fields, see lib/worker/attempt.journal.ts): null if the run does not exist. */
+/** Reads a run's journals (fields `tl:<slot>`, see lib/worker/attempt.journal.ts), oldest attempt first: null if the run does not exist. */
 export async function readTimeline(redis: Redis, keys: RedisKeys, runId: string): Promise<RunTimeline | null> {
-  const runKey = keys.run(runId);
-  const [state, attempts] = await redis.hmget(runKey, 'state', 'attempts');
+  const slots = Array.from({ length: TIMELINE_SLOTS }, (_, slot) => `tl:${slot}`);
+  const [state, ...values] = await redis.hmget(keys.run(runId), 'state', ...slots);
   if (state === null) return null;
-  const last = Number(attempts) || 0;
-  const first = Math.max(1, last - MAX_TIMELINE_ATTEMPTS + 1);
-  if (last < first) return { attempts: [] };
-  const numbers = Array.from({ length: last - first + 1 }, (_, i) => first + i);
-  const values = await redis.hmget(runKey, ...numbers.map((n) => `tl:${n}`));
-  const parsed = values.map((value, i) => (value === null ? undefined : parseJournal(numbers[i], value)));
-  return { attempts: parsed.filter((attempt): attempt is TimelineAttempt => attempt !== undefined) };
+  const attempts = values.map((value) => (value === null ? undefined : parseJournal(value))).filter((attempt): attempt is TimelineAttempt => attempt !== undefined);
+  return { attempts: attempts.sort((a, b) => a.attempt - b.attempt) };
 }
 
 /** Decodes one stored journal; anything malformed is skipped rather than trusted. */
-export function parseJournal(attempt: number, text: string): TimelineAttempt | undefined {
+export function parseJournal(text: string): TimelineAttempt | undefined {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -73,8 +71,8 @@ export function parseJournal(attempt: number, text: string): TimelineAttempt | u
     return undefined;
   }
   if (raw === null || typeof raw !== 'object') return undefined;
-  const { s, e, o, c, m } = raw as Record<string, unknown>;
-  if (typeof s !== 'number' || typeof e !== 'number' || typeof o !== 'string' || !OUTCOMES.has(o) || !Array.isArray(c)) return undefined;
+  const { a: attempt, s, e, o, c, m } = raw as Record<string, unknown>;
+  if (typeof attempt !== 'number' || typeof s !== 'number' || typeof e !== 'number' || typeof o !== 'string' || !OUTCOMES.has(o) || !Array.isArray(c)) return undefined;
   const calls: TimelineCall[] = [];
   for (const entry of c) {
     if (!Array.isArray(entry) || entry.length !== 5) continue;

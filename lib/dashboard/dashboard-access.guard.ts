@@ -1,43 +1,54 @@
-import { type CanActivate, type ExecutionContext, Inject, Injectable, type Type } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Inject, Injectable, Logger, type OnModuleInit, type Type } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
+import { isObservable, lastValueFrom } from 'rxjs';
+import { QueueConfigError } from '../errors';
 import { DASHBOARD_OPTIONS, type DashboardGuardFn, type ResolvedDashboardOptions } from './dashboard.options';
 
 /**
  * Every dashboard route (page, assets, API) goes through the guard given to `forRoot`: a guard
  * class is taken from the app's providers when it is one (so it shares their state), else created
- * once with its dependencies injected; a function is called with the request. What a refusing guard
- * throws (an `UnauthorizedException`, say) is the answer; `false` is a 403.
+ * once with its dependencies injected, at bootstrap (a guard that cannot be made fails the boot,
+ * not every request); a function is called with the request. What a refusing guard throws (an
+ * `UnauthorizedException`, say) is the answer; `false` is a 403.
  */
 @Injectable()
-export class DashboardAccessGuard implements CanActivate {
-  private instance?: Promise<CanActivate>;
+export class DashboardAccessGuard implements CanActivate, OnModuleInit {
+  private readonly logger = new Logger('SluiceDashboard');
+  private instance?: CanActivate;
 
   constructor(
     @Inject(DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
     private readonly moduleRef: ModuleRef,
   ) {}
 
+  async onModuleInit(): Promise<void> {
+    const { guard, path } = this.options;
+    if (!guard) {
+      this.logger.warn(`The dashboard at ${path} has no guard: anyone who reaches it sees every run's input, result and error${this.options.readOnly ? '' : ', and can act on them'}. Pass SluiceDashboardModule.forRoot({ guard }).`);
+      return;
+    }
+    if (isGuardClass(guard)) this.instance = await this.resolve(guard);
+  }
+
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const { guard } = this.options;
     if (!guard) return true;
-    if (!isGuardClass(guard)) return (await (guard as DashboardGuardFn)(context.switchToHttp().getRequest(), context)) === true;
-    this.instance ??= this.resolve(guard);
-    const allowed = await (await this.instance).canActivate(context);
+    const allowed = this.instance ? await this.instance.canActivate(context) : await (guard as DashboardGuardFn)(context.switchToHttp().getRequest(), context);
     // A guard may answer with an Observable, as Nest allows.
-    if (typeof allowed === 'object' && allowed !== null && 'subscribe' in allowed) {
-      return new Promise<boolean>((resolve, reject) => {
-        let last = false;
-        allowed.subscribe({ next: (value) => (last = value), error: reject, complete: () => resolve(last === true) });
-      });
-    }
-    return allowed === true;
+    return (isObservable(allowed) ? await lastValueFrom(allowed) : allowed) === true;
   }
 
   private async resolve(guard: Type<CanActivate>): Promise<CanActivate> {
     try {
       return this.moduleRef.get(guard, { strict: false });
     } catch {
-      return this.moduleRef.create(guard);
+      try {
+        return await this.moduleRef.create(guard);
+      } catch (error) {
+        throw new QueueConfigError(
+          `SluiceDashboardModule: cannot make the guard ${guard.name}: ${(error instanceof Error ? error.message : String(error)).split('\n')[0]} Register it as a provider of your app (with the module its dependencies come from).`,
+        );
+      }
     }
   }
 }

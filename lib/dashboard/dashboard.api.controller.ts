@@ -1,5 +1,6 @@
 import { Controller, Get, NotFoundException, Param, Query, UseGuards, UseInterceptors } from '@nestjs/common';
 import { DashboardAccessGuard } from './dashboard-access.guard';
+import { DashboardSameSiteGuard } from './dashboard-action.guard';
 import { DashboardInterceptor } from './dashboard.interceptor';
 import { DashboardReader, queryInt } from './dashboard.reader';
 
@@ -7,7 +8,7 @@ type Text = string | undefined;
 
 /** The JSON the page reads (see lib/dashboard/assets/dashboard.js). */
 @Controller('api')
-@UseGuards(DashboardAccessGuard)
+@UseGuards(DashboardAccessGuard, DashboardSameSiteGuard)
 @UseInterceptors(DashboardInterceptor)
 export class DashboardApiController {
   constructor(private readonly reader: DashboardReader) {}

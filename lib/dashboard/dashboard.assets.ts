@@ -28,8 +28,9 @@ export function loadAssets(dir = ASSETS_DIR): Map<string, Asset> {
 
 /**
  * The page: a shell that loads the script, which draws everything from the JSON API. URLs are
- * absolute from `basePath` (no `<base>`: the page's own `#/…` links must stay on the page, served
- * with or without a trailing slash); the script reads `base` from its config for the API.
+ * absolute from `basePath` (no `<base>`: the page's own `#/…` links must stay on the page); the
+ * script reads `base` from its config for the API. (On Fastify only the path without a trailing
+ * slash is routed, unless the app sets `ignoreTrailingSlash`.)
  */
 export function pageHtml(basePath: string, config: { readOnly: boolean; pollMs: number }): string {
   const base = escapeAttribute(basePath);
@@ -44,9 +45,18 @@ export function pageHtml(basePath: string, config: { readOnly: boolean; pollMs: 
   ].join('');
 }
 
-/** The request's path as the page's base (it already holds the app's global prefix and the mount path), with a trailing slash. */
+/**
+ * The request's path as the page's base (it already holds the app's global prefix and the mount
+ * path), with a trailing slash. Only the path: a request target in absolute form
+ * (`GET http://elsewhere/sluice`) must not point the page's script at another host.
+ */
 export function basePathOf(url: string): string {
-  const path = url.split(/[?#]/)[0] || '/';
+  let path: string;
+  try {
+    path = new URL(url, 'http://localhost').pathname;
+  } catch {
+    path = '/';
+  }
   return path.endsWith('/') ? path : `${path}/`;
 }
 

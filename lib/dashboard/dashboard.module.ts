@@ -1,7 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { RouterModule } from '@nestjs/core';
 import { DashboardAccessGuard } from './dashboard-access.guard';
-import { DashboardActionGuard } from './dashboard-action.guard';
+import { DashboardActionGuard, DashboardSameSiteGuard } from './dashboard-action.guard';
 import { DashboardActions } from './dashboard.actions';
 import { DashboardActionsController } from './dashboard.actions.controller';
 import { DashboardApiController } from './dashboard.api.controller';
@@ -22,7 +22,7 @@ export class SluiceDashboardModule {
       module: SluiceDashboardModule,
       imports: [RouterModule.register([{ path: resolved.path, module: SluiceDashboardModule }])],
       controllers: [DashboardPageController, DashboardApiController, DashboardActionsController],
-      providers: [{ provide: DASHBOARD_OPTIONS, useValue: resolved }, DashboardAccessGuard, DashboardActionGuard, DashboardReader, DashboardActions],
+      providers: [{ provide: DASHBOARD_OPTIONS, useValue: resolved }, DashboardAccessGuard, DashboardActionGuard, DashboardSameSiteGuard, DashboardReader, DashboardActions],
     };
   }
 }

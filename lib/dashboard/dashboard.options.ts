@@ -18,7 +18,11 @@ export interface SluiceDashboardOptions {
   readOnly?: boolean;
   /** How often open pages refresh, in ms (default 2 000, 500–60 000). */
   pollMs?: number;
-  /** How often throughput is sampled when no page polls, in ms (default 5 000, 1 000–60 000); `false`: no background sampling. */
+  /**
+   * The throughput chart's step, in ms (default 5 000, 1 000–60 000): samples are taken by the
+   * overview's reads, and between them by a timer for 15 minutes after the last one (a process
+   * nobody watches samples nothing). `false`: no timer, only the page's reads.
+   */
   sampleMs?: number | false;
 }
 

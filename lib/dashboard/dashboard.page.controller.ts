@@ -20,12 +20,17 @@ export class DashboardPageController {
   }
 
   @Get('assets/:name')
-  asset(@Param('name') name: string, @Res({ passthrough: true }) response: unknown): string {
+  asset(@Param('name') name: string, @Req() request: { headers: Record<string, string | undefined> }, @Res({ passthrough: true }) response: unknown): string {
     const asset = (this.assets ??= loadAssets()).get(name);
     if (!asset) throw new NotFoundException(`No dashboard asset ${name}`);
     setHeader(response, 'Content-Type', asset.type);
     setHeader(response, 'ETag', asset.etag);
+    // Revalidated on each load (a new release's assets show at once), answered 304 when unchanged.
     setHeader(response, 'Cache-Control', 'no-cache');
+    if (request.headers['if-none-match'] === asset.etag) {
+      (response as { status(code: number): unknown }).status(304);
+      return '';
+    }
     return asset.body;
   }
 }

@@ -9,6 +9,9 @@ import { InvalidOptionError } from '../errors';
 import { DASHBOARD_OPTIONS, type ResolvedDashboardOptions } from './dashboard.options';
 import { ThroughputSampler, type ThroughputSeries } from './throughput.sampler';
 
+/** How long after the last overview read the background sampler keeps sampling. */
+const SAMPLE_AFTER_VIEW_MS = 15 * 60_000;
+
 /** Characters of a run's input shown in a list (the run page shows all of it). */
 const INPUT_PREVIEW = 300;
 /** Groups per page of the groups view. */
@@ -48,6 +51,8 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
   private readonly sampler: ThroughputSampler;
   private timer?: NodeJS.Timeout;
   private sampling = false;
+  /** When an overview was last read: the sampler works only while someone looks (and a while after). */
+  private lastViewAt = -Infinity;
 
   constructor(
     private readonly client: QueueClient,
@@ -70,6 +75,7 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
   async overview(): Promise<OverviewView> {
     const stats = await this.client.stats();
     const at = Date.now();
+    this.lastViewAt = at;
     this.sampler.record(stats, at);
     const workflows = Object.entries(stats.workflows)
       .map(([name, { groups: _groups, groupsOmitted: _omitted, ...counts }]) => ({ name, ...counts }))
@@ -104,7 +110,8 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
   }
 
   private async sampleIfDue(): Promise<void> {
-    if (this.sampling || !this.sampler.due()) return;
+    // A process nobody watches (a worker replica, say) samples nothing.
+    if (this.sampling || !this.sampler.due() || Date.now() - this.lastViewAt > SAMPLE_AFTER_VIEW_MS) return;
     this.sampling = true;
     try {
       this.sampler.record(await this.client.stats());

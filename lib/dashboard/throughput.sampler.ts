@@ -20,9 +20,9 @@ interface Sample {
 
 /**
  * Throughput from the workflows' running totals (`stats()`): no counter on the hot path. Every
- * overview read is a sample (free: the page asked for the stats anyway); when no page polls, a
- * timer takes one every `sampleMs`. Samples closer than half the interval are merged, so many
- * open pages do not make the series finer or costlier.
+ * overview read is a sample (free: the page asked for the stats anyway); between them, a timer
+ * takes one every `sampleMs`, for a while after the last view only. Samples closer than half the
+ * interval are merged, so many open pages do not make the series finer or costlier.
  */
 export class ThroughputSampler {
   private readonly samples: Sample[] = [];

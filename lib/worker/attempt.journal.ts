@@ -1,36 +1,43 @@
 import type { CallKind } from './step.recorder';
 
 /** How a call of an attempt ended, as the journal stores it (one letter each, see {@link AttemptJournal}). */
-export type JournalStatus = 'ok' | 'failed' | 'replayed' | 'waiting';
+export type JournalStatus = 'ok' | 'failed' | 'replayed' | 'waiting' | 'interrupted';
 
 /** How an attempt ended, as its journal stores it ('failed': this attempt failed, whether or not the run retries). */
 export type JournalOutcome = 'completed' | 'failed' | 'suspended';
 
-/** Most bytes of call entries one attempt's journal keeps; later calls are only counted (`m`). */
+/** Most bytes of executed calls one attempt's journal keeps; later calls are only counted (`m`). */
 export const MAX_JOURNAL_BYTES = 4096;
+/** Most bytes of replayed calls it keeps, apart: a long replay never crowds out the calls that ran. */
+export const MAX_REPLAY_BYTES = 1024;
+/**
+ * Journals kept per run: attempt `n` is stored in field `tl:<n mod TIMELINE_SLOTS>`, so a run that
+ * resumes a thousand times keeps the latest 50, and the hash (read whole by every claim) stays bounded.
+ */
+export const TIMELINE_SLOTS = 50;
 
-const STATUS_CODE: Record<JournalStatus, string> = { ok: 'o', failed: 'f', replayed: 'r', waiting: 'w' };
+const STATUS_CODE: Record<JournalStatus, string> = { ok: 'o', failed: 'f', replayed: 'r', waiting: 'w', interrupted: 'i' };
 const KIND_CODE: Record<CallKind, string> = { step: 's', sleep: 'z', signal: 'g', event: 'e', invoke: 'i' };
 
-/** One call as stored: kind, memo key, start (ms after the attempt's start), duration (ms), status. */
+/** One call as stored: kind, memo key, start (ms after the attempt's start), duration (ms; -1 open), status. */
 type Entry = [string, string, number, number, string];
 
 /**
  * When each top-level call of one attempt ran and how it ended: what the dashboard draws as the
  * run's step timeline. Kept in memory (a push per call, on the worker's clock) and stored once, with
- * the attempt's outcome, in the run hash field `tl:<attempt>` by the script that commits it
- * (complete, fail, suspend): no Redis command of its own. An attempt that never commits (its
- * worker died, its lease was lost) leaves no journal.
+ * the attempt's outcome, in the run hash by the script that commits it (complete, fail, suspend),
+ * inside the write it already makes: no Redis command of its own. An attempt that never commits
+ * (its worker died, its lease was lost) leaves no journal.
  */
 export class AttemptJournal {
   private readonly startedAt = Date.now();
   private readonly entries: Entry[] = [];
-  private bytes = 0;
+  private readonly used = { run: 0, replayed: 0 };
   private omitted = 0;
 
   /** A call that starts now; the function returned ends it (calls the journal has no room for are only counted). */
   begin(kind: CallKind, key: string): (status: JournalStatus) => void {
-    const entry = this.add(kind, key, 'waiting');
+    const entry = this.add(kind, key, 'waiting', 'run', MAX_JOURNAL_BYTES);
     if (!entry) return () => undefined;
     return (status) => {
       entry[3] = Date.now() - this.startedAt - entry[2];
@@ -40,23 +47,29 @@ export class AttemptJournal {
 
   /** A call answered from the memo (a replayed step or wait). */
   replayed(kind: CallKind, key: string): void {
-    const entry = this.add(kind, key, 'replayed');
+    const entry = this.add(kind, key, 'replayed', 'replayed', MAX_REPLAY_BYTES);
     if (entry) entry[3] = 0;
   }
 
-  /** The journal as the committing script stores it: `<attempt> <json>` (see hsetRun in lua/includes/common.lua). */
+  /**
+   * The journal as the committing script stores it: `<slot> <json>` (see hsetRun in
+   * lua/includes/common.lua). A step still open when the attempt ended (running beside a failure)
+   * is `interrupted`; an open wait is the one the attempt suspended in.
+   */
   encode(attempt: number, outcome: JournalOutcome): string {
-    const json = JSON.stringify({ s: this.startedAt, e: Date.now(), o: outcome, c: this.entries, ...(this.omitted > 0 && { m: this.omitted }) });
-    return `${attempt} ${json}`;
+    const now = Date.now() - this.startedAt;
+    const calls = this.entries.map((entry): Entry => (entry[3] === -1 && entry[0] === KIND_CODE.step ? [entry[0], entry[1], entry[2], now - entry[2], STATUS_CODE.interrupted] : entry));
+    const json = JSON.stringify({ a: attempt, s: this.startedAt, e: this.startedAt + now, o: outcome, c: calls, ...(this.omitted > 0 && { m: this.omitted }) });
+    return `${attempt % TIMELINE_SLOTS} ${json}`;
   }
 
-  private add(kind: CallKind, key: string, status: JournalStatus): Entry | undefined {
+  private add(kind: CallKind, key: string, status: JournalStatus, budget: 'run' | 'replayed', max: number): Entry | undefined {
     const size = key.length + 24;
-    if (this.bytes + size > MAX_JOURNAL_BYTES) {
+    if (this.used[budget] + size > max) {
       this.omitted++;
       return undefined;
     }
-    this.bytes += size;
+    this.used[budget] += size;
     const entry: Entry = [KIND_CODE[kind], key, Date.now() - this.startedAt, -1, STATUS_CODE[status]];
     this.entries.push(entry);
     return entry;

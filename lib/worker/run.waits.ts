@@ -174,6 +174,7 @@ export class RunWaits {
     try {
       reply = await this.port.suspend(request, this.recorder.room(positions), positions, journal);
     } catch (error) {
+      for (const end of ends) end('failed');
       // Ends the attempt even if the code catches it: its outcome is for the worker to commit.
       this.guard.expire(error instanceof Error ? error : new Error(String(error)));
       throw error;

@@ -436,24 +436,24 @@ end
 -- child run's outcome to its parent (see finishRun).
 local onChildFinished = nil
 
+-- Writes fields of a run's hash and, when given, the committing attempt's journal
+-- ('<slot> <json>', see lib/worker/attempt.journal.ts) as field 'tl:<slot>': one HSET either way,
+-- so the dashboard's step timeline costs no command of its own.
+local function hsetRun(runKey, journal, ...)
+  local space = journal and string.find(journal, ' ', 1, true)
+  if space then
+    return redis.call('HSET', runKey, 'tl:' .. string.sub(journal, 1, space - 1), string.sub(journal, space + 1), ...)
+  end
+  return redis.call('HSET', runKey, ...)
+end
+
 -- Records a final state and starts the retention clock. If someone waits on the run (`waited`,
 -- set by run() at enqueue or by wait() through watch.lua), announces it on the run's done
 -- channel; the announcement carries the outcome itself (`field` is 'result' or 'error',
 -- `payload` already JSON) so the waiter needs no further read. The stored record stays the truth;
 -- a run nobody waits on costs no publish. A `linked` run (field 'links': it is a child workflow,
 -- or signals wait in its mailbox; see waits.lua) also resumes its parent and drops its mailbox:
--- the common run pays nothing for either.
--- Writes fields of a run's hash and, when given, the committing attempt's journal
--- ('<attempt> <json>', see lib/worker/attempt.journal.ts) as field 'tl:<attempt>': one HSET either
--- way, so the dashboard's step timeline costs no command of its own.
-local function hsetRun(runKey, journal, ...)
-  if journal and journal ~= '' then
-    local space = string.find(journal, ' ', 1, true)
-    return redis.call('HSET', runKey, 'tl:' .. string.sub(journal, 1, space - 1), string.sub(journal, space + 1), ...)
-  end
-  return redis.call('HSET', runKey, ...)
-end
-
+-- the common run pays nothing for either. `journal`: the attempt's, stored with the outcome.
 local function finishRun(base, runKey, id, workflow, state, field, payload, now, ttlMs, waited, linked, journal)
   hsetRun(runKey, journal, 'state', state, field, payload, 'finishedAt', now)
   redis.call('PEXPIRE', runKey, ttlMs)

@@ -1,7 +1,8 @@
 import { type CanActivate, type ExecutionContext, Injectable, UnauthorizedException } from '@nestjs/common';
+import { request as httpRequest } from 'node:http';
 import type Redis from 'ioredis';
-import { RunContext, Workflow } from '../../lib';
-import { ASSET_BUDGET_BYTES } from '../../lib/dashboard';
+import { QueueConfigError, RunContext, Workflow } from '../../lib';
+import { ASSET_BUDGET_BYTES, SluiceDashboardModule } from '../../lib/dashboard';
 import { dropNamespace, rawRedis, uniqueNamespace } from '../support/app';
 import { createDashboardApp, type DashboardApp, type HttpAdapterName } from '../support/dashboard-app';
 
@@ -38,7 +39,45 @@ class TokenGuard implements CanActivate {
 }
 
 const USER = { 'x-token': 'let-me-in' };
+
+/** A GET with a request target of our choosing (fetch normalises it). */
+function rawGet(origin: string, target: string, headers: Record<string, string>): Promise<string> {
+  const { hostname, port } = new URL(origin);
+  return new Promise((resolve, reject) => {
+    const request = httpRequest({ host: hostname, port, path: target, headers }, (response) => {
+      let body = '';
+      response.on('data', (chunk) => (body += chunk));
+      response.on('end', () => resolve(body));
+    });
+    request.on('error', reject);
+    request.end();
+  });
+}
 const ACTION = { ...USER, 'content-type': 'application/json', 'x-sluice-csrf': '1' };
+
+/** A guard class whose dependency no module provides. */
+class MissingDependency {}
+@Injectable()
+class UnmakeableGuard implements CanActivate {
+  constructor(readonly dependency: MissingDependency) {}
+  canActivate(): boolean {
+    return true;
+  }
+}
+
+describe('dashboard options', () => {
+  it('fails the bootstrap, not every request, when the guard class cannot be made', async () => {
+    await expect(createDashboardApp('express', [], { namespace: uniqueNamespace('dh-bad'), worker: { enabled: false } }, { path: '/sluice', guard: UnmakeableGuard })).rejects.toThrow(
+      /cannot make the guard UnmakeableGuard.*Register it as a provider/,
+    );
+  });
+
+  it('refuses a bad path or option before the app boots', () => {
+    for (const options of [{ path: 'sluice' }, { path: '/' }, { path: '/a b' }, { path: '/x', pollMs: 10 }, { path: '/x', readOnly: 'no' }, { path: '/x', guard: 'admin' }]) {
+      expect(() => SluiceDashboardModule.forRoot(options as never)).toThrow(QueueConfigError);
+    }
+  });
+});
 
 describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)', (adapter) => {
   const ns = uniqueNamespace('dh');
@@ -148,6 +187,28 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
     const cap = await (await fetch(url('/api/workflows/dh.echo/limits'), { method: 'POST', headers: ACTION, body: JSON.stringify({ group: '*', limit: 4 }) })).json() as any;
     expect(cap.message).toBe('Cap of every group of dh.echo set to 4 (it was none)');
     expect((await dash.client.getLimits({ workflow: 'dh.echo', group: 'x' })).groupDefault).toBe(4);
+  });
+
+  it('answers only its own page: cross-site reads are refused, a proxy that rewrites Host is not', async () => {
+    expect((await fetch(url('/api/overview'), { headers: { ...USER, 'sec-fetch-site': 'cross-site' } })).status).toBe(403);
+    expect((await fetch(url('/api/overview'), { headers: { ...USER, origin: 'https://evil.example' } })).status).toBe(403);
+    expect((await fetch(url('/api/overview'), { headers: { ...USER, 'sec-fetch-site': 'same-origin' } })).status).toBe(200);
+    // Behind a proxy the Host seen here differs from the browser's Origin; Sec-Fetch-Site tells the truth.
+    const proxied = await fetch(url('/api/workflows/dh.echo/resume'), { method: 'POST', headers: { ...ACTION, origin: 'https://ops.example', 'sec-fetch-site': 'same-origin' }, body: '{}' });
+    expect(proxied.status).toBe(200);
+  });
+
+  it('points the page at its own path only, and revalidates its assets with an ETag', async () => {
+    // A request target in absolute form names another host: the page must not load from it.
+    const html = await rawGet(dash.origin, 'http://evil.example/sluice', USER);
+    expect(html).toContain('src="/sluice/assets/dashboard.js"');
+    expect(html).not.toContain('evil.example');
+    const first = await fetch(url('/assets/dashboard.js'), { headers: USER });
+    const etag = first.headers.get('etag')!;
+    expect(etag).toMatch(/^"/);
+    const again = await fetch(url('/assets/dashboard.js'), { headers: { ...USER, 'if-none-match': etag } });
+    expect(again.status).toBe(304);
+    expect(await again.text()).toBe('');
   });
 
   it('is read-only unless actions are enabled', async () => {

@@ -34,6 +34,14 @@ class Sleeper {
   }
 }
 
+/** Sleeps 1 ms `naps` times: one attempt per nap, and one more to finish. */
+@Workflow('tl.napper', { attempts: 1 })
+class Napper {
+  async run(input: { naps: number }, ctx: RunContext) {
+    for (let i = 0; i < input.naps; i++) await ctx.sleep('nap', 1);
+  }
+}
+
 /** A step that fails for good. */
 @Workflow('tl.fail', { attempts: 1 })
 class Failing {
@@ -54,7 +62,7 @@ describe('run timeline', () => {
 
   beforeAll(async () => {
     redis = rawRedis();
-    app = await createApp([Retried, Sleeper, Failing], { namespace: ns, worker: { concurrency: 4 } });
+    app = await createApp([Retried, Sleeper, Failing, Napper], { namespace: ns, worker: { concurrency: 4 } });
   });
 
   afterAll(async () => {
@@ -108,18 +116,33 @@ describe('run timeline', () => {
     }
   });
 
-  it('bounds a journal and skips what it cannot parse', () => {
+  it('bounds a journal, replays apart from the calls that ran, and skips what it cannot parse', () => {
     const journal = new AttemptJournal();
     for (let i = 0; i < 500; i++) journal.replayed('step', `step-${i}#1`);
-    const encoded = journal.encode(3, 'completed');
-    const [attempt, json] = [encoded.slice(0, encoded.indexOf(' ')), encoded.slice(encoded.indexOf(' ') + 1)];
-    expect(attempt).toBe('3');
-    expect(json.length).toBeLessThan(6000);
-    const parsed = parseJournal(3, json)!;
-    expect(parsed.calls.length + parsed.more).toBe(500);
-    expect(parsed.more).toBeGreaterThan(0);
-    expect(parseJournal(1, '{"s":1,"e":2,"o":"weird","c":[]}')).toBeUndefined();
-    expect(parseJournal(1, 'not json')).toBeUndefined();
-    expect(parseJournal(1, '{"s":1,"e":2,"o":"failed","c":[["x","k",0,1,"o"],["s","k#1",0,1,"o"]]}')!.calls).toHaveLength(1);
+    journal.begin('step', 'ran-after-the-replays#1')('ok');
+    journal.begin('step', 'still-running#1');
+    const encoded = journal.encode(53, 'failed');
+    const [slot, json] = [encoded.slice(0, encoded.indexOf(' ')), encoded.slice(encoded.indexOf(' ') + 1)];
+    expect(slot).toBe('3'); // 53 mod 50
+    expect(json.length).toBeLessThan(2000);
+    const parsed = parseJournal(json)!;
+    expect(parsed.attempt).toBe(53);
+    expect(parsed.calls.length + parsed.more).toBe(502);
+    // The replays were cut, not the calls that ran; a step open at the end was interrupted.
+    expect(parsed.calls.slice(-2).map(({ key, status }) => `${key}:${status}`)).toEqual(['ran-after-the-replays#1:ok', 'still-running#1:interrupted']);
+    expect(parseJournal('{"a":1,"s":1,"e":2,"o":"weird","c":[]}')).toBeUndefined();
+    expect(parseJournal('{"s":1,"e":2,"o":"failed","c":[]}')).toBeUndefined();
+    expect(parseJournal('not json')).toBeUndefined();
+    expect(parseJournal('{"a":1,"s":1,"e":2,"o":"failed","c":[["x","k",0,1,"o"],["s","k#1",0,1,"o"]]}')!.calls).toHaveLength(1);
+  });
+
+  it('keeps the latest 50 attempts of a run that resumes often, in one field per slot', async () => {
+    const handle = await app.client.enqueue(Napper, { naps: 55 });
+    await handle.result({ timeoutMs: 30_000 });
+    const timeline = (await app.client.timeline(handle.id))!;
+    expect(timeline.attempts.map((a) => a.attempt)).toEqual(Array.from({ length: 50 }, (_, i) => i + 7));
+    expect(timeline.attempts[49].outcome).toBe('completed');
+    const fields = Object.keys(await redis.hgetall(`{sluice:${ns}}:run:${handle.id}`)).filter((field) => field.startsWith('tl:'));
+    expect(fields).toHaveLength(50);
   });
 });

@@ -859,7 +859,7 @@
     const more = atts.filter((a) => a.more > 0);
     return [svg,
       h('ul', { class: 'legend', testid: 'timeline-legend' },
-        [['ok', 'ok'], ['failed', 'failed'], ['replayed', 'replayed (memoized)'], ['waiting', 'waiting (durable wait)'], ['band', 'attempt']]
+        [['ok', 'ok'], ['failed', 'failed'], ['interrupted', 'interrupted'], ['replayed', 'replayed (memoized)'], ['waiting', 'waiting (durable wait)'], ['band', 'attempt']]
           .map(([k, tx]) => h('li', null, h('span', { class: 'sw sw-' + k, 'aria-hidden': 'true' }), tx))),
       more.length ? h('p', { class: 'note' }, more.map((a) => `attempt ${a.attempt}: ${num(a.more)} more calls not shown`).join('; ')) : null];
   }
