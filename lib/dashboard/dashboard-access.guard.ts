@@ -46,7 +46,7 @@ export class DashboardAccessGuard implements CanActivate, OnModuleInit {
         return await this.moduleRef.create(guard);
       } catch (error) {
         throw new QueueConfigError(
-          `SluiceDashboardModule: cannot make the guard ${guard.name}: ${(error instanceof Error ? error.message : String(error)).split('\n')[0]} Register it as a provider of your app (with the module its dependencies come from).`,
+          `SluiceDashboardModule: cannot make the guard ${guard.name}: ${(error instanceof Error ? error.message : String(error)).split('\n')[0]} Register it as a provider of your app, or pass the modules its dependencies come from as forRootAsync({ imports }).`,
         );
       }
     }

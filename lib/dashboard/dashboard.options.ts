@@ -1,4 +1,4 @@
-import type { CanActivate, ExecutionContext, Type } from '@nestjs/common';
+import type { CanActivate, ExecutionContext, ModuleMetadata, Type } from '@nestjs/common';
 import { QueueConfigError } from '../errors';
 
 /** A function that decides whether a request may see the dashboard (and act, when actions are on). */
@@ -24,6 +24,17 @@ export interface SluiceDashboardOptions {
    * nobody watches samples nothing). `false`: no timer, only the page's reads.
    */
   sampleMs?: number | false;
+}
+
+/**
+ * Options of `SluiceDashboardModule.forRootAsync`: `path` is given as is (routes are registered
+ * before any factory runs), the rest comes from `useFactory`, e.g. from `ConfigService`. `imports`
+ * also serve a guard class whose dependencies come from those modules.
+ */
+export interface SluiceDashboardAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
+  path: string;
+  useFactory: (...args: any[]) => Omit<SluiceDashboardOptions, 'path'> | Promise<Omit<SluiceDashboardOptions, 'path'>>;
+  inject?: any[];
 }
 
 export interface ResolvedDashboardOptions {

@@ -1,4 +1,4 @@
 export { SluiceDashboardModule } from './dashboard.module';
-export type { SluiceDashboardOptions, DashboardGuardFn } from './dashboard.options';
+export type { SluiceDashboardOptions, SluiceDashboardAsyncOptions, DashboardGuardFn } from './dashboard.options';
 export { CSRF_HEADER } from './dashboard-action.guard';
 export { ASSET_BUDGET_BYTES } from './dashboard.assets';

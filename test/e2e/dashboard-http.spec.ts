@@ -1,9 +1,11 @@
-import { type CanActivate, type ExecutionContext, Injectable, UnauthorizedException } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Injectable, Module, UnauthorizedException } from '@nestjs/common';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import { Test } from '@nestjs/testing';
 import { request as httpRequest } from 'node:http';
 import type Redis from 'ioredis';
-import { QueueConfigError, RunContext, Workflow } from '../../lib';
+import { QueueConfigError, QueueModule, RunContext, Workflow } from '../../lib';
 import { ASSET_BUDGET_BYTES, SluiceDashboardModule } from '../../lib/dashboard';
-import { dropNamespace, rawRedis, uniqueNamespace } from '../support/app';
+import { dropNamespace, rawRedis, testConnection, uniqueNamespace } from '../support/app';
 import { createDashboardApp, type DashboardApp, type HttpAdapterName } from '../support/dashboard-app';
 
 /**
@@ -65,11 +67,55 @@ class UnmakeableGuard implements CanActivate {
   }
 }
 
+/** What a ConfigModule would give: settings, exported by a module of their own. */
+@Injectable()
+class Settings {
+  readonly readOnly = false;
+  readonly token = 'from-settings';
+}
+@Module({ providers: [Settings], exports: [Settings] })
+class SettingsModule {}
+
+/** A guard class that needs Settings: made by the dashboard, from its forRootAsync imports. */
+@Injectable()
+class SettingsGuard implements CanActivate {
+  constructor(private readonly settings: Settings) {}
+  canActivate(context: ExecutionContext): boolean {
+    return context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers['x-token'] === this.settings.token;
+  }
+}
+
 describe('dashboard options', () => {
   it('fails the bootstrap, not every request, when the guard class cannot be made', async () => {
     await expect(createDashboardApp('express', [], { namespace: uniqueNamespace('dh-bad'), worker: { enabled: false } }, { path: '/sluice', guard: UnmakeableGuard })).rejects.toThrow(
       /cannot make the guard UnmakeableGuard.*Register it as a provider/,
     );
+  });
+
+  it('takes its options from a factory with forRootAsync, and a guard whose dependency comes from its imports', async () => {
+    const app = await Test.createTestingModule({
+      imports: [
+        QueueModule.forRoot({ connection: testConnection(), namespace: uniqueNamespace('dh-async'), worker: { enabled: false } }),
+        SluiceDashboardModule.forRootAsync({
+          path: '/async',
+          imports: [SettingsModule],
+          inject: [Settings],
+          useFactory: (settings: Settings) => ({ readOnly: settings.readOnly, guard: SettingsGuard }),
+        }),
+      ],
+    }).compile();
+    const http = app.createNestApplication(new ExpressAdapter(), { logger: false });
+    await http.listen(0, '127.0.0.1');
+    try {
+      const origin = `http://127.0.0.1:${(http.getHttpServer().address() as { port: number }).port}`;
+      expect((await fetch(`${origin}/async`)).status).toBe(403);
+      const page = await fetch(`${origin}/async`, { headers: { 'x-token': 'from-settings' } });
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain('&#34;readOnly&#34;:false');
+    } finally {
+      await http.close();
+    }
+    expect(() => SluiceDashboardModule.forRootAsync({ path: 'no-slash', useFactory: () => ({}) })).toThrow(QueueConfigError);
   });
 
   it('refuses a bad path or option before the app boots', () => {
