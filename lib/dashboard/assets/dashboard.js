@@ -543,7 +543,7 @@
           h('th', { scope: 'row' }, h('a', { href: runsRoute({ workflow: wf, state: 'waiting', group: gn }), testid: 'group-link', class: 'code' }, gn)),
           cnt(wf, 'waiting', g.waiting, 'count-link', `waiting runs in group ${gn}`),
           cnt(wf, 'active', g.active, 'count-link', `active runs in group ${gn}`),
-          h('td', { class: 'n' }, g.limit == null ? h('span', { class: 'muted', title: 'uses the workflow’s default group cap' }, 'default') : num(g.limit)),
+          h('td', { class: 'n' }, g.limit == null ? h('span', { class: 'muted', title: 'no cap for this group (neither its own nor a default)' }, 'none') : num(g.limit)),
           h('td', null, pausedBadge(g.paused)),
         ];
         // count links must carry the group filter too
