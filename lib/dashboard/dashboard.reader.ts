@@ -33,6 +33,8 @@ export interface GroupsView {
   total: number;
   /** Groups with work beyond that sample. */
   omitted: number;
+  /** The whole workflow is paused (so is every group, whatever its own flag). */
+  workflowPaused: boolean;
 }
 
 export interface RunSummary extends Omit<RunInfo, 'input' | 'result' | 'progress' | 'error' | 'waitingFor'> {
@@ -91,7 +93,7 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
       .map(([name, group]) => ({ name, ...group }))
       .sort((a, b) => b.waiting + b.active - (a.waiting + a.active) || a.name.localeCompare(b.name));
     const page = all.slice(offset, offset + GROUP_PAGE);
-    return { groups: page, offset, next: offset + GROUP_PAGE < all.length ? offset + GROUP_PAGE : null, total: all.length, omitted: found?.groupsOmitted ?? 0 };
+    return { groups: page, offset, next: offset + GROUP_PAGE < all.length ? offset + GROUP_PAGE : null, total: all.length, omitted: found?.groupsOmitted ?? 0, workflowPaused: found?.paused ?? false };
   }
 
   async runs(query: { workflow: string; state: string; group?: string; cursor?: string; limit?: number }): Promise<{ runs: RunSummary[]; cursor: string | null }> {

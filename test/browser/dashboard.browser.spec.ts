@@ -189,6 +189,7 @@ describe('dashboard in Chromium', () => {
     await page.getByTestId('groups-table').waitFor();
     const groups = await page.getByTestId('group-row').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-group')));
     expect(groups).toEqual(['tenant-eu', 'tenant-us', 'tenant-apac']);
+    await page.locator('[data-testid="group-row"][data-group="tenant-eu"]').getByText('paused (workflow)').waitFor();
     await shot('groups');
     await page.goto(`${dash.origin}/sluice#/`);
     await page.locator('[data-testid="wf-row"][data-workflow="shop.cool-off"]').waitFor();

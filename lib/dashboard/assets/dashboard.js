@@ -544,7 +544,7 @@
           cnt(wf, 'waiting', g.waiting, 'count-link', `waiting runs in group ${gn}`),
           cnt(wf, 'active', g.active, 'count-link', `active runs in group ${gn}`),
           h('td', { class: 'n' }, g.limit == null ? h('span', { class: 'muted', title: 'no cap for this group (neither its own nor a default)' }, 'none') : num(g.limit)),
-          h('td', null, pausedBadge(g.paused)),
+          h('td', null, !g.paused && d.workflowPaused ? h('span', { class: 'st st-paused', title: 'the whole workflow is paused' }, 'paused (workflow)') : pausedBadge(g.paused)),
         ];
         // count links must carry the group filter too
         for (const c of cells.slice(1, 3)) {
@@ -564,7 +564,7 @@
             thead(cols),
             h('tbody', null, rows)))
           : h('p', { class: 'empty' }, off ? 'No more groups.' : 'No groups with work right now.'),
-        d.omitted > 0 ? h('p', { class: 'note', testid: 'groups-omitted' }, `${num(d.omitted)} more groups with work not shown (only a sample of the busiest groups is listed).`) : null,
+        d.omitted > 0 ? h('p', { class: 'note', testid: 'groups-omitted' }, `${num(d.omitted)} more groups with work not shown: the busiest of the first 1,000 groups stats() lists are shown.`) : null,
         pager(off > 0 && (() => go(`${base}?offset=${Math.max(0, off - 50)}`)),
           gs.length ? `Groups ${num(off + 1)}–${num(off + gs.length)} of ${num(d.total)} (busiest first)` : '',
           d.next != null && (() => go(`${base}?offset=${d.next}`))),
