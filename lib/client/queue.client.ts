@@ -181,7 +181,7 @@ export class QueueClient {
   /**
    * When each step and durable wait of the run ran, attempt by attempt (the latest 50,
    * `MAX_TIMELINE_ATTEMPTS`), on the workers' clocks; `null` if the run does not exist.
-   * One read. What the dashboard draws as the run's step timeline.
+   * Two reads. What the dashboard draws as the run's step timeline.
    */
   async timeline(runId: string): Promise<RunTimeline | null> {
     checkId(runId, 'runId');

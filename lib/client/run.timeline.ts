@@ -53,12 +53,26 @@ const KINDS: Record<string, TimelineCallKind> = { s: 'step', z: 'sleep', g: 'sig
 const STATUSES: Record<string, TimelineCallStatus> = { o: 'ok', f: 'failed', r: 'replayed', w: 'waiting', i: 'interrupted' };
 const OUTCOMES = new Set(['completed', 'failed', 'suspended']);
 
-/** Reads a run's journals (fields `tl:<slot>`, see lib/worker/attempt.journal.ts), oldest attempt first: null if the run does not exist. */
+/**
+ * Reads a run's journals, oldest attempt first; null if the run does not exist. Two reads: the
+ * chunk count of each slot (`tl:<slot>`), then the chunks (`tl:<slot>.<k>`, see hsetRun in
+ * lua/includes/common.lua: short fields keep the run's hash compact).
+ */
 export async function readTimeline(redis: Redis, keys: RedisKeys, runId: string): Promise<RunTimeline | null> {
-  const slots = Array.from({ length: TIMELINE_SLOTS }, (_, slot) => `tl:${slot}`);
-  const [state, ...values] = await redis.hmget(keys.run(runId), 'state', ...slots);
+  const runKey = keys.run(runId);
+  const [state, ...counts] = await redis.hmget(runKey, 'state', ...Array.from({ length: TIMELINE_SLOTS }, (_, slot) => `tl:${slot}`));
   if (state === null) return null;
-  const attempts = values.map((value) => (value === null ? undefined : parseJournal(value))).filter((attempt): attempt is TimelineAttempt => attempt !== undefined);
+  const slots = counts.flatMap((count, slot) => (Number(count) > 0 ? [{ slot, chunks: Number(count) }] : []));
+  if (slots.length === 0) return { attempts: [] };
+  const fields = slots.flatMap(({ slot, chunks }) => Array.from({ length: chunks }, (_, k) => `tl:${slot}.${k}`));
+  const values = await redis.hmget(runKey, ...fields);
+  const attempts: TimelineAttempt[] = [];
+  let at = 0;
+  for (const { chunks } of slots) {
+    const parts = values.slice(at, (at += chunks));
+    const attempt = parts.some((part) => part === null) ? undefined : parseJournal(parts.join(''));
+    if (attempt) attempts.push(attempt);
+  }
   return { attempts: attempts.sort((a, b) => a.attempt - b.attempt) };
 }
 
