@@ -42,9 +42,9 @@ export interface WorkerOptions {
   /** On shutdown, how long (ms or e.g. `'30s'`) in-flight runs may take to finish before they are handed back. Default 30 s. */
   shutdownTimeoutMs?: Duration;
   /**
-   * Store each attempt's step timeline with its outcome (run field `tl:<attempt mod 50>`, ~60 bytes plus
-   * ~18 per call, no extra Redis command): what `QueueClient.timeline` and the dashboard show.
-   * `false` saves those bytes per run. Default `true`.
+   * Store each attempt's step timeline with its outcome (run fields `tl:<attempt mod 50>…`, no
+   * extra Redis command; ~20 bytes plus ~10 per call): what `QueueClient.timeline` and the
+   * dashboard show. `false` saves those bytes per run. Default `true`.
    */
   timeline?: boolean;
 }

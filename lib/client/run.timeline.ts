@@ -51,7 +51,7 @@ export interface RunTimeline {
 
 const KINDS: Record<string, TimelineCallKind> = { s: 'step', z: 'sleep', g: 'signal', e: 'event', i: 'invoke' };
 const STATUSES: Record<string, TimelineCallStatus> = { o: 'ok', f: 'failed', r: 'replayed', w: 'waiting', i: 'interrupted' };
-const OUTCOMES = new Set(['completed', 'failed', 'suspended']);
+const OUTCOMES: Record<string, TimelineAttempt['outcome']> = { c: 'completed', f: 'failed', s: 'suspended' };
 
 /**
  * Reads a run's journals, oldest attempt first; null if the run does not exist. Two reads: the
@@ -76,24 +76,23 @@ export async function readTimeline(redis: Redis, keys: RedisKeys, runId: string)
   return { attempts: attempts.sort((a, b) => a.attempt - b.attempt) };
 }
 
-/** Decodes one stored journal; anything malformed is skipped rather than trusted. */
+/** Decodes one stored journal (format: AttemptJournal.encode); anything malformed is skipped rather than trusted. */
 export function parseJournal(text: string): TimelineAttempt | undefined {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (raw === null || typeof raw !== 'object') return undefined;
-  const { a: attempt, s, e, o, c, m } = raw as Record<string, unknown>;
-  if (typeof attempt !== 'number' || typeof s !== 'number' || typeof e !== 'number' || typeof o !== 'string' || !OUTCOMES.has(o) || !Array.isArray(c)) return undefined;
+  const [head, ...entries] = text.split(';');
+  const [attemptText, startText, durationText, outcomeCode, omittedText] = head.split('|');
+  const attempt = Number(attemptText);
+  const start = parseInt(startText ?? '', 36);
+  const duration = Number(durationText);
+  const outcome = OUTCOMES[outcomeCode ?? ''];
+  if (!Number.isInteger(attempt) || attempt < 1 || !Number.isFinite(start) || !Number.isFinite(duration) || !outcome) return undefined;
+  const end = start + duration;
   const calls: TimelineCall[] = [];
-  for (const entry of c) {
-    if (!Array.isArray(entry) || entry.length !== 5) continue;
-    const [kind, key, offset, duration, status] = entry as unknown[];
-    if (typeof kind !== 'string' || !KINDS[kind] || typeof key !== 'string' || typeof offset !== 'number' || typeof duration !== 'number' || typeof status !== 'string' || !STATUSES[status]) continue;
-    const start = s + offset;
-    calls.push({ kind: KINDS[kind], key, start, end: duration < 0 ? e : start + duration, status: STATUSES[status] });
+  for (const entry of entries) {
+    const match = /^([a-z])([a-z]),(\d+),(-1|\d+),(.+)$/.exec(entry);
+    if (!match || !KINDS[match[1]] || !STATUSES[match[2]]) continue;
+    const callStart = start + Number(match[3]);
+    const callDuration = Number(match[4]);
+    calls.push({ kind: KINDS[match[1]], key: match[5], start: callStart, end: callDuration < 0 ? end : callStart + callDuration, status: STATUSES[match[2]] });
   }
-  return { attempt, start: s, end: e, outcome: o as TimelineAttempt['outcome'], calls, more: typeof m === 'number' ? m : 0 };
+  return { attempt, start, end, outcome, calls, more: Number(omittedText) || 0 };
 }

@@ -18,6 +18,7 @@ export const TIMELINE_SLOTS = 50;
 
 const STATUS_CODE: Record<JournalStatus, string> = { ok: 'o', failed: 'f', replayed: 'r', waiting: 'w', interrupted: 'i' };
 const KIND_CODE: Record<CallKind, string> = { step: 's', sleep: 'z', signal: 'g', event: 'e', invoke: 'i' };
+const OUTCOME_CODE: Record<JournalOutcome, string> = { completed: 'c', failed: 'f', suspended: 's' };
 
 /** One call as stored: kind, memo key, start (ms after the attempt's start), duration (ms; -1 open), status. */
 type Entry = [string, string, number, number, string];
@@ -52,15 +53,20 @@ export class AttemptJournal {
   }
 
   /**
-   * The journal as the committing script stores it: `<slot> <json>` (see hsetRun in
-   * lua/includes/common.lua). A step still open when the attempt ended (running beside a failure)
-   * is `interrupted`; an open wait is the one the attempt suspended in.
+   * The journal as the committing script stores it: `<slot> <text>` (see hsetRun in
+   * lua/includes/common.lua), the text compact because every completed run keeps it:
+   * `<attempt>|<start ms, base 36>|<duration ms>|<outcome>|<calls left out>` then, per call,
+   * `;<kind><status>,<start offset ms>,<duration ms, -1 open>,<memo key>` (names hold no `;` or
+   * `,`: see checkId). A step still open when the attempt ended (running beside a failure) is
+   * `interrupted`; an open wait is the one the attempt suspended in.
    */
   encode(attempt: number, outcome: JournalOutcome): string {
     const now = Date.now() - this.startedAt;
-    const calls = this.entries.map((entry): Entry => (entry[3] === -1 && entry[0] === KIND_CODE.step ? [entry[0], entry[1], entry[2], now - entry[2], STATUS_CODE.interrupted] : entry));
-    const json = JSON.stringify({ a: attempt, s: this.startedAt, e: this.startedAt + now, o: outcome, c: calls, ...(this.omitted > 0 && { m: this.omitted }) });
-    return `${attempt % TIMELINE_SLOTS} ${json}`;
+    const calls = this.entries.map(([kind, key, offset, duration, status]) => {
+      const interrupted = duration === -1 && kind === KIND_CODE.step;
+      return `;${kind}${interrupted ? STATUS_CODE.interrupted : status},${offset},${interrupted ? now - offset : duration},${key}`;
+    });
+    return `${attempt % TIMELINE_SLOTS} ${attempt}|${this.startedAt.toString(36)}|${now}|${OUTCOME_CODE[outcome]}|${this.omitted}${calls.join('')}`;
   }
 
   private add(kind: CallKind, key: string, status: JournalStatus, budget: 'run' | 'replayed', max: number): Entry | undefined {
