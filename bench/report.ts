@@ -32,28 +32,42 @@ function summarise(results: RunResult[]): Summary | undefined {
 
 export const fmt = (n: number | undefined, digits = 0) => (n === undefined ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
 
-/** Prints one row per scenario: ops/s best (median) per system, ratios on best, Redis µs and commands per job. */
+/** The queues Sluice is measured against, in the table's column order; `floor` is a raw-Redis floor, not a peer. */
+const PEERS = ['bullmq', 'beequeue'];
+
+/** Prints one row per scenario: ops/s best (median) per system, ratios on best (to each peer and the best peer), Redis µs and commands per job. */
 export function printTable(results: RunResult[]): void {
   const scenarios = [...new Set(results.map((r) => r.scenario))];
-  const header = ['scenario', 'sluice ops/s best (median)', 'bullmq', 'floor', 'sluice/bullmq', 'sluice/floor', 'redis µs/job s | b', 'cmds/job s | b'];
+  const systems = ['sluice', ...PEERS, 'floor'];
+  const short = (system: string) => system.charAt(0);
+  const header = [
+    'scenario', 'sluice ops/s best (median)', ...PEERS, 'floor', ...PEERS.map((peer) => `sluice/${peer}`), 'sluice/best peer', 'sluice/floor',
+    `redis µs/job ${systems.slice(0, -1).map(short).join(' | ')}`, `cmds/job ${systems.slice(0, -1).map(short).join(' | ')}`,
+  ];
   const rows = [header];
   const notes = new Set<string>();
   for (const scenario of scenarios) {
-    const of = (system: string) => summarise(results.filter((r) => r.scenario === scenario && r.system === system));
-    const [s, b, f] = [of('sluice'), of('bullmq'), of('floor')];
-    [s, b, f].forEach((x) => x?.note && notes.add(`${scenario}: ${x.note}`));
+    const summaries = new Map(systems.map((system) => [system, summarise(results.filter((r) => r.scenario === scenario && r.system === system))]));
+    summaries.forEach((x) => x?.note && notes.add(`${scenario}: ${x.note}`));
     // A system without an equivalent of the scenario was not run (not emulated): said so, not 'error'.
     const missing = (system: string) => results.find((r) => r.scenario === scenario && r.system === system && r.noEquivalent);
-    for (const system of ['sluice', 'bullmq', 'floor']) {
+    for (const system of systems) {
       const none = missing(system);
       if (none) notes.add(`${scenario}: ${none.noEquivalent}`);
     }
-    const cell = (x?: Summary, system?: string) =>
-      x ? `${fmt(x.best)} (${fmt(x.median)})${x.latencyMs !== undefined ? ` ${fmt(x.latencyMs, 3)} ms` : ''}` : system && missing(system) ? 'no equivalent' : 'error';
-    const ratio = (a?: Summary, c?: Summary) => (a && c ? `${(a.best / c.best).toFixed(2)}x` : '-');
+    const cell = (system: string) => {
+      const x = summaries.get(system);
+      if (x) return `${fmt(x.best)} (${fmt(x.median)})${x.latencyMs !== undefined ? ` ${fmt(x.latencyMs, 3)} ms` : ''}`;
+      return missing(system) ? 'no equivalent' : results.some((r) => r.scenario === scenario && r.system === system) ? 'error' : '-';
+    };
+    const s = summaries.get('sluice');
+    const ratio = (c?: Summary) => (s && c ? `${(s.best / c.best).toFixed(2)}x` : '-');
+    const peers = PEERS.map((peer) => summaries.get(peer)).filter((x): x is Summary => x !== undefined);
+    const bestPeer = peers.length ? peers.reduce((a, b) => (b.best > a.best ? b : a)) : undefined;
+    const measured = systems.slice(0, -1).map((system) => summaries.get(system));
     rows.push([
-      scenario, cell(s, 'sluice'), cell(b, 'bullmq'), cell(f, 'floor'), ratio(s, b), ratio(s, f),
-      `${fmt(s?.cpuPerJob, 1)} | ${fmt(b?.cpuPerJob, 1)}`, `${fmt(s?.cmdsPerJob, 1)} | ${fmt(b?.cmdsPerJob, 1)}`,
+      scenario, cell('sluice'), ...PEERS.map(cell), cell('floor'), ...PEERS.map((peer) => ratio(summaries.get(peer))), ratio(bestPeer), ratio(summaries.get('floor')),
+      measured.map((x) => fmt(x?.cpuPerJob, 1)).join(' | '), measured.map((x) => fmt(x?.cmdsPerJob, 1)).join(' | '),
     ]);
   }
   printRows(rows);
