@@ -14,6 +14,7 @@ import { startRedisServer } from '../test/support/redis-server';
 import { BenchSystem, DEFAULT_JOBS, Details, Latency, SCENARIOS, ScenarioName, withTimeout } from './bench.types';
 import { BullmqSystem } from './bullmq.system';
 import { BeeQueueSystem } from './beequeue.system';
+import { GroupmqSystem } from './groupmq.system';
 import { printClusterTable } from './cluster.report';
 import { CLUSTER_JOBS, CLUSTER_SCENARIO, ClusterReport, runClusterScenario } from './cluster.scenario';
 import { FloorSystem } from './floor.system';
@@ -83,7 +84,7 @@ async function main(): Promise<void> {
   const redis = await startRedisServer();
   const stopRedis = onTeardown(() => redis.stop());
   const admin = new Redis(redis.url);
-  const systems: BenchSystem[] = [new SluiceSystem(), new BullmqSystem(), new BeeQueueSystem(), new FloorSystem()];
+  const systems: BenchSystem[] = [new SluiceSystem(), new BullmqSystem(), new BeeQueueSystem(), new GroupmqSystem(), new FloorSystem()];
   const results: RunResult[] = [];
   let cluster: ClusterReport | undefined;
   const version = (await admin.info('server')).match(/redis_version:(\S+)/)?.[1];

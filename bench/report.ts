@@ -33,7 +33,7 @@ function summarise(results: RunResult[]): Summary | undefined {
 export const fmt = (n: number | undefined, digits = 0) => (n === undefined ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
 
 /** The queues Sluice is measured against, in the table's column order; `floor` is a raw-Redis floor, not a peer. */
-const PEERS = ['bullmq', 'beequeue'];
+const PEERS = ['bullmq', 'beequeue', 'groupmq'];
 
 /** Prints one row per scenario: ops/s best (median) per system, ratios on best (to each peer and the best peer), Redis µs and commands per job. */
 export function printTable(results: RunResult[]): void {

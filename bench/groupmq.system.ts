@@ -1,0 +1,105 @@
+import { Queue, Worker } from 'groupmq';
+import IORedis from 'ioredis';
+import { randomUUID } from 'node:crypto';
+import { BenchSystem, deferred, inParallel, latencyOf, PreparedRun, ScenarioName } from './bench.types';
+
+/** Groups the drains spread their jobs over: groupmq runs one job per group at a time, so a drain at 50 needs at least 50. */
+const DRAIN_GROUPS = 100;
+
+/**
+ * groupmq 1.1 (per-group FIFO, one active job per group) as its README sets it up: a Queue on an
+ * ioredis client, a Worker with `concurrency`, `worker.on('completed')`. `keepCompleted` is set
+ * to keep every job (its default keeps none) so the correctness check can count them; add
+ * batching stays off (its docs: jobs in a batch window are lost in a crash).
+ */
+export class GroupmqSystem implements BenchSystem {
+  readonly name = 'groupmq';
+
+  noEquivalent(scenario: ScenarioName): string | undefined {
+    return scenario === 'sleep-between-steps' ? 'groupmq: no equivalent (no durable sleep inside a job; not emulated)' : undefined;
+  }
+
+  async prepare(scenario: ScenarioName, jobs: number, url: string): Promise<PreparedRun> {
+    const redis = new IORedis(url, { maxRetriesPerRequest: null });
+    const queue = new Queue<number | { n: number; step: string }>({ redis, namespace: `bench-${randomUUID().slice(0, 8)}`, keepCompleted: jobs + 10 });
+    const workers: Worker<number | { n: number; step: string }>[] = [];
+    const cleanup = async () => {
+      await Promise.all(workers.map((worker) => worker.close(5_000).catch(() => undefined)));
+      await queue.close().catch(() => undefined);
+      redis.disconnect();
+    };
+    const groups = scenario === 'drain-c50-10groups' ? 10 : DRAIN_GROUPS;
+    const add = (i: number) => queue.add({ groupId: `g${i % groups}`, data: i });
+
+    if (scenario === 'enqueue-seq' || scenario === 'enqueue-c50') {
+      const inFlight = scenario === 'enqueue-c50' ? 50 : 1;
+      return { cleanup, committed: async () => (await queue.getJobCounts()).waiting, timed: async () => (await inParallel(jobs, inFlight, add), {}) };
+    }
+
+    const start = (concurrency: number, handler: (job: { id: string; data: unknown }) => Promise<unknown>) => {
+      const worker = new Worker({ queue, concurrency, handler });
+      workers.push(worker);
+      void worker.run();
+      return worker;
+    };
+
+    if (scenario === 'roundtrip') {
+      const waiting = new Map<string, () => void>();
+      const worker = start(1, async (job) => `ok-${String(job.data)}`);
+      worker.on('completed', (job: { id: string }) => waiting.get(job.id)?.());
+      const once = async (i: number) => {
+        let done!: () => void;
+        const finished = new Promise<void>((resolve) => (done = resolve));
+        const job = await add(i);
+        waiting.set(job.id, done);
+        // It may have finished before the listener was set: groupmq has no waitUntilFinished to close that gap.
+        if ((await queue.getJob(job.id))?.status === 'completed') done();
+        await finished;
+        waiting.delete(job.id);
+      };
+      await once(-1);
+      return {
+        note: "groupmq: completion awaited through the worker's in-process completed event (it has no QueueEvents)",
+        cleanup,
+        committed: async () => (await queue.getCompletedCount()) - 1,
+        timed: async () => {
+          const samples: number[] = [];
+          for (let i = 0; i < jobs; i++) {
+            const t = performance.now();
+            await once(i);
+            samples.push(performance.now() - t);
+          }
+          return { latency: latencyOf(samples) };
+        },
+      };
+    }
+
+    // Drains: pre-fill (untimed), then time worker start → N completions.
+    await inParallel(jobs, 50, add);
+    const steps = scenario === 'drain-c50-3steps';
+    const handler = async (job: { id: string; data: unknown }) => {
+      if (steps) {
+        let n = job.data as number;
+        for (const step of ['one', 'two', 'three']) await queue.updateData(job.id, { n: ++n, step });
+      }
+      return `ok-${String(job.data)}`;
+    };
+    const concurrency = scenario === 'drain-c1' ? 1 : 50;
+    return {
+      note: steps
+        ? 'groupmq: each step persisted with queue.updateData'
+        : scenario === 'drain-c50-10groups'
+          ? 'groupmq: one active job per group, not 5: 10 groups run at most 10 jobs at once'
+          : `groupmq: jobs spread over ${DRAIN_GROUPS} groups (one active job per group)`,
+      cleanup,
+      committed: () => queue.getCompletedCount(),
+      timed: async () => {
+        const done = deferred();
+        let completed = 0;
+        start(concurrency, handler).on('completed', () => ++completed === jobs && done.resolve());
+        await done.promise;
+        return {};
+      },
+    };
+  }
+}
