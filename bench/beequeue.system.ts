@@ -1,6 +1,6 @@
 import BeeQueue from 'bee-queue';
 import { randomUUID } from 'node:crypto';
-import { BenchSystem, deferred, inParallel, latencyOf, PreparedRun, ScenarioName } from './bench.types';
+import { BenchSystem, deferred, inParallel, isRoundtrip, latencyOf, PreparedRun, ScenarioName } from './bench.types';
 
 /**
  * bee-queue 2 as its README sets it up: producer queues with `isWorker: false` (and
@@ -44,7 +44,7 @@ export class BeeQueueSystem implements BenchSystem {
       return { cleanup, committed: () => health('waiting'), timed: async () => (await inParallel(jobs, inFlight, (i) => producer.createJob(i).save()), {}) };
     }
 
-    if (scenario === 'roundtrip') {
+    if (isRoundtrip(scenario)) {
       const producer = open(names[0], { isWorker: false });
       const worker = open(names[0], { getEvents: false });
       worker.process(1, async (job: BeeQueue.Job<number>) => `ok-${job.data}`);

@@ -2,7 +2,7 @@
  * The scenarios of `npm run bench` (see README "Performance"). sleep-between-steps is last: its
  * runs are the only ones that suspend, and it leaves nothing behind that could slow the others.
  */
-export const SCENARIOS = ['drain-c1', 'drain-c50', 'drain-c50-3steps', 'drain-c50-10groups', 'roundtrip', 'enqueue-seq', 'enqueue-c50', 'sleep-between-steps'] as const;
+export const SCENARIOS = ['drain-c1', 'drain-c50', 'drain-c50-3steps', 'drain-c50-10groups', 'roundtrip', 'roundtrip-c1', 'enqueue-seq', 'enqueue-c50', 'sleep-between-steps'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 /** Jobs per run when `--jobs` is not given: sized so a full run stays well under 10 minutes on 2 cores. */
@@ -12,10 +12,20 @@ export const DEFAULT_JOBS: Record<ScenarioName, number> = {
   'drain-c50-3steps': 20_000,
   'drain-c50-10groups': 40_000,
   roundtrip: 3_000,
+  'roundtrip-c1': 3_000,
   'enqueue-seq': 8_000,
   'enqueue-c50': 40_000,
   'sleep-between-steps': 20_000,
 };
+
+/**
+ * One run in flight, enqueue then await its result. `roundtrip-c1` gives the worker a concurrency
+ * of 1 (the peers' workers run at 1 in both; Sluice's default is 10, and a saturated worker of 1
+ * takes another path: see README "The hot path, in round trips").
+ */
+export function isRoundtrip(scenario: ScenarioName): boolean {
+  return scenario === 'roundtrip' || scenario === 'roundtrip-c1';
+}
 
 export interface Latency {
   meanMs: number;

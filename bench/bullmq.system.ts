@@ -1,6 +1,6 @@
 import { Job, Queue, QueueEvents, Worker } from 'bullmq';
 import { randomUUID } from 'node:crypto';
-import { BenchSystem, deferred, inParallel, latencyOf, PreparedRun, ScenarioName } from './bench.types';
+import { BenchSystem, deferred, inParallel, isRoundtrip, latencyOf, PreparedRun, ScenarioName } from './bench.types';
 
 /** BullMQ as its docs set it up: one Queue per queue name, Worker with `concurrency`, QueueEvents for waiting. */
 export class BullmqSystem implements BenchSystem {
@@ -33,7 +33,7 @@ export class BullmqSystem implements BenchSystem {
       return { cleanup, committed: queued, timed: async () => (await inParallel(jobs, inFlight, (i) => queues[0].add('echo', i)), {}) };
     }
 
-    if (scenario === 'roundtrip') {
+    if (isRoundtrip(scenario)) {
       const events = new QueueEvents(queues[0].name, { connection });
       const worker = new Worker(queues[0].name, async (job: Job) => `ok-${job.data}`, { connection });
       closers.push(() => worker.close(), () => events.close());

@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { BenchSystem, inParallel, latencyOf, PreparedRun, ScenarioName } from './bench.types';
+import { BenchSystem, inParallel, isRoundtrip, latencyOf, PreparedRun, ScenarioName } from './bench.types';
 
 /**
  * The cheapest Redis work that still looks like a queue: the ceiling nothing can beat here.
@@ -34,7 +34,7 @@ export class FloorSystem implements BenchSystem {
             samples.push(performance.now() - t);
             done++;
           });
-          return scenario === 'roundtrip' ? { latency: latencyOf(samples) } : {};
+          return isRoundtrip(scenario) ? { latency: latencyOf(samples) } : {};
         },
       };
     }

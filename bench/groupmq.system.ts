@@ -1,7 +1,7 @@
 import { Queue, Worker } from 'groupmq';
 import IORedis from 'ioredis';
 import { randomUUID } from 'node:crypto';
-import { BenchSystem, deferred, inParallel, latencyOf, PreparedRun, ScenarioName } from './bench.types';
+import { BenchSystem, deferred, inParallel, isRoundtrip, latencyOf, PreparedRun, ScenarioName } from './bench.types';
 
 /** Groups the drains spread their jobs over: groupmq runs one job per group at a time, so a drain at 50 needs at least 50. */
 const DRAIN_GROUPS = 100;
@@ -43,7 +43,7 @@ export class GroupmqSystem implements BenchSystem {
       return worker;
     };
 
-    if (scenario === 'roundtrip') {
+    if (isRoundtrip(scenario)) {
       const waiting = new Map<string, () => void>();
       const worker = start(1, async (job) => `ok-${String(job.data)}`);
       worker.on('completed', (job: { id: string }) => waiting.get(job.id)?.());

@@ -3,7 +3,7 @@ import { DynamicModule, Inject, Injectable, Module, Provider, Type } from '@nest
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { QueueClient, QueueModule, QueueModuleOptions, RunEvents, Step, Workflow } from '../lib';
-import { BenchSystem, deferred, inParallel, latencyOf, PreparedRun, ScenarioName } from './bench.types';
+import { BenchSystem, deferred, inParallel, isRoundtrip, latencyOf, PreparedRun, ScenarioName } from './bench.types';
 import { prepareSleepBetweenSteps } from './sleep.scenario';
 
 export const NAMESPACE = 'bench';
@@ -81,12 +81,12 @@ export class SluiceSystem implements BenchSystem {
   async prepare(scenario: ScenarioName, jobs: number, url: string): Promise<PreparedRun> {
     if (scenario === 'sleep-between-steps') return prepareSleepBetweenSteps(jobs, url);
     if (scenario.startsWith('drain')) return this.drain(scenario, jobs, url);
-    const worker = scenario === 'roundtrip';
-    const ctx = await start(app(url, [EchoWorkflow], { enabled: worker }));
+    const worker = isRoundtrip(scenario);
+    const ctx = await start(app(url, [EchoWorkflow], { enabled: worker, ...(scenario === 'roundtrip-c1' && { concurrency: 1 }) }));
     const client = ctx.get(QueueClient);
     const committed = () => countRuns(url, worker ? 'completed' : undefined);
     const cleanup = () => ctx.close();
-    if (scenario === 'roundtrip') {
+    if (isRoundtrip(scenario)) {
       await client.run(EchoWorkflow, -1); // warm the connections and the worker
       return {
         committed: async () => (await committed()) - 1,
