@@ -2,7 +2,7 @@
  * The scenarios of `npm run bench` (see README "Performance"). sleep-between-steps is last: its
  * runs are the only ones that suspend, and it leaves nothing behind that could slow the others.
  */
-export const SCENARIOS = ['drain-c1', 'drain-c50', 'drain-c50-3steps', 'drain-c50-10groups', 'roundtrip', 'roundtrip-c1', 'enqueue-seq', 'enqueue-c50', 'sleep-between-steps'] as const;
+export const SCENARIOS = ['drain-c1', 'drain-c50', 'drain-c50-3steps', 'drain-c50-10groups', 'roundtrip', 'roundtrip-c1', 'enqueue-seq', 'enqueue-c50', 'sleep-between-steps', 'memory'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 /** Jobs per run when `--jobs` is not given: sized so a full run stays well under 10 minutes on 2 cores. */
@@ -16,6 +16,7 @@ export const DEFAULT_JOBS: Record<ScenarioName, number> = {
   'enqueue-seq': 8_000,
   'enqueue-c50': 40_000,
   'sleep-between-steps': 20_000,
+  memory: 100_000,
 };
 
 /**
@@ -25,6 +26,15 @@ export const DEFAULT_JOBS: Record<ScenarioName, number> = {
  */
 export function isRoundtrip(scenario: ScenarioName): boolean {
   return scenario === 'roundtrip' || scenario === 'roundtrip-c1';
+}
+
+/**
+ * A drain at concurrency 50: the `drain-c50` scenarios, and `memory`, which is drain-c50 at
+ * 100 000 runs measured for Redis memory per waiting run (after the pre-fill) and per completed
+ * run (after the drain), each system with its default retention of finished jobs.
+ */
+export function isDrain(scenario: ScenarioName): boolean {
+  return scenario.startsWith('drain') || scenario === 'memory';
 }
 
 export interface Latency {

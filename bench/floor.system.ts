@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { BenchSystem, inParallel, isRoundtrip, latencyOf, PreparedRun, ScenarioName } from './bench.types';
+import { BenchSystem, inParallel, isDrain, isRoundtrip, latencyOf, PreparedRun, ScenarioName } from './bench.types';
 
 /**
  * The cheapest Redis work that still looks like a queue: the ceiling nothing can beat here.
@@ -20,7 +20,7 @@ export class FloorSystem implements BenchSystem {
     redis.defineCommand('floorComplete', { numberOfKeys: 2, lua: COMPLETE });
     const cleanup = async () => void (await redis.quit());
     let done = 0;
-    if (!scenario.startsWith('drain') || scenario === 'drain-c1') {
+    if (!isDrain(scenario) || scenario === 'drain-c1') {
       const inFlight = scenario === 'enqueue-c50' ? 50 : 1;
       return {
         note: `floor: PING, ${inFlight} in flight`,

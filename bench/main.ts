@@ -19,7 +19,7 @@ import { printClusterTable } from './cluster.report';
 import { CLUSTER_JOBS, CLUSTER_SCENARIO, ClusterReport, runClusterScenario } from './cluster.scenario';
 import { FloorSystem } from './floor.system';
 import { costBetween, RedisCost, snapshot } from './redis.stats';
-import { printDetails, printTable } from './report';
+import { printDetails, printMemory, printTable } from './report';
 import { SluiceSystem } from './sluice.system';
 import { isStopping, onTeardown } from './teardown';
 
@@ -61,7 +61,9 @@ async function measure(system: BenchSystem, scenario: ScenarioName, jobs: number
   await admin.flushall(); // the benchmark's own private server: every run starts from empty
   let prepared;
   try {
+    const empty = scenario === 'memory' ? await usedMemory(admin) : 0;
     prepared = await system.prepare(scenario, jobs, url);
+    const waitingBytes = scenario === 'memory' ? await usedMemory(admin) - empty : 0;
     const before = await snapshot(admin);
     const started = performance.now();
     const { latency, details } = await withTimeout(prepared.timed(), `${system.name} ${scenario}`);
@@ -69,7 +71,7 @@ async function measure(system: BenchSystem, scenario: ScenarioName, jobs: number
     const cost = costBetween(before, await snapshot(admin));
     const committed = await prepared.committed();
     if (committed !== jobs) return { ...base, note: prepared.note, error: `correctness check failed: ${committed} of ${jobs} jobs committed` };
-    const probed = prepared.probe ? await prepared.probe() : undefined;
+    const probed = scenario === 'memory' ? { waitingBytesPerRun: waitingBytes / jobs, completedBytesPerRun: (await usedMemory(admin) - empty) / jobs } : prepared.probe ? await prepared.probe() : undefined;
     const all = details || probed ? { ...details, ...probed } : undefined;
     return { ...base, note: prepared.note, opsPerSec: (jobs * 1000) / elapsedMs, latency, cost, ...(all && { details: all }) };
   } catch (error) {
@@ -77,6 +79,11 @@ async function measure(system: BenchSystem, scenario: ScenarioName, jobs: number
   } finally {
     await prepared?.cleanup().catch(() => undefined);
   }
+}
+
+/** Redis `used_memory`, in bytes. */
+async function usedMemory(admin: Redis): Promise<number> {
+  return Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1] ?? 0);
 }
 
 async function main(): Promise<void> {
@@ -115,6 +122,7 @@ async function main(): Promise<void> {
   if (results.length) {
     printTable(results);
     printDetails(results);
+    printMemory(results);
   }
   if (cluster) printClusterTable(cluster);
   mkdirSync(join(args.out, '..'), { recursive: true });

@@ -3,7 +3,7 @@ import { DynamicModule, Inject, Injectable, Module, Provider, Type } from '@nest
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { QueueClient, QueueModule, QueueModuleOptions, RunEvents, Step, Workflow } from '../lib';
-import { BenchSystem, deferred, inParallel, isRoundtrip, latencyOf, PreparedRun, ScenarioName } from './bench.types';
+import { BenchSystem, deferred, inParallel, isDrain, isRoundtrip, latencyOf, PreparedRun, ScenarioName } from './bench.types';
 import { prepareSleepBetweenSteps } from './sleep.scenario';
 
 export const NAMESPACE = 'bench';
@@ -80,7 +80,7 @@ export class SluiceSystem implements BenchSystem {
 
   async prepare(scenario: ScenarioName, jobs: number, url: string): Promise<PreparedRun> {
     if (scenario === 'sleep-between-steps') return prepareSleepBetweenSteps(jobs, url);
-    if (scenario.startsWith('drain')) return this.drain(scenario, jobs, url);
+    if (isDrain(scenario)) return this.drain(scenario, jobs, url);
     const worker = isRoundtrip(scenario);
     const ctx = await start(app(url, [EchoWorkflow], { enabled: worker, ...(scenario === 'roundtrip-c1' && { concurrency: 1 }) }));
     const client = ctx.get(QueueClient);
