@@ -1,6 +1,6 @@
 import BeeQueue from 'bee-queue';
 import { randomUUID } from 'node:crypto';
-import { BenchSystem, deferred, inParallel, isRoundtrip, latencyOf, PreparedRun, ScenarioName } from './bench.types';
+import { BenchSystem, deferred, inParallel, isRoundtrip, latencyOf, timeFirstClaims, PreparedRun, ScenarioName } from './bench.types';
 
 /**
  * bee-queue 2 as its README sets it up: producer queues with `isWorker: false` (and
@@ -44,6 +44,33 @@ export class BeeQueueSystem implements BenchSystem {
       return { cleanup, committed: () => health('waiting'), timed: async () => (await inParallel(jobs, inFlight, (i) => producer.createJob(i).save()), {}) };
     }
 
+    if (scenario === 'first-claim') {
+      const producer = open(names[0], { isWorker: false });
+      await producer.ready();
+      return {
+        cleanup,
+        committed: () => health('succeeded'),
+        timed: () =>
+          timeFirstClaims(
+            jobs,
+            async (i) => {
+              const job = producer.createJob(i);
+              const done = new Promise((resolve, reject) => {
+                job.on('succeeded', resolve);
+                job.on('failed', reject);
+              });
+              await job.save();
+              return { done }; // wrapped: an async function would wait for a returned promise
+            },
+            async ({ done }) => {
+              const worker = new BeeQueue(names[0], { redis, getEvents: false });
+              worker.process(1, async (job: BeeQueue.Job<number>) => `ok-${job.data}`);
+              await done;
+              return () => worker.close(5_000);
+            },
+          ),
+      };
+    }
     if (isRoundtrip(scenario)) {
       const producer = open(names[0], { isWorker: false });
       const worker = open(names[0], { getEvents: false });

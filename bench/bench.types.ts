@@ -2,7 +2,7 @@
  * The scenarios of `npm run bench` (see README "Performance"). sleep-between-steps is last: its
  * runs are the only ones that suspend, and it leaves nothing behind that could slow the others.
  */
-export const SCENARIOS = ['drain-c1', 'drain-c50', 'drain-c50-3steps', 'drain-c50-10groups', 'roundtrip', 'roundtrip-c1', 'enqueue-seq', 'enqueue-c50', 'sleep-between-steps', 'memory'] as const;
+export const SCENARIOS = ['drain-c1', 'drain-c50', 'drain-c50-3steps', 'drain-c50-10groups', 'roundtrip', 'roundtrip-c1', 'enqueue-seq', 'enqueue-c50', 'sleep-between-steps', 'memory', 'first-claim'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 /** Jobs per run when `--jobs` is not given: sized so a full run stays well under 10 minutes on 2 cores. */
@@ -17,6 +17,7 @@ export const DEFAULT_JOBS: Record<ScenarioName, number> = {
   'enqueue-c50': 40_000,
   'sleep-between-steps': 20_000,
   memory: 100_000,
+  'first-claim': 20,
 };
 
 /**
@@ -35,6 +36,24 @@ export function isRoundtrip(scenario: ScenarioName): boolean {
  */
 export function isDrain(scenario: ScenarioName): boolean {
   return scenario.startsWith('drain') || scenario === 'memory';
+}
+
+/**
+ * `first-claim`, `jobs` times: one job waits; the clock runs from starting a worker (for Sluice,
+ * bootstrapping the worker app, which starts its workers and runs migrate()) to that job's result.
+ * Each sample is one cold worker start.
+ */
+export async function timeFirstClaims<J>(jobs: number, enqueue: (i: number) => Promise<J>, startWorkerFor: (job: J) => Promise<() => Promise<void>>): Promise<{ latency: Latency }> {
+  const samples: number[] = [];
+  for (let i = 0; i < jobs; i++) {
+    const job = await enqueue(i);
+    const started = performance.now();
+    // Resolves once the job's result is in; returns how to stop that worker (untimed).
+    const stop = await startWorkerFor(job);
+    samples.push(performance.now() - started);
+    await stop();
+  }
+  return { latency: latencyOf(samples) };
 }
 
 export interface Latency {

@@ -1,6 +1,6 @@
 import { Job, Queue, QueueEvents, Worker } from 'bullmq';
 import { randomUUID } from 'node:crypto';
-import { BenchSystem, deferred, inParallel, isRoundtrip, latencyOf, PreparedRun, ScenarioName } from './bench.types';
+import { BenchSystem, deferred, inParallel, isRoundtrip, latencyOf, timeFirstClaims, PreparedRun, ScenarioName } from './bench.types';
 
 /** BullMQ as its docs set it up: one Queue per queue name, Worker with `concurrency`, QueueEvents for waiting. */
 export class BullmqSystem implements BenchSystem {
@@ -33,6 +33,21 @@ export class BullmqSystem implements BenchSystem {
       return { cleanup, committed: queued, timed: async () => (await inParallel(jobs, inFlight, (i) => queues[0].add('echo', i)), {}) };
     }
 
+    if (scenario === 'first-claim') {
+      const events = new QueueEvents(queues[0].name, { connection });
+      closers.push(() => events.close());
+      await events.waitUntilReady();
+      return {
+        cleanup,
+        committed: completedCount,
+        timed: () =>
+          timeFirstClaims(jobs, (i) => queues[0].add('echo', i), async (job) => {
+            const worker = new Worker(queues[0].name, async (j: Job) => `ok-${j.data}`, { connection });
+            await job.waitUntilFinished(events);
+            return () => worker.close();
+          }),
+      };
+    }
     if (isRoundtrip(scenario)) {
       const events = new QueueEvents(queues[0].name, { connection });
       const worker = new Worker(queues[0].name, async (job: Job) => `ok-${job.data}`, { connection });

@@ -12,6 +12,7 @@ export class FloorSystem implements BenchSystem {
   readonly name = 'floor';
 
   noEquivalent(scenario: ScenarioName): string | undefined {
+    if (scenario === 'first-claim') return 'floor: no equivalent (no worker to start)';
     return scenario === 'sleep-between-steps' ? 'floor: no equivalent (a sleep has no raw-Redis floor)' : undefined;
   }
 

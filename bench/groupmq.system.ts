@@ -1,7 +1,7 @@
 import { Queue, Worker } from 'groupmq';
 import IORedis from 'ioredis';
 import { randomUUID } from 'node:crypto';
-import { BenchSystem, deferred, inParallel, isRoundtrip, latencyOf, PreparedRun, ScenarioName } from './bench.types';
+import { BenchSystem, deferred, inParallel, isRoundtrip, latencyOf, timeFirstClaims, PreparedRun, ScenarioName } from './bench.types';
 
 /** Groups the drains spread their jobs over: groupmq runs one job per group at a time, so a drain at 50 needs at least 50. */
 const DRAIN_GROUPS = 100;
@@ -43,6 +43,20 @@ export class GroupmqSystem implements BenchSystem {
       return worker;
     };
 
+    if (scenario === 'first-claim') {
+      return {
+        cleanup,
+        committed: () => queue.getCompletedCount(),
+        timed: () =>
+          timeFirstClaims(jobs, add, async (job) => {
+            const worker = new Worker({ queue, concurrency: 1, handler: async (j) => `ok-${String(j.data)}` });
+            const done = new Promise<void>((resolve) => worker.on('completed', (finished: { id: string }) => finished.id === job.id && resolve()));
+            void worker.run();
+            await done;
+            return () => worker.close(5_000);
+          }),
+      };
+    }
     if (isRoundtrip(scenario)) {
       const waiting = new Map<string, () => void>();
       const worker = start(1, async (job) => `ok-${String(job.data)}`);

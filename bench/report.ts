@@ -61,9 +61,11 @@ export function printTable(results: RunResult[]): void {
       return missing(system) ? 'no equivalent' : results.some((r) => r.scenario === scenario && r.system === system) ? 'error' : '-';
     };
     const s = summaries.get('sluice');
-    const ratio = (c?: Summary) => (s && c ? `${(s.best / c.best).toFixed(2)}x` : '-');
+    // first-claim's ops/s include stopping each worker: its ratios compare mean latencies instead (peer ms / Sluice ms).
+    const byLatency = scenario === 'first-claim';
+    const ratio = (c?: Summary) => (s && c ? `${(byLatency ? c.latencyMs! / s.latencyMs! : s.best / c.best).toFixed(2)}x` : '-');
     const peers = PEERS.map((peer) => summaries.get(peer)).filter((x): x is Summary => x !== undefined);
-    const bestPeer = peers.length ? peers.reduce((a, b) => (b.best > a.best ? b : a)) : undefined;
+    const bestPeer = peers.length ? peers.reduce((a, b) => ((byLatency ? b.latencyMs! < a.latencyMs! : b.best > a.best) ? b : a)) : undefined;
     const measured = systems.slice(0, -1).map((system) => summaries.get(system));
     rows.push([
       scenario, cell('sluice'), ...PEERS.map(cell), cell('floor'), ...PEERS.map((peer) => ratio(summaries.get(peer))), ratio(bestPeer), ratio(summaries.get('floor')),

@@ -3,7 +3,7 @@ import { DynamicModule, Inject, Injectable, Module, Provider, Type } from '@nest
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { QueueClient, QueueModule, QueueModuleOptions, RunEvents, Step, Workflow } from '../lib';
-import { BenchSystem, deferred, inParallel, isDrain, isRoundtrip, latencyOf, PreparedRun, ScenarioName } from './bench.types';
+import { BenchSystem, deferred, inParallel, isDrain, isRoundtrip, latencyOf, timeFirstClaims, PreparedRun, ScenarioName } from './bench.types';
 import { prepareSleepBetweenSteps } from './sleep.scenario';
 
 export const NAMESPACE = 'bench';
@@ -86,6 +86,20 @@ export class SluiceSystem implements BenchSystem {
     const client = ctx.get(QueueClient);
     const committed = () => countRuns(url, worker ? 'completed' : undefined);
     const cleanup = () => ctx.close();
+    if (scenario === 'first-claim') {
+      // The producer app stays up; each sample bootstraps a worker app (workers start, migrate()
+      // runs) and ends when the waiting run's result arrives.
+      return {
+        committed: () => countRuns(url, 'completed'),
+        cleanup,
+        timed: () =>
+          timeFirstClaims(jobs, (i) => client.enqueue(EchoWorkflow, i), async (handle) => {
+            const workerApp = await start(app(url, [EchoWorkflow], { enabled: true }));
+            await handle.result();
+            return () => workerApp.close();
+          }),
+      };
+    }
     if (isRoundtrip(scenario)) {
       await client.run(EchoWorkflow, -1); // warm the connections and the worker
       return {
