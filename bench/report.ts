@@ -125,14 +125,16 @@ export function printDetails(results: RunResult[]): void {
 
 /** The `memory` scenario's figures: Redis `used_memory` per run after the pre-fill (waiting) and after the drain (completed, each system's default retention). */
 export function printMemory(results: RunResult[]): void {
-  const memory = results.filter((r) => r.scenario === 'memory' && r.details);
+  const memory = results.filter((r) => (r.scenario === 'memory' || r.scenario === 'backlog') && r.details);
   if (!memory.length) return;
-  const rows = [['memory', 'runs', 'redis B / waiting run', 'redis B / completed run']];
-  for (const r of memory) rows.push([`${r.system} #${r.repeat}`, fmt(r.jobs), fmt(r.details!.waitingBytesPerRun), fmt(r.details!.completedBytesPerRun)]);
+  const rows = [['memory / backlog', 'runs', 'bulk enqueue runs/s (setup incl.)', 'drain runs/s', 'redis B / waiting run', 'redis B / completed run']];
+  for (const r of memory) {
+    rows.push([`${r.scenario} ${r.system} #${r.repeat}`, fmt(r.jobs), fmt(r.details!.enqueuePerSec), fmt(r.opsPerSec), fmt(r.details!.waitingBytesPerRun), fmt(r.details!.completedBytesPerRun)]);
+  }
   printRows(rows);
   console.log(
     [
-      'used_memory delta over an empty server / runs: after enqueueing them all (untimed), and after the timed drain at concurrency 50.',
+      'used_memory delta over an empty server / runs: after enqueueing them all (bulk: enqueueMany / addBulk / saveAll / 50 adds in flight), and after the drain at concurrency 50.',
       'Finished jobs as each system keeps them by default: Sluice for resultTtlMs (24 h), BullMQ and bee-queue until removed;',
       'groupmq keeps none by default: the benchmark keeps them all (keepCompleted) to count them.',
     ].join('\n'),
