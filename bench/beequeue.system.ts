@@ -1,6 +1,6 @@
 import BeeQueue from 'bee-queue';
 import { randomUUID } from 'node:crypto';
-import { BenchSystem, deferred, inParallel, isRoundtrip, latencyOf, timeFirstClaims, PreparedRun, ScenarioName } from './bench.types';
+import { BenchSystem, completionCounter, inParallel, isRoundtrip, PreparedRun, ScenarioName, timeFirstClaims, timeRoundTrips } from './bench.types';
 
 /**
  * bee-queue 2 as its README sets it up: producer queues with `isWorker: false` (and
@@ -89,15 +89,7 @@ export class BeeQueueSystem implements BenchSystem {
       return {
         cleanup,
         committed: async () => (await health('succeeded')) - 1,
-        timed: async () => {
-          const samples: number[] = [];
-          for (let i = 0; i < jobs; i++) {
-            const t = performance.now();
-            await once(i);
-            samples.push(performance.now() - t);
-          }
-          return { latency: latencyOf(samples) };
-        },
+        timed: () => timeRoundTrips(jobs, once),
       };
     }
 
@@ -113,14 +105,13 @@ export class BeeQueueSystem implements BenchSystem {
       cleanup,
       committed: () => health('succeeded'),
       timed: async () => {
-        const done = deferred();
-        let completed = 0;
+        const finished = completionCounter(jobs);
         for (const name of names) {
           const worker = open(name, { getEvents: false });
-          worker.on('succeeded', () => ++completed === jobs && done.resolve());
+          worker.on('succeeded', finished.tick);
           worker.process(concurrency, async (job: BeeQueue.Job<number>) => `ok-${job.data}`);
         }
-        await done.promise;
+        await finished.all;
         return {};
       },
     };

@@ -46,6 +46,24 @@ export function isMemory(scenario: ScenarioName): boolean {
   return scenario === 'memory' || scenario === 'backlog';
 }
 
+/** `jobs` round trips one after the other (enqueue one job, await its result), each timed. */
+export async function timeRoundTrips(jobs: number, once: (i: number) => Promise<unknown>): Promise<{ latency: Latency }> {
+  const samples: number[] = [];
+  for (let i = 0; i < jobs; i++) {
+    const started = performance.now();
+    await once(i);
+    samples.push(performance.now() - started);
+  }
+  return { latency: latencyOf(samples) };
+}
+
+/** A drain's finish line: `all` resolves once `tick` (a completion event) was called `jobs` times. */
+export function completionCounter(jobs: number): { tick: () => void; all: Promise<void> } {
+  const done = deferred();
+  let completed = 0;
+  return { tick: () => void (++completed === jobs && done.resolve()), all: done.promise };
+}
+
 /**
  * `first-claim`, `jobs` times: one job waits; the clock runs from starting a worker (for Sluice,
  * bootstrapping the worker app, which starts its workers and runs migrate()) to that job's result.

@@ -1,6 +1,6 @@
 import { Job, Queue, QueueEvents, Worker } from 'bullmq';
 import { randomUUID } from 'node:crypto';
-import { BenchSystem, deferred, inParallel, isRoundtrip, latencyOf, timeFirstClaims, PreparedRun, ScenarioName } from './bench.types';
+import { BenchSystem, completionCounter, inParallel, isRoundtrip, PreparedRun, ScenarioName, timeFirstClaims, timeRoundTrips } from './bench.types';
 
 /** BullMQ as its docs set it up: one Queue per queue name, Worker with `concurrency`, QueueEvents for waiting. */
 export class BullmqSystem implements BenchSystem {
@@ -57,15 +57,7 @@ export class BullmqSystem implements BenchSystem {
       return {
         cleanup,
         committed: async () => (await completedCount()) - 1,
-        timed: async () => {
-          const samples: number[] = [];
-          for (let i = 0; i < jobs; i++) {
-            const t = performance.now();
-            await (await queues[0].add('echo', i)).waitUntilFinished(events);
-            samples.push(performance.now() - t);
-          }
-          return { latency: latencyOf(samples) };
-        },
+        timed: () => timeRoundTrips(jobs, async (i) => (await queues[0].add('echo', i)).waitUntilFinished(events)),
       };
     }
 
@@ -92,12 +84,11 @@ export class BullmqSystem implements BenchSystem {
       cleanup,
       committed: completedCount,
       timed: async () => {
-        const done = deferred();
-        let completed = 0;
+        const finished = completionCounter(jobs);
         const workers = queues.map((q) => new Worker(q.name, processor, { connection, concurrency }));
         closers.push(() => Promise.all(workers.map((w) => w.close())));
-        workers.forEach((w) => w.on('completed', () => ++completed === jobs && done.resolve()));
-        await done.promise;
+        workers.forEach((w) => w.on('completed', finished.tick));
+        await finished.all;
         return {};
       },
     };

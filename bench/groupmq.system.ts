@@ -1,7 +1,7 @@
 import { Queue, Worker } from 'groupmq';
 import IORedis from 'ioredis';
 import { randomUUID } from 'node:crypto';
-import { BenchSystem, deferred, inParallel, isRoundtrip, latencyOf, timeFirstClaims, PreparedRun, ScenarioName } from './bench.types';
+import { BenchSystem, completionCounter, inParallel, isRoundtrip, PreparedRun, ScenarioName, timeFirstClaims, timeRoundTrips } from './bench.types';
 
 /** Groups the drains spread their jobs over: groupmq runs one job per group at a time, so a drain at 50 needs at least 50. */
 const DRAIN_GROUPS = 100;
@@ -78,15 +78,7 @@ export class GroupmqSystem implements BenchSystem {
         note: "groupmq: completion awaited through the worker's in-process completed event (it has no QueueEvents); its default atomicCompletion sleeps 0-100 ms 1 time in 10 after a job with no successor",
         cleanup,
         committed: async () => (await queue.getCompletedCount()) - 1,
-        timed: async () => {
-          const samples: number[] = [];
-          for (let i = 0; i < jobs; i++) {
-            const t = performance.now();
-            await once(i);
-            samples.push(performance.now() - t);
-          }
-          return { latency: latencyOf(samples) };
-        },
+        timed: () => timeRoundTrips(jobs, once),
       };
     }
 
@@ -110,10 +102,9 @@ export class GroupmqSystem implements BenchSystem {
       cleanup,
       committed: () => queue.getCompletedCount(),
       timed: async () => {
-        const done = deferred();
-        let completed = 0;
-        start(concurrency, handler).on('completed', () => ++completed === jobs && done.resolve());
-        await done.promise;
+        const finished = completionCounter(jobs);
+        start(concurrency, handler).on('completed', finished.tick);
+        await finished.all;
         return {};
       },
     };

@@ -3,7 +3,7 @@ import { DynamicModule, Inject, Injectable, Module, Provider, Type } from '@nest
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { QueueClient, QueueModule, QueueModuleOptions, RunEvents, Step, Workflow } from '../lib';
-import { BenchSystem, deferred, inParallel, isDrain, isRoundtrip, latencyOf, timeFirstClaims, PreparedRun, ScenarioName } from './bench.types';
+import { BenchSystem, deferred, inParallel, isDrain, isRoundtrip, timeFirstClaims, timeRoundTrips, PreparedRun, ScenarioName } from './bench.types';
 import { prepareSleepBetweenSteps } from './sleep.scenario';
 
 export const NAMESPACE = 'bench';
@@ -105,15 +105,7 @@ export class SluiceSystem implements BenchSystem {
       return {
         committed: async () => (await committed()) - 1,
         cleanup,
-        timed: async () => {
-          const samples: number[] = [];
-          for (let i = 0; i < jobs; i++) {
-            const t = performance.now();
-            await client.run(EchoWorkflow, i);
-            samples.push(performance.now() - t);
-          }
-          return { latency: latencyOf(samples) };
-        },
+        timed: () => timeRoundTrips(jobs, (i) => client.run(EchoWorkflow, i)),
       };
     }
     const inFlight = scenario === 'enqueue-c50' ? 50 : 1;
