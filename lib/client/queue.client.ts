@@ -1,4 +1,3 @@
-import { readTimeline, type RunTimeline } from './run.timeline';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InvalidInputError, InvalidOptionError, OutcomeUnknownError, RedisCommandError, SluiceError } from '../errors';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
@@ -25,6 +24,7 @@ import { checkRateLimit, RateLimit, toRateLimit } from './rate-limit';
 import { parseStats, QueueStats } from './stats';
 import { RunWaiter } from './run.waiter';
 import { RunSignals, SendEventOptions, SignalResult } from './run.signals';
+import { readTimeline, type RunTimeline } from './run.timeline';
 import { buildScheduleSpec, ScheduleOptions } from '../schedule/schedule.options';
 import type { ScheduleInfo } from '../schedule/schedule-info';
 import { ListSchedulesOptions, SchedulePage, ScheduleStore } from '../schedule/schedule.store';

@@ -1,6 +1,5 @@
 import type { Redis } from 'ioredis';
 import type { RedisKeys } from '../redis/redis.keys';
-
 import { TIMELINE_SLOTS } from '../worker/attempt.journal';
 
 /** Most attempts `QueueClient.timeline` returns: the latest ones (a run keeps no more). */

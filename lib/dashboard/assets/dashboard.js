@@ -196,6 +196,17 @@
   function clearFlash() { clearTimeout(flashTimer); flashBox.hidden = true; flashText.textContent = ''; flashSrc = ''; }
   const loadOk = () => { if (flashSrc === 'load') clearFlash(); };
   const loadErr = (e, what) => flash(`Could not load ${what}: ${errMsg(e)}`, 'err', 'load');
+  // A page's data for view `t`: undefined if it failed (reported, and said in `out` when given) or the view changed meanwhile.
+  async function load(t, url, what, out) {
+    let d;
+    try { d = await api(url); } catch (e) {
+      if (t === token) { loadErr(e, what); if (out) swap(out, h('p', { class: 'empty' }, `Could not load ${what}.`)); }
+      return undefined;
+    }
+    if (t !== token) return undefined;
+    loadOk();
+    return d;
+  }
 
   /* == confirm dialog == */
   const dlg = h('dialog', { class: 'dlg', testid: 'confirm-dialog', 'aria-labelledby': 'dlg-title', 'aria-describedby': 'dlg-desc' });
@@ -422,10 +433,8 @@
       h('section', { 'aria-labelledby': 'wf-h' }, h('h2', { id: 'wf-h' }, 'Workflows'), tbl),
       h('section', { 'aria-labelledby': 'tp-h' }, h('h2', { id: 'tp-h' }, 'Throughput (all workflows)'), chartBox));
     setView(async () => {
-      let d;
-      try { d = await api('api/overview'); } catch (e) { if (t === token) loadErr(e, 'overview'); return; }
-      if (t !== token) return;
-      loadOk();
+      const d = await load(t, 'api/overview', 'overview');
+      if (!d) return;
       if (typeof d.readOnly === 'boolean') setRO(d.readOnly);
       const wfs = Array.isArray(d.workflows) ? d.workflows : [];
       wfNames = wfs.map((w) => String(w.name));
@@ -527,13 +536,8 @@
     view.replaceChildren(pageHead(['Groups of ', h('span', { class: 'code' }, wf)],
       h('a', { href: '#/' }, '← Overview'), h('a', { href: runsRoute({ workflow: wf, state: 'waiting' }) }, 'Runs'), refreshBtn()), out);
     setView(async () => {
-      let d;
-      try { d = await api(`api/workflows/${enc(wf)}/groups?offset=${off}&limit=50`); } catch (e) {
-        if (t === token) { loadErr(e, 'groups'); swap(out, h('p', { class: 'empty' }, 'Groups could not be loaded.')); }
-        return;
-      }
-      if (t !== token) return;
-      loadOk();
+      const d = await load(t, `api/workflows/${enc(wf)}/groups?offset=${off}&limit=50`, 'groups', out);
+      if (!d) return;
       const gs = Array.isArray(d.groups) ? d.groups : [];
       const cols = [['Group'], ['Waiting', 'n'], ['Active', 'n'], ['Limit', 'n'], ['Status']];
       if (!readOnly) cols.push(['Actions']);
@@ -604,13 +608,8 @@
       const p = new URLSearchParams({ workflow: wf, state: st, limit: '50' });
       if (group) p.set('group', group);
       if (cursor) p.set('cursor', cursor);
-      let d;
-      try { d = await api('api/runs?' + p.toString()); } catch (e) {
-        if (t === token) { loadErr(e, 'runs'); swap(out, h('p', { class: 'empty' }, 'Runs could not be loaded.')); }
-        return;
-      }
-      if (t !== token) return;
-      loadOk();
+      const d = await load(t, 'api/runs?' + p.toString(), 'runs', out);
+      if (!d) return;
       nextCursor = d.cursor || null;
       const runs = Array.isArray(d.runs) ? d.runs : [];
       const cols = [['ID'], ['State'], ['Group'], ['Attempts', 'n'], ['Created'], ['Finished'], ['Input'], ['Error']];
@@ -873,13 +872,8 @@
     let cursor = null;
     let nextCursor = null;
     setView(async () => {
-      let d;
-      try { d = await api('api/schedules' + (cursor ? '?cursor=' + enc(cursor) : '')); } catch (e) {
-        if (t === token) { loadErr(e, 'schedules'); swap(out, h('p', { class: 'empty' }, 'Schedules could not be loaded.')); }
-        return;
-      }
-      if (t !== token) return;
-      loadOk();
+      const d = await load(t, 'api/schedules' + (cursor ? '?cursor=' + enc(cursor) : ''), 'schedules', out);
+      if (!d) return;
       nextCursor = d.cursor || null;
       const list = Array.isArray(d.schedules) ? d.schedules : [];
       const cols = [['ID'], ['Workflow'], ['Cron'], ['Status'], ['Next fire'], ['Last fired'], ['Fired / skipped', 'n']];
