@@ -65,6 +65,7 @@ describe('Redis down, then back', () => {
     await expect(app.client.pause({ workflow: EchoWorkflow })).rejects.toBeInstanceOf(RedisConnectionError);
     await expect(app.client.listRuns({ workflow: EchoWorkflow, state: 'failed' })).rejects.toBeInstanceOf(RedisConnectionError);
     await expect(app.client.retry('nope')).rejects.toBeInstanceOf(RedisConnectionError);
+    await expect(app.client.timeline('nope')).rejects.toBeInstanceOf(RedisConnectionError);
 
     server = await RedisProcess.start({ port, args: AOF });
     await pollUntil(() => health.check(), (report) => report.healthy, 'the worker to start once Redis is up', 30_000);

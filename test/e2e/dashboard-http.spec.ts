@@ -118,6 +118,23 @@ describe('dashboard options', () => {
     expect(() => SluiceDashboardModule.forRootAsync({ path: 'no-slash', useFactory: () => ({}) })).toThrow(QueueConfigError);
   });
 
+  it('answers 503 within redisTimeoutMs while Redis is away, and still serves its page', async () => {
+    // Nothing listens on port 1: every Redis call is refused until redisTimeoutMs.
+    const away = await createDashboardApp('express', [], { namespace: uniqueNamespace('dh-away'), connection: { url: 'redis://127.0.0.1:1' }, redisTimeoutMs: 300, worker: { enabled: false }, migrate: false }, { path: '/sluice', readOnly: false });
+    try {
+      // Each call comes back (a typed RedisConnectionError mapped to 503), none hangs.
+      for (const path of ['/api/overview', '/api/runs/r1', '/api/runs?workflow=w&state=failed', '/api/workflows/w/groups', '/api/schedules']) {
+        const reply = await fetch(`${away.origin}/sluice${path}`);
+        expect([path, reply.status]).toEqual([path, 503]);
+      }
+      const action = await fetch(`${away.origin}/sluice/api/runs/r1/cancel`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-sluice-csrf': '1' }, body: '{}' });
+      expect(action.status).toBe(503);
+      expect((await fetch(`${away.origin}/sluice`)).status).toBe(200);
+    } finally {
+      await away.close();
+    }
+  });
+
   it('refuses a bad path or option before the app boots', () => {
     for (const options of [{ path: 'sluice' }, { path: '/' }, { path: '/a b' }, { path: '/x', pollMs: 10 }, { path: '/x', readOnly: 'no' }, { path: '/x', guard: 'admin' }]) {
       expect(() => SluiceDashboardModule.forRoot(options as never)).toThrow(QueueConfigError);
