@@ -1,6 +1,6 @@
 import BeeQueue from 'bee-queue';
 import { randomUUID } from 'node:crypto';
-import { BenchSystem, completionCounter, inParallel, isRoundtrip, PreparedRun, ScenarioName, timeFirstClaims, timeRoundTrips } from './bench.types';
+import { BenchSystem, completionCounter, inBatches, inParallel, isRoundtrip, PreparedRun, ScenarioName, timeFirstClaims, timeRoundTrips } from './bench.types';
 
 /**
  * bee-queue 2 as its README sets it up: producer queues with `isWorker: false` (and
@@ -42,6 +42,11 @@ export class BeeQueueSystem implements BenchSystem {
       await producer.ready();
       const inFlight = scenario === 'enqueue-c50' ? 50 : 1;
       return { cleanup, committed: () => health('waiting'), timed: async () => (await inParallel(jobs, inFlight, (i) => producer.createJob(i).save()), {}) };
+    }
+    if (scenario === 'enqueue-batch') {
+      const producer = open(names[0], { isWorker: false, getEvents: false });
+      await producer.ready();
+      return { cleanup, committed: () => health('waiting'), timed: async () => (await inBatches(jobs, (from, count) => producer.saveAll(Array.from({ length: count }, (_, k) => producer.createJob(from + k)))), {}) };
     }
 
     if (scenario === 'first-claim') {
@@ -95,10 +100,11 @@ export class BeeQueueSystem implements BenchSystem {
 
     // Drains: pre-fill with saveAll (untimed), then time worker start → N successes.
     const producers = names.map((name) => open(name, { isWorker: false, getEvents: false }));
-    for (let i = 0; i < jobs; i += 1_000) {
-      const producer = producers[(i / 1_000) % queueCount];
-      await producer.saveAll(Array.from({ length: Math.min(1_000, jobs - i) }, (_, k) => producer.createJob(i + k)));
-    }
+    let chunks = 0;
+    await inBatches(jobs, (from, count) => {
+      const producer = producers[chunks++ % queueCount];
+      return producer.saveAll(Array.from({ length: count }, (_, k) => producer.createJob(from + k)));
+    });
     const concurrency = scenario === 'drain-c1' ? 1 : queueCount > 1 ? 5 : 50;
     return {
       note: queueCount > 1 ? 'beequeue: no group caps; 10 queues x worker concurrency 5 (per process, not fleet-wide)' : undefined,

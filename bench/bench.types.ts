@@ -2,7 +2,7 @@
  * The scenarios of `npm run bench` (see README "Performance"). sleep-between-steps is last: its
  * runs are the only ones that suspend, and it leaves nothing behind that could slow the others.
  */
-export const SCENARIOS = ['drain-c1', 'drain-c50', 'drain-c50-3steps', 'drain-c50-10groups', 'roundtrip', 'roundtrip-c1', 'enqueue-seq', 'enqueue-c50', 'sleep-between-steps', 'memory', 'backlog', 'first-claim'] as const;
+export const SCENARIOS = ['drain-c1', 'drain-c50', 'drain-c50-3steps', 'drain-c50-10groups', 'roundtrip', 'roundtrip-c1', 'enqueue-seq', 'enqueue-c50', 'enqueue-batch', 'sleep-between-steps', 'memory', 'backlog', 'first-claim'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 /** Jobs per run when `--jobs` is not given: sized so a full run stays well under 10 minutes on 2 cores. */
@@ -15,6 +15,7 @@ export const DEFAULT_JOBS: Record<ScenarioName, number> = {
   'roundtrip-c1': 3_000,
   'enqueue-seq': 8_000,
   'enqueue-c50': 40_000,
+  'enqueue-batch': 40_000,
   'sleep-between-steps': 20_000,
   memory: 100_000,
   backlog: 1_000_000,
@@ -126,6 +127,14 @@ export async function inParallel(count: number, inFlight: number, op: (i: number
     while (next < count) await op(next++);
   };
   await Promise.all(Array.from({ length: Math.min(inFlight, count) }, lane));
+}
+
+/** Runs a bulk enqueue (`enqueue-batch`, and the drains' untimed pre-fill) puts in one call. */
+export const BATCH_SIZE = 1_000;
+
+/** `jobs` enqueued in bulk calls of {@link BATCH_SIZE}, one call after the other. */
+export async function inBatches(jobs: number, enqueue: (from: number, count: number) => Promise<unknown>): Promise<void> {
+  for (let from = 0; from < jobs; from += BATCH_SIZE) await enqueue(from, Math.min(BATCH_SIZE, jobs - from));
 }
 
 /** A promise resolved from outside, e.g. when a completion counter reaches its target. */

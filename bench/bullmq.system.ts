@@ -1,6 +1,6 @@
 import { Job, Queue, QueueEvents, Worker } from 'bullmq';
 import { randomUUID } from 'node:crypto';
-import { BenchSystem, completionCounter, inParallel, isRoundtrip, PreparedRun, ScenarioName, timeFirstClaims, timeRoundTrips } from './bench.types';
+import { BenchSystem, completionCounter, inBatches, inParallel, isRoundtrip, PreparedRun, ScenarioName, timeFirstClaims, timeRoundTrips } from './bench.types';
 
 /** BullMQ as its docs set it up: one Queue per queue name, Worker with `concurrency`, QueueEvents for waiting. */
 export class BullmqSystem implements BenchSystem {
@@ -32,6 +32,9 @@ export class BullmqSystem implements BenchSystem {
       const inFlight = scenario === 'enqueue-c50' ? 50 : 1;
       return { cleanup, committed: queued, timed: async () => (await inParallel(jobs, inFlight, (i) => queues[0].add('echo', i)), {}) };
     }
+    if (scenario === 'enqueue-batch') {
+      return { cleanup, committed: queued, timed: async () => (await inBatches(jobs, (from, count) => queues[0].addBulk(Array.from({ length: count }, (_, k) => ({ name: 'echo', data: from + k })))), {}) };
+    }
 
     if (scenario === 'first-claim') {
       const events = new QueueEvents(queues[0].name, { connection });
@@ -62,10 +65,8 @@ export class BullmqSystem implements BenchSystem {
     }
 
     // Drains: pre-fill (untimed), then time worker start → N completions (the 'completed' event fires after moveToFinished commits).
-    for (let i = 0; i < jobs; i += 1_000) {
-      const chunk = Array.from({ length: Math.min(1_000, jobs - i) }, (_, k) => ({ name: 'echo', data: i + k }));
-      await queues[(i / 1_000) % queueCount].addBulk(chunk);
-    }
+    let chunks = 0;
+    await inBatches(jobs, (from, count) => queues[chunks++ % queueCount].addBulk(Array.from({ length: count }, (_, k) => ({ name: 'echo', data: from + k }))));
     const steps = scenario === 'drain-c50-3steps';
     const processor = async (job: Job) => {
       if (steps) {

@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { BenchSystem, inParallel, isDrain, isRoundtrip, latencyOf, PreparedRun, ScenarioName } from './bench.types';
+import { BenchSystem, inBatches, inParallel, isDrain, isRoundtrip, latencyOf, PreparedRun, ScenarioName } from './bench.types';
 
 /**
  * The cheapest Redis work that still looks like a queue: the ceiling nothing can beat here.
@@ -21,6 +21,14 @@ export class FloorSystem implements BenchSystem {
     redis.defineCommand('floorComplete', { numberOfKeys: 2, lua: COMPLETE });
     const cleanup = async () => void (await redis.quit());
     let done = 0;
+    if (scenario === 'enqueue-batch') {
+      return {
+        note: 'floor: one RPUSH of 1,000 values per batch',
+        cleanup,
+        committed: async () => done,
+        timed: async () => (await inBatches(jobs, async (from, count) => void (await redis.rpush('floor:batch', ...Array.from({ length: count }, (_, k) => from + k)), (done += count))), {}),
+      };
+    }
     if (!isDrain(scenario) || scenario === 'drain-c1') {
       const inFlight = scenario === 'enqueue-c50' ? 50 : 1;
       return {

@@ -56,6 +56,11 @@ function parseArgs(argv: string[]) {
   };
 }
 
+function rotated<T>(items: T[], by: number): T[] {
+  const start = by % items.length;
+  return [...items.slice(start), ...items.slice(0, start)];
+}
+
 async function measure(system: BenchSystem, scenario: ScenarioName, jobs: number, repeat: number, url: string, admin: Redis): Promise<RunResult> {
   const base = { scenario, system: system.name, repeat, jobs };
   await admin.flushall(); // the benchmark's own private server: every run starts from empty
@@ -109,7 +114,9 @@ async function main(): Promise<void> {
     for (const scenario of args.scenarios) {
       const jobs = args.jobs ?? DEFAULT_JOBS[scenario];
       for (let repeat = 1; repeat <= args.repeats; repeat++) {
-        for (const system of systems) {
+        // Each repeat starts with the next system: a run's place in the order (the first after a
+        // FLUSHALL, the one after the heaviest) must not favour any system every time.
+        for (const system of rotated(systems, repeat - 1)) {
           if (isStopping()) break;
           const noEquivalent = system.noEquivalent?.(scenario);
           // Not emulated: reported as such, once per scenario.

@@ -3,7 +3,7 @@ import { DynamicModule, Inject, Injectable, Module, Provider, Type } from '@nest
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { QueueClient, QueueModule, QueueModuleOptions, RunEvents, Step, Workflow } from '../lib';
-import { BenchSystem, deferred, inParallel, isDrain, isRoundtrip, timeFirstClaims, timeRoundTrips, PreparedRun, ScenarioName } from './bench.types';
+import { BenchSystem, deferred, inBatches, inParallel, isDrain, isRoundtrip, timeFirstClaims, timeRoundTrips, PreparedRun, ScenarioName } from './bench.types';
 import { prepareSleepBetweenSteps } from './sleep.scenario';
 
 export const NAMESPACE = 'bench';
@@ -108,6 +108,9 @@ export class SluiceSystem implements BenchSystem {
         timed: () => timeRoundTrips(jobs, (i) => client.run(EchoWorkflow, i)),
       };
     }
+    if (scenario === 'enqueue-batch') {
+      return { committed, cleanup, timed: async () => (await inBatches(jobs, (from, count) => client.enqueueMany(EchoWorkflow, Array.from({ length: count }, (_, k) => ({ input: from + k })))), {}) };
+    }
     const inFlight = scenario === 'enqueue-c50' ? 50 : 1;
     return { committed, cleanup, timed: async () => (await inParallel(jobs, inFlight, (i) => client.enqueue(EchoWorkflow, i)), {}) };
   }
@@ -118,10 +121,9 @@ export class SluiceSystem implements BenchSystem {
     const workflows = [workflow];
     const producer = await start(app(url, workflows, { enabled: false }));
     const client = producer.get(QueueClient);
-    for (let i = 0; i < jobs; i += 1_000) {
-      const items = Array.from({ length: Math.min(1_000, jobs - i) }, (_, k) => ({ input: i + k, opts: groups ? { group: `tenant-${(i + k) % 10}` } : {} }));
-      await client.enqueueMany(workflow as typeof EchoWorkflow, items);
-    }
+    await inBatches(jobs, (from, count) =>
+      client.enqueueMany(workflow as typeof EchoWorkflow, Array.from({ length: count }, (_, k) => ({ input: from + k, opts: groups ? { group: `tenant-${(from + k) % 10}` } : {} }))),
+    );
     await producer.close();
     let worker: Awaited<ReturnType<typeof start>> | undefined;
     return {

@@ -20,11 +20,17 @@
   ARGV[4] lease length in ms for claimed runs
   ARGV[5] flags, added up: 1 if this call repeats one whose reply was lost (look for its claims
           first); 2 to have each claim carry the telemetry extras (see withExtras in claim.lua)
-  ARGV[6] W, the number of workflow names that follow
-  ARGV[7 .. 6+W] workflow names the caller runs (rotated by the caller)
-  ARGV[7+W] S, the number of step results that follow
-  ARGV[8+W .. 7+W+4S] per step, four values: run id, lease token, step key, encoded result
-  ARGV[8+W+4S ..] per run, four values: run id, lease token, encoded result ('' = undefined),
+  ARGV[6] the caller's park announcement ('<worker id>:<lease ms>', see park.lua), or '': if the
+          refill claims fewer runs than ARGV[3], the caller will block on its wake lists next,
+          and is announced as parked here (for ARGV[7] ms) instead of in a park call of its own,
+          so an enqueue arriving meanwhile is handed straight to it (the fast path of a worker
+          whose every slot was busy, e.g. one of concurrency 1)
+  ARGV[7] how long that announcement stays valid, in ms
+  ARGV[8] W, the number of workflow names that follow
+  ARGV[9 .. 8+W] workflow names the caller runs (rotated by the caller)
+  ARGV[9+W] S, the number of step results that follow
+  ARGV[10+W .. 9+W+4S] per step, four values: run id, lease token, step key, encoded result
+  ARGV[10+W+4S ..] per run, four values: run id, lease token, encoded result ('' = undefined),
           the attempt's journal '<slot> <json>' or '' (see hsetRun in common.lua)
   Reply: { { { per run: 1 completed | 0 lease lost }, { per step: 1 saved | 0 lease lost } },
            claims… } with claims as in claim.lua (with the extras if asked for); a lost lease
@@ -38,14 +44,14 @@
 local base = ARGV[1]
 local ttl = tonumber(ARGV[2])
 local now = nowMs()
-local workflowCount = tonumber(ARGV[6])
+local workflowCount = tonumber(ARGV[8])
 local workflows = {}
-for i = 7, 6 + workflowCount do workflows[#workflows + 1] = ARGV[i] end
+for i = 9, 8 + workflowCount do workflows[#workflows + 1] = ARGV[i] end
 
 primeLimits(KEYS[2], claimFields(workflows, true))
 
-local stepsAt = 8 + workflowCount
-local stepsEnd = stepsAt + 4 * tonumber(ARGV[7 + workflowCount]) - 1
+local stepsAt = 10 + workflowCount
+local stepsEnd = stepsAt + 4 * tonumber(ARGV[9 + workflowCount]) - 1
 local saved = saveSteps(base, stepsAt, stepsEnd)
 
 local statuses, freed, tally = {}, {}, {}
@@ -81,4 +87,5 @@ else
 end
 -- Only now, after the refill took what it could, is leftover room worth waking a worker for.
 wakeCapped(base, KEYS[2], freed)
+if ARGV[6] ~= '' and #reply - 1 < tonumber(ARGV[3]) then parkWorker(base, ARGV[6], tonumber(ARGV[7]), workflows) end
 return reply

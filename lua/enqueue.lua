@@ -2,7 +2,8 @@
 --[[
   enqueue: store a new run and make it due in its lane (see laneOf) or park it in its workflow's
   delayed set; wake a worker. Idempotent on the run id: if the run exists, nothing is written and
-  its state is returned.
+  its state is returned. The work is enqueueRun (lua/includes/enqueue.lua), shared with
+  enqueue-many.lua.
 
   Fast path: when it is enabled, the run is due now, nothing is queued ahead of it in its lane
   or wake list, every cap (namespace, workflow, group) has room, neither is paused, every rate
@@ -44,61 +45,8 @@
   Reply: { created: 1 new run | 0 existing run, state } (state 'active' = fast-pathed)
 ]]
 -- @include common
+-- @include enqueue
 
-local nonce = ARGV[13] or ''
-local existing = redis.call('HMGET', KEYS[1], 'state', 'nonce')
-if existing[1] then return { (nonce ~= '' and existing[2] == nonce) and 1 or 0, existing[1] } end
-
-local base, id, workflow, group = ARGV[1], ARGV[2], ARGV[3], ARGV[9]
-local trace = ARGV[14] or ''
-local timeoutMs = ARGV[15] or ''
-local lane = laneOf(base, workflow, group)
-local wakeKey = wfKey(base, workflow, 'wake')
-local now = nowMs()
-local due = now + tonumber(ARGV[6])
-if ARGV[7] ~= '' then due = tonumber(ARGV[7]) end
-
-local state = 'waiting'
-local leaseMs = tonumber(ARGV[11])
-if due > now then
-  state = 'delayed'
-elseif ARGV[10] == '1' and trace == '' and timeoutMs == '' and not laneHasDue(lane) and redis.call('LLEN', wakeKey) == 0
-    and primeLimits(KEYS[3], claimFields({ workflow })) and namespaceRoom(KEYS[2], KEYS[3]) and workflowRoom(base, KEYS[3], workflow)
-    and (group == '' or groupRoom(base, KEYS[3], workflow, group)) then
-  local parkedKey = wfKey(base, workflow, 'parked')
-  local parked = redis.call('ZRANGEBYSCORE', parkedKey, now, '+inf', 'LIMIT', 0, 1)
-  if #parked > 0 then
-    -- That worker is about to be woken by this handoff: count it as parked no longer. Its
-    -- announcement ends in its lease length, which the handed-off run gets from the start.
-    redis.call('ZREM', parkedKey, parked[1])
-    leaseMs = tonumber(string.match(parked[1], ':(%d+)$')) or leaseMs
-    state = 'active'
-  end
-end
-
-local tokenBase = storeRun(KEYS[1], workflow, ARGV[4], state, ARGV[5], ARGV[8], group, now, due, 'nonce', nonce)
-if ARGV[12] == '1' then redis.call('HSET', KEYS[1], 'waited', 1) end
-if trace ~= '' then redis.call('HSET', KEYS[1], 'trace', trace) end
-if timeoutMs ~= '' then redis.call('HSET', KEYS[1], 'timeoutMs', timeoutMs) end
-
-if state == 'active' then
-  local token = string.format('%.0f', tokenBase + 1)
-  redis.call('HSET', KEYS[1], 'token', token, 'attempts', 1, 'startedAt', now)
-  redis.call('SADD', wfKey(base, workflow, 'active'), id)
-  if group ~= '' then
-    redis.call('SADD', lane .. 'active', id)
-    redis.call('SADD', wfKey(base, workflow, 'groups'), group)
-  end
-  redis.call('ZADD', KEYS[2], now + leaseMs, id)
-  noteStart(base, KEYS[3], workflow, group)
-  redis.call('RPUSH', wakeKey, handoffEntry(token, id, ARGV[4]))
-elseif state == 'delayed' then
-  -- Workers sleep until the earliest due time they know of; an earlier one must wake them.
-  local delayedKey = wfKey(base, workflow, 'delayed')
-  local head = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
-  redis.call('ZADD', delayedKey, due, id)
-  if #head == 0 or tonumber(head[2]) > due then wake(wakeKey) end
-else
-  makeDue(base, KEYS[3], KEYS[4], workflow, group, id, ARGV[5], false)
-end
-return { 1, state }
+local created, state = enqueueRun(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9],
+  ARGV[10] == '1', ARGV[11], ARGV[12] == '1', ARGV[13] or '', ARGV[14] or '', ARGV[15] or '')
+return { created, state }

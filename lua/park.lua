@@ -14,10 +14,7 @@
 ]]
 -- @include common
 
-local now = nowMs()
-for i = 4, #ARGV do
-  local parkedKey = ARGV[1] .. 'wf:' .. ARGV[i] .. ':parked'
-  redis.call('ZREMRANGEBYSCORE', parkedKey, '-inf', now)
-  redis.call('ZADD', parkedKey, now + tonumber(ARGV[3]), ARGV[2])
-end
+local workflows = {}
+for i = 4, #ARGV do workflows[#workflows + 1] = ARGV[i] end
+parkWorker(ARGV[1], ARGV[2], tonumber(ARGV[3]), workflows)
 return 1

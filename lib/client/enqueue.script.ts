@@ -31,6 +31,46 @@ export function enqueueArgs(keys: RedisKeys, settings: EnqueueSettings, request:
   return args;
 }
 
+/**
+ * Most runs one enqueue-many script call stores, and most bytes of input it carries: one call
+ * runs alone in Redis (about 5 µs a run), so a chunk keeps it to a few milliseconds. Bigger
+ * batches are several calls, pipelined in one round trip.
+ */
+export const ENQUEUE_CHUNK_RUNS = 500;
+export const ENQUEUE_CHUNK_BYTES = 1 << 20;
+
+/** Splits a batch into the chunks of one enqueue-many call each (see {@link ENQUEUE_CHUNK_RUNS}). */
+export function enqueueChunks(requests: EnqueueRequest[]): EnqueueRequest[][] {
+  const chunks: EnqueueRequest[][] = [];
+  let chunk: EnqueueRequest[] = [];
+  let bytes = 0;
+  for (const request of requests) {
+    if (chunk.length === ENQUEUE_CHUNK_RUNS || (chunk.length > 0 && bytes + request.input.length > ENQUEUE_CHUNK_BYTES)) {
+      chunks.push(chunk);
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(request);
+    bytes += request.input.length;
+  }
+  if (chunk.length > 0) chunks.push(chunk);
+  return chunks;
+}
+
+/** KEYS of lua/enqueue-many.lua. */
+export function enqueueManyKeys(keys: RedisKeys): string[] {
+  return [keys.leases, keys.limits, keys.seq];
+}
+
+/** ARGV of lua/enqueue-many.lua for one chunk of requests of one workflow. */
+export function enqueueManyArgs(keys: RedisKeys, settings: EnqueueSettings, workflow: string, chunk: EnqueueRequest[], nonce: string, trace?: string): (string | number)[] {
+  const args: (string | number)[] = [keys.base, workflow, settings.fastPath ? 1 : 0, settings.lockMs, nonce, trace ?? ''];
+  for (const request of chunk) {
+    args.push(request.id, request.input, request.priority, request.delayMs, request.runAtMs ?? '', request.attempts, request.group ?? '', request.runTimeoutMs ?? '');
+  }
+  return args;
+}
+
 /** Tells this call's enqueue from any other when a retry finds the run existing (see lua/enqueue.lua). */
 const NONCE_PREFIX = randomBytes(6).toString('base64url');
 let nonceCount = 0;

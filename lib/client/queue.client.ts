@@ -15,7 +15,7 @@ import { checkId } from '../util/names';
 import type { WorkflowClass, WorkflowInput, WorkflowOutput } from '../workflow/workflow.types';
 import type { Jsonified } from '../workflow/json.roundtrip';
 import { buildEnqueueRequest, EnqueueOptions, EnqueueRequest } from './enqueue.options';
-import { enqueueArgs, enqueueKeys, EnqueueSettings, newNonce } from './enqueue.script';
+import { enqueueArgs, enqueueChunks, enqueueKeys, enqueueManyArgs, enqueueManyKeys, EnqueueSettings, newNonce } from './enqueue.script';
 import { activateGroups, checkLimit, EVERY_GROUP, LimitTarget, limitField, Limits } from './limits';
 import { RUN_FIELDS, RunInfo, toRunInfo } from './run-info';
 import { ListRunsOptions, RetryAllOptions, RetryResult, RunAdmin, RunPage } from './run.admin';
@@ -130,15 +130,16 @@ export class QueueClient {
     const scripts = this.scripts.get();
     const nonce = newNonce();
     const trace = this.otel && captureTrace(this.otel); // one context for the whole batch
+    const chunks = enqueueChunks(requests);
     const replies = await scripts.pipeline(
       'enqueueMany',
-      (pipeline) => requests.forEach((request) => scripts.queue(pipeline, 'enqueue', enqueueKeys(this.keys, request), enqueueArgs(this.keys, this.enqueueSettings, request, nonce, false, trace))),
+      (pipeline) => chunks.forEach((chunk) => scripts.queue(pipeline, 'enqueue-many', enqueueManyKeys(this.keys), enqueueManyArgs(this.keys, this.enqueueSettings, definition.name, chunk, nonce, trace))),
       { idempotent: true },
     );
-    return requests.map((request, index) => {
-      const [error, reply] = replies[index] ?? [new Error('no reply')];
+    return chunks.flatMap((chunk, index) => {
+      const [error, created] = replies[index] ?? [new Error('no reply')];
       if (error) throw new RedisCommandError('enqueueMany', error);
-      return this.handle(request.id, (reply as [number])[0] === 1);
+      return chunk.map((request, k) => this.handle(request.id, (created as number[])[k] === 1));
     });
   }
 

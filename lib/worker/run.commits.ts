@@ -17,6 +17,11 @@ const COMMIT_BATCH_CAP = 16;
 export interface Refill {
   count: number;
   workflows: string[];
+  /**
+   * The worker's park announcement (see lua/park.lua), when it is not parked already: a refill
+   * that comes up short announces it, for `ttlMs`, in the same call (see lua/complete.lua).
+   */
+  park?: { entry: string; ttlMs: number };
 }
 
 /** One token-checked write of a worker: a finished step, or a finished run. */
@@ -54,8 +59,8 @@ export class RunCommits {
     private readonly scripts: LuaScripts,
     private readonly keys: RedisKeys,
     private readonly options: ResolvedQueueOptions,
-    /** Promises slots to the refill; `settle` hands back the claims and the promise. */
-    private readonly refill: { take(runs: number): Refill; settle(claims: Claim[], promised: number): void },
+    /** Promises slots to the refill; `settle` hands back the claims, the promise, and whether the call parked the worker. */
+    private readonly refill: { take(runs: number): Refill; settle(claims: Claim[], promised: number, parked: boolean): void },
   ) {
     this.batcher = new TickBatcher((items) => this.flush(items), COMMIT_BATCH_CAP);
     this.policy = commitPolicy(options);
@@ -83,21 +88,23 @@ export class RunCommits {
       const saved = await this.scripts.run<number[]>('save-steps', [this.keys.leases], [this.keys.base, ...stepArgs], this.policy);
       return saved.map((status) => status === 1);
     }
-    const { count, workflows } = this.refill.take(completes.length);
+    const { count, workflows, park } = this.refill.take(completes.length);
     let claims: Claim[] = [];
+    let parked = false;
     try {
       const rest = [workflows.length, ...workflows, steps.length, ...stepArgs, ...completes.flatMap(({ claim, encoded, journal }) => [claim.id, claim.token, encoded, journal])];
       const keys = [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.call(newCallId())];
       const head = [this.keys.base, this.options.defaults.resultTtlMs, count, this.options.worker.lockMs];
-      const reply = await this.scripts.run<unknown[]>('complete', keys, (retry) => [...head, (retry ? 1 : 0) + this.claimFlags, ...rest], this.policy);
+      const reply = await this.scripts.run<unknown[]>('complete', keys, (retry) => [...head, (retry ? 1 : 0) + this.claimFlags, park?.entry ?? '', park?.ttlMs ?? 0, ...rest], this.policy);
       const parsed = parseClaimReply<[number[], number[]]>(reply);
       claims = parsed.claims;
+      parked = park !== undefined && claims.length < count;
       const [completed, saved] = parsed.head;
       let nextStep = 0;
       let nextComplete = 0;
       return items.map((item) => (item.kind === 'step' ? saved[nextStep++] : completed[nextComplete++]) === 1);
     } finally {
-      this.refill.settle(claims, count);
+      this.refill.settle(claims, count, parked);
     }
   }
 }

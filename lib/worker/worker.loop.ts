@@ -113,13 +113,23 @@ export class WorkerLoop {
   private readonly claimFlags: number;
   /** When the next delayed run or schedule fire is due (local clock), from the latest reserve: a saturated worker reserves by then. */
   private nextDueAt = Infinity;
+  /**
+   * Until when (local clock) this worker's latest park announcement holds, 0 once an enqueue took
+   * it by handing a run over: a live one is not announced again.
+   */
+  private parkedUntil = 0;
+  /**
+   * A complete call's refill came up short and announced the park: the lanes were just found
+   * empty, so the next wake blocks at once instead of reserving first (see {@link tick}).
+   */
+  private parkedByCommit = false;
 
   constructor(parts: WorkerParts) {
     ({ connections: this.connections, scripts: this.scripts, keys: this.keys, options: this.options } = parts);
     ({ workflows: this.workflows, active: this.active, refreshLease: this.refreshLease, answerPlanRequests: this.answerPlanRequests } = parts);
     this.events = parts.events;
     this.claimFlags = telemetryApi(parts.options) ? CLAIM_EXTRAS : 0;
-    const refill = { take: (runs: number) => this.takeRefill(runs), settle: (claims: Claim[], promised: number) => this.settleRefill(claims, promised) };
+    const refill = { take: (runs: number) => this.takeRefill(runs), settle: (claims: Claim[], promised: number, parked: boolean) => this.settleRefill(claims, promised, parked) };
     this.executor = parts.makeExecutor(new RunCommits(parts.scripts, parts.keys, parts.options, refill));
     this.wakeKeys = new Map(parts.workflows.map((wf) => [parts.keys.wake(wf), wf]));
     this.workerId = `${randomUUID()}:${parts.options.worker.lockMs}`;
@@ -179,6 +189,15 @@ export class WorkerLoop {
       if (!this.stopping && this.freeSlots() <= 0) await this.reserve(0, this.workflows);
       return;
     }
+    if (this.parkedByCommit) {
+      this.parkedByCommit = false;
+      // The complete call that freed the slot found nothing to claim and parked this worker, so
+      // a reserve now would most likely find nothing too: block at once, unless a delayed run or
+      // a schedule is due or the stalled scan is (only a reserve does those). Work queued since
+      // (not handed over) left a wake marker, which ends the block and brings the reserve.
+      const untilDue = this.nextDueAt - Date.now();
+      if (untilDue > 0 && !this.stallScanDue()) return this.idle(untilDue === Infinity ? -1 : untilDue);
+    }
     const wanted = Math.min(free, RESERVE_BATCH_CAP);
     const { claims, head: nextDueMs } = await this.reserve(wanted, this.rotatedWorkflows());
     for (const claim of claims) this.launch(claim);
@@ -188,6 +207,7 @@ export class WorkerLoop {
 
   /** Tells enqueues this worker is about to block on its workflows, for `validForMs`. */
   private announcePark(validForMs: number, timeoutMs?: number): Promise<unknown> {
+    this.parkedUntil = Date.now() + validForMs;
     return this.scripts.run('park', [this.keys.leases], [this.keys.base, this.workerId, validForMs, ...this.workflows], { idempotent: true, timeoutMs });
   }
 
@@ -198,9 +218,9 @@ export class WorkerLoop {
 
   /** Only calls that claim take a turn of the rotation, so refills and reserves alternate fairly. */
   private async reserve(wanted: number, workflows: string[]): Promise<{ head: number; claims: Claim[] }> {
-    const now = Date.now();
-    const scan = now - this.lastStallScan >= this.options.worker.stalledIntervalMs;
-    if (scan) this.lastStallScan = now;
+    const scan = this.stallScanDue();
+    if (scan) this.lastStallScan = Date.now();
+    this.parkedByCommit = false; // this call looks at the lanes itself
     const keys = [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.stallGate, this.keys.call(this.reserveCallId)];
     const head = [
       this.keys.base, wanted, this.options.worker.lockMs, scan ? this.options.worker.stalledIntervalMs : 0,
@@ -223,6 +243,10 @@ export class WorkerLoop {
     return { head: nextDueMs, claims: parsed.claims };
   }
 
+  private stallScanDue(): boolean {
+    return Date.now() - this.lastStallScan >= this.options.worker.stalledIntervalMs;
+  }
+
   /** Claims that arrive after stop(): returned to the queue at once, without counting a failure. */
   private handBack(claims: Claim[]): void {
     for (const claim of claims) {
@@ -238,12 +262,23 @@ export class WorkerLoop {
   private takeRefill(runs: number): Refill {
     const count = this.stopping ? 0 : runs;
     this.refilling += count;
-    return { count, workflows: this.rotatedWorkflows() };
+    // Not parked (an enqueue took the announcement, or none was made): a short refill announces it.
+    const park = count > 0 && this.parkedUntil <= Date.now() ? { entry: this.workerId, ttlMs: this.parkTtlMs() } : undefined;
+    return { count, workflows: this.rotatedWorkflows(), park };
   }
 
-  private settleRefill(claims: Claim[], promised: number): void {
+  private settleRefill(claims: Claim[], promised: number, parked: boolean): void {
+    if (parked) {
+      this.parkedUntil = Date.now() + this.parkTtlMs();
+      this.parkedByCommit = true;
+    }
     claims.forEach((claim) => this.launch(claim));
     this.refilling -= promised;
+  }
+
+  /** How long a park announced by a complete call holds: its longest block, and the slack. */
+  private parkTtlMs(): number {
+    return Math.min(this.options.worker.stalledIntervalMs, MAX_BLOCK_MS) + PARK_SLACK_MS;
   }
 
   /** Each call starts the round-robin at the next workflow, so none is always served first. */
@@ -288,8 +323,11 @@ export class WorkerLoop {
     if (untilDueMs < REDIS_TIMEOUT_RESOLUTION_MS) return void (await this.active.whenOneFinishes(untilDueMs));
     const timeoutMs = Math.min(untilDueMs, this.options.worker.stalledIntervalMs, MAX_BLOCK_MS);
     // Announce the park alongside the block (order does not matter: a handoff pushed before the
-    // BLPOP starts is popped at once), so the enqueue fast path knows to hand runs over.
-    this.announcePark(timeoutMs + PARK_SLACK_MS).catch((error: Error) => this.failures.warn(`Park announcement failed: ${error.message}`));
+    // BLPOP starts is popped at once), so the enqueue fast path knows to hand runs over; unless
+    // an announcement still holds for the whole block (a complete call made it).
+    if (this.parkedUntil < Date.now() + timeoutMs + PARK_SLACK_MS / 2) {
+      this.announcePark(timeoutMs + PARK_SLACK_MS).catch((error: Error) => this.failures.warn(`Park announcement failed: ${error.message}`));
+    }
     let popped: [string, string] | null;
     try {
       const bound = timeoutMs + BLOCK_GRACE_MS;
@@ -303,6 +341,10 @@ export class WorkerLoop {
       throw error;
     }
     this.lastWakeAt = Date.now();
-    return popped ? parseHandoff(this.wakeKeys.get(popped[0])!, popped[1]) : undefined;
+    if (!popped) return undefined;
+    // A handoff means the enqueue withdrew this worker's announcement (a marker leaves it be, but
+    // the reserve that follows may fill the slots: announce again at the next block).
+    this.parkedUntil = 0;
+    return parseHandoff(this.wakeKeys.get(popped[0])!, popped[1]);
   }
 }

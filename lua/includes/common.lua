@@ -94,6 +94,17 @@ local function wake(wakeKey)
   end
 end
 
+-- Announces a worker as about to block on its workflows' wake lists until now + ttlMs (see
+-- park.lua), so the enqueue fast path hands it runs. Expired entries go as a new one comes.
+local function parkWorker(base, workerEntry, ttlMs, workflows)
+  local now = nowMs()
+  for _, wf in ipairs(workflows) do
+    local parkedKey = wfKey(base, wf, 'parked')
+    redis.call('ZREMRANGEBYSCORE', parkedKey, '-inf', now)
+    redis.call('ZADD', parkedKey, now + ttlMs, workerEntry)
+  end
+end
+
 -- A wake list entry other than the '1' marker is a handoff: a run the enqueue fast path already
 -- claimed, ready to execute, as '<token> <id> <input>' (tokens and ids contain no spaces).
 local function handoffEntry(token, id, input)

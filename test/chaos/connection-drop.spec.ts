@@ -287,7 +287,7 @@ describe('retries of commits that did land are recognised (script level)', () =>
     const [id, , token] = claim;
     const callId = newCallId();
     const complete = (repeat: number) =>
-      scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(callId)], [keys.base, 60_000, 1, 30_000, repeat, 1, 'wf', 0, id, token, '"ok"', '']);
+      scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(callId)], [keys.base, 60_000, 1, 30_000, repeat, '', 0, 1, 'wf', 0, id, token, '"ok"', '']);
     const [[statuses1], ...refill1] = (await complete(0)) as [[number[]], ...unknown[]];
     const [[statuses2], ...refill2] = (await complete(1)) as [[number[]], ...unknown[]];
     expect(statuses1).toEqual([1]);

@@ -103,7 +103,7 @@ describe('batched commits, script level', () => {
     const reserve = async () => parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [keys.base, 1, 30_000, 0, 3, 256, 60_000, 'w', 0, WF])).claims[0];
     await scripts.run('enqueue', enqueueKeys(keys, 'x'), enqueueArgs(keys, WF, 'x', {}, false));
     const old = await reserve();
-    await scripts.run('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [keys.base, 60_000, 0, 30_000, 0, 1, WF, 0, 'x', old.token, '"first"', '']);
+    await scripts.run('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [keys.base, 60_000, 0, 30_000, 0, '', 0, 1, WF, 0, 'x', old.token, '"first"', '']);
     await redis.del(keys.run('x')); // its retention ran out
     await redis.set(`${keys.base}clock-tick`, '1', 'PX', 5); // let the Redis clock move on a millisecond at least
     await pollUntil(() => redis.exists(`${keys.base}clock-tick`), (n) => n === 0, 'a millisecond to pass');
@@ -123,7 +123,7 @@ describe('batched commits, script level', () => {
     const token = Object.fromEntries(claimed.claims.map((c) => [c.id, c.token]));
     await redis.hincrby(keys.run('m2'), 'token', 1); // m2 was taken over: its step must not land
     const reply = parseClaimReply<[number[], number[]]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
-      keys.base, 60_000, 0, 30_000, 0, 1, WF, 2, 'm1', token.m1, 'a#1', '"one"', 'm2', token.m2, 'a#1', '"two"', 'm3', token.m3, '"done"', '',
+      keys.base, 60_000, 0, 30_000, 0, '', 0, 1, WF, 2, 'm1', token.m1, 'a#1', '"one"', 'm2', token.m2, 'a#1', '"two"', 'm3', token.m3, '"done"', '',
     ]));
     expect(reply.head).toEqual([[1], [1, 0]]);
     expect(await redis.hmget(keys.run('m1'), 'state', 'step:a#1')).toEqual(['active', '"one"']);
@@ -160,7 +160,7 @@ describe('batched commits, script level', () => {
     // Every done channel of the namespace (a pattern; on a cluster, each run's: see listenToChannels).
     const listener = await listenToChannels(redis, `${keys.base}done:*`, ids.map((id) => keys.done(id)));
     const completed = parseClaimReply<[number[], number[]]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
-      keys.base, 60_000, 3, 30_000, 0, 1, WF, 0, 'r1', token.r1, '"done-1"', '', 'r2', token.r2, '"done-2"', '', 'r3', token.r3, '"done-3"', '',
+      keys.base, 60_000, 3, 30_000, 0, '', 0, 1, WF, 0, 'r1', token.r1, '"done-1"', '', 'r2', token.r2, '"done-2"', '', 'r3', token.r3, '"done-3"', '',
     ]));
     await listener.close(); // every publish of that call has arrived
     const announced = listener.heard.map((channel) => channel.slice(keys.base.length));

@@ -201,4 +201,39 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
     expect(executions.get(handle.id)).toBe(0);
     expect((await t.client.get(handle.id))?.state).toBe('waiting');
   });
+
+  it('enqueueMany stores a batch in one script call per chunk of 500 runs, each run as enqueue() would', async () => {
+    const existing = (await t.client.enqueue(EchoWorkflow, { value: -1 })).id;
+    // Loads the script on the connection first: a first call is an EVALSHA refused, then an EVAL.
+    await t.client.enqueueMany(EchoWorkflow, [{ input: { value: -2 }, opts: { delay: 60_000 } }]);
+    const base = `{sluice:${namespace}}:`;
+    const isChunkCall = (args: string[]) => args[0] === 'evalsha' && args[2] === '5' && args[3] === `${base}leases` && args[9] === 'client.echo';
+    const items = Array.from({ length: 1_201 }, (_, i) => ({
+      input: { value: i },
+      opts: i === 600 ? { id: existing } : i % 100 === 1 ? { priority: 5 } : i % 100 === 2 ? { delay: 60_000 } : i % 100 === 3 ? { group: 'tenant-a' } : undefined,
+    }));
+    const monitor = await monitorCommands(namespace);
+    try {
+      const handles = await t.client.enqueueMany(EchoWorkflow, items);
+      const marker = unique('marker');
+      await redis.echo(marker);
+      await monitor.next((args) => args[0] === 'echo' && args[1] === marker);
+      for (let chunk = 0; chunk < 3; chunk++) await monitor.next(isChunkCall, 1);
+      await expect(monitor.next(isChunkCall, 1)).rejects.toThrow(/no matching command/);
+
+      expect(handles.map((h) => h.created)).toEqual(items.map((_, i) => i !== 600));
+      expect(handles[600].id).toBe(existing);
+      const infos = await Promise.all([1, 2, 3, 4, 1_200].map((i) => t.client.get(handles[i].id)));
+      expect(infos.map((info) => [info?.state, info?.priority, info?.group])).toEqual([
+        ['waiting', 5, undefined], ['delayed', 0, undefined], ['waiting', 0, 'tenant-a'], ['waiting', 0, undefined], ['waiting', 0, undefined],
+      ]);
+      // FIFO within a priority: the plain runs are queued in the batch's order, after the earlier run.
+      const queued = await redis.lrange(`${base}wf:client.echo:queue`, 0, -1);
+      const plain = handles.filter((_, i) => i !== 600 && ![1, 2, 3].includes(i % 100)).map((h) => h.id);
+      expect(queued.slice(queued.indexOf(existing))).toEqual([existing, ...plain]);
+      expect((await t.client.get(existing))?.input).toEqual({ value: -1 });
+    } finally {
+      await monitor.close();
+    }
+  });
 });

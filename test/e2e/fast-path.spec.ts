@@ -287,6 +287,22 @@ describe('enqueue fast path', () => {
     expect(counts.get(`${h.id}:run`)).toBe(1);
   });
 
+  it('stays on for a worker of concurrency 1: the complete call that frees its one slot announces it parked', async () => {
+    const s = space();
+    await s.worker({ concurrency: 1 });
+    const producer = await s.producer();
+    await waitParked(redis, s.keys, 'fp.hold');
+    const lane = await watchLane(redis, s.keys, 'fp.hold');
+    // Each enqueue follows the previous result: with the park left to a call after the complete
+    // one, an enqueue could land between the two and queue the run instead (a race; here there is
+    // none: the complete call that publishes the result has parked the worker already).
+    for (let i = 0; i < 20; i++) {
+      const h = await producer.client.enqueue(HoldWorkflow, { key: `c1-${i}` });
+      expect(await h.result({ timeoutMs: 10_000 })).toEqual({ key: `c1-${i}`, attempt: 1 });
+    }
+    expect(await lane.writes()).toEqual([]); // not one of the 20 was queued as due
+  });
+
   it('a run enqueued while a handoff is pending does not wait for the block timeout', async () => {
     const s = space();
     const app = await s.worker(); // block timeout: 5 s; 4 slots stay free while burst-1 runs

@@ -38,7 +38,7 @@ describe('group round-robin, script level', () => {
 
     // Completing A frees a slot of g70 and refills one slot: the ring serves g00, not g70.
     const [head, ...claims] = await scripts.run<[unknown, ...string[][]]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
-      keys.base, 60_000, 1, 30_000, 0, 1, 'w', 0, 'A', (await redis.hget(keys.run('A'), 'token'))!, '"ok"', '',
+      keys.base, 60_000, 1, 30_000, 0, '', 0, 1, 'w', 0, 'A', (await redis.hget(keys.run('A'), 'token'))!, '"ok"', '',
     ]);
     expect(head).toEqual([[1], []]);
     expect(claims.map((claim) => claim[0])).toEqual(['r0']);

@@ -116,7 +116,7 @@ describe('listRuns', () => {
         await redis.zadd(keys.leases, Date.now() + 60_000, id);
       }
       const reply = await scripts.run<[[number[], number[]]]>('complete', [keys.leases, keys.limits, keys.seq, keys.call('same-ms')], [
-        keys.base, 60_000, 0, 30_000, 0, 0, 0, ...ids.flatMap((id) => [id, '7', '"done"', '']),
+        keys.base, 60_000, 0, 30_000, 0, '', 0, 0, 0, ...ids.flatMap((id) => [id, '7', '"done"', '']),
       ]);
       expect(reply[0][0]).toEqual(ids.map(() => 1));
       const index = await redis.zrange(keys.finished('lr.ok', 'completed'), 0, -1, 'WITHSCORES');

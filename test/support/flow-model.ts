@@ -54,7 +54,7 @@ export class FlowModel {
   async complete(id: string, token: string, refill: number): Promise<[number[], ...unknown[]]> {
     const { keys } = this;
     const [[completed], ...claims] = await this.scripts.run<[[number[], number[]], ...unknown[]]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
-      this.base, TTL_MS, refill, LOCK_MS, 0, WORKFLOWS.length, ...WORKFLOWS, 0, id, token, '"ok"', '',
+      this.base, TTL_MS, refill, LOCK_MS, 0, '', 0, WORKFLOWS.length, ...WORKFLOWS, 0, id, token, '"ok"', '',
     ]);
     return [completed, ...claims];
   }

@@ -1,0 +1,60 @@
+-- Stores one new run (see lua/enqueue.lua for what each argument means) and makes it due, parks
+-- it in its workflow's delayed set, or claims it for a parked worker (the fast path). Idempotent
+-- on the run id. Returns created (1 new run, or the retry of this very enqueue call whose reply
+-- was lost, told by its nonce | 0 existing run) and the run's state ('active' = fast-pathed).
+local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, maxAttempts, group, fastPath, lockMs, waited, nonce, trace, timeoutMs)
+  local runKey, limitsKey = base .. 'run:' .. id, base .. 'limits'
+  local existing = redis.call('HMGET', runKey, 'state', 'nonce')
+  if existing[1] then return (nonce ~= '' and existing[2] == nonce) and 1 or 0, existing[1] end
+
+  local lane = laneOf(base, workflow, group)
+  local wakeKey = wfKey(base, workflow, 'wake')
+  local now = nowMs()
+  local due = now + tonumber(delayMs)
+  if runAt ~= '' then due = tonumber(runAt) end
+
+  local state = 'waiting'
+  local leaseMs = tonumber(lockMs)
+  if due > now then
+    state = 'delayed'
+  elseif fastPath and trace == '' and timeoutMs == '' and not laneHasDue(lane) and redis.call('LLEN', wakeKey) == 0
+      and primeLimits(limitsKey, claimFields({ workflow })) and namespaceRoom(KEYS_LEASES, limitsKey) and workflowRoom(base, limitsKey, workflow)
+      and (group == '' or groupRoom(base, limitsKey, workflow, group)) then
+    local parkedKey = wfKey(base, workflow, 'parked')
+    local parked = redis.call('ZRANGEBYSCORE', parkedKey, now, '+inf', 'LIMIT', 0, 1)
+    if #parked > 0 then
+      -- That worker is about to be woken by this handoff: count it as parked no longer. Its
+      -- announcement ends in its lease length, which the handed-off run gets from the start.
+      redis.call('ZREM', parkedKey, parked[1])
+      leaseMs = tonumber(string.match(parked[1], ':(%d+)$')) or leaseMs
+      state = 'active'
+    end
+  end
+
+  local tokenBase = storeRun(runKey, workflow, input, state, priority, maxAttempts, group, now, due, 'nonce', nonce)
+  if waited then redis.call('HSET', runKey, 'waited', 1) end
+  if trace ~= '' then redis.call('HSET', runKey, 'trace', trace) end
+  if timeoutMs ~= '' then redis.call('HSET', runKey, 'timeoutMs', timeoutMs) end
+
+  if state == 'active' then
+    local token = string.format('%.0f', tokenBase + 1)
+    redis.call('HSET', runKey, 'token', token, 'attempts', 1, 'startedAt', now)
+    redis.call('SADD', wfKey(base, workflow, 'active'), id)
+    if group ~= '' then
+      redis.call('SADD', lane .. 'active', id)
+      redis.call('SADD', wfKey(base, workflow, 'groups'), group)
+    end
+    redis.call('ZADD', KEYS_LEASES, now + leaseMs, id)
+    noteStart(base, limitsKey, workflow, group)
+    redis.call('RPUSH', wakeKey, handoffEntry(token, id, input))
+  elseif state == 'delayed' then
+    -- Workers sleep until the earliest due time they know of; an earlier one must wake them.
+    local delayedKey = wfKey(base, workflow, 'delayed')
+    local head = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
+    redis.call('ZADD', delayedKey, due, id)
+    if #head == 0 or tonumber(head[2]) > due then wake(wakeKey) end
+  else
+    makeDue(base, limitsKey, base .. 'seq', workflow, group, id, priority, false)
+  end
+  return 1, state
+end
