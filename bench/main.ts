@@ -3,6 +3,7 @@
  * Sluice against BullMQ and the Redis floor, same Redis, same process, interleaved per repeat;
  * then (about 30 s more) Sluice on a local 3-master Redis Cluster, see cluster.scenario.ts.
  * Only the cluster part: `npm run bench -- --scenario cluster [--jobs 40000 --repeats 3]`;
+ * only some systems: `--systems sluice,bullmq`;
  * everything but it: `npm run bench -- --no-cluster`. Ctrl-C stops every server and worker started.
  * Durable sleeps (Sluice only, BullMQ has no equivalent): `npm run bench -- --scenario sleep-between-steps`.
  */
@@ -52,6 +53,8 @@ function parseArgs(argv: string[]) {
     cluster: cluster || (!scenario && !argv.includes('--no-cluster')),
     jobs: value('--jobs') ? Number(value('--jobs')) : undefined,
     repeats: Number(value('--repeats') ?? 3),
+    /** Only these systems (comma-separated names), e.g. to profile one: `--systems sluice`. */
+    systems: value('--systems')?.split(','),
     out: value('--out') ?? join(__dirname, 'results', `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`),
   };
 }
@@ -104,7 +107,7 @@ async function main(): Promise<void> {
   const redis = await startRedisServer();
   const stopRedis = onTeardown(() => redis.stop());
   const admin = new Redis(redis.url);
-  const systems: BenchSystem[] = [new SluiceSystem(), new BullmqSystem(), new BeeQueueSystem(), new GroupmqSystem(), new FloorSystem()];
+  const systems: BenchSystem[] = [new SluiceSystem(), new BullmqSystem(), new BeeQueueSystem(), new GroupmqSystem(), new FloorSystem()].filter((system) => !args.systems || args.systems.includes(system.name));
   const results: RunResult[] = [];
   let cluster: ClusterReport | undefined;
   const version = (await admin.info('server')).match(/redis_version:(\S+)/)?.[1];

@@ -27,9 +27,13 @@ export interface Refill {
 /** One token-checked write of a worker: a finished step, or a finished run. */
 type Commit = { claim: Claim; encoded: string } & ({ kind: 'complete'; journal: string } | { kind: 'step'; key: string });
 
+/** Random per process, so call ids never collide across processes; a counter within one (no random bytes per call). */
+const CALL_ID_PREFIX = randomBytes(9).toString('base64url');
+let callCount = 0;
+
 /** A fresh id for one claiming call: its claims are kept under it for a retry (see lua/includes/claim.lua). */
 export function newCallId(): string {
-  return randomBytes(9).toString('base64url');
+  return CALL_ID_PREFIX + (callCount++).toString(36);
 }
 
 /**

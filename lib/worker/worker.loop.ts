@@ -96,6 +96,7 @@ export class WorkerLoop {
   /** How this worker announces itself as parked: an id, and its lease length for handoffs. */
   private readonly workerId: string;
   private lastStallScan = 0;
+  private lastReserveAt = 0;
   /** Slots promised to complete calls in flight that refill them (see {@link refill}). */
   private refilling = 0;
   private rotation = 0;
@@ -186,7 +187,9 @@ export class WorkerLoop {
       // fire (firing needs no slot), or MAX_BLOCK_MS passed (a schedule added since).
       const dueIn = Math.max(0, this.nextDueAt - Date.now());
       await this.active.whenOneFinishes(Math.min(this.options.worker.stalledIntervalMs, MAX_BLOCK_MS, dueIn));
-      if (!this.stopping && this.freeSlots() <= 0) await this.reserve(0, this.workflows);
+      // Still saturated: the finished run's complete call refilled its slot, and claimed what a
+      // reserve would. A reserve that claims nothing is only worth it for what else it does.
+      if (!this.stopping && this.freeSlots() <= 0 && this.saturatedReserveDue()) await this.reserve(0, this.workflows);
       return;
     }
     if (this.parkedByCommit) {
@@ -221,6 +224,7 @@ export class WorkerLoop {
     const scan = this.stallScanDue();
     if (scan) this.lastStallScan = Date.now();
     this.parkedByCommit = false; // this call looks at the lanes itself
+    this.lastReserveAt = Date.now();
     const keys = [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.stallGate, this.keys.call(this.reserveCallId)];
     const head = [
       this.keys.base, wanted, this.options.worker.lockMs, scan ? this.options.worker.stalledIntervalMs : 0,
@@ -241,6 +245,12 @@ export class WorkerLoop {
       return { head: nextDueMs, claims: [] };
     }
     return { head: nextDueMs, claims: parsed.claims };
+  }
+
+  /** A saturated worker reserves (claiming nothing) for the stalled scan, a due delayed run or schedule, or at least every MAX_BLOCK_MS (a schedule added since). */
+  private saturatedReserveDue(): boolean {
+    const now = Date.now();
+    return this.stallScanDue() || now >= this.nextDueAt || now - this.lastReserveAt >= MAX_BLOCK_MS;
   }
 
   private stallScanDue(): boolean {
