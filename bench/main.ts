@@ -3,7 +3,7 @@
  * Sluice against BullMQ and the Redis floor, same Redis, same process, interleaved per repeat;
  * then (about 30 s more) Sluice on a local 3-master Redis Cluster, see cluster.scenario.ts.
  * Only the cluster part: `npm run bench -- --scenario cluster [--jobs 40000 --repeats 3]`;
- * only some systems: `--systems sluice,bullmq`;
+ * only some systems: `--systems sluice,bullmq`; Sluice with compact run records: `--compact-records`;
  * everything but it: `npm run bench -- --no-cluster`. Ctrl-C stops every server and worker started.
  * Durable sleeps (Sluice only, BullMQ has no equivalent): `npm run bench -- --scenario sleep-between-steps`.
  */
@@ -21,7 +21,7 @@ import { CLUSTER_JOBS, CLUSTER_SCENARIO, ClusterReport, runClusterScenario } fro
 import { FloorSystem } from './floor.system';
 import { costBetween, RedisCost, snapshot } from './redis.stats';
 import { printDetails, printMemory, printTable } from './report';
-import { SluiceSystem } from './sluice.system';
+import { extraSluiceOptions, SluiceSystem } from './sluice.system';
 import { isStopping, onTeardown } from './teardown';
 
 export interface RunResult {
@@ -55,6 +55,8 @@ function parseArgs(argv: string[]) {
     repeats: Number(value('--repeats') ?? 3),
     /** Only these systems (comma-separated names), e.g. to profile one: `--systems sluice`. */
     systems: value('--systems')?.split(','),
+    /** Sluice stores compact run records (option compactRunRecords; off by default). */
+    compactRecords: argv.includes('--compact-records'),
     out: value('--out') ?? join(__dirname, 'results', `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`),
   };
 }
@@ -104,6 +106,7 @@ async function usedMemory(admin: Redis): Promise<number> {
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
+  if (args.compactRecords) extraSluiceOptions.compactRunRecords = true;
   const redis = await startRedisServer();
   const stopRedis = onTeardown(() => redis.stop());
   const admin = new Redis(redis.url);

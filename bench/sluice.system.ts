@@ -52,6 +52,9 @@ export class CompletionCounter {
   }
 }
 
+/** Module options every Sluice app of this bench run gets on top of its own (`--compact-records` sets compactRunRecords). */
+export const extraSluiceOptions: Partial<QueueModuleOptions> = {};
+
 function app(url: string, workflows: Type[], worker: { enabled: boolean; concurrency?: number }, target = 0): DynamicModule {
   return benchModule({ url }, NAMESPACE, workflows, worker, target);
 }
@@ -68,7 +71,7 @@ export function benchModule(
   @Module({})
   class BenchModule {}
   const providers: Provider[] = [...workflows, { provide: TARGET, useValue: target }, CompletionCounter, ...extraProviders];
-  return { module: BenchModule, imports: [QueueModule.forRoot({ connection, namespace, worker })], providers };
+  return { module: BenchModule, imports: [QueueModule.forRoot({ ...extraSluiceOptions, connection, namespace, worker })], providers };
 }
 
 export async function start(module: DynamicModule) {

@@ -94,6 +94,14 @@ export interface QueueModuleOptions {
    */
   fastPath?: boolean;
   /**
+   * Store new runs as compact records: fields that hold their default (`attempts`, `failures` and
+   * `stalls` 0, `priority` 0) are left out, about 76 bytes less Redis memory per waiting run.
+   * Every process of this version reads both forms, but older versions (0.1.0 included) cannot
+   * claim a compact record: turn it on only once none shares the namespace (README, Migrations).
+   * Default `false`.
+   */
+  compactRunRecords?: boolean;
+  /**
    * Migrate the namespace's Redis data to this version's key layout at bootstrap (see
    * `QueueClient.migrate`): before the worker starts, and in producer-only processes too. One
    * process of a fleet migrates; the others wait for it, then pay one GET. `false` leaves it to
@@ -130,6 +138,7 @@ export interface ResolvedQueueOptions {
   maxRunMemoBytes: number;
   redisTimeoutMs: number;
   fastPath: boolean;
+  compactRunRecords: boolean;
   migrate: boolean;
   telemetry: ResolvedTelemetryOptions;
   strict: boolean;
@@ -168,6 +177,7 @@ export function resolveQueueOptions(options: QueueModuleOptions): ResolvedQueueO
     maxRunMemoBytes: positive(options.maxRunMemoBytes ?? DEFAULT_MAX_MEMO_BYTES, 'maxRunMemoBytes'),
     redisTimeoutMs: positive(duration(options.redisTimeoutMs ?? 10_000, 'redisTimeoutMs'), 'redisTimeoutMs'),
     fastPath: options.fastPath ?? true,
+    compactRunRecords: flag(options.compactRunRecords ?? false, 'compactRunRecords'),
     migrate: flag(options.migrate ?? true, 'migrate'),
     telemetry: resolveTelemetryOptions(options.telemetry),
     strict: flag(options.strict ?? false, 'strict'),

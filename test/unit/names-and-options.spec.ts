@@ -162,6 +162,7 @@ describe('resolveQueueOptions', () => {
       maxRunMemoBytes: 16 * 1024 * 1024,
       redisTimeoutMs: 10_000,
       fastPath: true,
+      compactRunRecords: false,
       migrate: true,
       telemetry: { enabled: true },
       strict: false,
