@@ -20,15 +20,22 @@
   ARGV[7] 1 to store compact run records (as enqueue.lua's ARGV[16]), 0 for full ones
   ARGV[8 ..] per run, eight values: run id, encoded input, priority, delay in ms, due time or '',
           max attempts, group or '', time limit in ms or '' (as enqueue.lua's ARGV[2], 4–9, 15)
-  Reply: { per run: 1 created | 0 existing run }
+  Reply: { per run: 1 created | 0 existing run (or listed earlier in this call) }
 ]]
 -- @include common
 -- @include enqueue
 
 local base, workflow, fastPath, lockMs, nonce, trace, compact = ARGV[1], ARGV[2], ARGV[3] == '1', ARGV[4], ARGV[5], ARGV[6], ARGV[7] == '1'
-local created = {}
+local created, seen = {}, {}
 for i = 8, #ARGV, 8 do
-  created[#created + 1] = enqueueRun(base, ARGV[i], workflow, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
-    ARGV[i + 6], fastPath, lockMs, false, nonce, trace, ARGV[i + 7], compact)
+  -- An id twice in one call (two callers batched together, or one batch listing it twice): the
+  -- later one finds the run the earlier one stored or found, as separate calls would.
+  if seen[ARGV[i]] then
+    created[#created + 1] = 0
+  else
+    seen[ARGV[i]] = true
+    created[#created + 1] = enqueueRun(base, ARGV[i], workflow, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
+      ARGV[i + 6], fastPath, lockMs, false, nonce, trace, ARGV[i + 7], compact)
+  end
 end
 return created

@@ -15,6 +15,7 @@ import { checkId } from '../util/names';
 import type { WorkflowClass, WorkflowInput, WorkflowOutput } from '../workflow/workflow.types';
 import type { Jsonified } from '../workflow/json.roundtrip';
 import { buildEnqueueRequest, EnqueueOptions, EnqueueRequest } from './enqueue.options';
+import { EnqueueBatcher } from './enqueue.batcher';
 import { enqueueArgs, enqueueChunks, enqueueKeys, enqueueManyArgs, enqueueManyKeys, EnqueueSettings, newNonce } from './enqueue.script';
 import { activateGroups, checkLimit, EVERY_GROUP, LimitTarget, limitField, Limits } from './limits';
 import { RUN_FIELDS, RunInfo, toRunInfo } from './run-info';
@@ -79,6 +80,7 @@ export class QueueClient {
   private readonly control: RunControl;
   private readonly admin: RunAdmin;
   private readonly signals: RunSignals;
+  private readonly batcher: EnqueueBatcher;
 
   constructor(
     @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
@@ -94,10 +96,12 @@ export class QueueClient {
     this.control = new RunControl(() => this.scripts.get(), this.keys, options);
     this.admin = new RunAdmin(scripts, this.keys, registry, this.fleet);
     this.signals = new RunSignals(scripts, this.keys, options);
+    this.batcher = new EnqueueBatcher({ one: (request) => this.storeOne(request), chunk: (workflow, chunk) => this.storeChunk(workflow, chunk) });
   }
 
   /**
-   * Enqueues one run (one Redis call). With an `id` that exists, returns that run and writes
+   * Enqueues one run (one Redis call; enqueues made while others are in flight share calls, one
+   * per workflow and event-loop turn). With an `id` that exists, returns that run and writes
    * nothing. A reply lost to a dropped connection is retried within `redisTimeoutMs` (enqueue is
    * idempotent on the id); past it the call rejects with `OutcomeUnknownError` naming the run id.
    */
@@ -448,16 +452,33 @@ export class QueueClient {
     return (this.schedules ??= new ScheduleStore(this.scripts.get(), this.connections.command, this.keys));
   }
 
-  /** The enqueue script; resolves true if the run is new, false if the id existed. `waited`: publish its outcome. */
-  private async store(request: EnqueueRequest, waited = false): Promise<boolean> {
+  /**
+   * Stores one run; resolves true if it is new, false if the id existed. `waited`: publish its
+   * outcome. Concurrent calls without those extras share script calls (see EnqueueBatcher).
+   */
+  private store(request: EnqueueRequest, waited = false): Promise<boolean> {
+    const trace = this.otel && captureTrace(this.otel);
+    if (waited || trace !== undefined) return this.storeOne(request, waited, trace);
+    return this.batcher.store(request);
+  }
+
+  /** The enqueue script for one run. */
+  private async storeOne(request: EnqueueRequest, waited = false, trace?: string): Promise<boolean> {
     try {
-      const args = enqueueArgs(this.keys, this.enqueueSettings, request, newNonce(), waited, this.otel && captureTrace(this.otel));
+      const args = enqueueArgs(this.keys, this.enqueueSettings, request, newNonce(), waited, trace);
       const [created] = await this.scripts.get().run<[number, string]>('enqueue', enqueueKeys(this.keys, request), args, { idempotent: true });
       return created === 1;
     } catch (error) {
       if (error instanceof OutcomeUnknownError) error.runId = request.id;
       throw error;
     }
+  }
+
+  /** The enqueue-many script for one chunk of one workflow's runs; resolves per run as {@link storeOne}. */
+  private async storeChunk(workflow: string, chunk: EnqueueRequest[]): Promise<boolean[]> {
+    const args = enqueueManyArgs(this.keys, this.enqueueSettings, workflow, chunk, newNonce());
+    const created = await this.scripts.get().run<number[]>('enqueue-many', enqueueManyKeys(this.keys), args, { idempotent: true });
+    return created.map((flag) => flag === 1);
   }
 
   private handle<T>(id: string, created: boolean): RunHandle<T> {

@@ -12,6 +12,14 @@ local function nowMs()
   return callNow
 end
 
+-- nowMs() as text, formatted once per call: a number handed to redis.call is formatted anew
+-- each time (an snprintf), and a batch of enqueues writes the time into every run.
+local callNowText = nil
+local function nowText()
+  if not callNowText then callNowText = string.format('%.0f', nowMs()) end
+  return callNowText
+end
+
 -- Every script's base is ARGV[1] and its leases zset ends in 'leases': the one active index that
 -- is a zset (activeCount and friends tell it from the sets by name).
 local KEYS_LEASES = ARGV[1] .. 'leases'
@@ -89,10 +97,16 @@ end
 -- A wake list ends in at most one marker: one blocked worker wakes, claims what it can, and
 -- passes the marker on if work is left (see reserve). Fast-path handoffs may sit before it; a
 -- marker goes after them, so the worker that takes a handoff also learns of the queued runs.
+-- A list this call has seen end in the marker keeps ending in it for the rest of the call:
+-- scripts never pop a marker (takeHandoff leaves one at the head), remove only handoff entries,
+-- and push a handoff only onto an empty list; so each list is looked at once per call.
+local markedWakeLists = {}
 local function wake(wakeKey)
+  if markedWakeLists[wakeKey] then return end
   if redis.call('LINDEX', wakeKey, -1) ~= '1' then
     redis.call('RPUSH', wakeKey, '1')
   end
+  markedWakeLists[wakeKey] = true
 end
 
 -- Announces a worker as about to block on its workflows' wake lists until now + ttlMs (see
@@ -347,16 +361,20 @@ end
 -- 'schedule' that fired it).
 local function storeRun(runKey, workflow, input, state, priority, maxAttempts, group, now, due, tag, tagValue, compact)
   local tokenBase = now * 1000
+  -- Text for the common case (stored at the call's time): no number formatting per run.
+  local token, created
+  if now == nowMs() then token, created = nowText() .. '000', nowText() else token, created = string.format('%.0f', tokenBase), now end
+  if due == now then due = created end
   if compact then
     -- The compact record leaves out what a reader defaults: attempts, failures and stalls 0, and
-    -- priority 0 (readers since layout 3's tolerant release; older ones need them: see README, Migrations).
+    -- priority 0 (every reader of this version defaults them; older versions need them: README, Migrations).
     redis.call('HSET', runKey, 'workflow', workflow, 'input', input, 'state', state, 'maxAttempts', maxAttempts,
-      'token', string.format('%.0f', tokenBase), 'createdAt', now, 'dueAt', due, tag, tagValue)
+      'token', token, 'createdAt', created, 'dueAt', due, tag, tagValue)
     if tonumber(priority) ~= 0 then redis.call('HSET', runKey, 'priority', priority) end
   else
     redis.call('HSET', runKey, 'workflow', workflow, 'input', input, 'state', state, 'priority', priority,
-      'maxAttempts', maxAttempts, 'attempts', 0, 'failures', 0, 'stalls', 0, 'token', string.format('%.0f', tokenBase),
-      'createdAt', now, 'dueAt', due, tag, tagValue)
+      'maxAttempts', maxAttempts, 'attempts', '0', 'failures', '0', 'stalls', '0', 'token', token,
+      'createdAt', created, 'dueAt', due, tag, tagValue)
   end
   if group ~= '' then redis.call('HSET', runKey, 'group', group) end
   return tokenBase

@@ -3,6 +3,10 @@
 -- on the run id. Returns created (1 new run, or the retry of this very enqueue call whose reply
 -- was lost, told by its nonce | 0 existing run) and the run's state ('active' = fast-pathed).
 -- `compact`: store the compact record (see storeRun).
+-- Lanes this call made runs due in: they have due runs for the rest of it (enqueues claim
+-- nothing), so a batch's later runs skip the look.
+local lanesMadeDue = {}
+
 local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, maxAttempts, group, fastPath, lockMs, waited, nonce, trace, timeoutMs, compact)
   local runKey, limitsKey = base .. 'run:' .. id, base .. 'limits'
   local existing = redis.call('HMGET', runKey, 'state', 'nonce')
@@ -18,7 +22,7 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
   local leaseMs = tonumber(lockMs)
   if due > now then
     state = 'delayed'
-  elseif fastPath and trace == '' and timeoutMs == '' and not laneHasDue(lane) and redis.call('LLEN', wakeKey) == 0
+  elseif fastPath and trace == '' and timeoutMs == '' and not lanesMadeDue[lane] and not laneHasDue(lane) and redis.call('LLEN', wakeKey) == 0
       and primeLimits(limitsKey, claimFields({ workflow })) and namespaceRoom(KEYS_LEASES, limitsKey) and workflowRoom(base, limitsKey, workflow)
       and (group == '' or groupRoom(base, limitsKey, workflow, group)) then
     local parkedKey = wfKey(base, workflow, 'parked')
@@ -56,6 +60,7 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
     if #head == 0 or tonumber(head[2]) > due then wake(wakeKey) end
   else
     makeDue(base, limitsKey, base .. 'seq', workflow, group, id, priority, false)
+    lanesMadeDue[lane] = true
   end
   return 1, state
 end

@@ -110,6 +110,25 @@ describe('a connection dropped while a script is in flight', () => {
     expect(await client.get(runId)).toMatchObject({ state: 'waiting' });
   });
 
+  it('concurrent enqueues, batched into shared calls: past redisTimeoutMs each caller gets OutcomeUnknownError naming its own run id', async () => {
+    const ns = uniqueNamespace('drop-enq3');
+    const { client } = await producer(ns, { redisTimeoutMs: 1_000 });
+    await faults.pauseWrites();
+    let errors: unknown[];
+    try {
+      // The first goes out alone; the others, made while it is in flight, go out in one batch.
+      errors = await Promise.all(Array.from({ length: 20 }, (_, i) => client.enqueue(GatedWorkflow, { key: `c${i}` }).catch((e: unknown) => e)));
+    } finally {
+      await faults.unpause();
+    }
+    expect(errors.every((error) => error instanceof OutcomeUnknownError)).toBe(true);
+    const runIds = errors.map((error) => (error as OutcomeUnknownError).runId!);
+    expect(new Set(runIds).size).toBe(20);
+    await Promise.all(runIds.map((runId, i) => client.enqueue(GatedWorkflow, { key: `c${i}` }, { id: runId })));
+    const stored = await Promise.all(runIds.map((runId) => client.get(runId)));
+    expect(stored.map((run) => run?.input)).toEqual(runIds.map((_, i) => ({ key: `c${i}` })));
+  });
+
   it('stats and wait (the watch script): settle after the reconnect', async () => {
     const ns = uniqueNamespace('drop-read');
     const { client } = await producer(ns);

@@ -202,6 +202,34 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
     expect((await t.client.get(handle.id))?.state).toBe('waiting');
   });
 
+  it('concurrent enqueue() calls share script calls; one id enqueued by several at once is created once', async () => {
+    const base = `{sluice:${namespace}}:`;
+    const isChunkCall = (args: string[]) => args[0] === 'evalsha' && args[2] === '5' && args[3] === `${base}leases`;
+    await t.client.enqueueMany(EchoWorkflow, [{ input: { value: 0 } }]); // the chunk script is loaded on the connection
+    const monitor = await monitorCommands(namespace);
+    try {
+      const shared = unique('shared');
+      const handles = await Promise.all([
+        ...Array.from({ length: 100 }, (_, i) => t.client.enqueue(EchoWorkflow, { value: i })),
+        ...Array.from({ length: 5 }, (_, i) => t.client.enqueue(EchoWorkflow, { value: 1_000 + i }, { id: shared })),
+      ]);
+      expect(new Set(handles.slice(0, 100).map((h) => h.id)).size).toBe(100);
+      expect(handles.slice(0, 100).every((h) => h.created)).toBe(true);
+      expect(handles.slice(100).filter((h) => h.created)).toHaveLength(1);
+      const sharedInput = (await t.client.get(shared))?.input as { value: number };
+      expect(sharedInput.value).toBeGreaterThanOrEqual(1_000);
+      const infos = await Promise.all(handles.slice(0, 100).map((h) => t.client.get(h.id)));
+      expect(infos.map((info) => (info?.input as { value: number }).value)).toEqual(Array.from({ length: 100 }, (_, i) => i));
+
+      const marker = unique('marker');
+      await redis.echo(marker);
+      await monitor.next((args) => args[0] === 'echo' && args[1] === marker);
+      await monitor.next(isChunkCall, 1); // at least one call carried several runs
+    } finally {
+      await monitor.close();
+    }
+  });
+
   it('enqueueMany stores a batch in one script call per chunk of 500 runs, each run as enqueue() would', async () => {
     const existing = (await t.client.enqueue(EchoWorkflow, { value: -1 })).id;
     // Loads the script on the connection first: a first call is an EVALSHA refused, then an EVAL.
