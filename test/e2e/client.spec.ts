@@ -221,9 +221,11 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
       const infos = await Promise.all(handles.slice(0, 100).map((h) => t.client.get(h.id)));
       expect(infos.map((info) => (info?.input as { value: number }).value)).toEqual(Array.from({ length: 100 }, (_, i) => i));
 
-      const marker = unique('marker');
-      await redis.echo(marker);
-      await monitor.next((args) => args[0] === 'echo' && args[1] === marker);
+      // A read of a key of the namespace's slot (on a cluster, the node the monitor watches): it
+      // is seen after every command the call above made.
+      const marker = `${base}${unique('marker')}`;
+      await redis.get(marker);
+      await monitor.next((args) => args[0] === 'get' && args[1] === marker);
       await monitor.next(isChunkCall, 1); // at least one call carried several runs
     } finally {
       await monitor.close();
@@ -243,9 +245,11 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
     const monitor = await monitorCommands(namespace);
     try {
       const handles = await t.client.enqueueMany(EchoWorkflow, items);
-      const marker = unique('marker');
-      await redis.echo(marker);
-      await monitor.next((args) => args[0] === 'echo' && args[1] === marker);
+      // A read of a key of the namespace's slot (on a cluster, the node the monitor watches): it
+      // is seen after every command the call above made.
+      const marker = `${base}${unique('marker')}`;
+      await redis.get(marker);
+      await monitor.next((args) => args[0] === 'get' && args[1] === marker);
       for (let chunk = 0; chunk < 3; chunk++) await monitor.next(isChunkCall, 1);
       await expect(monitor.next(isChunkCall, 1)).rejects.toThrow(/no matching command/);
 
