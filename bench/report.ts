@@ -39,10 +39,11 @@ const PEERS = ['bullmq', 'beequeue', 'groupmq'];
 export function printTable(results: RunResult[]): void {
   const scenarios = [...new Set(results.map((r) => r.scenario))];
   const systems = ['sluice', ...PEERS, 'floor'];
-  const short = (system: string) => system.charAt(0);
+  const short = (system: string) => ({ sluice: 'S', bullmq: 'B', beequeue: 'bq', groupmq: 'g' })[system] ?? system;
   const header = [
     'scenario', 'sluice ops/s best (median)', ...PEERS, 'floor', ...PEERS.map((peer) => `sluice/${peer}`), 'sluice/best peer', 'sluice/floor',
-    `redis µs/job ${systems.slice(0, -1).map(short).join(' | ')}`, `cmds/job ${systems.slice(0, -1).map(short).join(' | ')}`,
+    // One real column per system (a cell holding ' | ' broke the Markdown table's column count).
+    ...systems.slice(0, -1).map((system) => `redis µs/job ${short(system)}`), ...systems.slice(0, -1).map((system) => `cmds/job ${short(system)}`),
   ];
   const rows = [header];
   const notes = new Set<string>();
@@ -69,7 +70,7 @@ export function printTable(results: RunResult[]): void {
     const measured = systems.slice(0, -1).map((system) => summaries.get(system));
     rows.push([
       scenario, cell('sluice'), ...PEERS.map(cell), cell('floor'), ...PEERS.map((peer) => ratio(summaries.get(peer))), ratio(bestPeer), ratio(summaries.get('floor')),
-      measured.map((x) => fmt(x?.cpuPerJob, 1)).join(' | '), measured.map((x) => fmt(x?.cmdsPerJob, 1)).join(' | '),
+      ...measured.map((x) => fmt(x?.cpuPerJob, 1)), ...measured.map((x) => fmt(x?.cmdsPerJob, 1)),
     ]);
   }
   printRows(rows);
