@@ -4,6 +4,7 @@
  * then (about 30 s more) Sluice on a local 3-master Redis Cluster, see cluster.scenario.ts.
  * Only the cluster part: `npm run bench -- --scenario cluster [--jobs 40000 --repeats 3]`;
  * only some systems: `--systems sluice,bullmq`; Sluice with compact run records: `--compact-records`;
+ * a CPU profile of each timed part: `--cpu-profile <dir>`;
  * everything but it: `npm run bench -- --no-cluster`. Ctrl-C stops every server and worker started.
  * Durable sleeps (Sluice only, BullMQ has no equivalent): `npm run bench -- --scenario sleep-between-steps`.
  */
@@ -12,7 +13,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { startRedisServer } from '../test/support/redis-server';
-import { BenchSystem, DEFAULT_JOBS, Details, isMemory, Latency, SCENARIOS, ScenarioName, withTimeout } from './bench.types';
+import { BenchSystem, DEFAULT_JOBS, Details, isMemory, Latency, PreparedRun, SCENARIOS, ScenarioName, withTimeout } from './bench.types';
 import { BullmqSystem } from './bullmq.system';
 import { BeeQueueSystem } from './beequeue.system';
 import { GroupmqSystem } from './groupmq.system';
@@ -20,6 +21,7 @@ import { printClusterTable } from './cluster.report';
 import { CLUSTER_JOBS, CLUSTER_SCENARIO, ClusterReport, runClusterScenario } from './cluster.scenario';
 import { FloorSystem } from './floor.system';
 import { costBetween, RedisCost, snapshot } from './redis.stats';
+import { profiled } from './cpu.profile';
 import { printDetails, printMemory, printTable } from './report';
 import { extraSluiceOptions, SluiceSystem } from './sluice.system';
 import { isStopping, onTeardown } from './teardown';
@@ -57,9 +59,14 @@ function parseArgs(argv: string[]) {
     systems: value('--systems')?.split(','),
     /** Sluice stores compact run records (option compactRunRecords; off by default). */
     compactRecords: argv.includes('--compact-records'),
+    /** A CPU profile of each run's timed part, written to this directory. */
+    cpuProfile: value('--cpu-profile'),
     out: value('--out') ?? join(__dirname, 'results', `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`),
   };
 }
+
+/** Set by `--cpu-profile <dir>`: each run's timed part is profiled there (see cpu.profile.ts). */
+let profileDir: string | undefined;
 
 function rotated<T>(items: T[], by: number): T[] {
   const start = by % items.length;
@@ -69,7 +76,7 @@ function rotated<T>(items: T[], by: number): T[] {
 async function measure(system: BenchSystem, scenario: ScenarioName, jobs: number, repeat: number, url: string, admin: Redis): Promise<RunResult> {
   const base = { scenario, system: system.name, repeat, jobs };
   await admin.flushall(); // the benchmark's own private server: every run starts from empty
-  let prepared;
+  let prepared: PreparedRun | undefined;
   try {
     const memory = isMemory(scenario);
     const empty = memory ? await usedMemory(admin) : 0;
@@ -80,7 +87,7 @@ async function measure(system: BenchSystem, scenario: ScenarioName, jobs: number
     const waitingBytes = memory ? (await usedMemory(admin)) - empty : 0;
     const before = await snapshot(admin);
     const started = performance.now();
-    const { latency, details } = await withTimeout(prepared.timed(), `${system.name} ${scenario}`);
+    const { latency, details } = await withTimeout(profiled(profileDir, `${scenario}-${system.name}-${repeat}`, () => prepared!.timed()), `${system.name} ${scenario}`);
     const elapsedMs = performance.now() - started;
     const cost = costBetween(before, await snapshot(admin));
     const committed = await prepared.committed();
@@ -107,6 +114,8 @@ async function usedMemory(admin: Redis): Promise<number> {
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   if (args.compactRecords) extraSluiceOptions.compactRunRecords = true;
+  profileDir = args.cpuProfile;
+  if (profileDir) mkdirSync(profileDir, { recursive: true });
   const redis = await startRedisServer();
   const stopRedis = onTeardown(() => redis.stop());
   const admin = new Redis(redis.url);
