@@ -41,6 +41,25 @@ export interface RedirectListener {
   moved(to: string): void;
 }
 
+/**
+ * Pause before sending again a call ioredis refused unsent: its socket died a moment ago and the
+ * 'close' that starts the reconnect has yet to be handled; the pause lets it run.
+ */
+const UNSENT_PAUSE_MS = 10;
+
+function pauseUntil(ms: number, deadline: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(ms, deadline - Date.now()))));
+}
+
+/**
+ * Whether ioredis would send a command now. Its status stays 'ready' for a moment after the
+ * socket dies (a reset: the socket is destroyed at once, its 'close' handled a tick later), and a
+ * command sent then is refused ("Stream isn't writeable"), so the socket is looked at too.
+ */
+function canSend(redis: Redis): boolean {
+  return redis.status === 'ready' && (redis as unknown as { stream?: { writable?: boolean } }).stream?.writable !== false;
+}
+
 function replyDeadline(deadline: number, options: CallOptions): number {
   return options.replyTimeoutMs === undefined ? deadline : Math.min(deadline, Date.now() + options.replyTimeoutMs);
 }
@@ -113,15 +132,18 @@ export class RedisLink {
   call<T>(operation: string, send: (redis: Redis, retry: boolean) => Promise<T>, options: CallOptions = {}): Promise<T> {
     const deadline = Date.now() + (options.timeoutMs ?? this.timeoutMs);
     const redis = this.instance;
-    if (!redis || redis.status !== 'ready' || this.closed) return this.attempts(operation, send, options, deadline);
+    if (!redis || !canSend(redis) || this.closed) return this.attempts(operation, send, options, deadline);
     // The common case, kept lean (it runs for every command): the connection is up, send now.
-    const sent = this.send(operation, redis, send, replyDeadline(deadline, options), false);
-    return options.idempotent || this.redirects ? sent.catch((error: Error) => this.retry(error, operation, send, options, deadline)) : sent;
+    return this.send(operation, redis, send, replyDeadline(deadline, options), false).catch((error: Error) => this.retry(error, operation, send, options, deadline));
   }
 
   private async retry<T>(error: Error, operation: string, send: (redis: Redis, retry: boolean) => Promise<T>, options: CallOptions, deadline: number): Promise<T> {
     if (error instanceof ClusterRedirect) {
       await this.follow(error, operation, deadline);
+      return this.attempts(operation, send, options, deadline);
+    }
+    if (this.mayResendUnsent(error, options, deadline)) {
+      await pauseUntil(UNSENT_PAUSE_MS, deadline);
       return this.attempts(operation, send, options, deadline);
     }
     if (!options.idempotent || !(error instanceof OutcomeUnknownError) || this.closed || Date.now() >= deadline) throw error;
@@ -150,21 +172,39 @@ export class RedisLink {
   /** Waits for the connection, sends, and (if idempotent) sends again after a lost reply, until the deadline. */
   private async attempts<T>(operation: string, send: (redis: Redis, retry: boolean) => Promise<T>, options: CallOptions, deadline: number, lost?: OutcomeUnknownError): Promise<T> {
     for (;;) {
+      let redis: Redis;
       try {
-        const redis = await this.whenReady(operation, deadline, options.failFast);
+        redis = await this.whenReady(operation, deadline, options.failFast);
+      } catch (error) {
+        // Once a try may have landed, the call's outcome stays unknown, whatever the later tries say.
+        throw lost && error instanceof RedisUnavailableError ? lost : error;
+      }
+      try {
         return await this.send(operation, redis, send, replyDeadline(deadline, options), lost !== undefined);
       } catch (error) {
         if (error instanceof ClusterRedirect) {
           await this.follow(error, operation, deadline, lost);
           continue;
         }
-        // Once a try may have landed, the call's outcome stays unknown, whatever the later tries say.
+        if (this.mayResendUnsent(error, options, deadline)) {
+          await pauseUntil(UNSENT_PAUSE_MS, deadline);
+          continue;
+        }
         if (lost && error instanceof RedisUnavailableError) throw lost;
         const retry = options.idempotent && error instanceof OutcomeUnknownError && !this.closed && Date.now() < deadline;
         if (!retry) throw error;
         lost = error;
       }
     }
+  }
+
+  /**
+   * Whether a call ioredis refused to send (its socket had just died: nothing was sent) goes
+   * out again, after the reconnect: any call may, since its first send is still to come — but
+   * not past the deadline, after close, or at bootstrap (failFast gives up at the first error).
+   */
+  private mayResendUnsent(error: unknown, options: CallOptions, deadline: number): boolean {
+    return error instanceof RedisUnavailableError && !options.failFast && !this.closed && Date.now() < deadline;
   }
 
   /** Fails every call waiting on or in flight over this link with `error` (e.g. a worker that stops). */
@@ -253,7 +293,7 @@ export class RedisLink {
 
   private whenReady(operation: string, deadline: number, failFast = false): Promise<Redis> {
     const redis = this.client;
-    if (redis.status === 'ready') return Promise.resolve(redis);
+    if (canSend(redis)) return Promise.resolve(redis);
     if (redis.status === 'wait' || redis.status === 'end') redis.connect().catch(() => undefined);
     return new Promise((resolve, reject) => {
       const settle = (fn: () => void) => {

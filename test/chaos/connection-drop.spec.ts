@@ -1,6 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import Redis from 'ioredis';
 import { NonRetryableError, OutcomeUnknownError, QueueClient, RunContext, Step, Workflow, WorkflowFailedError } from '../../lib';
+import { RedisConnections } from '../../lib/redis/redis.connections';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { newCallId } from '../../lib/worker/run.commits';
 import { uniqueNamespace } from '../support/app';
@@ -127,6 +128,28 @@ describe('a connection dropped while a script is in flight', () => {
     await Promise.all(runIds.map((runId, i) => client.enqueue(GatedWorkflow, { key: `c${i}` }, { id: runId })));
     const stored = await Promise.all(runIds.map((runId) => client.get(runId)));
     expect(stored.map((run) => run?.input)).toEqual(runIds.map((_, i) => ({ key: `c${i}` })));
+  });
+
+  it('calls made the moment the socket dies (ioredis still says ready, refuses to send) go out after the reconnect', async () => {
+    const ns = uniqueNamespace('drop-unsent');
+    const { app, client } = await producer(ns);
+    await client.enqueue(GatedWorkflow, { key: 'u0' }, { id: 'u0' });
+    const redis = app.get(RedisConnections).command.client;
+    // A reset: the socket is destroyed at once, and ioredis handles its 'close' a tick later.
+    (redis as unknown as { stream: { destroy(): void } }).stream.destroy();
+    expect(redis.status).toBe('ready');
+    // Sent in that window ioredis refuses them unsent: they used to fail at once with
+    // RedisUnavailableError, though the connection was back within milliseconds. A repeatable
+    // call (enqueue, get) and one that is not (setLimits: its first send is still to come).
+    const [handle, run, limit] = await Promise.all([
+      client.enqueue(GatedWorkflow, { key: 'u1' }, { id: 'u1' }),
+      client.get('u0'),
+      client.setLimits({ workflow: 'drop.gated', limit: 3 }),
+    ]);
+    expect(handle).toMatchObject({ id: 'u1', created: true });
+    expect(run).toMatchObject({ id: 'u0', state: 'waiting' });
+    expect(limit).toBeNull(); // the previous cap: none
+    expect(await client.getLimits({ workflow: 'drop.gated' })).toMatchObject({ workflow: 3 });
   });
 
   it('stats and wait (the watch script): settle after the reconnect', async () => {

@@ -12,6 +12,9 @@ export interface Attempt {
   created?: boolean;
   /** The error's name, for an enqueue that rejected (RedisUnavailableError: nothing written; OutcomeUnknownError: may exist). */
   error?: string;
+  /** The error's message and when it came (local clock, ms), for a failure's diagnosis. */
+  message?: string;
+  failedAt?: number;
 }
 
 /**
@@ -62,6 +65,8 @@ export class PacedProducer {
         attempt.created = handle.created;
       } catch (error) {
         attempt.error = (error as Error).name;
+        attempt.message = (error as Error).message;
+        attempt.failedAt = Date.now();
       }
       if (this.options.pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, this.options.pauseMs));
     }
