@@ -162,12 +162,15 @@ export class WorkerLoop {
   private async loop(): Promise<void> {
     while (!this.stopping) {
       try {
-        await this.tick();
-        this.lastOkAt = Date.now();
-        this.lastError = undefined;
-        this.failuresInRow = 0;
-        this.failures.recovered('Worker loop recovered');
-        this.runFailures.recovered();
+        // A tick that made no reserve call (see tick) says nothing about Redis: it must not end
+        // an outage's log lines or clear the health's loop error.
+        if (await this.tick()) {
+          this.lastOkAt = Date.now();
+          this.lastError = undefined;
+          this.failuresInRow = 0;
+          this.failures.recovered('Worker loop recovered');
+          this.runFailures.recovered();
+        }
       } catch (error) {
         if (this.stopping) break;
         this.lastError = (error as Error).message;
@@ -179,7 +182,8 @@ export class WorkerLoop {
     }
   }
 
-  private async tick(): Promise<void> {
+  /** One wake of the loop; resolves true if it made a reserve call (which then succeeded). */
+  private async tick(): Promise<boolean> {
     const free = this.freeSlots();
     if (free <= 0) {
       // Saturated: our own completion is the event that matters; wake at least once per stall
@@ -189,8 +193,9 @@ export class WorkerLoop {
       await this.active.whenOneFinishes(Math.min(this.options.worker.stalledIntervalMs, MAX_BLOCK_MS, dueIn));
       // Still saturated: the finished run's complete call refilled its slot, and claimed what a
       // reserve would. A reserve that claims nothing is only worth it for what else it does.
-      if (!this.stopping && this.freeSlots() <= 0 && this.saturatedReserveDue()) await this.reserve(0, this.workflows);
-      return;
+      if (this.stopping || this.freeSlots() > 0 || !this.saturatedReserveDue()) return false;
+      await this.reserve(0, this.workflows);
+      return true;
     }
     if (this.parkedByCommit) {
       this.parkedByCommit = false;
@@ -199,13 +204,17 @@ export class WorkerLoop {
       // a schedule is due or the stalled scan is (only a reserve does those). Work queued since
       // (not handed over) left a wake marker, which ends the block and brings the reserve.
       const untilDue = this.nextDueAt - Date.now();
-      if (untilDue > 0 && !this.stallScanDue()) return this.idle(untilDue === Infinity ? -1 : untilDue);
+      if (untilDue > 0 && !this.stallScanDue()) {
+        await this.idle(untilDue === Infinity ? -1 : untilDue);
+        return false;
+      }
     }
     const wanted = Math.min(free, RESERVE_BATCH_CAP);
     const { claims, head: nextDueMs } = await this.reserve(wanted, this.rotatedWorkflows());
     for (const claim of claims) this.launch(claim);
     // A short batch means nothing more is claimable now: wait for Redis to say otherwise.
     if (claims.length < wanted && nextDueMs !== 0) await this.idle(nextDueMs);
+    return true;
   }
 
   /** Tells enqueues this worker is about to block on its workflows, for `validForMs`. */
