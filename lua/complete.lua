@@ -24,7 +24,8 @@
           refill claims fewer runs than ARGV[3], the caller will block on its wake lists next,
           and is announced as parked here (for ARGV[7] ms) instead of in a park call of its own,
           so an enqueue arriving meanwhile is handed straight to it (the fast path of a worker
-          whose every slot was busy, e.g. one of concurrency 1)
+          whose every slot was busy, e.g. one of concurrency 1). Not when a rate limit holds runs
+          back: only a reserve tells the worker when the window frees, so it must reserve next
   ARGV[7] how long that announcement stays valid, in ms
   ARGV[8] W, the number of workflow names that follow
   ARGV[9 .. 8+W] workflow names the caller runs (rotated by the caller)
@@ -32,8 +33,8 @@
   ARGV[10+W .. 9+W+4S] per step, four values: run id, lease token, step key, encoded result
   ARGV[10+W+4S ..] per run, four values: run id, lease token, encoded result ('' = undefined),
           the attempt's journal '<slot> <json>' or '' (see hsetRun in common.lua)
-  Reply: { { { per run: 1 completed | 0 lease lost }, { per step: 1 saved | 0 lease lost } },
-           claims… } with claims as in claim.lua (with the extras if asked for); a lost lease
+  Reply: { { { per run: 1 completed | 0 lease lost }, { per step: 1 saved | 0 lease lost },
+           1 if the caller was announced parked | 0 }, claims… } with claims as in claim.lua (with the extras if asked for); a lost lease
            writes nothing
 ]]
 -- @include common
@@ -87,5 +88,13 @@ else
 end
 -- Only now, after the refill took what it could, is leftover room worth waking a worker for.
 wakeCapped(base, KEYS[2], freed)
-if ARGV[6] ~= '' and #reply - 1 < tonumber(ARGV[3]) then parkWorker(base, ARGV[6], tonumber(ARGV[7]), workflows) end
+local parked = 0
+if ARGV[6] ~= '' and #reply - 1 < tonumber(ARGV[3]) then
+  noteHeldGroups(base, KEYS[2], workflows)
+  if not rateWakeAt then
+    parkWorker(base, ARGV[6], tonumber(ARGV[7]), workflows)
+    parked = 1
+  end
+end
+reply[1][3] = parked
 return reply

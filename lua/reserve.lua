@@ -131,14 +131,9 @@ local reply = { head }
 claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, tonumber(ARGV[2]), now, tonumber(ARGV[3]), reply, true)
 rememberClaims(KEYS[5], reply, 2, tonumber(ARGV[3]))
 -- A rate limit that held runs back: come back when its window frees, not before (no polling).
-if controlsOn(KEYS[2]) then
-  for _, wf in ipairs(workflows) do
-    local first = redis.call('ZRANGE', wfKey(base, wf, 'rate-held'), 0, 0, 'WITHSCORES')
-    if #first > 0 then noteRateHold(tonumber(first[2])) end
-  end
-  if rateWakeAt then
-    local inMs = math.max(1, rateWakeAt - now)
-    if head[1] < 0 or inMs < head[1] then head[1] = inMs end
-  end
+noteHeldGroups(base, KEYS[2], workflows)
+if rateWakeAt then
+  local inMs = math.max(1, rateWakeAt - now)
+  if head[1] < 0 or inMs < head[1] then head[1] = inMs end
 end
 return reply

@@ -19,7 +19,8 @@ export interface Refill {
   workflows: string[];
   /**
    * The worker's park announcement (see lua/park.lua), when it is not parked already: a refill
-   * that comes up short announces it, for `ttlMs`, in the same call (see lua/complete.lua).
+   * that comes up short announces it, for `ttlMs`, in the same call, unless a rate limit held runs
+   * back (the reply says which; see lua/complete.lua).
    */
   park?: { entry: string; ttlMs: number };
 }
@@ -100,10 +101,10 @@ export class RunCommits {
       const keys = [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.call(newCallId())];
       const head = [this.keys.base, this.options.defaults.resultTtlMs, count, this.options.worker.lockMs];
       const reply = await this.scripts.run<unknown[]>('complete', keys, (retry) => [...head, (retry ? 1 : 0) + this.claimFlags, park?.entry ?? '', park?.ttlMs ?? 0, ...rest], this.policy);
-      const parsed = parseClaimReply<[number[], number[]]>(reply);
+      const parsed = parseClaimReply<[number[], number[], number]>(reply);
       claims = parsed.claims;
-      parked = park !== undefined && claims.length < count;
-      const [completed, saved] = parsed.head;
+      const [completed, saved, announced] = parsed.head;
+      parked = announced === 1;
       let nextStep = 0;
       let nextComplete = 0;
       return items.map((item) => (item.kind === 'step' ? saved[nextStep++] : completed[nextComplete++]) === 1);

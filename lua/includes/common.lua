@@ -263,6 +263,16 @@ local function noteRateHold(freeAt)
   if not rateWakeAt or freeAt < rateWakeAt then rateWakeAt = freeAt end
 end
 
+-- Notes the earliest window of the groups the workflows' rate limits hold back (their
+-- `rate-held` zsets, see holdGroup): a claim does not look at them, a reserve frees them.
+local function noteHeldGroups(base, limitsKey, workflows)
+  if not controlsOn(limitsKey) then return end
+  for _, wf in ipairs(workflows) do
+    local first = redis.call('ZRANGE', wfKey(base, wf, 'rate-held'), 0, 0, 'WITHSCORES')
+    if #first > 0 then noteRateHold(tonumber(first[2])) end
+  end
+end
+
 -- Adds a start (the call's Redis time, the same as the claim's) to a level's rate log.
 local function recordStart(logKey, max, perMs)
   redis.call('LPUSH', logKey, nowMs())

@@ -125,7 +125,7 @@ describe('batched commits, script level', () => {
     const reply = parseClaimReply<[number[], number[]]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
       keys.base, 60_000, 0, 30_000, 0, '', 0, 1, WF, 2, 'm1', token.m1, 'a#1', '"one"', 'm2', token.m2, 'a#1', '"two"', 'm3', token.m3, '"done"', '',
     ]));
-    expect(reply.head).toEqual([[1], [1, 0]]);
+    expect(reply.head).toEqual([[1], [1, 0], 0]);
     expect(await redis.hmget(keys.run('m1'), 'state', 'step:a#1')).toEqual(['active', '"one"']);
     expect(await redis.hmget(keys.run('m2'), 'state', 'step:a#1')).toEqual(['active', null]);
     expect(await redis.hmget(keys.run('m3'), 'state', 'result')).toEqual(['completed', '"done"']);
@@ -164,7 +164,7 @@ describe('batched commits, script level', () => {
     ]));
     await listener.close(); // every publish of that call has arrived
     const announced = listener.heard.map((channel) => channel.slice(keys.base.length));
-    expect(completed.head).toEqual([[1, 0, 1], []]);
+    expect(completed.head).toEqual([[1, 0, 1], [], 0]);
     expect(announced.sort()).toEqual(['done:r1', 'done:r3']);
     for (const id of ['r1', 'r3']) {
       expect(await redis.hmget(keys.run(id), 'state', 'result')).toEqual(['completed', `"done-${id.slice(1)}"`]);

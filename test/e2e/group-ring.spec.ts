@@ -40,7 +40,7 @@ describe('group round-robin, script level', () => {
     const [head, ...claims] = await scripts.run<[unknown, ...string[][]]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
       keys.base, 60_000, 1, 30_000, 0, '', 0, 1, 'w', 0, 'A', (await redis.hget(keys.run('A'), 'token'))!, '"ok"', '',
     ]);
-    expect(head).toEqual([[1], []]);
+    expect(head).toEqual([[1], [], 0]);
     expect(claims.map((claim) => claim[0])).toEqual(['r0']);
     const after = await redis.zrange(keys.workflow('w', 'ready'), 0, -1);
     expect(after).not.toContain(group(0)); // its one run was claimed: it ran dry and left

@@ -1,6 +1,11 @@
 import type Redis from 'ioredis';
 import { InvalidOptionError, RateLimit, UnknownWorkflowError, Workflow } from '../../lib';
+import { RedisKeys } from '../../lib/redis/redis.keys';
+import { newCallId } from '../../lib/worker/run.commits';
+import { parseClaimReply } from '../../lib/worker/claim';
 import { auditNamespace, expectConsistent } from '../support/audit';
+import { enqueueArgs, enqueueKeys } from '../support/queue-state';
+import { scriptsOn } from '../support/scripts';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 
 /**
@@ -109,5 +114,93 @@ describe('rate limits', () => {
     expect(await redis.hgetall(`${base}limits`)).toEqual(before);
     expect(() => Workflow('rl.bad', { rateLimit: { max: -1, perMs: 10 } })).toThrow(InvalidOptionError);
     expect(() => Workflow('rl.bad', { groupRateLimit: { max: 1, perMs: 2 ** 31 } })).toThrow(InvalidOptionError);
+  });
+});
+
+@Workflow('rl.single', { rateLimit: { max: 3, perMs: 300 } })
+class Single { run(input: { i: number }) { return input.i; } }
+
+@Workflow('rl.single-grouped', { groupRateLimit: { max: 3, perMs: 300 } })
+class SingleGrouped { run(input: { i: number }) { return input.i; } }
+
+/**
+ * A worker whose every slot is busy refills the slot in its complete call and, when that comes up
+ * short, is announced parked and blocks on its wake lists. A rate limit's window freeing is no
+ * wake, so a refill the limit held back must not park the worker (script level below): it
+ * reserves, and the reserve says when the window frees. Here, the pace that results.
+ */
+describe('rate limits, a worker of concurrency 1', () => {
+  const ns = uniqueNamespace('rl-one');
+  const base = `{sluice:${ns}}:`;
+  let redis: Redis;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    redis = rawRedis();
+    app = await createApp([Single, SingleGrouped], { namespace: ns, worker: { concurrency: 1 } });
+  });
+  afterAll(async () => {
+    await app.close();
+    await dropNamespace(redis, ns);
+    await redis.quit();
+  });
+
+  it.each([
+    ['a workflow limit', Single, undefined],
+    ['a group limit', SingleGrouped, 'tenant'],
+  ])('%s: the worker claims again when each window frees, not a whole block later', async (_, workflow, group) => {
+    const handles = await app.client.enqueueMany(workflow, Array.from({ length: 12 }, (_, i) => ({ input: { i }, opts: { group } })));
+    await Promise.all(handles.map((h) => h.result({ timeoutMs: 30_000 })));
+    const times = await startTimes(redis, base, handles.map((h) => h.id));
+    expectWithinRate(times, { max: 3, perMs: 300 });
+    // Each window's starts follow its freeing closely: no gap near the 5 s a parked worker blocks.
+    const gaps = times.slice(1).map((t, i) => t - times[i]);
+    expect(Math.max(...gaps)).toBeLessThan(2_000);
+  });
+});
+
+describe('rate limits, the complete call (script level)', () => {
+  const ns = uniqueNamespace('rl-park');
+  const keys = new RedisKeys('sluice', ns);
+  let redis: Redis;
+  let producer: TestApp;
+
+  beforeAll(async () => {
+    redis = rawRedis();
+    producer = await createApp([Single], { namespace: ns, worker: { enabled: false } });
+  });
+  afterAll(async () => {
+    await producer.close();
+    await dropNamespace(redis, ns);
+    await redis.quit();
+  });
+
+  /** Claims `id` with a reserve, then completes it asking to refill one slot and to be announced parked if short. */
+  async function completeAndRefill(id: string): Promise<{ parkedFlag: unknown; claims: number }> {
+    const scripts = scriptsOn(redis);
+    const reserved = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [keys.base, 1, 30_000, 0, 3, 256, 60_000, 'w', 0, 'rl.single']));
+    expect(reserved.claims.map((claim) => claim.id)).toEqual([id]);
+    const reply = parseClaimReply<[number[], number[], number]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
+      keys.base, 60_000, 1, 30_000, 0, 'w:30000', 5_000, 1, 'rl.single', 0, id, reserved.claims[0].token, '"ok"', '',
+    ]));
+    expect(reply.head[0]).toEqual([1]);
+    return { parkedFlag: reply.head[2], claims: reply.claims.length };
+  }
+
+  it('a refill the rate limit held back does not announce the worker parked (only a reserve says when the window frees)', async () => {
+    await producer.client.setLimits({ workflow: 'rl.single', rateLimit: { max: 1, perMs: 60_000 } });
+    const scripts = scriptsOn(redis);
+    for (const id of ['p1', 'p2']) await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, 'rl.single', id, {}, false));
+    expect(await completeAndRefill('p1')).toEqual({ parkedFlag: 0, claims: 0 });
+    expect(await redis.zscore(keys.workflow('rl.single', 'parked'), 'w:30000')).toBeNull();
+  });
+
+  it('a refill short for want of runs does announce it, and says so', async () => {
+    await producer.client.setLimits({ workflow: 'rl.single', rateLimit: null });
+    const scripts = scriptsOn(redis);
+    expect((await completeAndRefill('p2')).claims).toBe(0); // p2 from the test above, now free of the limit
+    await scripts.run('enqueue', enqueueKeys(keys, 'p3'), enqueueArgs(keys, 'rl.single', 'p3', {}, false));
+    expect(await completeAndRefill('p3')).toEqual({ parkedFlag: 1, claims: 0 });
+    expect(await redis.zscore(keys.workflow('rl.single', 'parked'), 'w:30000')).not.toBeNull();
   });
 });
