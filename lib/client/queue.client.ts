@@ -156,8 +156,12 @@ export class QueueClient {
     if (!target.known) await this.fleet.confirm(target.name, 'run');
     // Refused before anything is written: a caller retrying with a fresh id must not duplicate work.
     if (this.waiter.closed) throw new SluiceError('QueueModule is shutting down; run() was refused before enqueueing');
-    // Enqueued once the subscription is live: a run it creates is heard without a read (see RunWaiter.wait).
-    return (await this.waiter.wait(request.id, opts?.timeoutMs, () => this.store(request, true), opts?.onProgress)) as Out<W>;
+    // A workflow that trims its finished runs by count may delete this run's record the moment it
+    // finishes: subscribe first (one round trip more), so the announcement, which carries the
+    // outcome, cannot be missed. Otherwise the enqueue overlaps the subscribe.
+    const trimmed = this.registry.has(target.name) && this.registry.get(target.name).keep !== undefined;
+    const enqueue = () => this.store(request, true);
+    return (await this.waiter.wait(request.id, opts?.timeoutMs, trimmed ? enqueue : enqueue(), opts?.onProgress)) as Out<W>;
   }
 
   /**

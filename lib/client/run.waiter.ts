@@ -33,8 +33,7 @@ type Listener = (message: string) => void;
 /**
  * Waits for runs to finish over one shared subscriber connection: subscribe to the run's done
  * channel, then read the stored record (a run that finished before the subscription resolves at
- * once) — or, for `run()`, enqueue once subscribed and read nothing if that created the run. The
- * publish carries the outcome, so the usual wait costs those two round trips only.
+ * once). The publish carries the outcome, so the usual wait costs those two round trips only.
  * Those two calls are bounded like every call (a failure rejects the wait with a typed error);
  * the re-reads after a reconnect and every {@link BACKSTOP_MS} only ever settle a wait with an
  * outcome: while Redis is away they fail quietly and the wait carries on.
@@ -62,17 +61,16 @@ export class RunWaiter implements BeforeApplicationShutdown {
   }
 
   /**
-   * @param alongside work started together with the subscription, whose round trip overlaps the
-   *   subscribe; the stored record is read once both are done, which closes the race with a run
-   *   that finished before the subscription. Given as a function (the enqueue of `run()`), it is
-   *   started once the subscription is live and resolves whether it created the run: a run created
-   *   after the subscription cannot finish unheard (its outcome, which the announcement carries,
-   *   is published to the live subscription), so no read follows — one script call less per
-   *   `run()`, and a run whose record is trimmed at once (retention by count) is still heard.
+   * @param alongside work started together with the subscription (the enqueue of `run()`), so its
+   *   round trip overlaps the subscribe instead of preceding it. The stored record is read once
+   *   both are done, which still closes the race with a run that finished before the subscription.
+   *   Given as a function, it is started only once the subscription is live: for a run whose
+   *   record may be gone by the time of that read (retention by count), the announcement, which
+   *   carries the outcome, must not be missed.
    * @param onProgress given only: the wait also subscribes to the run's progress channel, hands
    *   over the stored value its first read finds, then each published one (see {@link ProgressFeed}).
    */
-  wait(runId: string, timeoutMs: number | undefined, alongside?: Promise<unknown> | (() => Promise<boolean>), onProgress?: (value: unknown) => void): Promise<unknown> {
+  wait(runId: string, timeoutMs: number | undefined, alongside?: Promise<unknown> | (() => Promise<unknown>), onProgress?: (value: unknown) => void): Promise<unknown> {
     if (this.shutDown) {
       if (typeof alongside !== 'function') alongside?.catch(() => undefined); // its failure is this wait's, reported below
       return Promise.reject(new SluiceError('QueueModule is shutting down; no new waits'));
@@ -117,9 +115,9 @@ export class RunWaiter implements BeforeApplicationShutdown {
       if (timeoutMs !== undefined) timers.push(setTimeout(() => (timedOut = true) && firstReadDone && expire(), timeoutMs));
       const backstop = () => timers.push(setTimeout(() => void reread().then(() => !done && backstop()), BACKSTOP_MS));
       const listening = Promise.all([this.listen(channel, onMessage), feed && this.listen(progressChannel!, feed.onMessage)]);
-      const createdAfterListening = typeof alongside === 'function' ? listening.then(() => alongside()) : Promise.all([listening, alongside]).then(() => false);
-      createdAfterListening
-        .then((created) => (created ? this.createdUnread(feed) : this.readOutcome(runId, feed)))
+      const started = typeof alongside === 'function' ? listening.then(() => alongside()) : Promise.all([listening, alongside]);
+      started
+        .then(() => this.readOutcome(runId, feed))
         .then((outcome) => {
           firstReadDone = true;
           if (outcome.settled) finish(() => resolve(outcome.result));
@@ -149,12 +147,6 @@ export class RunWaiter implements BeforeApplicationShutdown {
     if (state === 'completed') return { settled: true, result: decodePayload(result) };
     if (state === 'failed') throw new WorkflowFailedError(runId, workflow ?? undefined, decodePayload<RunErrorInfo>(error) ?? unknownError());
     if (state === 'cancelled') throw cancelledError(runId, decodePayload<RunErrorInfo>(error));
-    return { settled: false };
-  }
-
-  /** The first "read" of a run created after the subscription: nothing stored yet, no progress reported. */
-  private createdUnread(feed?: ProgressFeed): Outcome {
-    feed?.read(null, null);
     return { settled: false };
   }
 
