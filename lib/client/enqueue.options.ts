@@ -36,6 +36,9 @@ export interface EnqueueOptions {
   runTimeoutMs?: number;
 }
 
+/** The keys of {@link EnqueueOptions}: any other is refused, or a typo (`delayMs`) would be ignored silently. */
+const ENQUEUE_OPTIONS: readonly string[] = ['id', 'delay', 'runAt', 'priority', 'group', 'attempts', 'runTimeoutMs'];
+
 /** A validated enqueue, ready to become script arguments. */
 export interface EnqueueRequest {
   id: string;
@@ -50,15 +53,23 @@ export interface EnqueueRequest {
   runTimeoutMs?: number;
 }
 
-/** Checks everything about one enqueue before any Redis call; throws the matching typed error. */
+/**
+ * Checks everything about one enqueue before any Redis call; throws the matching typed error.
+ * @param otherOptions keys the caller's options may hold besides the enqueue's (`run()`'s wait options)
+ */
 export function buildEnqueueRequest(
   workflow: { name: string; attempts: number },
   input: unknown,
   opts: EnqueueOptions | undefined,
   maxPayloadBytes: number,
+  otherOptions: readonly string[] = [],
 ): EnqueueRequest {
   if (opts !== undefined && (opts === null || typeof opts !== 'object')) throw new InvalidOptionError('opts', 'must be an object');
   const options = opts ?? {};
+  for (const key in options) {
+    if (options[key as keyof EnqueueOptions] === undefined || ENQUEUE_OPTIONS.includes(key) || otherOptions.includes(key)) continue;
+    throw new InvalidOptionError(`opts.${key}`, `is not an option here (one of ${[...ENQUEUE_OPTIONS, ...otherOptions].join(', ')})`);
+  }
   let runAtMs: number | undefined;
   if (options.runAt !== undefined) {
     if (!(options.runAt instanceof Date) || Number.isNaN(options.runAt.getTime())) throw new InvalidOptionError('opts.runAt', 'must be a valid Date');

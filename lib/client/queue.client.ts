@@ -54,6 +54,9 @@ export interface WaitOptions {
   onProgress?: (value: unknown) => void;
 }
 
+/** The keys of {@link WaitOptions}, which `run()` takes besides the enqueue's. */
+const WAIT_OPTIONS: readonly string[] = ['timeoutMs', 'onProgress'];
+
 /**
  * A workflow given by its class or by a contract from `defineWorkflow` (types inferred), or by
  * its name (typed `unknown`). A name or contract that no `@Workflow` of this process declares must
@@ -152,7 +155,7 @@ export class QueueClient {
     if (opts?.timeoutMs !== undefined) checkTimeout(opts.timeoutMs);
     checkOnProgress(opts?.onProgress);
     const target = this.registry.resolve(workflow);
-    const request = buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes);
+    const request = buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes, WAIT_OPTIONS);
     if (!target.known) await this.fleet.confirm(target.name, 'run');
     // Refused before anything is written: a caller retrying with a fresh id must not duplicate work.
     if (this.waiter.closed) throw new SluiceError('QueueModule is shutting down; run() was refused before enqueueing');
