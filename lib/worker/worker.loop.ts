@@ -1,5 +1,4 @@
 import { Logger } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
 import { RedisConnectionError, SluiceError } from '../errors';
 import { jitteredPause } from '../util/retry';
 import { OutageLog } from '../util/outage-log';
@@ -13,6 +12,7 @@ import { telemetryApi } from '../telemetry/otel.loader';
 import { newCallId, Refill, RunCommits } from './run.commits';
 import type { RunExecutor } from './run.executor';
 import type { RunEvents } from './run.events';
+import { PARK_SLACK_MS, ParkAnnouncer } from './park.announcer';
 import { parseStalled, reportStalled } from './stall.report';
 
 /** Most runs one reserve call claims: Lua runs single-threaded, so one wake must never stall Redis. */
@@ -39,8 +39,6 @@ const REDIS_TIMEOUT_RESOLUTION_MS = 100;
  * by then, costs no extra call (its commit would otherwise queue behind the renewal).
  */
 const HANDOFF_REFRESH_MS = 50;
-/** How long a park announcement outlives the block it announces. */
-const PARK_SLACK_MS = 1_000;
 
 /** What a worker loop is built from (see WorkerOrchestrator). */
 export interface WorkerParts {
@@ -93,8 +91,8 @@ export class WorkerLoop {
   private readonly executor: RunExecutor;
   /** Wake list key → workflow name. */
   private readonly wakeKeys: Map<string, string>;
-  /** How this worker announces itself as parked: an id, and its lease length for handoffs. */
-  private readonly workerId: string;
+  /** How this worker announces itself as parked (see ParkAnnouncer). */
+  private readonly park: ParkAnnouncer;
   private lastStallScan = 0;
   private lastReserveAt = 0;
   /** Slots promised to complete calls in flight that refill them (see {@link refill}). */
@@ -115,11 +113,6 @@ export class WorkerLoop {
   /** When the next delayed run or schedule fire is due (local clock), from the latest reserve: a saturated worker reserves by then. */
   private nextDueAt = Infinity;
   /**
-   * Until when (local clock) this worker's latest park announcement holds, 0 once an enqueue took
-   * it by handing a run over: a live one is not announced again.
-   */
-  private parkedUntil = 0;
-  /**
    * A complete call's refill came up short and announced the park: the lanes were just found
    * empty, so the next wake blocks at once instead of reserving first (see {@link tick}).
    */
@@ -133,7 +126,7 @@ export class WorkerLoop {
     const refill = { take: (runs: number) => this.takeRefill(runs), settle: (claims: Claim[], promised: number, parked: boolean) => this.settleRefill(claims, promised, parked) };
     this.executor = parts.makeExecutor(new RunCommits(parts.scripts, parts.keys, parts.options, refill));
     this.wakeKeys = new Map(parts.workflows.map((wf) => [parts.keys.wake(wf), wf]));
-    this.workerId = `${randomUUID()}:${parts.options.worker.lockMs}`;
+    this.park = new ParkAnnouncer(parts.scripts, parts.keys, parts.workflows, parts.options.worker.lockMs, Math.min(parts.options.worker.stalledIntervalMs, MAX_BLOCK_MS));
   }
 
   start(): void {
@@ -149,7 +142,7 @@ export class WorkerLoop {
     this.active.interrupt();
     // Withdraw the park announcement first (an entry that expires at once), so no enqueue hands
     // this worker a run it will not take.
-    await this.announcePark(-1, STOP_GRACE_MS).catch(() => undefined);
+    await this.park.announce(-1, STOP_GRACE_MS).catch(() => undefined);
     // A blocked read must end without popping anything: only closing its connection does that.
     this.connections.blocking.abortAll(new SluiceError('worker stopping'));
     this.connections.blocking.replace('worker stopping', true);
@@ -217,12 +210,6 @@ export class WorkerLoop {
     return true;
   }
 
-  /** Tells enqueues this worker is about to block on its workflows, for `validForMs`. */
-  private announcePark(validForMs: number, timeoutMs?: number): Promise<unknown> {
-    this.parkedUntil = Date.now() + validForMs;
-    return this.scripts.run('park', [this.keys.leases], [this.keys.base, this.workerId, validForMs, ...this.workflows], { idempotent: true, timeoutMs });
-  }
-
   /** Slots of the local semaphore neither running a run nor promised to a refill in flight. */
   private freeSlots(): number {
     return this.options.worker.concurrency - this.active.size - this.refilling;
@@ -237,7 +224,7 @@ export class WorkerLoop {
     const keys = [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.stallGate, this.keys.call(this.reserveCallId)];
     const head = [
       this.keys.base, wanted, this.options.worker.lockMs, scan ? this.options.worker.stalledIntervalMs : 0,
-      this.options.worker.maxStalls, PROMOTE_CAP, this.options.defaults.resultTtlMs, this.workerId,
+      this.options.worker.maxStalls, PROMOTE_CAP, this.options.defaults.resultTtlMs, this.park.entry,
     ];
     const repeat = this.reserveFailed;
     this.reserveFailed = true; // until the reply arrives: the next reserve may repeat this one
@@ -282,22 +269,16 @@ export class WorkerLoop {
     const count = this.stopping ? 0 : runs;
     this.refilling += count;
     // Not parked (an enqueue took the announcement, or none was made): a short refill announces it.
-    const park = count > 0 && this.parkedUntil <= Date.now() ? { entry: this.workerId, ttlMs: this.parkTtlMs() } : undefined;
-    return { count, workflows: this.rotatedWorkflows(), park };
+    return { count, workflows: this.rotatedWorkflows(), park: count > 0 ? this.park.forCommit() : undefined };
   }
 
   private settleRefill(claims: Claim[], promised: number, parked: boolean): void {
     if (parked) {
-      this.parkedUntil = Date.now() + this.parkTtlMs();
+      this.park.announcedByCommit();
       this.parkedByCommit = true;
     }
     claims.forEach((claim) => this.launch(claim));
     this.refilling -= promised;
-  }
-
-  /** How long a park announced by a complete call holds: its longest block, and the slack. */
-  private parkTtlMs(): number {
-    return Math.min(this.options.worker.stalledIntervalMs, MAX_BLOCK_MS) + PARK_SLACK_MS;
   }
 
   /** Each call starts the round-robin at the next workflow, so none is always served first. */
@@ -344,8 +325,8 @@ export class WorkerLoop {
     // Announce the park alongside the block (order does not matter: a handoff pushed before the
     // BLPOP starts is popped at once), so the enqueue fast path knows to hand runs over; unless
     // an announcement still holds for the whole block (a complete call made it).
-    if (this.parkedUntil < Date.now() + timeoutMs + PARK_SLACK_MS / 2) {
-      this.announcePark(timeoutMs + PARK_SLACK_MS).catch((error: Error) => this.failures.warn(`Park announcement failed: ${error.message}`));
+    if (!this.park.holdsFor(timeoutMs)) {
+      this.park.announce(timeoutMs + PARK_SLACK_MS).catch((error: Error) => this.failures.warn(`Park announcement failed: ${error.message}`));
     }
     let popped: [string, string] | null;
     try {
@@ -363,7 +344,7 @@ export class WorkerLoop {
     if (!popped) return undefined;
     // A handoff means the enqueue withdrew this worker's announcement (a marker leaves it be, but
     // the reserve that follows may fill the slots: announce again at the next block).
-    this.parkedUntil = 0;
+    this.park.taken();
     return parseHandoff(this.wakeKeys.get(popped[0])!, popped[1]);
   }
 }

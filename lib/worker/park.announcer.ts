@@ -1,0 +1,61 @@
+import { randomUUID } from 'node:crypto';
+import type { LuaScripts } from '../redis/lua.scripts';
+import type { RedisKeys } from '../redis/redis.keys';
+
+/** How long a park announcement outlives the block it announces. */
+export const PARK_SLACK_MS = 1_000;
+
+/**
+ * A worker's park announcements (lua/park.lua), which tell the enqueue fast path that a run can
+ * be handed straight to this worker. Announced by a park call before the worker blocks, or by
+ * the complete call whose refill came up short (see lua/complete.lua); withdrawn by an enqueue
+ * that hands a run over. Remembers until when the latest one holds, so a live one is not
+ * announced again.
+ */
+export class ParkAnnouncer {
+  /** The worker's id in the parked sets, ending in its lease length (a handoff gets that lease). */
+  readonly entry: string;
+  /** Until when (local clock) the latest announcement holds; 0 once an enqueue took it. */
+  private parkedUntil = 0;
+
+  constructor(
+    private readonly scripts: LuaScripts,
+    private readonly keys: RedisKeys,
+    private readonly workflows: string[],
+    lockMs: number,
+    /** How long an announcement made by a complete call holds: the worker's longest block. */
+    private readonly longestBlockMs: number,
+  ) {
+    this.entry = `${randomUUID()}:${lockMs}`;
+  }
+
+  /** Announces the worker parked for `validForMs` (negative: withdraws it). */
+  announce(validForMs: number, timeoutMs?: number): Promise<unknown> {
+    this.parkedUntil = Date.now() + validForMs;
+    return this.scripts.run('park', [this.keys.leases], [this.keys.base, this.entry, validForMs, ...this.workflows], { idempotent: true, timeoutMs });
+  }
+
+  /** Whether the latest announcement still holds through a block of `blockMs` from now. */
+  holdsFor(blockMs: number): boolean {
+    return this.parkedUntil >= Date.now() + blockMs + PARK_SLACK_MS / 2;
+  }
+
+  /** What a complete call needs to announce the park itself, if none holds now. */
+  forCommit(): { entry: string; ttlMs: number } | undefined {
+    return this.parkedUntil <= Date.now() ? { entry: this.entry, ttlMs: this.commitTtlMs() } : undefined;
+  }
+
+  /** A complete call announced it (its refill came up short). */
+  announcedByCommit(): void {
+    this.parkedUntil = Date.now() + this.commitTtlMs();
+  }
+
+  /** An enqueue handed this worker a run: it withdrew the announcement. */
+  taken(): void {
+    this.parkedUntil = 0;
+  }
+
+  private commitTtlMs(): number {
+    return this.longestBlockMs + PARK_SLACK_MS;
+  }
+}
