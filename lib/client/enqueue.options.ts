@@ -3,6 +3,7 @@ import { InvalidOptionError } from '../errors';
 import { encodePayload } from '../redis/payload.codec';
 import { checkInteger, Duration, toMilliseconds } from '../util/duration';
 import { checkId, checkName } from '../util/names';
+import { checkOptionKeys } from '../util/option-keys';
 import { MAX_TIMER_MS } from '../workflow/step.options';
 
 /** Furthest a run can be scheduled ahead, as for `delay`. */
@@ -36,7 +37,7 @@ export interface EnqueueOptions {
   runTimeoutMs?: number;
 }
 
-/** The keys of {@link EnqueueOptions}: any other is refused, or a typo (`delayMs`) would be ignored silently. */
+/** The keys of {@link EnqueueOptions}: any other is refused (see checkOptionKeys). */
 const ENQUEUE_OPTIONS: readonly string[] = ['id', 'delay', 'runAt', 'priority', 'group', 'attempts', 'runTimeoutMs'];
 
 /** A validated enqueue, ready to become script arguments. */
@@ -66,10 +67,7 @@ export function buildEnqueueRequest(
 ): EnqueueRequest {
   if (opts !== undefined && (opts === null || typeof opts !== 'object')) throw new InvalidOptionError('opts', 'must be an object');
   const options = opts ?? {};
-  for (const key in options) {
-    if (options[key as keyof EnqueueOptions] === undefined || ENQUEUE_OPTIONS.includes(key) || otherOptions.includes(key)) continue;
-    throw new InvalidOptionError(`opts.${key}`, `is not an option here (one of ${[...ENQUEUE_OPTIONS, ...otherOptions].join(', ')})`);
-  }
+  checkOptionKeys(options, otherOptions.length === 0 ? ENQUEUE_OPTIONS : [...ENQUEUE_OPTIONS, ...otherOptions]);
   let runAtMs: number | undefined;
   if (options.runAt !== undefined) {
     if (!(options.runAt instanceof Date) || Number.isNaN(options.runAt.getTime())) throw new InvalidOptionError('opts.runAt', 'must be a valid Date');

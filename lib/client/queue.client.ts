@@ -31,6 +31,7 @@ import type { ScheduleInfo } from '../schedule/schedule-info';
 import { ListSchedulesOptions, SchedulePage, ScheduleStore } from '../schedule/schedule.store';
 import { telemetryApi, type OtelApi } from '../telemetry/otel.loader';
 import { captureTrace } from '../telemetry/trace.carrier';
+import { checkOptionKeys } from '../util/option-keys';
 
 /** A handle on an enqueued run. */
 export interface RunHandle<Out = unknown> {
@@ -174,6 +175,7 @@ export class QueueClient {
    */
   async wait<T = unknown>(runId: string, opts?: WaitOptions): Promise<T> {
     checkId(runId, 'runId');
+    checkOptionKeys(opts, WAIT_OPTIONS);
     if (opts?.timeoutMs !== undefined) checkTimeout(opts.timeoutMs);
     checkOnProgress(opts?.onProgress);
     return (await this.waiter.wait(runId, opts?.timeoutMs, undefined, opts?.onProgress)) as T;

@@ -1,6 +1,7 @@
 import type { AttemptJournal } from './attempt.journal';
 import { buildEnqueueRequest, type EnqueueRequest } from '../client/enqueue.options';
-import { ChildRunConflictError, InvalidOptionError, LeaseLostError, UnknownWorkflowError } from '../errors';
+import { checkOptionKeys } from '../util/option-keys';
+import { ChildRunConflictError, LeaseLostError, UnknownWorkflowError } from '../errors';
 import type { WorkflowRegistry } from '../discovery/workflow.registry';
 import type { ResolvedQueueOptions } from '../queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
@@ -11,7 +12,7 @@ import { commitPolicy } from './run.commits';
 import type { SuspendReply, SuspendRequest, WaitPort } from './run.waits';
 import type { Placed } from './step.recorder';
 
-const INVOKE_OPTIONS = new Set(['id', 'priority', 'group', 'attempts']);
+const INVOKE_OPTIONS: readonly string[] = ['id', 'priority', 'group', 'attempts'];
 
 /**
  * A claimed run's waits against Redis: lua/suspend.lua, sent under the worker's commit policy
@@ -59,11 +60,7 @@ export class RedisWaitPort implements WaitPort {
   }
 
   childRequest(workflow: unknown, input: unknown, opts: InvokeOptions | undefined): EnqueueRequest {
-    if (opts !== undefined && opts !== null && typeof opts === 'object') {
-      for (const key of Object.keys(opts)) {
-        if (!INVOKE_OPTIONS.has(key)) throw new InvalidOptionError(`ctx.invoke opts.${key}`, `is not an invoke option (one of ${[...INVOKE_OPTIONS].join(', ')})`);
-      }
-    }
+    checkOptionKeys(opts, INVOKE_OPTIONS, 'ctx.invoke opts');
     const target = this.registry.resolve(workflow as Parameters<WorkflowRegistry['resolve']>[0]);
     return buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes);
   }

@@ -95,6 +95,7 @@ describe('bad input through QueueClient', () => {
     ['get() with an id with braces', () => t.client.get('{x}'), InvalidNameError],
     ['wait() with an id with a space', () => t.client.wait('a b'), InvalidNameError],
     ['wait() with a negative timeout', () => t.client.wait('some-id', { timeoutMs: -5 }), InvalidOptionError],
+    ['wait() with an unknown option', () => t.client.wait('some-id', { timeout: 5 } as never), InvalidOptionError],
   ];
 
   it.each(cases)('rejects %s with a typed error', async (_label, call, type) => {
