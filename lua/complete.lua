@@ -34,8 +34,8 @@
   ARGV[10+W+4S ..] per run, four values: run id, lease token, encoded result ('' = undefined),
           the attempt's journal '<slot> <json>' or '' (see hsetRun in common.lua)
   Reply: { { { per run: 1 completed | 0 lease lost }, { per step: 1 saved | 0 lease lost },
-           1 if the caller was announced parked | 0 }, claims… } with claims as in claim.lua (with the extras if asked for); a lost lease
-           writes nothing
+           1 if the caller was announced parked | 0 }, claims… } with claims as in claim.lua
+           (with the extras if asked for); a lost lease writes nothing
 ]]
 -- @include common
 -- @include waits

@@ -38,7 +38,7 @@ export interface EnqueueOptions {
 }
 
 /** The keys of {@link EnqueueOptions}: any other is refused (see checkOptionKeys). */
-const ENQUEUE_OPTIONS: readonly string[] = ['id', 'delay', 'runAt', 'priority', 'group', 'attempts', 'runTimeoutMs'];
+export const ENQUEUE_OPTIONS: readonly string[] = ['id', 'delay', 'runAt', 'priority', 'group', 'attempts', 'runTimeoutMs'];
 
 /** A validated enqueue, ready to become script arguments. */
 export interface EnqueueRequest {
@@ -56,18 +56,18 @@ export interface EnqueueRequest {
 
 /**
  * Checks everything about one enqueue before any Redis call; throws the matching typed error.
- * @param otherOptions keys the caller's options may hold besides the enqueue's (`run()`'s wait options)
+ * @param allowed the keys `opts` may hold: the enqueue's, and for `run()` its wait options too
  */
 export function buildEnqueueRequest(
   workflow: { name: string; attempts: number },
   input: unknown,
   opts: EnqueueOptions | undefined,
   maxPayloadBytes: number,
-  otherOptions: readonly string[] = [],
+  allowed: readonly string[] = ENQUEUE_OPTIONS,
 ): EnqueueRequest {
   if (opts !== undefined && (opts === null || typeof opts !== 'object')) throw new InvalidOptionError('opts', 'must be an object');
   const options = opts ?? {};
-  checkOptionKeys(options, otherOptions.length === 0 ? ENQUEUE_OPTIONS : [...ENQUEUE_OPTIONS, ...otherOptions]);
+  checkOptionKeys(options, allowed);
   let runAtMs: number | undefined;
   if (options.runAt !== undefined) {
     if (!(options.runAt instanceof Date) || Number.isNaN(options.runAt.getTime())) throw new InvalidOptionError('opts.runAt', 'must be a valid Date');

@@ -14,7 +14,7 @@ import { checkInteger } from '../util/duration';
 import { checkId } from '../util/names';
 import type { WorkflowClass, WorkflowInput, WorkflowOutput } from '../workflow/workflow.types';
 import type { Jsonified } from '../workflow/json.roundtrip';
-import { buildEnqueueRequest, EnqueueOptions, EnqueueRequest } from './enqueue.options';
+import { buildEnqueueRequest, ENQUEUE_OPTIONS, EnqueueOptions, EnqueueRequest } from './enqueue.options';
 import { EnqueueBatcher } from './enqueue.batcher';
 import { enqueueArgs, enqueueChunks, enqueueKeys, enqueueManyArgs, enqueueManyKeys, EnqueueSettings, newNonce } from './enqueue.script';
 import { activateGroups, checkLimit, EVERY_GROUP, LimitTarget, limitField, Limits } from './limits';
@@ -55,8 +55,9 @@ export interface WaitOptions {
   onProgress?: (value: unknown) => void;
 }
 
-/** The keys of {@link WaitOptions}, which `run()` takes besides the enqueue's. */
+/** The keys of {@link WaitOptions}; `run()` takes them besides the enqueue's. */
 const WAIT_OPTIONS: readonly string[] = ['timeoutMs', 'onProgress'];
+const RUN_OPTIONS: readonly string[] = [...ENQUEUE_OPTIONS, ...WAIT_OPTIONS];
 
 /**
  * A workflow given by its class or by a contract from `defineWorkflow` (types inferred), or by
@@ -156,7 +157,7 @@ export class QueueClient {
     if (opts?.timeoutMs !== undefined) checkTimeout(opts.timeoutMs);
     checkOnProgress(opts?.onProgress);
     const target = this.registry.resolve(workflow);
-    const request = buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes, WAIT_OPTIONS);
+    const request = buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes, RUN_OPTIONS);
     if (!target.known) await this.fleet.confirm(target.name, 'run');
     // Refused before anything is written: a caller retrying with a fresh id must not duplicate work.
     if (this.waiter.closed) throw new SluiceError('QueueModule is shutting down; run() was refused before enqueueing');
