@@ -1,23 +1,12 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import type { ChainableCommander, Redis } from 'ioredis';
+import { Logger } from '@nestjs/common';
+import type { ChainableCommander, Cluster, Redis } from 'ioredis';
 import type { CallOptions, RedisLink } from './redis.link';
 import type { RedisKeys } from './redis.keys';
 import { clusterRedirect } from './cluster/cluster.redirects';
+import { luaLibrary, type LuaLibrary } from './lua.library';
+import { scriptNames, loadScript, type LuaScript, type ScriptName } from './lua.source';
 
-/** Where the scripts live, both from `lib/redis` (ts-node, tests) and `dist/redis` (published). */
-export const LUA_DIR = join(__dirname, '..', '..', 'lua');
-
-export type ScriptName = 'activate-groups' | 'migrate-group-due' | 'migrate-lock' | 'enqueue' | 'enqueue-many' | 'reserve' | 'complete' | 'fail' | 'save-steps' | 'extend-leases' | 'release' | 'declare-limits' | 'park' | 'set-limits' | 'stats' | 'watch' | 'cancel' | 'set-control' | 'progress' | 'schedule-write' | 'schedule-control' | 'schedule-plan' | 'schedule-list' | 'migrate-schedule-index' | 'list-runs' | 'retry' | 'remove' | 'suspend' | 'signal' | 'send-event';
-
-export interface LuaScript {
-  name: ScriptName;
-  /** The command name registered with ioredis: `sluice_` + the file name. */
-  command: string;
-  /** Every key it declares, the two slot-guard keys (the last two) included. */
-  numberOfKeys: number;
-  source: string;
-}
+export { LUA_DIR, loadScript, scriptNames, type LuaScript, type ScriptName } from './lua.source';
 
 /**
  * The slot guard: every script declares, after its own keys, two keys of the namespace that never
@@ -31,44 +20,36 @@ export interface LuaScript {
  */
 export const SLOT_GUARD_KEYS = 2;
 
-/**
- * Reads `lua/<name>.lua`, inlines `-- @include <file>` lines from `lua/includes/`, and takes the
- * key count from the header's highest `KEYS[n]`, so the header is the single source of truth.
- * Every script starts with `#!lua` and the Redis 7 flags it needs: `no-writes` for the readers,
- * `allow-oom` for the scripts that free memory (they must work when memory is full); the others
- * are refused whole, before they run, while Redis is out of memory.
- */
-export function loadScript(name: string, dir = LUA_DIR): LuaScript {
-  const raw = readFileSync(join(dir, `${name}.lua`), 'utf8');
-  const source = raw.replace(/^-- @include (\S+)\s*$/gm, (_, include: string) => readFileSync(join(dir, 'includes', `${include}.lua`), 'utf8'));
-  const header = /^#!lua[^\n]*\n--\[\[([\s\S]*?)\]\]/.exec(raw)?.[1];
-  if (!header || !/Reply:/.test(header)) throw new Error(`lua/${name}.lua must start with #!lua and a --[[ … ]] header listing KEYS, ARGV and the Reply`);
-  const keyNumbers = [...header.matchAll(/KEYS\[(\d+)\]/g)].map((m) => Number(m[1]));
-  const numberOfKeys = Math.max(0, ...keyNumbers);
-  if (!new RegExp(`KEYS\\[${numberOfKeys - 1}\\], KEYS\\[${numberOfKeys}\\] the slot guard`).test(header)) {
-    throw new Error(`lua/${name}.lua: its header's last two KEYS must be the slot guard (see SLOT_GUARD_KEYS)`);
-  }
-  return { name: name as ScriptName, command: `sluice_${name.replace(/-/g, '_')}`, numberOfKeys, source };
-}
-
-/** Every script file in `lua/` (not the includes). */
-export function scriptNames(dir = LUA_DIR): string[] {
-  return readdirSync(dir)
-    .filter((file) => file.endsWith('.lua'))
-    .map((file) => file.slice(0, -'.lua'.length))
-    .sort();
-}
-
 type Arg = string | number;
+type Caller = Record<string, (...args: Arg[]) => Promise<unknown>>;
+
+/** FCALL of a function the server does not hold (never loaded, `FUNCTION FLUSH`, a restart without persistence). */
+const FUNCTION_MISSING = /^ERR Function not found/;
+/**
+ * Replies refusing FUNCTION LOAD or FCALL itself (an ACL, a proxy without them): the scripts go
+ * through EVALSHA instead. Only these: a NOPERM raised by a command inside a function that ran
+ * (a channel the user may not publish to…) means it ran up to there, and must not run again.
+ */
+const FUNCTIONS_REFUSED = /^(NOPERM .*'(fcall|function\|load)' command|ERR unknown (sub)?command '?(fcall|function|load)')/i;
 
 /**
- * Runs the scripts over the command link via ioredis `defineCommand` (on every connection the
- * link opens): EVALSHA, falling back to EVAL (which loads the script) on NOSCRIPT, e.g. after a
- * Redis restart or failover. Every call is bounded by the link (see {@link RedisLink}).
+ * Runs the scripts over the command link, every call bounded by the link (see {@link RedisLink}).
+ *
+ * They are called as the functions of one library ({@link LuaLibrary}) with `FCALL`. A call the
+ * server answers "Function not found" (its first on a new server, or after a restart without
+ * persistence) loads the library (`FUNCTION LOAD`, on every master of a cluster; another
+ * process's concurrent load is as good) and is sent again: it never ran. Where the library cannot
+ * be loaded — an ACL user without `FUNCTION LOAD` or `FCALL`, a proxy without them — the scripts
+ * run as before through ioredis `defineCommand` (EVALSHA, falling back to EVAL on NOSCRIPT), from
+ * then on (logged once), or for that call only if the load was refused for a passing reason (out
+ * of memory, where the scripts flagged `allow-oom` must still run).
  */
 export class LuaScripts {
   private readonly scripts = new Map<ScriptName, LuaScript>();
   private readonly guard: string[];
+  private readonly library: LuaLibrary;
+  private functions = true;
+  private readonly loading = new WeakMap<object, Promise<boolean>>();
 
   /** @param sharded on a Redis Cluster: the scripts publish on sharded channels (see RedisKeys.slotGuard). */
   constructor(
@@ -81,6 +62,7 @@ export class LuaScripts {
       const script = loadScript(name);
       this.scripts.set(script.name, script);
     }
+    this.library = luaLibrary();
     link.onCreate((redis) => this.scripts.forEach((script) => redis.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.source })));
   }
 
@@ -92,7 +74,20 @@ export class LuaScripts {
     const script = this.get(name, keys);
     return this.link.call(
       name,
-      (redis, retry) => (redis as unknown as Record<string, (...a: Arg[]) => Promise<T>>)[script.command](...keys, ...this.guard, ...(typeof args === 'function' ? args(retry) : args)),
+      async (redis, retry) => {
+        const argv = [...keys, ...this.guard, ...(typeof args === 'function' ? args(retry) : args)];
+        if (this.functions) {
+          try {
+            return (await this.fcall(redis, script, argv)) as T;
+          } catch (error) {
+            const message = (error as Error).message;
+            if (FUNCTIONS_REFUSED.test(message)) this.fallBack(error as Error);
+            else if (!FUNCTION_MISSING.test(message)) throw error;
+            else if ((await this.load(redis)) && this.functions) return (await this.fcall(redis, script, argv)) as T;
+          }
+        }
+        return (await (redis as unknown as Caller)[script.command](...argv)) as T;
+      },
       options,
     );
   }
@@ -100,15 +95,15 @@ export class LuaScripts {
   /**
    * Runs `build`'s pipeline of scripts as one bounded call (see {@link queue}). On a cluster, a
    * pipeline a node redirected in part (its slot started migrating halfway) is sent again whole,
-   * so it must hold only calls whose repetition is harmless (enqueueMany: run ids).
+   * so it must hold only calls whose repetition is harmless (enqueueMany: run ids); so is one whose
+   * functions were missing, once the library is loaded.
    */
   pipeline(operation: string, build: (pipeline: ChainableCommander) => void, options: CallOptions & { idempotent: true }): Promise<[Error | null, unknown][]> {
     return this.link.call(
       operation,
       async (redis: Redis) => {
-        const pipeline = redis.pipeline();
-        build(pipeline);
-        const replies = ((await pipeline.exec()) ?? []) as [Error | null, unknown][];
+        let replies = await this.exec(redis, build);
+        if (replies.some(([error]) => error && FUNCTION_MISSING.test(error.message)) && (await this.load(redis))) replies = await this.exec(redis, build);
         const redirect = replies.map(([error]) => error && clusterRedirect(error, redis)).find(Boolean);
         if (redirect) throw redirect;
         return replies;
@@ -120,7 +115,54 @@ export class LuaScripts {
   /** Queues the script on a pipeline (one round trip for many calls, e.g. `enqueueMany`). */
   queue(pipeline: ChainableCommander, name: ScriptName, keys: string[], args: Arg[]): void {
     const script = this.get(name, keys);
-    (pipeline as unknown as Record<string, (...a: Arg[]) => unknown>)[script.command](...keys, ...this.guard, ...args);
+    const argv = [...keys, ...this.guard, ...args];
+    if (this.functions) pipeline.fcall(this.library.functionName(name), script.numberOfKeys, ...argv);
+    else (pipeline as unknown as Caller)[script.command](...argv);
+  }
+
+  private async exec(redis: Redis, build: (pipeline: ChainableCommander) => void): Promise<[Error | null, unknown][]> {
+    const pipeline = redis.pipeline();
+    build(pipeline);
+    return ((await pipeline.exec()) ?? []) as [Error | null, unknown][];
+  }
+
+  private fcall(redis: Redis, script: LuaScript, argv: Arg[]): Promise<unknown> {
+    return redis.fcall(this.library.functionName(script.name), script.numberOfKeys, ...argv);
+  }
+
+  /**
+   * Loads the library where `redis` sends its calls (every master of a cluster); concurrent calls
+   * share one load. Resolves true if it is there now, false if the call should go through EVALSHA.
+   */
+  private load(redis: Redis | Cluster): Promise<boolean> {
+    let pending = this.loading.get(redis);
+    if (!pending) {
+      const nodes = 'isCluster' in redis && redis.isCluster ? (redis as Cluster).nodes('master') : [redis as Redis];
+      pending = Promise.all(nodes.map((node) => this.loadOn(node)))
+        .then(() => true)
+        .catch((error: Error) => {
+          if (FUNCTIONS_REFUSED.test(error.message)) this.fallBack(error);
+          else if (!/^OOM /.test(error.message)) throw error;
+          return false;
+        })
+        .finally(() => this.loading.delete(redis));
+      this.loading.set(redis, pending);
+    }
+    return pending;
+  }
+
+  private async loadOn(node: Redis): Promise<void> {
+    try {
+      await node.call('FUNCTION', 'LOAD', this.library.code);
+    } catch (error) {
+      if (!/already exists/.test((error as Error).message)) throw error;
+    }
+  }
+
+  private fallBack(error: Error): void {
+    if (!this.functions) return;
+    this.functions = false;
+    new Logger('Sluice').warn(`Redis refused the Lua function library (${error.message}); the scripts run through EVALSHA instead, which costs Redis more per call. Grant FUNCTION LOAD and FCALL to use it.`);
   }
 
   private get(name: ScriptName, keys: string[]): LuaScript {

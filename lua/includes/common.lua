@@ -482,7 +482,7 @@ end
 
 -- Set by lua/includes/waits.lua, which every script that finishes runs includes: delivers a
 -- child run's outcome to its parent (see finishRun).
-local onChildFinished = nil
+local onChildFinished
 
 -- Bytes of a journal per hash field: under Redis's hash-max-listpack-value (64), so a run's hash
 -- keeps its compact encoding (one 119-byte field made it a hashtable: 424 -> 1,440 bytes a run).

@@ -117,7 +117,7 @@ describe('a worker frozen past its lease, then thawed', () => {
     // Yet the zombie's token-checked writes reached Redis — the step result of `middle`, and the
     // completion of `end` — and were refused.
     const carries = (args: string[], ...values: string[]) => args.some((_, i) => values.every((v, j) => args[i + j] === v));
-    const scripts = seen.filter((args) => /^evalsha$|^eval$/i.test(args[0]));
+    const scripts = seen.filter((args) => /^fcall$|^evalsha$|^eval$/i.test(args[0]));
     expect(scripts.filter((args) => carries(args, middle.id, staleTokens.middle!, 'second#1'))).toHaveLength(1);
     const endWrites = scripts.filter((args) => args.some((_, i) => args[i] === end.id && args[i + 1] === staleTokens.end && (args[i + 2] ?? '').startsWith('{')));
     expect(endWrites).toHaveLength(1);

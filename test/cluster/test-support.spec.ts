@@ -131,7 +131,7 @@ describe('cluster-aware helpers on the shared cluster', () => {
       try {
         await scripts.run('set-limits', [keys.limits, keys.seq], [keys.base, 'wf:w', 5, 'w', '']);
         expect(await redis.hget(keys.limits, 'wf:w')).toBe('5');
-        const call = await monitor.next((args) => /^evalsha$|^eval$/.test(args[0]) && args.includes(keys.limits));
+        const call = await monitor.next((args) => /^fcall$|^evalsha$|^eval$/.test(args[0]) && args.includes(keys.limits));
         expect(call).toEqual(expect.arrayContaining(keys.slotGuard(true)));
       } finally {
         await monitor.close();

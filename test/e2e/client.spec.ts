@@ -204,8 +204,8 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
 
   it('concurrent enqueue() calls share script calls; one id enqueued by several at once is created once', async () => {
     const base = `{sluice:${namespace}}:`;
-    const isChunkCall = (args: string[]) => args[0] === 'evalsha' && args[2] === '5' && args[3] === `${base}leases`;
-    await t.client.enqueueMany(EchoWorkflow, [{ input: { value: 0 } }]); // the chunk script is loaded on the connection
+    const isChunkCall = (args: string[]) => args[0] === 'fcall' && args[2] === '5' && args[3] === `${base}leases`;
+    await t.client.enqueueMany(EchoWorkflow, [{ input: { value: 0 } }]); // the function library is loaded (a first call on a new server loads it)
     const monitor = await monitorCommands(namespace);
     try {
       const shared = unique('shared');
@@ -234,10 +234,10 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
 
   it('enqueueMany stores a batch in one script call per chunk of 500 runs, each run as enqueue() would', async () => {
     const existing = (await t.client.enqueue(EchoWorkflow, { value: -1 })).id;
-    // Loads the script on the connection first: a first call is an EVALSHA refused, then an EVAL.
+    // Loads the function library first: a first call on a new server is refused, the library loads, the call goes again.
     await t.client.enqueueMany(EchoWorkflow, [{ input: { value: -2 }, opts: { delay: 60_000 } }]);
     const base = `{sluice:${namespace}}:`;
-    const isChunkCall = (args: string[]) => args[0] === 'evalsha' && args[2] === '5' && args[3] === `${base}leases` && args[9] === 'client.echo';
+    const isChunkCall = (args: string[]) => args[0] === 'fcall' && args[2] === '5' && args[3] === `${base}leases` && args[9] === 'client.echo';
     const items = Array.from({ length: 1_201 }, (_, i) => ({
       input: { value: i },
       opts: i === 600 ? { id: existing } : i % 100 === 1 ? { priority: 5 } : i % 100 === 2 ? { delay: 60_000 } : i % 100 === 3 ? { group: 'tenant-a' } : undefined,

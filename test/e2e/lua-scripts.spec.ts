@@ -86,7 +86,7 @@ describe('lua scripts', () => {
     expect(() => loadScript('common', join(LUA_DIR, 'includes'))).toThrow(/header/);
   });
 
-  it('registers every script as an ioredis command and runs one through EVALSHA/EVAL', async () => {
+  it('registers every script as an ioredis command (the EVALSHA path, where functions are refused) and runs one', async () => {
     const scripts = scriptsOn(redis);
     for (const name of ALL) {
       expect(typeof (redis as unknown as Record<string, unknown>)[`sluice_${name.replace(/-/g, '_')}`]).toBe('function');

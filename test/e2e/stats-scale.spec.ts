@@ -38,7 +38,7 @@ class GateW {
 }
 
 /** Commands the clients send themselves; every other command counted was run by a script. */
-const CLIENT_COMMANDS = new Set(['info', 'eval', 'evalsha', 'eval_ro', 'evalsha_ro', 'script', 'ping', 'client', 'hello', 'select', 'echo']);
+const CLIENT_COMMANDS = new Set(['info', 'eval', 'evalsha', 'eval_ro', 'evalsha_ro', 'script', 'fcall', 'fcall_ro', 'function', 'ping', 'client', 'hello', 'select', 'echo']);
 
 async function scriptRunCommands(admin: Redis): Promise<number> {
   let sum = 0;

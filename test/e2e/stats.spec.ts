@@ -128,7 +128,7 @@ describe('client.stats', () => {
     // This app's commands, and commands run by scripts (no script of this library scans).
     const window = seen.slice(0, seen.findIndex((c) => c.command === 'echo' && c.args[0] === 'stats-done') + 1);
     const ours = window.filter((c) => c.source === addr || c.source === 'lua');
-    expect(ours.filter((c) => c.source === addr).map((c) => c.command)).toEqual([expect.stringMatching(/^eval(sha)?$/), 'echo']);
+    expect(ours.filter((c) => c.source === addr).map((c) => c.command)).toEqual(['fcall', 'echo']);
     expect(ours.some((c) => c.source === 'lua' && c.args.includes(`{sluice:${ns}}:limits`))).toBe(true); // the script's reads were seen
     expect(ours.filter((c) => ['scan', 'keys', 'hscan', 'sscan', 'zscan'].includes(c.command))).toEqual([]);
   });

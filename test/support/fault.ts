@@ -27,11 +27,11 @@ export class ConnectionFaults {
     return this.admin.unpause();
   }
 
-  /** Waits until the connection named `name` is held by the pause with a script (`cmd=evalsha|eval`). */
+  /** Waits until the connection named `name` is held by the pause with a script (`cmd=fcall`, or `evalsha|eval` where functions are refused). */
   async heldScript(name: string, timeoutMs = 10_000): Promise<void> {
     await this.admin.clientsWhen(
       { namePrefix: name },
-      (clients) => clients.some((client) => /b/.test(client.flags) && /^eval/.test(client.cmd)),
+      (clients) => clients.some((client) => /b/.test(client.flags) && /^(fcall|eval)/.test(client.cmd)),
       `a script of ${name} held by the pause`,
       timeoutMs,
     );

@@ -268,7 +268,7 @@ export interface ClientInfo {
   /** 'normal' or 'pubsub' (from the flags: P = subscriber), or 'replica'/'master'. */
   type: 'normal' | 'pubsub' | 'replica' | 'master';
   flags: string;
-  /** The last command it ran, e.g. 'blpop', 'evalsha'. */
+  /** The last command it ran, e.g. 'blpop', 'fcall'. */
   cmd: string;
   fields: Record<string, string>;
 }

@@ -1,0 +1,112 @@
+import { createHash } from 'node:crypto';
+import { LUA_DIR, loadScript, readInclude, scriptNames, type LuaScript, type ScriptName } from './lua.source';
+
+/** The includes in the order the library inlines them: each uses only those before it. */
+const INCLUDE_ORDER = ['common', 'waits', 'claim', 'steps', 'enqueue', 'schedules'];
+
+/** A top-level `local a[, b] = <value>` of an include (a `local function` does not match). */
+const TOP_LEVEL_LOCAL = /^local ([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*) = (.*)$/gm;
+
+/**
+ * Every script as one Redis Functions library (`FUNCTION LOAD`, called with `FCALL`).
+ *
+ * Why: a script run with EVALSHA executes its whole text on every call, and the includes define
+ * about 80 helper closures before the script's own code starts; with the garbage they leave, that
+ * prologue was the largest single cost of the hot scripts (a complete call's Redis time fell by a
+ * fifth without it). A library's top level runs once, at load; each call runs only its script's body.
+ *
+ * How the scripts stay unchanged: the library declares `KEYS` and `ARGV` as locals that each
+ * function sets from its arguments before running its body (so the helpers read them as before),
+ * and an include's per-call state — a top-level `local` that is not an UPPER_CASE constant, such
+ * as the caches of limits read in this call — is declared bare at the top and given its initial
+ * value again at the start of every call of a script that includes it: no call sees another's.
+ *
+ * The library's name holds the hash of its code (`sluice_<hash>`), as do its function names, so
+ * the processes of two versions of Sluice sharing a server each call their own (rolling deploys).
+ */
+export interface LuaLibrary {
+  /** `sluice_<hash of the code>`. */
+  name: string;
+  /** The library's source, as sent to `FUNCTION LOAD`. */
+  code: string;
+  /** The name a script is called by with `FCALL`. */
+  functionName(script: ScriptName): string;
+}
+
+const built = new Map<string, LuaLibrary>();
+
+/** The library of the scripts in `dir`, built once per process. */
+export function luaLibrary(dir = LUA_DIR): LuaLibrary {
+  let library = built.get(dir);
+  if (!library) built.set(dir, (library = buildLibrary(scriptNames(dir).map((name) => loadScript(name, dir)), dir)));
+  return library;
+}
+
+export function buildLibrary(scripts: readonly LuaScript[], dir = LUA_DIR): LuaLibrary {
+  const includes = INCLUDE_ORDER.map((name) => perCallState(name, readInclude(name, dir)));
+  const resetters = includes.filter((include) => include.resets.length > 0);
+  const parts = [
+    'local KEYS, ARGV',
+    ...includes.map((include) => include.text),
+    ...resetters.map((include) => `local function ${resetName(include.name)}()\n${include.resets.join('\n')}\nend`),
+    'local bodies = {}',
+    ...scripts.map((script) => `bodies['${script.name}'] = function()\n${script.body}\nend`),
+    REGISTER,
+  ];
+  const registrations = scripts.map((script) => {
+    checkIncludeOrder(script);
+    const resets = script.includes.filter((name) => resetters.some((include) => include.name === name)).map(resetName);
+    return { script, resets };
+  });
+  const hash = createHash('sha1')
+    .update([...parts, ...registrations.map(({ script, resets }) => `${script.name}:${resets}:${script.flags}`)].join('\n'))
+    .digest('hex')
+    .slice(0, 16);
+  const name = `sluice_${hash}`;
+  const functionName = (script: ScriptName) => `${name}_${script.replace(/-/g, '_')}`;
+  const calls = registrations.map(
+    ({ script, resets }) => `register('${functionName(script.name)}', bodies['${script.name}'], { ${resets.join(', ')} }, { ${script.flags.map((flag) => `'${flag}'`).join(', ')} })`,
+  );
+  return { name, code: [`#!lua name=${name}`, ...parts, ...calls].join('\n'), functionName };
+}
+
+/** Registers one script's function: set KEYS and ARGV, reset its includes' per-call state, run its body. */
+const REGISTER = `local function register(name, body, resets, flags)
+  redis.register_function{ function_name = name, flags = flags, callback = function(keys, args)
+    KEYS, ARGV = keys, args
+    for i = 1, #resets do resets[i]() end
+    return body()
+  end }
+end`;
+
+function resetName(include: string): string {
+  return `resetCallState_${include}`;
+}
+
+/**
+ * Splits an include's per-call state from its constants: `local x = value` becomes `local x`,
+ * and `x = value` goes into the include's reset (see {@link LuaLibrary}).
+ */
+function perCallState(name: string, text: string): { name: string; text: string; resets: string[] } {
+  const resets: string[] = [];
+  const split = text.replace(TOP_LEVEL_LOCAL, (line, names: string, value: string) => {
+    const constant = names.split(/\s*,\s*/).every((n) => /^[A-Z][A-Z0-9_]*$/.test(n)) && !/\b(KEYS|ARGV)\b/.test(value);
+    if (constant) return line;
+    if (!balanced(value)) throw new Error(`lua/includes/${name}.lua: per-call state \`${names}\` must get its initial value on one line`);
+    resets.push(`${names} = ${value}`);
+    return `local ${names}`;
+  });
+  return { name, text: split, resets };
+}
+
+function balanced(value: string): boolean {
+  const count = (pattern: RegExp) => value.match(pattern)?.length ?? 0;
+  return count(/[({[]/g) === count(/[)}\]]/g);
+}
+
+function checkIncludeOrder(script: LuaScript): void {
+  const positions = script.includes.map((name) => INCLUDE_ORDER.indexOf(name));
+  if (positions.some((position, i) => position < 0 || (i > 0 && position < positions[i - 1]))) {
+    throw new Error(`lua/${script.name}.lua: includes ${script.includes.join(', ')}; the library knows ${INCLUDE_ORDER.join(', ')}, in that order`);
+  }
+}

@@ -1,0 +1,180 @@
+import 'reflect-metadata';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Test } from '@nestjs/testing';
+import Redis from 'ioredis';
+import { QueueClient, QueueModule, type QueueModuleOptions, Workflow } from '../../lib';
+import { buildLibrary, luaLibrary } from '../../lib/redis/lua.library';
+import { LUA_DIR, loadScript, scriptNames } from '../../lib/redis/lua.source';
+import { uniqueNamespace } from '../support/app';
+import { LogCapture } from '../support/log-capture';
+import { LocalRedis, startRedisServer } from '../support/redis-server';
+
+@Workflow('library.echo')
+class EchoWorkflow {
+  async run(input: { n: number }): Promise<number> {
+    return input.n;
+  }
+}
+
+/** A copy of lua/ to change, and the library built from it. */
+function withLuaCopy(change: (dir: string) => void): () => ReturnType<typeof buildLibrary> {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-lua-'));
+  cpSync(LUA_DIR, dir, { recursive: true });
+  change(dir);
+  return () => {
+    try {
+      return buildLibrary(scriptNames(dir).map((name) => loadScript(name, dir)), dir);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+}
+
+function edit(file: string, replace: (text: string) => string): void {
+  writeFileSync(file, replace(readFileSync(file, 'utf8')));
+}
+
+describe('the Lua function library', () => {
+  describe('as built from lua/', () => {
+    const library = luaLibrary();
+
+    it('registers every script under a name carrying the hash of the code, with its flags', () => {
+      expect(library.name).toMatch(/^sluice_[0-9a-f]{16}$/);
+      expect(library.code.split('\n', 1)[0]).toBe(`#!lua name=${library.name}`);
+      for (const name of scriptNames()) {
+        const { flags } = loadScript(name);
+        expect(library.functionName(name as never)).toBe(`${library.name}_${name.replace(/-/g, '_')}`);
+        const registration = library.code.split('\n').find((line) => line.startsWith(`register('${library.functionName(name as never)}', bodies['${name}'],`));
+        expect(registration).toBeDefined();
+        expect(registration).toMatch(new RegExp(`\\{ ${flags.map((flag) => `'${flag}'`).join(', ')} ?\\}\\)$`));
+      }
+    });
+
+    it("declares the includes' per-call state bare and sets it again at the start of each call; constants stay", () => {
+      expect(library.code).toMatch(/^local limitCache$/m);
+      expect(library.code).toMatch(/^local KEYS_LEASES$/m);
+      expect(library.code).toMatch(/^local turnNext, turnLast$/m);
+      const commonReset = /local function resetCallState_common\(\)\n([\s\S]*?)\nend/.exec(library.code)?.[1];
+      expect(commonReset).toContain('limitCache = {}');
+      expect(commonReset).toContain("KEYS_LEASES = ARGV[1] .. 'leases'");
+      expect(commonReset).toContain('turnNext, turnLast = 1, 0');
+      expect(commonReset).toContain('callNow = nil');
+      expect(library.code).toMatch(/^local MAX_PRIORITY = 1048575$/m);
+      expect(library.code).not.toMatch(/^MAX_PRIORITY = /m);
+      // Set once at load by waits.lua, so not reset per call.
+      expect(library.code).toMatch(/^local onChildFinished$/m);
+      expect(library.code).not.toMatch(/^onChildFinished = nil$/m);
+      // A script resets only the state of the includes it names.
+      expect(library.code).toContain(`register('${library.functionName('complete')}', bodies['complete'], { resetCallState_common, resetCallState_claim }, {  })`);
+      expect(library.code).toContain(`register('${library.functionName('watch')}', bodies['watch'], {  }, {  })`);
+    });
+
+    it('gets another name when any script changes, so two versions stand side by side on one server', () => {
+      const changed = withLuaCopy((dir) => edit(join(dir, 'watch.lua'), (text) => `${text}\n-- changed\n`))();
+      expect(changed.name).not.toBe(library.name);
+      expect(withLuaCopy(() => undefined)().name).toBe(library.name);
+    });
+
+    it('refuses per-call state whose initial value spans lines, and includes out of order', () => {
+      const spanning = withLuaCopy((dir) => edit(join(dir, 'includes', 'claim.lua'), (text) => `${text}\nlocal pending = {\n  1 }\n`));
+      expect(spanning).toThrow(/claim\.lua: per-call state `pending` must get its initial value on one line/);
+      const reordered = withLuaCopy((dir) => edit(join(dir, 'fail.lua'), (text) => text.replace('-- @include common\n-- @include waits', '-- @include waits\n-- @include common')));
+      expect(reordered).toThrow(/fail\.lua: includes waits, common/);
+    });
+  });
+
+  describe('on a server of its own', () => {
+    let server: LocalRedis;
+    let admin: Redis;
+
+    beforeAll(async () => {
+      server = await startRedisServer();
+      admin = new Redis(server.url);
+    });
+    afterAll(async () => {
+      admin?.disconnect();
+      await server?.stop();
+    });
+    beforeEach(async () => {
+      await admin.function('FLUSH');
+      await admin.config('RESETSTAT');
+    });
+
+    async function start(options: Partial<QueueModuleOptions> = {}, logs?: LogCapture) {
+      const app = await Test.createTestingModule({
+        imports: [QueueModule.forRoot({ connection: { url: server.url }, namespace: uniqueNamespace('library'), ...options })],
+        providers: [EchoWorkflow],
+      }).compile();
+      app.useLogger(logs ?? false);
+      await app.init();
+      return { client: app.get(QueueClient), close: () => app.close() };
+    }
+
+    async function calls(command: string): Promise<number> {
+      const stats = await admin.info('commandstats');
+      return Number(new RegExp(`^cmdstat_${command.replace('|', '\\|')}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
+    }
+
+    it('is loaded by the first call, every call starts from fresh state, and a FUNCTION FLUSH is recovered from', async () => {
+      const app = await start();
+      try {
+        expect(await app.client.run(EchoWorkflow, { n: 1 })).toBe(1);
+        const libraries = (await admin.function('LIST')) as unknown[][];
+        expect(libraries.map((entry) => entry[1])).toEqual([luaLibrary().name]);
+        expect(await calls('evalsha')).toBe(0);
+
+        // The clock is read once per call (common.lua's nowMs): state kept from one call to the
+        // next would give both runs the first one's creation time.
+        const first = await app.client.enqueue(EchoWorkflow, { n: 2 }, { delay: 60_000 });
+        const firstCreated = (await app.client.get(first.id))!.createdAt.getTime();
+        while (Date.now() <= firstCreated + 2) await new Promise((resolve) => setImmediate(resolve));
+        const second = await app.client.enqueue(EchoWorkflow, { n: 3 }, { delay: 60_000 });
+        expect((await app.client.get(second.id))!.createdAt.getTime()).toBeGreaterThan(firstCreated);
+
+        await admin.function('FLUSH');
+        expect(await app.client.run(EchoWorkflow, { n: 4 })).toBe(4);
+        expect(((await admin.function('LIST')) as unknown[][]).map((entry) => entry[1])).toEqual([luaLibrary().name]);
+        expect(await calls('evalsha')).toBe(0);
+      } finally {
+        await app.close();
+      }
+    });
+
+    it('runs the scripts through EVALSHA for a user that may not use functions, and says so once', async () => {
+      await admin.acl('SETUSER', 'nofunctions', 'on', 'nopass', '~*', '&*', '+@all', '-function', '-fcall', '-fcall_ro');
+      const logs = new LogCapture();
+      const app = await start({ connection: { url: server.url.replace('redis://', 'redis://nofunctions:any@') } }, logs);
+      try {
+        expect(await app.client.run(EchoWorkflow, { n: 5 })).toBe(5);
+        expect(await Promise.all([1, 2, 3].map((n) => app.client.run(EchoWorkflow, { n })))).toEqual([1, 2, 3]);
+        expect(await calls('evalsha')).toBeGreaterThan(0);
+        expect(await admin.function('LIST')).toEqual([]);
+        expect(logs.find('warn', /refused the Lua function library \(NOPERM/)).toHaveLength(1);
+      } finally {
+        await app.close();
+        await admin.acl('DELUSER', 'nofunctions');
+      }
+    });
+
+    it('with memory full and the library gone (a restart), the scripts flagged allow-oom still answer (through EVAL), and it loads again once there is room', async () => {
+      const app = await start({ worker: { enabled: false } });
+      try {
+        await admin.function('FLUSH');
+        await admin.config('SET', 'maxmemory', '1');
+        try {
+          expect((await app.client.stats({ workflow: EchoWorkflow })).workflows['library.echo']).toMatchObject({ waiting: 0 });
+          expect(await admin.function('LIST')).toEqual([]);
+        } finally {
+          await admin.config('SET', 'maxmemory', '0');
+        }
+        const handle = await app.client.enqueue(EchoWorkflow, { n: 6 });
+        expect(await app.client.get(handle.id)).toMatchObject({ state: 'waiting' });
+        expect(((await admin.function('LIST')) as unknown[][]).map((entry) => entry[1])).toEqual([luaLibrary().name]);
+      } finally {
+        await app.close();
+      }
+    });
+  });
+});
