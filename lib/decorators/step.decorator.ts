@@ -1,7 +1,7 @@
 import { STEP_METADATA } from '../queue.constants';
 import { InvalidOptionError } from '../errors';
 import { checkId } from '../util/names';
-import { runScope } from '../workflow/run.scope';
+import { noteStepMethod, runScope } from '../workflow/run.scope';
 import { resolveStepOptions, type StepCallOptions } from '../workflow/step.options';
 
 /** Options of `@Step`: its memo key, plus how it executes (time limit, tries; see {@link StepCallOptions}). */
@@ -45,6 +45,7 @@ export function Step(options: StepOptions = {}): MethodDecorator {
       return run ? run.step(name, () => original.apply(this, args), execution) : original.apply(this, args);
     };
     Object.defineProperty(descriptor.value, 'name', { value: original.name });
+    noteStepMethod();
     const steps: string[] = Reflect.getMetadata(STEP_METADATA, target.constructor) ?? [];
     Reflect.defineMetadata(STEP_METADATA, [...steps, name], target.constructor);
   };

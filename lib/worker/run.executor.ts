@@ -5,7 +5,7 @@ import type { ResolvedQueueOptions } from '../queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
 import { decodePayload, encodePayload } from '../redis/payload.codec';
 import type { RedisKeys } from '../redis/redis.keys';
-import { runScope } from '../workflow/run.scope';
+import { inRunScope } from '../workflow/run.scope';
 import type { RunContext } from '../workflow/workflow.types';
 import { backoffDelay } from './backoff';
 import type { LazyAbort } from './active-runs';
@@ -99,7 +99,7 @@ export class RunExecutor {
       // its signal running in the background: the attempt fails now, its slots are freed, and
       // the worker drops the run from its active runs when this returns (its later writes are
       // refused by the token).
-      const result: unknown = await guard.settle<unknown>(runScope.run(recorder, () => definition.instance.run(input, ctx)), limitMs);
+      const result: unknown = await guard.settle<unknown>(inRunScope(recorder, () => definition.instance.run(input, ctx)), limitMs);
       if (result === SUSPENDED) return this.suspended(claim, guard, abort, progress, startedAt, telemetry);
       encoded = encodePayload(result, `result of workflow "${claim.workflow}"`, this.options.maxPayloadBytes);
     } catch (error) {
