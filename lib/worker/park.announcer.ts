@@ -50,11 +50,8 @@ export class ParkAnnouncer {
     this.parkedUntil = Date.now() + this.commitTtlMs();
   }
 
-  /**
-   * The announcement is gone from Redis: an enqueue that handed this worker a run took it, or a
-   * reserve call dropped it (lua/reserve.lua). The next block announces again.
-   */
-  cleared(): void {
+  /** An enqueue handed this worker a run: it withdrew the announcement. */
+  taken(): void {
     this.parkedUntil = 0;
   }
 
