@@ -8,11 +8,20 @@
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] lease length in ms
   ARGV[3..] run id, lease token, run id, lease token, …
-  Reply: { run id, lease token, state, … } of the leases this worker no longer holds (the token
-         tells a stale attempt from a newer one of the same run in the same process; the state,
-         '' if the run is gone, tells a cancelled run from one another worker took over)
+  Reply: { run id, lease token, state, reason, … } of the leases this worker no longer holds (the
+         token tells a stale attempt from a newer one of the same run in the same process; the
+         state, '' if the run is gone, tells a cancelled run from one another worker took over;
+         reason is the one a cancelled run was given, else '': this heartbeat may find the run
+         cancelled before the cancel channel's message reaches the worker, and its signal must
+         carry the same reason either way)
 ]]
 -- @include common
+
+-- The reason in a cancelled run's error ({ name, message, reason? }, see cancel.lua), or ''.
+local function cancelReason(json)
+  local ok, e = pcall(cjson.decode, json or '')
+  return ok and type(e) == 'table' and type(e.reason) == 'string' and e.reason or ''
+end
 
 local deadline = nowMs() + tonumber(ARGV[2])
 local lost = {}
@@ -22,7 +31,9 @@ for i = 3, #ARGV, 2 do
   else
     lost[#lost + 1] = ARGV[i]
     lost[#lost + 1] = ARGV[i + 1]
-    lost[#lost + 1] = redis.call('HGET', ARGV[1] .. 'run:' .. ARGV[i], 'state') or ''
+    local f = redis.call('HMGET', ARGV[1] .. 'run:' .. ARGV[i], 'state', 'error')
+    lost[#lost + 1] = f[1] or ''
+    lost[#lost + 1] = f[1] == 'cancelled' and cancelReason(f[2]) or ''
   end
 end
 return lost

@@ -60,10 +60,12 @@ export class LeaseHeartbeat {
           timeoutMs: Math.max(1, Math.floor(this.lockMs / 3)),
         });
         this.failures.recovered('Lease heartbeat recovered');
-        for (let j = 0; j < lost.length; j += 3) {
+        for (let j = 0; j < lost.length; j += 4) {
           const run = this.active.get(lost[j]);
-          // Normally the cancel channel told the worker already; this is the backstop if that message was lost.
-          if (run?.token === lost[j + 1]) run.abort.abort(lost[j + 2] === 'cancelled' ? new RunCancelledError(run.id) : new LeaseLostError(run.id));
+          // Normally the cancel channel told the worker already; this is the backstop if that
+          // message was lost or is still on its way (so the reason comes along).
+          if (run?.token !== lost[j + 1]) continue;
+          run.abort.abort(lost[j + 2] === 'cancelled' ? new RunCancelledError(run.id, lost[j + 3] || undefined) : new LeaseLostError(run.id));
         }
       } catch (error) {
         this.failures.warn(`Lease heartbeat failed: ${(error as Error).message}`);

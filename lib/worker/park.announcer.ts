@@ -50,8 +50,11 @@ export class ParkAnnouncer {
     this.parkedUntil = Date.now() + this.commitTtlMs();
   }
 
-  /** An enqueue handed this worker a run: it withdrew the announcement. */
-  taken(): void {
+  /**
+   * The announcement is gone from Redis: an enqueue that handed this worker a run took it, or a
+   * reserve call dropped it (lua/reserve.lua). The next block announces again.
+   */
+  cleared(): void {
     this.parkedUntil = 0;
   }
 

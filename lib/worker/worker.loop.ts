@@ -220,6 +220,7 @@ export class WorkerLoop {
     const scan = this.stallScanDue();
     if (scan) this.lastStallScan = Date.now();
     this.parkedByCommit = false; // this call looks at the lanes itself
+    this.park.cleared(); // it also drops this worker's park entry: the next block announces again
     this.lastReserveAt = Date.now();
     const keys = [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.stallGate, this.keys.call(this.reserveCallId)];
     const head = [
@@ -344,7 +345,7 @@ export class WorkerLoop {
     if (!popped) return undefined;
     // A handoff means the enqueue withdrew this worker's announcement (a marker leaves it be, but
     // the reserve that follows may fill the slots: announce again at the next block).
-    this.park.taken();
+    this.park.cleared();
     return parseHandoff(this.wakeKeys.get(popped[0])!, popped[1]);
   }
 }

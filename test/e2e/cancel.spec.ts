@@ -167,14 +167,17 @@ describe('cancel: the heartbeat backstop', () => {
     await redis.quit();
   });
 
-  it('a cancel whose message never reached the worker still aborts the run, at its next lease beat', async () => {
+  it('a cancel whose message never reached the worker still aborts the run, at its next lease beat, with its reason', async () => {
     const run = await app.client.enqueue('cx.hold', { key: 'b1' });
     await started.get(run.id).promise;
-    // What cancel.lua leaves behind, without its publish: as if the worker's subscriber was reconnecting.
+    // What cancel.lua leaves behind, without its publish: as if the worker's subscriber was
+    // reconnecting, or the beat came first (the message travels on another connection).
     const base = `{sluice:${ns}}:`;
-    await redis.hset(`${base}run:${run.id}`, 'state', 'cancelled');
+    const error = { name: 'RunCancelledError', message: 'cancelled: via the beat', reason: 'via the beat' };
+    await redis.hset(`${base}run:${run.id}`, 'state', 'cancelled', 'error', JSON.stringify(error));
     const reason = await abortedOf(run.id).promise;
     expect(reason).toBeInstanceOf(RunCancelledError);
+    expect((reason as RunCancelledError).reason).toBe('via the beat');
   });
 });
 

@@ -4,7 +4,7 @@ import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { scriptsOn } from '../support/scripts';
 import { dueInLane, enqueueArgs, enqueueKeys, FAKE_WORKER, fakePark, firstToken, handoffEntry, isDueInLane, redisTimeMs, waitParked, watchLane } from '../support/queue-state';
-import { Counter, Gates, pollUntil } from '../support/workflows';
+import { Counter, Gates, monitorCommands, pollUntil } from '../support/workflows';
 
 /**
  * The enqueue fast path (lua/enqueue.lua): a due run with nothing ahead of it, room under its
@@ -285,6 +285,26 @@ describe('enqueue fast path', () => {
     gates.open('kept');
     expect(await h.result({ timeoutMs: 10_000 })).toEqual({ key: 'kept', attempt: 1 });
     expect(counts.get(`${h.id}:run`)).toBe(1);
+  });
+
+  it('stays on for an idle worker across its reserve calls: each one drops the announcement, and the next block announces again', async () => {
+    const s = space();
+    const monitor = await monitorCommands(s.keys.namespace);
+    try {
+      // An idle worker reserves every 50 ms (its stalled scan), blocking in between.
+      await s.worker({ stalledIntervalMs: 50 });
+      await waitParked(redis, s.keys, 'fp.hold');
+      const script = (name: string) => (args: string[]) => args[0] === 'fcall' && args[1].endsWith(`_${name}`) && args.includes(s.keys.base);
+      const calls: string[] = [];
+      for (let i = 0; i < 12; i++) calls.push((await monitor.next((args) => script('reserve')(args) || script('park')(args)))[1].replace(/.*_/, ''));
+      // reserve.lua removes the worker's park entry: a reserve that no park call follows left the
+      // worker blocking unannounced, its enqueues off the fast path (before, for ~0.5 s each time).
+      const reserves = calls.map((name, i) => (name === 'reserve' ? i : -1)).filter((i) => i >= 0);
+      expect(reserves.length).toBeGreaterThan(3);
+      for (const i of reserves.slice(0, -1)) expect(calls[i + 1]).toBe('park');
+    } finally {
+      await monitor.close();
+    }
   });
 
   it('stays on for a worker of concurrency 1: the complete call that frees its one slot announces it parked', async () => {

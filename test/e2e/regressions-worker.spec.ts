@@ -145,7 +145,7 @@ describe('regressions: worker', () => {
     expect(staleB.abort.reason).toBeInstanceOf(LeaseLostError); // a lost lease whose token matches is aborted
     expect(await redis.zscore(s.keys.leases, 'run-a')).toBe(leaseA); // the stale token renewed nothing
     // What the script reports for those two: both lost, each with the token that lost it and the run's state (active: another attempt holds it; not cancelled).
-    expect(await scripts.run('extend-leases', [s.keys.leases], [s.keys.base, LOCK_MS, 'run-a', a1, 'run-b', b1])).toEqual(['run-a', a1, 'active', 'run-b', b1, 'active']);
+    expect(await scripts.run('extend-leases', [s.keys.leases], [s.keys.base, LOCK_MS, 'run-a', a1, 'run-b', b1])).toEqual(['run-a', a1, 'active', '', 'run-b', b1, 'active', '']);
 
     // A regular beat over what this process runs keeps the newer attempt going.
     await heartbeat.beat();
