@@ -1,6 +1,7 @@
 /**
  * `npm run bench [-- --scenario drain-c50 --jobs 50000 --repeats 3 --out file.json]`
- * Sluice against BullMQ and the Redis floor, same Redis, same process, interleaved per repeat;
+ * Sluice against its peers and the Redis floor, same Redis, interleaved per repeat, each system
+ * measured in a process of its own (see system.process.ts);
  * then (about 30 s more) Sluice on a local 3-master Redis Cluster, see cluster.scenario.ts.
  * Only the cluster part: `npm run bench -- --scenario cluster [--jobs 40000 --repeats 3]`;
  * only some systems: `--systems sluice,bullmq`; Sluice with compact run records: `--compact-records`;
@@ -13,34 +14,15 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { startRedisServer } from '../test/support/redis-server';
-import { BenchSystem, DEFAULT_JOBS, Details, isMemory, Latency, PreparedRun, SCENARIOS, ScenarioName, withTimeout } from './bench.types';
-import { BullmqSystem } from './bullmq.system';
-import { BeeQueueSystem } from './beequeue.system';
-import { GroupmqSystem } from './groupmq.system';
+import { DEFAULT_JOBS, SCENARIOS, ScenarioName } from './bench.types';
 import { printClusterTable } from './cluster.report';
 import { CLUSTER_JOBS, CLUSTER_SCENARIO, ClusterReport, runClusterScenario } from './cluster.scenario';
-import { FloorSystem } from './floor.system';
-import { costBetween, RedisCost, snapshot } from './redis.stats';
-import { profiled } from './cpu.profile';
+import type { RunResult } from './measure';
 import { printDetails, printMemory, printTable } from './report';
-import { extraSluiceOptions, SluiceSystem } from './sluice.system';
+import type { FromSystem, ToSystem } from './system.process';
+import { allSystems } from './systems';
 import { isStopping, onTeardown } from './teardown';
-
-export interface RunResult {
-  scenario: ScenarioName;
-  system: string;
-  repeat: number;
-  jobs: number;
-  opsPerSec?: number;
-  latency?: Latency;
-  cost?: RedisCost;
-  /** Scenario-specific figures (see bench.types `Details`). */
-  details?: Details;
-  note?: string;
-  /** The system has no equivalent of the scenario: not run, not emulated; says why. */
-  noEquivalent?: string;
-  error?: string;
-}
+import { forkBenchChild, WorkerProcess } from './worker.pool';
 
 function parseArgs(argv: string[]) {
   const value = (flag: string) => {
@@ -65,61 +47,55 @@ function parseArgs(argv: string[]) {
   };
 }
 
-/** Set by `--cpu-profile <dir>`: each run's timed part is profiled there (see cpu.profile.ts). */
-let profileDir: string | undefined;
-
 function rotated<T>(items: T[], by: number): T[] {
   const start = by % items.length;
   return [...items.slice(start), ...items.slice(0, start)];
 }
 
-async function measure(system: BenchSystem, scenario: ScenarioName, jobs: number, repeat: number, url: string, admin: Redis): Promise<RunResult> {
-  const base = { scenario, system: system.name, repeat, jobs };
-  await admin.flushall(); // the benchmark's own private server: every run starts from empty
-  let prepared: PreparedRun | undefined;
-  try {
-    const memory = isMemory(scenario);
-    const empty = memory ? await usedMemory(admin) : 0;
-    const prefillStarted = performance.now();
-    prepared = await system.prepare(scenario, jobs, url);
-    // For the memory scenarios the pre-fill (the systems' bulk enqueue) is a figure of its own.
-    const enqueuePerSec = (jobs * 1000) / (performance.now() - prefillStarted);
-    const waitingBytes = memory ? (await usedMemory(admin)) - empty : 0;
-    const before = await snapshot(admin);
-    const started = performance.now();
-    const { latency, details } = await withTimeout(profiled(profileDir, `${scenario}-${system.name}-${repeat}`, () => prepared!.timed()), `${system.name} ${scenario}`);
-    const elapsedMs = performance.now() - started;
-    const cost = costBetween(before, await snapshot(admin));
-    const committed = await prepared.committed();
-    if (committed !== jobs) return { ...base, note: prepared.note, error: `correctness check failed: ${committed} of ${jobs} jobs committed` };
-    const probed = memory
-      ? { enqueuePerSec, waitingBytesPerRun: waitingBytes / jobs, completedBytesPerRun: ((await usedMemory(admin)) - empty) / jobs }
-      : prepared.probe
-        ? await prepared.probe()
-        : undefined;
-    const all = details || probed ? { ...details, ...probed } : undefined;
-    return { ...base, note: prepared.note, opsPerSec: (jobs * 1000) / elapsedMs, latency, cost, ...(all && { details: all }) };
-  } catch (error) {
-    return { ...base, error: (error as Error).message };
-  } finally {
-    await prepared?.cleanup().catch(() => undefined);
-  }
-}
+/**
+ * One child process per system (system.process.ts), forked at its first run and reused; a run
+ * that failed leaves its process in an unknown state (workers still running), so it is killed and
+ * the system's next run gets a fresh one.
+ */
+class SystemProcesses {
+  private readonly processes = new Map<string, WorkerProcess<ToSystem, FromSystem>>();
 
-/** Redis `used_memory`, in bytes. */
-async function usedMemory(admin: Redis): Promise<number> {
-  return Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1] ?? 0);
+  async measure(message: Omit<ToSystem, 'type'>): Promise<RunResult> {
+    let child = this.processes.get(message.system);
+    if (!child) this.processes.set(message.system, (child = new WorkerProcess<ToSystem, FromSystem>(forkBenchChild('system.process.ts'))));
+    const base = { scenario: message.scenario, system: message.system, repeat: message.repeat, jobs: message.jobs };
+    let result: RunResult;
+    try {
+      child.send({ type: 'measure', ...message });
+      result = (await child.next('measured')).result;
+    } catch (error) {
+      result = { ...base, error: (error as Error).message };
+    }
+    if (result.error) await this.kill(message.system);
+    return result;
+  }
+
+  async killAll(): Promise<void> {
+    await Promise.all([...this.processes.keys()].map((name) => this.kill(name)));
+  }
+
+  private async kill(name: string): Promise<void> {
+    const child = this.processes.get(name);
+    this.processes.delete(name);
+    await child?.kill();
+  }
 }
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  if (args.compactRecords) extraSluiceOptions.compactRunRecords = true;
-  profileDir = args.cpuProfile;
+  const profileDir = args.cpuProfile;
   if (profileDir) mkdirSync(profileDir, { recursive: true });
   const redis = await startRedisServer();
   const stopRedis = onTeardown(() => redis.stop());
+  const children = new SystemProcesses();
+  const stopChildren = onTeardown(() => children.killAll());
   const admin = new Redis(redis.url);
-  const systems: BenchSystem[] = [new SluiceSystem(), new BullmqSystem(), new BeeQueueSystem(), new GroupmqSystem(), new FloorSystem()].filter((system) => !args.systems || args.systems.includes(system.name));
+  const systems = allSystems().filter((system) => !args.systems || args.systems.includes(system.name));
   const results: RunResult[] = [];
   let cluster: ClusterReport | undefined;
   const version = (await admin.info('server')).match(/redis_version:(\S+)/)?.[1];
@@ -136,7 +112,7 @@ async function main(): Promise<void> {
           const noEquivalent = system.noEquivalent?.(scenario);
           // Not emulated: reported as such, once per scenario.
           if (noEquivalent && repeat > 1) continue;
-          const result = noEquivalent ? { scenario, system: system.name, repeat, jobs, noEquivalent } : await measure(system, scenario, jobs, repeat, redis.url, admin);
+          const result = noEquivalent ? { scenario, system: system.name, repeat, jobs, noEquivalent } : await children.measure({ system: system.name, scenario, jobs, repeat, url: redis.url, profileDir, compactRecords: args.compactRecords });
           results.push(result);
           const shown = result.noEquivalent ?? result.error ?? `${Math.round(result.opsPerSec!)} ops/s${result.latency ? `, mean ${result.latency.meanMs.toFixed(3)} ms` : ''}`;
           console.log(`  ${scenario.padEnd(19)} #${repeat} ${system.name.padEnd(7)} ${shown}`);
@@ -145,6 +121,7 @@ async function main(): Promise<void> {
     }
     if (args.cluster && !isStopping()) cluster = await runClusterScenario(redis, args.jobs ?? CLUSTER_JOBS, args.repeats);
   } finally {
+    await stopChildren();
     await admin.quit();
     await stopRedis();
   }

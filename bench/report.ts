@@ -1,4 +1,4 @@
-import type { RunResult } from './main';
+import type { RunResult } from './measure';
 
 export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
