@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { LUA_DIR, loadScript, readInclude, scriptNames, type LuaScript, type ScriptName } from './lua.source';
+import { allScripts, LUA_DIR, readInclude, type LuaScript, type ScriptName } from './lua.source';
 
 /** The includes in the order the library inlines them: each uses only those before it. */
 const INCLUDE_ORDER = ['common', 'waits', 'claim', 'steps', 'enqueue', 'schedules'];
@@ -38,7 +38,7 @@ const built = new Map<string, LuaLibrary>();
 /** The library of the scripts in `dir`, built once per process. */
 export function luaLibrary(dir = LUA_DIR): LuaLibrary {
   let library = built.get(dir);
-  if (!library) built.set(dir, (library = buildLibrary(scriptNames(dir).map((name) => loadScript(name, dir)), dir)));
+  if (!library) built.set(dir, (library = buildLibrary(allScripts(dir), dir)));
   return library;
 }
 

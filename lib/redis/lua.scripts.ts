@@ -4,7 +4,7 @@ import type { CallOptions, RedisLink } from './redis.link';
 import type { RedisKeys } from './redis.keys';
 import { clusterRedirect } from './cluster/cluster.redirects';
 import { luaLibrary, type LuaLibrary } from './lua.library';
-import { scriptNames, loadScript, type LuaScript, type ScriptName } from './lua.source';
+import { allScripts, type LuaScript, type ScriptName } from './lua.source';
 
 export { LUA_DIR, loadScript, scriptNames, type LuaScript, type ScriptName } from './lua.source';
 
@@ -58,10 +58,7 @@ export class LuaScripts {
     sharded = false,
   ) {
     this.guard = keys.slotGuard(sharded);
-    for (const name of scriptNames()) {
-      const script = loadScript(name);
-      this.scripts.set(script.name, script);
-    }
+    for (const script of allScripts()) this.scripts.set(script.name, script);
     this.library = luaLibrary();
     link.onCreate((redis) => this.scripts.forEach((script) => redis.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.source })));
   }

@@ -53,6 +53,15 @@ export function readInclude(name: string, dir = LUA_DIR): string {
   return readFileSync(join(dir, 'includes', `${name}.lua`), 'utf8');
 }
 
+const loaded = new Map<string, readonly LuaScript[]>();
+
+/** Every script in `dir`, read once per process (the EVALSHA fallback and the library share them). */
+export function allScripts(dir = LUA_DIR): readonly LuaScript[] {
+  let scripts = loaded.get(dir);
+  if (!scripts) loaded.set(dir, (scripts = scriptNames(dir).map((name) => loadScript(name, dir))));
+  return scripts;
+}
+
 /** Every script file in `lua/` (not the includes). */
 export function scriptNames(dir = LUA_DIR): string[] {
   return readdirSync(dir)

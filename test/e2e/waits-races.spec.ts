@@ -32,13 +32,17 @@ describe('durable waits: steps beside a wait', () => {
   let redis: Redis;
   let worker: TestApp;
   const events: Array<{ event: string; runId: string; attempt: number; willRetry?: boolean }> = [];
+  const onEvent: Array<() => void> = [];
 
   beforeAll(async () => {
     redis = rawRedis();
     worker = await createApp([Beside], { namespace: ns, worker: { concurrency: 4 } });
     const runEvents = worker.app.get(RunEvents);
     for (const event of ['failed', 'suspended', 'completed'] as const) {
-      runEvents.on(event, (e) => events.push({ event, runId: e.runId, attempt: e.attempt, ...('willRetry' in e && { willRetry: e.willRetry }) }));
+      runEvents.on(event, (e) => {
+        events.push({ event, runId: e.runId, attempt: e.attempt, ...('willRetry' in e && { willRetry: e.willRetry }) });
+        onEvent.splice(0).forEach((notify) => notify());
+      });
     }
   });
   afterAll(async () => {
@@ -48,13 +52,23 @@ describe('durable waits: steps beside a wait', () => {
   });
 
   const eventsOf = (id: string) => events.filter((e) => e.runId === id).map(({ runId: _, ...rest }) => rest);
+  /**
+   * The run's events once its final one ('completed', or 'failed' for good) has fired. A waiter's
+   * result travels on the subscriber connection, the commit's reply (after which the worker emits
+   * the event) on another: either may arrive first.
+   */
+  const finalEventsOf = async (id: string) => {
+    const final = () => eventsOf(id).some((e) => e.event === 'completed' || e.willRetry === false);
+    while (!final()) await new Promise<void>((resolve) => onEvent.push(resolve));
+    return eventsOf(id);
+  };
 
   it('a step that lands beside a sleep is saved before the run suspends and replayed after it', async () => {
     const run = await worker.client.enqueue('wr.beside', { mode: 'ok' });
     expect(await run.result({ timeoutMs: 10_000 })).toEqual({ value: 'landed', attempt: 2 });
     expect(effects.get(`slow:${run.id}`)).toBe(1);
     expect(effects.get(`after:${run.id}`)).toBe(1);
-    expect(eventsOf(run.id)).toEqual([{ event: 'suspended', attempt: 1 }, { event: 'completed', attempt: 2 }]);
+    expect(await finalEventsOf(run.id)).toEqual([{ event: 'suspended', attempt: 1 }, { event: 'completed', attempt: 2 }]);
   });
 
   it('a step failure the code catches does not stop the sleep: the run resumes and completes', async () => {
@@ -82,7 +96,7 @@ describe('durable waits: steps beside a wait', () => {
     expect(await worker.client.get(run.id)).toMatchObject({ state: 'failed', attempts: 1, failures: 1, maxAttempts: 1 });
     expect(effects.get(`slow:${run.id}`)).toBe(1);
     expect(effects.get(`after:${run.id}`)).toBe(0);
-    expect(eventsOf(run.id)).toEqual([{ event: 'failed', attempt: 1, willRetry: false }]);
+    expect(await finalEventsOf(run.id)).toEqual([{ event: 'failed', attempt: 1, willRetry: false }]);
   });
 
   it('the namespace is consistent at rest', async () => {
