@@ -138,7 +138,8 @@ describe('durable waits: child workflow edges', () => {
       // On a timeout (seen now and then on the CI's cluster, not reproduced alone), the failure
       // shows where the run stood: never claimed, active, or waiting for itself.
       const stood = error instanceof WaitTimeoutError ? { info: await producer.client.get(run.id), timeline: await producer.client.timeline(run.id) } : undefined;
-      expect({ error, stood }).toMatchObject({ error: { causeName: expect.stringMatching(/ChildRunConflictError|InvalidInputError/) } });
+      // `stood` named in the expectation, so a failure's diff prints it (it is undefined otherwise).
+      expect({ error, stood }).toMatchObject({ error: { causeName: expect.stringMatching(/ChildRunConflictError|InvalidInputError/) }, stood: undefined });
     } finally {
       if ((await stateOf(run.id)) !== 'failed') await producer.client.cancel(run.id);
     }
