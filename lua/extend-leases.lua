@@ -8,20 +8,14 @@
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] lease length in ms
   ARGV[3..] run id, lease token, run id, lease token, …
-  Reply: { run id, lease token, state, reason, … } of the leases this worker no longer holds (the
+  Reply: { run id, lease token, state, error, … } of the leases this worker no longer holds (the
          token tells a stale attempt from a newer one of the same run in the same process; the
          state, '' if the run is gone, tells a cancelled run from one another worker took over;
-         reason is the one a cancelled run was given, else '': this heartbeat may find the run
-         cancelled before the cancel channel's message reaches the worker, and its signal must
-         carry the same reason either way)
+         error is a cancelled run's recorded error JSON (its reason: see cancel.lua), else '':
+         this heartbeat may find the run cancelled before the cancel channel's message reaches
+         the worker, and its signal must carry the same reason either way)
 ]]
 -- @include common
-
--- The reason in a cancelled run's error ({ name, message, reason? }, see cancel.lua), or ''.
-local function cancelReason(json)
-  local ok, e = pcall(cjson.decode, json or '')
-  return ok and type(e) == 'table' and type(e.reason) == 'string' and e.reason or ''
-end
 
 local deadline = nowMs() + tonumber(ARGV[2])
 local lost = {}
@@ -33,7 +27,7 @@ for i = 3, #ARGV, 2 do
     lost[#lost + 1] = ARGV[i + 1]
     local f = redis.call('HMGET', ARGV[1] .. 'run:' .. ARGV[i], 'state', 'error')
     lost[#lost + 1] = f[1] or ''
-    lost[#lost + 1] = f[1] == 'cancelled' and cancelReason(f[2]) or ''
+    lost[#lost + 1] = f[1] == 'cancelled' and f[2] or ''
   end
 end
 return lost

@@ -1,6 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import { RedisConnectionError, RunCancelledError, RunNotFoundError, SluiceError, WaitTimeoutError, WorkflowFailedError, type RunErrorInfo } from '../errors';
+import { RedisConnectionError, RunNotFoundError, SluiceError, WaitTimeoutError, WorkflowFailedError, type RunErrorInfo } from '../errors';
+import { cancelledRunError } from '../errors/cancel.recorded';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
 import { decodePayload } from '../redis/payload.codec';
@@ -108,7 +109,7 @@ export class RunWaiter implements BeforeApplicationShutdown {
         const record = parseDone(message);
         if (!record) return void reread(); // a peer on an older build publishes a bare "1", or a reconnect
         if (record.state === 'completed') finish(() => resolve(record.undef ? undefined : record.result));
-        else if (record.state === 'cancelled') finish(() => reject(cancelledError(runId, record.error)));
+        else if (record.state === 'cancelled') finish(() => reject(cancelledRunError(runId, record.error)));
         else finish(() => reject(new WorkflowFailedError(runId, record.workflow, record.error ?? unknownError())));
       };
       // The clock runs from the call, but a run the first read finds finished always resolves.
@@ -146,7 +147,7 @@ export class RunWaiter implements BeforeApplicationShutdown {
     feed?.read(progress, progressSeq);
     if (state === 'completed') return { settled: true, result: decodePayload(result) };
     if (state === 'failed') throw new WorkflowFailedError(runId, workflow ?? undefined, decodePayload<RunErrorInfo>(error) ?? unknownError());
-    if (state === 'cancelled') throw cancelledError(runId, decodePayload<RunErrorInfo>(error));
+    if (state === 'cancelled') throw cancelledRunError(runId, decodePayload<RunErrorInfo>(error));
     return { settled: false };
   }
 
@@ -197,12 +198,6 @@ function parseDone(message: string): DoneMessage | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** The error a cancelled run's waiters get; lua/cancel.lua stores the reason in the recorded error. */
-function cancelledError(runId: string, error: RunErrorInfo | undefined): RunCancelledError {
-  const reason = error?.reason;
-  return new RunCancelledError(runId, typeof reason === 'string' && reason !== '' ? reason : undefined);
 }
 
 function unknownError(): RunErrorInfo {

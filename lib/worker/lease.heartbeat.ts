@@ -1,5 +1,7 @@
 import { Logger } from '@nestjs/common';
-import { LeaseLostError, RunCancelledError } from '../errors';
+import { LeaseLostError, type RunErrorInfo } from '../errors';
+import { cancelledRunError } from '../errors/cancel.recorded';
+import { decodePayload } from '../redis/payload.codec';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import { OutageLog } from '../util/outage-log';
@@ -65,7 +67,7 @@ export class LeaseHeartbeat {
           // Normally the cancel channel told the worker already; this is the backstop if that
           // message was lost or is still on its way (so the reason comes along).
           if (run?.token !== lost[j + 1]) continue;
-          run.abort.abort(lost[j + 2] === 'cancelled' ? new RunCancelledError(run.id, lost[j + 3] || undefined) : new LeaseLostError(run.id));
+          run.abort.abort(lost[j + 2] === 'cancelled' ? cancelledRunError(run.id, decodePayload<RunErrorInfo | undefined>(lost[j + 3] || undefined)) : new LeaseLostError(run.id));
         }
       } catch (error) {
         this.failures.warn(`Lease heartbeat failed: ${(error as Error).message}`);

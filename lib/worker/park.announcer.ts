@@ -9,13 +9,13 @@ export const PARK_SLACK_MS = 1_000;
  * A worker's park announcements (lua/park.lua), which tell the enqueue fast path that a run can
  * be handed straight to this worker. Announced by a park call before the worker blocks, or by
  * the complete call whose refill came up short (see lua/complete.lua); withdrawn by an enqueue
- * that hands a run over. Remembers until when the latest one holds, so a live one is not
- * announced again.
+ * that hands a run over, and by every reserve call of the worker (lua/reserve.lua). Remembers
+ * until when the latest one holds, so a live one is not announced again.
  */
 export class ParkAnnouncer {
   /** The worker's id in the parked sets, ending in its lease length (a handoff gets that lease). */
   readonly entry: string;
-  /** Until when (local clock) the latest announcement holds; 0 once an enqueue took it. */
+  /** Until when (local clock) the latest announcement holds; 0 once an enqueue or a reserve withdrew it. */
   private parkedUntil = 0;
 
   constructor(
