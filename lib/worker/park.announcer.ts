@@ -5,6 +5,14 @@ import type { RedisKeys } from '../redis/redis.keys';
 /** How long a park announcement outlives the block it announces. */
 export const PARK_SLACK_MS = 1_000;
 
+/** The park announcement a complete call is to make (see lua/complete.lua). */
+export interface CommitPark {
+  entry: string;
+  ttlMs: number;
+  /** The announcer's epoch when the call was sent: a later change of the entry voids it (see announcedByCommit). */
+  epoch: number;
+}
+
 /**
  * A worker's park announcements (lua/park.lua), which tell the enqueue fast path that a run can
  * be handed straight to this worker. Announced by a park call before the worker blocks, or by
@@ -17,6 +25,11 @@ export class ParkAnnouncer {
   readonly entry: string;
   /** Until when (local clock) the latest announcement holds; 0 once an enqueue or a reserve withdrew it. */
   private parkedUntil = 0;
+  /**
+   * Counts the changes this worker knows its entry went through (announced, withdrawn), so a
+   * complete call's announcement whose reply arrives after a later change is not taken as current.
+   */
+  private epoch = 0;
 
   constructor(
     private readonly scripts: LuaScripts,
@@ -32,6 +45,7 @@ export class ParkAnnouncer {
   /** Announces the worker parked for `validForMs` (negative: withdraws it). */
   announce(validForMs: number, timeoutMs?: number): Promise<unknown> {
     this.parkedUntil = Date.now() + validForMs;
+    this.epoch++;
     return this.scripts.run('park', [this.keys.leases], [this.keys.base, this.entry, validForMs, ...this.workflows], { idempotent: true, timeoutMs });
   }
 
@@ -41,13 +55,20 @@ export class ParkAnnouncer {
   }
 
   /** What a complete call needs to announce the park itself, if none holds now. */
-  forCommit(): { entry: string; ttlMs: number } | undefined {
-    return this.parkedUntil <= Date.now() ? { entry: this.entry, ttlMs: this.commitTtlMs() } : undefined;
+  forCommit(): CommitPark | undefined {
+    return this.parkedUntil <= Date.now() ? { entry: this.entry, ttlMs: this.commitTtlMs(), epoch: this.epoch } : undefined;
   }
 
-  /** A complete call announced it (its refill came up short). */
-  announcedByCommit(): void {
-    this.parkedUntil = Date.now() + this.commitTtlMs();
+  /**
+   * A complete call announced it (its refill came up short). Returns whether that announcement
+   * still stands: not if the entry changed since the call was sent — e.g. a reserve sent after it
+   * (so run after it, on the same connection) dropped it, or an enqueue took it to hand a run
+   * over. Believing such a stale one would have the worker block unannounced, off the fast path.
+   */
+  announcedByCommit(park: CommitPark): boolean {
+    if (park.epoch !== this.epoch) return false;
+    this.parkedUntil = Date.now() + park.ttlMs;
+    return true;
   }
 
   /**
@@ -56,6 +77,7 @@ export class ParkAnnouncer {
    */
   cleared(): void {
     this.parkedUntil = 0;
+    this.epoch++;
   }
 
   private commitTtlMs(): number {

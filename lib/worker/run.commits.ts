@@ -6,6 +6,7 @@ import type { RedisKeys } from '../redis/redis.keys';
 import { Claim, CLAIM_EXTRAS, parseClaimReply } from './claim';
 import { telemetryApi } from '../telemetry/otel.loader';
 import { TickBatcher } from './tick.batcher';
+import type { CommitPark } from './park.announcer';
 
 /**
  * Most commits one script call carries. Short calls keep Redis responsive, and several calls in
@@ -22,7 +23,7 @@ export interface Refill {
    * that comes up short announces it, for `ttlMs`, in the same call, unless a rate limit held runs
    * back (the reply says which; see lua/complete.lua).
    */
-  park?: { entry: string; ttlMs: number };
+  park?: CommitPark;
 }
 
 /** One token-checked write of a worker: a finished step, or a finished run. */
@@ -64,8 +65,8 @@ export class RunCommits {
     private readonly scripts: LuaScripts,
     private readonly keys: RedisKeys,
     private readonly options: ResolvedQueueOptions,
-    /** Promises slots to the refill; `settle` hands back the claims, the promise, and whether the call parked the worker. */
-    private readonly refill: { take(runs: number): Refill; settle(claims: Claim[], promised: number, parked: boolean): void },
+    /** Promises slots to the refill; `settle` hands back the claims, the promise, and the park announcement the call made, if it did. */
+    private readonly refill: { take(runs: number): Refill; settle(claims: Claim[], promised: number, parked?: CommitPark): void },
   ) {
     this.batcher = new TickBatcher((items) => this.flush(items), COMMIT_BATCH_CAP);
     this.policy = commitPolicy(options);
@@ -109,7 +110,7 @@ export class RunCommits {
       let nextComplete = 0;
       return items.map((item) => (item.kind === 'step' ? saved[nextStep++] : completed[nextComplete++]) === 1);
     } finally {
-      this.refill.settle(claims, count, parked);
+      this.refill.settle(claims, count, parked ? park : undefined);
     }
   }
 }

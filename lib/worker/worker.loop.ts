@@ -12,7 +12,7 @@ import { telemetryApi } from '../telemetry/otel.loader';
 import { newCallId, Refill, RunCommits } from './run.commits';
 import type { RunExecutor } from './run.executor';
 import type { RunEvents } from './run.events';
-import { PARK_SLACK_MS, ParkAnnouncer } from './park.announcer';
+import { CommitPark, PARK_SLACK_MS, ParkAnnouncer } from './park.announcer';
 import { parseStalled, reportStalled } from './stall.report';
 
 /** Most runs one reserve call claims: Lua runs single-threaded, so one wake must never stall Redis. */
@@ -123,7 +123,7 @@ export class WorkerLoop {
     ({ workflows: this.workflows, active: this.active, refreshLease: this.refreshLease, answerPlanRequests: this.answerPlanRequests } = parts);
     this.events = parts.events;
     this.claimFlags = telemetryApi(parts.options) ? CLAIM_EXTRAS : 0;
-    const refill = { take: (runs: number) => this.takeRefill(runs), settle: (claims: Claim[], promised: number, parked: boolean) => this.settleRefill(claims, promised, parked) };
+    const refill = { take: (runs: number) => this.takeRefill(runs), settle: (claims: Claim[], promised: number, parked?: CommitPark) => this.settleRefill(claims, promised, parked) };
     this.executor = parts.makeExecutor(new RunCommits(parts.scripts, parts.keys, parts.options, refill));
     this.wakeKeys = new Map(parts.workflows.map((wf) => [parts.keys.wake(wf), wf]));
     this.park = new ParkAnnouncer(parts.scripts, parts.keys, parts.workflows, parts.options.worker.lockMs, Math.min(parts.options.worker.stalledIntervalMs, MAX_BLOCK_MS));
@@ -273,11 +273,8 @@ export class WorkerLoop {
     return { count, workflows: this.rotatedWorkflows(), park: count > 0 ? this.park.forCommit() : undefined };
   }
 
-  private settleRefill(claims: Claim[], promised: number, parked: boolean): void {
-    if (parked) {
-      this.park.announcedByCommit();
-      this.parkedByCommit = true;
-    }
+  private settleRefill(claims: Claim[], promised: number, parked?: CommitPark): void {
+    if (parked && this.park.announcedByCommit(parked)) this.parkedByCommit = true;
     claims.forEach((claim) => this.launch(claim));
     this.refilling -= promised;
   }
@@ -346,6 +343,10 @@ export class WorkerLoop {
     // A handoff means the enqueue withdrew this worker's announcement (a marker leaves it be, but
     // the reserve that follows may fill the slots: announce again at the next block).
     this.park.cleared();
+    // Whatever was popped, work came after the complete call that found the lanes empty: a marker
+    // must bring a reserve (skipping it left the run waiting for the next block's timeout, up to
+    // MAX_BLOCK_MS: the marker that would have ended that block was the one just taken).
+    this.parkedByCommit = false;
     return parseHandoff(this.wakeKeys.get(popped[0])!, popped[1]);
   }
 }

@@ -56,6 +56,8 @@ interface Pipe {
   droppedBytes: number;
   /** A side closed while blackholed: the close reaches the other side at restore. */
   closedDuringBlackhole: boolean;
+  /** The server's bytes held back by {@link TcpProxy.holdReplies}, in order; undefined when not holding. */
+  heldReplies?: Buffer[];
   clientClosed: boolean;
   upstreamClosed: boolean;
 }
@@ -156,6 +158,28 @@ export class TcpProxy {
       pipe.upstream?.resume();
     }
     return chosen.size;
+  }
+
+  /**
+   * Holds back what the server sends on the connections `match` accepts, in order, until
+   * {@link releaseReplies}: a one-way delay, not a loss. The client's commands still reach the
+   * server and run; their replies arrive late. For ordering races between a client's
+   * connections (a reply on one processed after a reply on another). Returns how many open
+   * connections it affected.
+   */
+  holdReplies(match: (connection: ProxyConnection) => boolean): number {
+    const chosen = this.connections().filter(match);
+    for (const { id } of chosen) this.pipes.get(id)!.heldReplies ??= [];
+    return chosen.length;
+  }
+
+  /** Sends on every held reply, in order, and stops holding. */
+  releaseReplies(): void {
+    for (const pipe of this.pipes.values()) {
+      const held = pipe.heldReplies;
+      pipe.heldReplies = undefined;
+      if (held?.length) pipe.client.write(Buffer.concat(held));
+    }
   }
 
   /**
@@ -264,6 +288,8 @@ export class TcpProxy {
     upstream.on('data', (chunk: Buffer) => {
       if (pipe.blackholed) {
         pipe.droppedBytes += chunk.length;
+      } else if (pipe.heldReplies) {
+        pipe.heldReplies.push(chunk);
       } else if (!pipe.client.write(chunk)) {
         upstream.pause();
         pipe.client.once('drain', () => upstream.resume());

@@ -103,10 +103,11 @@ export function enterMonitor(connection: IORedis): Promise<IORedis> {
  * Watches the commands the server executes (MONITOR), to synchronise with a command another
  * connection sends, e.g. the waiter's read of a run record. On a cluster, MONITOR shows one
  * node's commands: `namespace` names the one to watch (the master serving that namespace, where
- * Sluice sends all its commands); on a single server it makes no difference.
+ * Sluice sends all its commands); on a single server it makes no difference. `server`: a
+ * connection to the server to watch, when it is not the shared test server (e.g. a test's own).
  */
-export async function monitorCommands(namespace?: string): Promise<{ next(match: (args: string[]) => boolean, timeoutMs?: number): Promise<string[]>; close(): Promise<void> }> {
-  const connection = rawRedis();
+export async function monitorCommands(namespace?: string, server?: IORedis): Promise<{ next(match: (args: string[]) => boolean, timeoutMs?: number): Promise<string[]>; close(): Promise<void> }> {
+  const connection = server ? server.duplicate() : rawRedis();
   if (namespace === undefined && isCluster(connection as Redis | Cluster)) {
     connection.disconnect();
     throw new Error('monitorCommands on a cluster: pass the namespace whose node to watch');

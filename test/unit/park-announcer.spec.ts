@@ -1,0 +1,45 @@
+import type { LuaScripts } from '../../lib/redis/lua.scripts';
+import { RedisKeys } from '../../lib/redis/redis.keys';
+import { ParkAnnouncer } from '../../lib/worker/park.announcer';
+
+/**
+ * What a worker believes about its park entry. A complete call's announcement is only believed
+ * if nothing changed the entry between the call's sending and its reply: a reserve sent
+ * meanwhile runs after the complete call on the same connection and drops the entry. (The
+ * Redis side of these calls is covered end to end in fast-path.spec and chaos/park-race.spec;
+ * here only the bookkeeping, with the park script's calls recorded instead of sent.)
+ */
+describe('ParkAnnouncer', () => {
+  const BLOCK_MS = 5_000;
+  function announcer() {
+    const parkCalls: unknown[][] = [];
+    const scripts = { run: async (...args: unknown[]) => void parkCalls.push(args) } as unknown as LuaScripts;
+    return { park: new ParkAnnouncer(scripts, new RedisKeys('sluice', 'unit'), ['wf'], 30_000, BLOCK_MS), parkCalls };
+  }
+
+  it('believes a complete call that announced the park when nothing changed since it was sent', () => {
+    const { park } = announcer();
+    const sent = park.forCommit();
+    expect(sent).toMatchObject({ entry: park.entry, ttlMs: BLOCK_MS + 1_000 });
+    expect(park.announcedByCommit(sent!)).toBe(true);
+    expect(park.holdsFor(BLOCK_MS)).toBe(true);
+    expect(park.forCommit()).toBeUndefined(); // announced: the next complete call need not
+  });
+
+  it('does not believe it once a reserve was sent after it (that reserve dropped the entry)', () => {
+    const { park } = announcer();
+    const sent = park.forCommit()!;
+    park.cleared(); // the reserve call, sent before the complete call's reply came
+    expect(park.announcedByCommit(sent)).toBe(false);
+    expect(park.holdsFor(BLOCK_MS)).toBe(false); // so the next block announces again
+  });
+
+  it('does not believe it once a park call was sent after it (that call made the entry that counts)', async () => {
+    const { park, parkCalls } = announcer();
+    const sent = park.forCommit()!;
+    await park.announce(200);
+    expect(parkCalls).toHaveLength(1);
+    expect(park.announcedByCommit(sent)).toBe(false);
+    expect(park.holdsFor(BLOCK_MS)).toBe(false); // the shorter park call's validity stands
+  });
+});
