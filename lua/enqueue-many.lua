@@ -18,24 +18,40 @@
   ARGV[5] nonce of the call (as enqueue.lua's ARGV[13]; a retry after a lost reply sends it again)
   ARGV[6] the call's trace context or '' (as enqueue.lua's ARGV[14])
   ARGV[7] 1 to store compact run records (as enqueue.lua's ARGV[16]), 0 for full ones
-  ARGV[8 ..] per run, eight values: run id, encoded input, priority, delay in ms, due time or '',
-          max attempts, group or '', time limit in ms or '' (as enqueue.lua's ARGV[2], 4–9, 15)
+  ARGV[8] S, the values given per run: 8 (each run its own options) or 2 (the chunk's runs share
+          their options, given once: the common batch, which then sends a quarter of the values)
+  with S = 8: ARGV[9 ..] per run, eight values: run id, encoded input, priority, delay in ms, due
+          time or '', max attempts, group or '', time limit in ms or '' (as enqueue.lua's ARGV[2],
+          4–9, 15)
+  with S = 2: ARGV[9 .. 14] the six options, in that order, of every run; ARGV[15 ..] per run,
+          two values: run id, encoded input
   Reply: { per run: 1 created | 0 existing run (or listed earlier in this call) }
 ]]
 -- @include common
 -- @include enqueue
 
 local base, workflow, fastPath, lockMs, nonce, trace, compact = ARGV[1], ARGV[2], ARGV[3] == '1', ARGV[4], ARGV[5], ARGV[6], ARGV[7] == '1'
+local stride, first = tonumber(ARGV[8]), 9
+local shared = stride == 2
+local priority, delayMs, runAt, attempts, group, timeoutMs
+if shared then
+  priority, delayMs, runAt, attempts, group, timeoutMs = ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13], ARGV[14]
+  first = 15
+end
 local created, seen = {}, {}
-for i = 8, #ARGV, 8 do
+for i = first, #ARGV, stride do
+  local id = ARGV[i]
   -- An id twice in one call (two callers batched together, or one batch listing it twice): the
   -- later one finds the run the earlier one stored or found, as separate calls would.
-  if seen[ARGV[i]] then
+  if seen[id] then
     created[#created + 1] = 0
   else
-    seen[ARGV[i]] = true
-    created[#created + 1] = enqueueRun(base, ARGV[i], workflow, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
-      ARGV[i + 6], fastPath, lockMs, false, nonce, trace, ARGV[i + 7], compact)
+    seen[id] = true
+    if not shared then
+      priority, delayMs, runAt, attempts, group, timeoutMs = ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]
+    end
+    created[#created + 1] = enqueueRun(base, id, workflow, ARGV[i + 1], priority, delayMs, runAt, attempts, group, fastPath,
+      lockMs, false, nonce, trace, timeoutMs, compact)
   end
 end
 return created

@@ -268,4 +268,24 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
       await monitor.close();
     }
   });
+
+  it('enqueueMany sends the options a chunk\'s runs share once, and every run gets them', async () => {
+    const base = `{sluice:${namespace}}:`;
+    const isChunkCall = (args: string[]) => args[0] === 'fcall' && args[2] === '5' && args[3] === `${base}leases` && args[9] === 'client.echo';
+    const opts = { priority: 7, group: 'tenant-s', attempts: 4, runTimeoutMs: 90_000, delay: 60_000 };
+    const monitor = await monitorCommands(namespace);
+    try {
+      const handles = await t.client.enqueueMany(EchoWorkflow, [1, 2, 3].map((value) => ({ input: { value }, opts })));
+      const call = await monitor.next(isChunkCall);
+      // ARGV[8] = 2 values per run, after the six shared options (see lua/enqueue-many.lua).
+      expect(call.slice(15, 22)).toEqual(['2', '7', '60000', '', '4', 'tenant-s', '90000']);
+      expect(call.slice(22)).toEqual(handles.flatMap((h, i) => [h.id, JSON.stringify({ value: i + 1 })]));
+      const infos = await Promise.all(handles.map((h) => t.client.get(h.id)));
+      for (const info of infos) expect(info).toMatchObject({ state: 'delayed', priority: 7, group: 'tenant-s', maxAttempts: 4 });
+      const raw = await Promise.all(handles.map((h) => redis.hget(`${base}run:${h.id}`, 'timeoutMs')));
+      expect(raw).toEqual(['90000', '90000', '90000']);
+    } finally {
+      await monitor.close();
+    }
+  });
 });
