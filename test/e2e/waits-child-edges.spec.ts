@@ -135,8 +135,9 @@ describe('durable waits: child workflow edges', () => {
     const run = await producer.client.enqueue('wce.cycle', {});
     try {
       const error = await run.result({ timeoutMs: 3_000 }).then(() => undefined, (e: unknown) => e);
-      // On a timeout (seen now and then on the CI's cluster, not reproduced alone), the failure
-      // shows where the run stood: never claimed, active, or waiting for itself.
+      // On a timeout, the failure shows where the run stood: never claimed, active, or waiting for
+      // itself. (The timeouts CI saw were the run never claimed: a lost wake of the worker, fixed
+      // in the worker loop; test/chaos/park-race.spec.ts reproduces it.)
       const stood = error instanceof WaitTimeoutError ? { info: await producer.client.get(run.id), timeline: await producer.client.timeline(run.id) } : undefined;
       // `stood` named in the expectation, so a failure's diff prints it (it is undefined otherwise).
       expect({ error, stood }).toMatchObject({ error: { causeName: expect.stringMatching(/ChildRunConflictError|InvalidInputError/) }, stood: undefined });

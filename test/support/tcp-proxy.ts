@@ -73,6 +73,8 @@ export class TcpProxy {
   private closing = false;
   /** New connections are reset at once (see {@link refuseNew}); open ones are untouched. */
   private refusing = false;
+  /** Client bytes that blackhole their connection (see {@link blackholeOn}). */
+  private trigger?: Buffer;
   private refusedCount = 0;
 
   private constructor(
@@ -161,6 +163,17 @@ export class TcpProxy {
   }
 
   /**
+   * Blackholes a connection (as {@link blackhole}) as soon as its client sends `bytes` — the chunk
+   * that holds them is dropped too — until {@link restore}: to lose one kind of command, e.g.
+   * `FUNCTION LOAD`, whenever it is sent, on a connection that carries other commands before it.
+   * Armed for connections opened later as well. (A command split across chunks at the point of the
+   * match would slip through; the commands it is used for are written whole.)
+   */
+  blackholeOn(bytes: string): void {
+    this.trigger = Buffer.from(bytes);
+  }
+
+  /**
    * Holds back what the server sends on the connections `match` accepts, in order, until
    * {@link releaseReplies}: a one-way delay, not a loss. The client's commands still reach the
    * server and run; their replies arrive late. For ordering races between a client's
@@ -189,6 +202,7 @@ export class TcpProxy {
    */
   restore(options: { resetTainted?: boolean } = {}): void {
     this.partitioned = false;
+    this.trigger = undefined;
     for (const pipe of [...this.pipes.values()]) {
       pipe.blackholed = false;
       if (pipe.closedDuringBlackhole) {
@@ -258,6 +272,7 @@ export class TcpProxy {
     client.setNoDelay(true);
     client.on('error', () => undefined); // a reset shows up as 'close' as well
     client.on('data', (chunk: Buffer) => {
+      if (this.trigger && !pipe.blackholed && chunk.includes(this.trigger)) pipe.blackholed = true;
       if (pipe.blackholed) {
         pipe.droppedBytes += chunk.length;
       } else if (!pipe.upstreamReady) {
