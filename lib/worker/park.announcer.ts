@@ -18,7 +18,8 @@ export interface CommitPark {
  * be handed straight to this worker. Announced by a park call before the worker blocks, or by
  * the complete call whose refill came up short (see lua/complete.lua); withdrawn by an enqueue
  * that hands a run over, and by every reserve call of the worker (lua/reserve.lua). Remembers
- * until when the latest one holds, so a live one is not announced again.
+ * until when the latest one holds, so a live one is not announced again, and whether it was a
+ * complete call's (which spares the worker's next wake its reserve).
  */
 export class ParkAnnouncer {
   /** The worker's id in the parked sets, ending in its lease length (a handoff gets that lease). */
@@ -30,6 +31,8 @@ export class ParkAnnouncer {
    * complete call's announcement whose reply arrives after a later change is not taken as current.
    */
   private epoch = 0;
+  /** The latest change was a complete call's announcement, not yet taken (see {@link takeCommitPark}). */
+  private byCommit = false;
 
   constructor(
     private readonly scripts: LuaScripts,
@@ -44,8 +47,7 @@ export class ParkAnnouncer {
 
   /** Announces the worker parked for `validForMs` (negative: withdraws it). */
   announce(validForMs: number, timeoutMs?: number): Promise<unknown> {
-    this.parkedUntil = Date.now() + validForMs;
-    this.epoch++;
+    this.changed(Date.now() + validForMs);
     return this.scripts.run('park', [this.keys.leases], [this.keys.base, this.entry, validForMs, ...this.workflows], { idempotent: true, timeoutMs });
   }
 
@@ -68,7 +70,20 @@ export class ParkAnnouncer {
   announcedByCommit(park: CommitPark): boolean {
     if (park.epoch !== this.epoch) return false;
     this.parkedUntil = Date.now() + park.ttlMs;
+    this.byCommit = true;
     return true;
+  }
+
+  /**
+   * Whether a complete call announced the park since the entry last changed otherwise (taking it
+   * clears it): its refill just found the lanes empty, so the worker may block without reserving
+   * first. Any later change ends it — a reserve looks at the lanes itself, and anything popped from
+   * the wake lists means work came after that call (a popped marker must bring a reserve).
+   */
+  takeCommitPark(): boolean {
+    const announced = this.byCommit;
+    this.byCommit = false;
+    return announced;
   }
 
   /**
@@ -76,8 +91,13 @@ export class ParkAnnouncer {
    * reserve call dropped it (lua/reserve.lua). The next block announces again.
    */
   cleared(): void {
-    this.parkedUntil = 0;
+    this.changed(0);
+  }
+
+  private changed(parkedUntil: number): void {
+    this.parkedUntil = parkedUntil;
     this.epoch++;
+    this.byCommit = false;
   }
 
   private commitTtlMs(): number {

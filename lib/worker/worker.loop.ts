@@ -112,11 +112,6 @@ export class WorkerLoop {
   private readonly claimFlags: number;
   /** When the next delayed run or schedule fire is due (local clock), from the latest reserve: a saturated worker reserves by then. */
   private nextDueAt = Infinity;
-  /**
-   * A complete call's refill came up short and announced the park: the lanes were just found
-   * empty, so the next wake blocks at once instead of reserving first (see {@link tick}).
-   */
-  private parkedByCommit = false;
 
   constructor(parts: WorkerParts) {
     ({ connections: this.connections, scripts: this.scripts, keys: this.keys, options: this.options } = parts);
@@ -190,8 +185,7 @@ export class WorkerLoop {
       await this.reserve(0, this.workflows);
       return true;
     }
-    if (this.parkedByCommit) {
-      this.parkedByCommit = false;
+    if (this.park.takeCommitPark()) {
       // The complete call that freed the slot found nothing to claim and parked this worker, so
       // a reserve now would most likely find nothing too: block at once, unless a delayed run or
       // a schedule is due or the stalled scan is (only a reserve does those). Work queued since
@@ -219,8 +213,7 @@ export class WorkerLoop {
   private async reserve(wanted: number, workflows: string[]): Promise<{ head: number; claims: Claim[] }> {
     const scan = this.stallScanDue();
     if (scan) this.lastStallScan = Date.now();
-    this.parkedByCommit = false; // this call looks at the lanes itself
-    this.park.cleared(); // it also drops this worker's park entry: the next block announces again
+    this.park.cleared(); // it drops this worker's park entry: the next block announces again
     this.lastReserveAt = Date.now();
     const keys = [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.stallGate, this.keys.call(this.reserveCallId)];
     const head = [
@@ -274,7 +267,7 @@ export class WorkerLoop {
   }
 
   private settleRefill(claims: Claim[], promised: number, parked?: CommitPark): void {
-    if (parked && this.park.announcedByCommit(parked)) this.parkedByCommit = true;
+    if (parked) this.park.announcedByCommit(parked);
     claims.forEach((claim) => this.launch(claim));
     this.refilling -= promised;
   }
@@ -341,12 +334,10 @@ export class WorkerLoop {
     this.lastWakeAt = Date.now();
     if (!popped) return undefined;
     // A handoff means the enqueue withdrew this worker's announcement (a marker leaves it be, but
-    // the reserve that follows may fill the slots: announce again at the next block).
+    // the reserve that follows may fill the slots: announce again at the next block). Either way a
+    // complete call's park no longer spares the reserve: a marker must bring one (skipping it left
+    // the run waiting for the next block's timeout, the marker that would end it just taken).
     this.park.cleared();
-    // Whatever was popped, work came after the complete call that found the lanes empty: a marker
-    // must bring a reserve (skipping it left the run waiting for the next block's timeout, up to
-    // MAX_BLOCK_MS: the marker that would have ended that block was the one just taken).
-    this.parkedByCommit = false;
     return parseHandoff(this.wakeKeys.get(popped[0])!, popped[1]);
   }
 }

@@ -1,9 +1,6 @@
-import Redis from 'ioredis';
 import { RedisConnectionError, RunContext, Workflow } from '../../lib';
 import { uniqueNamespace } from '../support/app';
-import { appOn } from '../support/fault';
-import { RedisProcess } from '../support/redis-process';
-import { TcpProxy } from '../support/tcp-proxy';
+import { appOn, proxiedServer } from '../support/fault';
 
 /**
  * The Lua library is loaded on demand: a call that finds it missing (a restart without
@@ -21,42 +18,28 @@ class EchoWorkflow {
 }
 
 describe('a FUNCTION LOAD whose reply never comes', () => {
-  let server: RedisProcess;
-  let proxy: TcpProxy;
-  let raw: Redis;
-
-  beforeAll(async () => {
-    server = await RedisProcess.start();
-    proxy = await TcpProxy.start({ port: server.port });
-    raw = new Redis(server.url);
-  });
-
-  afterAll(async () => {
-    raw?.disconnect();
-    await proxy?.close();
-    await server?.stop();
-  });
+  const redis = proxiedServer();
 
   it('fails the call that needed it within the call bound, and the app loads the library again once Redis answers', async () => {
     const redisTimeoutMs = 1_000;
-    const app = await appOn(proxy.url, [EchoWorkflow], { namespace: uniqueNamespace('fload'), redisTimeoutMs });
+    const app = await appOn(redis.proxy.url, [EchoWorkflow], { namespace: uniqueNamespace('fload'), redisTimeoutMs });
     try {
       expect(await app.client.run(EchoWorkflow, { key: 'before' }, { timeoutMs: 10_000 })).toBe('echo:before');
-      await raw.call('FUNCTION', 'FLUSH');
+      await redis.raw.call('FUNCTION', 'FLUSH');
       // Every FUNCTION LOAD sent from now on (the command as ioredis writes it) is lost, with its
       // connection: no reply, no reset.
-      proxy.blackholeOn('$8\r\nFUNCTION\r\n$4\r\nLOAD\r\n');
+      redis.proxy.blackholeOn('$8\r\nFUNCTION\r\n$4\r\nLOAD\r\n');
 
       const startedAt = Date.now();
       const error = await app.client.enqueue(EchoWorkflow, { key: 'during' }).then(() => undefined, (e: unknown) => e);
       expect(error).toBeInstanceOf(RedisConnectionError);
       // The call's bound (redisTimeoutMs), plus the sweep's resolution and a loaded machine's slack.
       expect(Date.now() - startedAt).toBeLessThan(redisTimeoutMs + 2_000);
-      expect(proxy.connections().some((c) => c.blackholed)).toBe(true); // the load was what hung
+      expect(redis.proxy.connections().some((c) => c.blackholed)).toBe(true); // the load was what hung
 
-      proxy.restore({ resetTainted: true });
+      redis.proxy.restore({ resetTainted: true });
       expect(await app.client.run(EchoWorkflow, { key: 'after' }, { timeoutMs: 20_000 })).toBe('echo:after');
-      expect(String(await raw.call('FUNCTION', 'LIST'))).toMatch(/sluice_/);
+      expect(String(await redis.raw.call('FUNCTION', 'LIST'))).toMatch(/sluice_/);
     } finally {
       await app.close();
     }

@@ -1,12 +1,10 @@
-import Redis from 'ioredis';
 import { RunContext, Workflow } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { uniqueNamespace } from '../support/app';
-import { appOn } from '../support/fault';
+import { appOn, proxiedServer } from '../support/fault';
 import { enqueueArgs, enqueueKeys, waitParked } from '../support/queue-state';
-import { RedisAdmin, RedisProcess, sluiceConnectionName } from '../support/redis-process';
+import { RedisAdmin, sluiceConnectionName } from '../support/redis-process';
 import { scriptsOn } from '../support/scripts';
-import { TcpProxy } from '../support/tcp-proxy';
 import { Gates, monitorCommands } from '../support/workflows';
 
 /**
@@ -31,54 +29,37 @@ class HoldWorkflow {
 }
 
 describe("a worker's park announcement and the order of its replies", () => {
-  let server: RedisProcess;
-  let proxy: TcpProxy;
-  let raw: Redis;
-  let admin: RedisAdmin;
-
-  beforeAll(async () => {
-    server = await RedisProcess.start();
-    proxy = await TcpProxy.start({ port: server.port });
-    raw = new Redis(server.url);
-    admin = new RedisAdmin(new Redis(server.url));
-  });
-
-  afterAll(async () => {
-    gates.openAll();
-    raw?.disconnect();
-    await admin?.close();
-    await proxy?.close();
-    await server?.stop();
-  });
+  const redis = proxiedServer();
 
   it('a run queued behind a handoff is claimed at once after a complete call parked the worker while it reserved', async () => {
     const ns = uniqueNamespace('race');
     const keys = new RedisKeys('sluice', ns);
+    const admin = new RedisAdmin(redis.raw);
     const wf = 'race.hold';
     // Blocks of 5 s (MAX_BLOCK_MS): no stalled scan or due run ends one sooner.
-    const worker = await appOn(proxy.url, [HoldWorkflow], { namespace: ns, worker: { concurrency: 3, stalledIntervalMs: 60_000, lockMs: 60_000 } });
-    const producer = await appOn(server.url, [], { namespace: ns, worker: { enabled: false } });
-    const monitor = await monitorCommands(ns, raw);
+    const worker = await appOn(redis.proxy.url, [HoldWorkflow], { namespace: ns, worker: { concurrency: 3, stalledIntervalMs: 60_000, lockMs: 60_000 } });
+    const producer = await appOn(redis.server.url, [], { namespace: ns, worker: { enabled: false } });
+    const monitor = await monitorCommands(ns, redis.raw);
     const script = (name: string) => (args: string[]) => args[0] === 'fcall' && args[1].endsWith(`_${name}`) && args.includes(keys.base);
     const blocked = () =>
       admin.clientsWhen({ namePrefix: sluiceConnectionName(ns, 'blocking') }, (clients) => clients.some((c) => c.cmd === 'blpop' && /b/.test(c.flags)), 'the worker blocked on its wake list');
     try {
-      await waitParked(raw, keys, wf);
+      await waitParked(redis.raw, keys, wf);
       const first = await producer.client.enqueue(HoldWorkflow, { key: 'first', hold: true });
       await begun.get('first').promise;
       await blocked();
 
       // The worker's command connection (the producer's of the same name is not proxied).
       const commandAddrs = new Set((await admin.clients({ namePrefix: sluiceConnectionName(ns, 'command') })).map((c) => c.addr));
-      expect(proxy.holdReplies((c) => commandAddrs.has(c.upstreamAddress ?? ''))).toBe(1);
+      expect(redis.proxy.holdReplies((c) => commandAddrs.has(c.upstreamAddress ?? ''))).toBe(1);
       // A wake marker ends the block: the worker reserves (finding nothing; its reply is held).
-      await raw.rpush(keys.wake(wf), '1');
+      await redis.raw.rpush(keys.wake(wf), '1');
       await monitor.next(script('reserve'));
       // The held run finishes meanwhile: its complete call, sent after the reserve and so run
       // after it, finds nothing to refill and announces the worker parked.
       gates.open('first');
       await monitor.next(script('complete'));
-      proxy.releaseReplies();
+      redis.proxy.releaseReplies();
       expect(await first.result({ timeoutMs: 10_000 })).toBe('first');
       await blocked();
 
@@ -86,8 +67,8 @@ describe("a worker's park announcement and the order of its replies", () => {
       // queued behind it with a wake marker. Taking that marker must bring a reserve; believing
       // the complete call's park, the worker blocked again instead, and the run waited for the
       // block's timeout (5 s).
-      const scripts = scriptsOn(raw);
-      const multi = raw.multi();
+      const scripts = scriptsOn(redis.raw);
+      const multi = redis.raw.multi();
       for (const key of ['handed', 'queued']) {
         scripts.queue(multi, 'enqueue', enqueueKeys(keys, key), enqueueArgs(keys, wf, key, { key, hold: key === 'handed' }, true));
       }

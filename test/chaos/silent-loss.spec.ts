@@ -1,11 +1,8 @@
-import Redis from 'ioredis';
 import { QueueHealth, RunContext, Workflow } from '../../lib';
 import { BLOCK_GRACE_MS, MAX_BLOCK_MS } from '../../lib/worker/worker.loop';
 import { uniqueNamespace } from '../support/app';
 import { auditNamespace, expectConsistent } from '../support/audit';
-import { appOn } from '../support/fault';
-import { RedisProcess } from '../support/redis-process';
-import { TcpProxy } from '../support/tcp-proxy';
+import { appOn, proxiedServer } from '../support/fault';
 import { pollUntil } from '../support/workflows';
 
 /**
@@ -23,45 +20,31 @@ class EchoWorkflow {
 }
 
 describe('a silent network loss between a worker and Redis', () => {
-  let server: RedisProcess;
-  let proxy: TcpProxy;
-  let raw: Redis;
-
-  beforeAll(async () => {
-    server = await RedisProcess.start();
-    proxy = await TcpProxy.start({ port: server.port });
-    raw = new Redis(server.url);
-  });
-
-  afterAll(async () => {
-    raw?.disconnect();
-    await proxy?.close();
-    await server?.stop();
-  });
+  const redis = proxiedServer();
 
   it('is noticed within the block time plus grace (dead connections replaced), and the worker resumes when the path returns', async () => {
     const ns = uniqueNamespace('silent');
-    const worker = await appOn(proxy.url, [EchoWorkflow], { namespace: ns, redisTimeoutMs: 2_000, worker: { lockMs: 10_000 } });
+    const worker = await appOn(redis.proxy.url, [EchoWorkflow], { namespace: ns, redisTimeoutMs: 2_000, worker: { lockMs: 10_000 } });
     // The producer talks to Redis directly; fastPath off, so a wake is a bare marker (nothing to lose).
-    const producer = await appOn(server.url, [], { namespace: ns, worker: { enabled: false }, fastPath: false });
+    const producer = await appOn(redis.server.url, [], { namespace: ns, worker: { enabled: false }, fastPath: false });
     try {
       expect(await producer.client.run(EchoWorkflow, { key: 'before' }, { timeoutMs: 20_000 })).toBe('echo:before');
-      const opened = proxy.totalConnections;
+      const opened = redis.proxy.totalConnections;
 
-      proxy.blackhole();
+      redis.proxy.blackhole();
       const lostAt = Date.now();
       const handle = await producer.client.enqueue(EchoWorkflow, { key: 'during' });
       // Noticed: the worker gives up on its silent connections and opens new ones (which the
       // partition swallows too). Bound: a block (at most MAX_BLOCK_MS) plus BLOCK_GRACE_MS.
-      await pollUntil(async () => proxy.totalConnections, (total) => total > opened, 'the worker to replace a silent connection', MAX_BLOCK_MS + BLOCK_GRACE_MS + 5_000);
+      await pollUntil(async () => redis.proxy.totalConnections, (total) => total > opened, 'the worker to replace a silent connection', MAX_BLOCK_MS + BLOCK_GRACE_MS + 5_000);
       expect(Date.now() - lostAt).toBeLessThan(MAX_BLOCK_MS + BLOCK_GRACE_MS + 3_000);
       const health = await worker.app.get(QueueHealth).check(1_000);
       expect(health).toMatchObject({ healthy: false, redis: { up: false } });
 
-      proxy.restore({ resetTainted: true });
+      redis.proxy.restore({ resetTainted: true });
       expect(await handle.result({ timeoutMs: 30_000 })).toBe('echo:during');
       await pollUntil(() => worker.app.get(QueueHealth).check(), (report) => report.healthy, 'a healthy worker again', 20_000);
-      expectConsistent(await auditNamespace(raw, { namespace: ns }));
+      expectConsistent(await auditNamespace(redis.raw, { namespace: ns }));
     } finally {
       await producer.close();
       await worker.close();

@@ -3,7 +3,8 @@ import { Provider } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import Redis from 'ioredis';
 import { QueueClient, QueueModule, QueueModuleOptions } from '../../lib';
-import { RedisAdmin } from './redis-process';
+import { RedisAdmin, RedisProcess } from './redis-process';
+import { TcpProxy } from './tcp-proxy';
 
 /**
  * Fault injection on a redis-server of the test's own (CLIENT PAUSE pauses every client of a
@@ -67,4 +68,45 @@ export async function appOn(url: string, providers: Provider[], options: Partial
   let closed: Promise<void> | undefined;
   // Closing twice is harmless, so a test may close its app and its cleanup close it again.
   return { app, client: app.get(QueueClient), close: () => (closed ??= app.close()) };
+}
+
+/** A redis-server of the spec's own, a TCP proxy in front of it, and a direct connection to it. */
+export interface ProxiedServer {
+  readonly server: RedisProcess;
+  readonly proxy: TcpProxy;
+  /** Straight to the server, past the proxy: the test's own reads and writes. */
+  readonly raw: Redis;
+}
+
+/**
+ * Starts a {@link ProxiedServer} before the spec's tests (jest `beforeAll`) and stops it after
+ * (`afterAll`); read its parts in the tests, once started.
+ */
+export function proxiedServer(): ProxiedServer {
+  let parts: { server: RedisProcess; proxy?: TcpProxy; raw?: Redis } | undefined;
+  const started = () => {
+    if (!parts?.proxy || !parts.raw) throw new Error('proxiedServer: read its parts in a test, after beforeAll');
+    return parts as Required<typeof parts>;
+  };
+  beforeAll(async () => {
+    parts = { server: await RedisProcess.start() };
+    parts.proxy = await TcpProxy.start({ port: parts.server.port });
+    parts.raw = new Redis(parts.server.url);
+  });
+  afterAll(async () => {
+    parts?.raw?.disconnect();
+    await parts?.proxy?.close();
+    await parts?.server.stop();
+  });
+  return {
+    get server() {
+      return started().server;
+    },
+    get proxy() {
+      return started().proxy;
+    },
+    get raw() {
+      return started().raw;
+    },
+  };
 }

@@ -26,6 +26,20 @@ describe('ParkAnnouncer', () => {
     expect(park.forCommit()).toBeUndefined(); // announced: the next complete call need not
   });
 
+  it("a complete call's park spares one reserve: taken once, and ended by any later change of the entry", async () => {
+    const { park } = announcer();
+    park.announcedByCommit(park.forCommit()!);
+    expect(park.takeCommitPark()).toBe(true);
+    expect(park.takeCommitPark()).toBe(false);
+    park.cleared();
+    park.announcedByCommit(park.forCommit()!);
+    park.cleared(); // a reserve, or a pop of the wake lists (a marker must bring a reserve)
+    expect(park.takeCommitPark()).toBe(false);
+    park.announcedByCommit(park.forCommit()!);
+    await park.announce(200);
+    expect(park.takeCommitPark()).toBe(false);
+  });
+
   it('does not believe it once a reserve was sent after it (that reserve dropped the entry)', () => {
     const { park } = announcer();
     const sent = park.forCommit()!;
