@@ -10,9 +10,11 @@ import type { CommitPark } from './park.announcer';
 
 /**
  * Most commits one script call carries. Short calls keep Redis responsive, and several calls in
- * flight let Node prepare one batch while Redis runs the previous (measured: 16 beats 64 and 8).
+ * flight let Node prepare one batch while Redis runs the previous. Measured (drain at concurrency
+ * 50, interleaved runs): 32 beat 16 by about 8 % (half the calls, fewer per-call looks at the
+ * lanes), while 8 and 48 or 64 lost to both; with three steps per run, 32 and 16 were level.
  */
-const COMMIT_BATCH_CAP = 16;
+const COMMIT_BATCH_CAP = 32;
 
 /** Asked of the worker loop when runs complete: how many runs to claim into the freed slots. */
 export interface Refill {

@@ -107,9 +107,9 @@ describe('listRuns', () => {
     }, 120_000);
 
     it('scores runs finishing in the same millisecond in finish order, not id order', async () => {
-      // 16 active runs completed by one complete call (one `now`), ids in reverse order.
+      // 32 active runs (a full commit batch) completed by one complete call (one `now`), ids in reverse order.
       const scripts = scriptsOn(redis);
-      const ids = Array.from({ length: 16 }, (_, i) => `same-ms-${String(99 - i)}`);
+      const ids = Array.from({ length: 32 }, (_, i) => `same-ms-${String(99 - i)}`);
       for (const id of ids) {
         await redis.hset(keys.run(id), 'workflow', 'lr.ok', 'state', 'active', 'token', '7', 'input', '{}', 'attempts', 1, 'failures', 0, 'priority', 0, 'createdAt', Date.now());
         await redis.sadd(keys.workflow('lr.ok', 'active'), id);
