@@ -111,6 +111,10 @@ export interface BenchSystem {
    * undefined if it has one. Such a scenario is not emulated: `prepare` is never called for it.
    */
   noEquivalent?(scenario: ScenarioName): string | undefined;
+  /** Jobs per run of `scenario` for this system when not the scenario's `jobs` (a much slower system runs fewer; rates are compared). */
+  jobsFor?(scenario: ScenarioName, jobs: number): number;
+  /** Why this system cannot be measured on this machine (a server it needs is missing), or undefined: it is then left out of the run, with that line. */
+  unavailable?(): Promise<string | undefined>;
   prepare(scenario: ScenarioName, jobs: number, redisUrl: string): Promise<PreparedRun>;
 }
 
@@ -146,6 +150,13 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T)
 
 /** Bound on one timed run: a hung run is reported as an error, not waited for. */
 export const RUN_TIMEOUT_MS = 120_000;
+
+/**
+ * The bound for a timed run of `jobs`: {@link RUN_TIMEOUT_MS}, or 1 ms per job if longer, so a
+ * slow but moving system is measured rather than cut off (a 1 000 000-run backlog at 8 000 runs/s,
+ * which BullMQ measured on a slow day, takes 125 s); below 1 000 runs/s a run counts as hung.
+ */
+export const runTimeoutMs = (jobs: number): number => Math.max(RUN_TIMEOUT_MS, jobs);
 
 export function withTimeout<T>(promise: Promise<T>, label: string, ms = RUN_TIMEOUT_MS): Promise<T> {
   let timer: NodeJS.Timeout;

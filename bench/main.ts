@@ -14,11 +14,11 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { startRedisServer } from '../test/support/redis-server';
-import { DEFAULT_JOBS, SCENARIOS, ScenarioName } from './bench.types';
+import { BenchSystem, DEFAULT_JOBS, SCENARIOS, ScenarioName } from './bench.types';
 import { printClusterTable } from './cluster.report';
 import { CLUSTER_JOBS, CLUSTER_SCENARIO, ClusterReport, runClusterScenario } from './cluster.scenario';
 import type { RunResult } from './measure';
-import { printDetails, printMemory, printTable } from './report';
+import { printDetails, printDurablePeer, printMemory, printTable } from './report';
 import type { FromSystem, ToSystem } from './system.process';
 import { allSystems } from './systems';
 import { isStopping, onTeardown } from './teardown';
@@ -86,6 +86,13 @@ class SystemProcesses {
   }
 }
 
+/** The systems this machine can measure: one that needs a server it lacks (DBOS without PostgreSQL) is left out, with a line saying so. */
+async function availableOf(systems: BenchSystem[]): Promise<BenchSystem[]> {
+  const reasons = await Promise.all(systems.map((system) => system.unavailable?.()));
+  reasons.forEach((reason) => reason && console.log(reason));
+  return systems.filter((_, i) => !reasons[i]);
+}
+
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const profileDir = args.cpuProfile;
@@ -95,7 +102,7 @@ async function main(): Promise<void> {
   const children = new SystemProcesses();
   const stopChildren = onTeardown(() => children.killAll());
   const admin = new Redis(redis.url);
-  const systems = allSystems().filter((system) => !args.systems || args.systems.includes(system.name));
+  const systems = await availableOf(allSystems().filter((system) => !args.systems || args.systems.includes(system.name)));
   const results: RunResult[] = [];
   let cluster: ClusterReport | undefined;
   const version = (await admin.info('server')).match(/redis_version:(\S+)/)?.[1];
@@ -112,7 +119,10 @@ async function main(): Promise<void> {
           const noEquivalent = system.noEquivalent?.(scenario);
           // Not emulated: reported as such, once per scenario.
           if (noEquivalent && repeat > 1) continue;
-          const result = noEquivalent ? { scenario, system: system.name, repeat, jobs, noEquivalent } : await children.measure({ system: system.name, scenario, jobs, repeat, url: redis.url, profileDir, compactRecords: args.compactRecords });
+          const systemJobs = system.jobsFor?.(scenario, jobs) ?? jobs;
+          const result = noEquivalent
+            ? { scenario, system: system.name, repeat, jobs: systemJobs, noEquivalent }
+            : await children.measure({ system: system.name, scenario, jobs: systemJobs, repeat, url: redis.url, profileDir, compactRecords: args.compactRecords });
           results.push(result);
           const shown = result.noEquivalent ?? result.error ?? `${Math.round(result.opsPerSec!)} ops/s${result.latency ? `, mean ${result.latency.meanMs.toFixed(3)} ms` : ''}`;
           console.log(`  ${scenario.padEnd(19)} #${repeat} ${system.name.padEnd(7)} ${shown}`);
@@ -130,6 +140,7 @@ async function main(): Promise<void> {
     printTable(results);
     printDetails(results);
     printMemory(results);
+    printDurablePeer(results);
   }
   if (cluster) printClusterTable(cluster);
   mkdirSync(join(args.out, '..'), { recursive: true });

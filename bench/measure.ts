@@ -1,5 +1,5 @@
 import type Redis from 'ioredis';
-import { BenchSystem, Details, isMemory, Latency, PreparedRun, ScenarioName, withTimeout } from './bench.types';
+import { BenchSystem, Details, isMemory, Latency, PreparedRun, runTimeoutMs, ScenarioName, withTimeout } from './bench.types';
 import { profiled } from './cpu.profile';
 import { costBetween, RedisCost, snapshot } from './redis.stats';
 
@@ -38,7 +38,7 @@ export async function measure(system: BenchSystem, scenario: ScenarioName, jobs:
     const waitingBytes = memory ? (await usedMemory(admin)) - empty : 0;
     const before = await snapshot(admin);
     const started = performance.now();
-    const { latency, details } = await withTimeout(profiled(profileDir, `${scenario}-${system.name}-${repeat}`, () => prepared!.timed()), `${system.name} ${scenario}`);
+    const { latency, details } = await withTimeout(profiled(profileDir, `${scenario}-${system.name}-${repeat}`, () => prepared!.timed()), `${system.name} ${scenario}`, runTimeoutMs(jobs));
     const elapsedMs = performance.now() - started;
     const cost = costBetween(before, await snapshot(admin));
     const committed = await prepared.committed();

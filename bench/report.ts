@@ -79,6 +79,25 @@ export function printTable(results: RunResult[]): void {
   if (errors.length) console.log(`\nErrors:\n${errors.map((r) => `- ${r.scenario} ${r.system} #${r.repeat}: ${r.error}`).join('\n')}`);
 }
 
+/**
+ * Durable 3-step runs against DBOS (a workflow engine on PostgreSQL, outside the Redis table):
+ * Sluice's and DBOS's drain-c50-3steps, best (median), and the ratio on best.
+ */
+export function printDurablePeer(results: RunResult[]): void {
+  const of = (system: string) => summarise(results.filter((r) => r.scenario === 'drain-c50-3steps' && r.system === system));
+  const sluice = of('sluice');
+  const dbos = of('dbos');
+  if (!sluice || !dbos) return;
+  const jobs = (system: string) => results.find((r) => r.scenario === 'drain-c50-3steps' && r.system === system)!.jobs;
+  console.log('\nDurable 3-step runs against DBOS (drain-c50-3steps; DBOS on PostgreSQL, so no Redis figures):');
+  printRows([
+    ['system', 'runs per repeat', 'ops/s best (median)', 'sluice/dbos'],
+    ['sluice', fmt(jobs('sluice')), `${fmt(sluice.best)} (${fmt(sluice.median)})`, `${(sluice.best / dbos.best).toFixed(1)}x`],
+    ['dbos', fmt(jobs('dbos')), `${fmt(dbos.best)} (${fmt(dbos.median)})`, '-'],
+  ]);
+  if (dbos.note) console.log(`- ${dbos.note}`);
+}
+
 /** A Markdown table, the first row being the header. */
 export function printRows(rows: string[][]): void {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
