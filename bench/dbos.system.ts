@@ -20,7 +20,7 @@ const SERVER_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.
 const DATABASE = 'sluice_bench_dbos';
 const QUEUE = 'bench_steps';
 /**
- * Runs per DBOS run: its rate is about a hundredth of the Redis systems', so the scenario's 40 000
+ * Runs per DBOS run: its rate is about a hundredth of the Redis systems', so the scenario's 20 000
  * would take minutes per repeat. Rates, not totals, are compared.
  */
 const DBOS_JOBS = 2_000;
