@@ -39,9 +39,12 @@ export const SAMPLE_NAMESPACE = 'sample';
     }),
     // The dashboard on the app's HTTP server, actions enabled. The guard here lets in requests
     // from this machine only; a real app passes its own auth guard class (README, "Dashboard").
+    // A browser here connects from loopback even for a page of another site whose name was
+    // rebound to 127.0.0.1: `allowedHosts: []` also keeps the Host to loopback names.
     SluiceDashboardModule.forRoot({
       path: DASHBOARD_PATH,
       readOnly: false,
+      allowedHosts: [],
       guard: (request: IncomingMessage | { raw?: IncomingMessage }) => isLoopback(('raw' in request && request.raw ? request.raw : (request as IncomingMessage)).socket.remoteAddress),
     }),
   ],

@@ -1,7 +1,8 @@
-import { type CanActivate, type ExecutionContext, Inject, Injectable, Logger, type OnModuleInit, type Type } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, ForbiddenException, Inject, Injectable, Logger, type OnModuleInit, type Type } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { isObservable, lastValueFrom } from 'rxjs';
 import { QueueConfigError } from '../errors';
+import { hostRefusal } from './dashboard.hosts';
 import { DASHBOARD_OPTIONS, type DashboardGuardFn, type ResolvedDashboardOptions } from './dashboard.options';
 
 /**
@@ -9,7 +10,9 @@ import { DASHBOARD_OPTIONS, type DashboardGuardFn, type ResolvedDashboardOptions
  * class is taken from the app's providers when it is one (so it shares their state), else created
  * once with its dependencies injected, at bootstrap (a guard that cannot be made fails the boot,
  * not every request); a function is called with the request. What a refusing guard throws (an
- * `UnauthorizedException`, say) is the answer; `false` is a 403.
+ * `UnauthorizedException`, say) is the answer; `false` is a 403. Before it, without a guard or
+ * with `allowedHosts`, the request's `Host` is checked (see dashboard.hosts.ts): a 403 for a host
+ * the dashboard does not answer to, before any Redis call.
  */
 @Injectable()
 export class DashboardAccessGuard implements CanActivate, OnModuleInit {
@@ -24,14 +27,20 @@ export class DashboardAccessGuard implements CanActivate, OnModuleInit {
   async onModuleInit(): Promise<void> {
     const { guard, path } = this.options;
     if (!guard) {
-      this.logger.warn(`The dashboard at ${path} has no guard: anyone who reaches it sees every run's input, result and error${this.options.readOnly ? '' : ', and can act on them'}. Pass SluiceDashboardModule.forRoot({ guard }).`);
+      this.logger.warn(
+        `The dashboard at ${path} has no guard: anyone who reaches it (as localhost${this.options.hosts?.length ? ' or one of allowedHosts' : ''}) sees every run's input, result and error${this.options.readOnly ? '' : ', and can act on them'}. Pass SluiceDashboardModule.forRoot({ guard }).`,
+      );
       return;
     }
     if (isGuardClass(guard)) this.instance = await this.resolve(guard);
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    const { guard } = this.options;
+    const { guard, hosts } = this.options;
+    if (hosts) {
+      const refusal = hostRefusal(context.switchToHttp().getRequest<{ headers: Record<string, string | string[] | undefined> }>().headers, hosts);
+      if (refusal) throw new ForbiddenException(refusal);
+    }
     if (!guard) return true;
     const allowed = this.instance ? await this.instance.canActivate(context) : await (guard as DashboardGuardFn)(context.switchToHttp().getRequest(), context);
     // A guard may answer with an Observable, as Nest allows.

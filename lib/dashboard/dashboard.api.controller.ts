@@ -2,6 +2,7 @@ import { Controller, Get, NotFoundException, Param, Query, UseGuards, UseInterce
 import { DashboardAccessGuard } from './dashboard-access.guard';
 import { DashboardSameSiteGuard } from './dashboard-action.guard';
 import { DashboardInterceptor } from './dashboard.interceptor';
+import { PathSegmentPipe } from './dashboard.segments';
 import { DashboardReader, queryInt } from './dashboard.reader';
 
 type Text = string | undefined;
@@ -19,7 +20,7 @@ export class DashboardApiController {
   }
 
   @Get('workflows/:name/groups')
-  groups(@Param('name') name: string, @Query('offset') offset: Text) {
+  groups(@Param('name', PathSegmentPipe) name: string, @Query('offset') offset: Text) {
     return this.reader.groups(name, queryInt(offset, 'offset', 0, 1000, 0));
   }
 
@@ -29,7 +30,7 @@ export class DashboardApiController {
   }
 
   @Get('runs/:id')
-  async run(@Param('id') id: string) {
+  async run(@Param('id', PathSegmentPipe) id: string) {
     const found = await this.reader.run(id);
     if (!found) throw new NotFoundException(`No run ${id} (it never existed, or its retention expired)`);
     return found;

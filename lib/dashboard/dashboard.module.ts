@@ -10,6 +10,8 @@ import { DASHBOARD_OPTIONS, resolveDashboardOptions, type SluiceDashboardAsyncOp
 import { DashboardPageController } from './dashboard.page.controller';
 import { DashboardReader } from './dashboard.reader';
 
+const ASYNC_KEYS = ['path', 'imports', 'useFactory', 'inject'];
+
 /**
  * The Sluice dashboard, mounted in any Nest HTTP app (Express or Fastify) next to `QueueModule`:
  * `SluiceDashboardModule.forRoot({ path: '/sluice', guard })`, or `forRootAsync`. Read-only unless
@@ -25,6 +27,8 @@ export class SluiceDashboardModule {
   /** The options from a factory (e.g. `readOnly` from `ConfigService`); `path` is fixed here. */
   static forRootAsync(options: SluiceDashboardAsyncOptions): DynamicModule {
     const { path } = resolveDashboardOptions({ path: options?.path });
+    const unknown = Object.keys(options).filter((key) => !ASYNC_KEYS.includes(key) && (options as unknown as Record<string, unknown>)[key] !== undefined);
+    if (unknown.length > 0) throw new QueueConfigError(`SluiceDashboardModule.forRootAsync: unknown option(s) ${unknown.join(', ')} (the options are ${ASYNC_KEYS.join(', ')}; the others come from useFactory)`);
     if (typeof options.useFactory !== 'function') throw new QueueConfigError('SluiceDashboardModule.forRootAsync: useFactory must be a function');
     const provider: Provider = {
       provide: DASHBOARD_OPTIONS,

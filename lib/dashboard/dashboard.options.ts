@@ -1,5 +1,6 @@
 import type { CanActivate, ExecutionContext, ModuleMetadata, Type } from '@nestjs/common';
 import { QueueConfigError } from '../errors';
+import { type AllowedHost, resolveAllowedHosts } from './dashboard.hosts';
 
 /** A function that decides whether a request may see the dashboard (and act, when actions are on). */
 export type DashboardGuardFn = (request: any, context: ExecutionContext) => boolean | Promise<boolean>;
@@ -11,9 +12,18 @@ export interface SluiceDashboardOptions {
   /**
    * Who may open it: a guard class (resolved from the app's providers, else created with its
    * dependencies injected) or a function of the request. Applied to every page, asset and API
-   * route. Without one, anyone who reaches the path can: mount it behind your own auth.
+   * route. Without one, anyone who reaches the path can: mount it behind your own auth. (Without
+   * one, it also answers only requests whose `Host` is a loopback name or in `allowedHosts`.)
    */
   guard?: Type<CanActivate> | DashboardGuardFn;
+  /**
+   * The hosts it answers to besides `localhost`, `127.0.0.1` and `[::1]` (any port), as the `Host`
+   * header carries them: `'ops.example.com'` (any port), `'ops.example.com:8443'`, `'10.0.0.5'`.
+   * Other hosts get a 403 before anything is read: a page of another site that rebinds its name
+   * to this machine (DNS rebinding) cannot drive the dashboard. Checked when there is no guard,
+   * and, when given, with a guard too.
+   */
+  allowedHosts?: string[];
   /** `true` (default): only reads. `false` enables the actions (retry, cancel, remove, pause, caps, schedules). */
   readOnly?: boolean;
   /** How often open pages refresh, in ms (default 2 000, 500–60 000). */
@@ -40,6 +50,8 @@ export interface SluiceDashboardAsyncOptions extends Pick<ModuleMetadata, 'impor
 export interface ResolvedDashboardOptions {
   path: string;
   guard?: Type<CanActivate> | DashboardGuardFn;
+  /** The hosts checked before the guard; undefined: no check (a guard and no `allowedHosts`). */
+  hosts?: readonly AllowedHost[];
   readOnly: boolean;
   pollMs: number;
   sampleMs: number | false;
@@ -48,10 +60,13 @@ export interface ResolvedDashboardOptions {
 export const DASHBOARD_OPTIONS = Symbol('SLUICE_DASHBOARD_OPTIONS');
 
 const PATH = /^(\/[A-Za-z0-9._~-]+)+$/;
+const KEYS = ['path', 'guard', 'allowedHosts', 'readOnly', 'pollMs', 'sampleMs'];
 
 /** Checks the options at import time: a typed error naming the option, before the app boots. */
 export function resolveDashboardOptions(options: SluiceDashboardOptions): ResolvedDashboardOptions {
   if (options === null || typeof options !== 'object') throw new QueueConfigError('SluiceDashboardModule.forRoot options must be an object { path, guard?, readOnly? }');
+  const unknown = Object.keys(options).filter((key) => !KEYS.includes(key) && (options as unknown as Record<string, unknown>)[key] !== undefined);
+  if (unknown.length > 0) throw new QueueConfigError(`SluiceDashboardModule: unknown option(s) ${unknown.join(', ')} (the options are ${KEYS.join(', ')})`);
   const path = typeof options.path === 'string' && options.path.length > 1 ? options.path.replace(/\/+$/, '') : options.path;
   if (typeof path !== 'string' || !PATH.test(path)) {
     throw new QueueConfigError(`SluiceDashboardModule: path must look like '/sluice' (segments of letters, digits, . _ ~ -), got ${JSON.stringify(options.path)}`);
@@ -62,5 +77,7 @@ export function resolveDashboardOptions(options: SluiceDashboardOptions): Resolv
   if (!Number.isInteger(pollMs) || pollMs < 500 || pollMs > 60_000) throw new QueueConfigError('SluiceDashboardModule: pollMs must be an integer from 500 to 60000');
   const sampleMs = options.sampleMs ?? 5000;
   if (sampleMs !== false && (!Number.isInteger(sampleMs) || sampleMs < 1000 || sampleMs > 60_000)) throw new QueueConfigError('SluiceDashboardModule: sampleMs must be false or an integer from 1000 to 60000');
-  return { path, guard: options.guard, readOnly: options.readOnly ?? true, pollMs, sampleMs };
+  const allowedHosts = resolveAllowedHosts(options.allowedHosts);
+  const hosts = allowedHosts ?? (options.guard === undefined ? [] : undefined);
+  return { path, guard: options.guard, hosts, readOnly: options.readOnly ?? true, pollMs, sampleMs };
 }

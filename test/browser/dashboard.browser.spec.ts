@@ -144,6 +144,25 @@ describe('dashboard in Chromium', () => {
     expect((await dash.client.get(sleeper.id))!.state).toBe('cancelled');
   });
 
+  it('opens runs whose ids are dots or hold a slash from the runs list, and removes one', async () => {
+    cardFixed = false; // failed runs: the ones the runs list shows
+    // URLs drop dot segments ('/api/runs/..' is '/api/'), even percent-encoded: the page must still reach these runs.
+    const ids = ['..', '.', 'a/b#c'];
+    for (const id of ids) await expect((await dash.client.enqueue(Checkout, { order: `id ${id}` }, { id })).result({ timeoutMs: 10_000 })).rejects.toThrow('card declined');
+    for (const id of ids) {
+      await page.goto(`${dash.origin}/sluice#/runs?workflow=shop.checkout&state=failed`);
+      await page.locator(`[data-testid="run-row"][data-run="${id}"]`).getByTestId('run-link').click();
+      await page.getByTestId('run-state').filter({ hasText: 'failed' }).waitFor();
+      expect(await page.getByTestId('run-error').innerText()).toContain(`card declined for order id ${id}`);
+    }
+    await page.goto(`${dash.origin}/sluice#/runs/..`);
+    await page.getByTestId('run-error').filter({ hasText: 'order id ..' }).waitFor();
+    await page.getByTestId('action-remove').click();
+    await confirm();
+    await flash().filter({ hasText: 'Removed run ..' }).waitFor();
+    expect(await dash.client.get('..')).toBeNull();
+  });
+
   it('changes a cap after confirmation', async () => {
     await page.goto(`${dash.origin}/sluice#/`);
     const row = page.locator('[data-testid="wf-row"][data-workflow="shop.checkout"]');
@@ -194,6 +213,35 @@ describe('dashboard in Chromium', () => {
     await page.goto(`${dash.origin}/sluice#/`);
     await page.locator('[data-testid="wf-row"][data-workflow="shop.cool-off"]').waitFor();
     await shot('overview-paused');
+  });
+
+  it('refuses a page whose Host is not this machine (DNS rebinding) when it has no guard', async () => {
+    const open = await createDashboardApp('express', [], { namespace: ns, worker: { enabled: false } }, { path: '/open', readOnly: false });
+    try {
+      const port = new URL(open.origin).port;
+      // Chromium resolves this name to 127.0.0.1 (a rebound DNS name) but sends it as the Host.
+      const resolver = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--host-resolver-rules=MAP rebound.example 127.0.0.1'] });
+      try {
+        const attacker = await resolver.newPage();
+        const response = await attacker.goto(`http://rebound.example:${port}/open`);
+        expect(response!.status()).toBe(403);
+        expect(await attacker.locator('#app').count()).toBe(0);
+        // The attack: the rebound page's script calls the dashboard as its own origin, CSRF header and all.
+        const statuses = await attacker.evaluate(async () => [
+          (await fetch('/open/api/overview')).status,
+          (await fetch('/open/api/workflows/shop.checkout/pause', { method: 'POST', headers: { 'content-type': 'application/json', 'x-sluice-csrf': '1' }, body: '{}' })).status,
+        ]);
+        expect(statuses).toEqual([403, 403]);
+        expect((await open.client.stats({ workflow: 'shop.checkout' })).workflows['shop.checkout'].paused).toBe(false);
+        const local = await resolver.newPage();
+        expect((await local.goto(`http://localhost:${port}/open`))!.status()).toBe(200);
+        await local.locator('[data-testid="wf-row"][data-workflow="shop.checkout"]').waitFor();
+      } finally {
+        await resolver.close();
+      }
+    } finally {
+      await open.close();
+    }
   });
 
   it('shows nothing when the guard refuses: the page and the API answer 403', async () => {

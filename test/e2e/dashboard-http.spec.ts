@@ -5,6 +5,7 @@ import { request as httpRequest } from 'node:http';
 import type Redis from 'ioredis';
 import { QueueConfigError, QueueModule, RunContext, Workflow } from '../../lib';
 import { ASSET_BUDGET_BYTES, SluiceDashboardModule } from '../../lib/dashboard';
+import { loadAssets } from '../../lib/dashboard/dashboard.assets';
 import { dropNamespace, rawRedis, testConnection, uniqueNamespace } from '../support/app';
 import { createDashboardApp, type DashboardApp, type HttpAdapterName } from '../support/dashboard-app';
 
@@ -42,18 +43,29 @@ class TokenGuard implements CanActivate {
 
 const USER = { 'x-token': 'let-me-in' };
 
-/** A GET with a request target of our choosing (fetch normalises it). */
-function rawGet(origin: string, target: string, headers: Record<string, string>): Promise<string> {
+/** A request with a target and a Host of our choosing (fetch normalises the one and refuses to set the other). */
+function rawRequest(origin: string, target: string, headers: Record<string, string>, method = 'GET', body?: string): Promise<{ status: number; body: string }> {
   const { hostname, port } = new URL(origin);
   return new Promise((resolve, reject) => {
-    const request = httpRequest({ host: hostname, port, path: target, headers }, (response) => {
-      let body = '';
-      response.on('data', (chunk) => (body += chunk));
-      response.on('end', () => resolve(body));
+    const request = httpRequest({ host: hostname, port, path: target, headers, method }, (response) => {
+      let text = '';
+      response.on('data', (chunk) => (text += chunk));
+      response.on('end', () => resolve({ status: response.statusCode!, body: text }));
     });
     request.on('error', reject);
-    request.end();
+    request.end(body);
   });
+}
+
+async function rawGet(origin: string, target: string, headers: Record<string, string>): Promise<string> {
+  return (await rawRequest(origin, target, headers)).body;
+}
+
+/** How the page encodes a run id into an API path: its own `apiSeg`, taken from the shipped script. */
+function pageSegment(): (id: string) => string {
+  const source = /const apiSeg = (\(x\) => \{.*\});/.exec(loadAssets().get('dashboard.js')!.body)?.[1];
+  if (!source) throw new Error('dashboard.js has no apiSeg: the test cannot build URLs as the page does');
+  return new Function('enc', `return ${source};`)(encodeURIComponent) as (id: string) => string;
 }
 const ACTION = { ...USER, 'content-type': 'application/json', 'x-sluice-csrf': '1' };
 
@@ -130,6 +142,8 @@ describe('dashboard options', () => {
       const action = await fetch(`${away.origin}/sluice/api/runs/r1/cancel`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-sluice-csrf': '1' }, body: '{}' });
       expect(action.status).toBe(503);
       expect((await fetch(`${away.origin}/sluice`)).status).toBe(200);
+      // Unguarded, a foreign Host is refused before any Redis call: a 403 at once, not a 503.
+      expect((await rawRequest(away.origin, '/sluice/api/overview', { host: 'evil.example' })).status).toBe(403);
     } finally {
       await away.close();
     }
@@ -139,6 +153,22 @@ describe('dashboard options', () => {
     for (const options of [{ path: 'sluice' }, { path: '/' }, { path: '/a b' }, { path: '/x', pollMs: 10 }, { path: '/x', readOnly: 'no' }, { path: '/x', guard: 'admin' }]) {
       expect(() => SluiceDashboardModule.forRoot(options as never)).toThrow(QueueConfigError);
     }
+    for (const allowedHosts of ['ops.example.com', ['https://ops.example.com'], ['ops.example.com/sluice'], [''], [42]]) {
+      expect(() => SluiceDashboardModule.forRoot({ path: '/x', allowedHosts } as never)).toThrow(/allowedHosts/);
+    }
+    expect(() => SluiceDashboardModule.forRoot({ path: '/x', allowedHost: ['a'] } as never)).toThrow(/unknown option\(s\) allowedHost/);
+    expect(() => SluiceDashboardModule.forRootAsync({ path: '/x', readOnly: false, useFactory: () => ({}) } as never)).toThrow(/unknown option\(s\) readOnly/);
+  });
+
+  it('with a guard and allowedHosts, checks the Host first, then the guard', async () => {
+    const both = await createDashboardApp('fastify', [], { namespace: uniqueNamespace('dh-both'), worker: { enabled: false } }, { path: '/sluice', guard: () => true, allowedHosts: ['ops.example.com'] });
+    try {
+      expect((await rawRequest(both.origin, '/sluice/api/overview', { host: 'evil.example' })).status).toBe(403);
+      expect((await rawRequest(both.origin, '/sluice/api/overview', { host: 'ops.example.com' })).status).toBe(200);
+      expect((await fetch(`${both.origin}/sluice/api/overview`)).status).toBe(200);
+    } finally {
+      await both.close();
+    }
   });
 });
 
@@ -147,17 +177,24 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
   let redis: Redis;
   let dash: DashboardApp;
   let readOnly: DashboardApp;
+  let open: DashboardApp;
+  let listed: DashboardApp;
   const url = (path: string) => `${dash.origin}/sluice${path}`;
 
   beforeAll(async () => {
     redis = rawRedis();
     dash = await createDashboardApp(adapter, [Echo, Fails], { namespace: ns }, { path: '/sluice/', guard: TokenGuard, readOnly: false }, { providers: [TokenGuard] });
     readOnly = await createDashboardApp(adapter, [], { namespace: ns, worker: { enabled: false } }, { path: '/ops/queues', guard: (request: { headers: Record<string, string> }) => request.headers['x-token'] === 'let-me-in' });
+    // No guard: only the loopback names, or those and the listed hosts.
+    open = await createDashboardApp(adapter, [], { namespace: ns, worker: { enabled: false } }, { path: '/open', readOnly: false });
+    listed = await createDashboardApp(adapter, [], { namespace: ns, worker: { enabled: false } }, { path: '/open', readOnly: false, allowedHosts: ['ops.example.com', 'Intranet:8443', '10.0.0.5', '[fd00::1]'] });
   });
 
   afterAll(async () => {
     await dash?.close();
     await readOnly?.close();
+    await open?.close();
+    await listed?.close();
     await dropNamespace(redis, ns);
     redis.disconnect();
   });
@@ -279,5 +316,55 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
     expect(refused.status).toBe(403);
     expect((await refused.json() as any).message).toContain('readOnly: false');
     expect((await readOnly.client.stats({ workflow: 'dh.echo' })).workflows['dh.echo'].paused).toBe(false);
+  });
+
+  it('without a guard, answers loopback hosts and allowedHosts only: a DNS-rebound page gets 403 on pages, reads and actions', async () => {
+    const pause = ['/open/api/workflows/dh.echo/pause', { 'content-type': 'application/json', 'x-sluice-csrf': '1' }, 'POST', '{}'] as const;
+    const targets = ['/open', '/open/assets/dashboard.js', '/open/api/overview', '/open/api/runs/r1', '/open/api/runs?workflow=dh.echo&state=failed'];
+    for (const app of [open, listed]) {
+      const port = new URL(app.origin).port;
+      for (const host of ['evil.example', `evil.example:${port}`, 'localhost.evil.example', '127.0.0.1.nip.io', 'ops.example.com.evil.example', 'intranet:80']) {
+        for (const target of targets) {
+          const refused = await rawRequest(app.origin, target, { host });
+          expect([host, target, refused.status]).toEqual([host, target, 403]);
+          expect(JSON.parse(refused.body).message).toContain('DNS rebinding');
+        }
+        const action = await rawRequest(app.origin, pause[0], { ...pause[1], host }, pause[2], pause[3]);
+        expect([host, action.status]).toEqual([host, 403]);
+      }
+      expect((await app.client.stats({ workflow: 'dh.echo' })).workflows['dh.echo'].paused).toBe(false);
+      for (const host of ['localhost', `localhost:${port}`, `LOCALHOST:${port}`, `127.0.0.1:${port}`, '[::1]', `[::1]:${port}`]) {
+        expect([host, (await rawRequest(app.origin, '/open', { host })).status]).toEqual([host, 200]);
+        expect([host, (await rawRequest(app.origin, '/open/api/overview', { host })).status]).toEqual([host, 200]);
+      }
+    }
+    for (const host of ['ops.example.com', 'OPS.example.com:443', 'intranet:8443', '10.0.0.5:3000', '[fd00::1]:8080']) {
+      expect([host, (await rawRequest(listed.origin, '/open/api/overview', { host })).status]).toEqual([host, 200]);
+      expect([host, (await rawRequest(open.origin, '/open/api/overview', { host })).status]).toEqual([host, 403]);
+    }
+    const done = await rawRequest(listed.origin, pause[0], { ...pause[1], host: 'ops.example.com' }, pause[2], pause[3]);
+    expect(JSON.parse(done.body).message).toMatch(/^Paused dh\.echo/);
+    await rawRequest(listed.origin, '/open/api/workflows/dh.echo/resume', { ...pause[1], host: 'ops.example.com' }, 'POST', '{}');
+    // With a guard (and no allowedHosts) the guard decides, whatever the Host.
+    expect((await rawRequest(dash.origin, '/sluice/api/overview', { ...USER, host: 'ops.example.com' })).status).toBe(200);
+  });
+
+  it('opens runs whose ids are dots, or hold / # : @ = +, at the URLs the page builds', async () => {
+    const segment = pageSegment();
+    // Every character checkId allows besides letters and digits, in the shapes URL parsers rewrite.
+    const ids = ['.', '..', '...', 'a/b', '../up', './x', 'a/../b', 'x#y', 'a:b@c=d+e_f'];
+    for (const id of ids) await (await dash.client.enqueue(Echo, { id }, { id })).result({ timeoutMs: 10_000 });
+    for (const id of ids) {
+      const reply = await fetch(url(`/api/runs/${segment(id)}`), { headers: USER });
+      expect([id, reply.status]).toEqual([id, 200]);
+      expect((await reply.json() as any).run.input).toEqual({ id });
+    }
+    // The actions take the same URLs: cancel (a finished run: nothing to do) and remove.
+    const cancel = await fetch(url(`/api/runs/${segment('..')}/cancel`), { method: 'POST', headers: ACTION, body: '{}' });
+    expect((await cancel.json() as any).message).toBe('Run .. had already finished (completed): nothing to cancel');
+    const removed = await fetch(url(`/api/runs/${segment('.')}/remove`), { method: 'POST', headers: ACTION, body: '{}' });
+    expect((await removed.json() as any).message).toBe('Removed run .');
+    expect(await dash.client.get('.')).toBeNull();
+    expect(await dash.client.get('..')).not.toBeNull();
   });
 });

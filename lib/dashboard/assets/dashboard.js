@@ -16,6 +16,8 @@
   const POLL = Math.max(250, Number(cfg.pollMs) || 2000);
   const enc = encodeURIComponent;
   const dec = (x) => { try { return decodeURIComponent(x); } catch (_) { return x; } };
+  // An API path segment. Run ids '.' and '..' are encoded twice: URLs drop dot segments even as %2E.
+  const apiSeg = (x) => { const s = enc(x); return s === '.' || s === '..' ? s.replace(/\./g, '%252E') : s; };
 
   /* == DOM helpers == */
   function add(el, kids) {
@@ -341,7 +343,7 @@
         ? `Remove the concurrency cap of ${who(wf, gOf(v))}.`
         : `Allow at most ${intOk(v.limit, 0, 1e12) ? num(+v.limit) : 'N'} active runs at a time for ${who(wf, gOf(v))}.`),
       validate: (v) => (v.limit === '' || intOk(v.limit, 0, 1e12) ? null : 'Enter a whole number ≥ 0, or leave empty to remove the cap.'),
-      path: `api/workflows/${enc(wf)}/limits`,
+      path: `api/workflows/${apiSeg(wf)}/limits`,
       body: (v) => { const b = { limit: v.limit === '' ? null : +v.limit }; const g = gOf(v); if (g !== undefined) b.group = g; return b; },
     });
   }
@@ -363,7 +365,7 @@
         if (!intOk(v.max, 1, 1e12)) return 'Max must be a whole number ≥ 1 (or empty to remove).';
         return intOk(v.perMs, 1, 1e12) ? null : 'Window must be a whole number of milliseconds ≥ 1.';
       },
-      path: `api/workflows/${enc(wf)}/limits`,
+      path: `api/workflows/${apiSeg(wf)}/limits`,
       body: (v) => {
         const b = { rateLimit: v.max === '' ? null : { max: +v.max, perMs: +v.perMs } };
         if (v.scope) b.group = v.scope;
@@ -374,7 +376,7 @@
   function pauseAct(wf, paused, group) {
     const tgt = group === undefined ? `workflow “${wf}”` : `group “${group}” of “${wf}”`;
     const body = () => (group === undefined ? {} : { group });
-    const path = `api/workflows/${enc(wf)}/${paused ? 'resume' : 'pause'}`;
+    const path = `api/workflows/${apiSeg(wf)}/${paused ? 'resume' : 'pause'}`;
     if (paused) {
       return act({ title: 'Resume', ok: 'Resume', path, body, text: `Resume ${tgt}: its waiting runs will be started again (within caps and rate limits).` });
     }
@@ -417,7 +419,7 @@
           fields: [{ name: 'limit', label: 'How many at most (1–1000)', value: 100, min: 1, max: 1000 }],
           text: (v) => `Put up to ${intOk(v.limit, 1, 1000) ? num(+v.limit) : 'N'} failed runs of “${n}” back in the queue to run again.`,
           validate: (v) => (intOk(v.limit, 1, 1000) ? null : 'Enter a whole number from 1 to 1000.'),
-          path: `api/workflows/${enc(n)}/retry-failed`, body: (v) => ({ limit: +v.limit }),
+          path: `api/workflows/${apiSeg(n)}/retry-failed`, body: (v) => ({ limit: +v.limit }),
         })),
         btn('Set cap', 'set-cap', () => capDialog(n, w.limit)),
         btn('Rate limit', 'set-rate-limit', () => rateDialog(n, w.rateLimit)))));
@@ -536,7 +538,7 @@
     view.replaceChildren(pageHead(['Groups of ', h('span', { class: 'code' }, wf)],
       h('a', { href: '#/' }, '← Overview'), h('a', { href: runsRoute({ workflow: wf, state: 'waiting' }) }, 'Runs'), refreshBtn()), out);
     setView(async () => {
-      const d = await load(t, `api/workflows/${enc(wf)}/groups?offset=${off}&limit=50`, 'groups', out);
+      const d = await load(t, `api/workflows/${apiSeg(wf)}/groups?offset=${off}&limit=50`, 'groups', out);
       if (!d) return;
       const gs = Array.isArray(d.groups) ? d.groups : [];
       const cols = [['Group'], ['Waiting', 'n'], ['Active', 'n'], ['Limit', 'n'], ['Status']];
@@ -642,7 +644,7 @@
     view.replaceChildren(pageHead(['Run ', h('span', { class: 'code' }, id)]), box);
     setView(async () => {
       let d;
-      try { d = await api('api/runs/' + enc(id)); } catch (e) {
+      try { d = await api('api/runs/' + apiSeg(id)); } catch (e) {
         if (t !== token) return;
         if (e.status === 404) {
           cur.poll = false;
@@ -679,7 +681,7 @@
     if (r.waitingFor) kv.push(['Waiting for', waitText(r.waitingFor)]);
     const out = [];
     if (!readOnly) {
-      const P = 'api/runs/' + enc(r.id) + '/';
+      const P = 'api/runs/' + apiSeg(r.id) + '/';
       const desc = `run “${r.id}” of “${r.workflow}” (currently ${r.state})`;
       const b = [];
       if (r.state === 'failed' || r.state === 'cancelled') {
@@ -892,7 +894,7 @@
           h('td', { class: 'n' }, num(sc.fired || 0), h('span', { class: 'muted' }, ' / ', num(sc.skipped || 0))),
         ];
         if (!readOnly) {
-          const P = `api/schedules/${enc(id)}/`;
+          const P = `api/schedules/${apiSeg(id)}/`;
           cells.push(h('td', null, sc.paused
             ? btn('Resume', 'schedule-resume', () => act({ title: 'Resume schedule', ok: 'Resume', path: P + 'resume', text: `Resume schedule “${id}”: it will start runs of “${sc.workflow}” again on its cron (${sc.cron}).` }))
             : btn('Pause', 'schedule-pause', () => act({ title: 'Pause schedule', ok: 'Pause', path: P + 'pause', text: `Pause schedule “${id}”: it will not start any runs of “${sc.workflow}” until it is resumed.` }))));
