@@ -49,6 +49,7 @@ const E2E_ON_CLUSTER = [
   'timeouts.spec.ts',
   'run-admin-input.spec.ts',
   'retention.spec.ts',
+  'run-producer-retention.spec.ts',
   'stats.spec.ts',
   'publish.spec.ts',
   'batching.spec.ts',

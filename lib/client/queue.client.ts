@@ -24,6 +24,7 @@ import { CancelOptions, CancelResult, checkPauseTarget, PauseTarget, rateFields,
 import { checkRateLimit, RateLimit, toRateLimit } from './rate-limit';
 import { parseStats, QueueStats } from './stats';
 import { RunWaiter } from './run.waiter';
+import { enqueueAndWait, mayOverlapEnqueue } from './run.caller';
 import { RunSignals, SendEventOptions, SignalResult } from './run.signals';
 import { readTimeline, type RunTimeline } from './run.timeline';
 import { buildScheduleSpec, ScheduleOptions } from '../schedule/schedule.options';
@@ -152,7 +153,13 @@ export class QueueClient {
     });
   }
 
-  /** Enqueues a run and waits for its result: `enqueue(...).then(h => h.result({ timeoutMs }))`. */
+  /**
+   * Enqueues a run and waits for its result: `enqueue(...).then(h => h.result({ timeoutMs }))`,
+   * with the subscribe overlapping the enqueue where that is safe (see mayOverlapEnqueue), else
+   * live before it. Every error it rejects with once the enqueue was acknowledged carries the run's
+   * id as `error.runId` (see {@link SluiceError.runId}): `wait` for it or enqueue again with that id
+   * rather than starting a second run.
+   */
   async run<W extends WorkflowRef>(workflow: W, input: In<W>, opts?: EnqueueOptions & WaitOptions): Promise<Out<W>> {
     if (opts?.timeoutMs !== undefined) checkTimeout(opts.timeoutMs);
     checkOnProgress(opts?.onProgress);
@@ -161,12 +168,8 @@ export class QueueClient {
     if (!target.known) await this.fleet.confirm(target.name, 'run');
     // Refused before anything is written: a caller retrying with a fresh id must not duplicate work.
     if (this.waiter.closed) throw new SluiceError('QueueModule is shutting down; run() was refused before enqueueing');
-    // A workflow that trims its finished runs by count may delete this run's record the moment it
-    // finishes: subscribe first (one round trip more), so the announcement, which carries the
-    // outcome, cannot be missed. Otherwise the enqueue overlaps the subscribe.
-    const trimmed = this.registry.has(target.name) && this.registry.get(target.name).keep !== undefined;
-    const enqueue = () => this.store(request, true);
-    return (await this.waiter.wait(request.id, opts?.timeoutMs, trimmed ? enqueue : enqueue(), opts?.onProgress)) as Out<W>;
+    const call = { runId: request.id, enqueue: () => this.store(request, true), timeoutMs: opts?.timeoutMs, onProgress: opts?.onProgress };
+    return (await enqueueAndWait(this.waiter, call, mayOverlapEnqueue(this.registry, target.name))) as Out<W>;
   }
 
   /**

@@ -67,7 +67,7 @@ export class RunWaiter implements BeforeApplicationShutdown {
    *   both are done, which still closes the race with a run that finished before the subscription.
    *   Given as a function, it is started only once the subscription is live: for a run whose
    *   record may be gone by the time of that read (retention by count), the announcement, which
-   *   carries the outcome, must not be missed.
+   *   carries the outcome, must not be missed (see mayOverlapEnqueue).
    * @param onProgress given only: the wait also subscribes to the run's progress channel, hands
    *   over the stored value its first read finds, then each published one (see {@link ProgressFeed}).
    */
@@ -116,24 +116,43 @@ export class RunWaiter implements BeforeApplicationShutdown {
       if (timeoutMs !== undefined) timers.push(setTimeout(() => (timedOut = true) && firstReadDone && expire(), timeoutMs));
       const backstop = () => timers.push(setTimeout(() => void reread().then(() => !done && backstop()), BACKSTOP_MS));
       const listening = Promise.all([this.listen(channel, onMessage), feed && this.listen(progressChannel!, feed.onMessage)]);
-      const started = typeof alongside === 'function' ? listening.then(() => alongside()) : Promise.all([listening, alongside]);
+      // A wait abandoned meanwhile (shutdown) sends nothing more: its caller was told no enqueue was sent.
+      const started = typeof alongside === 'function' ? listening.then(() => !done && alongside()) : Promise.all([listening, alongside]);
       started
-        .then(() => this.readOutcome(runId, feed))
+        .then(() => (done ? { settled: false as const } : this.readOutcome(runId, feed)))
         .then((outcome) => {
           firstReadDone = true;
           if (outcome.settled) finish(() => resolve(outcome.result));
           else if (timedOut) expire();
           else if (!done) backstop();
         })
-        .catch((error) => finish(() => reject(error)));
+        .catch(async (error) => {
+          // The record may have been deleted (retention by count) by the very call that announced
+          // the run to this live subscription: let that announcement arrive before saying "no such run".
+          if (error instanceof RunNotFoundError && !done) await this.deliveredSoFar();
+          finish(() => reject(error));
+        });
     });
   }
 
   /** The connections close after this: settle every wait now rather than leave it hanging. */
   beforeApplicationShutdown(): void {
     this.shutDown = true;
-    const error = new SluiceError('QueueModule is shutting down; the run carries on, but this wait was abandoned');
-    [...this.pending].forEach((abandon) => abandon(error));
+    // One error per wait: run() names its run on the error it rejects with.
+    [...this.pending].forEach((abandon) => abandon(new SluiceError('QueueModule is shutting down; the run carries on, but this wait was abandoned')));
+  }
+
+  /**
+   * Resolves once every message Redis sent this process's subscriber before now was handed to
+   * the listeners: a PING's reply comes after them on that connection, and a pushed message is
+   * dispatched as soon as it is parsed. Never rejects (a subscriber that cannot answer has nothing
+   * to deliver, and a reconnect has every waiter read its run again).
+   */
+  private deliveredSoFar(): Promise<void> {
+    return this.connections.subscriber.call('ping', (redis) => redis.ping()).then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   /**

@@ -26,10 +26,7 @@ export class RedisUnavailableError extends RedisConnectionError {}
  * bound): it may or may not have taken effect. An enqueue can be retried with the same `id`
  * (`runId` names the id this call used), which is idempotent.
  */
-export class OutcomeUnknownError extends RedisConnectionError {
-  /** The run the call concerned, when there is one (e.g. the id an enqueue generated). */
-  runId?: string;
-}
+export class OutcomeUnknownError extends RedisConnectionError {}
 
 /** Redis answered with an error (e.g. out of memory, or a read-only replica). Its message is kept as `cause`. */
 export class RedisCommandError extends SluiceError {

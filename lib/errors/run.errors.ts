@@ -25,7 +25,7 @@ export class WorkflowFailedError extends SluiceError {
   readonly causeStack?: string;
 
   constructor(
-    readonly runId: string,
+    override readonly runId: string,
     readonly workflow: string | undefined,
     cause: RunErrorInfo,
   ) {
@@ -39,7 +39,7 @@ export class WorkflowFailedError extends SluiceError {
 /** `wait` gave up after `timeoutMs`; the run itself carries on. */
 export class WaitTimeoutError extends SluiceError {
   constructor(
-    readonly runId: string,
+    override readonly runId: string,
     readonly timeoutMs: number,
   ) {
     super(`Run ${runId} did not finish within ${timeoutMs} ms`);
@@ -48,7 +48,7 @@ export class WaitTimeoutError extends SluiceError {
 
 /** `wait` on a run id that does not exist (never enqueued, or its result retention expired). */
 export class RunNotFoundError extends SluiceError {
-  constructor(readonly runId: string) {
+  constructor(override readonly runId: string) {
     super(`Run ${runId} does not exist (never enqueued, or its result expired after resultTtlMs)`);
   }
 }
@@ -58,7 +58,7 @@ export class RunNotFoundError extends SluiceError {
  * worker took the run over). The stale worker's writes are refused; the new owner carries on.
  */
 export class LeaseLostError extends SluiceError {
-  constructor(readonly runId: string) {
+  constructor(override readonly runId: string) {
     super(`Lease on run ${runId} was lost; another worker owns it now`);
   }
 }
@@ -74,7 +74,7 @@ export class LeaseLostError extends SluiceError {
  */
 export class StepMemoLimitError extends NonRetryableError {
   constructor(
-    readonly runId: string,
+    override readonly runId: string,
     /** The step's memo key, `name#occurrence`. */
     readonly stepKey: string,
     /** What this step's entry (key plus encoded result) would add. */
@@ -98,7 +98,7 @@ export class StepMemoLimitError extends NonRetryableError {
  */
 export class TimeoutError extends SluiceError {
   constructor(
-    readonly runId: string,
+    override readonly runId: string,
     /** The limit that ran out, in ms. */
     readonly limitMs: number,
     /** The step's memo key (`name#occurrence`) when a step's limit ran out; undefined for the run's. */
@@ -114,7 +114,7 @@ export class TimeoutError extends SluiceError {
  */
 export class RunCancelledError extends SluiceError {
   constructor(
-    readonly runId: string,
+    override readonly runId: string,
     readonly reason?: string,
   ) {
     super(`Run ${runId} was cancelled${reason ? `: ${reason}` : ''}`);
@@ -127,7 +127,7 @@ export class RunCancelledError extends SluiceError {
  */
 export class RunStateError extends SluiceError {
   constructor(
-    readonly runId: string,
+    override readonly runId: string,
     /** The state the run is in. */
     readonly state: string,
     /** The states the operation accepts. */

@@ -10,7 +10,7 @@ import { SluiceError } from './sluice.error';
  */
 export class NonDeterminismError extends NonRetryableError {
   constructor(
-    readonly runId: string,
+    override readonly runId: string,
     /** The call's position among the run's top-level steps and waits (0 = the first). */
     readonly position: number,
     /** What the memo recorded there, as '<kind>:<name>#<occurrence>'. */
@@ -53,7 +53,7 @@ export class ChildRunConflictError extends NonRetryableError {
 /** `QueueClient.signal` to a run whose mailbox is full: the signal was not stored. */
 export class SignalMailboxFullError extends SluiceError {
   constructor(
-    readonly runId: string,
+    override readonly runId: string,
     readonly limit: number,
   ) {
     super(`Run ${runId} has ${limit} signals waiting in its mailbox already (the limit); the signal was not stored`);

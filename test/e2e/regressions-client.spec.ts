@@ -35,7 +35,21 @@ class FlakyWorkflow {
   }
 }
 
-const WORKFLOWS = [EchoWorkflow, FlakyWorkflow];
+const begun = new Gates();
+const runIds = new Map<string, string>();
+
+/** Says it began (and under which run id), then waits on the gate named by the input. */
+@Workflow('rc.gated')
+class GatedWorkflow {
+  async run(input: { key: string }, ctx: RunContext): Promise<string> {
+    runIds.set(input.key, ctx.runId);
+    begun.open(input.key);
+    await gates.get(input.key).promise;
+    return `opened:${input.key}`;
+  }
+}
+
+const WORKFLOWS = [EchoWorkflow, FlakyWorkflow, GatedWorkflow];
 const unique = (label: string) => `${label}-${Math.random().toString(36).slice(2)}`;
 
 let redis: Redis;
@@ -109,6 +123,7 @@ describe('regressions: QueueClient and module', () => {
     const error = await rejection(app.client.run(EchoWorkflow, { value: 1 }, { id, timeoutMs: 5_000 }));
     expect(error).toBeInstanceOf(SluiceError);
     expect((error as Error).message).toMatch(/shutting down/);
+    expect((error as SluiceError).runId).toBeUndefined(); // nothing was written: no run to name
     // A write the call started would go out first on the client's one command connection (the
     // rejection itself may come before its lazy connection is even up): read after it there.
     expect(await app.client.get(id)).toBeNull();
@@ -117,6 +132,32 @@ describe('regressions: QueueClient and module', () => {
     // The client itself still writes (the check above could see a run): enqueue is not refused.
     await app.client.enqueue(EchoWorkflow, { value: 2 }, { id: `${id}-control` });
     expect(await redis.exists(keys.run(`${id}-control`))).toBe(1);
+  });
+
+  it('run() rejecting with WaitTimeoutError names the run it enqueued (a generated id), which carries on', async () => {
+    const { app } = await open('rc-timeout-id');
+    const key = unique('slow');
+    const error = await rejection(app.client.run(GatedWorkflow, { key }, { timeoutMs: 200 }));
+    expect(error).toBeInstanceOf(WaitTimeoutError);
+    const runId = (error as WaitTimeoutError).runId;
+    await begun.get(key).promise;
+    expect(runId).toBe(runIds.get(key));
+    gates.open(key);
+    expect(await app.client.wait(runId, { timeoutMs: 10_000 })).toBe(`opened:${key}`);
+  });
+
+  it("run() abandoned by the shutdown after its enqueue landed names the run in the shutdown's SluiceError", async () => {
+    const { app } = await open('rc-shutdown-id');
+    const key = unique('abandoned');
+    const call = rejection(app.client.run(GatedWorkflow, { key }));
+    await begun.get(key).promise; // enqueued and started
+    app.app.get(RunWaiter).beforeApplicationShutdown(); // the state app.close() enters first
+    const error = await call;
+    expect(error).toBeInstanceOf(SluiceError);
+    expect((error as Error).message).toMatch(/shutting down/);
+    expect((error as SluiceError).runId).toBe(runIds.get(key));
+    gates.open(key);
+    expect(await pollUntil(() => app.client.get(runIds.get(key)!), (info) => info?.state === 'completed', 'the run completing')).toMatchObject({ result: `opened:${key}` });
   });
 
   it("a run completed on a retry does not report the earlier attempt's error", async () => {

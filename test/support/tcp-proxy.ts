@@ -186,9 +186,11 @@ export class TcpProxy {
     return chosen.length;
   }
 
-  /** Sends on every held reply, in order, and stops holding. */
-  releaseReplies(): void {
+  /** Sends on every held reply (or only those of the connections `match` accepts), in order, and stops holding them. */
+  releaseReplies(match?: (connection: ProxyConnection) => boolean): void {
+    const chosen = match && new Set(this.connections().filter(match).map((c) => c.id));
     for (const pipe of this.pipes.values()) {
+      if (chosen && !chosen.has(pipe.id)) continue;
       const held = pipe.heldReplies;
       pipe.heldReplies = undefined;
       if (held?.length) pipe.client.write(Buffer.concat(held));

@@ -1,0 +1,117 @@
+import { RedisConnectionError, RunContext, Workflow } from '../../lib';
+import { RedisKeys } from '../../lib/redis/redis.keys';
+import { uniqueNamespace } from '../support/app';
+import { appOn, proxiedServer } from '../support/fault';
+import type { ProxyConnection } from '../support/tcp-proxy';
+import { RedisAdmin, sluiceConnectionName } from '../support/redis-process';
+import { rejection } from '../support/rejection';
+import { Gates, pollUntil } from '../support/workflows';
+
+/**
+ * run() against the order in which its replies arrive. The producer reaches Redis through a TCP
+ * proxy that holds back or drops what one of its connections receives; the worker connects
+ * directly. Covers: a run whose record is deleted by the call that announces it (keep 0) while
+ * the announcement is still on its way when the first read answers "no such run"; and the run id
+ * on the error of a run() whose wait fails after its enqueue was acknowledged.
+ */
+jest.setTimeout(60_000);
+
+const gates = new Gates();
+const begun = new Gates();
+
+@Workflow('rwr.none', { keep: { completed: 0, failed: 0 }, attempts: 1 })
+class KeepNothingWorkflow {
+  async run(input: { key: string; hold?: boolean }, _ctx: RunContext): Promise<string> {
+    begun.open(input.key);
+    if (input.hold) await gates.get(input.key).promise;
+    return `done:${input.key}`;
+  }
+}
+
+@Workflow('rwr.plain')
+class PlainWorkflow {
+  async run(input: { key: string }): Promise<string> {
+    return `plain:${input.key}`;
+  }
+}
+
+describe('run() and the order of its replies', () => {
+  const redis = proxiedServer();
+  const apps: Array<{ close(): Promise<void> }> = [];
+  afterEach(async () => {
+    gates.openAll();
+    redis.proxy.releaseReplies();
+    redis.proxy.restore({ resetTainted: true });
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+  });
+
+  async function fleet(producerOptions: object = {}, producerProviders: Function[] = []) {
+    const namespace = uniqueNamespace('rwr');
+    const worker = await appOn(redis.server.url, [KeepNothingWorkflow, PlainWorkflow], { namespace, worker: { concurrency: 4 } });
+    apps.push(worker);
+    const producer = await appOn(redis.proxy.url, producerProviders as never[], { namespace, worker: { enabled: false }, ...producerOptions });
+    apps.push(producer);
+    return { namespace, keys: new RedisKeys('sluice', namespace), worker, producer: producer.client };
+  }
+
+  /** Matches the producer's proxied connection of that role (the worker's do not pass the proxy). */
+  async function producerConnection(namespace: string, role: 'command' | 'subscriber'): Promise<(c: ProxyConnection) => boolean> {
+    const proxied = new Set(redis.proxy.connections().map((c) => c.upstreamAddress));
+    const addrs = (await new RedisAdmin(redis.raw).clients({ namePrefix: sluiceConnectionName(namespace, role) })).map((c) => c.addr).filter((addr) => proxied.has(addr));
+    expect(addrs).toHaveLength(1);
+    return (c) => c.upstreamAddress === addrs[0];
+  }
+
+  it('keep 0: a first read that finds the run gone still resolves with the announcement already sent to the live subscription', async () => {
+    const { namespace, keys, producer } = await fleet();
+    expect(await producer.run('rwr.none', { key: 'warm' })).toBe('done:warm'); // both connections open, the name confirmed
+    const command = await producerConnection(namespace, 'command');
+    const subscriber = await producerConnection(namespace, 'subscriber');
+
+    // The enqueue's acknowledgement is held: the first read is sent only once it is released.
+    expect(redis.proxy.holdReplies(command)).toBe(1);
+    const result = producer.run('rwr.none', { key: 'raced', hold: true }, { id: 'raced' });
+    result.catch(() => undefined);
+    await begun.get('raced').promise; // the enqueue ran, so the subscription (made first) is live
+    // The announcement is held on its way; the run finishes and its record is deleted.
+    expect(redis.proxy.holdReplies(subscriber)).toBe(1);
+    gates.open('raced');
+    await pollUntil(() => redis.raw.exists(keys.run('raced')), (n) => n === 0, 'the record deleted by the finish');
+    // The first read now answers "no such run" before the announcement arrives.
+    redis.proxy.releaseReplies(command);
+    const admin = new RedisAdmin(redis.raw);
+    const synced = admin.clientsWhen({ namePrefix: sluiceConnectionName(namespace, 'subscriber') }, (clients) => clients.some((c) => c.cmd === 'ping'), 'the waiter syncing with its subscriber');
+    await Promise.race([synced, result]);
+    redis.proxy.releaseReplies();
+    expect(await result).toBe('done:raced');
+  });
+
+  it('run() by name whose first read is lost after the enqueue landed rejects with the run id, and the run is there', async () => {
+    const { producer, worker } = await fleet({ redisTimeoutMs: 1_000 });
+    expect(await producer.run('rwr.none', { key: 'warm' })).toBe('done:warm'); // the name confirmed
+    redis.proxy.blackholeOn('_watch\r\n'); // the waiter's read, on whatever connection sends it
+    const error = await rejection(() => producer.run('rwr.none', { key: 'lost', hold: true }));
+    expect(error).toBeInstanceOf(RedisConnectionError);
+    expect((error as RedisConnectionError).operation).toBe('watch');
+    const runId = (error as RedisConnectionError).runId;
+    expect(runId).toEqual(expect.any(String));
+    redis.proxy.restore({ resetTainted: true });
+    // The caller can still have its result: the run was enqueued under that id, and carries on.
+    const result = worker.client.wait(runId!, { timeoutMs: 10_000 });
+    await begun.get('lost').promise;
+    gates.open('lost');
+    expect(await result).toBe('done:lost');
+  });
+
+  it('run() of a declared workflow (enqueue and subscribe together) whose subscribe is lost rejects with the run id once the enqueue landed', async () => {
+    const { producer, worker } = await fleet({ redisTimeoutMs: 1_000 }, [PlainWorkflow]);
+    redis.proxy.blackholeOn('subscribe'); // the subscriber's first command (no other command of this test holds the word)
+    const error = await rejection(() => producer.run(PlainWorkflow, { key: 'overlapped' }, { id: 'overlapped' }));
+    expect(error).toBeInstanceOf(RedisConnectionError);
+    expect((error as RedisConnectionError).operation).toBe('subscribe');
+    expect((error as RedisConnectionError).runId).toBe('overlapped');
+    redis.proxy.restore({ resetTainted: true });
+    expect(await worker.client.wait('overlapped', { timeoutMs: 10_000 })).toBe('plain:overlapped');
+  });
+});
+
