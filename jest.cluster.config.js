@@ -41,6 +41,7 @@ const E2E_ON_CLUSTER = [
   'invariants.spec.ts',
   // run control
   'cancel.spec.ts',
+  'cancel-cascade.spec.ts',
   'pause.spec.ts',
   'rate-limits.spec.ts',
   'progress.spec.ts',
@@ -67,6 +68,7 @@ const E2E_ON_CLUSTER = [
   // durable waits
   'durable-waits.spec.ts',
   'waits-children.spec.ts',
+  'waits-child-redrive.spec.ts',
   'waits-events.spec.ts',
   'waits-signals.spec.ts',
   'waits-determinism.spec.ts',

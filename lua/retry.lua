@@ -7,6 +7,12 @@
   retention (PERSIST), leaves its finish index, and is due now at the back of its lane (makeDue:
   group-aware, wakes a worker). `waited` and the latest error stay.
 
+  A run that failed with a child's failure it did not catch (error ChildWorkflowFailedError) also
+  loses the child failures in its memo ({"s":…} outcomes of `invoke:` keys, see waits.lua): else
+  its replay would throw the same failure again. Its replay waits for those children anew
+  (suspend.lua finds each by id: one retried since is waited for, a completed one gives its result,
+  one still failed or cancelled its failure again, a removed one runs again).
+
   Mode 'one' retries the run ARGV[3]. Mode 'batch' retries the oldest entries of a finish index
   whose score is at most a bound fixed by the first batch (the highest score then), so runs that
   fail again meanwhile are not taken twice and a retryAll ends; the runs' hashes are found from
@@ -32,16 +38,37 @@
 local base, mode = ARGV[1], ARGV[2]
 local now = nowMs()
 
+-- The stored error of a run that failed with a child's failure (lib/worker/run.executor.ts
+-- describeError: JSON with the name first).
+local FAILED_BY_CHILD = '{"name":"ChildWorkflowFailedError",'
+
+-- The memo fields of a run holding a child that did not complete: `invoke:` keys (no step may
+-- be named so) whose outcome is {"s":"failed"|"cancelled",…} (childEnvelope in waits.lua).
+local function childFailures(runKey)
+  local fields, cursor = {}, '0'
+  repeat
+    local page = redis.call('HSCAN', runKey, cursor, 'MATCH', 'step:invoke:*', 'COUNT', 1000)
+    cursor = page[1]
+    for i = 1, #page[2], 2 do
+      if string.sub(page[2][i + 1], 1, 6) == '{"s":"' then fields[#fields + 1] = page[2][i] end
+    end
+  until cursor == '0'
+  return fields
+end
+
 -- Requeues one run if it is in `expected` (or, with nil, in either retryable state). Returns
 -- the outcome and the state found.
 local function requeue(id, runKey, expected, expectedWorkflow)
-  local f = redis.call('HMGET', runKey, 'state', 'workflow', 'group', 'priority')
+  local f = redis.call('HMGET', runKey, 'state', 'workflow', 'group', 'priority', 'error')
   local state, workflow = f[1], f[2]
   if not state or not workflow then return 'missing', '' end
   if (expected and state ~= expected) or (state ~= 'failed' and state ~= 'cancelled') then return 'state', state end
   -- An index entry whose id was reused by another workflow's run (before the entry was trimmed).
   if expectedWorkflow and workflow ~= expectedWorkflow then return 'state', state end
+  local stale = {}
+  if state == 'failed' and string.sub(f[5] or '', 1, #FAILED_BY_CHILD) == FAILED_BY_CHILD then stale = childFailures(runKey) end
   redis.call('HSET', runKey, 'state', 'waiting', 'failures', 0, 'stalls', 0, 'dueAt', now)
+  if #stale > 0 then callChunked('HDEL', runKey, stale, 500) end
   redis.call('HDEL', runKey, 'result', 'finishedAt', 'ended', 'reason')
   redis.call('PERSIST', runKey)
   redis.call('ZREM', wfKey(base, workflow, state), id)

@@ -241,6 +241,8 @@ export class QueueClient {
   /**
    * Puts a failed or cancelled run back to waiting, in one atomic script: it gets a full set of
    * attempts and resumes at the step that failed (its finished steps are not executed again).
+   * A run that failed with a child's `ChildWorkflowFailedError` loses the child failures in its
+   * memo, so it waits for those children again: retry the (fixed) child first, then the parent.
    * @throws RunNotFoundError, RunStateError (a run in another state; nothing written)
    */
   retry(runId: string): Promise<RetryResult> {
@@ -333,8 +335,10 @@ export class QueueClient {
    * its `ctx.signal` with `RunCancelledError` as soon as the cancel message reaches it (one pub/sub
    * hop; if that message is lost, within a third of `worker.lockMs`), and refuses the attempt's
    * later step and result writes. Waiters reject with `RunCancelledError`; `get` shows the state
-   * `cancelled` and the reason. `retry` brings a cancelled run back.
-   * @returns `{ cancelled: false, state }` for a run that had finished: nothing is changed
+   * `cancelled` and the reason. `retry` brings a cancelled run back. A run waiting for children
+   * cancels them too, and theirs in turn, in further calls of at most `CANCEL_BATCH` runs each.
+   * @returns `{ cancelled: false, state }` for a run that had finished: nothing is changed (but the
+   *   rest of a cascade of its that was cut short is finished)
    * @throws RunNotFoundError if there is no such run; InvalidNameError / InvalidOptionError on bad input
    */
   cancel(runId: string, opts?: CancelOptions): Promise<CancelResult> {

@@ -20,7 +20,11 @@ export interface CancelResult {
   cancelled: boolean;
   /** The state the call found the run in: for a finished run, its final state; for a run in a durable wait, the wait's (e.g. 'waiting-child'). */
   state: RunState;
-  /** Runs cancelled with it: the children it waited for (`ctx.invoke`), theirs in turn… 0 for most runs. */
+  /**
+   * Runs this call cancelled with it: the children it waited for (`ctx.invoke`), theirs in turn…
+   * 0 for most runs. A cancel of a finished run whose cascade was cut short (its caller went away)
+   * finishes that cascade and counts what it cancelled.
+   */
   children: number;
 }
 
@@ -33,9 +37,22 @@ export interface PauseTarget {
 const MAX_REASON_LENGTH = 1_000;
 
 /**
+ * Runs one cancel call visits at most (the run and the children it cascades to): a call is short
+ * whatever the tree, and `cancel` calls again until its cascade is done (see lua/cancel.lua).
+ */
+export const CANCEL_BATCH = 250;
+/**
+ * How long another run's cascade must have stood still before a cancel call with budget to spare
+ * carries it on: its caller went away (a crash between two calls). A live caller calls again
+ * within a round trip, so its own count of `children` stays exact.
+ */
+export const CASCADE_IDLE_MS = 10_000;
+
+/**
  * Cancelling runs, pausing workflows and groups, and rate limits: each one script call that
- * changes fleet-wide state in Redis (lua/cancel.lua, lua/set-control.lua). Input is checked
- * first; nothing is written on bad input.
+ * changes fleet-wide state in Redis (lua/cancel.lua, lua/set-control.lua) — a cancel that cascades
+ * to many children one call per {@link CANCEL_BATCH} runs. Input is checked first; nothing is
+ * written on bad input.
  */
 export class RunControl {
   constructor(
@@ -52,14 +69,23 @@ export class RunControl {
       throw new InvalidOptionError('opts.reason', `must be a string of at most ${MAX_REASON_LENGTH} characters`);
     }
     const error = JSON.stringify({ name: 'RunCancelledError', message: reason ? `cancelled: ${reason}` : 'cancelled', ...(reason && { reason }) });
-    const keys = [this.keys.run(runId), this.keys.leases, this.keys.limits, this.keys.seq];
+    const keys = [this.keys.run(runId), this.keys.leases, this.keys.limits, this.keys.seq, this.keys.cascade(runId), this.keys.cascades];
     let repeated = false;
-    const args = [this.keys.base, runId, error, reason, this.options.defaults.resultTtlMs];
-    const [outcome, state, children] = await this.scripts().run<[string, string, number?]>('cancel', keys, (retry) => ((repeated = retry), args), { idempotent: true });
+    const args = [this.keys.base, runId, error, reason, this.options.defaults.resultTtlMs, CANCEL_BATCH, CASCADE_IDLE_MS];
+    const call = (retry?: (repeat: boolean) => void) =>
+      this.scripts().run<[string, string, number, number]>('cancel', keys, (repeat) => (retry?.(repeat), args), { idempotent: true });
+    const [outcome, state, first, left] = await call((repeat) => (repeated = repeat));
     if (outcome === 'missing') throw new RunNotFoundError(runId);
     // Sent again after a lost reply, the call finds the run as its first try left it: cancelled.
     const cancelled = outcome === 'cancelled' || (repeated && state === 'cancelled');
-    return { cancelled, state: state as RunState, children: children ?? 0 };
+    // The rest of the cascade, a batch a call; each call visits at least one run, so this ends.
+    let children = first;
+    for (let remaining = left; remaining > 0; ) {
+      const [, , more, rest] = await call();
+      children += more;
+      remaining = rest;
+    }
+    return { cancelled, state: state as RunState, children };
   }
 
   /**

@@ -24,7 +24,9 @@ export class NonDeterminismError extends NonRetryableError {
 
 /**
  * A child workflow started with `ctx.invoke` failed for good or was cancelled. Thrown into the
- * parent where it awaits the child (the same on every replay); the parent may catch it.
+ * parent where it awaits the child (the same on every replay); the parent may catch it. Uncaught,
+ * it fails the parent for good at once: another attempt would only replay it. `retry` the child,
+ * then the parent, to re-drive the parent: the retry drops the child's failure from its memo.
  */
 export class ChildWorkflowFailedError extends SluiceError {
   constructor(

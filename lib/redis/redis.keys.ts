@@ -9,6 +9,8 @@
  * | `run:<id>` | hash | the run record (state, input, attempts, result…, `waited`, `trace`: the enqueue's trace context, only with OpenTelemetry on and a span active; `timeoutMs`: the enqueue's `runTimeoutMs`, only when set; `progress` and `progressSeq`: the latest `ctx.progress` value and its number) and its step memo (`step:<name>#<n>`, and, written with each durable wait, the position of every top-level call before it: `step:@<p>` = `<kind>:<name>#<n>`); in a durable wait, `wait` and `waitLeft`; a child run's `parent` (`<parent id> <memo key>`); `links` when it has a parent or a mailbox |
  * | `done:<id>` | channel | finished-run announcement, carrying the result |
  * | `cancel` | channel | `<id> <token> <reason>` of each active run cancelled, for the worker running it (lua/cancel.lua) |
+ * | `cascade:<id>` | list | the children a cancel of run `<id>` has still to visit, `<parent id> <child id>`, breadth first (lua/cancel.lua: a cascade is batched) |
+ * | `cascades` | zset | runs whose cancel cascade is unfinished, score = when it last moved (ms): a cancel call with budget to spare carries on those left still |
  * | `progress:<id>` | channel | a run's progress values (`{"v":1,"seq","value"}`), published only while someone waits on the run (lua/progress.lua) |
  * | `wf:<name>:queue` | list | due ungrouped runs of priority 0, FIFO |
  * | `wf:<name>:waiting` | zset | due ungrouped runs of priority > 0, score = priority band + FIFO sequence |
@@ -56,6 +58,7 @@ export class RedisKeys {
   readonly migrateLock: string;
   readonly schedules: string;
   readonly cancel: string;
+  readonly cascades: string;
 
   constructor(
     readonly prefix: string,
@@ -71,6 +74,7 @@ export class RedisKeys {
     this.migrateLock = `${this.base}migrate-lock`;
     this.schedules = `${this.base}schedules`;
     this.cancel = `${this.base}cancel`;
+    this.cascades = `${this.base}cascades`;
   }
 
   /**
@@ -89,6 +93,11 @@ export class RedisKeys {
   /** Where a claiming call (reserve, complete) keeps its claims for a retry after a lost reply. */
   call(callId: string): string {
     return `${this.base}call:${callId}`;
+  }
+
+  /** The children a cancel of run `id` has still to visit (see lua/cancel.lua). */
+  cascade(id: string): string {
+    return `${this.base}cascade:${id}`;
   }
 
   schedule(id: string): string {

@@ -1,12 +1,13 @@
 import { buildEnqueueRequest } from '../client/enqueue.options';
 import { WorkflowMetadataAccessor } from '../discovery/workflow-metadata.accessor';
-import { InvalidInputError, InvalidOptionError, NonRetryableError, RedisConnectionError, SluiceError, UnknownWorkflowError, WorkflowDefinitionError, WorkflowFailedError } from '../errors';
+import { InvalidOptionError, RedisConnectionError, SluiceError, WorkflowDefinitionError, WorkflowFailedError } from '../errors';
 import { resolveBackoff, resolveQueueOptions } from '../queue.options';
 import { decodePayload, encodePayload } from '../redis/payload.codec';
 import { encodeProgress } from '../redis/progress.codec';
 import { occurrencesAfter } from '../schedule/cron.plan';
 import type { DeclaredSchedule } from '../schedule/schedule.options';
 import { backoffDelay } from '../worker/backoff';
+import { attemptRetryable } from '../worker/attempt.retryable';
 import { isPositionField, StepRecorder } from '../worker/step.recorder';
 import { MAX_STEP_ATTEMPTS } from '../workflow/step.options';
 import { checkInteger } from '../util/duration';
@@ -189,8 +190,7 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
         continue;
       }
       failures++;
-      // As the worker: an unknown workflow (a child whose worker has not booted yet) is retried.
-      const retryable = error instanceof UnknownWorkflowError || !(error instanceof NonRetryableError || error instanceof InvalidInputError);
+      const retryable = attemptRetryable(error); // as the worker decides
       if (retryable && failures < maxAttempts) {
         const delay = backoffDelay(this.backoff, failures, this.random);
         report.outcome = 'retry';

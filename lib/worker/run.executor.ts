@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { InvalidInputError, LeaseLostError, SluiceError, NonRetryableError, RedisConnectionError, type RunErrorInfo, UnknownWorkflowError, RunCancelledError } from '../errors';
+import { LeaseLostError, SluiceError, RedisConnectionError, type RunErrorInfo, RunCancelledError } from '../errors';
 import type { WorkflowRegistry } from '../discovery/workflow.registry';
 import type { ResolvedQueueOptions } from '../queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
@@ -7,6 +7,7 @@ import { decodePayload, encodePayload } from '../redis/payload.codec';
 import type { RedisKeys } from '../redis/redis.keys';
 import { inRunScope } from '../workflow/run.scope';
 import type { RunContext } from '../workflow/workflow.types';
+import { attemptRetryable } from './attempt.retryable';
 import { backoffDelay } from './backoff';
 import type { LazyAbort } from './active-runs';
 import type { Claim } from './claim';
@@ -139,9 +140,7 @@ export class RunExecutor {
       telemetry?.ended('released', error);
       return;
     }
-    // An unknown workflow inside a run is most likely one whose worker has not booted yet (a child
-    // enqueued by contract during a deploy): worth another attempt, unlike other bad input.
-    const retryable = error instanceof UnknownWorkflowError || !(error instanceof NonRetryableError || error instanceof InvalidInputError);
+    const retryable = attemptRetryable(error);
     const described = describeError(error);
     const delayMs = backoffDelay(backoff, claim.failures + 1);
     // Always asked of the token-checked script, even after a lost lease: the token decides.

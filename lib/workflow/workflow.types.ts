@@ -91,7 +91,8 @@ export interface RunContext {
    * Starts a child run and waits for its result holding no slot. The child's id is `opts.id`, or
    * derived from this run's id and the call's memo key, so a replay never starts it twice.
    * Throws `ChildWorkflowFailedError` (catchable, the same on every replay) if the child failed
-   * for good or was cancelled. Cancelling this run cancels the children it waits for.
+   * for good or was cancelled; uncaught, it fails this run for good at once (see
+   * `QueueClient.retry` to re-drive it). Cancelling this run cancels the children it waits for.
    */
   invoke<W extends InvokeTarget>(workflow: W, input: W extends string ? unknown : WorkflowInput<W>, opts?: InvokeOptions): Promise<W extends string ? unknown : Jsonified<WorkflowOutput<W>>>;
   /** Starts every child (at most 1,000), waits for all, and resolves with their results in call order; throws the first failure in call order. */

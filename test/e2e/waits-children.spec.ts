@@ -126,11 +126,11 @@ describe('durable waits: child workflows', () => {
     expect(await get(childOf(parent.id))).toMatchObject({ state: 'failed', maxAttempts: 2, failures: 2 });
   });
 
-  it('a child failure the parent does not catch fails its attempts; its retries replay the failure, never the child', async () => {
+  it('a child failure the parent does not catch fails it for good (a retry would only replay it), never running the child again', async () => {
     const parent = await producer.client.enqueue('wc.one', { child: { n: 4, fail: true }, rethrow: true });
     await expect(parent.result({ timeoutMs: 10_000 })).rejects.toMatchObject({ causeName: 'ChildWorkflowFailedError' });
     const info = await get(parent.id);
-    expect(info).toMatchObject({ state: 'failed', failures: 3, error: expect.objectContaining({ name: 'ChildWorkflowFailedError' }) });
+    expect(info).toMatchObject({ state: 'failed', failures: 1, error: expect.objectContaining({ name: 'ChildWorkflowFailedError' }) });
     expect(effects.get(`child:${childOf(parent.id)}`)).toBe(1);
   });
 

@@ -758,7 +758,8 @@ function layoutType(rest: string): 'list' | 'zset' | 'scored' | 'set' | 'hash' |
   if (rest === 'seq' || rest === 'turn' || rest === 'stall-gate' || rest === 'schema' || rest === 'migrate-lock' || rest.startsWith('call:')) return 'string';
   if (rest.startsWith('schedule:')) return 'hash';
   if (rest.startsWith('event:')) return 'set';
-  if (rest.startsWith('mailbox:')) return 'list';
+  if (rest.startsWith('mailbox:') || rest.startsWith('cascade:')) return 'list';
+  if (rest === 'cascades') return 'zset';
   if (rest === 'schedules') return 'zset';
   if (rest === 'leases') return 'zset';
   if (rest === 'orphans') return 'list';
