@@ -51,10 +51,7 @@ if ARGV[5] == '1' and failures < maxAttempts then
     makeDue(base, KEYS[3], KEYS[4], workflow, group, id, redis.call('HGET', KEYS[1], 'priority'), false)
   else
     redis.call('HSET', KEYS[1], 'state', 'delayed', 'dueAt', now + delay)
-    local delayedKey = wfKey(base, workflow, 'delayed')
-    local head = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
-    redis.call('ZADD', delayedKey, now + delay, id)
-    if #head == 0 or tonumber(head[2]) > now + delay then wake(wfKey(base, workflow, 'wake')) end
+    addDelayed(base, workflow, id, now + delay, redis.call('ZRANGE', wfKey(base, workflow, 'delayed'), 0, 0, 'WITHSCORES'))
   end
 else
   finishRun(base, KEYS[1], id, workflow, 'failed', 'error', ARGV[4], now, tonumber(ARGV[7]), waited, linked)

@@ -3,7 +3,7 @@
   retry: put failed or cancelled runs back to waiting, atomically per run. Each resumes where it
   failed: its step memo stays, and `attempts` is kept, so its next claim (attempt > 1) ships the
   memo and the finished steps are not executed again. It gets a full set of attempts (failures
-  and stalls back to 0), loses its outcome (result, finishedAt, ended, a cancel's reason) and its
+  and stalls back to 0, its hand-back count 'handbacks' gone), loses its outcome (result, finishedAt, ended, a cancel's reason) and its
   retention (PERSIST), leaves its finish index, and is due now at the back of its lane (makeDue:
   group-aware, wakes a worker). `waited` and the latest error stay.
 
@@ -69,7 +69,7 @@ local function requeue(id, runKey, expected, expectedWorkflow)
   if state == 'failed' and string.sub(f[5] or '', 1, #FAILED_BY_CHILD) == FAILED_BY_CHILD then stale = childFailures(runKey) end
   redis.call('HSET', runKey, 'state', 'waiting', 'failures', 0, 'stalls', 0, 'dueAt', now)
   if #stale > 0 then callChunked('HDEL', runKey, stale, 500) end
-  redis.call('HDEL', runKey, 'result', 'finishedAt', 'ended', 'reason')
+  redis.call('HDEL', runKey, 'result', 'finishedAt', 'ended', 'reason', 'handbacks')
   redis.call('PERSIST', runKey)
   redis.call('ZREM', wfKey(base, workflow, state), id)
   makeDue(base, KEYS[1], KEYS[2], workflow, f[3] or '', id, f[4] or 0, false)

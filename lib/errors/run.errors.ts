@@ -122,6 +122,18 @@ export class RunCancelledError extends SluiceError {
 }
 
 /**
+ * The worker running the attempt is shutting down and `worker.shutdownTimeoutMs` passed:
+ * `ctx.signal` aborts with it. The run is handed back to the queue without counting a failure,
+ * whatever the attempt does after (an error it throws then is not recorded, and no `failed`
+ * event fires); another worker runs it again.
+ */
+export class WorkerShutdownError extends SluiceError {
+  constructor(override readonly runId: string) {
+    super(`Run ${runId}: the worker is shutting down; the run is handed back to the queue`);
+  }
+}
+
+/**
  * An operation on a run that its state does not allow, e.g. `retry` of a run that has not failed
  * or `remove` of a run that has not finished (cancel it first). Nothing was written.
  */

@@ -93,7 +93,9 @@ export interface HarnessAttempt {
   /**
    * `completed`; `retry` (failed, another attempt follows after `retryDelayMs`); `failed` (failed
    * for good: a `NonRetryableError`, an `InvalidInputError` such as an unserializable result, or
-   * the last attempt); `handed-back` (a `RedisConnectionError` escaped: not counted as a failure).
+   * the last attempt). `handed-back` is never reported by the harness: a worker hands a run back
+   * (no failure counted) only when its own step save could not reach Redis, and the harness saves
+   * in memory; a `RedisConnectionError` the run's code throws is an ordinary failure, as in a worker.
    */
   outcome: 'completed' | 'retry' | 'failed' | 'handed-back';
   /** What the attempt threw. */

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { LeaseLostError, SluiceError, RedisConnectionError, type RunErrorInfo, RunCancelledError } from '../errors';
+import { LeaseLostError, SluiceError, type RunErrorInfo, RunCancelledError, WorkerShutdownError } from '../errors';
 import type { WorkflowRegistry } from '../discovery/workflow.registry';
 import type { ResolvedQueueOptions } from '../queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
@@ -21,6 +21,8 @@ import { ThrottledLog } from '../util/throttled-log';
 import type { AttemptTelemetry, RunTelemetry } from '../telemetry/run.telemetry';
 import { RunWaits, waitMethods } from './run.waits';
 import { RedisWaitPort } from './wait.port';
+import { OwnCommitFailures } from './commit.failures';
+import { handBackRun } from './hand-back';
 
 /** What the race in an attempt settles with when the run suspended in a durable wait. */
 const SUSPENDED = Symbol('suspended');
@@ -64,7 +66,9 @@ export class RunExecutor {
   /** `telemetry` is told the attempt's outcome once it is committed (or known lost). */
   private async executeAttempt(claim: Claim, abort: LazyAbort, telemetry?: AttemptTelemetry): Promise<void> {
     const definition = this.registry.get(claim.workflow);
-    const persist = (key: string, encoded: string) => this.commits.saveStep(claim, key, encoded);
+    // Only this attempt's own commits that found Redis away hand the run back (see OwnCommitFailures).
+    const commitFailures = new OwnCommitFailures();
+    const persist = (key: string, encoded: string) => commitFailures.watch(this.commits.saveStep(claim, key, encoded));
     // The attempt's time limits: the run's own, else the workflow's; step limits end it through the guard too.
     const guard = new AttemptGuard(claim.id, abort);
     // A cancelled run's attempt ends now, as a timed-out one does: the process's local slot frees
@@ -78,7 +82,7 @@ export class RunExecutor {
     // A durable wait that suspends the run ends the attempt here (guard.settle resolves with
     // SUSPENDED): nothing more to commit. Built on the first wait: a run that never waits pays nothing.
     let waits: RunWaits | undefined;
-    const waitsOf = () => (waits ??= new RunWaits(claim.id, recorder, guard, new RedisWaitPort(this.scripts, this.keys, this.registry, this.options, claim), () => guard.release(SUSPENDED)));
+    const waitsOf = () => (waits ??= new RunWaits(claim.id, recorder, guard, new RedisWaitPort(this.scripts, this.keys, this.registry, this.options, claim, commitFailures), () => guard.release(SUSPENDED)));
     const ctx: RunContext = {
       runId: claim.id,
       attempt: claim.attempt,
@@ -106,6 +110,10 @@ export class RunExecutor {
     } catch (error) {
       guard.ended = true;
       progress?.end(); // before the outcome's call, so the last value lands first
+      // Aborted at the shutdown deadline: the orchestrator hands the run back (lib/worker/worker.orchestrator.ts),
+      // so whatever the code threw on its signal is not the run's failure — no fail call, no event.
+      if (abort.reason instanceof WorkerShutdownError) return telemetry?.ended('released', error);
+      if (commitFailures.has(error)) return this.handBack(claim, error, telemetry);
       return this.fail(claim, error, abort, definition.backoff, startedAt, this.journal(recorder, claim, 'failed'), telemetry);
     }
     guard.ended = true;
@@ -130,16 +138,20 @@ export class RunExecutor {
     this.events.emit('suspended', this.outcome(claim, startedAt));
   }
 
+  /**
+   * One of the attempt's own commits (a step save, a wait) could not reach Redis: not the run's
+   * fault. Hand it back without counting a failure, delayed with a backoff that grows with each
+   * such hand-back of the run (lib/worker/hand-back.ts), so a commit path that keeps failing does
+   * not spin. If Redis is still away, the hand-back fails too and the lease lapses instead.
+   */
+  private async handBack(claim: Claim, error: unknown, telemetry?: AttemptTelemetry): Promise<void> {
+    this.runWarnings.warn(`Run ${claim.id} (${claim.workflow}): ${(error as Error).message}; handing it back, with a backoff`);
+    await handBackRun(this.scripts, this.keys, claim, commitPolicy(this.options), true);
+    telemetry?.ended('released', error);
+  }
+
   private async fail(claim: Claim, error: unknown, abort: LazyAbort, backoff: Parameters<typeof backoffDelay>[0], startedAt: number, journal: string, telemetry?: AttemptTelemetry): Promise<void> {
     const runKeys = [this.keys.run(claim.id), this.keys.leases, this.keys.limits, this.keys.seq];
-    if (error instanceof RedisConnectionError) {
-      // A step's result could not be saved because Redis was away: not the run's fault. Hand it
-      // back without counting a failure (if Redis is still away, the lease lapses instead).
-      this.runWarnings.warn(`Run ${claim.id} (${claim.workflow}): ${error.message}; handing it back`);
-      await this.scripts.run('release', runKeys, [this.keys.base, claim.id, claim.token], commitPolicy(this.options));
-      telemetry?.ended('released', error);
-      return;
-    }
     const retryable = attemptRetryable(error);
     const described = describeError(error);
     const delayMs = backoffDelay(backoff, claim.failures + 1);
@@ -150,6 +162,9 @@ export class RunExecutor {
     ], commitPolicy(this.options));
     // 'suspended': a wait beside the failure closed the attempt first (see RunWaits); the run
     // waits, and the failed step runs again when it resumes. Like a lost lease, nothing to report.
+    // 'released': the run was handed back with this token first (the shutdown deadline): it is
+    // waiting and runs again, so no failure happened — reporting one would say it failed for good.
+    if (outcome === 'released') return telemetry?.ended('released', error);
     if (outcome === 'lost' || outcome === 'suspended') {
       telemetry?.ended('lost', error);
       if (!(abort.reason instanceof RunCancelledError) && (error instanceof LeaseLostError || abort.reason instanceof LeaseLostError)) {

@@ -11,6 +11,7 @@ import type { Claim } from './claim';
 import { commitPolicy } from './run.commits';
 import type { SuspendReply, SuspendRequest, WaitPort } from './run.waits';
 import type { Placed } from './step.recorder';
+import type { OwnCommitFailures } from './commit.failures';
 
 const INVOKE_OPTIONS: readonly string[] = ['id', 'priority', 'group', 'attempts'];
 
@@ -26,6 +27,8 @@ export class RedisWaitPort implements WaitPort {
     private readonly registry: WorkflowRegistry,
     private readonly options: ResolvedQueueOptions,
     private readonly claim: Claim,
+    /** Where the attempt notes that this commit could not reach Redis (it then hands the run back). */
+    private readonly commitFailures?: OwnCommitFailures,
   ) {}
 
   async suspend(request: SuspendRequest, room: number, positions: Placed[], journal: AttemptJournal): Promise<SuspendReply> {
@@ -39,7 +42,8 @@ export class RedisWaitPort implements WaitPort {
       keys.base, claim.id, claim.token, request.kind, request.afterMs ?? '', request.atMs ?? '', request.target, room,
       this.options.worker.timeline ? journal.encode(claim.attempt, 'suspended') : '', positions.length, ...positions.flatMap(({ field, value }) => [field, value]), request.entries.length, ...entries,
     ];
-    const reply = await this.scripts.run<[string, unknown]>('suspend', [keys.run(claim.id), keys.leases, keys.limits, keys.seq], args, commitPolicy(this.options));
+    const call = this.scripts.run<[string, unknown]>('suspend', [keys.run(claim.id), keys.leases, keys.limits, keys.seq], args, commitPolicy(this.options));
+    const reply = await (this.commitFailures ? this.commitFailures.watch(call) : call);
     switch (reply[0]) {
       case 'suspended':
         return 'suspended';

@@ -14,6 +14,7 @@ import type { RunExecutor } from './run.executor';
 import type { RunEvents } from './run.events';
 import { CommitPark, PARK_SLACK_MS, ParkAnnouncer } from './park.announcer';
 import { parseStalled, reportStalled } from './stall.report';
+import { handBackRun } from './hand-back';
 
 /** Most runs one reserve call claims: Lua runs single-threaded, so one wake must never stall Redis. */
 export const RESERVE_BATCH_CAP = 64;
@@ -249,10 +250,7 @@ export class WorkerLoop {
 
   /** Claims that arrive after stop(): returned to the queue at once, without counting a failure. */
   private handBack(claims: Claim[]): void {
-    for (const claim of claims) {
-      const keys = [this.keys.run(claim.id), this.keys.leases, this.keys.limits, this.keys.seq];
-      this.scripts.run('release', keys, [this.keys.base, claim.id, claim.token], { idempotent: true }).catch(() => undefined);
-    }
+    for (const claim of claims) handBackRun(this.scripts, this.keys, claim, { idempotent: true }).catch(() => undefined);
   }
 
   /**

@@ -1,7 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
 import { activateGroups, EVERY_GROUP, limitField } from '../client/limits';
-import { RedisConnectionError } from '../errors';
+import { RedisConnectionError, WorkerShutdownError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
 import { MigrationRunner } from '../migration/migration.runner';
@@ -15,6 +15,7 @@ import { declareRateLimits } from './rate-limits.declarer';
 import { RunControl } from '../client/run.control';
 import { RunEvents } from './run.events';
 import { RunExecutor } from './run.executor';
+import { handBackRun } from './hand-back';
 import { WorkerLoop } from './worker.loop';
 import { retryInBackground } from '../util/retry';
 import { OutageLog } from '../util/outage-log';
@@ -231,9 +232,9 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     this.logger.warn(`Shutdown deadline passed with ${runs.length} run(s) in flight; handing them back`);
     await Promise.allSettled(
       runs.map(async (run) => {
-        run.abort.abort(new Error('worker shutting down'));
-        const keys = [this.keys.run(run.id), this.keys.leases, this.keys.limits, this.keys.seq];
-        await scripts.run('release', keys, [this.keys.base, run.id, run.token], { idempotent: true, timeoutMs: HAND_BACK_TIMEOUT_MS });
+        // Its executor, seeing this reason, commits no failure for what the code throws now (see RunExecutor).
+        run.abort.abort(new WorkerShutdownError(run.id));
+        await handBackRun(scripts, this.keys, run, { idempotent: true, timeoutMs: HAND_BACK_TIMEOUT_MS });
       }),
     );
   }

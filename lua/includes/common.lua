@@ -404,6 +404,14 @@ local function makeDue(base, limitsKey, seqKey, workflow, group, id, priority, f
   wake(wfKey(base, workflow, 'wake'))
 end
 
+-- Puts a run in its workflow's delayed set, due at `dueAt` (the caller has set its state), and
+-- wakes a worker if it is now the earliest: a blocked worker sleeps until the earliest is due.
+-- `earliest` is the set's first entry WITHSCORES, read by the caller before its first write.
+local function addDelayed(base, workflow, id, dueAt, earliest)
+  redis.call('ZADD', wfKey(base, workflow, 'delayed'), dueAt, id)
+  if #earliest == 0 or tonumber(earliest[2]) > dueAt then wake(wfKey(base, workflow, 'wake')) end
+end
+
 -- Returns the run's workflow and group if `token` holds its lease, else nil. A stale worker
 -- changes nothing.
 -- Also returns whether someone waits on the run and whether it is linked (see finishRun).

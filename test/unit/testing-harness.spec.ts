@@ -222,8 +222,8 @@ describe('harness semantics that mirror the worker', () => {
     expect(run.error).toBeInstanceOf(StepMemoLimitError);
   });
 
-  it('a RedisConnectionError escaping run hands the run back without counting a failure', async () => {
-    @Workflow('harness.flaky-redis', { attempts: 1 })
+  it("a RedisConnectionError the run's own code throws is an ordinary failure, as in a worker", async () => {
+    @Workflow('harness.flaky-redis', { attempts: 2 })
     class FlakyRedis {
       calls = 0;
       async run(): Promise<string> {
@@ -232,8 +232,8 @@ describe('harness semantics that mirror the worker', () => {
       }
     }
     const run = await SluiceTesting.harness(new FlakyRedis()).run(undefined);
-    expect(run.attempts.map((a) => a.outcome)).toEqual(['handed-back', 'completed']);
-    expect(run.failures).toBe(0);
+    expect(run.attempts.map((a) => a.outcome)).toEqual(['retry', 'completed']);
+    expect(run.failures).toBe(1);
     expect(run.result).toBe('done');
   });
 

@@ -1,0 +1,27 @@
+import { RedisConnectionError } from '../errors';
+
+/**
+ * The errors of one attempt's own commits (its step saves and durable waits) that mean Redis did
+ * not answer: only those hand the run back without counting a failure (see lib/worker/hand-back.ts).
+ * Marked by identity, never by class: a `RedisConnectionError` the workflow's own code throws (it
+ * called another Sluice client whose Redis is down) is an ordinary failure — attempts, backoff,
+ * a `failed` event — or a run that keeps hitting it would be handed back, uncounted, for ever.
+ */
+export class OwnCommitFailures {
+  private readonly errors = new WeakSet<object>();
+
+  /** `commit`, with the connection error it may reject with remembered as this attempt's own. */
+  async watch<T>(commit: Promise<T>): Promise<T> {
+    try {
+      return await commit;
+    } catch (error) {
+      if (error instanceof RedisConnectionError) this.errors.add(error);
+      throw error;
+    }
+  }
+
+  /** Whether `error` is one this attempt's own commit rejected with (as thrown, not wrapped). */
+  has(error: unknown): boolean {
+    return typeof error === 'object' && error !== null && this.errors.has(error);
+  }
+}
