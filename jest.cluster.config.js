@@ -47,6 +47,7 @@ const E2E_ON_CLUSTER = [
   'progress.spec.ts',
   'list-runs.spec.ts',
   'retry.spec.ts',
+  'hand-back.spec.ts',
   'timeouts.spec.ts',
   'run-admin-input.spec.ts',
   'retention.spec.ts',
