@@ -19,10 +19,13 @@ import { ProgressReporter } from './progress.reporter';
 import { ThrottledLog } from '../util/throttled-log';
 import type { AttemptTelemetry, RunTelemetry } from '../telemetry/run.telemetry';
 import { RunWaits, waitMethods } from './run.waits';
+import { RunContinuation } from './run.continuation';
 import { RedisWaitPort } from './wait.port';
 
 /** What the race in an attempt settles with when the run suspended in a durable wait. */
 const SUSPENDED = Symbol('suspended');
+/** … and when it continued as new (`ctx.continueAsNew`). */
+const CONTINUED = Symbol('continued');
 
 const MAX_ERROR_TEXT = 8 * 1024;
 const MAX_ERROR_NAME = 200;
@@ -76,8 +79,10 @@ export class RunExecutor {
     let progress: ProgressReporter | undefined;
     // A durable wait that suspends the run ends the attempt here (guard.settle resolves with
     // SUSPENDED): nothing more to commit. Built on the first wait: a run that never waits pays nothing.
+    let port: RedisWaitPort | undefined;
+    const portOf = () => (port ??= new RedisWaitPort(this.scripts, this.keys, this.registry, this.options, claim));
     let waits: RunWaits | undefined;
-    const waitsOf = () => (waits ??= new RunWaits(claim.id, recorder, guard, new RedisWaitPort(this.scripts, this.keys, this.registry, this.options, claim), () => guard.release(SUSPENDED)));
+    const waitsOf = () => (waits ??= new RunWaits(claim.id, recorder, guard, portOf(), () => guard.release(SUSPENDED), claim.generation));
     const ctx: RunContext = {
       runId: claim.id,
       attempt: claim.attempt,
@@ -89,6 +94,7 @@ export class RunExecutor {
       // After the attempt ended (code that ignored its signal), a report writes nothing.
       progress: (value) => (guard.ended ? Promise.resolve() : (progress ??= this.progressReporter(claim)).report(value)),
       ...waitMethods(waitsOf),
+      continueAsNew: (input) => new RunContinuation(recorder, guard, portOf(), this.options.maxPayloadBytes, () => guard.release(CONTINUED)).continueAsNew(input),
     };
     const startedAt = Date.now();
     if (this.events.listens('active')) this.events.emit('active', { runId: claim.id, workflow: claim.workflow, attempt: claim.attempt });
@@ -101,6 +107,7 @@ export class RunExecutor {
       // refused by the token).
       const result: unknown = await guard.settle<unknown>(inRunScope(recorder, () => definition.instance.run(input, ctx)), limitMs);
       if (result === SUSPENDED) return this.suspended(claim, guard, abort, progress, startedAt, telemetry);
+      if (result === CONTINUED) return this.continued(claim, guard, abort, progress, telemetry);
       encoded = encodePayload(result, `result of workflow "${claim.workflow}"`, this.options.maxPayloadBytes);
     } catch (error) {
       guard.ended = true;
@@ -127,6 +134,14 @@ export class RunExecutor {
     progress?.end();
     telemetry?.ended('suspended');
     this.events.emit('suspended', this.outcome(claim, startedAt));
+  }
+
+  /** The run continued as new (committed by `ctx.continueAsNew` itself): this execution is over, the run is due again with its new input. */
+  private continued(claim: Claim, guard: AttemptGuard, abort: LazyAbort, progress: ProgressReporter | undefined, telemetry?: AttemptTelemetry): void {
+    guard.ended = true;
+    abort.abort(new SluiceError(`Run ${claim.id} continued as new; this attempt is over`));
+    progress?.end();
+    telemetry?.ended('continued');
   }
 
   private async fail(claim: Claim, error: unknown, abort: LazyAbort, backoff: Parameters<typeof backoffDelay>[0], startedAt: number, journal: string, telemetry?: AttemptTelemetry): Promise<void> {
