@@ -33,6 +33,16 @@ class Sleeps {
   }
 }
 
+/** A step, an hour's sleep, a step: the sleep's deadline is moved by hand in the test. */
+@Workflow('wm.nap', { attempts: 1 })
+class Nap {
+  async run(_input: unknown, ctx: RunContext) {
+    const before = await ctx.step('before', () => 'b');
+    await ctx.sleep('nap', '1h');
+    return `${before}-${await ctx.step('after', () => 'a')}`;
+  }
+}
+
 describe('durable waits: the run memo budget', () => {
   const ns = uniqueNamespace('wmb');
   let redis: Redis;
@@ -40,7 +50,7 @@ describe('durable waits: the run memo budget', () => {
 
   beforeAll(async () => {
     redis = rawRedis();
-    app = await createApp([Loop, Sleeps], { namespace: ns, worker: { concurrency: 2 }, maxRunMemoBytes: BUDGET, maxPayloadBytes: 2048 });
+    app = await createApp([Loop, Sleeps, Nap], { namespace: ns, worker: { concurrency: 2 }, maxRunMemoBytes: BUDGET, maxPayloadBytes: 2048 });
   });
   afterAll(async () => {
     await app.close();
@@ -91,8 +101,29 @@ describe('durable waits: the run memo budget', () => {
     expect(await memoBytes(run.id)).toBeLessThanOrEqual(BUDGET + Buffer.byteLength('tick#300{"x":9999}'));
   });
 
+  /*
+   * Data compatibility: the memo's layout did not change, and a sleep suspended by a version that
+   * recorded no room ('waitRoom' absent) ends by its time without a bound, as it did there.
+   */
+  it('a sleep recorded without a room (an older version) resumes when its time comes', async () => {
+    const run = await app.client.enqueue('wm.nap', null);
+    await pollUntil(() => app.client.get(run.id), (r) => r?.state === 'sleeping', 'sleeping');
+    const key = `{sluice:${ns}}:run:${run.id}`;
+    const wait = (await redis.hget(key, 'wait')) as string;
+    const [kind, , memoKey, target] = wait.split(' ');
+    const now = Date.now() - 1000;
+    await redis.hdel(key, 'waitRoom');
+    await redis.hset(key, 'wait', `${kind} ${now} ${memoKey} ${target}`, 'dueAt', now);
+    await redis.zadd(`{sluice:${ns}}:wf:wm.nap:sleeping`, now, run.id);
+    await redis.zadd(`{sluice:${ns}}:wf:wm.nap:delayed`, now, run.id);
+    // What a script that moves a due time earlier does: a wake marker for the workflow's workers.
+    await redis.rpush(`{sluice:${ns}}:wf:wm.nap:wake`, '1');
+    expect(await run.result({ timeoutMs: 10_000 })).toBe('b-a');
+    expect(await redis.hget(key, 'step:nap#1')).toBe('{"t":1}');
+  });
+
   it('the namespace is consistent at rest', async () => {
-    await pollUntil(() => app.client.stats(), (s) => s.workflows['wm.loop'].active === 0 && s.workflows['wm.sleeps'].active === 0, 'no run active');
+    await pollUntil(() => app.client.stats(), (s) => s.workflows['wm.loop'].active === 0 && s.workflows['wm.sleeps'].active === 0 && s.workflows['wm.nap'].active === 0, 'no run active');
     expectConsistent(await auditNamespace(redis, { namespace: ns }));
   });
 });
