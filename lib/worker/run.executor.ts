@@ -165,8 +165,9 @@ export class RunExecutor {
       delayMs, this.options.defaults.resultTtlMs, journal,
     ], commitPolicy(this.options));
     // 'suspended': a wait beside the failure closed the attempt first (see RunWaits); the run
-    // waits, and the failed step runs again when it resumes. Like a lost lease, nothing to report.
-    if (outcome === 'lost' || outcome === 'suspended') {
+    // waits, and the failed step runs again when it resumes. 'continued': the attempt's
+    // continueAsNew landed although its reply was lost. Like a lost lease, nothing to report.
+    if (outcome === 'lost' || outcome === 'suspended' || outcome === 'continued') {
       telemetry?.ended('lost', error);
       if (!(abort.reason instanceof RunCancelledError) && (error instanceof LeaseLostError || abort.reason instanceof LeaseLostError)) {
         this.runWarnings.warn(`Run ${claim.id} (${claim.workflow}) lost its lease; another worker carries it on`);
