@@ -76,6 +76,7 @@ const E2E_ON_CLUSTER = [
   'waits-child-edges.spec.ts',
   'waits-groups.spec.ts',
   'waits-memo.spec.ts',
+  'waits-continue.spec.ts',
   'waits-races.spec.ts',
   'waits-sleep.spec.ts',
   'waits-visibility.spec.ts',

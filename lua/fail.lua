@@ -20,7 +20,9 @@
   ARGV[7] retention in ms
   ARGV[8] the attempt's journal '<slot> <json>' or '' (see hsetRun in common.lua)
   Reply: 'retry' | 'failed' | 'lost' (nothing written). A retry of a call that landed (its reply
-         was lost) answers what that call did, from the run's 'ended' field, and writes nothing.
+         was lost) answers what that call did, from the run's 'ended' field, and writes nothing;
+         so does a call whose attempt ended otherwise under the same token ('suspended' by a
+         wait, 'continued' by continue.lua).
 ]]
 -- @include common
 -- @include waits

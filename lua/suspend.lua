@@ -26,7 +26,10 @@
   ARGV[5] deadline as ms from now (Redis time), or ''
   ARGV[6] deadline as ms since the epoch, or '' (wins over ARGV[5])
   ARGV[7] target: signal name | '<event name>|<key>' | '' (sleep, child)
-  ARGV[8] room: bytes the wait's outcomes may add to the memo (see fitOutcome in waits.lua)
+  ARGV[8] room: bytes the memo may still take (the worker's maxRunMemoBytes less the memo it
+          holds): the position entries below count first — those that do not fit are refused
+          whole (reply 'over', nothing written) — then the wait's outcomes (see fitOutcome in
+          waits.lua); what is left is stored as the wait's room
   ARGV[9] the attempt's journal '<slot> <json>' or '' (see hsetRun in common.lua), stored if
           the run suspends
   ARGV[10] P, the number of position entries that follow: the attempt's calls up to this wait
@@ -39,7 +42,9 @@
              must be registered in the namespace (the caller does not declare it) else 0
   Reply: { 'suspended' } | { 'resumed', { memo key, envelope, … } } (the wait ended at once; the
          lease holds) | { 'lost' } (nothing written) | { 'conflict', child id } | { 'unknown',
-         workflow } (a child's workflow no worker registered; nothing written). A retry of a call
+         workflow } (a child's workflow no worker registered; nothing written) | { 'over', memo
+         key, bytes } (the position entries, `bytes` of them, would take the memo past its
+         budget; nothing written: the worker fails the run with StepMemoLimitError). A retry of a call
          that landed (its reply was lost) answers what that call did.
 ]]
 -- @include common
@@ -114,7 +119,26 @@ if kind == 'child' then
   end
 end
 
-for i = 11, 10 + 2 * positionCount, 2 do redis.call('HSET', runKey, 'step:' .. ARGV[i], ARGV[i + 1]) end
+-- Position entries count against the memo's budget (one the memo holds already, from a resent
+-- call, costs nothing): past it the run fails here, the same on every replay.
+local positions, positionBytes = {}, 0
+for from = 11, 10 + 2 * positionCount, 1000 do
+  local to = math.min(from + 998, 10 + 2 * positionCount)
+  local fields = {}
+  for i = from, to, 2 do fields[#fields + 1] = 'step:' .. ARGV[i] end
+  local held = redis.call('HMGET', runKey, unpack(fields))
+  for k in ipairs(fields) do
+    local at = from + 2 * (k - 1)
+    if held[k] ~= ARGV[at + 1] then
+      positions[#positions + 1] = at
+      positionBytes = positionBytes + #ARGV[at] + #ARGV[at + 1]
+    end
+  end
+end
+if positionBytes > room then return { 'over', entries[1].memo, positionBytes } end
+room = room - positionBytes
+
+for _, at in ipairs(positions) do redis.call('HSET', runKey, 'step:' .. ARGV[at], ARGV[at + 1]) end
 if #missing == 0 then return { 'resumed', outcomes } end
 
 local pending = 0

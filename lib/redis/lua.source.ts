@@ -4,7 +4,7 @@ import { join } from 'node:path';
 /** Where the scripts live, both from `lib/redis` (ts-node, tests) and `dist/redis` (published). */
 export const LUA_DIR = join(__dirname, '..', '..', 'lua');
 
-export type ScriptName = 'activate-groups' | 'migrate-group-due' | 'migrate-lock' | 'enqueue' | 'enqueue-many' | 'reserve' | 'complete' | 'fail' | 'save-steps' | 'extend-leases' | 'release' | 'declare-limits' | 'park' | 'set-limits' | 'stats' | 'watch' | 'cancel' | 'set-control' | 'progress' | 'schedule-write' | 'schedule-control' | 'schedule-plan' | 'schedule-list' | 'migrate-schedule-index' | 'list-runs' | 'retry' | 'remove' | 'suspend' | 'signal' | 'send-event';
+export type ScriptName = 'activate-groups' | 'migrate-group-due' | 'migrate-lock' | 'enqueue' | 'enqueue-many' | 'reserve' | 'complete' | 'fail' | 'save-steps' | 'extend-leases' | 'release' | 'declare-limits' | 'park' | 'set-limits' | 'stats' | 'watch' | 'cancel' | 'set-control' | 'progress' | 'schedule-write' | 'schedule-control' | 'schedule-plan' | 'schedule-list' | 'migrate-schedule-index' | 'list-runs' | 'retry' | 'remove' | 'suspend' | 'continue' | 'signal' | 'send-event';
 
 export interface LuaScript {
   name: ScriptName;

@@ -37,8 +37,9 @@ export const STEP_REPLAYED_EVENT = 'sluice.step.replayed';
  * How an attempt ended, as `sluice.run.outcome`: `completed`; `retry` (it failed, another attempt
  * follows); `failed` (for good); `lost` (its lease was gone: nothing it did was kept, another
  * worker carries the run on); `released` (handed back to the queue, no failure counted: Redis was
- * away when a step saved); `unknown` (the commit itself could not reach Redis: the lease lapses and
+ * away when a step saved); `suspended` (a durable wait); `continued` (`ctx.continueAsNew`: the run
+ * starts afresh); `unknown` (the commit itself could not reach Redis: the lease lapses and
  * the stalled scan recovers the run).
  */
-export type AttemptOutcome = 'completed' | 'retry' | 'failed' | 'lost' | 'released' | 'suspended' | 'unknown';
+export type AttemptOutcome = 'completed' | 'retry' | 'failed' | 'lost' | 'released' | 'suspended' | 'continued' | 'unknown';
 

@@ -115,7 +115,12 @@ export interface HarnessRun<Out = unknown> {
   error?: unknown;
   /** What `client.run`/`wait` would reject with, once failed. */
   failure?: WorkflowFailedError;
-  /** Every attempt in order. */
+  /**
+   * How many times the run continued as new (`ctx.continueAsNew`). `attempts`, `failures`,
+   * `retryDelaysMs` and `memo` are those of its last incarnation, as a worker resets them.
+   */
+  continued: number;
+  /** Every attempt in order (of the last incarnation). */
   attempts: HarnessAttempt[];
   /** Failed attempts (what counts against `attempts`). */
   failures: number;

@@ -15,10 +15,14 @@ import type { Jsonified } from '../workflow/json.roundtrip';
 import { runScope } from '../workflow/run.scope';
 import type { BackoffOptions, RunContext, WorkflowInstance } from '../workflow/workflow.types';
 import { RunWaits, waitMethods } from '../worker/run.waits';
+import { RunContinuation } from '../worker/run.continuation';
 import { HarnessWaitPort } from './harness.waits';
 import { FakeClock } from './fake.clock';
 import { harnessGuard, HarnessRecorder, type StepFault } from './harness.recorder';
 import type { FailStepOptions, HarnessAttempt, HarnessOptions, HarnessRun, HarnessRunOptions, HarnessScheduleFires } from './harness.types';
+
+/** What an attempt's race settles with when the run continued as new (as in RunExecutor). */
+const CONTINUED = Symbol('continued');
 
 /**
  * Runs one `@Workflow` in-process, with no Redis, the way a worker does: each attempt gets the
@@ -168,14 +172,28 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
     const enqueuedAt = this.clock.date();
     if (dueAtMs > this.clock.now()) this.clock.set(dueAtMs);
     const memo = new Map<string, string>();
-    const attempts: HarnessAttempt[] = [];
-    const retryDelaysMs: number[] = [];
+    let attempts: HarnessAttempt[] = [];
+    let retryDelaysMs: number[] = [];
     let failures = 0;
+    const run = { continued: 0, progress: [] as unknown[] };
     for (let claim = 1; ; claim++) {
-      const { report, result, error } = await this.attempt(runId, input, claim, memo, limitMs);
+      const { report, result, error, continuedWith } = await this.attempt(runId, input, claim, memo, limitMs);
+      if (continuedWith !== undefined) {
+        // As lua/continue.lua: the same run afresh, with the new input and an empty memo; its
+        // attempts and failures start again, its latest progress stays.
+        if (report.progress.length > 0) run.progress = report.progress;
+        run.continued++;
+        input = continuedWith;
+        memo.clear();
+        attempts = [];
+        retryDelaysMs = [];
+        failures = 0;
+        claim = 0;
+        continue;
+      }
       attempts.push(report);
       if (report.outcome === 'completed') {
-        return this.finish({ runId, state: 'completed', result: decodePayload<Jsonified<Out>>(result) }, attempts, failures, maxAttempts, retryDelaysMs, memo, enqueuedAt, dueAtMs);
+        return this.finish({ runId, state: 'completed', result: decodePayload<Jsonified<Out>>(result) }, attempts, failures, maxAttempts, retryDelaysMs, memo, enqueuedAt, dueAtMs, run);
       }
       // As the worker: a RedisConnectionError the run's own code throws is an ordinary failure.
       // (A worker hands the run back only when its own step save could not reach Redis, which
@@ -192,12 +210,12 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
       }
       report.outcome = 'failed';
       const failure = new WorkflowFailedError(runId, this.name, describe(error));
-      return this.finish({ runId, state: 'failed', error, failure }, attempts, failures, maxAttempts, retryDelaysMs, memo, enqueuedAt, dueAtMs);
+      return this.finish({ runId, state: 'failed', error, failure }, attempts, failures, maxAttempts, retryDelaysMs, memo, enqueuedAt, dueAtMs, run);
     }
   }
 
   /** One attempt, as `RunExecutor.execute` runs it: `run` in the run scope, steps through the recorder. */
-  private async attempt(runId: string, input: string, attempt: number, memo: Map<string, string>, limitMs: number | undefined): Promise<{ report: HarnessAttempt; result?: string; error?: unknown }> {
+  private async attempt(runId: string, input: string, attempt: number, memo: Map<string, string>, limitMs: number | undefined): Promise<{ report: HarnessAttempt; result?: string; error?: unknown; continuedWith?: string }> {
     let open = true;
     // The token-checked write: refused once the attempt is over (a step still running when a
     // parallel one failed the attempt), as the worker's lease is gone then too.
@@ -220,14 +238,21 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
     // The signal is made only when read, as in a worker.
     // A sleep advances the clock and carries on (see HarnessWaitPort); it never suspends.
     const waits = new RunWaits(runId, recorder, guard, new HarnessWaitPort(this.clock, memo), () => undefined);
-    const ctx: RunContext = { runId, attempt, get signal() { return guard.abort.signal; }, step: (name, fn, options) => harness.step(name, fn, options), progress, ...waitMethods(() => waits) };
+    // ctx.continueAsNew: the new input is kept for the harness's loop (see execute), which starts the run afresh.
+    let continuedWith: string | undefined;
+    const continuation = new RunContinuation(recorder, guard, { continueAsNew: async (encoded) => void (continuedWith = encoded) }, this.maxPayloadBytes, () => guard.release(CONTINUED));
+    const ctx: RunContext<In> = {
+      runId, attempt, get signal() { return guard.abort.signal; }, step: (name, fn, options) => harness.step(name, fn, options), progress, ...waitMethods(() => waits),
+      continueAsNew: (next) => continuation.continueAsNew(next),
+    };
     let result: string | undefined;
     let error: unknown;
     try {
       const decoded = decodePayload<In>(input);
       // Past a time limit: fails at once with the TimeoutError, the late code left running (its
       // step writes refused once the attempt is closed below), as in a worker.
-      const value = await guard.settle(runScope.run(harness, () => this.instance.run(decoded, ctx)), limitMs);
+      const value = await guard.settle<unknown>(runScope.run(harness, () => this.instance.run(decoded, ctx)), limitMs);
+      if (value === CONTINUED) return { report, continuedWith };
       result = encodePayload(value, `result of workflow "${this.name}"`, this.maxPayloadBytes);
     } catch (thrown) {
       error = thrown;
@@ -254,16 +279,18 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
     memo: Map<string, string>,
     enqueuedAt: Date,
     dueAtMs: number,
+    run: { continued: number; progress: unknown[] },
   ): HarnessRun<Out> {
     const decodedMemo: Record<string, unknown> = {};
     // Position entries are the determinism guard's bookkeeping, not step results.
     for (const [key, value] of memo) if (!isPositionField(key)) decodedMemo[key] = decodePayload(value);
     // What `get` shows: the latest value of any attempt (a retry keeps the earlier one until it reports).
-    const reported = attempts.filter((a) => a.progress.length > 0).at(-1)?.progress;
+    const reported = attempts.filter((a) => a.progress.length > 0).at(-1)?.progress ?? (run.progress.length > 0 ? run.progress : undefined);
     return {
       ...outcome,
       ...(reported && { progress: reported[reported.length - 1] }),
       workflow: this.name,
+      continued: run.continued,
       attempts,
       failures,
       maxAttempts,

@@ -18,7 +18,12 @@ export interface Claim {
   queueWaitMs?: number;
   /** With the extras: the run's group, when it has one. */
   group?: string;
+  /** How many times the run continued as new (`ctx.continueAsNew`), when it did: its incarnation. */
+  generation?: number;
 }
+
+/** The claim reply's pseudo memo entry carrying the run's incarnation (see memoOf in lua/includes/claim.lua). */
+const GENERATION_ENTRY = '~gen';
 
 /**
  * The flag (added to a claiming call's retry flag) that asks reserve and complete for the
@@ -36,9 +41,14 @@ export function parseClaimReply<H = number>(reply: unknown[]): { head: H; claims
   const claims = rows.map((row) => {
     const [id, workflow, token, attempt, failures, input, flatSteps, timeoutMs] = row as [string, string, string, number, number, string, string[], string];
     const steps = new Map<string, string>();
-    for (let i = 0; i < flatSteps.length; i += 2) steps.set(flatSteps[i], flatSteps[i + 1]);
+    let generation: string | undefined;
+    for (let i = 0; i < flatSteps.length; i += 2) {
+      if (flatSteps[i] === GENERATION_ENTRY) generation = flatSteps[i + 1];
+      else steps.set(flatSteps[i], flatSteps[i + 1]);
+    }
     const claim: Claim = { id, workflow, token: String(token), attempt: Number(attempt), failures: Number(failures), input, steps };
     if (timeoutMs) claim.timeoutMs = Number(timeoutMs);
+    if (generation !== undefined) claim.generation = Number(generation);
     if (row.length > 8) addExtras(claim, row as unknown[]);
     return claim;
   });

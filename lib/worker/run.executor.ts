@@ -20,12 +20,15 @@ import { ProgressReporter } from './progress.reporter';
 import { ThrottledLog } from '../util/throttled-log';
 import type { AttemptTelemetry, RunTelemetry } from '../telemetry/run.telemetry';
 import { RunWaits, waitMethods } from './run.waits';
+import { RunContinuation } from './run.continuation';
 import { RedisWaitPort } from './wait.port';
 import { OwnCommitFailures } from './commit.failures';
 import { handBackRun } from './hand-back';
 
 /** What the race in an attempt settles with when the run suspended in a durable wait. */
 const SUSPENDED = Symbol('suspended');
+/** … and when it continued as new (`ctx.continueAsNew`). */
+const CONTINUED = Symbol('continued');
 
 const MAX_ERROR_TEXT = 8 * 1024;
 const MAX_ERROR_NAME = 200;
@@ -81,8 +84,10 @@ export class RunExecutor {
     let progress: ProgressReporter | undefined;
     // A durable wait that suspends the run ends the attempt here (guard.settle resolves with
     // SUSPENDED): nothing more to commit. Built on the first wait: a run that never waits pays nothing.
+    let port: RedisWaitPort | undefined;
+    const portOf = () => (port ??= new RedisWaitPort(this.scripts, this.keys, this.registry, this.options, claim, commitFailures));
     let waits: RunWaits | undefined;
-    const waitsOf = () => (waits ??= new RunWaits(claim.id, recorder, guard, new RedisWaitPort(this.scripts, this.keys, this.registry, this.options, claim, commitFailures), () => guard.release(SUSPENDED)));
+    const waitsOf = () => (waits ??= new RunWaits(claim.id, recorder, guard, portOf(), () => guard.release(SUSPENDED), claim.generation));
     const ctx: RunContext = {
       runId: claim.id,
       attempt: claim.attempt,
@@ -94,6 +99,7 @@ export class RunExecutor {
       // After the attempt ended (code that ignored its signal), a report writes nothing.
       progress: (value) => (guard.ended ? Promise.resolve() : (progress ??= this.progressReporter(claim)).report(value)),
       ...waitMethods(waitsOf),
+      continueAsNew: (input) => new RunContinuation(recorder, guard, portOf(), this.options.maxPayloadBytes, () => guard.release(CONTINUED)).continueAsNew(input),
     };
     const startedAt = Date.now();
     if (this.events.listens('active')) this.events.emit('active', { runId: claim.id, workflow: claim.workflow, attempt: claim.attempt });
@@ -106,6 +112,7 @@ export class RunExecutor {
       // refused by the token).
       const result: unknown = await guard.settle<unknown>(inRunScope(recorder, () => definition.instance.run(input, ctx)), limitMs);
       if (result === SUSPENDED) return this.suspended(claim, guard, abort, progress, startedAt, telemetry);
+      if (result === CONTINUED) return this.continued(claim, guard, abort, progress, telemetry);
       encoded = encodePayload(result, `result of workflow "${claim.workflow}"`, this.options.maxPayloadBytes);
     } catch (error) {
       guard.ended = true;
@@ -150,6 +157,14 @@ export class RunExecutor {
     telemetry?.ended('released', error);
   }
 
+  /** The run continued as new (committed by `ctx.continueAsNew` itself): this execution is over, the run is due again with its new input. */
+  private continued(claim: Claim, guard: AttemptGuard, abort: LazyAbort, progress: ProgressReporter | undefined, telemetry?: AttemptTelemetry): void {
+    guard.ended = true;
+    abort.abort(new SluiceError(`Run ${claim.id} continued as new; this attempt is over`));
+    progress?.end();
+    telemetry?.ended('continued');
+  }
+
   private async fail(claim: Claim, error: unknown, abort: LazyAbort, backoff: Parameters<typeof backoffDelay>[0], startedAt: number, journal: string, telemetry?: AttemptTelemetry): Promise<void> {
     const runKeys = [this.keys.run(claim.id), this.keys.leases, this.keys.limits, this.keys.seq];
     const retryable = attemptRetryable(error);
@@ -161,11 +176,12 @@ export class RunExecutor {
       delayMs, this.options.defaults.resultTtlMs, journal,
     ], commitPolicy(this.options));
     // 'suspended': a wait beside the failure closed the attempt first (see RunWaits); the run
-    // waits, and the failed step runs again when it resumes. Like a lost lease, nothing to report.
+    // waits, and the failed step runs again when it resumes. 'continued': the attempt's
+    // continueAsNew landed although its reply was lost. Like a lost lease, nothing to report.
     // 'released': the run was handed back with this token first (the shutdown deadline): it is
     // waiting and runs again, so no failure happened — reporting one would say it failed for good.
     if (outcome === 'released') return telemetry?.ended('released', error);
-    if (outcome === 'lost' || outcome === 'suspended') {
+    if (outcome === 'lost' || outcome === 'suspended' || outcome === 'continued') {
       telemetry?.ended('lost', error);
       if (!(abort.reason instanceof RunCancelledError) && (error instanceof LeaseLostError || abort.reason instanceof LeaseLostError)) {
         this.runWarnings.warn(`Run ${claim.id} (${claim.workflow}) lost its lease; another worker carries it on`);

@@ -23,15 +23,21 @@ export interface SuspendRequest {
   entries: Array<{ placed: Placed; child?: EnqueueRequest }>;
 }
 
-/** What the commit of a wait answered: it ended at once (its outcomes by memo key), or the run suspended. */
-export type SuspendReply = { resumed: Map<string, string> } | 'suspended';
+/**
+ * What the commit of a wait answered: it ended at once (its outcomes by memo key), the run
+ * suspended, or the position entries it had to write (`bytes` of them) would take the memo past
+ * its budget (nothing written; `key` is the wait's memo key).
+ */
+export type SuspendReply = { resumed: Map<string, string> } | 'suspended' | { over: { key: string; bytes: number } };
 
 /** The worker's side of a wait: the token-checked script call, and the checks of a child enqueue. */
 export interface WaitPort {
   /**
-   * Commits the wait with the position entries of the attempt's calls up to it (`positions`),
-   * its outcomes allowed at most `room` bytes of the memo, and the attempt's journal (stored if the
-   * run suspends); rejects (lease lost, Redis away, conflict) with the error that ends the attempt.
+   * Commits the wait with the position entries of the attempt's calls up to it (`positions`) and
+   * the attempt's journal (stored if the run suspends), within `room`, the bytes the memo may still
+   * take: the position entries count first (past it: `over`), then the wait's outcomes (past it:
+   * the refusal marker, see `fitOutcome`). Rejects (lease lost, Redis away, conflict) with the
+   * error that ends the attempt.
    */
   suspend(request: SuspendRequest, room: number, positions: Placed[], journal: AttemptJournal): Promise<SuspendReply>;
   /** Validates a child's enqueue as `QueueClient.enqueue` would (typed errors, nothing written). */
@@ -68,6 +74,8 @@ export class RunWaits {
     private readonly guard: AttemptGuard,
     private readonly port: WaitPort,
     private readonly onSuspended: () => void,
+    /** The run's incarnation (`ctx.continueAsNew` count): part of its children's derived ids. */
+    private readonly generation = 0,
   ) {}
 
   async sleep(name: string, duration: Duration): Promise<void> {
@@ -118,7 +126,7 @@ export class RunWaits {
       // Checked first; the memo key takes the workflow's name, and the id (unless given) the memo key.
       const request = this.port.childRequest(call.workflow, call.input, call.opts);
       const placed = this.recorder.place('invoke', `invoke:${request.workflow}`);
-      return { placed, child: call.opts?.id === undefined ? { ...request, id: childId(this.runId, placed.key) } : request };
+      return { placed, child: call.opts?.id === undefined ? { ...request, id: childId(this.runId, placed.key, this.generation) } : request };
     });
     // One script call carries every child's input: bounded, so it stays a short call.
     const bytes = entries.reduce((sum, { child }) => sum + Buffer.byteLength(child.input), 0);
@@ -152,19 +160,9 @@ export class RunWaits {
       for (const { placed } of request.entries) journal.replayed(kind, placed.key);
       return this.fitting(request, known as string[]);
     }
-    const previous = this.recorder.gate;
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    this.recorder.gate = gate;
-    if (previous) await previous;
-    if (await this.recorder.settled()) {
-      // A step beside the wait failed: if the code does not catch it, the attempt fails with it,
-      // through promise reactions only, all run before the next macrotask. Suspending first would
-      // hide that failure until the run resumed and ran the step again.
-      await new Promise((resolve) => setImmediate(resolve));
-      if (this.guard.ended) return suspended();
-    }
-    if (this.guard.abort.aborted) throw this.guard.abort.reason;
+    const entered = await enterCommit(this.recorder, this.guard);
+    if (!entered) return suspended();
+    const { gate, open } = entered;
     // Every call so far has been placed (calls made after this one wait on its gate).
     const written = this.recorder.unrecordedPositions();
     const { positions } = written;
@@ -172,7 +170,7 @@ export class RunWaits {
     const ends = request.entries.map(({ placed }) => journal.begin(kind, placed.key));
     let reply: SuspendReply;
     try {
-      reply = await this.port.suspend(request, this.recorder.room(positions), positions, journal);
+      reply = await this.port.suspend(request, this.recorder.room(), positions, journal);
     } catch (error) {
       for (const end of ends) end('failed');
       // Ends the attempt even if the code catches it: its outcome is for the worker to commit.
@@ -182,6 +180,12 @@ export class RunWaits {
     if (reply === 'suspended') {
       this.onSuspended();
       return suspended();
+    }
+    if ('over' in reply) {
+      for (const end of ends) end('failed');
+      const error = this.recorder.overBudget(reply.over.key, reply.over.bytes);
+      this.guard.expire(error);
+      throw error;
     }
     for (const end of ends) end('ok');
     this.recorder.positionsRecorded(written);
@@ -207,6 +211,29 @@ export class RunWaits {
   }
 }
 
+/**
+ * Lets the steps executing now land, then holds later calls behind a gate while the caller commits
+ * a call that may end the attempt (a wait, `continueAsNew`): calls made meanwhile wait on the gate,
+ * which `open` releases (never, if the attempt ended). Resolves undefined if the attempt ended
+ * meanwhile (a step beside it failed it); throws if it was aborted.
+ */
+export async function enterCommit(recorder: StepRecorder, guard: AttemptGuard): Promise<{ gate: Promise<void>; open: () => void } | undefined> {
+  const previous = recorder.gate;
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  recorder.gate = gate;
+  if (previous) await previous;
+  if (await recorder.settled()) {
+    // A step beside the call failed: if the code does not catch it, the attempt fails with it,
+    // through promise reactions only, all run before the next macrotask. Suspending first would
+    // hide that failure until the run resumed and ran the step again.
+    await new Promise((resolve) => setImmediate(resolve));
+    if (guard.ended) return undefined;
+  }
+  if (guard.abort.aborted) throw guard.abort.reason;
+  return { gate, open };
+}
+
 function timeoutOf(opts: SignalWaitOptions | EventWaitOptions | undefined, call: string): number | undefined {
   if (opts !== undefined && (opts === null || typeof opts !== 'object')) throw new InvalidOptionError(`${call} options`, 'must be an object');
   return opts?.timeout === undefined ? undefined : toMilliseconds(opts.timeout, `${call} timeout`);
@@ -219,12 +246,15 @@ export function eventTarget(name: string, key: string): string {
 
 /**
  * A child's id when `invoke` gives none: the parent's id and the call's memo key, so every replay
- * of the parent names the same child. Past the id length limit, a digest of the two.
+ * of the parent names the same child — and, once the parent continued as new, its incarnation
+ * (`@<generation>`), so a later incarnation's first invoke does not find an earlier one's child
+ * (memo keys restart with the memo). Past the id length limit, a digest of them.
  */
-export function childId(parentId: string, key: string): string {
-  const id = `${parentId}/${key}`;
+export function childId(parentId: string, key: string, generation = 0): string {
+  const suffix = generation > 0 ? `@${generation}` : '';
+  const id = `${parentId}/${key}${suffix}`;
   if (id.length <= MAX_ID_LENGTH) return id;
-  return `child-${createHash('sha256').update(parentId).update('\n').update(key).digest('base64url')}`;
+  return `child-${createHash('sha256').update(parentId).update('\n').update(key + suffix).digest('base64url')}`;
 }
 
 /** The wait methods of `RunContext`, bound to one attempt's waits (`waitsOf` makes them on the first call). */

@@ -168,13 +168,15 @@ export class StepRecorder implements StepRunner {
     this.memo.set(key, value);
   }
 
-  /** Bytes the memo may still take, after the position entries given (a wait writes them): a wait's outcomes must fit in it. */
-  room(entries: Placed[]): number {
-    const reserved = entries.reduce((sum, placed) => sum + entryBytes(placed.field, placed.value), 0);
-    return Math.max(0, this.maxMemoBytes - this.memoBytes - reserved);
+  /**
+   * Bytes the memo may still take: what a wait's commit may write — its position entries first,
+   * then its outcomes — which the script that writes them checks (see lua/suspend.lua).
+   */
+  room(): number {
+    return Math.max(0, this.maxMemoBytes - this.memoBytes);
   }
 
-  /** The error of a wait whose outcome (`bytes`, key included) did not fit in the memo's budget. */
+  /** The error of a wait whose outcome or position entries (`bytes`, keys included) did not fit in the memo's budget. */
   overBudget(key: string, bytes: number): StepMemoLimitError {
     return new StepMemoLimitError(this.runId, key, bytes, this.memoBytes + bytes, this.maxMemoBytes);
   }
@@ -224,6 +226,6 @@ export class StepRecorder implements StepRunner {
 }
 
 /** One memo entry's share of the budget: what it adds to the claim reply that ships the memo. */
-function entryBytes(key: string, encoded: string): number {
+export function entryBytes(key: string, encoded: string): number {
   return Buffer.byteLength(key) + Buffer.byteLength(encoded);
 }

@@ -16,6 +16,17 @@ interface Envelope {
   x?: number;
 }
 
+/**
+ * An outcome as it may enter the memo under `key` within `room` bytes: the envelope, or the
+ * refusal marker `{"x":<bytes>}`; and the room left. The worker's copy of fitOutcome in
+ * lua/includes/waits.lua, for the testing harness (which writes the memo itself).
+ */
+export function fitOutcome(key: string, envelope: string, room: number): [string, number] {
+  const bytes = Buffer.byteLength(key) + Buffer.byteLength(envelope);
+  if (bytes > room) return [`{"x":${bytes}}`, room];
+  return [envelope, room - bytes];
+}
+
 /** The bytes of an outcome the memo's budget refused (`{"x":<bytes>}`), or undefined. */
 export function refusedBytes(raw: string): number | undefined {
   if (!raw.startsWith('{"x":')) return undefined;

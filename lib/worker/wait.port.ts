@@ -9,6 +9,7 @@ import type { RedisKeys } from '../redis/redis.keys';
 import type { InvokeOptions } from '../workflow/wait.types';
 import type { Claim } from './claim';
 import { commitPolicy } from './run.commits';
+import type { ContinuePort } from './run.continuation';
 import type { SuspendReply, SuspendRequest, WaitPort } from './run.waits';
 import type { Placed } from './step.recorder';
 import type { OwnCommitFailures } from './commit.failures';
@@ -16,11 +17,11 @@ import type { OwnCommitFailures } from './commit.failures';
 const INVOKE_OPTIONS: readonly string[] = ['id', 'priority', 'group', 'attempts'];
 
 /**
- * A claimed run's waits against Redis: lua/suspend.lua, sent under the worker's commit policy
+ * A claimed run's waits against Redis: lua/suspend.lua (and lua/continue.lua), sent under the worker's commit policy
  * (a lost reply is sent again; the script recognises its own landing by the lease token), and
  * the checks a child's enqueue gets from `QueueClient.enqueue`.
  */
-export class RedisWaitPort implements WaitPort {
+export class RedisWaitPort implements WaitPort, ContinuePort {
   constructor(
     private readonly scripts: LuaScripts,
     private readonly keys: RedisKeys,
@@ -42,7 +43,7 @@ export class RedisWaitPort implements WaitPort {
       keys.base, claim.id, claim.token, request.kind, request.afterMs ?? '', request.atMs ?? '', request.target, room,
       this.options.worker.timeline ? journal.encode(claim.attempt, 'suspended') : '', positions.length, ...positions.flatMap(({ field, value }) => [field, value]), request.entries.length, ...entries,
     ];
-    const call = this.scripts.run<[string, unknown]>('suspend', [keys.run(claim.id), keys.leases, keys.limits, keys.seq], args, commitPolicy(this.options));
+    const call = this.scripts.run<[string, unknown, unknown?]>('suspend', [keys.run(claim.id), keys.leases, keys.limits, keys.seq], args, commitPolicy(this.options));
     const reply = await (this.commitFailures ? this.commitFailures.watch(call) : call);
     switch (reply[0]) {
       case 'suspended':
@@ -53,6 +54,8 @@ export class RedisWaitPort implements WaitPort {
         for (let i = 0; i < flat.length; i += 2) resumed.set(flat[i], flat[i + 1]);
         return { resumed };
       }
+      case 'over':
+        return { over: { key: String(reply[1]), bytes: Number(reply[2]) } };
       case 'conflict':
         throw new ChildRunConflictError(String(reply[1]));
       case 'unknown':
@@ -61,6 +64,13 @@ export class RedisWaitPort implements WaitPort {
       default:
         throw new LeaseLostError(claim.id);
     }
+  }
+
+  async continueAsNew(input: string): Promise<void> {
+    const { claim, keys } = this;
+    const call = this.scripts.run<string>('continue', [keys.run(claim.id), keys.leases, keys.limits, keys.seq], [keys.base, claim.id, claim.token, input], commitPolicy(this.options));
+    const reply = await (this.commitFailures ? this.commitFailures.watch(call) : call);
+    if (reply !== 'continued') throw new LeaseLostError(claim.id);
   }
 
   childRequest(workflow: unknown, input: unknown, opts: InvokeOptions | undefined): EnqueueRequest {

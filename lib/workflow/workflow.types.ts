@@ -9,8 +9,11 @@ import type { EventWaitOptions, InvokeCall, InvokeOptions, SignalWaitOptions, Wa
 /** A workflow `ctx.invoke` starts: its class or contract (types inferred), or its name. */
 export type InvokeTarget = WorkflowClass | WorkflowContract<any, any> | string;
 
-/** What a workflow's `run` method receives besides its input. */
-export interface RunContext {
+/**
+ * What a workflow's `run` method receives besides its input. `In`, the workflow's input type,
+ * types {@link RunContext.continueAsNew}: write `ctx: RunContext<MyInput>` to have it checked.
+ */
+export interface RunContext<In = unknown> {
   /** The run's id (caller-given or generated). */
   readonly runId: string;
   /** 1 on the first attempt, incremented each time the run is claimed again: after a failure, a stall, or a hand-back at shutdown. */
@@ -97,6 +100,21 @@ export interface RunContext {
   invoke<W extends InvokeTarget>(workflow: W, input: W extends string ? unknown : WorkflowInput<W>, opts?: InvokeOptions): Promise<W extends string ? unknown : Jsonified<WorkflowOutput<W>>>;
   /** Starts every child (at most 1,000), waits for all, and resolves with their results in call order; throws the first failure in call order. */
   invokeAll<T = unknown>(calls: InvokeCall[]): Promise<Jsonified<T>[]>;
+  /**
+   * Ends this execution of the run and starts it afresh, under the same id, with `input` and an
+   * empty memo — how a workflow that loops for ever (a poller, an entity) keeps its memo, and so
+   * each claim, bounded. In one script call: the memo and the attempts' timeline are deleted, the
+   * input replaced, `attempt` goes back to 1 (and failures to 0), and the run gives up its lease
+   * and every slot and is due again at once, at the back of its priority. Its id, group, priority,
+   * time limit, mailbox (signals not yet taken) and parent stay; nothing is published, so a
+   * waiter (`run`, `wait`, a parent's `invoke`) gets the outcome of the last incarnation.
+   *
+   * A top-level call like a wait: steps executing now are saved first; calls made after it never
+   * run; the promise never settles (the attempt is over once it is committed). Inside a step's
+   * `fn` it is an `InvalidInputError` that fails the run. `input` is checked like an enqueue's
+   * (`PayloadNotSerializableError`, `PayloadTooLargeError`) before anything is written.
+   */
+  continueAsNew(input: In): Promise<never>;
 }
 
 /** Exponential backoff between attempts: `delayMs * factor^(failures-1)`, capped, with jitter. */
@@ -179,7 +197,7 @@ export interface RetentionByCount {
 
 /** The shape every `@Workflow` class has. */
 export interface WorkflowInstance<In = any, Out = any> {
-  run(input: In, ctx: RunContext): Out | Promise<Out>;
+  run(input: In, ctx: RunContext<In>): Out | Promise<Out>;
 }
 
 /** A `@Workflow` class, used to enqueue with inferred input and output types. */

@@ -20,9 +20,16 @@ local function addExtras(row, trace, waitMs, group)
   replyBytes = replyBytes + #row[9]
 end
 
--- The step memo of a run as { step, value, … }: a first attempt has none (it is not read).
-local function memoOf(runKey, attempt)
+-- The step memo of a run as { step, value, … }: a first attempt has none (it is not read). A run
+-- that continued as new (continue.lua) has its incarnation, `gen`, as a first pseudo-entry
+-- '~gen' (no memo key has a '~'), so the worker tells its children's ids from an earlier
+-- incarnation's; nothing else changes for the runs that never continued.
+local function memoOf(runKey, attempt, gen)
   local memo = {}
+  if gen then
+    memo[1], memo[2] = '~gen', gen
+    replyBytes = replyBytes + 4 + #gen
+  end
   if attempt > 1 then
     local fields = redis.call('HGETALL', runKey)
     for i = 1, #fields, 2 do
@@ -45,9 +52,9 @@ local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply
   local runKey = base .. 'run:' .. id
   local f
   if withExtras then
-    f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input', 'timeoutMs', 'wait', 'trace', 'dueAt')
+    f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input', 'timeoutMs', 'wait', 'gen', 'trace', 'dueAt')
   else
-    f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input', 'timeoutMs', 'wait')
+    f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input', 'timeoutMs', 'wait', 'gen')
   end
   if not f[1] then
     redis.call('LPUSH', base .. 'orphans', workflow .. ' ' .. id)
@@ -67,15 +74,15 @@ local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply
   if group ~= '' then addActive(laneOf(base, workflow, group) .. 'active', id) end
   addActive(leasesKey, id, now + lockMs)
   replyBytes = replyBytes + #f[4]
-  local row = { id, workflow, token, attempt, failures, f[4], memoOf(runKey, attempt), f[5] or '' }
+  local row = { id, workflow, token, attempt, failures, f[4], memoOf(runKey, attempt, f[7]), f[5] or '' }
   if withExtras then
     -- `dueAt` is when the run last became due only if every earlier attempt failed (fail.lua
     -- sets it for the retry); a stall recovery or a hand-back makes the run due again without
     -- recording when, so its wait is unknown.
     local waitMs = -1
-    local dueAt = tonumber(f[8])
+    local dueAt = tonumber(f[9])
     if dueAt and attempts == failures then waitMs = math.max(0, now - dueAt) end
-    addExtras(row, f[7], waitMs, group)
+    addExtras(row, f[8], waitMs, group)
   end
   reply[#reply + 1] = row
   return true
@@ -90,10 +97,10 @@ local function replayClaims(base, leasesKey, callKey, now, lockMs, reply)
   if not stored then return false end
   for id, token in string.gmatch(stored, '(%S+) (%S+)') do
     local runKey = base .. 'run:' .. id
-    local f = redis.call('HMGET', runKey, 'state', 'token', 'workflow', 'attempts', 'failures', 'input', 'trace', 'group', 'timeoutMs')
+    local f = redis.call('HMGET', runKey, 'state', 'token', 'workflow', 'attempts', 'failures', 'input', 'trace', 'group', 'timeoutMs', 'gen')
     if f[1] == 'active' and f[2] == token then
       redis.call('ZADD', leasesKey, 'XX', now + lockMs, id)
-      local row = { id, f[3], token, tonumber(f[4]), tonumber(f[5]) or 0, f[6], memoOf(runKey, tonumber(f[4])), f[9] or '' }
+      local row = { id, f[3], token, tonumber(f[4]), tonumber(f[5]) or 0, f[6], memoOf(runKey, tonumber(f[4]), f[10]), f[9] or '' }
       -- The wait was the first execution's to report: unknown here.
       if withExtras then addExtras(row, f[7], -1, f[8]) end
       reply[#reply + 1] = row

@@ -9,8 +9,11 @@
 --             'child' (the child run ids, space-separated; the memo key is the first child's)
 --   waitLeft  children still running (kind 'child')
 --   waitRoom  bytes the wait's outcomes may still add to the memo (the worker's maxRunMemoBytes
---             less the memo so far): an outcome past it is recorded as {"x":<bytes>} instead,
---             which fails the run with StepMemoLimitError at the wait (fitOutcome)
+--             less the memo so far, its position entries included): an outcome past it — a
+--             payload, a child's result, or the {"t":1} of a sleep or timeout written at
+--             promotion — is recorded as {"x":<bytes>} instead, which fails the run with
+--             StepMemoLimitError at the wait (fitOutcome). Every memo write a script makes on its
+--             own is counted so; the worker counts the step results it writes under its lease.
 -- and sits in its workflow's index of that kind, wf:<name>:sleeping | :waiting-signal |
 -- :waiting-event | :waiting-child (zset, score = deadline, NEVER for none), which stats counts and
 -- listRuns pages. A wait with a deadline is also in wf:<name>:delayed, so reserve promotes it on
@@ -65,10 +68,13 @@ end
 -- A wait whose deadline came (reserve's promotion; at claim, one an older version promoted) ended
 -- by its time. A child wait has no deadline; should one be found here anyway, the replay invokes
 -- the same children again and waits for them.
+-- The outcome counts against the wait's room like any other (a sleep in a loop must not grow the
+-- memo past its budget one {"t":1} at a time).
 local function endWaitByTime(base, runKey, id, workflow, desc)
   if string.sub(desc, 1, 6) ~= 'child ' then
     local _, _, memoKey = parseWait(desc)
-    redis.call('HSET', runKey, 'step:' .. memoKey, ENDED_BY_TIME)
+    local envelope = fitOutcome(memoKey, ENDED_BY_TIME, tonumber(redis.call('HGET', runKey, 'waitRoom')))
+    redis.call('HSET', runKey, 'step:' .. memoKey, envelope)
   end
   leaveWait(base, runKey, id, workflow, desc)
 end

@@ -1,5 +1,5 @@
 import type Redis from 'ioredis';
-import { WorkflowFailedError } from '../../lib';
+import { RunContext, StepMemoLimitError, Workflow, WorkflowFailedError } from '../../lib';
 import { SluiceTesting } from '../../lib/testing';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { BILLING, FakeBilling, ParityOrderWorkflow } from '../support/order.workflow';
@@ -71,5 +71,67 @@ describe('the testing harness and a real worker agree', () => {
       causeMessage: (production as WorkflowFailedError).causeMessage,
     });
     expect(local.attempts).toHaveLength(1);
+  });
+});
+
+/** A small memo budget, so that a loop of sleeps runs into it within a few hundred iterations. */
+const PARITY_BUDGET = 2048;
+
+@Workflow('parity.sleeps', { attempts: 3 })
+class ParitySleeps {
+  async run(input: { n: number }, ctx: RunContext) {
+    for (let i = 0; i < input.n; i++) await ctx.sleep('tick', 1);
+    return input.n;
+  }
+}
+
+@Workflow('parity.poller', { attempts: 2 })
+class ParityPoller {
+  async run(input: { i: number; total: number }, ctx: RunContext<{ i: number; total: number }>) {
+    const got = await ctx.step('poll', () => ({ value: input.i * 2 }));
+    await ctx.sleep('nap', 1);
+    if (input.i < 20) return ctx.continueAsNew({ i: input.i + 1, total: input.total + got.value });
+    return { total: input.total + got.value };
+  }
+}
+
+describe('the testing harness and a real worker agree on durable waits and the memo budget', () => {
+  let t: TestApp;
+  let redis: Redis;
+  let namespace: string;
+
+  beforeAll(async () => {
+    namespace = uniqueNamespace('parity-memo');
+    t = await createApp([ParitySleeps, ParityPoller], { namespace, maxRunMemoBytes: PARITY_BUDGET });
+    redis = rawRedis();
+  });
+  afterAll(async () => {
+    await t.close();
+    await dropNamespace(redis, namespace);
+    await redis.quit();
+  });
+
+  it('sleeps in a loop fail both at the same sleep with the same StepMemoLimitError', async () => {
+    const production = await t.client.run(ParitySleeps, { n: 300 }, { id: 'parity-sleeps', timeoutMs: 60_000 }).catch((error: unknown) => error);
+    const local = await SluiceTesting.harness(new ParitySleeps(), { maxRunMemoBytes: PARITY_BUDGET }).run({ n: 300 });
+
+    expect(production).toBeInstanceOf(WorkflowFailedError);
+    expect((production as WorkflowFailedError).causeName).toBe('StepMemoLimitError');
+    expect(local.state).toBe('failed');
+    expect(local.error).toBeInstanceOf(StepMemoLimitError);
+    expect(local.failure?.causeMessage).toBe((production as WorkflowFailedError).causeMessage.replace('parity-sleeps', local.runId));
+    expect(local.memo).toEqual(await storedMemo(redis, namespace, 'parity-sleeps'));
+  }, 90_000);
+
+  it('ctx.continueAsNew: the same result, incarnations and last memo in both', async () => {
+    const production = await t.client.run(ParityPoller, { i: 0, total: 0 }, { id: 'parity-poller', timeoutMs: 30_000 });
+    const local = await SluiceTesting.harness(new ParityPoller(), { maxRunMemoBytes: PARITY_BUDGET }).run({ i: 0, total: 0 });
+
+    expect(production).toEqual({ total: 420 });
+    expect(local.state).toBe('completed');
+    expect(local.result).toEqual(production);
+    expect(local.continued).toBe(20);
+    expect(await redis.hget(`{sluice:${namespace}}:run:parity-poller`, 'gen')).toBe('20');
+    expect(local.memo).toEqual(await storedMemo(redis, namespace, 'parity-poller'));
   });
 });

@@ -24,6 +24,25 @@ class Loop {
   }
 }
 
+/** Sleeps in a loop: each adds a position entry (at its suspend) and an outcome (at its promotion). */
+@Workflow('wm.sleeps', { attempts: 3 })
+class Sleeps {
+  async run(input: { n: number }, ctx: RunContext) {
+    for (let i = 0; i < input.n; i++) await ctx.sleep('tick', 1);
+    return input.n;
+  }
+}
+
+/** A step, an hour's sleep, a step: the sleep's deadline is moved by hand in the test. */
+@Workflow('wm.nap', { attempts: 1 })
+class Nap {
+  async run(_input: unknown, ctx: RunContext) {
+    const before = await ctx.step('before', () => 'b');
+    await ctx.sleep('nap', '1h');
+    return `${before}-${await ctx.step('after', () => 'a')}`;
+  }
+}
+
 describe('durable waits: the run memo budget', () => {
   const ns = uniqueNamespace('wmb');
   let redis: Redis;
@@ -31,7 +50,7 @@ describe('durable waits: the run memo budget', () => {
 
   beforeAll(async () => {
     redis = rawRedis();
-    app = await createApp([Loop], { namespace: ns, worker: { concurrency: 2 }, maxRunMemoBytes: BUDGET, maxPayloadBytes: 2048 });
+    app = await createApp([Loop, Sleeps, Nap], { namespace: ns, worker: { concurrency: 2 }, maxRunMemoBytes: BUDGET, maxPayloadBytes: 2048 });
   });
   afterAll(async () => {
     await app.close();
@@ -66,8 +85,45 @@ describe('durable waits: the run memo budget', () => {
     expect(info?.error?.message).toMatch(/the result of step "signal:tick#\d+"/);
   });
 
+  /*
+   * Issue 27: neither the position entries suspend.lua writes nor the {"t":1} a sleep's promotion
+   * writes were counted, so 300 sleeps took a 2,000-byte budget's memo to 9,574 bytes and the run
+   * completed. Now each counts, and the run fails at the sleep that would go over, without retry
+   * (the same on every attempt). The memo ends within the budget plus the refusal marker of that
+   * one sleep ({"x":<bytes>} under its key) at most.
+   */
+  it('sleeps in a loop do not take the memo past maxRunMemoBytes: the sleep that would fails the run', async () => {
+    const run = await app.client.enqueue('wm.sleeps', { n: 300 });
+    const info = await pollUntil(() => app.client.get(run.id), (r) => r?.state === 'failed' || r?.state === 'completed', 'the run settled', 60_000);
+    expect(info?.state).toBe('failed');
+    expect(info?.error?.name).toBe('StepMemoLimitError');
+    expect(info?.failures).toBe(1);
+    expect(await memoBytes(run.id)).toBeLessThanOrEqual(BUDGET + Buffer.byteLength('tick#300{"x":9999}'));
+  });
+
+  /*
+   * Data compatibility: the memo's layout did not change, and a sleep suspended by a version that
+   * recorded no room ('waitRoom' absent) ends by its time without a bound, as it did there.
+   */
+  it('a sleep recorded without a room (an older version) resumes when its time comes', async () => {
+    const run = await app.client.enqueue('wm.nap', null);
+    await pollUntil(() => app.client.get(run.id), (r) => r?.state === 'sleeping', 'sleeping');
+    const key = `{sluice:${ns}}:run:${run.id}`;
+    const wait = (await redis.hget(key, 'wait')) as string;
+    const [kind, , memoKey, target] = wait.split(' ');
+    const now = Date.now() - 1000;
+    await redis.hdel(key, 'waitRoom');
+    await redis.hset(key, 'wait', `${kind} ${now} ${memoKey} ${target}`, 'dueAt', now);
+    await redis.zadd(`{sluice:${ns}}:wf:wm.nap:sleeping`, now, run.id);
+    await redis.zadd(`{sluice:${ns}}:wf:wm.nap:delayed`, now, run.id);
+    // What a script that moves a due time earlier does: a wake marker for the workflow's workers.
+    await redis.rpush(`{sluice:${ns}}:wf:wm.nap:wake`, '1');
+    expect(await run.result({ timeoutMs: 10_000 })).toBe('b-a');
+    expect(await redis.hget(key, 'step:nap#1')).toBe('{"t":1}');
+  });
+
   it('the namespace is consistent at rest', async () => {
-    await pollUntil(() => app.client.stats(), (s) => s.workflows['wm.loop'].active === 0, 'no run active');
+    await pollUntil(() => app.client.stats(), (s) => s.workflows['wm.loop'].active === 0 && s.workflows['wm.sleeps'].active === 0 && s.workflows['wm.nap'].active === 0, 'no run active');
     expectConsistent(await auditNamespace(redis, { namespace: ns }));
   });
 });
