@@ -29,6 +29,7 @@
  * | `wf:<name>:rate-held` | zset | groups with due runs held back by their rate limit, score = when their window frees (ms) |
  * | `leases` | zset | every active run of the namespace, score = lease deadline (ms) |
  * | `limits` | hash | fleet-wide caps: `ns`, `wf:<name>`, `wf:<name>:group`, `wf:<name>:g:<group>`; retention by count `wf:<name>:keep:completed` / `:keep:failed` (from `@Workflow({ keep })`), `wf:<name>:ttl-max` (the longest `resultTtlMs` that finished the workflow's runs: the finish indexes are trimmed by it); controls (lua/includes/common.lua): `wf:<name>:paused`, `wf:<name>:g:<group>:paused`, rate limits `wf:<name>:rate`/`:rate-ms`, `wf:<name>:group-rate`/`:group-rate-ms`, `wf:<name>:g:<group>:rate`/`:rate-ms`, and the counters `controls`, `wf:<name>:paused-groups`, `wf:<name>:rate-overrides` |
+ * | `runtime-limits` | hash | the fields of `limits` that code declares (`ns`, `wf:<name>`, `wf:<name>:group`, `wf:<name>:rate`, `wf:<name>:group-rate`) set at runtime by `setLimits`, each with the value the code declared then (`''` = none; a rate limit as `<max>/<ms>`): a bootstrap keeps them until its code declares something else (lua/includes/origins.lua). No entry = the code's value |
  * | `workflows` | set | workflows registered by worker processes |
  * | `seq` | string | FIFO sequence within a priority |
  * | `turn` | string | round-robin turns, taken in blocks |
@@ -49,6 +50,7 @@ export class RedisKeys {
   readonly base: string;
   readonly leases: string;
   readonly limits: string;
+  readonly runtimeLimits: string;
   readonly workflows: string;
   readonly seq: string;
   readonly stallGate: string;
@@ -64,6 +66,7 @@ export class RedisKeys {
     this.base = `{${prefix}:${namespace}}:`;
     this.leases = `${this.base}leases`;
     this.limits = `${this.base}limits`;
+    this.runtimeLimits = `${this.base}runtime-limits`;
     this.workflows = `${this.base}workflows`;
     this.seq = `${this.base}seq`;
     this.stallGate = `${this.base}stall-gate`;
