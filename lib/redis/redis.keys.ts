@@ -41,6 +41,7 @@
  * | `wf:<name>:schedules` | zset | the workflow's schedule ids (score 0) |
  * | `wf:<name>:next-fires` | zset | index derived from the schedule hashes: unpaused schedules, score = next fire (ms) |
  * | `wf:<name>:declared` | set | ids of the workflow's schedules declared in code (removed when the code drops them) |
+ * | `wf:<name>:declarations` | hash | every set of schedules the workflow's code declared (by fingerprint) → its number, in the order they first reached the namespace: a bootstrap removes a dropped schedule only if a declaration numbered before its own declared it (lua/schedule-write.lua; a schedule's `decl` field) |
  * | `wf:<name>:sweep` | string | where the schedule index repair sweep stopped |
  * | `schema` | string | the namespace's key layout number (lib/migration/layout.versions.ts); absent before layout 2 |
  * | `slot-guard:1` / `slot-guard:2` (`slot-guard:sharded` on a cluster) | — | never written: every script declares them, so Redis Cluster refuses a script while the slot migrates (lib/redis/lua.scripts.ts); the second says how to publish |
@@ -108,7 +109,7 @@ export class RedisKeys {
   }
 
   /** A key of a workflow (see the table above). */
-  workflow(name: string, suffix: 'wake' | 'parked' | 'active' | 'delayed' | 'ready' | 'groups' | 'stats' | 'schedules' | 'next-fires' | 'declared' | 'sleeping' | 'waiting-signal' | 'waiting-event' | 'waiting-child'): string {
+  workflow(name: string, suffix: 'wake' | 'parked' | 'active' | 'delayed' | 'ready' | 'groups' | 'stats' | 'schedules' | 'next-fires' | 'declared' | 'declarations' | 'sleeping' | 'waiting-signal' | 'waiting-event' | 'waiting-child'): string {
     return `${this.base}wf:${name}:${suffix}`;
   }
 

@@ -102,3 +102,54 @@ describe('caps and rate limits set at runtime', () => {
     expect(await app.client.getLimits({ workflow: 'dc.caps' })).toMatchObject({ workflow: 8 });
   });
 });
+
+// Three versions of one workflow's schedules: V2 adds dc.b, V3 drops it again and changes dc.a.
+@Workflow('dc.sched', { schedules: [{ id: 'dc.a', cron: '0 * * * *' }] })
+class SchedV1 { run() { return 1; } }
+@Workflow('dc.sched', { schedules: [{ id: 'dc.a', cron: '0 * * * *' }, { id: 'dc.b', cron: '30 * * * *' }] })
+class SchedV2 { run() { return 2; } }
+@Workflow('dc.sched', { schedules: [{ id: 'dc.a', cron: '5 * * * *' }] })
+class SchedV3 { run() { return 3; } }
+
+describe('declared schedules during a rolling deploy', () => {
+  const { ns, keys } = space();
+  const scheduleLines = (lines: string[]) => lines.filter((line) => line.includes('Schedule "'));
+
+  it('an older pod booting after a newer one (old → new → old) leaves the newer code\'s schedule alone, and says so', async () => {
+    const { app: old } = await boot([SchedV1], ns);
+    const { app: next, lines: nextLines } = await boot([SchedV2], ns);
+    expect(scheduleLines(nextLines)).toEqual([expect.stringContaining('Schedule "dc.b" added')]);
+    await restart(old);
+    const { app: oldAgain, lines } = await boot([SchedV1], ns);
+    expect(await oldAgain.client.getSchedule('dc.b')).toMatchObject({ workflow: 'dc.sched', source: 'code', cron: '30 * * * *' });
+    expect(await redis.zscore(keys.workflow('dc.sched', 'next-fires'), 'dc.b')).not.toBeNull();
+    expect(await redis.sismember(keys.workflow('dc.sched', 'declared'), 'dc.b')).toBe(1);
+    expect(scheduleLines(lines)).toEqual([expect.stringContaining('Schedule "dc.b" left alone: this code does not declare it, but a newer version of the code does')]);
+    await restart(next);
+    await restart(oldAgain);
+  });
+
+  it('a newer declaration that drops a schedule still removes it; a definition both declare is the latest bootstrap\'s', async () => {
+    const { app: v3, lines } = await boot([SchedV3], ns);
+    expect(scheduleLines(lines).sort()).toEqual([
+      expect.stringContaining('Schedule "dc.a" changed'),
+      expect.stringContaining('Schedule "dc.b" removed: the code no longer declares it'),
+    ]);
+    expect(await v3.client.getSchedule('dc.b')).toBeNull();
+    await restart(v3);
+    // Among declarations of a schedule both declare, the latest bootstrap wins, as before.
+    const { app: v1, lines: v1Lines } = await boot([SchedV1], ns);
+    expect(scheduleLines(v1Lines)).toEqual([expect.stringContaining('Schedule "dc.a" changed')]);
+    expect(await v1.client.getSchedule('dc.b')).toBeNull();
+    await restart(v1);
+  });
+
+  it('a declared schedule the previous version wrote (no declaration recorded) is removed once the code drops it', async () => {
+    const { app: v2 } = await boot([SchedV2], ns);
+    await restart(v2);
+    await redis.hdel(keys.schedule('dc.b'), 'decl');
+    // Even the oldest declaration removes it: nothing says a newer one declared it.
+    const { app: v1 } = await boot([SchedV1], ns);
+    expect(await v1.client.getSchedule('dc.b')).toBeNull();
+  });
+});
