@@ -26,7 +26,7 @@ export interface ScheduleInfo<In = unknown> {
   fired: number;
   /** Occurrences not fired: collapsed by `catchUp: 'latest'`, past `catchUpLimit`, or skipped by `overlap: false`. */
   skipped: number;
-  /** `'code'`: declared on `@Workflow` (the latest worker bootstrap rewrites or removes it); `'api'`: made by `schedule()`. */
+  /** `'code'`: declared on `@Workflow` (the latest worker bootstrap rewrites it; a newer version of the code removes it); `'api'`: made by `schedule()`. */
   source: 'code' | 'api';
   createdAt: Date;
   updatedAt: Date;
