@@ -14,7 +14,10 @@
   `decl` the newest declaration that declared it (none: 0, as the previous version wrote). A
   bootstrap removes one its code does not declare only if that number is below its own: a
   declaration that appeared later dropped it. An older pod booting during a rolling deploy leaves
-  the newer code's schedules alone ('newer'). Definitions: the latest bootstrap wins.
+  the newer code's schedules alone ('newer'). Definitions: the latest bootstrap wins, except
+  over an operator's: 'api' on a code-declared schedule records in `overrides` the declared
+  fingerprint it replaced (setting that one again hands it back), and a bootstrap still declaring
+  it keeps the operator's definition ('kept'); one declaring something else replaces it.
 
   KEYS[1] schedules   zset (score 0): every schedule id of the namespace, for paging
   KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
@@ -27,7 +30,8 @@
           attempts, overlap 1|0, catchUp 'latest'|'all', catchUpLimit, plan (ascending ms, comma-separated)
   Reply: { 'conflict', id, workflow the id belongs to } and nothing written, or
          { id, change, … } per schedule written or removed, change 'added' | 'changed' |
-         'unchanged' | 'removed', or 'newer' (not declared here, left to the newer code declaring it)
+         'unchanged' | 'removed', 'newer' (not declared here, left to the newer code declaring it),
+         or 'kept' (changed at runtime over this same declaration: left as it is)
 ]]
 -- @include common
 -- @include schedules
@@ -70,9 +74,18 @@ end
 local reply = {}
 for _, item in ipairs(items) do
   local key = scheduleKey(base, item.id)
-  local cur = redis.call('HMGET', key, 'workflow', 'fingerprint', 'source', 'paused', 'rev', 'decl')
+  local cur = redis.call('HMGET', key, 'workflow', 'fingerprint', 'source', 'paused', 'rev', 'decl', 'overrides')
   local change = 'unchanged'
-  if cur[1] ~= item.workflow or cur[2] ~= item.fingerprint then
+  if mode == 'code' and cur[1] == item.workflow and cur[7] == item.fingerprint then
+    change = 'kept'
+  elseif mode == 'api' and cur[3] == 'code' and cur[1] == item.workflow then
+    -- An operator's definition of a declared schedule: remember the declaration it replaces.
+    local declared = cur[7] or cur[2]
+    if item.fingerprint == declared then redis.call('HDEL', key, 'overrides') else redis.call('HSET', key, 'overrides', declared) end
+  elseif mode == 'code' and cur[7] then
+    redis.call('HDEL', key, 'overrides')
+  end
+  if change ~= 'kept' and (cur[1] ~= item.workflow or cur[2] ~= item.fingerprint) then
     change = cur[1] and 'changed' or 'added'
     if cur[1] and cur[1] ~= item.workflow then detach(cur[1], item.id) end
     local times = csvNumbers(item.plan)

@@ -51,5 +51,6 @@ const CHANGES: Record<Exclude<ScheduleChange, 'unchanged'>, string> = {
   added: 'added',
   changed: 'changed',
   removed: 'removed: the code no longer declares it',
+  kept: 'kept as changed at runtime (the code still declares the definition it replaced)',
   newer: 'left alone: this code does not declare it, but a newer version of the code does (QueueClient.removeSchedule removes it)',
 };

@@ -9,10 +9,11 @@ import type { ScheduleSpec } from './schedule.options';
 import { ScheduleInfo, toScheduleInfo } from './schedule-info';
 
 /**
- * What `schedule-write` did to one schedule; `'newer'` (bootstrap only): not declared by this
- * code, left alone because a newer declaration of its workflow declares it.
+ * What `schedule-write` did to one schedule; at a bootstrap only, `'newer'`: not declared by this
+ * code, left alone because a newer declaration of its workflow declares it; `'kept'`: changed at
+ * runtime over the definition this code declares, left as the operator set it.
  */
-export type ScheduleChange = 'added' | 'changed' | 'unchanged' | 'removed' | 'newer';
+export type ScheduleChange = 'added' | 'changed' | 'unchanged' | 'removed' | 'newer' | 'kept';
 
 /** One workflow's declared schedules as a whole, at a bootstrap: see `declarationFingerprint`. */
 export interface WorkflowDeclaration {

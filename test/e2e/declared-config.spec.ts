@@ -48,6 +48,7 @@ afterAll(async () => {
 
 describe('caps and rate limits set at runtime', () => {
   const { ns, keys } = space();
+  let current: FlowApp;
 
   it('survive a worker restart with the same code; getLimits says who set them', async () => {
     const { app: first } = await boot([CapsV1], ns);
@@ -79,6 +80,7 @@ describe('caps and rate limits set at runtime', () => {
 
   it('give way to a changed declaration at the next boot, which logs it; the others stay', async () => {
     const { app, lines } = await boot([CapsV2], ns);
+    current = app;
     expect(await app.client.getLimits({ workflow: 'dc.caps' })).toEqual({
       namespace: 100, workflow: 8, groupDefault: 4, rateLimit: { max: 6, perMs: 1_000 }, groupRateLimit: null,
       setAtRuntime: { namespace: { declared: 50 }, groupDefault: { declared: 2 } },
@@ -88,7 +90,7 @@ describe('caps and rate limits set at runtime', () => {
   });
 
   it('setting the declared value again hands a cap back to the code', async () => {
-    const [app] = open;
+    const app = current;
     expect(await app.client.setLimits({ workflow: 'dc.caps', group: '*', limit: 2 })).toBe(4);
     expect(await app.client.setLimits({ limit: 50 })).toBe(100);
     expect((await app.client.getLimits({ workflow: 'dc.caps' })).setAtRuntime).toBeUndefined();
@@ -97,7 +99,7 @@ describe('caps and rate limits set at runtime', () => {
 
   it('a value the previous version wrote (no record of who set it) is the code\'s: a bootstrap replaces it', async () => {
     await redis.hset(keys.limits, 'wf:dc.caps', '77');
-    await restart(open[0]);
+    await restart(current);
     const { app } = await boot([CapsV2], ns);
     expect(await app.client.getLimits({ workflow: 'dc.caps' })).toMatchObject({ workflow: 8 });
   });
@@ -151,5 +153,37 @@ describe('declared schedules during a rolling deploy', () => {
     // Even the oldest declaration removes it: nothing says a newer one declared it.
     const { app: v1 } = await boot([SchedV1], ns);
     expect(await v1.client.getSchedule('dc.b')).toBeNull();
+  });
+});
+
+describe('a declared schedule changed at runtime', () => {
+  const { ns } = space();
+  let current: FlowApp;
+
+  it('keeps the operator\'s definition across restarts of the same code, until the code declares another', async () => {
+    const { app: first } = await boot([SchedV1], ns);
+    await first.client.schedule('dc.a', 'dc.sched', { cron: '45 * * * *' });
+    expect(await first.client.getSchedule('dc.a')).toMatchObject({ cron: '45 * * * *', source: 'code', changedAtRuntime: true });
+    await restart(first);
+
+    const { app: again, lines } = await boot([SchedV1], ns);
+    expect(await again.client.getSchedule('dc.a')).toMatchObject({ cron: '45 * * * *', changedAtRuntime: true });
+    expect(lines.filter((line) => line.includes('Schedule "'))).toEqual([expect.stringContaining('Schedule "dc.a" kept as changed at runtime')]);
+    await restart(again);
+
+    const { app: v3, lines: v3Lines } = await boot([SchedV3], ns);
+    current = v3;
+    const info = await v3.client.getSchedule('dc.a');
+    expect(info).toMatchObject({ cron: '5 * * * *', source: 'code' });
+    expect(info).not.toHaveProperty('changedAtRuntime');
+    expect(v3Lines).toContainEqual(expect.stringContaining('Schedule "dc.a" changed'));
+  });
+
+  it('setting the declared definition again hands it back to the code', async () => {
+    const app = current;
+    await app.client.schedule('dc.a', 'dc.sched', { cron: '50 * * * *' });
+    expect(await app.client.getSchedule('dc.a')).toMatchObject({ changedAtRuntime: true });
+    await app.client.schedule('dc.a', 'dc.sched', { cron: '5 * * * *' });
+    expect(await app.client.getSchedule('dc.a')).not.toHaveProperty('changedAtRuntime');
   });
 });
