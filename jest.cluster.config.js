@@ -32,6 +32,8 @@ const E2E_ON_CLUSTER = [
   'scheduling.spec.ts',
   'schedules.spec.ts',
   'schedule-firing.spec.ts',
+  // declared config against runtime changes and older code (caps, rate limits, schedules)
+  'declared-config.spec.ts',
   // caps, groups, the fast path
   'caps.spec.ts',
   'fleet-concurrency.spec.ts',

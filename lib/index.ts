@@ -23,7 +23,7 @@ export type { WaitOutcome, SignalWaitOptions, EventWaitOptions, InvokeOptions, I
 export { MAX_INVOKE_ALL, MAX_INVOKE_BYTES, MAX_MAILBOX } from './workflow/wait.types';
 export type { ListRunsOptions, RunPage, RetryAllOptions, RetryResult, FinishedState, ListableState } from './client/run.admin';
 export { EVERY_GROUP, MAX_LIMIT } from './client/limits';
-export type { LimitTarget, Limits } from './client/limits';
+export type { LimitTarget, Limits, RuntimeOverride, RuntimeOverrides } from './client/limits';
 export type { RateLimit } from './client/rate-limit';
 export type { CancelOptions, CancelResult, PauseTarget } from './client/run.control';
 export type { QueueStats, WorkflowStats, GroupStats } from './client/stats';

@@ -72,7 +72,8 @@ export interface QueueModuleOptions {
   namespace?: string;
   /**
    * Namespace cap: runs of all workflows of the namespace active at once, fleet-wide. Written to
-   * Redis by worker processes at bootstrap (the latest wins); omit for no cap.
+   * Redis by worker processes at bootstrap (the latest wins; a value set at runtime with
+   * `QueueClient.setLimits` stays until this declaration changes); omit for no cap.
    */
   concurrency?: number;
   worker?: WorkerOptions;

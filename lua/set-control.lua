@@ -15,10 +15,17 @@
   ARGV[4] group, or '' for the workflow itself; for 'rate' also '*' (the default of every group)
   ARGV[5] pause: '1' to pause, '' to resume; rate: max starts per window, '' to remove the limit
   ARGV[6] rate: window length in ms ('' with ARGV[5] '')
+  ARGV[7] rate of a workflow or every group's default: 'code' when a worker bootstrap declares it,
+          else '' (an operator's: recorded, with the declaration it overrides, in
+          '<base>runtime-limits', includes/origins.lua). A bootstrap leaves an operator's value
+          while its code declares what that value overrode.
   Reply: { previous value ('' = none), previous window ('' = none), groups left in rate-held to
-         review (the caller goes on with 'rate-review' while it is > 0) }
+         review (the caller goes on with 'rate-review' while it is > 0), 'kept' if a bootstrap left
+         an operator's value (nothing written; previous = the value in force), 'dropped' if it
+         replaced one, else '' }
 ]]
 -- @include common
+-- @include origins
 
 local base, kind, workflow, group, value, windowMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local wf = 'wf:' .. workflow
@@ -34,6 +41,19 @@ local function reviewHeld()
     for _, g in ipairs(held) do activateGroup(base, KEYS[1], KEYS[2], workflow, g) end
   end
   return redis.call('ZCARD', heldKey)
+end
+
+-- Who sets a workflow's or every group's default rate limit; a bootstrap may have to leave it.
+local byCode, originField, overridden, outcome = ARGV[7] == 'code', nil, false, ''
+local function rateText(max, ms) return max == '' and '' or max .. '/' .. ms end
+if kind == 'rate' and (group == '' or group == '*') then
+  originField = wf .. (group == '' and ':rate' or ':group-rate')
+  overridden = overriddenDeclaration(base, originField)
+  if byCode then outcome = declarationOutcome(overridden, rateText(value, windowMs)) end
+  if outcome == 'kept' then
+    local current = redis.call('HMGET', KEYS[1], originField, originField .. '-ms')
+    return { current[1] or '', current[2] or '', 0, 'kept' }
+  end
 end
 
 if kind == 'rate-review' then
@@ -59,6 +79,7 @@ else
   previousWindow = redis.call('HGET', KEYS[1], field .. '-ms') or ''
   previous = writeControl(KEYS[1], field, value, counters)
   if windowMs == '' then redis.call('HDEL', KEYS[1], field .. '-ms') else redis.call('HSET', KEYS[1], field .. '-ms', windowMs) end
+  if originField then recordSetter(base, originField, byCode, overridden, rateText(previous, previousWindow), rateText(value, windowMs)) end
 end
 
 -- A rate limit raised or removed: the groups it held back are reviewed now rather than when their
@@ -72,4 +93,4 @@ end
 -- Resumed, or a rate limit changed: what it held back may run now (a tighter limit is only
 -- checked at the next claim, so waking then costs one reserve).
 if value == '' or kind == 'rate' then afterCapChange(base, KEYS[1], KEYS[2], workflow, group) end
-return { previous, previousWindow, left }
+return { previous, previousWindow, left, outcome }

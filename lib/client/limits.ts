@@ -20,6 +20,31 @@ export interface LimitTarget {
   group?: string;
 }
 
+/**
+ * What a worker bootstrap did with a value its code declares: `''` wrote (or kept) the code's
+ * value; `'kept'` left a value an operator set at runtime, as the code still declares what that
+ * value overrode; `'dropped'` replaced such a value, as the code now declares something else.
+ */
+export type DeclarationOutcome = '' | 'kept' | 'dropped';
+
+/**
+ * A value set at runtime (`QueueClient.setLimits`) over one that code declares, and the value the
+ * code declared when it was set (`null` = none). Worker bootstraps keep it while their code still
+ * declares that; a bootstrap whose code declares something else replaces it.
+ */
+export interface RuntimeOverride<T> {
+  declared: T | null;
+}
+
+/** The values of {@link Limits} that were set at runtime over a declaration of code. */
+export interface RuntimeOverrides {
+  namespace?: RuntimeOverride<number>;
+  workflow?: RuntimeOverride<number>;
+  groupDefault?: RuntimeOverride<number>;
+  rateLimit?: RuntimeOverride<RateLimit>;
+  groupRateLimit?: RuntimeOverride<RateLimit>;
+}
+
 /** The caps that apply to a target, as stored in Redis (`null` = no cap). */
 export interface Limits {
   namespace: number | null;
@@ -38,6 +63,12 @@ export interface Limits {
   groupRateOverride?: RateLimit | null;
   /** The rate limit that holds for the group: its override, else the default. */
   groupRate?: RateLimit | null;
+  /**
+   * Who set what: the values above that an operator set at runtime over what code declares, each
+   * with that declaration. Absent when every one is the code's (a group's own override is always
+   * a runtime setting and is not listed).
+   */
+  setAtRuntime?: RuntimeOverrides;
 }
 
 /** Largest cap that can be stored. */
@@ -74,4 +105,26 @@ export async function activateGroups(scripts: LuaScripts, keys: RedisKeys, workf
   const visit = (from: string) => scripts.run<string>('activate-groups', [keys.limits, keys.seq], [keys.base, workflow, from]);
   let next = cursor ?? (await visit('0'));
   while (next !== '0') next = await visit(next);
+}
+
+/** The fields of `runtime-limits` (lib/redis/redis.keys.ts) that tell who set a target's values, each with the {@link Limits} key it concerns. */
+export function runtimeFields(workflow?: string): Array<[keyof RuntimeOverrides, string]> {
+  if (workflow === undefined) return [['namespace', 'ns']];
+  const wf = `wf:${workflow}`;
+  return [['namespace', 'ns'], ['workflow', wf], ['groupDefault', `${wf}:group`], ['rateLimit', `${wf}:rate`], ['groupRateLimit', `${wf}:group-rate`]];
+}
+
+/** `runtime-limits` values read for {@link runtimeFields} → `Limits.setAtRuntime` (undefined when none was set at runtime). */
+export function toRuntimeOverrides(fields: Array<[keyof RuntimeOverrides, string]>, values: Array<string | null>): RuntimeOverrides | undefined {
+  const overrides: Record<string, RuntimeOverride<number | RateLimit>> = {};
+  fields.forEach(([key], i) => {
+    const declared = values[i];
+    if (declared === null) return;
+    if (declared === '') overrides[key] = { declared: null };
+    else if (key === 'rateLimit' || key === 'groupRateLimit') {
+      const [max, perMs] = declared.split('/');
+      overrides[key] = { declared: { max: Number(max), perMs: Number(perMs) } };
+    } else overrides[key] = { declared: Number(declared) };
+  });
+  return Object.keys(overrides).length > 0 ? (overrides as RuntimeOverrides) : undefined;
 }

@@ -17,7 +17,7 @@ import type { Jsonified } from '../workflow/json.roundtrip';
 import { buildEnqueueRequest, ENQUEUE_OPTIONS, EnqueueOptions, EnqueueRequest } from './enqueue.options';
 import { EnqueueBatcher } from './enqueue.batcher';
 import { enqueueArgs, enqueueChunks, enqueueKeys, enqueueManyArgs, enqueueManyKeys, EnqueueSettings, newNonce } from './enqueue.script';
-import { activateGroups, checkLimit, EVERY_GROUP, LimitTarget, limitField, Limits } from './limits';
+import { activateGroups, checkLimit, EVERY_GROUP, LimitTarget, limitField, Limits, runtimeFields, toRuntimeOverrides } from './limits';
 import { RUN_FIELDS, RunInfo, toRunInfo } from './run-info';
 import { ListRunsOptions, RetryAllOptions, RetryResult, RunAdmin, RunPage } from './run.admin';
 import { CancelOptions, CancelResult, checkPauseTarget, PauseTarget, rateFields, RunControl } from './run.control';
@@ -269,9 +269,12 @@ export class QueueClient {
 
   /**
    * Sets a fleet-wide cap at runtime (see {@link LimitTarget}); `limit: null` removes it. Runs
-   * claimed from now on obey it; active runs keep their slots. A worker bootstrap writes the
-   * caps its code declares again (the namespace, workflow and default group caps), so make
-   * lasting changes in code; per-group overrides are only ever set here.
+   * claimed from now on obey it; active runs keep their slots. A cap code declares (the
+   * namespace's, the workflow's, every group's default) set here is recorded as set at runtime,
+   * with the declaration it overrides (`getLimits` shows it in `setAtRuntime`): worker bootstraps
+   * keep it while their code still declares that, and replace it once the code declares something
+   * else (the new declaration wins, and the bootstrap logs it). Setting the declared value again
+   * hands the cap back to the code. Per-group overrides are only ever set here.
    *
    * Raising or removing every group's default (`group: '*'`) lets the groups the old cap held
    * back start more runs at once, without waiting for one of their runs to finish: the groups are
@@ -285,8 +288,9 @@ export class QueueClient {
   /**
    * Sets a fleet-wide rate limit at runtime: `{ workflow }` the workflow's, `{ workflow, group:
    * '*' }` every group's default, `{ workflow, group }` one group's override; `rateLimit: null`
-   * removes it. Claims from now on obey it (see {@link RateLimit}). A worker bootstrap writes the
-   * workflow's and every group's default again from `@Workflow({ rateLimit, groupRateLimit })`.
+   * removes it. Claims from now on obey it (see {@link RateLimit}). The workflow's and every
+   * group's default outlive worker bootstraps as caps do: until the code's
+   * `@Workflow({ rateLimit, groupRateLimit })` declares something else than what they overrode.
    * @returns the previous rate limit (`null` if there was none)
    */
   async setLimits(target: LimitTarget & { rateLimit: RateLimit | null }): Promise<RateLimit | null>;
@@ -310,22 +314,33 @@ export class QueueClient {
     return previous === '' ? null : Number(previous);
   }
 
-  /** The caps stored in Redis that apply to a target: always the namespace cap, plus the workflow's and the group's when named. */
+  /**
+   * The caps stored in Redis that apply to a target: always the namespace cap, plus the workflow's
+   * and the group's when named, and who set them (`setAtRuntime`: those set at runtime over a
+   * declaration of code, with that declaration; absent when all are the code's).
+   */
   async getLimits(target: LimitTarget = {}): Promise<Limits> {
     limitField(target); // validates
     const { workflow, group } = target;
     const fields = ['ns', ...(workflow ? [limitField({ workflow }), limitField({ workflow, group: EVERY_GROUP })] : [])];
     if (workflow && group && group !== EVERY_GROUP) fields.push(limitField({ workflow, group }));
     const rates = workflow ? rateFields(workflow, group) : [];
-    const values = await this.connections.command.call('getLimits', (redis) => redis.hmget(this.keys.limits, ...fields, ...rates), { idempotent: true });
+    const origins = runtimeFields(workflow);
+    const [values, setters] = await this.connections.command.call(
+      'getLimits',
+      (redis) => Promise.all([redis.hmget(this.keys.limits, ...fields, ...rates), redis.hmget(this.keys.runtimeLimits, ...origins.map(([, field]) => field))]),
+      { idempotent: true },
+    );
+    const setAtRuntime = toRuntimeOverrides(origins, setters);
     const [ns, wf, groupDefault, override] = values.slice(0, fields.length).map((v) => (v === null ? null : Number(v)));
-    if (!workflow) return { namespace: ns };
+    if (!workflow) return { namespace: ns, ...(setAtRuntime && { setAtRuntime }) };
     const [rate, rateMs, groupRate, groupRateMs, groupRateOverride, groupRateOverrideMs] = values.slice(fields.length);
     const limits: Limits = { namespace: ns, workflow: wf, groupDefault, rateLimit: toRateLimit(rate, rateMs), groupRateLimit: toRateLimit(groupRate, groupRateMs) };
     if (group && group !== EVERY_GROUP) {
       const rateOverride = toRateLimit(groupRateOverride, groupRateOverrideMs);
       Object.assign(limits, { groupOverride: override, group: override ?? groupDefault, groupRateOverride: rateOverride, groupRate: rateOverride ?? limits.groupRateLimit });
     }
+    if (setAtRuntime) limits.setAtRuntime = setAtRuntime;
     return limits;
   }
 

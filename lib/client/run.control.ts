@@ -3,7 +3,7 @@ import type { ResolvedQueueOptions } from '../queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import { checkId, checkName } from '../util/names';
-import { EVERY_GROUP } from './limits';
+import { EVERY_GROUP, type DeclarationOutcome } from './limits';
 import { RateLimit, toRateLimit } from './rate-limit';
 import type { RunState } from './run-info';
 import type { WorkflowRef } from './queue.client';
@@ -101,18 +101,31 @@ export class RunControl {
   }
 
   /**
-   * Sets or removes a rate limit (`group` '*' = every group's default); returns the previous one.
-   * The caller has checked it (`checkRateLimit`, or the decorator for a bootstrap's).
+   * Sets or removes a rate limit (`group` '*' = every group's default) at runtime; returns the
+   * previous one. The caller has checked it (`checkRateLimit`).
    */
   async setRateLimit(workflow: string, group: string | undefined, rateLimit: RateLimit | null): Promise<RateLimit | null> {
+    return (await this.writeRateLimit(workflow, group, rateLimit, false)).previous;
+  }
+
+  /**
+   * A worker bootstrap's declared rate limit (the workflow's, or every group's default): written
+   * unless an operator's runtime value overrides this same declaration (`kept`: nothing written,
+   * `previous` is the value in force); `dropped` when it replaced one that overrode another.
+   */
+  declareRateLimit(workflow: string, group: undefined | typeof EVERY_GROUP, rateLimit: RateLimit | null): Promise<{ previous: RateLimit | null; outcome: DeclarationOutcome }> {
+    return this.writeRateLimit(workflow, group, rateLimit, true);
+  }
+
+  private async writeRateLimit(workflow: string, group: string | undefined, rateLimit: RateLimit | null, byCode: boolean) {
     const keys = [this.keys.limits, this.keys.seq];
     const send = (kind: string, max: number | '', perMs: number | '') =>
-      this.scripts().run<[string, string, number]>('set-control', keys, [this.keys.base, kind, workflow, group ?? '', max, perMs], { idempotent: true });
-    const [max, perMs, left] = await send('rate', rateLimit ? rateLimit.max : '', rateLimit ? rateLimit.perMs : '');
+      this.scripts().run<[string, string, number, string?]>('set-control', keys, [this.keys.base, kind, workflow, group ?? '', max, perMs, byCode ? 'code' : ''], { idempotent: true });
+    const [max, perMs, left, outcome] = await send('rate', rateLimit ? rateLimit.max : '', rateLimit ? rateLimit.perMs : '');
     // The groups the old limit held are reviewed in batches of 500 (a group still without room is
     // held again, so the count is bounded by the batches the first count calls for).
     for (let batches = Math.ceil(left / 500), remaining = left; remaining > 0 && batches > 0; batches--) [, , remaining] = await send('rate-review', '', '');
-    return toRateLimit(max, perMs);
+    return { previous: toRateLimit(max, perMs), outcome: (outcome ?? '') as DeclarationOutcome };
   }
 }
 

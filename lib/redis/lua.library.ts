@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { allScripts, LUA_DIR, readInclude, type LuaScript, type ScriptName } from './lua.source';
 
 /** The includes in the order the library inlines them: each uses only those before it. */
-const INCLUDE_ORDER = ['common', 'waits', 'claim', 'steps', 'enqueue', 'schedules'];
+const INCLUDE_ORDER = ['common', 'origins', 'waits', 'claim', 'steps', 'enqueue', 'schedules'];
 
 /** A top-level `local a[, b] = <value>` of an include (a `local function` does not match). */
 const TOP_LEVEL_LOCAL = /^local ([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*) = (.*)$/gm;

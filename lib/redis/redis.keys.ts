@@ -31,6 +31,7 @@
  * | `wf:<name>:rate-held` | zset | groups with due runs held back by their rate limit, score = when their window frees (ms) |
  * | `leases` | zset | every active run of the namespace, score = lease deadline (ms) |
  * | `limits` | hash | fleet-wide caps: `ns`, `wf:<name>`, `wf:<name>:group`, `wf:<name>:g:<group>`; retention by count `wf:<name>:keep:completed` / `:keep:failed` (from `@Workflow({ keep })`), `wf:<name>:ttl-max` (the longest `resultTtlMs` that finished the workflow's runs: the finish indexes are trimmed by it); controls (lua/includes/common.lua): `wf:<name>:paused`, `wf:<name>:g:<group>:paused`, rate limits `wf:<name>:rate`/`:rate-ms`, `wf:<name>:group-rate`/`:group-rate-ms`, `wf:<name>:g:<group>:rate`/`:rate-ms`, and the counters `controls`, `wf:<name>:paused-groups`, `wf:<name>:rate-overrides` |
+ * | `runtime-limits` | hash | the fields of `limits` that code declares (`ns`, `wf:<name>`, `wf:<name>:group`, `wf:<name>:rate`, `wf:<name>:group-rate`) set at runtime by `setLimits`, each with the value the code declared then (`''` = none; a rate limit as `<max>/<ms>`): a bootstrap keeps them until its code declares something else (lua/includes/origins.lua). No entry = the code's value |
  * | `workflows` | set | workflows registered by worker processes |
  * | `seq` | string | FIFO sequence within a priority |
  * | `turn` | string | round-robin turns, taken in blocks |
@@ -42,6 +43,7 @@
  * | `wf:<name>:schedules` | zset | the workflow's schedule ids (score 0) |
  * | `wf:<name>:next-fires` | zset | index derived from the schedule hashes: unpaused schedules, score = next fire (ms) |
  * | `wf:<name>:declared` | set | ids of the workflow's schedules declared in code (removed when the code drops them) |
+ * | `wf:<name>:declarations` | hash | every set of schedules the workflow's code declared (by fingerprint) → its number, in the order they first reached the namespace: a bootstrap removes a dropped schedule only if a declaration numbered before its own declared it (lua/schedule-write.lua; a schedule's `decl` field) |
  * | `wf:<name>:sweep` | string | where the schedule index repair sweep stopped |
  * | `schema` | string | the namespace's key layout number (lib/migration/layout.versions.ts); absent before layout 2 |
  * | `slot-guard:1` / `slot-guard:2` (`slot-guard:sharded` on a cluster) | — | never written: every script declares them, so Redis Cluster refuses a script while the slot migrates (lib/redis/lua.scripts.ts); the second says how to publish |
@@ -51,6 +53,7 @@ export class RedisKeys {
   readonly base: string;
   readonly leases: string;
   readonly limits: string;
+  readonly runtimeLimits: string;
   readonly workflows: string;
   readonly seq: string;
   readonly stallGate: string;
@@ -67,6 +70,7 @@ export class RedisKeys {
     this.base = `{${prefix}:${namespace}}:`;
     this.leases = `${this.base}leases`;
     this.limits = `${this.base}limits`;
+    this.runtimeLimits = `${this.base}runtime-limits`;
     this.workflows = `${this.base}workflows`;
     this.seq = `${this.base}seq`;
     this.stallGate = `${this.base}stall-gate`;
@@ -114,7 +118,7 @@ export class RedisKeys {
   }
 
   /** A key of a workflow (see the table above). */
-  workflow(name: string, suffix: 'wake' | 'parked' | 'active' | 'delayed' | 'ready' | 'groups' | 'stats' | 'schedules' | 'next-fires' | 'declared' | 'sleeping' | 'waiting-signal' | 'waiting-event' | 'waiting-child'): string {
+  workflow(name: string, suffix: 'wake' | 'parked' | 'active' | 'delayed' | 'ready' | 'groups' | 'stats' | 'schedules' | 'next-fires' | 'declared' | 'declarations' | 'sleeping' | 'waiting-signal' | 'waiting-event' | 'waiting-child'): string {
     return `${this.base}wf:${name}:${suffix}`;
   }
 

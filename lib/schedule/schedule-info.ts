@@ -26,8 +26,13 @@ export interface ScheduleInfo<In = unknown> {
   fired: number;
   /** Occurrences not fired: collapsed by `catchUp: 'latest'`, past `catchUpLimit`, or skipped by `overlap: false`. */
   skipped: number;
-  /** `'code'`: declared on `@Workflow` (the latest worker bootstrap rewrites or removes it); `'api'`: made by `schedule()`. */
+  /** `'code'`: declared on `@Workflow` (the latest worker bootstrap rewrites it; a newer version of the code removes it); `'api'`: made by `schedule()`. */
   source: 'code' | 'api';
+  /**
+   * `true` on a declared schedule whose definition was changed at runtime with `schedule()`:
+   * worker bootstraps keep it until the code declares another definition than the one it replaced.
+   */
+  changedAtRuntime?: true;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -62,6 +67,7 @@ export function toScheduleInfo(id: string, flat: string[]): ScheduleInfo | null 
     fired: Number(h.fired ?? 0),
     skipped: Number(h.skipped ?? 0),
     source: h.source === 'code' ? 'code' : 'api',
+    ...(h.overrides !== undefined && h.source === 'code' && { changedAtRuntime: true as const }),
     createdAt: new Date(Number(h.createdAt)),
     updatedAt: new Date(Number(h.updatedAt)),
   };

@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import type { WorkflowDefinition } from '../discovery/workflow.registry';
 import { buildScheduleSpec, ScheduleSpec } from './schedule.options';
-import type { ScheduleStore } from './schedule.store';
+import type { ScheduleChange, ScheduleStore } from './schedule.store';
 
 /**
  * The schedules a worker's code declares (`@Workflow({ schedules })`), checked against the
@@ -14,8 +15,20 @@ export function declaredScheduleSpecs(workflows: WorkflowDefinition[], maxPayloa
 }
 
 /**
+ * One workflow's declaration as a whole: the schedules its code declares (ids and definitions),
+ * so that two versions of the code declaring the same set share it. The namespace numbers
+ * declarations in the order they first reach it; a bootstrap only removes schedules a declaration
+ * numbered before its own declared (lua/schedule-write.lua).
+ */
+export function declarationFingerprint(specs: ScheduleSpec[]): string {
+  const entries = specs.map((spec) => [spec.id, spec.fingerprint]).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHash('sha1').update(JSON.stringify(entries)).digest('hex');
+}
+
+/**
  * Writes the declared schedules at bootstrap — the latest bootstrap wins — and removes those the
- * code of these workflows no longer declares; logs each change.
+ * code of these workflows no longer declares, unless a newer declaration of their workflow
+ * declares them (an older pod booting during a rolling deploy); logs each change.
  * @throws ScheduleConflictError if a declared id belongs to a runtime schedule of another workflow (nothing written)
  */
 export async function declareSchedules(
@@ -25,10 +38,19 @@ export async function declareSchedules(
   logger: { log(message: string): void },
 ): Promise<void> {
   const byId = new Map(specs.map((spec) => [spec.id, spec]));
-  for (const { id, change } of await store.declare(specs, workflows)) {
+  const declarations = workflows.map((workflow) => ({ workflow, fingerprint: declarationFingerprint(specs.filter((spec) => spec.workflow === workflow)) }));
+  for (const { id, change } of await store.declare(specs, declarations)) {
     if (change === 'unchanged') continue;
     const spec = byId.get(id);
     const what = spec ? ` (workflow ${spec.workflow}, cron "${spec.pattern.cron}"${spec.pattern.tz ? ` in ${spec.pattern.tz}` : ''})` : '';
-    logger.log(`Schedule "${id}" ${change === 'removed' ? 'removed: the code no longer declares it' : change}${what}`);
+    logger.log(`Schedule "${id}" ${CHANGES[change]}${what}`);
   }
 }
+
+const CHANGES: Record<Exclude<ScheduleChange, 'unchanged'>, string> = {
+  added: 'added',
+  changed: 'changed',
+  removed: 'removed: the code no longer declares it',
+  kept: 'kept as changed at runtime (the code still declares the definition it replaced)',
+  newer: 'left alone: this code does not declare it, but a newer version of the code does (QueueClient.removeSchedule removes it)',
+};

@@ -8,8 +8,18 @@ import { planOccurrences } from './cron.plan';
 import type { ScheduleSpec } from './schedule.options';
 import { ScheduleInfo, toScheduleInfo } from './schedule-info';
 
-/** What `schedule-write` did to one schedule. */
-export type ScheduleChange = 'added' | 'changed' | 'unchanged' | 'removed';
+/**
+ * What `schedule-write` did to one schedule; at a bootstrap only, `'newer'`: not declared by this
+ * code, left alone because a newer declaration of its workflow declares it; `'kept'`: changed at
+ * runtime over the definition this code declares, left as the operator set it.
+ */
+export type ScheduleChange = 'added' | 'changed' | 'unchanged' | 'removed' | 'newer' | 'kept';
+
+/** One workflow's declared schedules as a whole, at a bootstrap: see `declarationFingerprint`. */
+export interface WorkflowDeclaration {
+  workflow: string;
+  fingerprint: string;
+}
 
 /** A page of `listSchedules`. */
 export interface SchedulePage {
@@ -48,9 +58,10 @@ export class ScheduleStore {
 
   /**
    * Writes the schedules a worker's code declares for `workflows`, and removes the code-declared
-   * schedules of those workflows it no longer declares (see lua/schedule-write.lua).
+   * schedules of those workflows it no longer declares, unless a newer declaration declares them
+   * (see lua/schedule-write.lua).
    */
-  declare(specs: ScheduleSpec[], workflows: string[]): Promise<Array<{ id: string; change: ScheduleChange }>> {
+  declare(specs: ScheduleSpec[], workflows: WorkflowDeclaration[]): Promise<Array<{ id: string; change: ScheduleChange }>> {
     return this.writeMany('code', specs, workflows);
   }
 
@@ -101,7 +112,7 @@ export class ScheduleStore {
     return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
   }
 
-  private async writeMany(mode: 'api' | 'code', specs: ScheduleSpec[], workflows: string[]): Promise<Array<{ id: string; change: ScheduleChange }>> {
+  private async writeMany(mode: 'api' | 'code', specs: ScheduleSpec[], workflows: WorkflowDeclaration[]): Promise<Array<{ id: string; change: ScheduleChange }>> {
     // A bootstrap that declares none still removes the ones its code dropped, but needs no plan.
     const now = specs.length > 0 ? await this.redisNow() : 0;
     const items = specs.flatMap((s) => [
@@ -109,7 +120,7 @@ export class ScheduleStore {
       s.overlap ? 1 : 0, s.catchUp, s.catchUpLimit, planOccurrences(s.pattern, now).join(','),
     ]);
     const reply = await this.scripts.run<string[]>('schedule-write', [this.keys.schedules], [
-      this.keys.base, mode, specs.length, workflows.length, ...workflows, ...items,
+      this.keys.base, mode, specs.length, workflows.length, ...workflows.flatMap((d) => [d.workflow, d.fingerprint]), ...items,
     ], { idempotent: true });
     if (reply[0] === 'conflict') {
       const spec = specs.find((s) => s.id === reply[1])!;

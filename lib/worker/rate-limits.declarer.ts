@@ -1,5 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
-import { EVERY_GROUP } from '../client/limits';
+import { type DeclarationOutcome, EVERY_GROUP } from '../client/limits';
 import type { RateLimit } from '../client/rate-limit';
 import type { RunControl } from '../client/run.control';
 import type { WorkflowDefinition } from '../discovery/workflow.registry';
@@ -9,15 +9,33 @@ const same = (a: RateLimit | null, b: RateLimit | undefined) => (a === null ? b 
 
 /**
  * At a worker's bootstrap, writes the rate limits its code declares (`@Workflow({ rateLimit,
- * groupRateLimit })`), like the caps: the latest bootstrap wins and logs what it changed, and a
- * limit dropped from the code is removed. Per-group overrides are runtime settings, left alone.
- * Two short calls per workflow.
+ * groupRateLimit })`), like the caps: the latest bootstrap wins among declarations and logs what
+ * it changed, and a limit dropped from the code is removed; a limit an operator set at runtime
+ * stays until the code declares something else than what it overrode. Per-group overrides are
+ * runtime settings, left alone. Two short calls per workflow.
  */
 export async function declareRateLimits(control: RunControl, workflows: WorkflowDefinition[], logger: LoggerService): Promise<void> {
   for (const wf of workflows) {
     for (const [group, rate, label] of [[undefined, wf.rateLimit, 'rate limit'], [EVERY_GROUP, wf.groupRateLimit, 'group rate limit']] as const) {
-      const previous = await control.setRateLimit(wf.name, group, rate ?? null);
-      if (!same(previous, rate)) logger.log(`Fleet-wide ${label} of ${wf.name} changed from ${describe(previous)} to ${describe(rate)}`);
+      const { previous, outcome } = await control.declareRateLimit(wf.name, group, rate ?? null);
+      if (outcome !== '' || !same(previous, rate)) {
+        logDeclaration(logger, `${label} of ${wf.name}`, describe(previous), outcome === 'kept' ? describe(previous) : describe(rate), outcome, describe(rate));
+      }
     }
+  }
+}
+
+/**
+ * The bootstrap's line about one fleet-wide value its code declares (`what`, e.g. `cap wf:x`):
+ * changed, kept as an operator set it at runtime, or that runtime value replaced by a changed
+ * declaration.
+ */
+export function logDeclaration(logger: LoggerService, what: string, previous: string, next: string, outcome: DeclarationOutcome, declared: string): void {
+  if (outcome === 'kept') {
+    logger.log(`Fleet-wide ${what} kept at ${previous}, set at runtime (the code declares ${declared}, as when it was set)`);
+  } else if (outcome === 'dropped') {
+    logger.log(`Fleet-wide ${what} changed from ${previous}, set at runtime, to ${next}: the code's declaration changed since`);
+  } else {
+    logger.log(`Fleet-wide ${what} changed from ${previous} to ${next}`);
   }
 }

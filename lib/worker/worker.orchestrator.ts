@@ -1,6 +1,6 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
-import { activateGroups, EVERY_GROUP, limitField } from '../client/limits';
+import { activateGroups, type DeclarationOutcome, EVERY_GROUP, limitField } from '../client/limits';
 import { RedisConnectionError, WorkerShutdownError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
@@ -11,7 +11,7 @@ import { RedisKeys } from '../redis/redis.keys';
 import { ActiveRuns } from './active-runs';
 import { LeaseHeartbeat } from './lease.heartbeat';
 import { CancelListener } from './cancel.listener';
-import { declareRateLimits } from './rate-limits.declarer';
+import { declareRateLimits, logDeclaration } from './rate-limits.declarer';
 import { RunControl } from '../client/run.control';
 import { RunEvents } from './run.events';
 import { RunExecutor } from './run.executor';
@@ -191,8 +191,10 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
 
   /**
    * Registers this worker's workflows and writes the caps its code declares — namespace,
-   * workflow, every group's default — so the latest bootstrap wins, and says so. Per-group
-   * overrides are runtime settings (`setLimits`) and are left alone.
+   * workflow, every group's default — so the latest bootstrap wins among declarations, and says
+   * so. A cap an operator set at runtime (`setLimits`) stays while the code still declares what it
+   * overrode, and gives way to a changed declaration (lua/includes/origins.lua). Per-group
+   * overrides are runtime settings and are left alone.
    */
   private async declareLimits(failFast: boolean): Promise<void> {
     const workflows = this.registry.all();
@@ -215,11 +217,11 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       this.keys.base, names.length, ...names, ...caps,
     ], { idempotent: true, failFast });
     const groupDefaults = new Map(names.map((name) => [limitField({ workflow: name, group: EVERY_GROUP }), name]));
-    for (let i = 0; i < changed.length; i += 3) {
-      const [field, previous, next] = [changed[i], changed[i + 1], changed[i + 2]];
-      this.logger.log(`Fleet-wide cap ${field} changed from ${previous || 'none'} to ${next || 'none'}`);
+    for (let i = 0; i < changed.length; i += 5) {
+      const [field, previous, next, outcome, declared] = changed.slice(i, i + 5);
+      logDeclaration(this.logger, `cap ${field}`, previous || 'none', next || 'none', outcome as DeclarationOutcome, declared || 'none');
       // A raised or removed default of every group: the groups it held back rejoin, in batches.
-      const raised = next === '' || (previous !== '' && Number(next) > Number(previous));
+      const raised = previous !== next && (next === '' || (previous !== '' && Number(next) > Number(previous)));
       const workflow = groupDefaults.get(field);
       if (workflow !== undefined && raised) await activateGroups(scripts, this.keys, workflow);
     }

@@ -131,7 +131,8 @@ export interface BackoffOptions {
 export interface WorkflowOptions<In = unknown> {
   /**
    * Fleet-wide cap on runs of this workflow active at once, across every process on this
-   * namespace. Stored in Redis at bootstrap by worker processes; omit for no cap.
+   * namespace. Stored in Redis at bootstrap by worker processes; omit for no cap. A value set at
+   * runtime with `QueueClient.setLimits` stays until this declaration changes.
    */
   concurrency?: number;
   /**
@@ -151,7 +152,7 @@ export interface WorkflowOptions<In = unknown> {
    * Fleet-wide rate limit on starts of this workflow: at most `max` runs start in any `perMs`
    * window, across every process (see {@link RateLimit}). Stored in Redis at bootstrap by worker
    * processes (the latest wins); `QueueClient.setLimits({ workflow, rateLimit })` changes it at
-   * runtime. Workers held back by it sleep until the window frees: no polling.
+   * runtime, until this declaration changes. Workers held back by it sleep until the window frees: no polling.
    */
   rateLimit?: RateLimit;
   /**
@@ -174,7 +175,8 @@ export interface WorkflowOptions<In = unknown> {
   timeoutMs?: number;
   /**
    * Cron schedules that start runs of this workflow. Written to Redis by every worker bootstrap
-   * (the latest wins and logs what changed); one removed from here is removed from Redis. See
+   * (the latest wins and logs what changed); one removed from here is removed from Redis by the
+   * bootstraps of this code, not by those of an older version still running (README, Schedules). See
    * `QueueClient.schedule` for schedules made at runtime.
    */
   schedules?: DeclaredSchedule<In>[];

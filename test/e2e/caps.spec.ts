@@ -186,7 +186,7 @@ describe('setLimits / getLimits input', () => {
     expect(await redis.exists(k.keys.limits)).toBe(0); // nothing was written
     // The spy does see the calls that are valid.
     expect(await client.setLimits({ workflow: wf, limit: 7 })).toBeNull();
-    expect(await client.getLimits({ workflow: wf, group: 'g1' })).toEqual({ namespace: null, workflow: 7, groupDefault: null, groupOverride: null, group: null, rateLimit: null, groupRateLimit: null, groupRateOverride: null, groupRate: null });
+    expect(await client.getLimits({ workflow: wf, group: 'g1' })).toEqual({ namespace: null, workflow: 7, groupDefault: null, groupOverride: null, group: null, rateLimit: null, groupRateLimit: null, groupRateOverride: null, groupRate: null, setAtRuntime: { workflow: { declared: null } } });
     expect(spy).toHaveBeenCalled();
     spy.mockRestore();
   });

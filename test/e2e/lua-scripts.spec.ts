@@ -99,7 +99,7 @@ describe('lua scripts', () => {
     try {
       const declare = [base, 1, 'a', 'wf:a', '3', 'a', ''];
       const changed = await scripts.run<string[]>('declare-limits', [key, workflows, seq], declare);
-      expect(changed).toEqual(['wf:a', '', '3']);
+      expect(changed).toEqual(['wf:a', '', '3', '', '3']); // field, previous, new, outcome (the code's), declared
       expect(await redis.hget(key, 'wf:a')).toBe('3');
       expect(await redis.smembers(workflows)).toEqual(['a']);
       expect(await scripts.run<string[]>('declare-limits', [key, workflows, seq], declare)).toEqual([]);
