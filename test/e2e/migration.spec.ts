@@ -227,7 +227,11 @@ describe('migrate()', () => {
     const producer = await createApp(WORKFLOWS, { namespace: ns, worker: { enabled: false } });
     apps.push(producer);
     const ids = Array.from({ length: 1_201 }, (_, i) => `s${String(i).padStart(4, '0')}`); // three batches of 500
-    await Promise.all(ids.map((id) => producer.client.schedule(id, PlainWorkflow, { cron: '@hourly', input: { key: id } })));
+    // 100 at a time: this test is about the migration, not about 1,201 calls racing one timeout
+    // on a loaded machine (each call's cron plan is computed on the event loop its reply waits for).
+    for (let i = 0; i < ids.length; i += 100) {
+      await Promise.all(ids.slice(i, i + 100).map((id) => producer.client.schedule(id, PlainWorkflow, { cron: '@hourly', input: { key: id } })));
+    }
     await producer.client.pauseSchedule('s0007');
     const index = keys.workflow('mig.plain', 'next-fires');
     const listing = keys.workflow('mig.plain', 'schedules');
