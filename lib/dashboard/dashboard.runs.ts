@@ -55,18 +55,15 @@ export class RunLister {
     const cursors = query.cursor ? decodeCursors(query.cursor) : Object.fromEntries(RUN_STATES.map((state) => [state, ''])) as Cursors;
     const states = RUN_STATES.filter((state) => cursors[state] !== undefined);
     const pages = await Promise.all(states.map((state) => this.page(query, state, cursors[state] || undefined, query.limit)));
-    const rows: Array<{ state: ListableState; run: RunInfo; at: number }> = [];
     let completedUnlisted = false;
-    states.forEach((state, i) => {
-      const page = pages[i];
-      if (!page) completedUnlisted = true;
-      for (const run of page?.runs ?? []) rows.push({ state, run, at: activityAt(run) });
+    const streams = states.map((state, i) => {
+      if (!pages[i]) completedUnlisted = true;
+      return (pages[i]?.runs ?? []).map((run) => ({ state, run, at: activityAt(run) }));
     });
-    const sign = query.order === 'desc' ? -1 : 1;
-    rows.sort((a, b) => sign * (a.at - b.at) || a.run.id.localeCompare(b.run.id));
-    const shown = rows.slice(0, query.limit);
+    const shown = merge(streams, query.order, query.limit);
     // Active rows come whole (their page is an SSCAN's, not ordered): all of them or none.
-    if (shown.some((row) => row.state === 'active')) for (const row of rows.slice(query.limit)) if (row.state === 'active') shown.push(row);
+    const active = streams[states.indexOf('active')] ?? [];
+    if (shown.some((row) => row.state === 'active')) for (const row of active) if (!shown.includes(row)) shown.push(row);
     const next: Cursors = {};
     await Promise.all(
       states.map(async (state, i) => {
@@ -84,7 +81,7 @@ export class RunLister {
         }
       }),
     );
-    shown.sort((a, b) => sign * (a.at - b.at) || a.run.id.localeCompare(b.run.id));
+    if (shown.length > query.limit) shown.sort((a, b) => sign(query.order) * (a.at - b.at));
     return { runs: shown.map((row) => summarize(row.run)), cursor: Object.keys(next).length ? encodeCursors(next) : null, ...(completedUnlisted ? { completedUnlisted: true } : {}) };
   }
 
@@ -103,6 +100,28 @@ export class RunLister {
       throw error;
     }
   }
+}
+
+const sign = (order: 'asc' | 'desc') => (order === 'desc' ? -1 : 1);
+
+/**
+ * The first `limit` rows of the states' pages merged by activity time. Each state's rows stay in
+ * their page's order (ties go to the earlier state), so what is shown of a state is a prefix of
+ * its page: the rest is where its next page starts.
+ */
+function merge<T extends { at: number }>(streams: T[][], order: 'asc' | 'desc', limit: number): T[] {
+  const heads = streams.map(() => 0);
+  const out: T[] = [];
+  while (out.length < limit) {
+    let best = -1;
+    streams.forEach((stream, i) => {
+      const row = stream[heads[i]];
+      if (row && (best < 0 || sign(order) * (row.at - streams[best][heads[best]].at) < 0)) best = i;
+    });
+    if (best < 0) break;
+    out.push(streams[best][heads[best]++]);
+  }
+  return out;
 }
 
 /** The time a run's state is ordered by: when it finished, else started (active), else is due. */
