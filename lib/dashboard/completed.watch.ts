@@ -29,11 +29,6 @@ export class CompletedWatch {
 
   constructor(private readonly moduleRef: ModuleRef) {}
 
-  /** Whether this process renewed the watch within its window (completed runs are being indexed). */
-  get active(): boolean {
-    return Date.now() - this.renewedAt < COMPLETED_WATCH_MS;
-  }
-
   /** Called by the page's reads: renews the watch when it is a minute old. Never fails the read. */
   touch(): Promise<void> {
     if (Date.now() - this.renewedAt < RENEW_EVERY_MS) return Promise.resolve();

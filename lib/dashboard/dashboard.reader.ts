@@ -40,7 +40,8 @@ export interface GroupsView {
 /**
  * What the dashboard's pages read, through `QueueClient`'s public API only: the overview (one
  * `stats()` call, which is also a throughput sample), a workflow's groups, a page of runs, a run
- * with its timeline, the schedules. Each read's cost is that of the client call it makes.
+ * with its timeline, the schedules. Each read's cost is that of the client call it makes; the
+ * overview and runs reads also renew the completed-runs watch (CompletedWatch: a write a minute).
  */
 @Injectable()
 export class DashboardReader implements OnModuleInit, OnModuleDestroy {
@@ -95,10 +96,9 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
   }
 
   /** A page of runs (one state or all), or the run of an exact id; while read, completed runs are indexed (CompletedWatch). */
-  async runs(query: RunsQuery & { id?: string }): Promise<RunsView & { completedSince: boolean }> {
+  async runs(query: RunsQuery & { id?: string }): Promise<RunsView> {
     await this.watch.touch();
-    const view = query.id !== undefined ? await this.lister.byId(query.id) : await this.lister.list(query);
-    return { ...view, completedSince: this.watch.active };
+    return query.id !== undefined ? this.lister.byId(query.id) : this.lister.list(query);
   }
 
   async run(id: string): Promise<{ run: RunInfo; timeline: RunTimeline } | null> {
