@@ -37,6 +37,8 @@ export interface TimelineAttempt {
   calls: TimelineCall[];
   /** Calls left out: an attempt keeps about 4 KB of calls that ran and 1 KB of replayed ones. */
   more: number;
+  /** A failed attempt's error, message and stack clipped (absent from attempts stored by earlier versions). */
+  error?: { name: string; message: string; stack?: string };
 }
 
 /**
@@ -86,12 +88,28 @@ export function parseJournal(text: string): TimelineAttempt | undefined {
   if (!Number.isInteger(attempt) || attempt < 1 || !Number.isFinite(start) || !Number.isFinite(duration) || !outcome) return undefined;
   const end = start + duration;
   const calls: TimelineCall[] = [];
+  let error: TimelineAttempt['error'];
   for (const entry of entries) {
+    if (entry.startsWith('!')) {
+      error = parseError(entry.slice(1)) ?? error;
+      continue;
+    }
     const match = /^([a-z])([a-z]),(\d+),(-1|\d+),(.+)$/.exec(entry);
     if (!match || !KINDS[match[1]] || !STATUSES[match[2]]) continue;
     const callStart = start + Number(match[3]);
     const callDuration = Number(match[4]);
     calls.push({ kind: KINDS[match[1]], key: match[5], start: callStart, end: callDuration < 0 ? end : callStart + callDuration, status: STATUSES[match[2]] });
   }
-  return { attempt, start, end, outcome, calls, more: Number(omittedText) || 0 };
+  return { attempt, start, end, outcome, calls, more: Number(omittedText) || 0, ...(error && { error }) };
+}
+
+/** A journal's error entry (see encodeJournalError in lib/worker/attempt.journal.ts), or undefined if malformed. */
+function parseError(text: string): TimelineAttempt['error'] {
+  try {
+    const { n, m, s } = JSON.parse(decodeURIComponent(text)) as Record<string, unknown>;
+    if (typeof n !== 'string' || typeof m !== 'string') return undefined;
+    return { name: n, message: m, ...(typeof s === 'string' && { stack: s }) };
+  } catch {
+    return undefined;
+  }
 }

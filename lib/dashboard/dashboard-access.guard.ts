@@ -14,6 +14,9 @@ import { DASHBOARD_OPTIONS, type DashboardGuardFn, type ResolvedDashboardOptions
  * with `allowedHosts`, the request's `Host` is checked (see dashboard.hosts.ts): a 403 for a host
  * the dashboard does not answer to, before any Redis call.
  */
+/** The dashboards (by their options) whose missing guard was warned about. */
+const WARNED = new WeakSet<object>();
+
 @Injectable()
 export class DashboardAccessGuard implements CanActivate, OnModuleInit {
   private readonly logger = new Logger('SluiceDashboard');
@@ -27,6 +30,9 @@ export class DashboardAccessGuard implements CanActivate, OnModuleInit {
   async onModuleInit(): Promise<void> {
     const { guard, path } = this.options;
     if (!guard) {
+      // Nest makes one instance per use of the class (the provider, and the controllers' guard): warn once per dashboard.
+      if (WARNED.has(this.options)) return;
+      WARNED.add(this.options);
       this.logger.warn(
         `The dashboard at ${path} has no guard: anyone who reaches it (as localhost${this.options.hosts?.length ? ' or one of allowedHosts' : ''}) sees every run's input, result and error${this.options.readOnly ? '' : ', and can act on them'}. Pass SluiceDashboardModule.forRoot({ guard }).`,
       );

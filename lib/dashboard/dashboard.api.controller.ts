@@ -1,4 +1,4 @@
-import { Controller, Get, NotFoundException, Param, Query, UseGuards, UseInterceptors } from '@nestjs/common';
+import { BadRequestException, Controller, Get, NotFoundException, Param, Query, UseGuards, UseInterceptors } from '@nestjs/common';
 import { DashboardAccessGuard } from './dashboard-access.guard';
 import { DashboardSameSiteGuard } from './dashboard-action.guard';
 import { DashboardInterceptor } from './dashboard.interceptor';
@@ -24,9 +24,15 @@ export class DashboardApiController {
     return this.reader.groups(name, queryInt(offset, 'offset', 0, 1000, 0));
   }
 
+  /** A page of one workflow's runs in one state or in all (`state=all`), newest first unless `order=asc`; or `id`: that run, whatever its workflow. */
   @Get('runs')
-  runs(@Query('workflow') workflow: Text, @Query('state') state: Text, @Query('group') group: Text, @Query('cursor') cursor: Text, @Query('limit') limit: Text) {
-    return this.reader.runs({ workflow: workflow ?? '', state: state ?? '', group: group || undefined, cursor: cursor || undefined, limit: queryInt(limit, 'limit', 1, 200, 50) });
+  runs(@Query() query: Record<string, Text>) {
+    const { workflow, state, group, cursor, limit, order, id } = query;
+    if (order !== undefined && order !== 'asc' && order !== 'desc') throw new BadRequestException("order must be 'asc' or 'desc'");
+    return this.reader.runs({
+      workflow: workflow ?? '', state: state || 'all', group: group || undefined, cursor: cursor || undefined, limit: queryInt(limit, 'limit', 1, 200, 50),
+      order: order ?? 'desc', ...(id && { id }),
+    });
   }
 
   @Get('runs/:id')

@@ -9,6 +9,7 @@ import { DashboardApiController } from './dashboard.api.controller';
 import { DASHBOARD_OPTIONS, resolveDashboardOptions, type SluiceDashboardAsyncOptions, type SluiceDashboardOptions } from './dashboard.options';
 import { DashboardPageController } from './dashboard.page.controller';
 import { DashboardReader } from './dashboard.reader';
+import { CompletedWatch } from './completed.watch';
 
 const ASYNC_KEYS = ['path', 'imports', 'useFactory', 'inject'];
 
@@ -43,7 +44,7 @@ export class SluiceDashboardModule {
       module: SluiceDashboardModule,
       imports: [RouterModule.register([{ path, module: SluiceDashboardModule }]), ...imports],
       controllers: [DashboardPageController, DashboardApiController, DashboardActionsController],
-      providers: [optionsProvider, DashboardAccessGuard, DashboardActionGuard, DashboardSameSiteGuard, DashboardReader, DashboardActions],
+      providers: [optionsProvider, DashboardAccessGuard, DashboardActionGuard, DashboardSameSiteGuard, DashboardReader, DashboardActions, CompletedWatch],
     };
   }
 }

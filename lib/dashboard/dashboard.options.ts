@@ -34,6 +34,12 @@ export interface SluiceDashboardOptions {
    * nobody watches samples nothing). `false`: no timer, only the page's reads.
    */
   sampleMs?: number | false;
+  /**
+   * Strip the server's absolute paths from the stack traces the page shows (a frame keeps its
+   * function, its path from the app's directory or from `node_modules/`, and its line). Default:
+   * on when `NODE_ENV` is `production`.
+   */
+  redactStacks?: boolean;
 }
 
 /**
@@ -55,12 +61,13 @@ export interface ResolvedDashboardOptions {
   readOnly: boolean;
   pollMs: number;
   sampleMs: number | false;
+  redactStacks: boolean;
 }
 
 export const DASHBOARD_OPTIONS = Symbol('SLUICE_DASHBOARD_OPTIONS');
 
 const PATH = /^(\/[A-Za-z0-9._~-]+)+$/;
-const KEYS = ['path', 'guard', 'allowedHosts', 'readOnly', 'pollMs', 'sampleMs'];
+const KEYS = ['path', 'guard', 'allowedHosts', 'readOnly', 'pollMs', 'sampleMs', 'redactStacks'];
 
 /** Checks the options at import time: a typed error naming the option, before the app boots. */
 export function resolveDashboardOptions(options: SluiceDashboardOptions): ResolvedDashboardOptions {
@@ -77,7 +84,8 @@ export function resolveDashboardOptions(options: SluiceDashboardOptions): Resolv
   if (!Number.isInteger(pollMs) || pollMs < 500 || pollMs > 60_000) throw new QueueConfigError('SluiceDashboardModule: pollMs must be an integer from 500 to 60000');
   const sampleMs = options.sampleMs ?? 5000;
   if (sampleMs !== false && (!Number.isInteger(sampleMs) || sampleMs < 1000 || sampleMs > 60_000)) throw new QueueConfigError('SluiceDashboardModule: sampleMs must be false or an integer from 1000 to 60000');
+  if (options.redactStacks !== undefined && typeof options.redactStacks !== 'boolean') throw new QueueConfigError('SluiceDashboardModule: redactStacks must be a boolean');
   const allowedHosts = resolveAllowedHosts(options.allowedHosts);
   const hosts = allowedHosts ?? (options.guard === undefined ? [] : undefined);
-  return { path, guard: options.guard, hosts, readOnly: options.readOnly ?? true, pollMs, sampleMs };
+  return { path, guard: options.guard, hosts, readOnly: options.readOnly ?? true, pollMs, sampleMs, redactStacks: options.redactStacks ?? process.env.NODE_ENV === 'production' };
 }

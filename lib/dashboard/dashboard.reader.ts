@@ -1,19 +1,19 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { QueueClient } from '../client/queue.client';
-import type { ListableState } from '../client/run.admin';
 import type { RunInfo } from '../client/run-info';
 import type { RunTimeline } from '../client/run.timeline';
 import type { ScheduleInfo } from '../schedule/schedule-info';
 import type { WorkflowStats } from '../client/stats';
 import { InvalidOptionError } from '../errors';
+import { CompletedWatch } from './completed.watch';
 import { DASHBOARD_OPTIONS, type ResolvedDashboardOptions } from './dashboard.options';
+import { RunLister, type RunsQuery, type RunsView } from './dashboard.runs';
+import { redactRun } from './stack.redaction';
 import { ThroughputSampler, type ThroughputSeries } from './throughput.sampler';
 
 /** How long after the last overview read the background sampler keeps sampling. */
 const SAMPLE_AFTER_VIEW_MS = 15 * 60_000;
 
-/** Characters of a run's input shown in a list (the run page shows all of it). */
-const INPUT_PREVIEW = 300;
 /** Groups per page of the groups view. */
 const GROUP_PAGE = 50;
 
@@ -37,20 +37,17 @@ export interface GroupsView {
   workflowPaused: boolean;
 }
 
-export interface RunSummary extends Omit<RunInfo, 'input' | 'result' | 'progress' | 'error' | 'waitingFor'> {
-  input: string;
-  error?: { name: string; message: string };
-}
-
 /**
  * What the dashboard's pages read, through `QueueClient`'s public API only: the overview (one
  * `stats()` call, which is also a throughput sample), a workflow's groups, a page of runs, a run
- * with its timeline, the schedules. Each read's cost is that of the client call it makes.
+ * with its timeline, the schedules. Each read's cost is that of the client call it makes; the
+ * overview and runs reads also renew the completed-runs watch (CompletedWatch: a write a minute).
  */
 @Injectable()
 export class DashboardReader implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('SluiceDashboard');
   private readonly sampler: ThroughputSampler;
+  private readonly lister: RunLister;
   private timer?: NodeJS.Timeout;
   private sampling = false;
   /** When an overview was last read: the sampler works only while someone looks (and a while after). */
@@ -59,7 +56,9 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
   constructor(
     private readonly client: QueueClient,
     @Inject(DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
+    private readonly watch: CompletedWatch,
   ) {
+    this.lister = new RunLister(client);
     this.sampler = new ThroughputSampler(options.sampleMs === false ? options.pollMs : options.sampleMs);
   }
 
@@ -75,7 +74,7 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
   }
 
   async overview(): Promise<OverviewView> {
-    const stats = await this.client.stats();
+    const [stats] = await Promise.all([this.client.stats(), this.watch.touch()]);
     const at = Date.now();
     this.lastViewAt = at;
     this.sampler.record(stats, at);
@@ -96,15 +95,17 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
     return { groups: page, offset, next: offset + GROUP_PAGE < all.length ? offset + GROUP_PAGE : null, total: all.length, omitted: found?.groupsOmitted ?? 0, workflowPaused: found?.paused ?? false };
   }
 
-  async runs(query: { workflow: string; state: string; group?: string; cursor?: string; limit?: number }): Promise<{ runs: RunSummary[]; cursor: string | null }> {
-    const page = await this.client.listRuns({ workflow: query.workflow, state: query.state as ListableState, group: query.group, cursor: query.cursor, limit: query.limit ?? 50 });
-    return { runs: page.runs.map(summarize), cursor: page.cursor };
+  /** A page of runs (one state or all), or the run of an exact id; while read, completed runs are indexed (CompletedWatch). */
+  async runs(query: RunsQuery & { id?: string }): Promise<RunsView> {
+    await this.watch.touch();
+    return query.id !== undefined ? this.lister.byId(query.id) : this.lister.list(query);
   }
 
   async run(id: string): Promise<{ run: RunInfo; timeline: RunTimeline } | null> {
     const [run, timeline] = await Promise.all([this.client.get(id), this.client.timeline(id)]);
     if (!run) return null;
-    return { run, timeline: timeline ?? { attempts: [] } };
+    const found = { run, timeline: timeline ?? { attempts: [] } };
+    return this.options.redactStacks ? redactRun(found) : found;
   }
 
   schedules(cursor?: string): Promise<{ schedules: ScheduleInfo[]; cursor: string | null }> {
@@ -124,12 +125,6 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
       this.sampling = false;
     }
   }
-}
-
-function summarize(run: RunInfo): RunSummary {
-  const { input, result: _result, progress: _progress, error, waitingFor: _waitingFor, ...rest } = run;
-  const text = JSON.stringify(input) ?? 'undefined';
-  return { ...rest, input: text.length > INPUT_PREVIEW ? `${text.slice(0, INPUT_PREVIEW)}…` : text, ...(error && { error: { name: error.name, message: error.message } }) };
 }
 
 /** A query number: absent → the default; else an integer in range, or a 400. */

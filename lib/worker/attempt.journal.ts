@@ -16,6 +16,23 @@ export const MAX_REPLAY_BYTES = 1024;
  */
 export const TIMELINE_SLOTS = 50;
 
+/** A failed attempt's error as its journal keeps it (clipped: see {@link encodeJournalError}). */
+export interface JournalError {
+  name: string;
+  message: string;
+  stack?: string;
+}
+
+/** Longest message and stack an attempt's journal keeps (the run's `error` field has the last one in full). */
+export const MAX_JOURNAL_ERROR = { message: 500, stack: 2000 };
+
+/** `;!` and the error's JSON, URI-encoded: the journal's separators never occur in it. */
+export function encodeJournalError(error: JournalError): string {
+  const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}…` : text);
+  const stored = { n: clip(error.name, 100), m: clip(error.message, MAX_JOURNAL_ERROR.message), ...(error.stack && { s: clip(error.stack, MAX_JOURNAL_ERROR.stack) }) };
+  return `;!${encodeURIComponent(JSON.stringify(stored))}`;
+}
+
 const STATUS_CODE: Record<JournalStatus, string> = { ok: 'o', failed: 'f', replayed: 'r', waiting: 'w', interrupted: 'i' };
 const KIND_CODE: Record<CallKind, string> = { step: 's', sleep: 'z', signal: 'g', event: 'e', invoke: 'i' };
 const OUTCOME_CODE: Record<JournalOutcome, string> = { completed: 'c', failed: 'f', suspended: 's' };
@@ -58,15 +75,16 @@ export class AttemptJournal {
    * `<attempt>|<start ms, base 36>|<duration ms>|<outcome>|<calls left out>` then, per call,
    * `;<kind><status>,<start offset ms>,<duration ms, -1 open>,<memo key>` (names hold no `;` or
    * `,`: see checkId). A step still open when the attempt ended (running beside a failure) is
-   * `interrupted`; an open wait is the one the attempt suspended in.
+   * `interrupted`; an open wait is the one the attempt suspended in. A failed attempt's error
+   * ends it as `;!<JSON, URI-encoded>` (no `;` or `|`; readers that predate it skip the entry).
    */
-  encode(attempt: number, outcome: JournalOutcome): string {
+  encode(attempt: number, outcome: JournalOutcome, error?: JournalError): string {
     const now = Date.now() - this.startedAt;
     const calls = this.entries.map(([kind, key, offset, duration, status]) => {
       const interrupted = duration === -1 && kind === KIND_CODE.step;
       return `;${kind}${interrupted ? STATUS_CODE.interrupted : status},${offset},${interrupted ? now - offset : duration},${key}`;
     });
-    return `${attempt % TIMELINE_SLOTS} ${attempt}|${this.startedAt.toString(36)}|${now}|${OUTCOME_CODE[outcome]}|${this.omitted}${calls.join('')}`;
+    return `${attempt % TIMELINE_SLOTS} ${attempt}|${this.startedAt.toString(36)}|${now}|${OUTCOME_CODE[outcome]}|${this.omitted}${calls.join('')}${error ? encodeJournalError(error) : ''}`;
   }
 
   private add(kind: CallKind, key: string, status: JournalStatus, budget: 'run' | 'replayed', max: number): Entry | undefined {

@@ -121,7 +121,7 @@ export class RunExecutor {
       // so whatever the code threw on its signal is not the run's failure — no fail call, no event.
       if (abort.reason instanceof WorkerShutdownError) return telemetry?.ended('released', error);
       if (commitFailures.has(error)) return this.handBack(claim, error, telemetry);
-      return this.fail(claim, error, abort, definition.backoff, startedAt, this.journal(recorder, claim, 'failed'), telemetry);
+      return this.fail(claim, error, abort, definition.backoff, startedAt, this.journal(recorder, claim, 'failed', error), telemetry);
     }
     guard.ended = true;
     progress?.end();
@@ -200,9 +200,9 @@ export class RunExecutor {
     if (willRetry) this.events.emit('retrying', { ...failed, willRetry: true, delayMs });
   }
 
-  /** The attempt's journal as its committing script stores it, or '' with `worker.timeline: false`. */
-  private journal(recorder: StepRecorder, claim: Claim, outcome: JournalOutcome): string {
-    return this.options.worker.timeline ? recorder.journal.encode(claim.attempt, outcome) : '';
+  /** The attempt's journal as its committing script stores it (a failed one with its error), or '' with `worker.timeline: false`. */
+  private journal(recorder: StepRecorder, claim: Claim, outcome: JournalOutcome, error?: unknown): string {
+    return this.options.worker.timeline ? recorder.journal.encode(claim.attempt, outcome, outcome === 'failed' ? describeError(error) : undefined) : '';
   }
 
   private progressReporter(claim: Claim): ProgressReporter {

@@ -154,6 +154,7 @@ end
 -- with `finishing` those countFinished reads too.
 local function claimFields(workflows, finishing)
   local fields = { 'ns', 'controls' }
+  if finishing then fields[#fields + 1] = 'completed-watch' end
   for _, wf in ipairs(workflows) do
     fields[#fields + 1] = 'wf:' .. wf
     fields[#fields + 1] = 'wf:' .. wf .. ':overrides'
@@ -627,9 +628,11 @@ local function countFinished(base, limitsKey, tally, now, ttlMs)
       local added = #ids
       local total = redis.call('HINCRBY', statsKey, state, added)
       local indexKey = wfKey(base, workflow, state)
-      -- Completed runs are indexed only where asked for (@Workflow indexCompleted, or keep.completed):
-      -- the one finish every run has, so the index costs the hot path.
-      if state ~= 'completed' or limitOf(limitsKey, 'wf:' .. workflow .. ':index-completed') then
+      -- Completed runs are indexed only where asked for (@Workflow indexCompleted, or keep.completed),
+      -- or while a dashboard is open ('completed-watch': until when, in ms, renewed by the page's
+      -- reads): the one finish every run has, so the index costs the hot path only when used.
+      if state ~= 'completed' or limitOf(limitsKey, 'wf:' .. workflow .. ':index-completed')
+          or (limitOf(limitsKey, 'completed-watch') or 0) > now then
         -- Strict finish order: after the index's last entry, and about the finish time.
         local last = redis.call('ZRANGE', indexKey, -1, -1, 'WITHSCORES')
         local score = math.max(#last > 0 and tonumber(last[2]) + 1 or 0, now * FINISH_SCALE)

@@ -8,6 +8,7 @@ import { ASSET_BUDGET_BYTES, SluiceDashboardModule } from '../../lib/dashboard';
 import { loadAssets } from '../../lib/dashboard/dashboard.assets';
 import { dropNamespace, rawRedis, testConnection, uniqueNamespace } from '../support/app';
 import { createDashboardApp, type DashboardApp, type HttpAdapterName } from '../support/dashboard-app';
+import { LogCapture } from '../support/log-capture';
 
 /**
  * The dashboard over HTTP on both Nest adapters: the page, its assets and the API behind the
@@ -128,6 +129,17 @@ describe('dashboard options', () => {
       await http.close();
     }
     expect(() => SluiceDashboardModule.forRootAsync({ path: 'no-slash', useFactory: () => ({}) })).toThrow(QueueConfigError);
+  });
+
+  it('warns once, not once per instance of its guard, that it has no guard', async () => {
+    const logs = new LogCapture();
+    const app = await Test.createTestingModule({
+      imports: [QueueModule.forRoot({ connection: testConnection(), namespace: uniqueNamespace('dh-warn'), worker: { enabled: false } }), SluiceDashboardModule.forRoot({ path: '/open' })],
+    }).compile();
+    const http = app.createNestApplication(new ExpressAdapter(), { logger: logs });
+    await http.init();
+    await http.close();
+    expect(logs.find('warn', 'has no guard')).toHaveLength(1);
   });
 
   it('answers 503 within redisTimeoutMs while Redis is away, and still serves its page', async () => {

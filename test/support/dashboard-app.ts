@@ -22,14 +22,15 @@ export async function createDashboardApp(
   providers: Provider[],
   queue: Partial<QueueModuleOptions> & { namespace: string },
   dashboard: SluiceDashboardOptions,
-  extra: { imports?: any[]; providers?: Provider[] } = {},
+  extra: { imports?: any[]; providers?: Provider[]; controllers?: any[]; host?: string } = {},
 ): Promise<DashboardApp> {
   const module = await Test.createTestingModule({
     imports: [QueueModule.forRoot({ connection: testConnection(), ...queue }), SluiceDashboardModule.forRoot(dashboard), ...(extra.imports ?? [])],
     providers: [...providers, ...(extra.providers ?? [])],
+    controllers: extra.controllers ?? [],
   }).compile();
   const app = module.createNestApplication(adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter(), { logger: process.env.SLUICE_TEST_LOGS ? ['log', 'warn', 'error'] : false });
-  await app.listen(0, '127.0.0.1');
+  await app.listen(0, extra.host ?? '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   return { app, client: app.get(QueueClient), origin: `http://127.0.0.1:${address.port}`, close: () => app.close() };
 }

@@ -133,7 +133,7 @@
   }
   const runsRoute = (o) => {
     const p = new URLSearchParams();
-    for (const k of ['workflow', 'state', 'group']) if (o[k] != null && o[k] !== '') p.set(k, o[k]);
+    for (const k of ['workflow', 'state', 'group', 'order', 'id']) if (o[k] != null && o[k] !== '') p.set(k, o[k]);
     return '#/runs?' + p.toString();
   };
   const intOk = (v, lo, hi) => /^\d+$/.test(v) && +v >= lo && +v <= hi;
@@ -148,7 +148,9 @@
       opt.body = JSON.stringify(body);
     }
     let res;
-    try { res = await fetch(String(cfg.base) + path, opt); } catch (e) {
+    // From the origin: a page opened as http://user:pass@host/… has those credentials in its URL, and
+    // fetch refuses a URL that holds them (a relative one resolves against the page's).
+    try { res = await fetch(location.origin + String(cfg.base) + path, opt); } catch (e) {
       throw new Error('Network error: ' + ((e && e.message) || e));
     }
     let data = null;
@@ -406,7 +408,9 @@
         h('a', { href: `#/workflows/${enc(n)}/groups`, class: 'sub', testid: 'groups-link' }, 'groups')),
       cnt(n, 'waiting', w.waiting), cnt(n, 'delayed', w.delayed), cnt(n, 'active', w.active),
       cnt(n, top, sum, 'waiting-on', keys.map((k) => `${k}: ${num(parts[k])}`).join('\n')),
-      cnt(n, 'completed', w.completed), cnt(n, 'failed', w.failed, 'failed-link'), cnt(n, 'cancelled', w.cancelled),
+      cnt(n, 'completed', w.completed, 'completed-link', `${num(w.completed || 0)} runs of ${n} completed in all. The list shows those still kept that completed while a dashboard was open (all of them with @Workflow indexCompleted)`),
+      cnt(n, 'failed', w.failed, 'failed-link', `${num(w.failed || 0)} times a run of ${n} failed for good, in all. The list shows the runs in the failed state now`),
+      cnt(n, 'cancelled', w.cancelled, null, `${num(w.cancelled || 0)} runs of ${n} cancelled in all. The list shows those still kept`),
       pair('wf-cap', capText(w.limit), 'wf-group-cap', capText(w.groupLimit)),
       pair(null, rate(w.rateLimit), null, rate(w.groupRateLimit)),
       h('td', { testid: 'wf-status' }, pausedBadge(w.paused)),
@@ -450,7 +454,9 @@
       ]);
       const cols = [['Workflow'], ['Waiting', 'n'], ['Delayed', 'n'], ['Active', 'n'],
         ['Waiting on', 'n', 'sleeping + waiting for a signal, event or child run'],
-        ['Completed', 'n', 'running total'], ['Failed', 'n', 'running total'], ['Cancelled', 'n', 'running total'],
+        ['Completed (total)', 'n', 'runs completed since the namespace began (a running total)'],
+        ['Failed (total)', 'n', 'runs that failed for good since the namespace began (a running total: a run retried by hand that fails again counts again); retried attempts are not counted'],
+        ['Cancelled (total)', 'n', 'runs cancelled since the namespace began (a running total)'],
         ['Caps', '', 'max active runs at a time: whole workflow / default per group'],
         ['Rate limits', '', 'max runs started per window: whole workflow / default per group'], ['Status']];
       if (!readOnly) cols.push(['Actions']);
@@ -579,11 +585,14 @@
   }
 
   /* == runs list == */
+  const attemptsTitle = (r) => `${num(r.attempts)} attempts started in all; ${num(r.failures || 0)} failed since it was last (re)started, of ${num(r.maxAttempts)} allowed`;
   async function runsPage(qs) {
     const t = token;
     let wf = qs.get('workflow') || '';
-    const st = STATES.includes(qs.get('state')) ? qs.get('state') : 'failed';
+    const st = STATES.includes(qs.get('state')) ? qs.get('state') : 'all';
     const group = qs.get('group') || '';
+    const order = qs.get('order') === 'asc' ? 'asc' : 'desc';
+    const id = qs.get('id') || '';
     view.replaceChildren(pageHead('Runs'), h('p', { class: 'empty' }, 'Loading…'));
     if (!wfNames.length) {
       try { const d = await api('api/overview'); wfNames = (d.workflows || []).map((w) => String(w.name)); } catch (e) { if (t === token) loadErr(e, 'workflows'); }
@@ -591,47 +600,55 @@
     }
     if (!wf) wf = wfNames[0] || '';
     const names = !wf || wfNames.includes(wf) ? wfNames : [wf].concat(wfNames);
-    const fWf = h('select', { id: 'f-wf', testid: 'filter-workflow' }, names.map((n) => h('option', { value: n, selected: n === wf }, n)));
-    const fSt = h('select', { id: 'f-st', testid: 'filter-state' }, STATES.map((x) => h('option', { value: x, selected: x === st }, x)));
+    const opts = (list, v) => list.map(([x, tx]) => h('option', { value: x, selected: x === v }, tx));
+    const fWf = h('select', { id: 'f-wf', testid: 'filter-workflow' }, opts(names.map((n) => [n, n]), wf));
+    const fSt = h('select', { id: 'f-st', testid: 'filter-state' }, opts([['all', 'all states']].concat(STATES.map((x) => [x, x])), st));
     const fGr = h('input', { id: 'f-gr', testid: 'filter-group', type: 'text', value: group, placeholder: 'any group', autocomplete: 'off' });
+    const fOr = h('select', { id: 'f-or', testid: 'filter-order' }, opts([['desc', 'newest first'], ['asc', 'oldest first']], order));
+    const fId = h('input', { id: 'f-id', testid: 'filter-id', type: 'search', value: id, placeholder: 'exact run id, any workflow', autocomplete: 'off' });
     const form = h('form', {
       class: 'filters', role: 'search', 'aria-label': 'Filter runs',
-      onsubmit: (e) => { e.preventDefault(); go(runsRoute({ workflow: fWf.value, state: fSt.value, group: fGr.value.trim() })); },
+      onsubmit: (e) => { e.preventDefault(); go(runsRoute({ workflow: fWf.value, state: fSt.value, group: fGr.value.trim(), order: fOr.value, id: fId.value.trim() })); },
     },
     h('label', { for: 'f-wf' }, 'Workflow', fWf), h('label', { for: 'f-st' }, 'State', fSt), h('label', { for: 'f-gr' }, 'Group', fGr),
+    h('label', { for: 'f-or' }, 'Order', fOr), h('label', { for: 'f-id' }, 'Run id', fId),
     h('button', { type: 'submit', class: 'btn btn-primary', testid: 'filter-apply' }, 'Apply'));
     const out = h('div', null, h('p', { class: 'empty' }, 'Loading…'));
     view.replaceChildren(pageHead('Runs', refreshBtn()), form, out);
-    if (!wf) { swap(out, h('p', { class: 'empty' }, 'No workflows found, so there are no runs to list.')); return; }
+    if (!wf && !id) { swap(out, h('p', { class: 'empty' }, 'No workflows found, so there are no runs to list.')); return; }
     const stack = [];
     let cursor = null;
     let nextCursor = null;
     setView(async () => {
-      const p = new URLSearchParams({ workflow: wf, state: st, limit: '50' });
-      if (group) p.set('group', group);
+      const p = new URLSearchParams(id ? { id } : { workflow: wf, state: st, order, limit: '50' });
+      if (group && !id) p.set('group', group);
       if (cursor) p.set('cursor', cursor);
       const d = await load(t, 'api/runs?' + p.toString(), 'runs', out);
       if (!d) return;
       nextCursor = d.cursor || null;
       const runs = Array.isArray(d.runs) ? d.runs : [];
-      const cols = [['ID'], ['State'], ['Group'], ['Attempts', 'n'], ['Created'], ['Finished'], ['Input'], ['Error']];
+      const cols = [['ID'], ['Workflow'], ['State'], ['Group'], ['Attempts', 'n', 'attempts started in all (hover a row for how many failed)'], ['Created'], ['Finished'], ['Input'], ['Error']];
+      const what = `${st === 'all' ? '' : st + ' '}runs of “${wf}”${group ? ` in group “${group}”` : ''}`;
       swap(out, [
+        d.completedUnlisted ? h('p', { class: 'note', testid: 'completed-note' },
+          `Completed runs of “${wf}” are listed once they complete while a dashboard is open (it records them for 15 minutes after its last read): none has yet. To list every completed run, set @Workflow('${wf}', { indexCompleted: true }).`) : null,
         runs.length
           ? h('div', { class: 'tbl-wrap' }, h('table', { class: 'tbl', testid: 'runs-table' },
             thead(cols),
             h('tbody', null, runs.map((r) => {
               const inp = str(r.input);
-              return h('tr', { testid: 'run-row', 'data-run': r.id },
+              return h('tr', { testid: 'run-row', 'data-run': r.id, 'data-state': r.state },
                 h('td', { class: 'code' }, h('a', { href: '#/runs/' + enc(r.id), testid: 'run-link' }, String(r.id))),
+                h('td', { class: 'brk' }, String(r.workflow)),
                 h('td', null, badge(r.state)),
                 h('td', { class: 'code' }, r.group != null ? String(r.group) : dash()),
-                h('td', { class: 'n', title: r.failures ? `${num(r.failures)} failed attempts` : null }, `${num(r.attempts)}/${num(r.maxAttempts)}`),
+                h('td', { class: 'n', title: attemptsTitle(r) }, num(r.attempts)),
                 h('td', null, tm(r.createdAt)), h('td', null, tm(r.finishedAt)),
                 h('td', { class: 'code wrapcell', title: inp }, trunc(inp, 80)),
                 h('td', { class: 'wrapcell errcell' }, r.error ? [h('strong', null, String(r.error.name || 'Error')), ': ', trunc(String(r.error.message || ''), 160)] : dash()));
             }))))
-          : h('p', { class: 'empty', testid: 'runs-empty' }, `No ${st} runs of “${wf}”${group ? ` in group “${group}”` : ''}${stack.length ? ' on this page' : ''}.`),
-        pager(stack.length && (() => { cursor = stack.pop(); refreshNow(); }), `Page ${stack.length + 1}`,
+          : h('p', { class: 'empty', testid: 'runs-empty' }, id ? `No run “${id}” (it never existed, or its retention expired).` : `No ${what}${stack.length ? ' on this page' : ''}.`),
+        id ? null : pager(stack.length && (() => { cursor = stack.pop(); refreshNow(); }), `Page ${stack.length + 1} · ${order === 'asc' ? 'oldest' : 'newest'} first`,
           nextCursor && (() => { stack.push(cursor); cursor = nextCursor; refreshNow(); })),
       ]);
     }, false);
@@ -674,7 +691,8 @@
       ['State', badge(r.state, 'run-state')],
       ['Group', r.group != null ? h('span', { class: 'code' }, String(r.group)) : dash()],
       ['Priority', num(r.priority)],
-      ['Attempts', h('span', { testid: 'run-attempts' }, `${num(r.attempts)} / ${num(r.maxAttempts)}${r.failures ? ` (${num(r.failures)} failed)` : ''}`)],
+      ['Attempts', h('span', { testid: 'run-attempts', title: attemptsTitle(r) }, `${num(r.attempts)} started · ${num(r.failures || 0)} of ${num(r.maxAttempts)} allowed failed`,
+        r.attempts > r.maxAttempts ? h('span', { class: 'sub muted' }, '(failures count since the last manual retry)') : null)],
       ['Created', tm(r.createdAt)], ['Due', tm(r.dueAt)], ['Started', tm(r.startedAt)], ['Finished', tm(r.finishedAt)],
     ];
     if (r.startedAt && r.finishedAt) kv.push(['Took', fmtDur(toMs(r.finishedAt) - toMs(r.startedAt))]);
@@ -702,21 +720,34 @@
     out.push(h('section', { class: 'card' }, h('dl', { class: 'kv' }, kv.map(([k, v]) => h('div', null, h('dt', null, k), h('dd', null, v))))));
     out.push(h('section', { class: 'card' }, h('h2', null, 'Step timeline'), timeline(tl, r, W - 34)));
     const blocks = [h('section', { class: 'card' }, h('h2', null, 'Input'), h('pre', { class: 'json', testid: 'run-input' }, pretty(r.input)))];
-    if (r.error) {
-      const head = `${r.error.name || 'Error'}: ${r.error.message == null ? '' : r.error.message}`;
-      const stack = r.error.stack ? String(r.error.stack) : '';
-      blocks.push(h('section', { class: 'card card-err' }, h('h2', null, 'Error'),
-        h('pre', { class: 'json', testid: 'run-error' }, stack.startsWith(head) ? stack : stack ? head + '\n\n' + stack : head)));
-    }
+    if (r.error) blocks.push(h('section', { class: 'card card-err' }, h('h2', null, 'Error'), h('pre', { class: 'json', testid: 'run-error' }, errText(r.error))));
     if (r.result !== undefined) blocks.push(h('section', { class: 'card' }, h('h2', null, 'Result'), h('pre', { class: 'json', testid: 'run-result' }, pretty(r.result))));
     if (r.progress !== undefined) blocks.push(h('section', { class: 'card' }, h('h2', null, 'Progress'), h('pre', { class: 'json', testid: 'run-progress' }, pretty(r.progress))));
     out.push(h('div', { class: 'grid2' }, blocks));
+    const failed = (tl && Array.isArray(tl.attempts) ? tl.attempts : []).filter((a) => a.error);
+    if (failed.length) {
+      out.push(h('section', { class: 'card card-err', testid: 'attempt-errors' }, h('h2', null, 'Errors of failed attempts'),
+        failed.map((a) => h('div', { class: 'att-err', testid: 'attempt-error', 'data-attempt': a.attempt },
+          h('h3', null, `Attempt ${a.attempt}`, h('span', { class: 'sub muted' }, `${fmtTime(a.start)}, after ${fmtDur(a.end - a.start)}`)),
+          h('pre', { class: 'json' }, errText(a.error))))));
+    }
     return out;
+  }
+  function errText(e) {
+    const head = `${e.name || 'Error'}: ${e.message == null ? '' : e.message}`;
+    const stack = e.stack ? String(e.stack) : '';
+    return stack.startsWith(head) ? stack : stack ? head + '\n\n' + stack : head;
   }
 
   function timeline(tl, r, W) {
     const atts = (tl && Array.isArray(tl.attempts) ? tl.attempts : []).slice().sort((a, b) => a.start - b.start);
-    if (!atts.length) return h('p', { class: 'empty', testid: 'timeline-empty' }, 'No attempts recorded yet.');
+    if (!atts.length) {
+      const why = r.state === 'cancelled' && r.startedAt
+        ? `No attempt recorded: it was cancelled while an attempt started at ${fmtTime(r.startedAt)} was running (an attempt is recorded when it ends, and a cancelled one does not end by itself).`
+        : r.state === 'active' ? 'The first attempt is running: it is recorded when it ends.'
+          : isDone(r.state) ? 'No attempt recorded (it finished before one ended, or its worker keeps no timeline).' : 'No attempts recorded yet.';
+      return h('p', { class: 'empty', testid: 'timeline-empty' }, why);
+    }
     const now = Date.now();
     const keys = [];
     const idx = new Map();
@@ -794,7 +825,7 @@
       const x0 = X(a.start);
       const x1 = Math.max(X(a.end), x0 + 1);
       svg.append(s('rect', { class: 'band band-' + cls(a.outcome), x: x0, y: TOP - 3, width: x1 - x0, height: rowsH + 6, 'data-attempt': a.attempt },
-        s('title', null, `attempt ${a.attempt}: ${a.outcome}, ${fmtDur(a.end - a.start)} (${fmtTime(a.start)})`)),
+        s('title', null, `attempt ${a.attempt}: ${a.outcome}, ${fmtDur(a.end - a.start)} (${fmtTime(a.start)})${a.error ? `\n${a.error.name}: ${a.error.message}` : ''}`)),
       s('line', { class: 'sep', x1: x0, x2: x0, y1: 4, y2: TOP + rowsH + 4 }));
       // Right of its start line, or end-aligned left of it near the right edge.
       const lab = (t) => {
@@ -824,12 +855,14 @@
             end = waitEnd(i, c);
             at.fill = 'url(#tl-hatch) #bfd3fb';
           }
-          w = Math.max(X(end) - x, 2);
+          // A failed call is often a sliver of a long attempt: drawn at least 8 px wide, so it can be seen and pointed at.
+          w = Math.max(X(end) - x, st === 'failed' ? 8 : 2);
           d = fmtDur(end - c.start) + (st === 'waiting' && !atts[i + 1] && !isDone(r.state) ? (end > now ? ' (until the planned wake-up)' : ' so far') : '');
         }
         at.x = x.toFixed(1);
         at.width = w.toFixed(1);
-        svg.append(s('rect', at, s('title', null, `${c.key} (${c.kind || 'call'})\nattempt ${a.attempt} · ${st} · ${d}`)));
+        const why = st === 'failed' && a.error ? `\n${a.error.name}: ${trunc(String(a.error.message), 300)}` : '';
+        svg.append(s('rect', at, s('title', null, `${c.key} (${c.kind || 'call'})\nattempt ${a.attempt} · ${st} · ${d}${why}`)));
       }
     });
     if (!isDone(r.state) && now > t0 && now <= t1) {
