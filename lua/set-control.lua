@@ -3,8 +3,10 @@
   set-control: pause or resume a workflow or one of its groups, or set or remove a rate limit,
   fleet-wide (fields of the limits hash, see writeControl in common.lua). Runs claimed from now on
   obey it; active runs carry on. A resume, or a rate limit raised or removed, lets the group it
-  concerns rejoin its workflow's round-robin and wakes the workflow's workers; a changed rate limit
-  reviews every group of the workflow held in `rate-held` at once.
+  concerns rejoin its workflow's round-robin and wakes the workflow's workers; a rate limit raised
+  or removed starts a review of every group of the workflow held in `rate-held` (see
+  startRateReview in common.lua: resumable, and finished by the workflow's reserves if the caller
+  stops part-way); removing a limit again does too while no group rate limit is left to hold one.
 
   KEYS[1] limits  hash
   KEYS[2] seq     string
@@ -15,30 +17,21 @@
   ARGV[4] group, or '' for the workflow itself; for 'rate' also '*' (the default of every group)
   ARGV[5] pause: '1' to pause, '' to resume; rate: max starts per window, '' to remove the limit
   ARGV[6] rate: window length in ms ('' with ARGV[5] '')
-  Reply: { previous value ('' = none), previous window ('' = none), groups left in rate-held to
-         review (the caller goes on with 'rate-review' while it is > 0) }
+  Reply: { previous value ('' = none), previous window ('' = none), groups left to review in
+         rate-review (the caller goes on with 'rate-review' while it is > 0; the workflow's
+         reserves do too) }
 ]]
 -- @include common
 
 local base, kind, workflow, group, value, windowMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local wf = 'wf:' .. workflow
-local heldKey = wfKey(base, workflow, 'rate-held')
 
--- Brings back the next REVIEW_BATCH groups a rate limit held (each stays held if it still has no
--- room); returns how many are left. Bounded, as a workflow may have any number of groups.
+-- Groups one call reviews (see reviewRateHeld). Bounded, as a workflow may have any number of groups.
 local REVIEW_BATCH = 500
-local function reviewHeld()
-  local held = redis.call('ZRANGE', heldKey, 0, REVIEW_BATCH - 1)
-  if #held > 0 then
-    redis.call('ZREM', heldKey, unpack(held))
-    for _, g in ipairs(held) do activateGroup(base, KEYS[1], KEYS[2], workflow, g) end
-  end
-  return redis.call('ZCARD', heldKey)
-end
 
 if kind == 'rate-review' then
-  local left = reviewHeld()
-  if hasDue(base, workflow) then wake(wfKey(base, workflow, 'wake')) end
+  local left = reviewRateHeld(base, KEYS[1], KEYS[2], workflow, REVIEW_BATCH)
+  if left > 0 or hasDue(base, workflow) then wake(wfKey(base, workflow, 'wake')) end
   return { '', '', left }
 end
 
@@ -62,12 +55,19 @@ else
 end
 
 -- A rate limit raised or removed: the groups it held back are reviewed now rather than when their
--- old window frees — and must be, once the namespace has no control left, as reserve then no
--- longer looks at rate-held. An unchanged limit (every bootstrap) or a tighter one reviews nothing.
+-- old window frees. A tighter limit reviews nothing, nor does an unchanged one (every bootstrap
+-- writes the limits again) — except a removal while no group rate limit of the workflow is left:
+-- nothing can hold a group then, so any group still held (a review of an earlier version stopped
+-- part-way) goes back now. A review under way goes on with this call's batch, whatever the change.
 local left = 0
-if kind == 'rate' and (previous ~= value or previousWindow ~= windowMs) then
-  local tighter = value ~= '' and previous ~= '' and tonumber(value) <= tonumber(previous) and tonumber(windowMs) >= tonumber(previousWindow)
-  if not tighter then left = reviewHeld() end
+if kind == 'rate' then
+  local changed = previous ~= value or previousWindow ~= windowMs
+  local tighter = changed and value ~= '' and previous ~= '' and tonumber(value) <= tonumber(previous) and tonumber(windowMs) >= tonumber(previousWindow)
+  local noneLeft = value == '' and not limitOf(KEYS[1], wf .. ':group-rate') and not limitOf(KEYS[1], wf .. ':rate-overrides')
+  if (changed and not tighter) or noneLeft then startRateReview(base, KEYS[1], workflow) end
+  if limitOf(KEYS[1], wf .. ':rate-review') then left = reviewRateHeld(base, KEYS[1], KEYS[2], workflow, REVIEW_BATCH) end
+  -- Groups left to review: a reserve goes on with them, even if this caller stops here.
+  if left > 0 then wake(wfKey(base, workflow, 'wake')) end
 end
 -- Resumed, or a rate limit changed: what it held back may run now (a tighter limit is only
 -- checked at the next claim, so waking then costs one reserve).

@@ -282,6 +282,10 @@ export class QueueClient {
    * '*' }` every group's default, `{ workflow, group }` one group's override; `rateLimit: null`
    * removes it. Claims from now on obey it (see {@link RateLimit}). A worker bootstrap writes the
    * workflow's and every group's default again from `@Workflow({ rateLimit, groupRateLimit })`.
+   *
+   * Raising or removing a limit reviews the groups it held back, in batches of about 500 (one
+   * Redis call each); if this call rejects part-way, the workflow's workers finish the review,
+   * and setting the limit again (even to the same value) goes on with it.
    * @returns the previous rate limit (`null` if there was none)
    */
   async setLimits(target: LimitTarget & { rateLimit: RateLimit | null }): Promise<RateLimit | null>;
