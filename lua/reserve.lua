@@ -137,6 +137,8 @@ head[1] = nextDue
 local reply = { head }
 claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, tonumber(ARGV[2]), now, tonumber(ARGV[3]), reply, true)
 rememberClaims(KEYS[5], reply, 2, tonumber(ARGV[3]))
+-- Room left under the namespace cap: the workers of workflows it held back are next.
+wakeNamespaceWaiters(base, KEYS[2])
 -- A rate limit that held runs back: come back when its window frees, not before (no polling).
 noteHeldGroups(base, KEYS[2], workflows)
 if rateWakeAt then

@@ -30,6 +30,7 @@
  * | `wf:<name>:rate-review` | zset | groups a rate limit held that a review under way (after the limit was raised or removed) has yet to look at; flagged by `wf:<name>:rate-review` in `limits` (lua/includes/common.lua startRateReview) |
  * | `leases` | zset | every active run of the namespace, score = lease deadline (ms) |
  * | `limits` | hash | fleet-wide caps: `ns`, `wf:<name>`, `wf:<name>:group`, `wf:<name>:g:<group>`; retention by count `wf:<name>:keep:completed` / `:keep:failed` (from `@Workflow({ keep })`), `wf:<name>:ttl-max` (the longest `resultTtlMs` that finished the workflow's runs: the finish indexes are trimmed by it); controls (lua/includes/common.lua): `wf:<name>:paused`, `wf:<name>:g:<group>:paused`, rate limits `wf:<name>:rate`/`:rate-ms`, `wf:<name>:group-rate`/`:group-rate-ms`, `wf:<name>:g:<group>:rate`/`:rate-ms`, and the counters `controls`, `wf:<name>:paused-groups`, `wf:<name>:rate-overrides`; `wf:<name>:rate-review` while a rate review is under way |
+ * | `ns-waiting` | zset | workflows with due runs the namespace cap held back, score = turn (lua/includes/common.lua wakeNamespaceWaiters) |
  * | `workflows` | set | workflows registered by worker processes |
  * | `seq` | string | FIFO sequence within a priority |
  * | `turn` | string | round-robin turns, taken in blocks |
