@@ -6,7 +6,8 @@
   concerns rejoin its workflow's round-robin and wakes the workflow's workers; a rate limit raised
   or removed starts a review of every group of the workflow held in `rate-held` (see
   startRateReview in common.lua: resumable, and finished by the workflow's reserves if the caller
-  stops part-way); removing a limit again does too while no group rate limit is left to hold one.
+  stops part-way); an application's call removing a limit already gone does too while no group
+  rate limit is left to hold one.
 
   KEYS[1] limits  hash
   KEYS[2] seq     string
@@ -17,6 +18,8 @@
   ARGV[4] group, or '' for the workflow itself; for 'rate' also '*' (the default of every group)
   ARGV[5] pause: '1' to pause, '' to resume; rate: max starts per window, '' to remove the limit
   ARGV[6] rate: window length in ms ('' with ARGV[5] '')
+  ARGV[7] rate: '1' for an application's call, '' for a bootstrap's (which writes every limit its
+          code declares, or removes it, at each start: it must not look at keys for nothing)
   Reply: { previous value ('' = none), previous window ('' = none), groups left to review in
          rate-review (the caller goes on with 'rate-review' while it is > 0; the workflow's
          reserves do too) }
@@ -56,14 +59,15 @@ end
 
 -- A rate limit raised or removed: the groups it held back are reviewed now rather than when their
 -- old window frees. A tighter limit reviews nothing, nor does an unchanged one (every bootstrap
--- writes the limits again) — except a removal while no group rate limit of the workflow is left:
--- nothing can hold a group then, so any group still held (a review of an earlier version stopped
--- part-way) goes back now. A review under way goes on with this call's batch, whatever the change.
+-- writes the limits again) — except an application's removal while no group rate limit of the
+-- workflow is left: nothing can hold a group then, so any group still held (a review of an older
+-- version stopped part-way) goes back now. A review under way goes on with this call's batch,
+-- whatever the change (its flag is read with the limits: a bootstrap pays nothing for it).
 local left = 0
 if kind == 'rate' then
   local changed = previous ~= value or previousWindow ~= windowMs
   local tighter = changed and value ~= '' and previous ~= '' and tonumber(value) <= tonumber(previous) and tonumber(windowMs) >= tonumber(previousWindow)
-  local noneLeft = value == '' and not limitOf(KEYS[1], wf .. ':group-rate') and not limitOf(KEYS[1], wf .. ':rate-overrides')
+  local noneLeft = ARGV[7] == '1' and value == '' and not limitOf(KEYS[1], wf .. ':group-rate') and not limitOf(KEYS[1], wf .. ':rate-overrides')
   if (changed and not tighter) or noneLeft then startRateReview(base, KEYS[1], workflow) end
   if limitOf(KEYS[1], wf .. ':rate-review') then left = reviewRateHeld(base, KEYS[1], KEYS[2], workflow, REVIEW_BATCH) end
   -- Groups left to review: a reserve goes on with them, even if this caller stops here.

@@ -297,7 +297,7 @@ export class QueueClient {
       const rateLimit = target.rateLimit === null ? null : checkRateLimit(target.rateLimit, 'rateLimit');
       // A typo must not write a limit (nor turn the namespace's controls on) for no workflow.
       await this.confirmWorkflow(target.workflow, 'setLimits');
-      return this.control.setRateLimit(target.workflow, target.group, rateLimit);
+      return this.control.setRateLimit(target.workflow, target.group, rateLimit, true);
     }
     const limit = checkLimit(target.limit);
     const scripts = this.scripts.get();

@@ -76,12 +76,14 @@ export class RunControl {
 
   /**
    * Sets or removes a rate limit (`group` '*' = every group's default); returns the previous one.
-   * The caller has checked it (`checkRateLimit`, or the decorator for a bootstrap's).
+   * The caller has checked it (`checkRateLimit`, or the decorator for a bootstrap's). `explicit`:
+   * a call of the application's (not a bootstrap's), where removing a limit that is already gone
+   * also brings back groups an older version left held (lua/set-control.lua).
    */
-  async setRateLimit(workflow: string, group: string | undefined, rateLimit: RateLimit | null): Promise<RateLimit | null> {
+  async setRateLimit(workflow: string, group: string | undefined, rateLimit: RateLimit | null, explicit = false): Promise<RateLimit | null> {
     const keys = [this.keys.limits, this.keys.seq];
     const send = (kind: string, max: number | '', perMs: number | '') =>
-      this.scripts().run<[string, string, number]>('set-control', keys, [this.keys.base, kind, workflow, group ?? '', max, perMs], { idempotent: true });
+      this.scripts().run<[string, string, number]>('set-control', keys, [this.keys.base, kind, workflow, group ?? '', max, perMs, explicit ? 1 : ''], { idempotent: true });
     const [max, perMs, left] = await send('rate', rateLimit ? rateLimit.max : '', rateLimit ? rateLimit.perMs : '');
     // The groups the old limit held are reviewed in batches of 500 (lua/includes/common.lua
     // startRateReview): each is reviewed once (one still without room is held again, out of the
