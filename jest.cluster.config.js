@@ -14,7 +14,7 @@ const base = require('./jest.config');
  * scripts scriptsOn). Left off:
  * - regressions-client.spec.ts: its user-supplied ioredis instance (keyPrefix, duplication) is a
  *   single server's `new Redis(url)`; a user's ioredis Cluster is another code path.
- * - boot-checks.spec.ts, migration-fleet.spec.ts, stats-scale.spec.ts: run on a private
+ * - boot-checks.spec.ts, migration-fleet.spec.ts, stats-scale.spec.ts, namespace-cap-wakes.spec.ts: run on a private
  *   redis-server of their own (INFO, CONFIG, commandstats); nothing of theirs reaches the cluster.
  */
 const E2E_ON_CLUSTER = [

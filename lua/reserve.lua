@@ -1,8 +1,8 @@
 #!lua
 --[[
   reserve: one call per worker wake. Promotes the worker's workflows' due delayed runs, fires
-  their due cron schedules (both bounded; see schedules.lua) and brings back the groups whose rate
-  window freed, recovers stalled runs and sweeps
+  their due cron schedules (both bounded; see schedules.lua), brings back the groups whose rate
+  window freed and a batch of a rate review under way, recovers stalled runs and sweeps
   the schedule index for stale entries (at most once per interval fleet-wide), then claims up to ARGV[2] due
   runs fairly and under every cap (see claim.lua). Each claim carries the run's step memo, so
   step reads during the run cost no round trip.
@@ -44,7 +44,7 @@ for i = 10, #ARGV do
   redis.call('ZREM', wfKey(base, ARGV[i], 'parked'), ARGV[8])
 end
 
-primeLimits(KEYS[2], claimFields(workflows))
+primeLimits(KEYS[2], claimFields(workflows, false, true))
 local flags = tonumber(ARGV[9]) or 0
 withExtras = flags >= 2
 local replayed = { { 0, now } }
@@ -84,6 +84,13 @@ for _, wf in ipairs(workflows) do
       redis.call('ZREM', heldKey, group)
       if activateGroup(base, KEYS[2], KEYS[3], wf, group) then wake(wfKey(base, wf, 'wake')) end
     end
+  end
+  -- A review of the groups a rate limit held (see startRateReview) goes on with every reserve of
+  -- the workflow until it is done, whatever the controls say (the last limit removed turns them
+  -- off): one that has groups left brings a worker back for the next batch.
+  if limitOf(KEYS[2], 'wf:' .. wf .. ':rate-review') then
+    local left, joined = reviewRateHeld(base, KEYS[2], KEYS[3], wf, 256)
+    if joined or left > 0 then wake(wfKey(base, wf, 'wake')) end
   end
 end
 
@@ -130,6 +137,8 @@ head[1] = nextDue
 local reply = { head }
 claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, tonumber(ARGV[2]), now, tonumber(ARGV[3]), reply, true)
 rememberClaims(KEYS[5], reply, 2, tonumber(ARGV[3]))
+-- Room left under the namespace cap: the workers of workflows it held back are next.
+wakeNamespaceWaiters(base, KEYS[2])
 -- A rate limit that held runs back: come back when its window frees, not before (no polling).
 noteHeldGroups(base, KEYS[2], workflows)
 if rateWakeAt then

@@ -3,8 +3,11 @@
   set-control: pause or resume a workflow or one of its groups, or set or remove a rate limit,
   fleet-wide (fields of the limits hash, see writeControl in common.lua). Runs claimed from now on
   obey it; active runs carry on. A resume, or a rate limit raised or removed, lets the group it
-  concerns rejoin its workflow's round-robin and wakes the workflow's workers; a changed rate limit
-  reviews every group of the workflow held in `rate-held` at once.
+  concerns rejoin its workflow's round-robin and wakes the workflow's workers; a rate limit raised
+  or removed starts a review of every group of the workflow held in `rate-held` (see
+  startRateReview in common.lua: resumable, and finished by the workflow's reserves if the caller
+  stops part-way); an application's call removing a limit already gone does too while no group
+  rate limit is left to hold one.
 
   KEYS[1] limits  hash
   KEYS[2] seq     string
@@ -16,32 +19,23 @@
   ARGV[5] pause: '1' to pause, '' to resume; rate: max starts per window, '' to remove the limit
   ARGV[6] rate: window length in ms ('' with ARGV[5] '')
   ARGV[7] rate of a workflow or every group's default: 'code' when a worker bootstrap declares it,
-          else '' (an operator's: recorded, with the declaration it overrides, in
+          else '' (an application's call: recorded, with the declaration it overrides, in
           '<base>runtime-limits', includes/origins.lua). A bootstrap leaves an operator's value
-          while its code declares what that value overrode.
-  Reply: { previous value ('' = none), previous window ('' = none), groups left in rate-held to
-         review (the caller goes on with 'rate-review' while it is > 0), 'kept' if a bootstrap left
-         an operator's value (nothing written; previous = the value in force), 'dropped' if it
-         replaced one, else '' }
+          while its code declares what that value overrode, and looks at no keys for nothing (it
+          writes every limit its code declares at each start).
+  Reply: { previous value ('' = none), previous window ('' = none), groups left to review in
+         rate-review (the caller goes on with 'rate-review' while it is > 0; the workflow's
+         reserves do too), 'kept' if a bootstrap left an operator's value (nothing written;
+         previous = the value in force), 'dropped' if it replaced one, else '' }
 ]]
 -- @include common
 -- @include origins
 
 local base, kind, workflow, group, value, windowMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local wf = 'wf:' .. workflow
-local heldKey = wfKey(base, workflow, 'rate-held')
 
--- Brings back the next REVIEW_BATCH groups a rate limit held (each stays held if it still has no
--- room); returns how many are left. Bounded, as a workflow may have any number of groups.
+-- Groups one call reviews (see reviewRateHeld). Bounded, as a workflow may have any number of groups.
 local REVIEW_BATCH = 500
-local function reviewHeld()
-  local held = redis.call('ZRANGE', heldKey, 0, REVIEW_BATCH - 1)
-  if #held > 0 then
-    redis.call('ZREM', heldKey, unpack(held))
-    for _, g in ipairs(held) do activateGroup(base, KEYS[1], KEYS[2], workflow, g) end
-  end
-  return redis.call('ZCARD', heldKey)
-end
 
 -- Who sets a workflow's or every group's default rate limit; a bootstrap may have to leave it.
 local byCode, originField, overridden, outcome = ARGV[7] == 'code', nil, false, ''
@@ -57,8 +51,8 @@ if kind == 'rate' and (group == '' or group == '*') then
 end
 
 if kind == 'rate-review' then
-  local left = reviewHeld()
-  if hasDue(base, workflow) then wake(wfKey(base, workflow, 'wake')) end
+  local left = reviewRateHeld(base, KEYS[1], KEYS[2], workflow, REVIEW_BATCH)
+  if left > 0 or hasDue(base, workflow) then wake(wfKey(base, workflow, 'wake')) end
   return { '', '', left }
 end
 
@@ -83,12 +77,20 @@ else
 end
 
 -- A rate limit raised or removed: the groups it held back are reviewed now rather than when their
--- old window frees — and must be, once the namespace has no control left, as reserve then no
--- longer looks at rate-held. An unchanged limit (every bootstrap) or a tighter one reviews nothing.
+-- old window frees. A tighter limit reviews nothing, nor does an unchanged one (every bootstrap
+-- writes the limits again) — except an application's removal while no group rate limit of the
+-- workflow is left: nothing can hold a group then, so any group still held (a review of an older
+-- version stopped part-way) goes back now. A review under way goes on with this call's batch,
+-- whatever the change (its flag is read with the limits: a bootstrap pays nothing for it).
 local left = 0
-if kind == 'rate' and (previous ~= value or previousWindow ~= windowMs) then
-  local tighter = value ~= '' and previous ~= '' and tonumber(value) <= tonumber(previous) and tonumber(windowMs) >= tonumber(previousWindow)
-  if not tighter then left = reviewHeld() end
+if kind == 'rate' then
+  local changed = previous ~= value or previousWindow ~= windowMs
+  local tighter = changed and value ~= '' and previous ~= '' and tonumber(value) <= tonumber(previous) and tonumber(windowMs) >= tonumber(previousWindow)
+  local noneLeft = not byCode and value == '' and not limitOf(KEYS[1], wf .. ':group-rate') and not limitOf(KEYS[1], wf .. ':rate-overrides')
+  if (changed and not tighter) or noneLeft then startRateReview(base, KEYS[1], workflow) end
+  if limitOf(KEYS[1], wf .. ':rate-review') then left = reviewRateHeld(base, KEYS[1], KEYS[2], workflow, REVIEW_BATCH) end
+  -- Groups left to review: a reserve goes on with them, even if this caller stops here.
+  if left > 0 then wake(wfKey(base, workflow, 'wake')) end
 end
 -- Resumed, or a rate limit changed: what it held back may run now (a tighter limit is only
 -- checked at the next claim, so waking then costs one reserve).

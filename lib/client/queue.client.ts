@@ -291,6 +291,10 @@ export class QueueClient {
    * removes it. Claims from now on obey it (see {@link RateLimit}). The workflow's and every
    * group's default outlive worker bootstraps as caps do: until the code's
    * `@Workflow({ rateLimit, groupRateLimit })` declares something else than what they overrode.
+   *
+   * Raising or removing a limit reviews the groups it held back, in batches of about 500 (one
+   * Redis call each); if this call rejects part-way, the workflow's workers finish the review,
+   * and setting the limit again (even to the same value) goes on with it.
    * @returns the previous rate limit (`null` if there was none)
    */
   async setLimits(target: LimitTarget & { rateLimit: RateLimit | null }): Promise<RateLimit | null>;

@@ -122,8 +122,10 @@ export class RunControl {
     const send = (kind: string, max: number | '', perMs: number | '') =>
       this.scripts().run<[string, string, number, string?]>('set-control', keys, [this.keys.base, kind, workflow, group ?? '', max, perMs, byCode ? 'code' : ''], { idempotent: true });
     const [max, perMs, left, outcome] = await send('rate', rateLimit ? rateLimit.max : '', rateLimit ? rateLimit.perMs : '');
-    // The groups the old limit held are reviewed in batches of 500 (a group still without room is
-    // held again, so the count is bounded by the batches the first count calls for).
+    // The groups the old limit held are reviewed in batches of 500 (lua/includes/common.lua
+    // startRateReview): each is reviewed once (one still without room is held again, out of the
+    // review), so the count only falls. The workflow's reserves take batches too, and finish the
+    // review if this loop stops part-way; setting the limit again goes on with it.
     for (let batches = Math.ceil(left / 500), remaining = left; remaining > 0 && batches > 0; batches--) [, , remaining] = await send('rate-review', '', '');
     return { previous: toRateLimit(max, perMs), outcome: (outcome ?? '') as DeclarationOutcome };
   }

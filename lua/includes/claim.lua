@@ -289,6 +289,15 @@ local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaim
   end
   settleGroups(base, limitsKey, seqKey, freed or {})
 
+  -- Stopped short by the namespace cap with runs still due: these workflows wait for a slot freed
+  -- anywhere in the namespace (wakeNamespaceWaiters). Not when the caller's own slots ran out: it
+  -- comes back by itself (a full batch, or its next completion).
+  if claimed < maxClaims and limitOf(limitsKey, 'ns') and not namespaceRoom(leasesKey, limitsKey) then
+    for i, wf in ipairs(workflows) do
+      if open[i] and hasDue(base, wf) then redis.call('ZADD', base .. 'ns-waiting', 'NX', nextTurn(base), wf) end
+    end
+  end
+
   -- A batch cut short by the reply budget is a full batch too: its worker must come back at once.
   local full = claimed >= maxClaims or replyBytes >= MAX_REPLY_BYTES
   if passWake and full and maxClaims > 0 and namespaceRoom(leasesKey, limitsKey) then

@@ -150,15 +150,17 @@ local function primeLimits(limitsKey, fields)
   return true
 end
 
--- The fields a claim pass over these workflows reads in the common case (see primeLimits), and
--- with `finishing` those countFinished reads too.
-local function claimFields(workflows, finishing)
+-- The fields a claim pass over these workflows reads in the common case (see primeLimits), with
+-- `finishing` those countFinished reads too, and with `reserving` the flag of a rate review
+-- under way (see startRateReview).
+local function claimFields(workflows, finishing, reserving)
   local fields = { 'ns', 'controls' }
   if finishing then fields[#fields + 1] = 'completed-watch' end
   for _, wf in ipairs(workflows) do
     fields[#fields + 1] = 'wf:' .. wf
     fields[#fields + 1] = 'wf:' .. wf .. ':overrides'
     fields[#fields + 1] = 'wf:' .. wf .. ':group'
+    if reserving then fields[#fields + 1] = 'wf:' .. wf .. ':rate-review' end
     if finishing then
       fields[#fields + 1] = 'wf:' .. wf .. ':keep:completed'
       fields[#fields + 1] = 'wf:' .. wf .. ':index-completed'
@@ -365,6 +367,48 @@ local function activateGroup(base, limitsKey, seqKey, workflow, group)
   return redis.call('ZADD', readyKey, nextTurn(base), group) == 1
 end
 
+-- A rate limit raised or removed lets the groups it held back (in `rate-held`, each until its old
+-- window frees) run at once. A review moves them all to the workflow's `rate-review` zset and
+-- flags it in the limits hash ('wf:<name>:rate-review', which a reserve reads with its other
+-- limits: a workflow without a review pays no command for it). Batches then take groups off
+-- rate-review (see reviewRateHeld): set-control's own calls, and every reserve of the workflow's
+-- workers while the flag is set, whatever the controls say. So a review whose caller stopped
+-- part-way (it died, a reply was lost) still finishes, and each group is reviewed once under the
+-- limit of the time: one still without room is held again in rate-held, not in rate-review.
+local function startRateReview(base, limitsKey, workflow)
+  local heldKey, reviewKey = wfKey(base, workflow, 'rate-held'), wfKey(base, workflow, 'rate-review')
+  if redis.call('EXISTS', heldKey) == 0 then return end
+  if redis.call('EXISTS', reviewKey) == 1 then
+    -- A review still under way (two changes in a row): it takes these groups too.
+    redis.call('ZUNIONSTORE', reviewKey, 2, reviewKey, heldKey, 'AGGREGATE', 'MIN')
+    redis.call('DEL', heldKey)
+  else
+    redis.call('RENAME', heldKey, reviewKey)
+  end
+  local flag = 'wf:' .. workflow .. ':rate-review'
+  redis.call('HSET', limitsKey, flag, 1)
+  limitCache[flag] = 1
+end
+
+-- Takes up to `batch` groups off a review under way: each rejoins the round-robin if it has due
+-- runs and room, or is held again by its limit. The batch that empties the review clears its
+-- flag. Returns how many groups are left to review, and whether a group rejoined.
+local function reviewRateHeld(base, limitsKey, seqKey, workflow, batch)
+  local reviewKey = wfKey(base, workflow, 'rate-review')
+  local joined = false
+  local popped = redis.call('ZPOPMIN', reviewKey, batch)
+  for i = 1, #popped, 2 do
+    if activateGroup(base, limitsKey, seqKey, workflow, popped[i]) then joined = true end
+  end
+  local left = redis.call('ZCARD', reviewKey)
+  if left == 0 then
+    local flag = 'wf:' .. workflow .. ':rate-review'
+    redis.call('HDEL', limitsKey, flag)
+    limitCache[flag] = false
+  end
+  return left, joined
+end
+
 -- Writes a new run record (enqueue, or a schedule's fire) and returns its token base. Lease
 -- tokens count up from a base unique to this incarnation of the id (its creation time, in
 -- µs-sized steps), so a worker stuck on an expired run of the same id holds no valid token.
@@ -462,14 +506,30 @@ local function releaseSlots(base, leasesKey, limitsKey, seqKey, id, workflow, gr
   end
 end
 
--- Wakes the workers a full cap may have left blocked although runs are due: when the namespace
--- is capped, every workflow's; else those of the workflows in `freed` that are capped or had a
--- group rejoin. Uncapped levels never leave a worker blocked with work due.
-local function wakeCapped(base, limitsKey, freed)
-  if limitOf(limitsKey, 'ns') then
-    freed = {}
-    for _, wf in ipairs(redis.call('SMEMBERS', base .. 'workflows')) do freed[wf] = 'rejoined' end
+-- Workflows whose due runs the namespace cap held back: `ns-waiting`, a zset scored by turn
+-- (oldest first), written by a claim pass that found the cap full (see claimRuns). A call that
+-- leaves room under the cap takes up to that many of them off it (at most NS_WAKE_BATCH) and
+-- wakes their workers; each woken worker claims what it can, notes its workflow again if the cap
+-- is full once more, and passes the room left on the same way (reserve). So a finishing call
+-- costs a few commands however many workflows the namespace has, and a run the namespace cap
+-- held back is not stranded: its workflow is in ns-waiting or its wake list has a marker.
+local NS_WAKE_BATCH = 8
+local function wakeNamespaceWaiters(base, limitsKey)
+  local limit = limitOf(limitsKey, 'ns')
+  if not limit then return end
+  local room = limit - activeCount(KEYS_LEASES)
+  if room <= 0 then return end
+  local popped = redis.call('ZPOPMIN', base .. 'ns-waiting', math.min(room, NS_WAKE_BATCH))
+  for i = 1, #popped, 2 do
+    if hasDue(base, popped[i]) then wake(wfKey(base, popped[i], 'wake')) end
   end
+end
+
+-- Wakes the workers a full cap may have left blocked although runs are due: those of the
+-- workflows in `freed` that are capped or had a group rejoin, and those the namespace cap held
+-- back (wakeNamespaceWaiters). Uncapped levels never leave a worker blocked with work due.
+local function wakeCapped(base, limitsKey, freed)
+  wakeNamespaceWaiters(base, limitsKey)
   for wf, how in pairs(freed) do
     if (how == 'rejoined' or limitOf(limitsKey, 'wf:' .. wf)) and hasDue(base, wf) then
       wake(wfKey(base, wf, 'wake'))

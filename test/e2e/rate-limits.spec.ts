@@ -204,3 +204,97 @@ describe('rate limits, the complete call (script level)', () => {
     expect(await redis.zscore(keys.workflow('rl.single', 'parked'), 'w:30000')).not.toBeNull();
   });
 });
+
+@Workflow('rl.many', { groupRateLimit: { max: 1, perMs: 3_600_000 } })
+class Many { run(input: { g: number; i: number }) { return input.g * 10 + input.i; } }
+
+/** rl.many as code that no longer declares the limit (its bootstrap would write it again otherwise). */
+@Workflow('rl.many')
+class ManyUnlimited { run(input: { g: number; i: number }) { return input.g * 10 + input.i; } }
+
+/**
+ * Removing a rate limit reviews the groups it held in batches of 500, and the last limit removed
+ * turns the namespace's controls off (a reserve then no longer looks at rate-held): a review whose
+ * caller stopped after its first call (the process died, a reply was lost) must still finish, and
+ * removing the limit again must go on with it. Each group's first run takes the group's window of
+ * an hour, so its second run is held until the limit goes.
+ */
+describe('rate limits, a review cut short', () => {
+  const GROUPS = 700;
+  let redis: Redis;
+
+  beforeAll(() => {
+    redis = rawRedis();
+  });
+  afterAll(async () => {
+    await redis.quit();
+  });
+
+  /** An app running rl.many with every group's first run done and its second held: GROUPS groups in rate-held. */
+  async function heldGroups(ns: string, worker: boolean): Promise<{ app: TestApp; second: string[] }> {
+    const keys = new RedisKeys('sluice', ns);
+    const runner = await createApp([Many], { namespace: ns, worker: { concurrency: 64 } });
+    const handles = await runner.client.enqueueMany(Many, Array.from({ length: 2 * GROUPS }, (_, k) => ({ input: { g: k % GROUPS, i: k < GROUPS ? 0 : 1 }, opts: { group: `g${k % GROUPS}` } })));
+    await Promise.all(handles.slice(0, GROUPS).map((h) => h.result({ timeoutMs: 30_000 })));
+    expect(await redis.zcard(`${keys.base}wf:rl.many:rate-held`)).toBe(GROUPS);
+    let app = runner;
+    if (!worker) {
+      await runner.close();
+      app = await createApp([Many], { namespace: ns, worker: { enabled: false } });
+    }
+    return { app, second: handles.slice(GROUPS).map((h) => h.id) };
+  }
+
+  /** The first call of setLimits({ workflow, group: '*', rateLimit: null }), and no more. */
+  async function removeFirstCallOnly(keys: RedisKeys): Promise<number> {
+    const [, , left] = await scriptsOn(redis).run<[string, string, number]>('set-control', [keys.limits, keys.seq], [keys.base, 'rate', 'rl.many', '*', '', '']);
+    return left;
+  }
+
+  it('the workflow\'s reserves finish the review: every held run completes, with no control left', async () => {
+    const ns = uniqueNamespace('rl-cut');
+    const keys = new RedisKeys('sluice', ns);
+    const { app, second } = await heldGroups(ns, true);
+    try {
+      expect(await removeFirstCallOnly(keys)).toBe(GROUPS - 500);
+      expect(await redis.hget(keys.limits, 'controls')).toBeNull(); // reserves no longer look at rate-held
+      // Before the fix, the 200 groups the first call did not reach stayed held: their runs waiting for ever.
+      expect(await Promise.all(second.map((id) => app.client.wait(id, { timeoutMs: 20_000 })))).toEqual(Array.from({ length: GROUPS }, (_, g) => g * 10 + 1));
+      expect(await redis.exists(`${keys.base}wf:rl.many:rate-review`, `${keys.base}wf:rl.many:rate-held`)).toBe(0);
+      expect(await redis.hget(keys.limits, 'wf:rl.many:rate-review')).toBeNull();
+      expectConsistent(await auditNamespace(redis, { namespace: ns }));
+    } finally {
+      await app.close();
+      await dropNamespace(redis, ns);
+    }
+  }, 60_000);
+
+  it('removing the limit again goes on with a review cut short', async () => {
+    const ns = uniqueNamespace('rl-again');
+    const keys = new RedisKeys('sluice', ns);
+    const { app, second } = await heldGroups(ns, false); // no worker: only the calls below review
+    try {
+      expect(await removeFirstCallOnly(keys)).toBe(GROUPS - 500);
+      expect(await redis.zcard(keys.workflow('rl.many', 'ready'))).toBe(500);
+      // The value is unchanged (none): before the fix, this call reviewed nothing.
+      expect(await app.client.setLimits({ workflow: 'rl.many', group: '*', rateLimit: null })).toBeNull();
+      expect(await redis.zcard(keys.workflow('rl.many', 'ready'))).toBe(GROUPS);
+      expect(await redis.exists(`${keys.base}wf:rl.many:rate-review`, `${keys.base}wf:rl.many:rate-held`)).toBe(0);
+      expect(await redis.hget(keys.limits, 'wf:rl.many:rate-review')).toBeNull();
+      // Once more: nothing left to review, nothing written.
+      const before = await redis.hgetall(keys.limits);
+      expect(await app.client.setLimits({ workflow: 'rl.many', group: '*', rateLimit: null })).toBeNull();
+      expect(await redis.hgetall(keys.limits)).toEqual(before);
+      const worker = await createApp([ManyUnlimited], { namespace: ns, worker: { concurrency: 64 } });
+      try {
+        expect(await Promise.all(second.map((id) => app.client.wait(id, { timeoutMs: 20_000 })))).toEqual(Array.from({ length: GROUPS }, (_, g) => g * 10 + 1));
+      } finally {
+        await worker.close();
+      }
+      expectConsistent(await auditNamespace(redis, { namespace: ns }));
+    } finally {
+      await app.close();
+      await dropNamespace(redis, ns);
+    }
+  }, 60_000);
+});

@@ -63,6 +63,10 @@ import { scanKeys } from './scan';
  *   known only from the children's records), skipped for a parent whose wait changed in between.
  * - `mailbox`: a `mailbox:<id>` list of a run that does not exist, is finished (finishRun drops
  *   it), or lacks `links`; an entry that is not '<signal name> <envelope>'.
+ * - `rate-review`: a workflow's `rate-review` zset (groups a review after a rate limit was raised
+ *   or removed has yet to look at) without its flag `wf:<name>:rate-review` in the limits hash, or
+ *   a `rate-held` zset with no control left in the namespace (`controls` absent): nothing would
+ *   bring those groups back (lua/includes/common.lua startRateReview).
  * - `schedule-index`: the derived schedule keys disagree with the schedule hashes (the truth): a
  *   hash missing from `schedules` or its workflow's listing; an unpaused one not in its workflow's
  *   `next-fires` at its `next`, a paused one in it; an index or listing entry without a hash of
@@ -92,6 +96,7 @@ export type AuditRule =
   | 'wait-index'
   | 'wait-child'
   | 'mailbox'
+  | 'rate-review'
   | 'key-type';
 
 /** The kinds of durable wait (lua/includes/waits.lua) and the index of each: `wf:<name>:<index>`. */
@@ -409,7 +414,7 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
       if (checkCaps && groupLimit !== null && groupMembers.length > groupLimit) violate('cap-exceeded', `group ${wf}/${group}: ${groupMembers.length} active > cap ${groupLimit}`);
       const due = list(`wf:${wf}:g:${group}:queue`).length + list(`wf:${wf}:g:${group}:waiting`).length;
       // A paused group, or one its rate limit holds (in rate-held until its window frees), has no room.
-      const held = limits[`wf:${wf}:g:${group}:paused`] !== undefined || list(`wf:${wf}:rate-held`).includes(group);
+      const held = limits[`wf:${wf}:g:${group}:paused`] !== undefined || list(`wf:${wf}:rate-held`).includes(group) || list(`wf:${wf}:rate-review`).includes(group);
       const room = !held && (groupLimit === null || groupMembers.length < groupLimit);
       const inReady = ready.includes(group);
       if (inReady && due === 0) violate('group-index', `group ${wf}/${group} is in wf:${wf}:ready with no due run`);
@@ -420,6 +425,12 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
     for (const group of ready) if (!groupsOf.get(wf)!.has(group)) violate('group-index', `wf:${wf}:ready holds ${group}, a group with no lane, active set or run`);
     if ([...groupSet].sort().join('|') !== busy.join('|')) violate('group-index', `wf:${wf}:groups is [${[...groupSet].sort().join(', ')}], the groups with due or active runs are [${busy.join(', ')}]`);
 
+    if (list(`wf:${wf}:rate-review`).length > 0 && limits[`wf:${wf}:rate-review`] === undefined) {
+      violate('rate-review', `wf:${wf}:rate-review holds ${list(`wf:${wf}:rate-review`).length} group(s) but the limits hash has no wf:${wf}:rate-review flag`);
+    }
+    if (list(`wf:${wf}:rate-held`).length > 0 && limits.controls === undefined) {
+      violate('rate-review', `wf:${wf}:rate-held holds ${list(`wf:${wf}:rate-held`).length} group(s) but no control is set (no reserve looks at it)`);
+    }
     const handoffCount = list(`wf:${wf}:wake`).filter((entry) => entry !== '1').length;
     const stats = hash(`wf:${wf}:stats`);
     const ungroupedDue = list(`wf:${wf}:queue`).length + list(`wf:${wf}:waiting`).length;
@@ -763,6 +774,7 @@ function layoutType(rest: string): 'list' | 'zset' | 'scored' | 'set' | 'hash' |
   if (rest === 'schedules') return 'zset';
   if (rest === 'leases') return 'zset';
   if (rest === 'orphans') return 'list';
+  if (rest === 'ns-waiting') return 'zset';
   if (rest === 'limits') return 'hash';
   if (rest === 'workflows') return 'set';
   const parsed = parseWorkflowKey(rest);
@@ -776,6 +788,8 @@ function layoutType(rest: string): 'list' | 'zset' | 'scored' | 'set' | 'hash' |
     case 'waiting':
     case 'ready':
     case 'parked':
+    case 'rate-held':
+    case 'rate-review':
       return 'zset';
     case 'delayed':
     case 'sleeping':
