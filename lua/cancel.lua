@@ -15,8 +15,9 @@
   cascade list ('<parent id> <child id>' entries, breadth first) and the run in the cascades
   zset (score = when its cascade last moved); the caller calls again with the same arguments
   until the reply says none are left (lib/client/run.control.ts). A cascade whose caller went
-  away is finished by the next cancel of the same run, or by any cancel call with budget to
-  spare once the cascade has not moved for ARGV[7] ms. A child is cancelled only while it is
+  away is finished by a worker (a stalled scan names a cascade still for a whole scan interval:
+  lib/worker/cascade.resumer.ts calls again), by the next cancel of the same run, or by any
+  cancel call with budget to spare once the cascade has not moved for ARGV[7] ms. A child is cancelled only while it is
   still its parent's (not an id reused since) and its parent is still cancelled (not retried
   meanwhile) or gone.
 
@@ -34,7 +35,7 @@
   ARGV[5] retention in ms
   ARGV[6] runs this call visits at most (>= 1)
   ARGV[7] ms another run's cascade must have been still before this call carries it on
-  Reply: { 'cancelled' | 'finished' | 'missing', the state the run was in ('' if missing; a
+  Reply: { 'cancelled' | 'finished' | 'missing' (no record: the cascade left, if any, goes on), the state the run was in ('' if missing; a
          durable wait's state, e.g. 'sleeping', for a run in one), runs of its cascade this
          call cancelled, runs of its cascade still to visit (0: done) }
 ]]
@@ -150,15 +151,18 @@ end
 
 local id = ARGV[2]
 local f = redis.call('HMGET', KEYS[1], unpack(FIELDS))
-if not f[1] or not f[2] then return { 'missing', '', 0, 0 } end
-
-local outcome, shown = 'finished', f[1]
-if unfinished(f) then
-  local children
-  shown, children = cancelRun(KEYS[1], id, f, ARGV[3], ARGV[4])
-  outcome = 'cancelled'
-  budget = budget - 1
-  queueChildren(KEYS[5], id, children)
+-- 'missing': no such run, or its record expired with its cascade cut short (the children left
+-- still go: each carries its parent's error, and a gone parent counts as cancelled).
+local outcome, shown = 'missing', ''
+if f[1] and f[2] then
+  outcome, shown = 'finished', f[1]
+  if unfinished(f) then
+    local children
+    shown, children = cancelRun(KEYS[1], id, f, ARGV[3], ARGV[4])
+    outcome = 'cancelled'
+    budget = budget - 1
+    queueChildren(KEYS[5], id, children)
+  end
 end
 -- A cancel sent again (after a lost reply, or to finish a cascade cut short) carries it on.
 local cascaded = drain(KEYS[5])

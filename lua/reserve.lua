@@ -26,10 +26,13 @@
           first); 2 to have each claim carry the telemetry extras (see withExtras in claim.lua)
   ARGV[10..] workflow names this worker runs (rotated by the caller, so no workflow always goes first)
   Reply: { head, claims… } with claims as in claim.lua (with the extras if asked for); head = { ms until the worker's next
-         delayed run, schedule fire or freeing rate window, or -1, Redis time in ms, stalled, plan requests… } (see
+         delayed run, schedule fire or freeing rate window, or -1, Redis time in ms, stalled,
+         cascade, plan requests… } (see
          askPlan in schedules.lua), where stalled lists the runs this call's stalled scan
          recovered, flat: { id, workflow, stalls, 1 requeued | 0 failed for good, … } (the worker
-         reports them); a replay answers { 0, time } (reserve again at once)
+         reports them), and cascade the id of a run whose cancel cascade (the discovered zset
+         'cascades', see cancel.lua) has not moved for a whole scan interval, or '' (the worker
+         carries it on); a replay answers { 0, time } (reserve again at once)
 ]]
 -- @include common
 -- @include waits
@@ -53,7 +56,7 @@ if flags % 2 == 1 and replayClaims(base, KEYS[1], KEYS[5], now, tonumber(ARGV[3]
 -- 1. Promote due delayed runs, fire due schedules.
 local nextDue = -1
 local stalled = {}
-local head = { -1, now, stalled }
+local head = { -1, now, stalled, '' }
 local fireBudget = FIRE_BUDGET
 for _, wf in ipairs(workflows) do
   local fireIn
@@ -130,6 +133,8 @@ if scanInterval > 0 and redis.call('SET', KEYS[4], '1', 'NX', 'PX', scanInterval
   countFinished(base, KEYS[2], tally, now, tonumber(ARGV[7]))
   wakeCapped(base, KEYS[2], freed)
   for _, wf in ipairs(workflows) do sweepSchedules(base, wf, now) end
+  -- A cancel cascade whose caller went away (a crash between its batched calls).
+  head[4] = redis.call('ZRANGEBYSCORE', base .. 'cascades', '-inf', now - scanInterval, 'LIMIT', 0, 1)[1] or ''
 end
 
 -- 3. Claim.

@@ -2,6 +2,7 @@ import { InvalidOptionError, RunNotFoundError } from '../errors';
 import type { ResolvedQueueOptions } from '../queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
+import { cancelledErrorJson, CANCEL_BATCH, sendCancel } from '../redis/commands/cancel.command';
 import { checkId, checkName } from '../util/names';
 import { EVERY_GROUP, type DeclarationOutcome } from './limits';
 import { RateLimit, toRateLimit } from './rate-limit';
@@ -37,18 +38,6 @@ export interface PauseTarget {
 const MAX_REASON_LENGTH = 1_000;
 
 /**
- * Runs one cancel call visits at most (the run and the children it cascades to): a call is short
- * whatever the tree, and `cancel` calls again until its cascade is done (see lua/cancel.lua).
- */
-export const CANCEL_BATCH = 250;
-/**
- * How long another run's cascade must have stood still before a cancel call with budget to spare
- * carries it on: its caller went away (a crash between two calls). A live caller calls again
- * within a round trip, so its own count of `children` stays exact.
- */
-export const CASCADE_IDLE_MS = 10_000;
-
-/**
  * Cancelling runs, pausing workflows and groups, and rate limits: each one script call that
  * changes fleet-wide state in Redis (lua/cancel.lua, lua/set-control.lua) — a cancel that cascades
  * to many children one call per {@link CANCEL_BATCH} runs. Input is checked first; nothing is
@@ -68,22 +57,19 @@ export class RunControl {
     if (typeof reason !== 'string' || reason.length > MAX_REASON_LENGTH) {
       throw new InvalidOptionError('opts.reason', `must be a string of at most ${MAX_REASON_LENGTH} characters`);
     }
-    const error = JSON.stringify({ name: 'RunCancelledError', message: reason ? `cancelled: ${reason}` : 'cancelled', ...(reason && { reason }) });
-    const keys = [this.keys.run(runId), this.keys.leases, this.keys.limits, this.keys.seq, this.keys.cascade(runId), this.keys.cascades];
+    const record = { error: cancelledErrorJson(reason), reason, retentionMs: this.options.defaults.resultTtlMs };
     let repeated = false;
-    const args = [this.keys.base, runId, error, reason, this.options.defaults.resultTtlMs, CANCEL_BATCH, CASCADE_IDLE_MS];
-    const call = (retry?: (repeat: boolean) => void) =>
-      this.scripts().run<[string, string, number, number]>('cancel', keys, (repeat) => (retry?.(repeat), args), { idempotent: true });
-    const [outcome, state, first, left] = await call((repeat) => (repeated = repeat));
-    if (outcome === 'missing') throw new RunNotFoundError(runId);
+    const first = await sendCancel(this.scripts(), this.keys, runId, record, (repeat) => (repeated = repeat));
+    if (first.outcome === 'missing') throw new RunNotFoundError(runId);
+    const { state } = first;
     // Sent again after a lost reply, the call finds the run as its first try left it: cancelled.
-    const cancelled = outcome === 'cancelled' || (repeated && state === 'cancelled');
+    const cancelled = first.outcome === 'cancelled' || (repeated && state === 'cancelled');
     // The rest of the cascade, a batch a call; each call visits at least one run, so this ends.
-    let children = first;
-    for (let remaining = left; remaining > 0; ) {
-      const [, , more, rest] = await call();
-      children += more;
-      remaining = rest;
+    let children = first.cascaded;
+    for (let remaining = first.left; remaining > 0; ) {
+      const more = await sendCancel(this.scripts(), this.keys, runId, record);
+      children += more.cascaded;
+      remaining = more.left;
     }
     return { cancelled, state: state as RunState, children };
   }

@@ -57,10 +57,12 @@ export interface WorkerParts {
   answerPlanRequests: (redisNowMs: number, requests: unknown[]) => void;
   /** Where the runs this process's stalled scans recovered are reported ('stalled'). */
   events: RunEvents;
+  /** Carries on, in the background, a cancel cascade a stalled scan found cut short (see CascadeResumer). */
+  resumeCascade: (runId: string) => void;
 }
 
 /** Reserve's reply head: see lua/reserve.lua. */
-type ReserveHead = [nextDueMs: number, redisNowMs: number, stalled: unknown[] | undefined, ...planRequests: unknown[]];
+type ReserveHead = [nextDueMs: number, redisNowMs: number, stalled: unknown[] | undefined, cascade: string | undefined, ...planRequests: unknown[]];
 
 /**
  * The reserve loop of one process. Each wake is one reserve call claiming up to the free slots.
@@ -109,6 +111,7 @@ export class WorkerLoop {
   private readonly refreshLease: (run: ActiveRun) => void;
   private readonly answerPlanRequests: (redisNowMs: number, requests: unknown[]) => void;
   private readonly events: RunEvents;
+  private readonly resumeCascade: (runId: string) => void;
   /** Added to reserve's retry flag: {@link CLAIM_EXTRAS} with telemetry on, else 0 (claims as they always were). */
   private readonly claimFlags: number;
   /** When the next delayed run or schedule fire is due (local clock), from the latest reserve: a saturated worker reserves by then. */
@@ -117,7 +120,7 @@ export class WorkerLoop {
   constructor(parts: WorkerParts) {
     ({ connections: this.connections, scripts: this.scripts, keys: this.keys, options: this.options } = parts);
     ({ workflows: this.workflows, active: this.active, refreshLease: this.refreshLease, answerPlanRequests: this.answerPlanRequests } = parts);
-    this.events = parts.events;
+    ({ events: this.events, resumeCascade: this.resumeCascade } = parts);
     this.claimFlags = telemetryApi(parts.options) ? CLAIM_EXTRAS : 0;
     const refill = { take: (runs: number) => this.takeRefill(runs), settle: (claims: Claim[], promised: number, parked?: CommitPark) => this.settleRefill(claims, promised, parked) };
     this.executor = parts.makeExecutor(new RunCommits(parts.scripts, parts.keys, parts.options, refill));
@@ -227,10 +230,11 @@ export class WorkerLoop {
     this.reserveFailed = false;
     this.reserveCallId = newCallId();
     const parsed = parseClaimReply<ReserveHead>(reply);
-    const [nextDueMs, redisNowMs, stalled, ...planRequests] = parsed.head;
+    const [nextDueMs, redisNowMs, stalled, cascade, ...planRequests] = parsed.head;
     this.nextDueAt = nextDueMs < 0 ? Infinity : Date.now() + nextDueMs;
     if (planRequests.length > 0) this.answerPlanRequests(redisNowMs, planRequests);
     if (stalled?.length) reportStalled(parseStalled(stalled), this.events, this.logger);
+    if (cascade) this.resumeCascade(String(cascade));
     if (this.stopping) {
       this.handBack(parsed.claims);
       return { head: nextDueMs, claims: [] };

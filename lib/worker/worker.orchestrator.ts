@@ -1,5 +1,6 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
+import { CascadeResumer } from './cascade.resumer';
 import { activateGroups, type DeclarationOutcome, EVERY_GROUP, limitField } from '../client/limits';
 import { RedisConnectionError, WorkerShutdownError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
@@ -138,6 +139,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     if (this.workerState !== 'waiting-for-redis') return;
     const scripts = this.scripts.get();
     const planner = new SchedulePlanner(scripts, this.keys);
+    const cascades = new CascadeResumer(scripts, this.keys, this.options.defaults.resultTtlMs);
     this.heartbeat = new LeaseHeartbeat(scripts, this.keys, this.active, this.options.worker.lockMs);
     this.cancels = new CancelListener(this.connections.subscriber, this.connections.channels, this.keys.cancel, this.active);
     this.cancels.start();
@@ -153,6 +155,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       refreshLease: (run) => void this.heartbeat?.extend([run]),
       answerPlanRequests: (now, requests) => planner.answer(now, requests),
       events: this.events,
+      resumeCascade: (runId) => cascades.resume(runId),
     });
     this.heartbeat.start();
     this.loop.start();

@@ -1,6 +1,6 @@
 import type Redis from 'ioredis';
 import { RunContext, Workflow } from '../../lib';
-import { CANCEL_BATCH } from '../../lib/client/run.control';
+import { CANCEL_BATCH } from '../../lib/redis/commands/cancel.command';
 import { LuaScripts } from '../../lib/redis/lua.scripts';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { auditNamespace, expectConsistent } from '../support/audit';
@@ -171,6 +171,39 @@ describe('cancel: a cascade over thousands of children, in batches', () => {
     expect(await states(root, 2, 200)).toEqual({ delayed: 3, waiting: 400 });
     expect(await producer.client.cancel(root)).toEqual({ cancelled: true, state: 'waiting-child', children: 402 });
     expect(await states(root, 2, 200)).toEqual({ cancelled: 403 });
+  });
+
+  describe('cut short, and nobody cancels again', () => {
+    beforeAll(async () => {
+      // The worker again, its stalled scan every 300 ms: a scan names a cascade still for that
+      // long. (The gate the old worker's scan set would hold off the new one's for its interval.)
+      await worker.close();
+      await redis.del(keys.stallGate);
+      worker = await createApp([Leaf, Mid, Root], { namespace: ns, worker: { concurrency: 16, stalledIntervalMs: 300 } });
+    });
+
+    it("a worker's stalled scan carries the cascade on to the end", async () => {
+      const root = await tree(1, 400);
+      const [, , cascaded, left] = await cancelOnce(root);
+      expect(left).toBeGreaterThan(0);
+      expect((await states(root, 1, 400)).cancelled).toBe(1 + cascaded);
+      await pollUntil(() => redis.zcard(keys.cascades), (n) => n === 0, 'the cascade carried on by a worker');
+      expect(await states(root, 1, 400)).toEqual({ cancelled: 402 });
+      const leaf = await producer.client.get(leafOf(midOf(root, 1), 400));
+      expect(leaf?.error).toMatchObject({ name: 'RunCancelledError', reason: 'cut short' });
+    });
+
+    it('…even once the cancelled run\'s own record has expired', async () => {
+      const root = await tree(1, 400);
+      const [, , , left] = await cancelOnce(root);
+      expect(left).toBeGreaterThan(0);
+      await redis.del(keys.run(root)); // as its retention would
+      await pollUntil(() => redis.zcard(keys.cascades), (n) => n === 0, 'the cascade carried on by a worker');
+      const tally = await states(root, 1, 400);
+      expect(tally).toEqual({ null: 1, cancelled: 401 });
+      expect(await redis.exists(keys.cascade(root))).toBe(0);
+      await expect(producer.client.cancel(root)).rejects.toThrow(/does not exist/);
+    });
   });
 
   it('the namespace is consistent at rest', async () => {
