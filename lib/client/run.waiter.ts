@@ -100,10 +100,12 @@ export class RunWaiter implements BeforeApplicationShutdown {
       this.pending.add(abandon);
       const expire = () => finish(() => reject(new WaitTimeoutError(runId, timeoutMs!)));
       // A background re-read settles the wait only with an outcome; a failed read is retried later.
+      // Before the first read, "no such run" means nothing: run() enqueues once it is subscribed,
+      // so a re-read on a subscriber reconnect may come before the enqueue lands.
       const reread = () =>
         this.readOutcome(runId, feed).then(
           (outcome) => outcome.settled && finish(() => resolve(outcome.result)),
-          (error) => !(error instanceof RedisConnectionError) && finish(() => reject(error)),
+          (error) => !(error instanceof RedisConnectionError) && (firstReadDone || !(error instanceof RunNotFoundError)) && finish(() => reject(error)),
         );
       const onMessage = (message: string) => {
         const record = parseDone(message);

@@ -4,6 +4,8 @@ import {
   InvalidInputError, QueueConfigError, QueueModule, QueueModuleOptions, RunContext, SluiceError, WaitTimeoutError, Workflow,
 } from '../../lib';
 import { RunWaiter } from '../../lib/client/run.waiter';
+import { LuaScripts } from '../../lib/redis/lua.scripts';
+import { RedisAdmin, sluiceConnectionName } from '../support/redis-process';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, dropNamespace, rawRedis, redisUrl, TestApp, uniqueNamespace } from '../support/app';
 import { connectionNamesWhen, sluiceConnectionNames } from '../support/client-list';
@@ -158,6 +160,42 @@ describe('regressions: QueueClient and module', () => {
     expect((error as SluiceError).runId).toBe(runIds.get(key));
     gates.open(key);
     expect(await pollUntil(() => app.client.get(runIds.get(key)!), (info) => info?.state === 'completed', 'the run completing')).toMatchObject({ result: `opened:${key}` });
+  });
+
+  it('run() of a workflow it does not declare survives a subscriber reconnect before its enqueue lands (the re-read finds no run yet)', async () => {
+    const { namespace, keys } = await open('rc-resub');
+    const producer = await createApp([], { namespace, worker: { enabled: false } });
+    apps.push(producer);
+    expect(await producer.client.run('rc.echo', { value: 1 })).toEqual({ doubled: 2 }); // both connections open
+    // The enqueue is held until the subscriber has reconnected and the waiter has re-read its run.
+    const enqueueGate = gates.get(unique('enqueue'));
+    const send = LuaScripts.prototype.run;
+    const spy = jest.spyOn(LuaScripts.prototype, 'run').mockImplementation(async function (this: LuaScripts, ...args: Parameters<LuaScripts['run']>) {
+      if (args[0] === 'enqueue') await enqueueGate.promise;
+      return send.apply(this, args);
+    });
+    try {
+      const id = unique('resub');
+      let settled: unknown;
+      const result = producer.client.run('rc.echo', { value: 21 }, { id }).then(
+        (value) => (settled = { value }),
+        (error: unknown) => (settled = { error }),
+      );
+      const channel = keys.done(id);
+      await pollUntil(async () => Number((await redis.pubsub('NUMSUB', channel))[1]), (n) => n === 1, 'subscribed');
+      const killed = await new RedisAdmin(redis).killClients({ namePrefix: sluiceConnectionName(namespace, 'subscriber') });
+      expect(killed.length).toBeGreaterThan(0);
+      await pollUntil(async () => Number((await redis.pubsub('NUMSUB', channel))[1]), (n) => n === 1, 'subscribed again after the reconnect');
+      // The re-read the reconnect triggers goes on the command connection: a call sent after it answers after it.
+      await producer.client.get(id);
+      expect(settled).toBeUndefined(); // before the fix: RunNotFoundError
+      enqueueGate.resolve();
+      await result;
+      expect(settled).toEqual({ value: { doubled: 42 } });
+    } finally {
+      spy.mockRestore();
+      enqueueGate.resolve();
+    }
   });
 
   it("a run completed on a retry does not report the earlier attempt's error", async () => {
