@@ -6,6 +6,8 @@
   repeats with the cursor replied until it is '0', so no call visits every group of a workflow
   that has many. Visiting a group twice is harmless: a call may be repeated.
 
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups
+
   KEYS[1] limits  hash
   KEYS[2] seq     string
   KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
@@ -14,7 +16,15 @@
   ARGV[3] SSCAN cursor of the workflow's `groups` set: '0' to start, then the one replied
   Reply: the cursor to go on from, '0' when every group was visited
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
 
 local cursor, joined = activateGroupBatch(ARGV[1], KEYS[1], KEYS[2], ARGV[2], ARGV[3])
 if joined then wake(wfKey(ARGV[1], ARGV[2], 'wake')) end

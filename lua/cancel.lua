@@ -21,6 +21,8 @@
   still its parent's (not an id reused since) and its parent is still cancelled (not retried
   meanwhile) or gone.
 
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, waits, slots, finish
+
   KEYS[1] run:<id>  hash
   KEYS[2] leases    zset
   KEYS[3] limits    hash
@@ -39,8 +41,19 @@
          durable wait's state, e.g. 'sleeping', for a run in one), runs of its cascade this
          call cancelled, runs of its cascade still to visit (0: done) }
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
+-- @include records
 -- @include waits
+-- @include slots
+-- @include finish
 
 local base = ARGV[1]
 local now = nowMs()

@@ -6,7 +6,9 @@
   reserve does, so a busy worker needs about one call per batch of finished runs. Step results
   finished in the same event-loop turn ride along (as in save-steps), saving a call. The batch's
   runs enter their workflow's finish index in one write, with the bounded retention trims (see
-  countFinished in common.lua).
+  countFinished in finish.lua).
+
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, waits, slots, finish, claim, claim-pass, steps
 
   KEYS[1] leases  zset
   KEYS[2] limits  hash
@@ -32,14 +34,26 @@
   ARGV[9+W] S, the number of step results that follow
   ARGV[10+W .. 9+W+4S] per step, four values: run id, lease token, step key, encoded result
   ARGV[10+W+4S ..] per run, four values: run id, lease token, encoded result ('' = undefined),
-          the attempt's journal '<slot> <json>' or '' (see hsetRun in common.lua)
+          the attempt's journal '<slot> <json>' or '' (see hsetRun in records.lua)
   Reply: { { { per run: 1 completed | 0 lease lost }, { per step: 1 saved | 0 lease lost },
            1 if the caller was announced parked | 0 }, claims… } with claims as in claim.lua
            (with the extras if asked for); a lost lease writes nothing
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
+-- @include records
 -- @include waits
+-- @include slots
+-- @include finish
 -- @include claim
+-- @include claim-pass
 -- @include steps
 
 local base = ARGV[1]

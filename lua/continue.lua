@@ -10,6 +10,8 @@
   counted: a waiter keeps waiting for the last incarnation's outcome. Its mailbox, parent link,
   group, priority, time limit and progress stay.
 
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, slots
+
   KEYS[1] run:<id>  hash
   KEYS[2] leases    zset
   KEYS[3] limits    hash
@@ -22,7 +24,16 @@
   Reply: 'continued' | 'lost' (nothing written). A retry of a call that landed (its reply was
          lost) answers 'continued' from the run's 'ended' field, and writes nothing.
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
+-- @include slots
 
 local base, id, token = ARGV[1], ARGV[2], ARGV[3]
 local runKey = KEYS[1]

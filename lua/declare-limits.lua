@@ -8,6 +8,8 @@
   every group the caller visits the workflow's groups itself, in batches (activate-groups from
   cursor '0').
 
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, origins
+
   KEYS[1] limits     hash
   KEYS[2] workflows  set
   KEYS[3] seq        string
@@ -23,7 +25,15 @@
          runtime value replaced by a changed declaration) or 'kept' (a runtime value left as it is:
          previous = new = that value); declared = the limit the code declares
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
 -- @include origins
 
 local base = ARGV[1]

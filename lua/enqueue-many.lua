@@ -7,6 +7,8 @@
   client the per-call reply; the caller bounds a chunk (ENQUEUE_CHUNK) so one call never holds
   Redis for long.
 
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, enqueue
+
   KEYS[1] leases  zset
   KEYS[2] limits  hash
   KEYS[3] seq     string
@@ -27,7 +29,16 @@
           two values: run id, encoded input
   Reply: { per run: 1 created | 0 existing run (or listed earlier in this call) }
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
+-- @include records
 -- @include enqueue
 
 local base, workflow, fastPath, lockMs, nonce, trace, compact = ARGV[1], ARGV[2], ARGV[3] == '1', ARGV[4], ARGV[5], ARGV[6], ARGV[7] == '1'

@@ -17,6 +17,8 @@
   it goes through a claim, whose row carries it (see withExtras in claim.lua). Nor is a run with
   its own time limit (ARGV[15]), for the same reason: its claim row carries the limit.
 
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, enqueue
+
   KEYS[1] run:<id>          hash
   KEYS[2] leases            zset
   KEYS[3] limits            hash
@@ -43,10 +45,19 @@
            as the run field 'timeoutMs' (only when set) and shipped with every claim of the run
            (see claimRun in claim.lua); absent or '' for none (the workflow's limit applies)
   ARGV[16] optional: 1 to store the compact run record (QueueModuleOptions.compactRunRecords; see
-           storeRun in common.lua); absent or '' for the full one
+           storeRun in records.lua); absent or '' for the full one
   Reply: { created: 1 new run | 0 existing run, state } (state 'active' = fast-pathed)
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
+-- @include records
 -- @include enqueue
 
 local created, state = enqueueRun(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9],

@@ -3,6 +3,8 @@
   extend-leases: the heartbeat of one worker, for all its runs in one call. Pushes each lease
   deadline out by the lease length, if the token still holds it.
 
+  Includes: time, leases
+
   KEYS[1] leases  zset
   KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
@@ -15,7 +17,8 @@
          this heartbeat may find the run cancelled before the cancel channel's message reaches
          the worker, and its signal must carry the same reason either way)
 ]]
--- @include common
+-- @include time
+-- @include leases
 
 local deadline = nowMs() + tonumber(ARGV[2])
 local lost = {}

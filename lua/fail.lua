@@ -3,8 +3,10 @@
   fail: record a failed attempt, if the caller still holds the lease. Retries while the error is
   retryable and attempts remain — after the backoff in the workflow's delayed set, or at once —
   otherwise fails the run for good, stores the error with its retention and publishes it, and
-  indexes it (see countFinished in common.lua: with `keep` at 0 the record goes at once, so a
+  indexes it (see countFinished in finish.lua: with `keep` at 0 the record goes at once, so a
   retry after a lost reply then answers 'lost').
+
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, waits, slots, finish
 
   KEYS[1] run:<id>  hash
   KEYS[2] leases    zset
@@ -18,14 +20,25 @@
   ARGV[5] 1 retryable | 0 not retryable
   ARGV[6] backoff before the next attempt, in ms
   ARGV[7] retention in ms
-  ARGV[8] the attempt's journal '<slot> <json>' or '' (see hsetRun in common.lua)
+  ARGV[8] the attempt's journal '<slot> <json>' or '' (see hsetRun in records.lua)
   Reply: 'retry' | 'failed' | 'lost' (nothing written). A retry of a call that landed (its reply
          was lost) answers what that call did, from the run's 'ended' field, and writes nothing;
          so does a call whose attempt ended otherwise under the same token ('suspended' by a
          wait, 'continued' by continue.lua).
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
+-- @include records
 -- @include waits
+-- @include slots
+-- @include finish
 
 local base, id = ARGV[1], ARGV[2]
 local workflow, group, waited, linked = leasedRun(KEYS[1], ARGV[3])

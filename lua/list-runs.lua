@@ -4,7 +4,7 @@
   that holds that state — never from a scan of the keyspace.
 
   - finished ('completed' | 'failed' | 'cancelled'): the finish index wf:<name>:<state> (see
-    countFinished in common.lua), in finish order; cursor = the score of the last entry examined,
+    countFinished in finish.lua), in finish order; cursor = the score of the last entry examined,
     so a page boundary stays put while runs keep finishing. Entries whose run expired, was
     removed, or whose id now names a run in another state are skipped and dropped from the index.
   - 'delayed': wf:<name>:delayed in due order; cursor = '<due> <id>' of the last entry examined
@@ -23,6 +23,8 @@
   (finished and delayed states; filtered here, from each run's hash) or many stale entries, a
   page may come back short, or empty, with a cursor to go on from.
 
+  Includes: util
+
   KEYS[1] the index: wf:<name>:<state> | wf:<name>:delayed | a wait index | a lane's `waiting` zset | an active set
   KEYS[2] the lane's `queue` list for 'waiting' (else KEYS[1] again, unused)
   KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
@@ -37,7 +39,7 @@
   Reply: { next cursor ('' = no more), { id, field values… }, … }, or { false } for 'completed'
          of a workflow whose completed runs are not indexed (and never were)
 ]]
--- @include common
+-- @include util
 
 local EXAMINE = 2000
 

@@ -10,6 +10,8 @@
   replies the due runs of about GROUP_BATCH_SIZE groups, the caller sums them (a group SSCAN
   returns twice counts once) and stores the total with 'write'. Every call is repeatable.
 
+  Includes: util, lanes
+
   KEYS[1] migrate-lock       string: the migration lock
   KEYS[2] wf:<name>:stats    hash
   KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
@@ -23,7 +25,8 @@
                 fit one batch) else 0, then either the total (stored) or group, due, group, due… }
          write: { 1 }
 ]]
--- @include common
+-- @include util
+-- @include lanes
 
 local GROUP_BATCH_SIZE = 500
 

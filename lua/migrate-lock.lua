@@ -6,6 +6,8 @@
   a migration makes checks the token (here and in the migrate-* scripts), so a process that lost
   the lock writes nothing. Each operation may be repeated after a lost reply.
 
+  Includes: none
+
   KEYS[1] migrate-lock  string (with TTL): the token of the process migrating
   KEYS[2] schema        string: the namespace's key layout number
   KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)

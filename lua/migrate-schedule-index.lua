@@ -7,6 +7,8 @@
   their data this finds nothing; run again on layout 3 data it changes nothing (idempotent). Under
   the migration lock (see migrate-lock.lua): with another token, nothing is written.
 
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, schedules
+
   KEYS[1] migrate-lock   string: the migration lock
   KEYS[2] schedules      zset: every schedule id
   KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
@@ -16,7 +18,16 @@
   Reply: { 0 } when the token does not hold the lock (nothing written); otherwise
          { 1, next cursor ('' = done) }
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
+-- @include records
 -- @include schedules
 
 local SCHEDULE_BATCH_SIZE = 500

@@ -4,6 +4,8 @@
   path knows a handoff will be taken at once. Entries expire by score (Redis time + ttl), so a
   worker that dies while parked is forgotten without cleanup.
 
+  Includes: time, util, wakes
+
   KEYS[1] leases  zset (unused; routes the call to the namespace's cluster slot)
   KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
@@ -12,7 +14,9 @@
   ARGV[4..] workflow names the worker blocks on
   Reply: 1
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include wakes
 
 local workflows = {}
 for i = 4, #ARGV do workflows[#workflows + 1] = ARGV[i] end

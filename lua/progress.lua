@@ -10,6 +10,8 @@
   stored or published again: that makes a retry after a lost reply harmless, and a repeated value
   says nothing new.
 
+  Includes: util, leases
+
   KEYS[1] run:<id>  hash (fields 'progress', 'progressSeq')
   KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
@@ -18,7 +20,8 @@
   ARGV[4] encoded progress value (JSON, never '')
   Reply: 1 stored (or already the stored value), 0 lease lost: nothing written
 ]]
--- @include common
+-- @include util
+-- @include leases
 
 local workflow, _, waited = leasedRun(KEYS[1], ARGV[3])
 if not workflow then return 0 end

@@ -8,6 +8,8 @@
     count 'handbacks' goes up — a run whose commits keep failing does not spin.
   Its step memo stays either way.
 
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, slots
+
   KEYS[1] run:<id>  hash
   KEYS[2] leases    zset
   KEYS[3] limits    hash
@@ -20,7 +22,16 @@
   ARGV[5] optional: longest hand-back delay in ms (with ARGV[4])
   Reply: 1 released (also for a retry of a call that landed) | 0 lease lost (nothing written)
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
+-- @include slots
 
 local base, id = ARGV[1], ARGV[2]
 local workflow, group = leasedRun(KEYS[1], ARGV[3])

@@ -5,13 +5,15 @@
   namespace's slot). Its id can be enqueued again. A run not finished is left alone: cancel it
   first.
 
+  Includes: util
+
   KEYS[1] run:<id>  hash
   KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] run id
   Reply: { 'removed', its state } | { 'missing', '' } | { 'state', the run's state }
 ]]
--- @include common
+-- @include util
 
 local f = redis.call('HMGET', KEYS[1], 'state', 'workflow')
 local state, workflow = f[1], f[2]

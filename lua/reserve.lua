@@ -4,8 +4,11 @@
   their due cron schedules (both bounded; see schedules.lua), brings back the groups whose rate
   window freed and a batch of a rate review under way, recovers stalled runs and sweeps
   the schedule index for stale entries (at most once per interval fleet-wide), then claims up to ARGV[2] due
-  runs fairly and under every cap (see claim.lua). Each claim carries the run's step memo, so
+  runs fairly and under every cap (see claim-pass.lua). Each claim carries the run's step memo, so
   step reads during the run cost no round trip.
+
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, rate-reviews, records,
+            waits, slots, finish, claim, claim-pass, schedules
 
   KEYS[1] leases      zset
   KEYS[2] limits      hash
@@ -34,9 +37,22 @@
          'cascades', see cancel.lua) has not moved for a whole scan interval, or '' (the worker
          carries it on); a replay answers { 0, time } (reserve again at once)
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
+-- @include rate-reviews
+-- @include records
 -- @include waits
+-- @include slots
+-- @include finish
 -- @include claim
+-- @include claim-pass
 -- @include schedules
 
 local base = ARGV[1]

@@ -19,6 +19,8 @@
   the index (keys discovered, all of the namespace's slot). An entry whose run is gone or in
   another state is dropped.
 
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups
+
   KEYS[1] limits  hash
   KEYS[2] seq     string
   KEYS[3] run:<id> hash (mode 'one') | the finish index wf:<name>:<state> (mode 'batch')
@@ -33,7 +35,15 @@
          'batch': { runs retried, the bound ('' if the index is empty), 1 if entries remain
          under the bound else 0 }
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
 
 local base, mode = ARGV[1], ARGV[2]
 local now = nowMs()

@@ -5,6 +5,8 @@
   counts as done only after its status here is 1. It includes only `steps`: it runs once per few
   steps on the hot path, so it carries no code it does not use.
 
+  Includes: steps
+
   KEYS[1] leases  zset (unused; routes the call to the namespace's cluster slot)
   KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'

@@ -7,6 +7,8 @@
     schedule at `rev` (compare-and-set: a schedule changed since is not resumed: read again).
   - 'remove': deletes the schedule. Runs it started are left alone.
 
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, schedules
+
   KEYS[1] schedules   zset: every schedule id
   KEYS[2] schedule:<id> hash
   KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
@@ -18,7 +20,16 @@
   Reply: 0 no such schedule; 1 done; 2 nothing to do (already paused / not paused);
          -1 (resume) the schedule changed since it was read
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
+-- @include records
 -- @include schedules
 
 local base, id, op = ARGV[1], ARGV[2], ARGV[3]

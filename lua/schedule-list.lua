@@ -2,6 +2,8 @@
 --[[
   schedule-list: one page of schedules in id order, with their hashes (a read).
 
+  Includes: none
+
   KEYS[1] schedules, or wf:<name>:schedules for one workflow's   zset (score 0)
   KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'

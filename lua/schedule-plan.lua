@@ -9,6 +9,8 @@
     fire (bounded by catchUp) followed by the next ones, all computed from Redis time; the index
     follows, and the workflow's workers are woken to fire what is due.
 
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, schedules
+
   KEYS[1] schedule:<id> hash
   KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
@@ -19,7 +21,16 @@
   ARGV[6] occurrences (ascending ms, comma-separated)
   Reply: 1 written, 0 stale request (nothing written)
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
+-- @include records
 -- @include schedules
 
 local base, id = ARGV[1], ARGV[2]

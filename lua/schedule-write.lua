@@ -19,6 +19,8 @@
   fingerprint it replaced (setting that one again hands it back), and a bootstrap still declaring
   it keeps the operator's definition ('kept'); one declaring something else replaces it.
 
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, schedules
+
   KEYS[1] schedules   zset (score 0): every schedule id of the namespace, for paging
   KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
@@ -33,7 +35,16 @@
          'unchanged' | 'removed', 'newer' (not declared here, left to the newer code declaring it),
          or 'kept' (changed at runtime over this same declaration: left as it is)
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
+-- @include records
 -- @include schedules
 
 local base, mode, now = ARGV[1], ARGV[2], nowMs()

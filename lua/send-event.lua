@@ -5,6 +5,8 @@
   (see lua/includes/waits.lua), never the other waiting runs. The caller calls again while runs
   are left (the reply says how many).
 
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, waits
+
   KEYS[1] limits  hash
   KEYS[2] seq     string
   KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
@@ -14,7 +16,15 @@
   ARGV[4] most runs to resume in this call
   Reply: { runs resumed, runs still in the index }
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
 -- @include waits
 
 local base, target = ARGV[1], ARGV[2]

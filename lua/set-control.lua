@@ -1,13 +1,15 @@
 #!lua
 --[[
   set-control: pause or resume a workflow or one of its groups, or set or remove a rate limit,
-  fleet-wide (fields of the limits hash, see writeControl in common.lua). Runs claimed from now on
+  fleet-wide (fields of the limits hash, see writeControl in limits.lua). Runs claimed from now on
   obey it; active runs carry on. A resume, or a rate limit raised or removed, lets the group it
   concerns rejoin its workflow's round-robin and wakes the workflow's workers; a rate limit raised
   or removed starts a review of every group of the workflow held in `rate-held` (see
-  startRateReview in common.lua: resumable, and finished by the workflow's reserves if the caller
+  startRateReview in rate-reviews.lua: resumable, and finished by the workflow's reserves if the caller
   stops part-way); an application's call removing a limit already gone does too while no group
   rate limit is left to hold one.
+
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, rate-reviews, origins
 
   KEYS[1] limits  hash
   KEYS[2] seq     string
@@ -28,7 +30,16 @@
          reserves do too), 'kept' if a bootstrap left an operator's value (nothing written;
          previous = the value in force), 'dropped' if it replaced one, else '' }
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
+-- @include rate-reviews
 -- @include origins
 
 local base, kind, workflow, group, value, windowMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]

@@ -8,6 +8,8 @@
   workflow, every group's default) is recorded as set at runtime, with the declaration it
   overrides, so worker bootstraps leave it alone until the code changes (includes/origins.lua).
 
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, origins
+
   KEYS[1] limits  hash
   KEYS[2] seq     string
   KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
@@ -21,7 +23,15 @@
   Reply: { the previous cap or '' if there was none, SSCAN cursor of the groups left to visit
            ('0' = none) }
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
 -- @include origins
 
 local group = ARGV[5]

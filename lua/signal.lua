@@ -5,6 +5,8 @@
   the run's mailbox, where the run's next wait for that name takes the oldest one (suspend.lua).
   The mailbox holds at most ARGV[5] signals and is dropped when the run finishes.
 
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, waits
+
   KEYS[1] run:<id>  hash
   KEYS[2] limits    hash
   KEYS[3] seq       string
@@ -16,7 +18,15 @@
   ARGV[5] mailbox bound
   Reply: { 'delivered' | 'queued' | 'full' | 'missing' | 'finished', the run's state ('' if missing) }
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
 -- @include waits
 
 local base, id, name = ARGV[1], ARGV[2], ARGV[3]

@@ -5,6 +5,8 @@
   groups, but for the rows of groups (at most GROUP_ROWS a workflow) and a one-time count after
   an upgrade (see groupDue).
 
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, waits
+
   KEYS[1] leases  zset
   KEYS[2] limits  hash
   KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
@@ -18,7 +20,15 @@
            window or '', cancelled, sleeping, waiting-signal, waiting-event, waiting-child } … }
            where delayed leaves out the runs in a durable wait (waits.lua), counted on their own
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
 -- @include waits
 
 -- Rows of groups a call returns per workflow: each costs a few reads, and a workflow may have

@@ -14,6 +14,8 @@
   outcome at once, an unfinished one with no parent or this parent is waited for, one with
   another parent — or the run itself, or one of its ancestors — is a conflict (nothing written).
 
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, waits, slots
+
   KEYS[1] run:<id>  hash
   KEYS[2] leases    zset
   KEYS[3] limits    hash
@@ -30,7 +32,7 @@
           holds): the position entries below count first — those that do not fit are refused
           whole (reply 'over', nothing written) — then the wait's outcomes (see fitOutcome in
           waits.lua); what is left is stored as the wait's room
-  ARGV[9] the attempt's journal '<slot> <json>' or '' (see hsetRun in common.lua), stored if
+  ARGV[9] the attempt's journal '<slot> <json>' or '' (see hsetRun in records.lua), stored if
           the run suspends
   ARGV[10] P, the number of position entries that follow: the attempt's calls up to this wait
           that the memo does not hold yet, as pairs: field '@<p>', value '<kind>:<name>#<n>' (see
@@ -47,8 +49,18 @@
          budget; nothing written: the worker fails the run with StepMemoLimitError). A retry of a call
          that landed (its reply was lost) answers what that call did.
 ]]
--- @include common
+-- @include time
+-- @include util
+-- @include lanes
+-- @include wakes
+-- @include limits
+-- @include leases
+-- @include rates
+-- @include caps
+-- @include groups
+-- @include records
 -- @include waits
+-- @include slots
 
 -- How far up the chain of parents the cycle check looks.
 local MAX_DEPTH = 100

@@ -4,6 +4,8 @@
   `waited` flag; see finishRun). Called after subscribing to the run's done channel, so a run
   that finishes later is announced and one that finished already is read here.
 
+  Includes: none
+
   KEYS[1] run:<id>  hash
   KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] 1 to ask for the outcome to be published, 0 just to read

@@ -1,8 +1,11 @@
 import { createHash } from 'node:crypto';
-import { allScripts, LUA_DIR, readInclude, type LuaScript, type ScriptName } from './lua.source';
+import { allScripts, includeNeeds, LUA_DIR, readInclude, type LuaScript, type ScriptName } from './lua.source';
 
-/** The includes in the order the library inlines them: each uses only those before it. */
-const INCLUDE_ORDER = ['common', 'origins', 'waits', 'claim', 'steps', 'enqueue', 'schedules'];
+/** The includes in the order the library inlines them: each needs (`-- @needs`) only those before it. */
+const INCLUDE_ORDER = [
+  'time', 'util', 'lanes', 'wakes', 'limits', 'leases', 'rates', 'caps', 'groups', 'rate-reviews', 'records', 'waits', 'slots', 'finish',
+  'origins', 'claim', 'claim-pass', 'steps', 'enqueue', 'schedules',
+];
 
 /** A top-level `local a[, b] = <value>` of an include (a `local function` does not match). */
 const TOP_LEVEL_LOCAL = /^local ([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*) = (.*)$/gm;
@@ -43,6 +46,10 @@ export function luaLibrary(dir = LUA_DIR): LuaLibrary {
 }
 
 export function buildLibrary(scripts: readonly LuaScript[], dir = LUA_DIR): LuaLibrary {
+  INCLUDE_ORDER.forEach((name, i) => {
+    const later = includeNeeds(name, dir).filter((need) => !INCLUDE_ORDER.slice(0, i).includes(need));
+    if (later.length > 0) throw new Error(`lua/includes/${name}.lua needs ${later.join(', ')}, which INCLUDE_ORDER must put before it`);
+  });
   const includes = INCLUDE_ORDER.map((name) => perCallState(name, readInclude(name, dir)));
   const resetters = includes.filter((include) => include.resets.length > 0);
   const parts = [
@@ -80,7 +87,7 @@ const REGISTER = `local function register(name, body, resets, flags)
 end`;
 
 function resetName(include: string): string {
-  return `resetCallState_${include}`;
+  return `resetCallState_${include.replace(/-/g, '_')}`;
 }
 
 /**

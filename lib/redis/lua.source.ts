@@ -14,7 +14,7 @@ export interface LuaScript {
   numberOfKeys: number;
   /** The whole script as EVAL runs it: its includes inlined. */
   source: string;
-  /** The includes it names (`-- @include <file>`), in order. */
+  /** The includes it names (`-- @include <file>`, listed again in its header), in order. */
   includes: string[];
   /** Its own code: `source` without the header and the includes. */
   body: string;
@@ -24,6 +24,10 @@ export interface LuaScript {
 
 const HEADER = /^#!lua[^\n]*\n--\[\[([\s\S]*?)\]\]/;
 const INCLUDE = /^-- @include (\S+)\s*$/gm;
+/** The header's list of includes: `Includes: a, b` (continued on indented lines) or `Includes: none`. */
+const HEADER_INCLUDES = /^[ \t]*Includes:([\s\S]*?)(?=\n[ \t]*(?:\n|KEYS\[))/m;
+/** An include's own includes (`-- @needs a, b`), which a script must include before it. */
+const NEEDS = /^-- @needs (.+)$/m;
 
 /**
  * Reads `lua/<name>.lua`, inlines `-- @include <file>` lines from `lua/includes/`, and takes the
@@ -43,6 +47,7 @@ export function loadScript(name: string, dir = LUA_DIR): LuaScript {
     throw new Error(`lua/${name}.lua: its header's last two KEYS must be the slot guard (see SLOT_GUARD_KEYS)`);
   }
   const includes = [...raw.matchAll(INCLUDE)].map((m) => m[1]);
+  checkIncludes(name, header, includes, dir);
   const body = raw.replace(HEADER, '').replace(INCLUDE, '');
   const flags = /^#!lua flags=(\S+)/.exec(raw)?.[1].split(',') ?? [];
   return { name: name as ScriptName, command: `sluice_${name.replace(/-/g, '_')}`, numberOfKeys, source, includes, body, flags };
@@ -51,6 +56,27 @@ export function loadScript(name: string, dir = LUA_DIR): LuaScript {
 /** The text of `lua/includes/<name>.lua`. */
 export function readInclude(name: string, dir = LUA_DIR): string {
   return readFileSync(join(dir, 'includes', `${name}.lua`), 'utf8');
+}
+
+/** The includes `lua/includes/<name>.lua` uses: its `-- @needs` line. */
+export function includeNeeds(name: string, dir = LUA_DIR): string[] {
+  return NEEDS.exec(readInclude(name, dir))?.[1].trim().split(/\s*,\s*/) ?? [];
+}
+
+/**
+ * A script's header names its includes, and it includes what they need before them: EVALSHA
+ * runs the script with only these inlined, so a helper from an include left out would be an
+ * undefined global there (the library, which holds every include, would not notice).
+ */
+function checkIncludes(name: string, header: string, includes: string[], dir: string): void {
+  const listed = HEADER_INCLUDES.exec(header)?.[1].split(/[\s,]+/).filter((include) => include && include !== 'none');
+  if (!listed || listed.join() !== includes.join()) {
+    throw new Error(`lua/${name}.lua: its header must list its includes, in order (Includes: ${includes.join(', ') || 'none'})`);
+  }
+  includes.forEach((include, i) => {
+    const missing = includeNeeds(include, dir).filter((need) => !includes.slice(0, i).includes(need));
+    if (missing.length > 0) throw new Error(`lua/${name}.lua: includes/${include}.lua needs ${missing.join(', ')}, to be included before it`);
+  });
 }
 
 const loaded = new Map<string, readonly LuaScript[]>();

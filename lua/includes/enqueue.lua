@@ -1,3 +1,6 @@
+-- enqueue: a new run (`-- @include enqueue`).
+-- @needs time, util, lanes, wakes, limits, leases, rates, caps, groups, records
+--
 -- Stores one new run (see lua/enqueue.lua for what each argument means) and makes it due, parks
 -- it in its workflow's delayed set, or claims it for a parked worker (the fast path). Idempotent
 -- on the run id. Returns created (1 new run, or the retry of this very enqueue call whose reply

@@ -1,3 +1,5 @@
+-- origins: who set a fleet-wide setting (`-- @include origins`). No needs.
+--
 -- Who set a fleet-wide setting that code declares (the namespace cap, a workflow's cap, every
 -- group's default cap, a workflow's and every group's default rate limit): the hash
 -- '<base>runtime-limits' holds, for each limits-hash field an operator set at runtime, the value

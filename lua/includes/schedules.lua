@@ -1,4 +1,7 @@
--- Cron schedules (`-- @include schedules`, after common). The hash `schedule:<id>` is the truth:
+-- schedules: cron schedules (`-- @include schedules`).
+-- @needs util, groups, records
+--
+-- The hash `schedule:<id>` is the truth:
 -- definition (workflow, cron, tz, input, group, priority, attempts, overlap, catchUp,
 -- catchUpLimit), state (paused, `next`: the next fire in ms, `plan`: the occurrences planned
 -- after it, `last`: the latest occurrence fired, `lastRun`, `fired`, `skipped`) and `rev`, bumped

@@ -1,5 +1,5 @@
--- Saving step results, shared by save-steps and complete. Self-contained (no `common`), so the
--- lean save-steps script carries nothing else.
+-- steps: saving step results, shared by save-steps and complete (`-- @include steps`). No needs,
+-- so the lean save-steps script carries nothing else.
 
 -- Saves the steps given in ARGV[from .. to], four values each: run id, lease token, step key,
 -- encoded result — each only if the token still holds the run's lease. Returns a status per

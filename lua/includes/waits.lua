@@ -1,5 +1,6 @@
--- Durable waits (ctx.sleep, waitForSignal, waitForEvent, invoke), shared by the scripts that
--- start, end and inspect them. Needs `common`; scripts that claim include it before `claim`.
+-- waits: durable waits (ctx.sleep, waitForSignal, waitForEvent, invoke), shared by the scripts
+-- that start, end and inspect them (`-- @include waits`).
+-- @needs time, util, groups
 --
 -- A waiting run holds no lease and no slot. Its record keeps the state 'delayed' — what older
 -- versions know a run that is not due yet by, and leave alone or promote on time — and says
@@ -102,6 +103,9 @@ local function childEnvelope(state, payload)
   if state == 'completed' then return payloadEnvelope(payload) end
   return '{"s":"' .. state .. '","e":' .. (payload ~= '' and payload or 'null') .. '}'
 end
+
+-- Delivers a child run's outcome to its parent; finishRun (finish.lua) calls it.
+local onChildFinished
 
 -- A child run finished (finishRun): its outcome goes to the parent's memo under the key the
 -- child was invoked at; the parent resumes once its last child of the wait has finished. A parent

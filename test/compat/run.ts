@@ -120,7 +120,7 @@ async function pack(work: string): Promise<string | undefined> {
     record('npm pack', false, packed.ms, 'no JSON from npm pack', packed.output);
     return undefined;
   }
-  const required = ['package.json', 'dist/index.js', 'dist/index.d.ts', 'dist/index.mjs', 'dist/index.d.mts', 'dist/testing/index.js', 'dist/testing/index.mjs', 'dist/dashboard/index.js', 'dist/dashboard/index.mjs', 'dist/dashboard/assets/dashboard.js', 'dist/dashboard/assets/dashboard.css', 'dist/cli/migrate.cli.js', 'lua/enqueue.lua', 'lua/includes/common.lua'];
+  const required = ['package.json', 'dist/index.js', 'dist/index.d.ts', 'dist/index.mjs', 'dist/index.d.mts', 'dist/testing/index.js', 'dist/testing/index.mjs', 'dist/dashboard/index.js', 'dist/dashboard/index.mjs', 'dist/dashboard/assets/dashboard.js', 'dist/dashboard/assets/dashboard.css', 'dist/cli/migrate.cli.js', 'lua/enqueue.lua', 'lua/includes/lanes.lua'];
   const missing = required.filter((file) => !files.includes(file));
   const ok = packed.code === 0 && missing.length === 0;
   record('npm pack', ok, packed.ms, ok ? `${files.length} files` : `exit code ${packed.code}, missing: ${missing.join(', ')}`, packed.output);

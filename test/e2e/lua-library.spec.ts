@@ -56,18 +56,25 @@ describe('the Lua function library', () => {
       expect(library.code).toMatch(/^local limitCache$/m);
       expect(library.code).toMatch(/^local KEYS_LEASES$/m);
       expect(library.code).toMatch(/^local turnNext, turnLast$/m);
-      const commonReset = /local function resetCallState_common\(\)\n([\s\S]*?)\nend/.exec(library.code)?.[1];
-      expect(commonReset).toContain('limitCache = {}');
-      expect(commonReset).toContain("KEYS_LEASES = ARGV[1] .. 'leases'");
-      expect(commonReset).toContain('turnNext, turnLast = 1, 0');
-      expect(commonReset).toContain('callNow = nil');
+      const reset = (include: string) => new RegExp(`local function resetCallState_${include}\\(\\)\\n([\\s\\S]*?)\\nend`).exec(library.code)?.[1];
+      expect(reset('limits')).toContain('limitCache = {}');
+      expect(reset('leases')).toContain("KEYS_LEASES = ARGV[1] .. 'leases'");
+      expect(reset('groups')).toContain('turnNext, turnLast = 1, 0');
+      expect(reset('time')).toContain('callNow = nil');
+      // An include's name with a hyphen makes a Lua name all the same.
+      expect(reset('claim_pass')).toBe('rings = {}');
+      // An include without per-call state has nothing to reset.
+      expect(library.code).not.toContain('resetCallState_util');
       expect(library.code).toMatch(/^local MAX_PRIORITY = 1048575$/m);
       expect(library.code).not.toMatch(/^MAX_PRIORITY = /m);
       // Set once at load by waits.lua, so not reset per call.
       expect(library.code).toMatch(/^local onChildFinished$/m);
       expect(library.code).not.toMatch(/^onChildFinished = nil$/m);
       // A script resets only the state of the includes it names.
-      expect(library.code).toContain(`register('${library.functionName('complete')}', bodies['complete'], { resetCallState_common, resetCallState_claim }, {  })`);
+      expect(library.code).toContain(`register('${library.functionName('park')}', bodies['park'], { resetCallState_time, resetCallState_wakes }, {  })`);
+      expect(library.code).toContain(
+        `register('${library.functionName('complete')}', bodies['complete'], { resetCallState_time, resetCallState_lanes, resetCallState_wakes, resetCallState_limits, resetCallState_leases, resetCallState_rates, resetCallState_groups, resetCallState_slots, resetCallState_claim, resetCallState_claim_pass }, {  })`,
+      );
       expect(library.code).toContain(`register('${library.functionName('watch')}', bodies['watch'], {  }, {  })`);
     });
 
@@ -80,8 +87,25 @@ describe('the Lua function library', () => {
     it('refuses per-call state whose initial value spans lines, and includes out of order', () => {
       const spanning = withLuaCopy((dir) => edit(join(dir, 'includes', 'claim.lua'), (text) => `${text}\nlocal pending = {\n  1 }\n`));
       expect(spanning).toThrow(/claim\.lua: per-call state `pending` must get its initial value on one line/);
-      const reordered = withLuaCopy((dir) => edit(join(dir, 'fail.lua'), (text) => text.replace('-- @include common\n-- @include waits', '-- @include waits\n-- @include common')));
-      expect(reordered).toThrow(/fail\.lua: includes waits, common/);
+      const reordered = withLuaCopy((dir) =>
+        edit(join(dir, 'stats.lua'), (text) => text.replace('-- @include limits\n-- @include leases', '-- @include leases\n-- @include limits').replace('limits, leases,', 'leases, limits,')),
+      );
+      expect(reordered).toThrow(/stats\.lua: includes time, util, lanes, wakes, leases, limits/);
+    });
+
+    it('refuses an include that needs one INCLUDE_ORDER puts after it', () => {
+      // No scripts: their own check (lua.source.ts) would refuse them first.
+      const dir = mkdtempSync(join(tmpdir(), 'sluice-lua-'));
+      cpSync(LUA_DIR, dir, { recursive: true });
+      edit(join(dir, 'includes', 'util.lua'), (text) => text.replace('\n--\n', '\n-- @needs time, lanes\n--\n'));
+      const later = () => {
+        try {
+          return buildLibrary([], dir);
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
+      };
+      expect(later).toThrow(/lua\/includes\/util\.lua needs lanes, which INCLUDE_ORDER must put before it/);
     });
   });
 
@@ -125,7 +149,7 @@ describe('the Lua function library', () => {
         expect(libraries.map((entry) => entry[1])).toEqual([luaLibrary().name]);
         expect(await calls('evalsha')).toBe(0);
 
-        // The clock is read once per call (common.lua's nowMs): state kept from one call to the
+        // The clock is read once per call (time.lua's nowMs): state kept from one call to the
         // next would give both runs the first one's creation time.
         const first = await app.client.enqueue(EchoWorkflow, { n: 2 }, { delay: 60_000 });
         const firstCreated = (await app.client.get(first.id))!.createdAt.getTime();

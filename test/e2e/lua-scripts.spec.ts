@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Redis from 'ioredis';
 import { loadScript, LUA_DIR, scriptNames, SLOT_GUARD_KEYS } from '../../lib/redis/lua.scripts';
 import { rawRedis } from '../support/app';
+import { includesUsed, luaIncludeIndex, withNeeds } from '../support/lua-references';
 import { serverNodes } from '../support/nodes';
 import { scriptsOn } from '../support/scripts';
 
@@ -13,6 +15,7 @@ const ALL = scriptNames();
 /** Script flags other than the default (test/e2e/script-flags.spec.ts checks what they do when Redis is out of memory). */
 const FLAGS: Record<string, string> = { 'list-runs': 'allow-oom', 'schedule-list': 'no-writes', stats: 'allow-oom', remove: 'allow-oom', cancel: 'allow-oom' };
 /** The write commands the scripts use. */
+const INCLUDES = luaIncludeIndex(LUA_DIR);
 const WRITE_COMMANDS = new Set(['SET', 'HSET', 'HDEL', 'DEL', 'LPUSH', 'RPUSH', 'LPOP', 'RPOP', 'LREM', 'LTRIM', 'ZADD', 'ZREM', 'ZPOPMIN', 'ZREMRANGEBYSCORE', 'ZREMRANGEBYRANK', 'ZINCRBY', 'SADD', 'SREM', 'INCR', 'INCRBY', 'HINCRBY', 'HSETNX', 'PEXPIRE', 'EXPIRE', 'PERSIST', 'PUBLISH', 'SPUBLISH', 'LMOVE', 'RPOPLPUSH']);
 
 describe('lua scripts', () => {
@@ -24,7 +27,7 @@ describe('lua scripts', () => {
 
   it('finds every script file in lua/ (and not the includes)', () => {
     expect(ALL).toEqual(expect.arrayContaining(CORE));
-    expect(ALL).not.toContain('common');
+    expect(ALL).not.toContain('lanes');
     expect([...ALL].sort()).toEqual(ALL);
   });
 
@@ -48,7 +51,15 @@ describe('lua scripts', () => {
       expect(header).toMatch(new RegExp(`^\\s*KEYS\\[${script.numberOfKeys - 1}\\], KEYS\\[${script.numberOfKeys}\\] the slot guard`, 'm'));
       expect(script.command).toBe(`sluice_${name.replace(/-/g, '_')}`);
       expect(script.source).not.toMatch(/^-- @include/m);
-      if (/^-- @include common/m.test(raw)) expect(script.source).toContain('local function nowMs()');
+      if (/^-- @include time$/m.test(raw)) expect(script.source).toContain('local function nowMs()');
+    });
+
+    it('includes every include it uses, with what they need, and no other; its header lists them', () => {
+      const { includes } = loadScript(name);
+      const own = raw.replace(/^#!lua[^\n]*\n--\[\[[\s\S]*?\]\]/, '');
+      expect(new Set(includes)).toEqual(withNeeds(INCLUDES, includesUsed(INCLUDES, own)));
+      const listed = /^\s*Includes:([\s\S]*?)\n\s*(?:\n|KEYS\[)/m.exec(raw)?.[1].split(/[\s,]+/).filter(Boolean);
+      expect(listed).toEqual(includes.length > 0 ? includes : ['none']);
     });
 
     it('never touches the slot guard, and builds every key it reaches inside the namespace', () => {
@@ -81,9 +92,37 @@ describe('lua scripts', () => {
     });
   });
 
+  describe.each([...INCLUDES.text.keys()])('includes/%s.lua', (name) => {
+    const text = INCLUDES.text.get(name)!;
+
+    it('holds one concern: at most 200 lines, opening with its name', () => {
+      expect(text.split('\n').length - 1).toBeLessThanOrEqual(200);
+      expect(text.split('\n', 1)[0]).toMatch(new RegExp(`^-- ${name}: \\S`));
+    });
+
+    it('declares with @needs exactly the includes it uses', () => {
+      expect([...INCLUDES.needs.get(name)!].sort()).toEqual([...includesUsed(INCLUDES, text, name)].sort());
+    });
+  });
+
   it('a header without Reply is rejected by the loader', () => {
-    // Guards the loader's own check: point it at the includes directory, whose file has no header.
-    expect(() => loadScript('common', join(LUA_DIR, 'includes'))).toThrow(/header/);
+    // Guards the loader's own check: point it at the includes directory, whose files have no header.
+    expect(() => loadScript('lanes', join(LUA_DIR, 'includes'))).toThrow(/header/);
+  });
+
+  it("refuses a script whose header's includes differ from its @include lines, or that leaves out what an include needs", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-lua-'));
+    try {
+      cpSync(LUA_DIR, dir, { recursive: true });
+      const park = join(dir, 'park.lua');
+      const original = readFileSync(park, 'utf8');
+      writeFileSync(park, original.replace('Includes: time, util, wakes', 'Includes: time, wakes'));
+      expect(() => loadScript('park', dir)).toThrow(/park\.lua: its header must list its includes, in order \(Includes: time, util, wakes\)/);
+      writeFileSync(park, original.replace('Includes: time, util, wakes', 'Includes: util, wakes').replace('-- @include time\n', ''));
+      expect(() => loadScript('park', dir)).toThrow(/park\.lua: includes\/wakes\.lua needs time, to be included before it/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('registers every script as an ioredis command (the EVALSHA path, where functions are refused) and runs one', async () => {

@@ -14,7 +14,7 @@ import { scriptsOn } from '../support/scripts';
 
 /**
  * The namespace cap and the calls that free its slots: a finishing call wakes the workers of the
- * workflows the cap held back (the `ns-waiting` set, lua/includes/common.lua wakeNamespaceWaiters)
+ * workflows the cap held back (the `ns-waiting` set, lua/includes/slots.lua wakeNamespaceWaiters)
  * in a few commands, however many workflows the namespace has; before, it visited every workflow.
  * Measured as commands (`INFO commandstats`, which counts the commands scripts run), never as
  * time, on a redis-server of the file's own so that no other test file's commands land in them.

@@ -165,7 +165,7 @@ describe('retention', () => {
       await pollUntil(() => redis.exists(...ids.map((id) => keys.run(id))), (n) => n === 0, 'the runs expiring');
       expect(await redis.zcard(index)).toBe(5); // nothing finished since: still there
       await redis.zadd(index, 1, 'ancient'); // one more, older still
-      // Expired entries are looked for once per 64 finishes of a state (TRIM_EVERY in common.lua):
+      // Expired entries are looked for once per 64 finishes of a state (TRIM_EVERY in finish.lua):
       // 64 more finishes certainly cross one.
       const fresh = Array.from({ length: 64 }, (_, i) => `ttl-new-${i}`);
       await Promise.all(fresh.map((id) => t.client.run(PlainWorkflow, undefined, { id })));

@@ -18,7 +18,7 @@ import { Gates, NO_WAITS } from '../support/workflows';
  */
 const GROUPS = 20_000;
 const UNGROUPED = 5;
-/** Groups one activate-groups call visits (GROUP_BATCH in lua/includes/common.lua; SSCAN may return a few more). */
+/** Groups one activate-groups call visits (GROUP_BATCH in lua/includes/groups.lua; SSCAN may return a few more). */
 const GROUP_BATCH = 500;
 
 @Workflow('scale.w', { groupConcurrency: 1 })

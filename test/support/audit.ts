@@ -66,7 +66,7 @@ import { scanKeys } from './scan';
  * - `rate-review`: a workflow's `rate-review` zset (groups a review after a rate limit was raised
  *   or removed has yet to look at) without its flag `wf:<name>:rate-review` in the limits hash, or
  *   a `rate-held` zset with no control left in the namespace (`controls` absent): nothing would
- *   bring those groups back (lua/includes/common.lua startRateReview).
+ *   bring those groups back (lua/includes/rate-reviews.lua startRateReview).
  * - `schedule-index`: the derived schedule keys disagree with the schedule hashes (the truth): a
  *   hash missing from `schedules` or its workflow's listing; an unpaused one not in its workflow's
  *   `next-fires` at its `next`, a paused one in it; an index or listing entry without a hash of

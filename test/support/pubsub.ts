@@ -3,7 +3,7 @@ import { isCluster, nodeFor } from './nodes';
 
 /**
  * A test's side of Sluice's channels (`done:<id>`, `progress:<id>`, `cancel`), the way Sluice uses
- * them (lib/redis/pubsub.channels.ts, `publish` in lua/includes/common.lua): classic pub/sub on a
+ * them (lib/redis/pubsub.channels.ts, `publish` in lua/includes/util.lua): classic pub/sub on a
  * single server; sharded pub/sub on a Redis Cluster, where a channel lives on the shard serving
  * its slot and a classic PUBLISH would reach no sharded subscriber.
  */

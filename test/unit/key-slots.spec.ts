@@ -43,7 +43,7 @@ function keysOf(n: ReturnType<typeof names>[number]): string[] {
     ...WORKFLOW_SUFFIXES.map((suffix) => k.workflow(n.workflow, suffix)),
     ...LANE_SUFFIXES.map((suffix) => k.lane(n.workflow, n.group, suffix)),
     ...LANE_SUFFIXES.map((suffix) => k.lane(n.workflow, undefined, suffix)),
-    // Keys only the scripts build (lua/includes/common.lua), from the same base.
+    // Keys only the scripts build (lua/includes/*.lua), from the same base.
     `${k.base}wf:${n.workflow}:rate-log`, `${k.base}wf:${n.workflow}:g:${n.group}:rate-log`, `${k.base}wf:${n.workflow}:rate-held`, `${k.base}wf:${n.workflow}:rate-review`, `${k.base}ns-waiting`,
   ];
 }

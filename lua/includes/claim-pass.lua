@@ -1,0 +1,169 @@
+-- claim-pass: one call's claims, fairly over workflows and groups (`-- @include claim-pass`).
+-- @needs util, lanes, wakes, limits, leases, rates, caps, groups, slots, claim
+--
+-- The group round-robin of one call. The `ready` zset orders a workflow's runnable groups by
+-- turn; a call reads its head once (up to 64 groups) and cycles through that ring locally,
+-- one run per group per turn, then writes the outcome back once (settleGroups): groups that
+-- ran dry or hit their cap leave `ready` (activateGroup brings them back), groups served go
+-- to the back in the order they were last served. Groups past the first 64 keep their turn
+-- for the next call.
+
+local rings = {}
+
+local function ringOf(base, workflow)
+  local ring = rings[workflow]
+  if not ring then
+    ring = { groups = redis.call('ZRANGE', wfKey(base, workflow, 'ready'), 0, 63), pos = 0, out = {}, served = {}, order = 0, pending = {}, taken = 0, held = {} }
+    -- Groups whose slots this call freed take their turn after the ones already waiting.
+    local known = {}
+    for _, group in ipairs(ring.groups) do known[group] = true end
+    local readyKey = wfKey(base, workflow, 'ready')
+    for group in pairs(deferredGroups and deferredGroups[workflow] or {}) do
+      -- One already further back in `ready` keeps its place: its turn comes in a later call.
+      if not known[group] and not redis.call('ZSCORE', readyKey, group) then
+        ring.groups[#ring.groups + 1] = group
+        ring.pending[group] = true
+      end
+    end
+    rings[workflow] = ring
+  end
+  return ring
+end
+
+-- Pops the next run of the workflow's groups, in round-robin. Returns id, group — or nil when
+-- no group of the ring can give a run.
+local function popFromGroups(base, limitsKey, workflow)
+  local ring = ringOf(base, workflow)
+  local size = #ring.groups
+  for _ = 1, size do
+    ring.pos = ring.pos % size + 1
+    local group = ring.groups[ring.pos]
+    if not ring.out[group] then
+      local lane = laneOf(base, workflow, group)
+      local room, freeAt = groupRoom(base, limitsKey, workflow, group)
+      local id = room and popDue(lane)
+      if freeAt then ring.held[group] = freeAt end
+      if id then
+        ring.taken = ring.taken + 1 -- off the workflow's count of due grouped runs, once per call (settleGroups)
+        ring.order = ring.order + 1
+        ring.served[group] = ring.order
+        return id, group
+      end
+      ring.out[group] = true
+    end
+  end
+  return nil
+end
+
+-- Writes each ring's outcome back to its workflow's `ready` zset and the runs it took off the
+-- workflow's count of due grouped runs (see makeDue), then reviews the deferred groups (see
+-- releaseSlots): a group that can run again is in `ready`, one that is idle has left the list of
+-- groups. Marks in `freed` the workflows a group rejoined (for wakeCapped).
+local function settleGroups(base, limitsKey, seqKey, freed)
+  for workflow, ring in pairs(rings) do
+    if ring.taken > 0 then redis.call('HINCRBY', wfKey(base, workflow, 'stats'), 'groupDue', -ring.taken) end
+    local readyKey = wfKey(base, workflow, 'ready')
+    local served = {}
+    for _, group in ipairs(ring.groups) do
+      local lane = laneOf(base, workflow, group)
+      if ring.out[group] then
+        redis.call('ZREM', readyKey, group)
+        -- Held back by its rate limit with runs due: reserve brings it back when the window frees.
+        if ring.held[group] and laneHasDue(lane) then holdForRate(base, workflow, group, ring.held[group]) end
+      elseif ring.served[group] or ring.pending[group] then
+        local room, freeAt = groupRoom(base, limitsKey, workflow, group)
+        local due = (room or freeAt) and laneHasDue(lane)
+        if room and due then
+          served[#served + 1] = group
+        else
+          redis.call('ZREM', readyKey, group)
+          if freeAt and due then holdForRate(base, workflow, group, freeAt) end
+        end
+      end
+    end
+    -- Served groups go to the back in the order they were served; pending ones nobody served after them.
+    table.sort(served, function(a, b) return (ring.served[a] or math.huge) < (ring.served[b] or math.huge) end)
+    for _, group in ipairs(served) do
+      redis.call('ZADD', readyKey, nextTurn(base), group)
+      if ring.pending[group] then freed[workflow] = 'rejoined' end
+    end
+  end
+  for workflow, groups in pairs(deferredGroups or {}) do
+    local ring = rings[workflow]
+    for group in pairs(groups) do
+      if ring and (ring.out[group] or ring.served[group] or ring.pending[group]) then
+        local lane = laneOf(base, workflow, group)
+        if not laneHasDue(lane) and activeCount(lane .. 'active') == 0 then
+          redis.call('SREM', wfKey(base, workflow, 'groups'), group)
+        end
+      elseif reviewGroup(base, limitsKey, seqKey, workflow, group) then
+        freed[workflow] = 'rejoined'
+      end
+    end
+  end
+  rings = {}
+  deferredGroups = nil
+end
+
+-- Claims up to maxClaims due runs, fairly: round-robin over `workflows`, one run per workflow per
+-- pass; within a workflow, its ungrouped runs and its runnable groups take turns. Every cap —
+-- namespace, workflow, group — is checked for each claim. With passWake, if the batch filled up
+-- while runs are still claimable, passes the wake marker on to the next idle worker.
+local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaims, now, lockMs, reply, passWake, freed)
+  local claimed = 0
+  local open, groupTurn = {}, {}
+  for i, wf in ipairs(workflows) do
+    open[i] = true
+    if claimed < maxClaims and takeHandoff(base, leasesKey, wf, now, lockMs, reply) then claimed = claimed + 1 end
+  end
+
+  local function claimOne(i, wf)
+    if not workflowRoom(base, limitsKey, wf) then return false end
+    local lane = laneOf(base, wf, '')
+    local id, group
+    if groupTurn[i] then
+      id, group = popFromGroups(base, limitsKey, wf)
+      if not id then id, group = popDue(lane), '' end
+    else
+      id, group = popDue(lane), ''
+      if not id then id, group = popFromGroups(base, limitsKey, wf) end
+    end
+    if not id then return false end
+    groupTurn[i] = group == ''
+    if claimRun(base, leasesKey, id, wf, group, now, lockMs, reply) then
+      claimed = claimed + 1
+      noteStart(base, limitsKey, wf, group)
+    end
+    return true
+  end
+
+  local progress = true
+  while progress and claimed < maxClaims and replyBytes < MAX_REPLY_BYTES and namespaceRoom(leasesKey, limitsKey) do
+    progress = false
+    for i, wf in ipairs(workflows) do
+      if open[i] and claimed < maxClaims and replyBytes < MAX_REPLY_BYTES and namespaceRoom(leasesKey, limitsKey) then
+        open[i] = claimOne(i, wf)
+        progress = progress or open[i]
+      end
+    end
+  end
+  settleGroups(base, limitsKey, seqKey, freed or {})
+
+  -- Stopped short by the namespace cap with runs still due: these workflows wait for a slot freed
+  -- anywhere in the namespace (wakeNamespaceWaiters). Not when the caller's own slots ran out: it
+  -- comes back by itself (a full batch, or its next completion).
+  if claimed < maxClaims and limitOf(limitsKey, 'ns') and not namespaceRoom(leasesKey, limitsKey) then
+    for i, wf in ipairs(workflows) do
+      if open[i] and hasDue(base, wf) then redis.call('ZADD', base .. 'ns-waiting', 'NX', nextTurn(base), wf) end
+    end
+  end
+
+  -- A batch cut short by the reply budget is a full batch too: its worker must come back at once.
+  local full = claimed >= maxClaims or replyBytes >= MAX_REPLY_BYTES
+  if passWake and full and maxClaims > 0 and namespaceRoom(leasesKey, limitsKey) then
+    for i, wf in ipairs(workflows) do
+      if open[i] and workflowRoom(base, limitsKey, wf) and hasDue(base, wf) then wake(wfKey(base, wf, 'wake')) end
+    end
+  end
+  return claimed
+end

@@ -1,0 +1,85 @@
+-- lanes: where due runs queue, and how a claim takes them (`-- @include lanes`).
+-- @needs util
+--
+-- A lane is where due runs queue: a workflow's ungrouped runs, or one group of a workflow. Its
+-- keys are lane .. 'queue' (list, priority 0, FIFO: the cheap common case) and lane ..
+-- 'waiting' (zset, priority > 0); a group lane also has lane .. 'active' (set).
+--
+-- Per-call caches (noPriorities, dryLanes, activeCache, limitCache, and the rings in claim-pass.lua)
+-- are sound because every script makes runs due (pushDue) before it claims (popDue), never after:
+-- keep that order when adding to a script.
+
+local function laneOf(base, workflow, group)
+  if group and group ~= '' then return base .. 'wf:' .. workflow .. ':g:' .. group .. ':' end
+  return base .. 'wf:' .. workflow .. ':'
+end
+
+-- Waiting score: higher priority first, FIFO within a priority. Priority takes the top 20 bits,
+-- a namespace sequence the low 32, which keeps the score an exact integer in a double (< 2^53).
+-- Formatted with %.0f because tostring() would round it to 14 significant digits.
+local MAX_PRIORITY = 1048575
+local function bandScore(priority, seq)
+  return string.format('%.0f', (MAX_PRIORITY - tonumber(priority)) * 4294967296 + seq)
+end
+
+-- Makes a run due in its lane: at the back of its priority, or at the front (a run that was
+-- already started once: stalled, or handed back at shutdown).
+local function pushDue(lane, seqKey, id, priority, front)
+  priority = tonumber(priority) or 0 -- a compact run record omits priority 0 (see storeRun)
+  if priority == 0 then
+    redis.call(front and 'LPUSH' or 'RPUSH', lane .. 'queue', id)
+  else
+    local seq = 0
+    if not front then seq = redis.call('INCR', seqKey) % 4294967296 end
+    redis.call('ZADD', lane .. 'waiting', bandScore(priority, seq), id)
+  end
+end
+
+-- Lanes whose priority zset this call found empty. Only pushDue adds to a zset, and claiming
+-- (the caller of popDue) never does, so an empty zset stays empty for the rest of a claim pass:
+-- most lanes hold only priority-0 runs, and this spares them a ZPOPMIN per claim.
+local noPriorities = {}
+
+local function dueCount(lane)
+  local count = redis.call('LLEN', lane .. 'queue')
+  if noPriorities[lane] then return count end
+  return count + redis.call('ZCARD', lane .. 'waiting')
+end
+
+-- Whether a lane has due runs (cheaper than dueCount: stops at the first non-empty key).
+local function laneHasDue(lane)
+  return redis.call('LLEN', lane .. 'queue') > 0 or (not noPriorities[lane] and redis.call('ZCARD', lane .. 'waiting') > 0)
+end
+
+-- Lanes this call found dry, for the same reason as noPriorities.
+local dryLanes = {}
+
+-- Takes the next due run of a lane: priorities first, then the FIFO list.
+local function popDue(lane)
+  if dryLanes[lane] then return false end
+  if not noPriorities[lane] then
+    local top = redis.call('ZPOPMIN', lane .. 'waiting')
+    if #top > 0 then return top[1] end
+    noPriorities[lane] = true
+  end
+  local id = redis.call('LPOP', lane .. 'queue')
+  if not id then dryLanes[lane] = true end
+  return id
+end
+
+-- Whether a workflow has due runs in any lane.
+local function hasDue(base, workflow)
+  return laneHasDue(laneOf(base, workflow, '')) or redis.call('ZCARD', wfKey(base, workflow, 'ready')) > 0
+end
+
+-- Counts the runs due in every group lane of a workflow and stores the sum as the exact
+-- 'groupDue' (see makeDue): the one pass over a workflow's groups, for a count that is missing
+-- (data from before it existed) or was disturbed. Returns the sum.
+local function recountGroupDue(base, workflow)
+  local sum = 0
+  for _, group in ipairs(redis.call('SMEMBERS', wfKey(base, workflow, 'groups'))) do
+    sum = sum + dueCount(laneOf(base, workflow, group))
+  end
+  redis.call('HSET', wfKey(base, workflow, 'stats'), 'groupDue', sum, 'groupDueExact', 1)
+  return sum
+end

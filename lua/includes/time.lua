@@ -1,0 +1,21 @@
+-- time: the call's clock (`-- @include time`). No needs.
+--
+-- Milliseconds from the Redis clock: workers' clocks may be skewed, the server's is the one truth.
+-- Read once per call: every time a call records (a start, a lease, a rate window) is the same.
+
+local callNow = nil
+local function nowMs()
+  if not callNow then
+    local t = redis.call('TIME')
+    callNow = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return callNow
+end
+
+-- nowMs() as text, formatted once per call: a number handed to redis.call is formatted anew
+-- each time (an snprintf), and a batch of enqueues writes the time into every run.
+local callNowText = nil
+local function nowText()
+  if not callNowText then callNowText = string.format('%.0f', nowMs()) end
+  return callNowText
+end

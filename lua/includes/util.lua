@@ -1,0 +1,27 @@
+-- util: key names, chunked commands and publishing (`-- @include util`). No needs, no state.
+--
+-- Key names follow lib/redis/redis.keys.ts; keep the two in step.
+
+-- The keys of a workflow: base .. 'wf:' .. name .. ':' .. suffix.
+local function wfKey(base, workflow, suffix)
+  return base .. 'wf:' .. workflow .. ':' .. suffix
+end
+
+-- Runs `command key item…` in chunks of `per` items: Lua's unpack is bounded.
+local function callChunked(command, key, items, per)
+  for i = 1, #items, per do
+    redis.call(command, key, unpack(items, i, math.min(i + per - 1, #items)))
+  end
+end
+
+-- Publishes on one of the namespace's channels. On a Redis Cluster they are sharded channels
+-- (SPUBLISH: the channel lives in the namespace's slot, so only its shard carries the message,
+-- where PUBLISH would copy it to every node); subscribers match (lib/redis/pubsub.channels.ts).
+-- The caller says which: the last slot-guard key, always the last key, is `slot-guard:sharded`
+-- on a cluster (RedisKeys.slotGuard).
+local function publish(channel, message)
+  if string.sub(KEYS[#KEYS], -8) == ':sharded' then
+    return redis.call('SPUBLISH', channel, message)
+  end
+  return redis.call('PUBLISH', channel, message)
+end
