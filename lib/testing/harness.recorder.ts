@@ -1,6 +1,6 @@
-import type { StepRecorder } from '../worker/step.recorder';
-import { LazyAbort } from '../worker/active-runs';
-import { AttemptGuard, type RunAbort } from '../worker/attempt.guard';
+import type { StepRecorder } from '../execution/step.recorder';
+import { LazyAbort } from '../execution/lazy.abort';
+import { AttemptGuard, type RunAbort } from '../execution/attempt.guard';
 import type { FakeClock } from './fake.clock';
 import { checkId } from '../util/names';
 import type { Jsonified } from '../workflow/json.roundtrip';

@@ -1,8 +1,8 @@
 import { SluiceError } from '../errors';
 import type { EnqueueRequest } from '../client/enqueue.options';
-import type { SuspendReply, SuspendRequest, WaitPort } from '../worker/run.waits';
-import { entryBytes, type Placed } from '../worker/step.recorder';
-import { fitOutcome } from '../worker/wait.outcome';
+import type { SuspendReply, SuspendRequest, WaitPort } from '../execution/wait.port';
+import { entryBytes, type Placed } from '../execution/step.recorder';
+import { fitOutcome } from '../execution/wait.outcome';
 import type { FakeClock } from './fake.clock';
 
 /**
