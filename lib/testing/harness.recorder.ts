@@ -1,27 +1,9 @@
 import type { StepRecorder } from '../execution/step.recorder';
-import { LazyAbort } from '../execution/lazy.abort';
-import { AttemptGuard, type RunAbort } from '../execution/attempt.guard';
-import type { FakeClock } from './fake.clock';
 import { checkId } from '../util/names';
 import type { Jsonified } from '../workflow/json.roundtrip';
 import { stepScope, type StepRunner } from '../workflow/run.scope';
 import { resolveStepOptions, type StepCallOptions, type StepContext, type StepFn } from '../workflow/step.options';
 import type { FailStepOptions, HarnessStepReport } from './harness.types';
-
-/**
- * The abort and time limits of one harness attempt, as a worker's (limits in real time: they
- * bound code that really runs); a step's waits between tries go on the fake clock instead,
- * reported in `stepRetryDelaysMs` and never slept.
- */
-export function harnessGuard(runId: string, clock: FakeClock, random: () => number): { guard: AttemptGuard; stepRetryDelaysMs: number[] } {
-  const stepRetryDelaysMs: number[] = [];
-  const sleep = async (ms: number, run: RunAbort) => {
-    if (run.aborted) return;
-    stepRetryDelaysMs.push(ms);
-    clock.advance(ms);
-  };
-  return { guard: new AttemptGuard(runId, new LazyAbort(), sleep, random), stepRetryDelaysMs };
-}
 
 /** A failure registered with `failStep`. */
 export interface StepFault extends FailStepOptions {
