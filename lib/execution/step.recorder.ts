@@ -53,6 +53,14 @@ export function isPositionField(key: string): boolean {
   return key.startsWith('@');
 }
 
+/** Checks a step call's arguments as `ctx.step` does (its typed errors), and resolves its options. */
+export function checkStepCall(name: string, fn: unknown, options: StepCallOptions | undefined): ResolvedStepOptions | undefined {
+  checkId(name, 'step name');
+  if (RESERVED_STEP_NAME.test(name)) throw new InvalidNameError('step name', `"${name}" starts with a prefix the waits' memo keys use ('@', 'signal:', 'event:', 'invoke:')`);
+  if (typeof fn !== 'function') throw new TypeError(`ctx.step("${name}", fn): fn must be a function`);
+  return resolveStepOptions(options, `ctx.step("${name}") options`);
+}
+
 export class StepRecorder implements StepRunner {
   private readonly occurrences = new Map<string, number>();
   /** This attempt's top-level calls, in the order they were made (see {@link place}). */
@@ -90,10 +98,7 @@ export class StepRecorder implements StepRunner {
   }
 
   async step<T>(name: string, fn: StepFn<T>, options?: StepCallOptions): Promise<Jsonified<T>> {
-    checkId(name, 'step name');
-    if (RESERVED_STEP_NAME.test(name)) throw new InvalidNameError('step name', `"${name}" starts with a prefix the waits' memo keys use ('@', 'signal:', 'event:', 'invoke:')`);
-    if (typeof fn !== 'function') throw new TypeError(`ctx.step("${name}", fn): fn must be a function`);
-    const resolved = resolveStepOptions(options, `ctx.step("${name}") options`);
+    const resolved = checkStepCall(name, fn, options);
     // Nested in another step of this run: part of the parent. Numbering it would make the
     // occurrence numbers depend on whether the parent executed or was replayed; its own limit
     // and tries would multiply the parent's. (Typed as the round trip although returned as is:
@@ -119,6 +124,11 @@ export class StepRecorder implements StepRunner {
     return executing;
   }
 
+  /** The occurrence number the next top-level call of `name` gets (see {@link place}). */
+  nextOccurrence(name: string): number {
+    return (this.occurrences.get(name) ?? 0) + 1;
+  }
+
   /**
    * Numbers a top-level call: its occurrence among calls of its name and its position among all
    * top-level calls, both taken when it is called. On replay, a call that does not follow the
@@ -126,7 +136,7 @@ export class StepRecorder implements StepRunner {
    * (the run fails without retry), even if the code catches it.
    */
   place(kind: CallKind, name: string): Placed {
-    const occurrence = (this.occurrences.get(name) ?? 0) + 1;
+    const occurrence = this.nextOccurrence(name);
     this.occurrences.set(name, occurrence);
     const key = `${name}#${occurrence}`;
     const position = this.calls.length;

@@ -1,8 +1,7 @@
-import type { StepRecorder } from '../execution/step.recorder';
-import { checkId } from '../util/names';
+import { checkStepCall, type StepRecorder } from '../execution/step.recorder';
 import type { Jsonified } from '../workflow/json.roundtrip';
 import { stepScope, type StepRunner } from '../workflow/run.scope';
-import { resolveStepOptions, type StepCallOptions, type StepContext, type StepFn } from '../workflow/step.options';
+import { type StepCallOptions, type StepContext, type StepFn } from '../workflow/step.options';
 import type { FailStepOptions, HarnessStepReport } from './harness.types';
 
 /** A failure registered with `failStep`. */
@@ -16,9 +15,6 @@ export interface StepFault extends FailStepOptions {
  * from the worker); this adds the report of what executed or replayed, and the injected failures.
  */
 export class HarnessRecorder implements StepRunner {
-  /** Counted as the recorder counts (top-level calls with a valid name), to name each call's key up front. */
-  private readonly occurrences = new Map<string, number>();
-
   constructor(
     private readonly recorder: StepRecorder,
     private readonly attempt: number,
@@ -31,8 +27,8 @@ export class HarnessRecorder implements StepRunner {
     // a step of its own, so it is neither reported nor failed. Bad arguments: the recorder throws.
     if (stepScope.getStore()?.runner === this.recorder || !validCall(name, fn, options)) return this.recorder.step(name, fn, options);
 
-    const occurrence = (this.occurrences.get(name) ?? 0) + 1;
-    this.occurrences.set(name, occurrence);
+    // The recorder numbers the call as it is made, synchronously, below: this is the number it takes.
+    const occurrence = this.recorder.nextOccurrence(name);
     const key = `${name}#${occurrence}`;
     const report: HarnessStepReport = { key, name, occurrence, outcome: 'replayed' };
     this.steps.push(report);
@@ -61,10 +57,8 @@ export class HarnessRecorder implements StepRunner {
 
 /** Whether the recorder would accept the call (else it throws, and the call is not reported). */
 function validCall(name: string, fn: unknown, options: StepCallOptions | undefined): boolean {
-  if (typeof fn !== 'function') return false;
   try {
-    checkId(name, 'step name');
-    resolveStepOptions(options, 'options');
+    checkStepCall(name, fn, options);
     return true;
   } catch {
     return false;
