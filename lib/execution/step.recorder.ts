@@ -45,7 +45,7 @@ export const DEFAULT_MAX_MEMO_BYTES = 16 * 1024 * 1024;
  * it runs plainly and its effect is covered by the parent's memo entry — its options (time
  * limit, tries) are ignored, the parent's govern it, and its `fn` gets the parent's context.
  */
-/** Step names the memo keeps for position entries and waits (see Placed and lib/worker/run.waits.ts). */
+/** Step names the memo keeps for position entries and waits (see Placed and lib/execution/run.waits.ts). */
 const RESERVED_STEP_NAME = /^(@|signal:|event:|invoke:)/;
 
 /** Whether a memo field is a position entry (see {@link Placed}) rather than a step's result. */
@@ -71,7 +71,7 @@ export class StepRecorder implements StepRunner {
   /** Steps executing now: a wait lets them land before the run gives up its lease. */
   private readonly executing = new Set<Promise<unknown>>();
   /**
-   * Set by a wait being committed (lib/worker/run.waits.ts): a step executed meanwhile first
+   * Set by a wait being committed (lib/execution/run.waits.ts): a step executed meanwhile first
    * waits for it. It opens if the wait ended at once and never if the run suspended: a step
    * started then would run again after the wait, and its result could not be saved anyway.
    */
