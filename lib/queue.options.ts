@@ -1,7 +1,7 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { QueueConfigError } from './errors';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from './redis/payload.codec';
-import { DEFAULT_MAX_MEMO_BYTES } from './worker/step.recorder';
+import { DEFAULT_MAX_MEMO_BYTES } from './execution/step.recorder';
 import { userRedisInstance } from './redis/user-instance';
 import { clusterSettings, type ClusterSettings, type RedisClusterConnectionOptions } from './redis/cluster/cluster.options';
 import { Duration, toMilliseconds } from './util/duration';

@@ -4,7 +4,7 @@ import type { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { encodePayload } from '../redis/payload.codec';
 import type { RedisKeys } from '../redis/redis.keys';
 import { checkId } from '../util/names';
-import { eventTarget } from '../worker/run.waits';
+import { eventTarget } from '../execution/wait.ids';
 import { MAX_MAILBOX } from '../workflow/wait.types';
 
 /** What `QueueClient.signal` did. */

@@ -3,7 +3,7 @@ import type { Claim } from '../worker/claim';
 import { sluiceVersion, telemetryApi, type OtelApi, type TelemetrySwitch } from './otel.loader';
 import { RunMetrics } from './run.metrics';
 import { STEP_REPLAYED_EVENT, TELEMETRY_ATTRIBUTES as ATTR, TELEMETRY_SCOPE, type AttemptOutcome } from './telemetry.names';
-import type { StepObserver } from './step.observer';
+import type { StepObserver } from '../execution/step.observer';
 import { restoreTrace } from './trace.carrier';
 
 /** Longest error text put on a span status: the full text is in the recorded exception. */

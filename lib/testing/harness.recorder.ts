@@ -1,27 +1,8 @@
-import type { StepRecorder } from '../worker/step.recorder';
-import { LazyAbort } from '../worker/active-runs';
-import { AttemptGuard, type RunAbort } from '../worker/attempt.guard';
-import type { FakeClock } from './fake.clock';
-import { checkId } from '../util/names';
+import { checkStepCall, type StepRecorder } from '../execution/step.recorder';
 import type { Jsonified } from '../workflow/json.roundtrip';
 import { stepScope, type StepRunner } from '../workflow/run.scope';
-import { resolveStepOptions, type StepCallOptions, type StepContext, type StepFn } from '../workflow/step.options';
+import { type StepCallOptions, type StepContext, type StepFn } from '../workflow/step.options';
 import type { FailStepOptions, HarnessStepReport } from './harness.types';
-
-/**
- * The abort and time limits of one harness attempt, as a worker's (limits in real time: they
- * bound code that really runs); a step's waits between tries go on the fake clock instead,
- * reported in `stepRetryDelaysMs` and never slept.
- */
-export function harnessGuard(runId: string, clock: FakeClock, random: () => number): { guard: AttemptGuard; stepRetryDelaysMs: number[] } {
-  const stepRetryDelaysMs: number[] = [];
-  const sleep = async (ms: number, run: RunAbort) => {
-    if (run.aborted) return;
-    stepRetryDelaysMs.push(ms);
-    clock.advance(ms);
-  };
-  return { guard: new AttemptGuard(runId, new LazyAbort(), sleep, random), stepRetryDelaysMs };
-}
 
 /** A failure registered with `failStep`. */
 export interface StepFault extends FailStepOptions {
@@ -34,9 +15,6 @@ export interface StepFault extends FailStepOptions {
  * from the worker); this adds the report of what executed or replayed, and the injected failures.
  */
 export class HarnessRecorder implements StepRunner {
-  /** Counted as the recorder counts (top-level calls with a valid name), to name each call's key up front. */
-  private readonly occurrences = new Map<string, number>();
-
   constructor(
     private readonly recorder: StepRecorder,
     private readonly attempt: number,
@@ -49,8 +27,8 @@ export class HarnessRecorder implements StepRunner {
     // a step of its own, so it is neither reported nor failed. Bad arguments: the recorder throws.
     if (stepScope.getStore()?.runner === this.recorder || !validCall(name, fn, options)) return this.recorder.step(name, fn, options);
 
-    const occurrence = (this.occurrences.get(name) ?? 0) + 1;
-    this.occurrences.set(name, occurrence);
+    // The recorder numbers the call as it is made, synchronously, below: this is the number it takes.
+    const occurrence = this.recorder.nextOccurrence(name);
     const key = `${name}#${occurrence}`;
     const report: HarnessStepReport = { key, name, occurrence, outcome: 'replayed' };
     this.steps.push(report);
@@ -79,10 +57,8 @@ export class HarnessRecorder implements StepRunner {
 
 /** Whether the recorder would accept the call (else it throws, and the call is not reported). */
 function validCall(name: string, fn: unknown, options: StepCallOptions | undefined): boolean {
-  if (typeof fn !== 'function') return false;
   try {
-    checkId(name, 'step name');
-    resolveStepOptions(options, 'options');
+    checkStepCall(name, fn, options);
     return true;
   } catch {
     return false;

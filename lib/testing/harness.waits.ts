@@ -1,8 +1,8 @@
 import { SluiceError } from '../errors';
-import type { EnqueueRequest } from '../client/enqueue.options';
-import type { SuspendReply, SuspendRequest, WaitPort } from '../worker/run.waits';
-import { entryBytes, type Placed } from '../worker/step.recorder';
-import { fitOutcome } from '../worker/wait.outcome';
+import type { ContinuePort } from '../execution/run.continuation';
+import type { ChildRequest, SuspendReply, SuspendRequest, WaitPort } from '../execution/wait.port';
+import { entryBytes, type Placed } from '../execution/step.recorder';
+import { fitOutcome } from '../execution/wait.outcome';
 import type { FakeClock } from './fake.clock';
 
 /**
@@ -11,9 +11,13 @@ import type { FakeClock } from './fake.clock';
  * outcome joins the memo as in a worker, within the memo's budget as lua/suspend.lua and the
  * promotion count it (position entries first, then the outcome). Signals, events and child workflows need the other side
  * of the wait — a sender, a child's worker — and are refused with a clear error: test them with
- * `SluiceTesting` against Redis.
+ * `SluiceTesting` against Redis. `continueAsNew` is kept for the harness's loop, which starts the
+ * run afresh with it.
  */
-export class HarnessWaitPort implements WaitPort {
+export class HarnessWaitPort implements WaitPort, ContinuePort {
+  /** The new input of the attempt's `ctx.continueAsNew`, once committed. */
+  continuedWith?: string;
+
   constructor(
     private readonly clock: FakeClock,
     private readonly memo: Map<string, string>,
@@ -38,7 +42,11 @@ export class HarnessWaitPort implements WaitPort {
     return { resumed };
   }
 
-  childRequest(): EnqueueRequest {
+  async continueAsNew(input: string): Promise<void> {
+    this.continuedWith = input;
+  }
+
+  childRequest(): ChildRequest {
     throw new SluiceError('WorkflowHarness cannot run ctx.invoke: test it with SluiceTesting against Redis');
   }
 }

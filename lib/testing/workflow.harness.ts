@@ -1,31 +1,27 @@
 import { buildEnqueueRequest } from '../client/enqueue.options';
 import { WorkflowMetadataAccessor } from '../discovery/workflow-metadata.accessor';
 import { InvalidOptionError, SluiceError, WorkflowDefinitionError, WorkflowFailedError } from '../errors';
+import { AttemptRunner, type AttemptOutcome } from '../execution/attempt.runner';
+import { describeError } from '../execution/error.info';
+import { LazyAbort } from '../execution/lazy.abort';
+import { attemptsLeft, backoffDelay } from '../execution/retry.policy';
+import { isPositionField } from '../execution/step.recorder';
 import { resolveBackoff, resolveQueueOptions } from '../queue.options';
 import { decodePayload, encodePayload } from '../redis/payload.codec';
-import { encodeProgress } from '../redis/progress.codec';
 import { occurrencesAfter } from '../schedule/cron.plan';
 import type { DeclaredSchedule } from '../schedule/schedule.options';
-import { backoffDelay } from '../worker/backoff';
-import { attemptRetryable } from '../worker/attempt.retryable';
-import { isPositionField, StepRecorder } from '../worker/step.recorder';
 import { MAX_STEP_ATTEMPTS } from '../workflow/step.options';
 import { checkInteger } from '../util/duration';
 import type { Jsonified } from '../workflow/json.roundtrip';
-import { runScope } from '../workflow/run.scope';
-import type { BackoffOptions, RunContext, WorkflowInstance } from '../workflow/workflow.types';
-import { RunWaits, waitMethods } from '../worker/run.waits';
-import { RunContinuation } from '../worker/run.continuation';
-import { HarnessWaitPort } from './harness.waits';
+import type { BackoffOptions, WorkflowInstance } from '../workflow/workflow.types';
 import { FakeClock } from './fake.clock';
-import { harnessGuard, HarnessRecorder, type StepFault } from './harness.recorder';
+import { HarnessAttemptPorts } from './harness.ports';
+import type { StepFault } from './harness.recorder';
 import type { FailStepOptions, HarnessAttempt, HarnessOptions, HarnessRun, HarnessRunOptions, HarnessScheduleFires } from './harness.types';
 
-/** What an attempt's race settles with when the run continued as new (as in RunExecutor). */
-const CONTINUED = Symbol('continued');
-
 /**
- * Runs one `@Workflow` in-process, with no Redis, the way a worker does: each attempt gets the
+ * Runs one `@Workflow` in-process, with no Redis, the way a worker does — through the worker's own
+ * attempt runner and retry policy (lib/execution/): each attempt gets the
  * step memo persisted by the attempts before it, steps go through the production step recorder
  * (memo per `name#occurrence`, nested steps part of their parent, the JSON round trip and its
  * errors, the memo budget), and input and result take the same JSON round trip as through Redis.
@@ -54,8 +50,8 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
   private readonly faults: StepFault[] = [];
   private readonly schedulesById: Map<string, DeclaredSchedule & { id: string }>;
   private readonly maxPayloadBytes: number;
-  private readonly maxRunMemoBytes: number;
   private readonly random: () => number;
+  private readonly runner: AttemptRunner;
 
   constructor(
     /** The workflow instance the harness runs. */
@@ -76,7 +72,7 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
     this.backoff = resolveBackoff(metadata.options.backoff, resolved.defaults.backoff, `@Workflow('${metadata.name}') backoff`);
     this.timeoutMs = metadata.options.timeoutMs;
     this.maxPayloadBytes = resolved.maxPayloadBytes;
-    this.maxRunMemoBytes = resolved.maxRunMemoBytes;
+    this.runner = new AttemptRunner(resolved);
     this.clock = new FakeClock(options.now);
     this.random = options.random ?? (() => 0.5);
     if (typeof this.random !== 'function') throw new InvalidOptionError('random', 'must be a function like Math.random');
@@ -177,7 +173,7 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
     let failures = 0;
     const run = { continued: 0, progress: [] as unknown[] };
     for (let claim = 1; ; claim++) {
-      const { report, result, error, continuedWith } = await this.attempt(runId, input, claim, memo, limitMs);
+      const { report, outcome, continuedWith } = await this.attempt(runId, input, claim, memo, limitMs);
       if (continuedWith !== undefined) {
         // As lua/continue.lua: the same run afresh, with the new input and an empty memo; its
         // attempts and failures start again, its latest progress stays.
@@ -192,15 +188,15 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
         continue;
       }
       attempts.push(report);
-      if (report.outcome === 'completed') {
-        return this.finish({ runId, state: 'completed', result: decodePayload<Jsonified<Out>>(result) }, attempts, failures, maxAttempts, retryDelaysMs, memo, enqueuedAt, dueAtMs, run);
+      if (outcome.kind === 'completed') {
+        return this.finish({ runId, state: 'completed', result: decodePayload<Jsonified<Out>>(outcome.result) }, attempts, failures, maxAttempts, retryDelaysMs, memo, enqueuedAt, dueAtMs, run);
       }
       // As the worker: a RedisConnectionError the run's own code throws is an ordinary failure.
       // (A worker hands the run back only when its own step save could not reach Redis, which
       // the harness's in-memory saves never meet: it reports no 'handed-back' attempt.)
       failures++;
-      const retryable = attemptRetryable(error); // as the worker decides
-      if (retryable && failures < maxAttempts) {
+      const error = report.error;
+      if (attemptsLeft(outcome.kind === 'failed' && outcome.retryable, failures, maxAttempts)) {
         const delay = backoffDelay(this.backoff, failures, this.random);
         report.outcome = 'retry';
         report.retryDelayMs = delay;
@@ -209,65 +205,30 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
         continue;
       }
       report.outcome = 'failed';
-      const failure = new WorkflowFailedError(runId, this.name, describe(error));
+      const failure = new WorkflowFailedError(runId, this.name, describeError(error));
       return this.finish({ runId, state: 'failed', error, failure }, attempts, failures, maxAttempts, retryDelaysMs, memo, enqueuedAt, dueAtMs, run);
     }
   }
 
-  /** One attempt, as `RunExecutor.execute` runs it: `run` in the run scope, steps through the recorder. */
-  private async attempt(runId: string, input: string, attempt: number, memo: Map<string, string>, limitMs: number | undefined): Promise<{ report: HarnessAttempt; result?: string; error?: unknown; continuedWith?: string }> {
-    let open = true;
-    // The token-checked write: refused once the attempt is over (a step still running when a
-    // parallel one failed the attempt), as the worker's lease is gone then too.
-    const persist = async (key: string, encoded: string) => {
-      if (!open) return false;
-      memo.set(key, encoded);
-      return true;
-    };
-    const { guard, stepRetryDelaysMs } = harnessGuard(runId, this.clock, this.random);
+  /** One attempt through the worker's own runner (lib/execution/attempt.runner.ts), with ports in memory. */
+  private async attempt(runId: string, input: string, attempt: number, memo: Map<string, string>, limitMs: number | undefined): Promise<{ report: HarnessAttempt; outcome: AttemptOutcome; continuedWith?: string }> {
+    const report: HarnessAttempt = { attempt, startedAt: this.clock.date(), steps: [], executed: [], replayed: [], failed: [], progress: [], stepRetryDelaysMs: [], outcome: 'completed' };
+    const ports = new HarnessAttemptPorts(memo, this.clock, this.random, report, [...this.faults], this.maxPayloadBytes);
     // A copy: the memo as shipped with this claim (the recorder adds its own writes to it).
-    const recorder = new StepRecorder(runId, new Map(memo), persist, this.maxPayloadBytes, this.maxRunMemoBytes, undefined, guard);
-    const harness = new HarnessRecorder(recorder, attempt, [...this.faults]);
-    const report: HarnessAttempt = { attempt, startedAt: this.clock.date(), steps: harness.steps, executed: [], replayed: [], failed: [], progress: [], stepRetryDelaysMs, outcome: 'completed' };
-    // Every value is recorded (production's throttle may skip some in between, never the last
-    // one awaited); the same checks and errors, and nothing after the attempt ended.
-    const progress = async (value: unknown) => {
-      const encoded = encodeProgress(value, this.maxPayloadBytes);
-      if (open) report.progress.push(decodePayload(encoded));
-    };
-    // The signal is made only when read, as in a worker.
-    // A sleep advances the clock and carries on (see HarnessWaitPort); it never suspends.
-    const waits = new RunWaits(runId, recorder, guard, new HarnessWaitPort(this.clock, memo), () => undefined);
-    // ctx.continueAsNew: the new input is kept for the harness's loop (see execute), which starts the run afresh.
-    let continuedWith: string | undefined;
-    const continuation = new RunContinuation(recorder, guard, { continueAsNew: async (encoded) => void (continuedWith = encoded) }, this.maxPayloadBytes, () => guard.release(CONTINUED));
-    const ctx: RunContext<In> = {
-      runId, attempt, get signal() { return guard.abort.signal; }, step: (name, fn, options) => harness.step(name, fn, options), progress, ...waitMethods(() => waits),
-      continueAsNew: (next) => continuation.continueAsNew(next),
-    };
-    let result: string | undefined;
-    let error: unknown;
-    try {
-      const decoded = decodePayload<In>(input);
-      // Past a time limit: fails at once with the TimeoutError, the late code left running (its
-      // step writes refused once the attempt is closed below), as in a worker.
-      const value = await guard.settle<unknown>(runScope.run(harness, () => this.instance.run(decoded, ctx)), limitMs);
-      if (value === CONTINUED) return { report, continuedWith };
-      result = encodePayload(value, `result of workflow "${this.name}"`, this.maxPayloadBytes);
-    } catch (thrown) {
-      error = thrown;
+    const claim = { id: runId, workflow: this.name, attempt, input, steps: new Map(memo) };
+    const outcome = await this.runner.run(this.instance as WorkflowInstance, claim, limitMs, new LazyAbort(), ports);
+    if (outcome.kind === 'continued') return { report, outcome, continuedWith: ports.continuedWith };
+    if (outcome.kind !== 'completed') {
       report.outcome = 'failed';
-      report.error = thrown;
-    } finally {
-      open = false;
+      report.error = (outcome as { error?: unknown }).error;
     }
-    report.steps = harness.steps.map((step) => ({ ...step }));
+    report.steps = report.steps.map((step) => ({ ...step }));
     for (const step of report.steps) {
       if (step.outcome === 'executed') report.executed.push(step.key);
       else if (step.outcome === 'replayed') report.replayed.push(step.key);
       else if (step.outcome === 'failed') report.failed.push(step.key);
     }
-    return report.outcome === 'completed' ? { report, result } : { report, error };
+    return { report, outcome };
   }
 
   private finish(
@@ -301,16 +262,4 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
       finishedAt: this.clock.date(),
     };
   }
-}
-
-/** The cause as the worker stores it (name and message; a thrown non-Error is recorded as `Error`). */
-function describe(error: unknown): { name: string; message: string; stack?: string } {
-  if (error instanceof Error) return { name: String(error.name), message: String(error.message), ...(error.stack && { stack: error.stack }) };
-  let message: string;
-  try {
-    message = typeof error === 'string' ? error : JSON.stringify(error) ?? String(error);
-  } catch {
-    message = String(error);
-  }
-  return { name: 'Error', message };
 }

@@ -1,42 +1,28 @@
 import { Logger } from '@nestjs/common';
-import { LeaseLostError, SluiceError, type RunErrorInfo, RunCancelledError, WorkerShutdownError } from '../errors';
+import { LeaseLostError, RunCancelledError } from '../errors';
 import type { WorkflowRegistry } from '../discovery/workflow.registry';
+import type { AttemptJournal, JournalOutcome } from '../execution/attempt.journal';
+import { AttemptRunner, type AttemptOutcome } from '../execution/attempt.runner';
+import { describeError } from '../execution/error.info';
+import type { LazyAbort } from '../execution/lazy.abort';
+import { backoffDelay } from '../execution/retry.policy';
 import type { ResolvedQueueOptions } from '../queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
-import { decodePayload, encodePayload } from '../redis/payload.codec';
 import type { RedisKeys } from '../redis/redis.keys';
-import { inRunScope } from '../workflow/run.scope';
-import type { RunContext } from '../workflow/workflow.types';
-import { attemptRetryable } from './attempt.retryable';
-import { backoffDelay } from './backoff';
-import type { LazyAbort } from './active-runs';
+import type { AttemptTelemetry, RunTelemetry } from '../telemetry/run.telemetry';
+import { ThrottledLog } from '../util/throttled-log';
+import { RedisAttemptPorts, type RedisAttemptDeps } from './attempt.redis-ports';
 import type { Claim } from './claim';
+import { handBackRun } from './hand-back';
 import { commitPolicy, type RunCommits } from './run.commits';
 import type { RunEvents } from './run.events';
-import { StepRecorder } from './step.recorder';
-import { AttemptGuard } from './attempt.guard';
-import type { JournalOutcome } from './attempt.journal';
-import { ProgressReporter } from './progress.reporter';
-import { ThrottledLog } from '../util/throttled-log';
-import type { AttemptTelemetry, RunTelemetry } from '../telemetry/run.telemetry';
-import { RunWaits, waitMethods } from './run.waits';
-import { RunContinuation } from './run.continuation';
-import { RedisWaitPort } from './wait.port';
-import { OwnCommitFailures } from './commit.failures';
-import { handBackRun } from './hand-back';
 
-/** What the race in an attempt settles with when the run suspended in a durable wait. */
-const SUSPENDED = Symbol('suspended');
-/** … and when it continued as new (`ctx.continueAsNew`). */
-const CONTINUED = Symbol('continued');
-
-const MAX_ERROR_TEXT = 8 * 1024;
-const MAX_ERROR_NAME = 200;
+type FailedAttempt = Extract<AttemptOutcome, { kind: 'failed' }>;
 
 /**
- * Executes one claimed run: the workflow's `run` inside the run scope (so `@Step` methods
- * memoize), then one token-checked complete or fail call. A worker that lost the lease writes
- * nothing; the run's new owner decides its fate.
+ * Executes one claimed run: its attempt through the shared {@link AttemptRunner}, with ports
+ * that commit on Redis, then the outcome's one token-checked call (complete, fail, or a
+ * hand-back). A worker that lost the lease writes nothing; the run's new owner decides its fate.
  */
 export class RunExecutor {
   private readonly logger = new Logger('Sluice');
@@ -47,6 +33,8 @@ export class RunExecutor {
   private readonly runWarnings = new ThrottledLog(this.logger, 60_000);
   /** Progress writes that failed (Redis away): advisory, so one line a minute for all runs. */
   private readonly progressWarnings = new ThrottledLog(this.logger, 60_000);
+  private readonly runner: AttemptRunner;
+  private readonly ports: RedisAttemptDeps;
 
   constructor(
     private readonly scripts: LuaScripts,
@@ -57,7 +45,18 @@ export class RunExecutor {
     private readonly commits: RunCommits,
     /** Only with OpenTelemetry on (see lib/telemetry/run.telemetry.ts). */
     private readonly telemetry?: RunTelemetry,
-  ) {}
+  ) {
+    this.runner = new AttemptRunner(options);
+    this.ports = {
+      scripts,
+      keys,
+      registry,
+      options,
+      commits,
+      onProgressError: (claim, error) =>
+        this.progressWarnings.warn(`Run ${claim.id} (${claim.workflow}): a progress value was not stored: ${error instanceof Error ? error.message : String(error)}`),
+    };
+  }
 
   /** Runs the claim to a committed outcome (or to the discovery that its lease is gone). */
   execute(claim: Claim, abort: LazyAbort): Promise<void> {
@@ -69,63 +68,31 @@ export class RunExecutor {
   /** `telemetry` is told the attempt's outcome once it is committed (or known lost). */
   private async executeAttempt(claim: Claim, abort: LazyAbort, telemetry?: AttemptTelemetry): Promise<void> {
     const definition = this.registry.get(claim.workflow);
-    // Only this attempt's own commits that found Redis away hand the run back (see OwnCommitFailures).
-    const commitFailures = new OwnCommitFailures();
-    const persist = (key: string, encoded: string) => commitFailures.watch(this.commits.saveStep(claim, key, encoded));
-    // The attempt's time limits: the run's own, else the workflow's; step limits end it through the guard too.
-    const guard = new AttemptGuard(claim.id, abort);
-    // A cancelled run's attempt ends now, as a timed-out one does: the process's local slot frees
-    // even if the code ignores its signal (its writes are refused by the token anyway). An attempt
-    // whose lease was lost runs on until its code returns (a shutdown drains it): its next step
-    // does not start, and whatever it writes meanwhile is refused.
-    abort.onAbort = (reason) => reason instanceof RunCancelledError && guard.expire(reason);
-    const limitMs = claim.timeoutMs ?? definition.timeoutMs;
-    const recorder = new StepRecorder(claim.id, claim.steps, persist, this.options.maxPayloadBytes, this.options.maxRunMemoBytes, telemetry, guard);
-    let progress: ProgressReporter | undefined;
-    // A durable wait that suspends the run ends the attempt here (guard.settle resolves with
-    // SUSPENDED): nothing more to commit. Built on the first wait: a run that never waits pays nothing.
-    let port: RedisWaitPort | undefined;
-    const portOf = () => (port ??= new RedisWaitPort(this.scripts, this.keys, this.registry, this.options, claim, commitFailures));
-    let waits: RunWaits | undefined;
-    const waitsOf = () => (waits ??= new RunWaits(claim.id, recorder, guard, portOf(), () => guard.release(SUSPENDED), claim.generation));
-    const ctx: RunContext = {
-      runId: claim.id,
-      attempt: claim.attempt,
-      get signal() {
-        return abort.signal;
-      },
-      step: (name, fn, options) => recorder.step(name, fn, options),
-      // Made on the first call only: a run that never reports progress gets no reporter.
-      // After the attempt ended (code that ignored its signal), a report writes nothing.
-      progress: (value) => (guard.ended ? Promise.resolve() : (progress ??= this.progressReporter(claim)).report(value)),
-      ...waitMethods(waitsOf),
-      continueAsNew: (input) => new RunContinuation(recorder, guard, portOf(), this.options.maxPayloadBytes, () => guard.release(CONTINUED)).continueAsNew(input),
-    };
     const startedAt = Date.now();
     if (this.events.listens('active')) this.events.emit('active', { runId: claim.id, workflow: claim.workflow, attempt: claim.attempt });
-    let encoded: string;
-    try {
-      const input = decodePayload(claim.input);
-      // Past a time limit this rejects with the TimeoutError at once, leaving code that ignores
-      // its signal running in the background: the attempt fails now, its slots are freed, and
-      // the worker drops the run from its active runs when this returns (its later writes are
-      // refused by the token).
-      const result: unknown = await guard.settle<unknown>(inRunScope(recorder, () => definition.instance.run(input, ctx)), limitMs);
-      if (result === SUSPENDED) return this.suspended(claim, guard, abort, progress, startedAt, telemetry);
-      if (result === CONTINUED) return this.continued(claim, guard, abort, progress, telemetry);
-      encoded = encodePayload(result, `result of workflow "${claim.workflow}"`, this.options.maxPayloadBytes);
-    } catch (error) {
-      guard.ended = true;
-      progress?.end(); // before the outcome's call, so the last value lands first
-      // Aborted at the shutdown deadline: the orchestrator hands the run back (lib/worker/worker.orchestrator.ts),
-      // so whatever the code threw on its signal is not the run's failure — no fail call, no event.
-      if (abort.reason instanceof WorkerShutdownError) return telemetry?.ended('released', error);
-      if (commitFailures.has(error)) return this.handBack(claim, error, telemetry);
-      return this.fail(claim, error, abort, definition.backoff, startedAt, this.journal(recorder, claim, 'failed', error), telemetry);
+    // The attempt's time limits: the run's own, else the workflow's.
+    const outcome = await this.runner.run(definition.instance, claim, claim.timeoutMs ?? definition.timeoutMs, abort, new RedisAttemptPorts(this.ports, claim, telemetry));
+    switch (outcome.kind) {
+      case 'completed':
+        return this.complete(claim, outcome.result, outcome.journal, abort, startedAt, telemetry);
+      case 'failed':
+        return this.fail(claim, outcome, abort, definition.backoff, startedAt, telemetry);
+      case 'handed-back':
+        return this.handBack(claim, outcome.error, telemetry);
+      case 'released':
+        // Aborted at the shutdown deadline: the orchestrator hands the run back, so whatever the
+        // code threw on its signal is not the run's failure — no fail call, no event.
+        return telemetry?.ended('released', outcome.error);
+      case 'suspended':
+        telemetry?.ended('suspended');
+        return this.events.emit('suspended', this.outcome(claim, startedAt));
+      case 'continued':
+        return telemetry?.ended('continued');
     }
-    guard.ended = true;
-    progress?.end();
-    if (await this.commits.complete(claim, encoded, this.journal(recorder, claim, 'completed'))) {
+  }
+
+  private async complete(claim: Claim, encoded: string, journal: AttemptJournal, abort: LazyAbort, startedAt: number, telemetry?: AttemptTelemetry): Promise<void> {
+    if (await this.commits.complete(claim, encoded, this.journal(journal, claim, 'completed'))) {
       telemetry?.ended('completed');
       this.events.emit('completed', this.outcome(claim, startedAt));
     } else {
@@ -133,16 +100,6 @@ export class RunExecutor {
       // A cancelled run's result is discarded by design: nothing to warn about.
       if (!(abort.reason instanceof RunCancelledError)) this.runWarnings.warn(`Run ${claim.id} (${claim.workflow}) finished after its lease was lost; its result was discarded`);
     }
-  }
-
-  /** The run suspended in a durable wait (committed by the wait itself): the attempt ends without an outcome. */
-  private suspended(claim: Claim, guard: AttemptGuard, abort: LazyAbort, progress: ProgressReporter | undefined, startedAt: number, telemetry?: AttemptTelemetry): void {
-    guard.ended = true;
-    // Code still running beside the wait (not awaited) learns that the attempt is over.
-    abort.abort(new SluiceError(`Run ${claim.id} suspended in a durable wait; this attempt is over`));
-    progress?.end();
-    telemetry?.ended('suspended');
-    this.events.emit('suspended', this.outcome(claim, startedAt));
   }
 
   /**
@@ -157,23 +114,14 @@ export class RunExecutor {
     telemetry?.ended('released', error);
   }
 
-  /** The run continued as new (committed by `ctx.continueAsNew` itself): this execution is over, the run is due again with its new input. */
-  private continued(claim: Claim, guard: AttemptGuard, abort: LazyAbort, progress: ProgressReporter | undefined, telemetry?: AttemptTelemetry): void {
-    guard.ended = true;
-    abort.abort(new SluiceError(`Run ${claim.id} continued as new; this attempt is over`));
-    progress?.end();
-    telemetry?.ended('continued');
-  }
-
-  private async fail(claim: Claim, error: unknown, abort: LazyAbort, backoff: Parameters<typeof backoffDelay>[0], startedAt: number, journal: string, telemetry?: AttemptTelemetry): Promise<void> {
+  private async fail(claim: Claim, { error, retryable, journal }: FailedAttempt, abort: LazyAbort, backoff: Parameters<typeof backoffDelay>[0], startedAt: number, telemetry?: AttemptTelemetry): Promise<void> {
     const runKeys = [this.keys.run(claim.id), this.keys.leases, this.keys.limits, this.keys.seq];
-    const retryable = attemptRetryable(error);
     const described = describeError(error);
     const delayMs = backoffDelay(backoff, claim.failures + 1);
     // Always asked of the token-checked script, even after a lost lease: the token decides.
     const outcome = await this.scripts.run<string>('fail', runKeys, [
       this.keys.base, claim.id, claim.token, JSON.stringify(described), retryable ? 1 : 0,
-      delayMs, this.options.defaults.resultTtlMs, journal,
+      delayMs, this.options.defaults.resultTtlMs, this.journal(journal, claim, 'failed', error),
     ], commitPolicy(this.options));
     // 'suspended': a wait beside the failure closed the attempt first (see RunWaits); the run
     // waits, and the failed step runs again when it resumes. 'continued': the attempt's
@@ -201,36 +149,11 @@ export class RunExecutor {
   }
 
   /** The attempt's journal as its committing script stores it (a failed one with its error), or '' with `worker.timeline: false`. */
-  private journal(recorder: StepRecorder, claim: Claim, outcome: JournalOutcome, error?: unknown): string {
-    return this.options.worker.timeline ? recorder.journal.encode(claim.attempt, outcome, outcome === 'failed' ? describeError(error) : undefined) : '';
-  }
-
-  private progressReporter(claim: Claim): ProgressReporter {
-    return ProgressReporter.forClaim(this.scripts, this.keys, this.options, claim, (error) =>
-      this.progressWarnings.warn(`Run ${claim.id} (${claim.workflow}): a progress value was not stored: ${error instanceof Error ? error.message : String(error)}`),
-    );
+  private journal(journal: AttemptJournal, claim: Claim, outcome: JournalOutcome, error?: unknown): string {
+    return this.options.worker.timeline ? journal.encode(claim.attempt, outcome, outcome === 'failed' ? describeError(error) : undefined) : '';
   }
 
   private outcome(claim: Claim, startedAt: number) {
     return { runId: claim.id, workflow: claim.workflow, attempt: claim.attempt, durationMs: Date.now() - startedAt };
   }
-}
-
-function describeError(error: unknown): RunErrorInfo {
-  if (error instanceof Error) {
-    return { name: clip(String(error.name), MAX_ERROR_NAME), message: clip(String(error.message)), ...(error.stack && { stack: clip(String(error.stack)) }) };
-  }
-  return { name: 'Error', message: clip(typeof error === 'string' ? error : safeString(error)) };
-}
-
-function safeString(value: unknown): string {
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
-  }
-}
-
-function clip(text: string, max = MAX_ERROR_TEXT): string {
-  return text.length > max ? `${text.slice(0, max)}…` : text;
 }

@@ -362,7 +362,7 @@ describe('durable waits survive process faults', () => {
     const firstPids = new Set(first.map((w) => w.pid));
     const inputs: ParentInput[] = Array.from({ length: PARENTS }, (_, i) => ({ i, children: CHILDREN, ms: CHILD_MS }));
     const parents = await f.client.enqueueMany<string>(DW_PARENT, inputs.map((input) => ({ input })));
-    // invoke names each child after its parent and memo key (lib/worker/run.waits.ts childId).
+    // invoke names each child after its parent and memo key (lib/execution/wait.ids.ts childId).
     const childIds = (parent: string) => Array.from({ length: CHILDREN }, (_, k) => `${parent}/invoke:${DW_CHILD}#${k + 1}`);
     const ids = parents.flatMap((h) => [h.id, ...childIds(h.id)]);
     const outcomes = Promise.all(parents.map((h) => h.result({ timeoutMs: 120_000 }).then((result) => result as ParentResult, (error: unknown) => error)));

@@ -1,7 +1,8 @@
 import type Redis from 'ioredis';
 import { LeaseLostError, QueueModuleOptions, RunContext, Workflow, WorkflowFailedError } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
-import { ActiveRun, ActiveRuns, LazyAbort } from '../../lib/worker/active-runs';
+import { ActiveRun, ActiveRuns } from '../../lib/worker/active-runs';
+import { LazyAbort } from '../../lib/execution/lazy.abort';
 import { parseClaimReply } from '../../lib/worker/claim';
 import { LeaseHeartbeat } from '../../lib/worker/lease.heartbeat';
 import { newCallId } from '../../lib/worker/run.commits';

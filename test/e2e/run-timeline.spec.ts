@@ -1,7 +1,7 @@
 import type Redis from 'ioredis';
 import { RunContext, Workflow } from '../../lib';
 import { parseJournal } from '../../lib/client/run.timeline';
-import { AttemptJournal } from '../../lib/worker/attempt.journal';
+import { AttemptJournal } from '../../lib/execution/attempt.journal';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { Counter } from '../support/workflows';
 

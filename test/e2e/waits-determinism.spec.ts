@@ -92,7 +92,7 @@ describe('durable waits: determinism', () => {
   }
 
   /*
-   * Regression (lib/worker/attempt.guard.ts settle + lib/worker/step.recorder.ts place): when the mismatch
+   * Regression (lib/execution/attempt.guard.ts settle + lib/execution/step.recorder.ts place): when the mismatch
    * is the run's very first call, made synchronously in `run` (the usual `await ctx.step(…)` as
    * its first line), place() calls guard.expire() before RunExecutor has called guard.settle(body):
    * settle then returns `reject(this.expired)` without ever attaching a handler to `body`, whose

@@ -79,7 +79,7 @@ describe('durable waits: steps beside a wait', () => {
   });
 
   /*
-   * BUG: RunWaits.wait (lib/worker/run.waits.ts) waits for the steps executing beside it to settle,
+   * BUG: RunWaits.wait (lib/execution/run.waits.ts) waits for the steps executing beside it to settle,
    * then commits the suspend unless the guard was aborted — but a step that merely failed aborts
    * nothing. The run's own promise has rejected meanwhile; the suspend script lands first and the
    * run goes to sleep holding the failure nowhere (failures 0). RunExecutor.fail then sends

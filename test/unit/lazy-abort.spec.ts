@@ -1,4 +1,4 @@
-import { LazyAbort } from '../../lib/worker/active-runs';
+import { LazyAbort } from '../../lib/execution/lazy.abort';
 
 describe('LazyAbort', () => {
   it('hands out a live signal that a later abort fires, with its reason', () => {

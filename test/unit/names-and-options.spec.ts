@@ -5,7 +5,7 @@ import { DEFAULT_BACKOFF, QueueModuleOptions, resolveQueueOptions } from '../../
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../../lib/redis/payload.codec';
 import { checkInteger, toMilliseconds } from '../../lib/util/duration';
 import { checkId, checkName, MAX_ID_LENGTH, MAX_NAME_LENGTH } from '../../lib/util/names';
-import { backoffDelay } from '../../lib/worker/backoff';
+import { backoffDelay } from '../../lib/execution/retry.policy';
 
 describe('names', () => {
   it.each(['a', 'order.fulfil', 'A-1_b.c', '9lives', 'x'.repeat(MAX_NAME_LENGTH)])('checkName accepts %p', (name) => {

@@ -1,9 +1,9 @@
 import 'reflect-metadata';
 import { InvalidOptionError, LeaseLostError, NonRetryableError, RunContext, Step, StepCallOptions, TimeoutError, Workflow } from '../../lib';
 import { SluiceTesting } from '../../lib/testing';
-import { LazyAbort } from '../../lib/worker/active-runs';
-import { AttemptGuard } from '../../lib/worker/attempt.guard';
-import { StepRecorder } from '../../lib/worker/step.recorder';
+import { LazyAbort } from '../../lib/execution/lazy.abort';
+import { AttemptGuard } from '../../lib/execution/attempt.guard';
+import { StepRecorder } from '../../lib/execution/step.recorder';
 import { DEFAULT_STEP_BACKOFF, resolveStepOptions } from '../../lib/workflow/step.options';
 
 const MAX = 2_147_483_647;

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { LeaseLostError, NonRetryableError, RunContext, SluiceError, Step, StepMemoLimitError } from '../../lib';
-import { DEFAULT_MAX_MEMO_BYTES, StepRecorder } from '../../lib/worker/step.recorder';
+import { DEFAULT_MAX_MEMO_BYTES, StepRecorder } from '../../lib/execution/step.recorder';
 import { runScope } from '../../lib/workflow/run.scope';
 
 const MAX_PAYLOAD = 1024 * 1024;

@@ -237,6 +237,22 @@ describe('harness semantics that mirror the worker', () => {
     expect(run.result).toBe('done');
   });
 
+  it('a step call the recorder refuses (a reserved name) is not reported, and does not shift the keys after it', async () => {
+    @Workflow('harness.reserved-step-name')
+    class ReservedName {
+      async run(_: unknown, ctx: RunContext): Promise<string> {
+        const refused = await ctx.step('signal:go', () => 1).catch((error: unknown) => error);
+        expect(refused).toBeInstanceOf(InvalidNameError);
+        await ctx.step('signal:go', () => 1).catch(() => undefined);
+        return ctx.step('ok', () => 'done');
+      }
+    }
+    const run = await SluiceTesting.harness(new ReservedName()).run(undefined);
+    expect(run.result).toBe('done');
+    expect(run.attempts[0].steps.map((step) => step.key)).toEqual(['ok#1']);
+    expect(run.attempts[0].failed).toEqual([]);
+  });
+
   it('a step still running when a parallel one fails the attempt cannot save its result afterwards', async () => {
     let release!: () => void;
     const slow = new Promise<void>((resolve) => (release = resolve));

@@ -1,8 +1,8 @@
 import 'reflect-metadata';
 import { NonDeterminismError, RunContext, SluiceError, Workflow } from '../../lib';
 import { SluiceTesting } from '../../lib/testing';
-import { AttemptGuard } from '../../lib/worker/attempt.guard';
-import { LazyAbort } from '../../lib/worker/active-runs';
+import { AttemptGuard } from '../../lib/execution/attempt.guard';
+import { LazyAbort } from '../../lib/execution/lazy.abort';
 
 /**
  * Durable waits in the WorkflowHarness (no Redis): a sleep advances the fake clock and carries on

@@ -1,60 +1,19 @@
-import { createHash } from 'node:crypto';
 import { InvalidInputError, InvalidOptionError, PayloadTooLargeError } from '../errors';
-import type { EnqueueRequest } from '../client/enqueue.options';
-import { checkId, MAX_ID_LENGTH } from '../util/names';
+import { checkId } from '../util/names';
 import { toMilliseconds, type Duration } from '../util/duration';
 import type { Jsonified } from '../workflow/json.roundtrip';
 import { stepScope } from '../workflow/run.scope';
 import { MAX_INVOKE_ALL, MAX_INVOKE_BYTES, type EventWaitOptions, type InvokeCall, type InvokeOptions, type SignalWaitOptions, type WaitOutcome } from '../workflow/wait.types';
 import type { RunContext } from '../workflow/workflow.types';
 import type { AttemptGuard } from './attempt.guard';
-import type { AttemptJournal } from './attempt.journal';
-import type { Placed, StepRecorder } from './step.recorder';
+import { abandoned, enterCommit } from './commit.gate';
+import type { StepRecorder } from './step.recorder';
+import { childId, eventTarget } from './wait.ids';
+import type { SuspendReply, SuspendRequest, WaitPort } from './wait.port';
 import { refusedBytes, toChildOutcome, toWaitOutcome } from './wait.outcome';
-
-/** A wait as lua/suspend.lua takes it. */
-export interface SuspendRequest {
-  kind: 'sleep' | 'signal' | 'event' | 'child';
-  /** Deadline from now (Redis time), in ms. */
-  afterMs?: number;
-  /** Deadline in ms since the epoch (wins over afterMs). */
-  atMs?: number;
-  target: string;
-  entries: Array<{ placed: Placed; child?: EnqueueRequest }>;
-}
-
-/**
- * What the commit of a wait answered: it ended at once (its outcomes by memo key), the run
- * suspended, or the position entries it had to write (`bytes` of them) would take the memo past
- * its budget (nothing written; `key` is the wait's memo key).
- */
-export type SuspendReply = { resumed: Map<string, string> } | 'suspended' | { over: { key: string; bytes: number } };
-
-/** The worker's side of a wait: the token-checked script call, and the checks of a child enqueue. */
-export interface WaitPort {
-  /**
-   * Commits the wait with the position entries of the attempt's calls up to it (`positions`) and
-   * the attempt's journal (stored if the run suspends), within `room`, the bytes the memo may still
-   * take: the position entries count first (past it: `over`), then the wait's outcomes (past it:
-   * the refusal marker, see `fitOutcome`). Rejects (lease lost, Redis away, conflict) with the
-   * error that ends the attempt.
-   */
-  suspend(request: SuspendRequest, room: number, positions: Placed[], journal: AttemptJournal): Promise<SuspendReply>;
-  /** Validates a child's enqueue as `QueueClient.enqueue` would (typed errors, nothing written). */
-  childRequest(workflow: unknown, input: unknown, opts: InvokeOptions | undefined): EnqueueRequest;
-}
 
 /** Furthest ahead a sleep may end, as for an enqueue's `runAt`. */
 const MAX_SLEEP_MS = 10 * 365 * 86_400_000;
-
-/**
- * What a wait returns once its run has suspended (the attempt is over): a promise that never
- * settles. A fresh one each time: the code awaiting it is then unreachable and collected with the
- * attempt, where one shared promise would hold every suspended attempt's code for ever.
- */
-function suspended(): Promise<never> {
-  return new Promise<never>(() => undefined);
-}
 
 /**
  * The durable waits of one run attempt: `ctx.sleep`, `sleepUntil`, `waitForSignal`,
@@ -161,7 +120,7 @@ export class RunWaits {
       return this.fitting(request, known as string[]);
     }
     const entered = await enterCommit(this.recorder, this.guard);
-    if (!entered) return suspended();
+    if (!entered) return abandoned();
     const { gate, open } = entered;
     // Every call so far has been placed (calls made after this one wait on its gate).
     const written = this.recorder.unrecordedPositions();
@@ -179,7 +138,7 @@ export class RunWaits {
     }
     if (reply === 'suspended') {
       this.onSuspended();
-      return suspended();
+      return abandoned();
     }
     if ('over' in reply) {
       for (const end of ends) end('failed');
@@ -211,50 +170,9 @@ export class RunWaits {
   }
 }
 
-/**
- * Lets the steps executing now land, then holds later calls behind a gate while the caller commits
- * a call that may end the attempt (a wait, `continueAsNew`): calls made meanwhile wait on the gate,
- * which `open` releases (never, if the attempt ended). Resolves undefined if the attempt ended
- * meanwhile (a step beside it failed it); throws if it was aborted.
- */
-export async function enterCommit(recorder: StepRecorder, guard: AttemptGuard): Promise<{ gate: Promise<void>; open: () => void } | undefined> {
-  const previous = recorder.gate;
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
-  recorder.gate = gate;
-  if (previous) await previous;
-  if (await recorder.settled()) {
-    // A step beside the call failed: if the code does not catch it, the attempt fails with it,
-    // through promise reactions only, all run before the next macrotask. Suspending first would
-    // hide that failure until the run resumed and ran the step again.
-    await new Promise((resolve) => setImmediate(resolve));
-    if (guard.ended) return undefined;
-  }
-  if (guard.abort.aborted) throw guard.abort.reason;
-  return { gate, open };
-}
-
 function timeoutOf(opts: SignalWaitOptions | EventWaitOptions | undefined, call: string): number | undefined {
   if (opts !== undefined && (opts === null || typeof opts !== 'object')) throw new InvalidOptionError(`${call} options`, 'must be an object');
   return opts?.timeout === undefined ? undefined : toMilliseconds(opts.timeout, `${call} timeout`);
-}
-
-/** An event wait's target as the scripts index it: `<name>|<key>` (`|` is in neither). */
-export function eventTarget(name: string, key: string): string {
-  return `${name}|${key}`;
-}
-
-/**
- * A child's id when `invoke` gives none: the parent's id and the call's memo key, so every replay
- * of the parent names the same child — and, once the parent continued as new, its incarnation
- * (`@<generation>`), so a later incarnation's first invoke does not find an earlier one's child
- * (memo keys restart with the memo). Past the id length limit, a digest of them.
- */
-export function childId(parentId: string, key: string, generation = 0): string {
-  const suffix = generation > 0 ? `@${generation}` : '';
-  const id = `${parentId}/${key}${suffix}`;
-  if (id.length <= MAX_ID_LENGTH) return id;
-  return `child-${createHash('sha256').update(parentId).update('\n').update(key + suffix).digest('base64url')}`;
 }
 
 /** The wait methods of `RunContext`, bound to one attempt's waits (`waitsOf` makes them on the first call). */

@@ -1,7 +1,7 @@
-import { InvalidInputError, LeaseLostError, NonRetryableError, TimeoutError, UnknownWorkflowError } from '../errors';
+import { TimeoutError } from '../errors';
 import type { ResolvedStepOptions, StepContext } from '../workflow/step.options';
 import type { AttemptGuard, RunAbort } from './attempt.guard';
-import { backoffDelay } from './backoff';
+import { backoffDelay, stepRetryable } from './retry.policy';
 
 /**
  * Executes one step's `fn` (through `invoke`, which gives it its context) under its options:
@@ -35,18 +35,12 @@ export async function runStepTries<T>(
     } finally {
       stepAbort.release();
     }
-    if (attempt >= options.attempts || guard.abort.aborted || !retryable(lastError)) break;
+    if (attempt >= options.attempts || guard.abort.aborted || !stepRetryable(lastError)) break;
     await guard.sleep(backoffDelay(options.backoff, attempt, guard.random), guard.abort);
     if (guard.abort.aborted) break;
   }
   if (lastError instanceof TimeoutError && lastError.step === key && lastError.runId === guard.runId) guard.expire(lastError);
   throw lastError;
-}
-
-/** Failures a step's retry could fix: the worker's rule for runs, plus a lost lease (nothing to retry for). */
-function retryable(error: unknown): boolean {
-  if (error instanceof UnknownWorkflowError) return true; // a child's worker not booted yet, as for runs
-  return !(error instanceof NonRetryableError || error instanceof InvalidInputError || error instanceof LeaseLostError);
 }
 
 /** Settles as `running` does, or rejects with `expire()`'s error after `ms`; `running` is left to run on, unobserved. */

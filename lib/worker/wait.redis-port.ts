@@ -1,4 +1,4 @@
-import type { AttemptJournal } from './attempt.journal';
+import type { AttemptJournal } from '../execution/attempt.journal';
 import { buildEnqueueRequest, type EnqueueRequest } from '../client/enqueue.options';
 import { checkOptionKeys } from '../util/option-keys';
 import { ChildRunConflictError, LeaseLostError, UnknownWorkflowError } from '../errors';
@@ -9,10 +9,10 @@ import type { RedisKeys } from '../redis/redis.keys';
 import type { InvokeOptions } from '../workflow/wait.types';
 import type { Claim } from './claim';
 import { commitPolicy } from './run.commits';
-import type { ContinuePort } from './run.continuation';
-import type { SuspendReply, SuspendRequest, WaitPort } from './run.waits';
-import type { Placed } from './step.recorder';
-import type { OwnCommitFailures } from './commit.failures';
+import type { ContinuePort } from '../execution/run.continuation';
+import type { SuspendReply, SuspendRequest, WaitPort } from '../execution/wait.port';
+import type { Placed } from '../execution/step.recorder';
+import type { OwnCommitFailures } from '../execution/commit.failures';
 
 const INVOKE_OPTIONS: readonly string[] = ['id', 'priority', 'group', 'attempts'];
 

@@ -2,18 +2,13 @@ import { InvalidInputError } from '../errors';
 import { encodePayload } from '../redis/payload.codec';
 import { stepScope } from '../workflow/run.scope';
 import type { AttemptGuard } from './attempt.guard';
-import { enterCommit } from './run.waits';
+import { abandoned, enterCommit } from './commit.gate';
 import type { StepRecorder } from './step.recorder';
 
 /** The commit of `ctx.continueAsNew`: lua/continue.lua in a worker, the harness's own loop in tests. */
 export interface ContinuePort {
   /** Starts the run afresh with `input` (encoded) and an empty memo; rejects (lease lost, Redis away) with the error that ends the attempt. */
   continueAsNew(input: string): Promise<void>;
-}
-
-/** What `continueAsNew` returns once the run has started afresh: a promise that never settles (see `suspended` in run.waits.ts). */
-function continued(): Promise<never> {
-  return new Promise<never>(() => undefined);
 }
 
 /**
@@ -40,7 +35,7 @@ export class RunContinuation {
     // Checked before anything is written, with the errors an enqueue's input gets.
     const encoded = encodePayload(input, 'ctx.continueAsNew input', this.maxPayloadBytes);
     // The gate never opens: nothing the attempt calls after this runs.
-    if (!(await enterCommit(this.recorder, this.guard))) return continued();
+    if (!(await enterCommit(this.recorder, this.guard))) return abandoned();
     try {
       await this.port.continueAsNew(encoded);
     } catch (error) {
@@ -48,6 +43,6 @@ export class RunContinuation {
       throw error;
     }
     this.onContinued();
-    return continued();
+    return abandoned();
   }
 }

@@ -5,8 +5,8 @@ import { checkId } from '../util/names';
 import { stepScope, type StepRunner } from '../workflow/run.scope';
 import type { Jsonified } from '../workflow/json.roundtrip';
 import { resolveStepOptions, type ResolvedStepOptions, type StepCallOptions, type StepFn } from '../workflow/step.options';
-import type { StepObserver } from '../telemetry/step.observer';
-import { LazyAbort } from './active-runs';
+import type { StepObserver } from './step.observer';
+import { LazyAbort } from './lazy.abort';
 import { AttemptGuard } from './attempt.guard';
 import { runStepTries } from './step.tries';
 import { AttemptJournal } from './attempt.journal';
@@ -45,12 +45,20 @@ export const DEFAULT_MAX_MEMO_BYTES = 16 * 1024 * 1024;
  * it runs plainly and its effect is covered by the parent's memo entry — its options (time
  * limit, tries) are ignored, the parent's govern it, and its `fn` gets the parent's context.
  */
-/** Step names the memo keeps for position entries and waits (see Placed and lib/worker/run.waits.ts). */
+/** Step names the memo keeps for position entries and waits (see Placed and lib/execution/run.waits.ts). */
 const RESERVED_STEP_NAME = /^(@|signal:|event:|invoke:)/;
 
 /** Whether a memo field is a position entry (see {@link Placed}) rather than a step's result. */
 export function isPositionField(key: string): boolean {
   return key.startsWith('@');
+}
+
+/** Checks a step call's arguments as `ctx.step` does (its typed errors), and resolves its options. */
+export function checkStepCall(name: string, fn: unknown, options: StepCallOptions | undefined): ResolvedStepOptions | undefined {
+  checkId(name, 'step name');
+  if (RESERVED_STEP_NAME.test(name)) throw new InvalidNameError('step name', `"${name}" starts with a prefix the waits' memo keys use ('@', 'signal:', 'event:', 'invoke:')`);
+  if (typeof fn !== 'function') throw new TypeError(`ctx.step("${name}", fn): fn must be a function`);
+  return resolveStepOptions(options, `ctx.step("${name}") options`);
 }
 
 export class StepRecorder implements StepRunner {
@@ -63,7 +71,7 @@ export class StepRecorder implements StepRunner {
   /** Steps executing now: a wait lets them land before the run gives up its lease. */
   private readonly executing = new Set<Promise<unknown>>();
   /**
-   * Set by a wait being committed (lib/worker/run.waits.ts): a step executed meanwhile first
+   * Set by a wait being committed (lib/execution/run.waits.ts): a step executed meanwhile first
    * waits for it. It opens if the wait ended at once and never if the run suspended: a step
    * started then would run again after the wait, and its result could not be saved anyway.
    */
@@ -90,10 +98,7 @@ export class StepRecorder implements StepRunner {
   }
 
   async step<T>(name: string, fn: StepFn<T>, options?: StepCallOptions): Promise<Jsonified<T>> {
-    checkId(name, 'step name');
-    if (RESERVED_STEP_NAME.test(name)) throw new InvalidNameError('step name', `"${name}" starts with a prefix the waits' memo keys use ('@', 'signal:', 'event:', 'invoke:')`);
-    if (typeof fn !== 'function') throw new TypeError(`ctx.step("${name}", fn): fn must be a function`);
-    const resolved = resolveStepOptions(options, `ctx.step("${name}") options`);
+    const resolved = checkStepCall(name, fn, options);
     // Nested in another step of this run: part of the parent. Numbering it would make the
     // occurrence numbers depend on whether the parent executed or was replayed; its own limit
     // and tries would multiply the parent's. (Typed as the round trip although returned as is:
@@ -119,6 +124,11 @@ export class StepRecorder implements StepRunner {
     return executing;
   }
 
+  /** The occurrence number the next top-level call of `name` gets (see {@link place}). */
+  nextOccurrence(name: string): number {
+    return (this.occurrences.get(name) ?? 0) + 1;
+  }
+
   /**
    * Numbers a top-level call: its occurrence among calls of its name and its position among all
    * top-level calls, both taken when it is called. On replay, a call that does not follow the
@@ -126,7 +136,7 @@ export class StepRecorder implements StepRunner {
    * (the run fails without retry), even if the code catches it.
    */
   place(kind: CallKind, name: string): Placed {
-    const occurrence = (this.occurrences.get(name) ?? 0) + 1;
+    const occurrence = this.nextOccurrence(name);
     this.occurrences.set(name, occurrence);
     const key = `${name}#${occurrence}`;
     const position = this.calls.length;
