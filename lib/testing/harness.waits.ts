@@ -1,5 +1,5 @@
 import { SluiceError } from '../errors';
-import type { EnqueueRequest } from '../client/enqueue.options';
+import type { EnqueueRequest } from '../interfaces/enqueue.options';
 import type { SuspendReply, SuspendRequest, WaitPort } from '../worker/run.waits';
 import { entryBytes, type Placed } from '../worker/step.recorder';
 import { fitOutcome } from '../worker/wait.outcome';

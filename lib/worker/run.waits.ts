@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { InvalidInputError, InvalidOptionError, PayloadTooLargeError } from '../errors';
-import type { EnqueueRequest } from '../client/enqueue.options';
+import type { EnqueueRequest } from '../interfaces/enqueue.options';
+import { eventTarget } from '../redis/run.layout';
 import { checkId, MAX_ID_LENGTH } from '../util/names';
 import { toMilliseconds, type Duration } from '../util/duration';
 import type { Jsonified } from '../workflow/json.roundtrip';
@@ -237,11 +238,6 @@ export async function enterCommit(recorder: StepRecorder, guard: AttemptGuard): 
 function timeoutOf(opts: SignalWaitOptions | EventWaitOptions | undefined, call: string): number | undefined {
   if (opts !== undefined && (opts === null || typeof opts !== 'object')) throw new InvalidOptionError(`${call} options`, 'must be an object');
   return opts?.timeout === undefined ? undefined : toMilliseconds(opts.timeout, `${call} timeout`);
-}
-
-/** An event wait's target as the scripts index it: `<name>|<key>` (`|` is in neither). */
-export function eventTarget(name: string, key: string): string {
-  return `${name}|${key}`;
 }
 
 /**
