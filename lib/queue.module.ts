@@ -1,16 +1,25 @@
 import { DynamicModule, Module, ModuleMetadata, Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { QueueAdmin } from './client/queue.admin';
 import { QueueClient } from './client/queue.client';
-import { QueueHealth } from './health/queue.health';
+import { QueueSchedules } from './client/queue.schedules';
+import { RunAdmin } from './client/run.admin';
+import { RunControl } from './client/run.control';
+import { RunEnqueuer } from './client/run.enqueuer';
+import { RunLimits } from './client/run.limits';
+import { RunSignals } from './client/run.signals';
 import { RunWaiter } from './client/run.waiter';
+import { FleetWorkflowLookup } from './discovery/fleet-workflows.lookup';
+import { QueueHealth } from './health/queue.health';
 import { WorkflowMetadataAccessor } from './discovery/workflow-metadata.accessor';
 import { WorkflowExplorer } from './discovery/workflow.explorer';
 import { WorkflowRegistry } from './discovery/workflow.registry';
 import { QUEUE_MODULE_OPTIONS, RESOLVED_QUEUE_OPTIONS } from './queue.constants';
-import { QueueModuleOptions, resolveQueueOptions } from './queue.options';
+import { QueueModuleOptions, ResolvedQueueOptions, resolveQueueOptions } from './queue.options';
 import { MigrationRunner } from './migration/migration.runner';
 import { LuaScriptsProvider } from './redis/lua-scripts.provider';
 import { RedisConnections } from './redis/redis.connections';
+import { RedisKeys } from './redis/redis.keys';
 import { RunEvents } from './worker/run.events';
 import { WorkerOrchestrator } from './worker/worker.orchestrator';
 import { WorkflowEventAccessor } from './discovery/workflow-event.accessor';
@@ -26,12 +35,23 @@ export interface QueueModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'>
 
 const CORE_PROVIDERS: Provider[] = [
   { provide: RESOLVED_QUEUE_OPTIONS, useFactory: resolveQueueOptions, inject: [QUEUE_MODULE_OPTIONS] },
+  // The namespace's keys, made once for every provider that builds script calls or reads.
+  { provide: RedisKeys, useFactory: (options: ResolvedQueueOptions) => new RedisKeys(options.prefix, options.namespace), inject: [RESOLVED_QUEUE_OPTIONS] },
   RedisConnections,
   LuaScriptsProvider,
+  // One per process, shared by the client's services: a name found is asked about once.
+  { provide: FleetWorkflowLookup, useFactory: (connections: RedisConnections, keys: RedisKeys) => new FleetWorkflowLookup(connections.command, keys), inject: [RedisConnections, RedisKeys] },
   WorkflowMetadataAccessor,
   WorkflowRegistry,
   WorkflowExplorer,
   RunWaiter,
+  RunEnqueuer,
+  RunSignals,
+  RunAdmin,
+  RunControl,
+  RunLimits,
+  QueueAdmin,
+  QueueSchedules,
   QueueClient,
   RunEvents,
   MigrationRunner,
@@ -44,8 +64,9 @@ const CORE_PROVIDERS: Provider[] = [
 ];
 
 /**
- * Sluice's Nest module. Import it once, in the root module; it is global, so `QueueClient` can
- * be injected anywhere and `@Workflow` providers of any module are discovered.
+ * Sluice's Nest module. Import it once, in the root module; it is global, so `QueueClient`,
+ * `QueueAdmin` and `QueueSchedules` can be injected anywhere and `@Workflow` providers of any
+ * module are discovered.
  */
 @Module({})
 export class QueueModule {
@@ -64,7 +85,7 @@ export class QueueModule {
       module: QueueModule,
       imports: [DiscoveryModule, ...imports],
       providers: [...optionsProviders, ...CORE_PROVIDERS],
-      exports: [QueueClient, RunEvents, QueueHealth, QueueHealthIndicator],
+      exports: [QueueClient, QueueAdmin, QueueSchedules, RunEvents, QueueHealth, QueueHealthIndicator],
     };
   }
 }

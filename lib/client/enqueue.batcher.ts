@@ -1,5 +1,5 @@
 import { OutcomeUnknownError } from '../errors';
-import type { EnqueueRequest } from './enqueue.options';
+import type { EnqueueRequest } from '../interfaces/enqueue.options';
 import { enqueueChunks } from './enqueue.script';
 
 /**

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { RedisKeys } from '../redis/redis.keys';
-import type { EnqueueRequest } from './enqueue.options';
+import type { EnqueueRequest } from '../interfaces/enqueue.options';
 
 /** What the enqueue script's arguments take from the module options. */
 export interface EnqueueSettings {

@@ -1,8 +1,9 @@
+import { Injectable } from '@nestjs/common';
 import { InvalidInputError, InvalidOptionError, RunNotFoundError, RunStateError } from '../errors';
-import type { FleetWorkflowLookup } from '../discovery/fleet-workflows.lookup';
-import type { WorkflowRegistry } from '../discovery/workflow.registry';
-import type { LuaScriptsProvider } from '../redis/lua-scripts.provider';
-import type { RedisKeys } from '../redis/redis.keys';
+import { FleetWorkflowLookup } from '../discovery/fleet-workflows.lookup';
+import { WorkflowRegistry } from '../discovery/workflow.registry';
+import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
+import { RedisKeys } from '../redis/redis.keys';
 import { checkInteger } from '../util/duration';
 import { checkId, checkName } from '../util/names';
 import type { WorkflowClass } from '../workflow/workflow.types';
@@ -19,7 +20,7 @@ const WAITS: readonly string[] = ['sleeping', 'waiting-signal', 'waiting-event',
 const LISTABLE: readonly string[] = [...FINISHED, 'delayed', 'waiting', 'active', ...WAITS];
 const RETRYABLE: readonly string[] = ['failed', 'cancelled'];
 
-/** Options of `QueueClient.listRuns`. */
+/** Options of `QueueAdmin.listRuns`. */
 export interface ListRunsOptions {
   workflow: WorkflowClass | WorkflowContract<any, any> | string;
   state: ListableState;
@@ -45,7 +46,7 @@ export interface RunPage {
   cursor: string | null;
 }
 
-/** Options of `QueueClient.retryAll`. */
+/** Options of `QueueAdmin.retryAll`. */
 export interface RetryAllOptions {
   workflow: WorkflowClass | WorkflowContract<any, any> | string;
   state: 'failed' | 'cancelled';
@@ -72,6 +73,7 @@ const SCORE = /^\d{1,20}$/;
  * cancelled ones, deleting finished ones. One Lua script call per page, per run retried or
  * removed, and per batch of `retryAll` (lua/list-runs.lua, retry.lua, remove.lua).
  */
+@Injectable()
 export class RunAdmin {
   constructor(
     private readonly scripts: LuaScriptsProvider,

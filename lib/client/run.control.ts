@@ -1,21 +1,24 @@
+import { Inject, Injectable } from '@nestjs/common';
 import { InvalidOptionError, RunNotFoundError } from '../errors';
+import { EVERY_GROUP } from '../interfaces/limits';
+import type { RateLimit } from '../interfaces/rate-limit';
+import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
-import type { LuaScripts } from '../redis/lua.scripts';
-import type { RedisKeys } from '../redis/redis.keys';
 import { cancelledErrorJson, CANCEL_BATCH, sendCancel } from '../redis/commands/cancel.command';
+import { setPaused, writeRateLimit } from '../redis/commands/set-control.command';
+import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
+import { RedisKeys } from '../redis/redis.keys';
 import { checkId, checkName } from '../util/names';
-import { EVERY_GROUP, type DeclarationOutcome } from './limits';
-import { RateLimit, toRateLimit } from './rate-limit';
 import type { RunState } from './run-info';
-import type { WorkflowRef } from './queue.client';
+import type { WorkflowRef } from './workflow.ref';
 
-/** Options of `QueueClient.cancel`. */
+/** Options of `QueueAdmin.cancel`. */
 export interface CancelOptions {
   /** Why: stored with the run (`RunInfo.error.message` reads `cancelled: <reason>`) and carried by `RunCancelledError.reason`; at most 1,000 characters. */
   reason?: string;
 }
 
-/** What `QueueClient.cancel` did. */
+/** What `QueueAdmin.cancel` did. */
 export interface CancelResult {
   /** `true` if this call cancelled the run; `false` if it had finished already (nothing was changed). */
   cancelled: boolean;
@@ -43,11 +46,12 @@ const MAX_REASON_LENGTH = 1_000;
  * to many children one call per {@link CANCEL_BATCH} runs. Input is checked first; nothing is
  * written on bad input.
  */
+@Injectable()
 export class RunControl {
   constructor(
-    private readonly scripts: () => LuaScripts,
+    private readonly scripts: LuaScriptsProvider,
     private readonly keys: RedisKeys,
-    private readonly options: ResolvedQueueOptions,
+    @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
   ) {}
 
   async cancel(runId: string, opts: CancelOptions = {}): Promise<CancelResult> {
@@ -59,7 +63,7 @@ export class RunControl {
     }
     const record = { error: cancelledErrorJson(reason), reason, retentionMs: this.options.defaults.resultTtlMs };
     let repeated = false;
-    const first = await sendCancel(this.scripts(), this.keys, runId, record, (repeat) => (repeated = repeat));
+    const first = await sendCancel(this.scripts.get(), this.keys, runId, record, (repeat) => (repeated = repeat));
     if (first.outcome === 'missing') throw new RunNotFoundError(runId);
     const { state } = first;
     // Sent again after a lost reply, the call finds the run as its first try left it: cancelled.
@@ -67,23 +71,16 @@ export class RunControl {
     // The rest of the cascade, a batch a call; each call visits at least one run, so this ends.
     let children = first.cascaded;
     for (let remaining = first.left; remaining > 0; ) {
-      const more = await sendCancel(this.scripts(), this.keys, runId, record);
+      const more = await sendCancel(this.scripts.get(), this.keys, runId, record);
       children += more.cascaded;
       remaining = more.left;
     }
     return { cancelled, state: state as RunState, children };
   }
 
-  /**
-   * Pauses or resumes a target checked by the caller (`checkPauseTarget`).
-   * @returns whether the call changed anything (`false`: it was paused already, or not paused to resume).
-   */
-  async setPaused(target: { workflow: string; group?: string }, paused: boolean): Promise<boolean> {
-    const { workflow, group } = target;
-    const [previous] = await this.scripts().run<[string, string]>('set-control', [this.keys.limits, this.keys.seq], [
-      this.keys.base, 'pause', workflow, group ?? '', paused ? '1' : '', '',
-    ], { idempotent: true });
-    return (previous === '1') !== paused;
+  /** Pauses or resumes a target checked by the caller (`checkPauseTarget`); see setPaused. */
+  setPaused(target: { workflow: string; group?: string }, paused: boolean): Promise<boolean> {
+    return setPaused(this.scripts.get(), this.keys, target, paused);
   }
 
   /**
@@ -91,29 +88,7 @@ export class RunControl {
    * previous one. The caller has checked it (`checkRateLimit`).
    */
   async setRateLimit(workflow: string, group: string | undefined, rateLimit: RateLimit | null): Promise<RateLimit | null> {
-    return (await this.writeRateLimit(workflow, group, rateLimit, false)).previous;
-  }
-
-  /**
-   * A worker bootstrap's declared rate limit (the workflow's, or every group's default): written
-   * unless an operator's runtime value overrides this same declaration (`kept`: nothing written,
-   * `previous` is the value in force); `dropped` when it replaced one that overrode another.
-   */
-  declareRateLimit(workflow: string, group: undefined | typeof EVERY_GROUP, rateLimit: RateLimit | null): Promise<{ previous: RateLimit | null; outcome: DeclarationOutcome }> {
-    return this.writeRateLimit(workflow, group, rateLimit, true);
-  }
-
-  private async writeRateLimit(workflow: string, group: string | undefined, rateLimit: RateLimit | null, byCode: boolean) {
-    const keys = [this.keys.limits, this.keys.seq];
-    const send = (kind: string, max: number | '', perMs: number | '') =>
-      this.scripts().run<[string, string, number, string?]>('set-control', keys, [this.keys.base, kind, workflow, group ?? '', max, perMs, byCode ? 'code' : ''], { idempotent: true });
-    const [max, perMs, left, outcome] = await send('rate', rateLimit ? rateLimit.max : '', rateLimit ? rateLimit.perMs : '');
-    // The groups the old limit held are reviewed in batches of 500 (lua/includes/common.lua
-    // startRateReview): each is reviewed once (one still without room is held again, out of the
-    // review), so the count only falls. The workflow's reserves take batches too, and finish the
-    // review if this loop stops part-way; setting the limit again goes on with it.
-    for (let batches = Math.ceil(left / 500), remaining = left; remaining > 0 && batches > 0; batches--) [, , remaining] = await send('rate-review', '', '');
-    return { previous: toRateLimit(max, perMs), outcome: (outcome ?? '') as DeclarationOutcome };
+    return (await writeRateLimit(this.scripts.get(), this.keys, workflow, group, rateLimit, false)).previous;
   }
 }
 
@@ -125,7 +100,7 @@ export function checkPauseTarget(target: { workflow: string; group?: string }): 
   return { workflow, group: checkName(target.group, 'target.group') };
 }
 
-/** Limits-hash fields of the rate limits that apply to a target, in the order `QueueClient.getLimits` reads them. */
+/** Limits-hash fields of the rate limits that apply to a target, in the order `QueueAdmin.getLimits` reads them. */
 export function rateFields(workflow: string, group?: string): string[] {
   const wf = `wf:${workflow}`;
   const fields = [`${wf}:rate`, `${wf}:rate-ms`, `${wf}:group-rate`, `${wf}:group-rate-ms`];

@@ -1,10 +1,12 @@
+import { Inject, Injectable } from '@nestjs/common';
 import { InvalidOptionError, RunNotFoundError, RunStateError, SignalMailboxFullError } from '../errors';
+import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
-import type { LuaScriptsProvider } from '../redis/lua-scripts.provider';
+import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { encodePayload } from '../redis/payload.codec';
-import type { RedisKeys } from '../redis/redis.keys';
+import { RedisKeys } from '../redis/redis.keys';
 import { checkId } from '../util/names';
-import { eventTarget } from '../execution/wait.ids';
+import { eventTarget } from '../redis/run.layout';
 import { MAX_MAILBOX } from '../workflow/wait.types';
 
 /** What `QueueClient.signal` did. */
@@ -29,11 +31,12 @@ export const EVENT_BATCH = 500;
  * waiting on a name and key (lua/send-event.lua). Input is checked first; nothing is written on
  * bad input.
  */
+@Injectable()
 export class RunSignals {
   constructor(
     private readonly scripts: LuaScriptsProvider,
     private readonly keys: RedisKeys,
-    private readonly options: ResolvedQueueOptions,
+    @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
   ) {}
 
   async signal(runId: string, name: string, payload: unknown): Promise<SignalResult> {

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { RedisKeys } from '../redis/redis.keys';
-import { TIMELINE_SLOTS } from '../execution/attempt.journal';
+import { TIMELINE_SLOTS } from '../redis/run.layout';
 
 /** Most attempts `QueueClient.timeline` returns: the latest ones (a run keeps no more). */
 export const MAX_TIMELINE_ATTEMPTS = TIMELINE_SLOTS;

@@ -1,9 +1,7 @@
-import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { RedisConnectionError, RunNotFoundError, SluiceError, WaitTimeoutError, WorkflowFailedError, type RunErrorInfo } from '../errors';
 import { cancelledRunError } from '../errors/cancel.recorded';
-import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
-import type { ResolvedQueueOptions } from '../queue.options';
 import { decodePayload } from '../redis/payload.codec';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
@@ -41,7 +39,6 @@ type Listener = (message: string) => void;
  */
 @Injectable()
 export class RunWaiter implements BeforeApplicationShutdown {
-  private readonly keys: RedisKeys;
   private readonly listeners = new Map<string, { set: Set<Listener>; subscribed: Promise<void> }>();
   private readonly pending = new Set<(error: Error) => void>();
   private everReady = false;
@@ -50,9 +47,8 @@ export class RunWaiter implements BeforeApplicationShutdown {
   constructor(
     private readonly connections: RedisConnections,
     private readonly scripts: LuaScriptsProvider,
-    @Inject(RESOLVED_QUEUE_OPTIONS) options: ResolvedQueueOptions,
+    private readonly keys: RedisKeys,
   ) {
-    this.keys = new RedisKeys(options.prefix, options.namespace);
     connections.subscriber.onCreate((redis) => this.attach(redis));
   }
 

@@ -1,4 +1,4 @@
-import { RateLimit, toRateLimit } from './rate-limit';
+import { RateLimit, toRateLimit } from '../interfaces/rate-limit';
 
 /** Counts of one group of a workflow. */
 export interface GroupStats {

@@ -1,7 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
-import type { ResolvedQueueOptions } from '../queue.options';
 import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
 
@@ -55,7 +53,6 @@ export class CompletedWatch {
   }
 
   private resolve(): { connections: RedisConnections; keys: RedisKeys } {
-    const options = this.moduleRef.get<ResolvedQueueOptions>(RESOLVED_QUEUE_OPTIONS, { strict: false });
-    return { connections: this.moduleRef.get(RedisConnections, { strict: false }), keys: new RedisKeys(options.prefix, options.namespace) };
+    return { connections: this.moduleRef.get(RedisConnections, { strict: false }), keys: this.moduleRef.get(RedisKeys, { strict: false }) };
   }
 }

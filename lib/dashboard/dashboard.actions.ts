@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { QueueClient } from '../client/queue.client';
-import type { RateLimit } from '../client/rate-limit';
+import type { RateLimit } from '../interfaces/rate-limit';
 import { InvalidOptionError } from '../errors';
 
 /** Most runs one "retry failed" of the dashboard retries. */

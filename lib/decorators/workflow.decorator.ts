@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { MAX_LIMIT } from '../client/limits';
-import { checkRateLimit } from '../client/rate-limit';
+import { checkRateLimit, MAX_LIMIT } from '../interfaces/rate-limit';
 import { WORKFLOW_METADATA } from '../queue.constants';
 import { checkName } from '../util/names';
 import { InvalidOptionError } from '../errors';

@@ -5,7 +5,7 @@ import { ResolvedQueueOptions, resolveBackoff } from '../queue.options';
 import type { BackoffOptions, RetentionByCount, WorkflowClass, WorkflowInstance, WorkflowOptions } from '../workflow/workflow.types';
 import { isWorkflowContract, type WorkflowContract } from '../workflow/workflow.contract';
 import { checkName } from '../util/names';
-import type { RateLimit } from '../client/rate-limit';
+import type { RateLimit } from '../interfaces/rate-limit';
 import { WorkflowMetadataAccessor } from './workflow-metadata.accessor';
 import type { DeclaredSchedule } from '../schedule/schedule.options';
 

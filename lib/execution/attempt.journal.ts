@@ -1,4 +1,5 @@
 import type { CallKind } from './step.recorder';
+import { TIMELINE_SLOTS } from '../redis/run.layout';
 
 /** How a call of an attempt ended, as the journal stores it (one letter each, see {@link AttemptJournal}). */
 export type JournalStatus = 'ok' | 'failed' | 'replayed' | 'waiting' | 'interrupted';
@@ -10,12 +11,6 @@ export type JournalOutcome = 'completed' | 'failed' | 'suspended';
 export const MAX_JOURNAL_BYTES = 4096;
 /** Most bytes of replayed calls it keeps, apart: a long replay never crowds out the calls that ran. */
 export const MAX_REPLAY_BYTES = 1024;
-/**
- * Journals kept per run: attempt `n` is stored in field `tl:<n mod TIMELINE_SLOTS>`, so a run that
- * resumes a thousand times keeps the latest 50, and the hash (read whole by every claim) stays bounded.
- */
-export const TIMELINE_SLOTS = 50;
-
 /** A failed attempt's error as its journal keeps it (clipped: see {@link encodeJournalError}). */
 export interface JournalError {
   name: string;

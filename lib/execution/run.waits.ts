@@ -8,7 +8,8 @@ import type { RunContext } from '../workflow/workflow.types';
 import type { AttemptGuard } from './attempt.guard';
 import { abandoned, enterCommit } from './commit.gate';
 import type { StepRecorder } from './step.recorder';
-import { childId, eventTarget } from './wait.ids';
+import { eventTarget } from '../redis/run.layout';
+import { childId } from './wait.ids';
 import type { SuspendReply, SuspendRequest, WaitPort } from './wait.port';
 import { refusedBytes, toChildOutcome, toWaitOutcome } from './wait.outcome';
 

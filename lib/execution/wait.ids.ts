@@ -1,11 +1,6 @@
 import { createHash } from 'node:crypto';
 import { MAX_ID_LENGTH } from '../util/names';
 
-/** An event wait's target as the scripts index it: `<name>|<key>` (`|` is in neither). */
-export function eventTarget(name: string, key: string): string {
-  return `${name}|${key}`;
-}
-
 /**
  * A child's id when `invoke` gives none: the parent's id and the call's memo key, so every replay
  * of the parent names the same child — and, once the parent continued as new, its incarnation

@@ -1,6 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
-import type { ResolvedQueueOptions } from '../queue.options';
+import { Injectable } from '@nestjs/common';
 import { LuaScripts } from './lua.scripts';
 import { RedisConnections } from './redis.connections';
 import { RedisKeys } from './redis.keys';
@@ -12,10 +10,10 @@ export class LuaScriptsProvider {
 
   constructor(
     private readonly connections: RedisConnections,
-    @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
+    private readonly keys: RedisKeys,
   ) {}
 
   get(): LuaScripts {
-    return (this.scripts ??= new LuaScripts(this.connections.command, new RedisKeys(this.options.prefix, this.options.namespace), this.connections.channels.sharded));
+    return (this.scripts ??= new LuaScripts(this.connections.command, this.keys, this.connections.channels.sharded));
   }
 }

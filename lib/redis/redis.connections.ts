@@ -31,7 +31,7 @@ export class RedisConnections implements OnApplicationShutdown {
   /** The check of where the slot went, once for a burst of dropped subscriptions. */
   private following?: Promise<unknown>;
 
-  constructor(@Inject(RESOLVED_QUEUE_OPTIONS) options: ResolvedQueueOptions) {
+  constructor(@Inject(RESOLVED_QUEUE_OPTIONS) options: ResolvedQueueOptions, keys: RedisKeys) {
     const endpoint = (this.endpoint = new RedisEndpoint(options));
     this.command = endpoint.link('command', this.logger);
     this.blocking = endpoint.link('blocking', this.logger);
@@ -45,7 +45,7 @@ export class RedisConnections implements OnApplicationShutdown {
     // A process that only waits sends nothing that a MOVED would answer: when the slot leaves the
     // node, its dropped subscriptions are the only sign. Ask that node about a key of the
     // namespace: its MOVED names the new owner, which moves every connection and subscribes again.
-    const key = new RedisKeys(options.prefix, options.namespace).schema;
+    const key = keys.schema;
     this.subscriber.onCreate((redis) => {
       redis.on('error', (error: Error) => isSlotLeftPush(error) && this.followSlot(key));
       // A subscribe answered MOVED: ioredis emits 'moved' and never settles it. Send it again once the slot is followed.

@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../errors';
-import { MAX_PRIORITY } from '../client/enqueue.options';
+import { MAX_PRIORITY } from '../interfaces/enqueue.options';
 import { encodePayload } from '../redis/payload.codec';
 import { checkInteger } from '../util/duration';
 import { checkName } from '../util/names';

@@ -1,4 +1,4 @@
-import { buildEnqueueRequest } from '../client/enqueue.options';
+import { buildEnqueueRequest } from '../workflow/enqueue.request';
 import { WorkflowMetadataAccessor } from '../discovery/workflow-metadata.accessor';
 import { InvalidOptionError, SluiceError, WorkflowDefinitionError, WorkflowFailedError } from '../errors';
 import { AttemptRunner, type AttemptOutcome } from '../execution/attempt.runner';

@@ -1,8 +1,10 @@
 import type { LoggerService } from '@nestjs/common';
-import { type DeclarationOutcome, EVERY_GROUP } from '../client/limits';
-import type { RateLimit } from '../client/rate-limit';
-import type { RunControl } from '../client/run.control';
 import type { WorkflowDefinition } from '../discovery/workflow.registry';
+import { type DeclarationOutcome, EVERY_GROUP } from '../interfaces/limits';
+import type { RateLimit } from '../interfaces/rate-limit';
+import { writeRateLimit } from '../redis/commands/set-control.command';
+import type { LuaScripts } from '../redis/lua.scripts';
+import type { RedisKeys } from '../redis/redis.keys';
 
 const describe = (rate: RateLimit | null | undefined) => (rate ? `${rate.max} per ${rate.perMs} ms` : 'none');
 const same = (a: RateLimit | null, b: RateLimit | undefined) => (a === null ? b === undefined : a.max === b?.max && a.perMs === b.perMs);
@@ -14,10 +16,10 @@ const same = (a: RateLimit | null, b: RateLimit | undefined) => (a === null ? b 
  * stays until the code declares something else than what it overrode. Per-group overrides are
  * runtime settings, left alone. Two short calls per workflow.
  */
-export async function declareRateLimits(control: RunControl, workflows: WorkflowDefinition[], logger: LoggerService): Promise<void> {
+export async function declareRateLimits(scripts: LuaScripts, keys: RedisKeys, workflows: WorkflowDefinition[], logger: LoggerService): Promise<void> {
   for (const wf of workflows) {
     for (const [group, rate, label] of [[undefined, wf.rateLimit, 'rate limit'], [EVERY_GROUP, wf.groupRateLimit, 'group rate limit']] as const) {
-      const { previous, outcome } = await control.declareRateLimit(wf.name, group, rate ?? null);
+      const { previous, outcome } = await writeRateLimit(scripts, keys, wf.name, group, rate ?? null, true);
       if (outcome !== '' || !same(previous, rate)) {
         logDeclaration(logger, `${label} of ${wf.name}`, describe(previous), outcome === 'kept' ? describe(previous) : describe(rate), outcome, describe(rate));
       }

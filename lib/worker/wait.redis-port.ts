@@ -1,5 +1,6 @@
 import type { AttemptJournal } from '../execution/attempt.journal';
-import { buildEnqueueRequest, type EnqueueRequest } from '../client/enqueue.options';
+import type { EnqueueRequest } from '../interfaces/enqueue.options';
+import { buildEnqueueRequest } from '../workflow/enqueue.request';
 import { checkOptionKeys } from '../util/option-keys';
 import { ChildRunConflictError, LeaseLostError, UnknownWorkflowError } from '../errors';
 import type { WorkflowRegistry } from '../discovery/workflow.registry';

@@ -1,7 +1,8 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
 import { CascadeResumer } from './cascade.resumer';
-import { activateGroups, type DeclarationOutcome, EVERY_GROUP, limitField } from '../client/limits';
+import { type DeclarationOutcome, EVERY_GROUP, limitField } from '../interfaces/limits';
+import { activateGroups } from '../redis/commands/activate-groups.command';
 import { RedisConnectionError, WorkerShutdownError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
@@ -13,7 +14,6 @@ import { ActiveRuns } from './active-runs';
 import { LeaseHeartbeat } from './lease.heartbeat';
 import { CancelListener } from './cancel.listener';
 import { declareRateLimits, logDeclaration } from './rate-limits.declarer';
-import { RunControl } from '../client/run.control';
 import { RunEvents } from './run.events';
 import { RunExecutor } from './run.executor';
 import { handBackRun } from './hand-back';
@@ -45,7 +45,6 @@ export type WorkerState = 'disabled' | 'waiting-for-redis' | 'running' | 'stoppi
 @Injectable()
 export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Sluice');
-  private readonly keys: RedisKeys;
   private readonly active = new ActiveRuns();
   private loop?: WorkerLoop;
   /** Spans and metrics of this process's runs, with telemetry on. */
@@ -62,9 +61,8 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     private readonly scripts: LuaScriptsProvider,
     private readonly events: RunEvents,
     private readonly migration: MigrationRunner,
-  ) {
-    this.keys = new RedisKeys(options.prefix, options.namespace);
-  }
+    private readonly keys: RedisKeys,
+  ) {}
 
   /** The worker's state, and why it is not running yet if Redis was away at bootstrap. */
   get state(): { state: WorkerState; lastWakeAt?: number; lastOkAt?: number; lastLoopError?: string; error?: string } {
@@ -187,7 +185,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     const workflows = this.registry.all();
     const schedules = declaredScheduleSpecs(workflows, this.options.maxPayloadBytes);
     await this.declareLimits(failFast);
-    await declareRateLimits(new RunControl(() => this.scripts.get(), this.keys, this.options), workflows, this.logger);
+    await declareRateLimits(this.scripts.get(), this.keys, workflows, this.logger);
     const store = new ScheduleStore(this.scripts.get(), this.connections.command, this.keys);
     await declareSchedules(store, schedules, workflows.map((wf) => wf.name), this.logger);
   }

@@ -1,4 +1,4 @@
-import type { EnqueueOptions } from '../client/enqueue.options';
+import type { EnqueueOptions } from '../interfaces/enqueue.options';
 import type { Duration } from '../util/duration';
 import type { Jsonified } from './json.roundtrip';
 

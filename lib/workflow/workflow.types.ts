@@ -1,6 +1,6 @@
 import type { DeclaredSchedule } from '../schedule/schedule.options';
 import type { Jsonified } from './json.roundtrip';
-import type { RateLimit } from '../client/rate-limit';
+import type { RateLimit } from '../interfaces/rate-limit';
 import type { StepCallOptions, StepFn } from './step.options';
 import type { WorkflowContract } from './workflow.contract';
 import type { Duration } from '../util/duration';

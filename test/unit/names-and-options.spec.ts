@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { InvalidInputError, InvalidNameError, InvalidOptionError, MAX_PRIORITY, PayloadNotSerializableError, QueueConfigError } from '../../lib';
-import { buildEnqueueRequest, EnqueueOptions } from '../../lib/client/enqueue.options';
+import type { EnqueueOptions } from '../../lib/interfaces/enqueue.options';
+import { buildEnqueueRequest } from '../../lib/workflow/enqueue.request';
 import { DEFAULT_BACKOFF, QueueModuleOptions, resolveQueueOptions } from '../../lib/queue.options';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../../lib/redis/payload.codec';
 import { checkInteger, toMilliseconds } from '../../lib/util/duration';

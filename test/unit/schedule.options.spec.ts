@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Workflow } from '../../lib/decorators/workflow.decorator';
 import type { WorkflowMetadata } from '../../lib/decorators/workflow.decorator';
-import { MAX_PRIORITY } from '../../lib/client/enqueue.options';
+import { MAX_PRIORITY } from '../../lib/interfaces/enqueue.options';
 import {
   InvalidInputError,
   InvalidNameError,

@@ -1,58 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { InvalidOptionError } from '../errors';
+import { ENQUEUE_OPTIONS, MAX_PRIORITY, type EnqueueOptions, type EnqueueRequest } from '../interfaces/enqueue.options';
 import { encodePayload } from '../redis/payload.codec';
-import { checkInteger, Duration, toMilliseconds } from '../util/duration';
+import { checkInteger, toMilliseconds } from '../util/duration';
 import { checkId, checkName } from '../util/names';
 import { checkOptionKeys } from '../util/option-keys';
-import { MAX_TIMER_MS } from '../workflow/step.options';
+import { MAX_TIMER_MS } from './step.options';
 
 /** Furthest a run can be scheduled ahead, as for `delay`. */
 const MAX_DELAY_MS = 10 * 365 * 86_400_000;
-
-/** Highest priority; scores keep priority in 20 bits (see lua/includes/common.lua). */
-export const MAX_PRIORITY = 1_048_575;
-
-/** Options of one enqueue. */
-export interface EnqueueOptions {
-  /**
-   * Run id, and idempotency key: enqueuing an id that exists returns the existing run and
-   * writes nothing. Default: a random UUID. The id is free again once the finished run expires.
-   */
-  id?: string;
-  /** Start no earlier than this from now: ms, or a string such as `'30s'`, `'10m'`. */
-  delay?: Duration;
-  /** Start no earlier than this time (wins over `delay`). */
-  runAt?: Date;
-  /** 0 (default) to 1 048 575; higher runs first, FIFO within a priority. */
-  priority?: number;
-  /** A tenant or other partition key stored with the run. */
-  group?: string;
-  /** Attempts for this run (default: the workflow's). */
-  attempts?: number;
-  /**
-   * Time limit of each attempt of this run, in ms (1 to 2^31 − 1), overriding the workflow's
-   * `timeoutMs` (see `WorkflowOptions.timeoutMs`). Named apart from `run()`'s `timeoutMs`, which
-   * bounds the caller's wait. A run with a limit is never started through the enqueue fast path.
-   */
-  runTimeoutMs?: number;
-}
-
-/** The keys of {@link EnqueueOptions}: any other is refused (see checkOptionKeys). */
-export const ENQUEUE_OPTIONS: readonly string[] = ['id', 'delay', 'runAt', 'priority', 'group', 'attempts', 'runTimeoutMs'];
-
-/** A validated enqueue, ready to become script arguments. */
-export interface EnqueueRequest {
-  id: string;
-  workflow: string;
-  input: string;
-  priority: number;
-  delayMs: number;
-  runAtMs: number | undefined;
-  attempts: number;
-  group: string | undefined;
-  /** Only when the enqueue set one. */
-  runTimeoutMs?: number;
-}
 
 /**
  * Checks everything about one enqueue before any Redis call; throws the matching typed error.

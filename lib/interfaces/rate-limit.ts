@@ -1,6 +1,8 @@
 import { InvalidOptionError } from '../errors';
 import { checkInteger } from '../util/duration';
-import { MAX_LIMIT } from './limits';
+
+/** Largest cap that can be stored, and most starts a rate window allows. */
+export const MAX_LIMIT = 1_000_000;
 
 /**
  * At most `max` run starts per `perMs`, fleet-wide, over any window of that length: a run starts

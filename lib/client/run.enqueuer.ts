@@ -1,0 +1,97 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { InvalidInputError, OutcomeUnknownError, RedisCommandError } from '../errors';
+import type { EnqueueOptions, EnqueueRequest } from '../interfaces/enqueue.options';
+import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
+import type { ResolvedQueueOptions } from '../queue.options';
+import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
+import { RedisKeys } from '../redis/redis.keys';
+import { telemetryApi, type OtelApi } from '../telemetry/otel.loader';
+import { captureTrace } from '../telemetry/trace.carrier';
+import { buildEnqueueRequest } from '../workflow/enqueue.request';
+import { EnqueueBatcher } from './enqueue.batcher';
+import { enqueueArgs, enqueueChunks, enqueueKeys, enqueueManyArgs, enqueueManyKeys, EnqueueSettings, newNonce } from './enqueue.script';
+
+/**
+ * Stores enqueued runs (lua/enqueue.lua, lua/enqueue-many.lua) for `QueueClient`: one by one,
+ * coalesced while others are in flight (see EnqueueBatcher), or many in one round trip.
+ */
+@Injectable()
+export class RunEnqueuer {
+  /** Set only with telemetry on: enqueues then store the caller's trace context with the run. */
+  private readonly otel: OtelApi | undefined;
+  private readonly settings: EnqueueSettings;
+  private readonly batcher: EnqueueBatcher;
+
+  constructor(
+    @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
+    private readonly scripts: LuaScriptsProvider,
+    private readonly keys: RedisKeys,
+  ) {
+    this.otel = telemetryApi(options);
+    this.settings = { fastPath: options.fastPath, lockMs: options.worker.lockMs, compact: options.compactRunRecords };
+    this.batcher = new EnqueueBatcher({ one: (request) => this.storeOne(request), chunk: (workflow, chunk) => this.storeChunk(workflow, chunk) });
+  }
+
+  /**
+   * Stores one run; resolves true if it is new, false if the id existed. `waited`: publish its
+   * outcome. Concurrent calls without those extras share script calls (see EnqueueBatcher).
+   */
+  store(request: EnqueueRequest, waited = false): Promise<boolean> {
+    const trace = this.otel && captureTrace(this.otel);
+    if (waited || trace !== undefined) return this.storeOne(request, waited, trace);
+    return this.batcher.store(request);
+  }
+
+  /**
+   * Checks every item of an `enqueueMany` before any Redis call: one bad item throws (its error
+   * names the item's index) and nothing is written.
+   */
+  requests(workflow: { name: string; attempts: number }, items: Array<{ input: unknown; opts?: EnqueueOptions }>): EnqueueRequest[] {
+    return items.map((item, index) => {
+      if (item === null || typeof item !== 'object') throw new InvalidInputError(`items[${index}]`, 'must be an object { input, opts? }');
+      try {
+        return buildEnqueueRequest(workflow, item.input, item.opts, this.options.maxPayloadBytes);
+      } catch (error) {
+        if (error instanceof InvalidInputError) (error as { message: string }).message = `items[${index}].${error.message}`;
+        throw error;
+      }
+    });
+  }
+
+  /** Stores one workflow's runs in one round trip (a pipeline of enqueue-many calls); resolves per run as {@link store}. */
+  async storeMany(workflow: string, requests: EnqueueRequest[]): Promise<boolean[]> {
+    const scripts = this.scripts.get();
+    const nonce = newNonce();
+    const trace = this.otel && captureTrace(this.otel); // one context for the whole batch
+    const chunks = enqueueChunks(requests);
+    const replies = await scripts.pipeline(
+      'enqueueMany',
+      (pipeline) => chunks.forEach((chunk) => scripts.queue(pipeline, 'enqueue-many', enqueueManyKeys(this.keys), enqueueManyArgs(this.keys, this.settings, workflow, chunk, nonce, trace))),
+      { idempotent: true },
+    );
+    return chunks.flatMap((chunk, index) => {
+      const [error, created] = replies[index] ?? [new Error('no reply')];
+      if (error) throw new RedisCommandError('enqueueMany', error);
+      return chunk.map((_, k) => (created as number[])[k] === 1);
+    });
+  }
+
+  /** The enqueue script for one run. */
+  private async storeOne(request: EnqueueRequest, waited = false, trace?: string): Promise<boolean> {
+    try {
+      const args = enqueueArgs(this.keys, this.settings, request, newNonce(), waited, trace);
+      const [created] = await this.scripts.get().run<[number, string]>('enqueue', enqueueKeys(this.keys, request), args, { idempotent: true });
+      return created === 1;
+    } catch (error) {
+      if (error instanceof OutcomeUnknownError) error.runId = request.id;
+      throw error;
+    }
+  }
+
+  /** The enqueue-many script for one chunk of one workflow's runs; resolves per run as {@link storeOne}. */
+  private async storeChunk(workflow: string, chunk: EnqueueRequest[]): Promise<boolean[]> {
+    const args = enqueueManyArgs(this.keys, this.settings, workflow, chunk, newNonce());
+    const created = await this.scripts.get().run<number[]>('enqueue-many', enqueueManyKeys(this.keys), args, { idempotent: true });
+    return created.map((flag) => flag === 1);
+  }
+}

@@ -1,0 +1,14 @@
+import type { Jsonified } from '../workflow/json.roundtrip';
+import type { WorkflowContract } from '../workflow/workflow.contract';
+import type { WorkflowClass, WorkflowInput, WorkflowOutput } from '../workflow/workflow.types';
+
+/**
+ * A workflow given by its class or by a contract from `defineWorkflow` (types inferred), or by
+ * its name (typed `unknown`). A name or contract that no `@Workflow` of this process declares must
+ * have been registered in Redis by some worker's bootstrap.
+ */
+export type WorkflowRef = WorkflowClass | WorkflowContract<any, any> | string;
+/** The input a workflow given by {@link WorkflowRef} takes. */
+export type In<W> = W extends string ? unknown : WorkflowInput<W>;
+/** What the caller receives: the run's result after its JSON round trip through Redis (a `Date` is a string). */
+export type Out<W> = W extends string ? unknown : Jsonified<WorkflowOutput<W>>;
