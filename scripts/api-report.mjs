@@ -73,7 +73,17 @@ try {
 /** The declarations of lib/ as the build emits them (tsconfig.build.json), without the JavaScript. */
 function emitDeclarations(outDir) {
   const tsc = require.resolve('typescript/bin/tsc');
-  const args = ['-p', join(root, 'tsconfig.build.json'), '--emitDeclarationOnly', '--outDir', outDir, '--sourceMap', 'false', '--declarationMap', 'false'];
+  const args = [
+    '-p',
+    join(root, 'tsconfig.build.json'),
+    '--emitDeclarationOnly',
+    '--outDir',
+    outDir,
+    '--sourceMap',
+    'false',
+    '--declarationMap',
+    'false',
+  ];
   try {
     execFileSync(process.execPath, [tsc, ...args], { cwd: root, stdio: 'pipe' });
   } catch (error) {
@@ -119,12 +129,26 @@ function extract(entryPoint, report, reportDir) {
       mainEntryPointFilePath: entryPoint,
       compiler: {
         overrideTsconfig: {
-          compilerOptions: { target: 'ES2022', module: 'commonjs', moduleResolution: 'node', lib: ['ES2022'], types: ['node'], strict: true, skipLibCheck: true },
+          compilerOptions: {
+            target: 'ES2022',
+            module: 'commonjs',
+            moduleResolution: 'node',
+            lib: ['ES2022'],
+            types: ['node'],
+            strict: true,
+            skipLibCheck: true,
+          },
           files: [entryPoint],
         },
       },
       // Both folders are scratch: the comparison with api/ is done here, to print one diff for all entries.
-      apiReport: { enabled: true, includeForgottenExports: true, reportFileName: `${report}.api.md`, reportFolder: reportDir, reportTempFolder: reportDir },
+      apiReport: {
+        enabled: true,
+        includeForgottenExports: true,
+        reportFileName: `${report}.api.md`,
+        reportFolder: reportDir,
+        reportTempFolder: reportDir,
+      },
       docModel: { enabled: false },
       dtsRollup: { enabled: false },
       tsdocMetadata: { enabled: false },
@@ -149,7 +173,8 @@ function extract(entryPoint, report, reportDir) {
     localBuild: true,
     showVerboseMessages: false,
     messageCallback: (message) => {
-      if (message.logLevel === ExtractorLogLevel.Warning || message.logLevel === ExtractorLogLevel.Error) warnings.push(message.formatMessageWithLocation(root));
+      if (message.logLevel === ExtractorLogLevel.Warning || message.logLevel === ExtractorLogLevel.Error)
+        warnings.push(message.formatMessageWithLocation(root));
       message.handled = true;
     },
   });
@@ -167,7 +192,10 @@ function lineDiff(before, after) {
   while (start < a.length && start < b.length && a[start] === b[start]) start++;
   let endA = a.length;
   let endB = b.length;
-  while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) { endA--; endB--; }
+  while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) {
+    endA--;
+    endB--;
+  }
   const x = a.slice(start, endA);
   const y = b.slice(start, endB);
   // lcs[i][j]: length of the longest common subsequence of x[i..] and y[j..].
@@ -179,8 +207,10 @@ function lineDiff(before, after) {
   let i = 0;
   let j = 0;
   while (i < x.length || j < y.length) {
-    if (i < x.length && j < y.length && x[i] === y[j]) { ops.push([' ', x[i++]]); j++; }
-    else if (i < x.length && (j === y.length || lcs[i + 1][j] >= lcs[i][j + 1])) ops.push(['-', x[i++]]);
+    if (i < x.length && j < y.length && x[i] === y[j]) {
+      ops.push([' ', x[i++]]);
+      j++;
+    } else if (i < x.length && (j === y.length || lcs[i + 1][j] >= lcs[i][j + 1])) ops.push(['-', x[i++]]);
     else ops.push(['+', y[j++]]);
   }
   for (const line of a.slice(endA)) ops.push([' ', line]);
