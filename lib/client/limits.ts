@@ -1,9 +1,9 @@
 import { InvalidInputError, InvalidOptionError } from '../errors';
-import type { LuaScripts } from '../redis/lua.scripts';
-import type { RedisKeys } from '../redis/redis.keys';
 import { checkInteger } from '../util/duration';
 import { checkName } from '../util/names';
 import type { RateLimit } from './rate-limit';
+
+export { activateGroups } from '../redis/commands/activate-groups.command';
 
 /** `group` value that addresses the default cap of every group of a workflow. */
 export const EVERY_GROUP = '*';
@@ -92,19 +92,6 @@ export function checkLimit(limit: unknown): number | null {
   if (limit === null) return null;
   if (limit === undefined) throw new InvalidOptionError('limit', 'is required (a positive integer, or null for no cap)');
   return checkInteger(limit, 'limit', 1, MAX_LIMIT);
-}
-
-/**
- * After every group's default cap of a workflow was raised or removed: visits the workflow's
- * groups in batches (lua/activate-groups.lua, about 500 groups a call, so no call blocks Redis
- * for long however many groups there are), and each group the old cap held back rejoins the
- * round-robin with its new slots. Starts from the beginning, or from `cursor`, where set-limits
- * stopped; resolves once every group was visited.
- */
-export async function activateGroups(scripts: LuaScripts, keys: RedisKeys, workflow: string, cursor?: string): Promise<void> {
-  const visit = (from: string) => scripts.run<string>('activate-groups', [keys.limits, keys.seq], [keys.base, workflow, from]);
-  let next = cursor ?? (await visit('0'));
-  while (next !== '0') next = await visit(next);
 }
 
 /** The fields of `runtime-limits` (lib/redis/redis.keys.ts) that tell who set a target's values, each with the {@link Limits} key it concerns. */
