@@ -3,7 +3,7 @@ import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
 import { RedisConnections } from '../redis/redis.connections';
 import { MAX_RECONNECT_DELAY_MS } from '../redis/redis.factory';
-import { BLOCK_GRACE_MS, MAX_BLOCK_MS } from '../worker/worker.loop';
+import { BLOCK_GRACE_MS, MAX_BLOCK_MS } from '../worker/wake.listener';
 import { WorkerOrchestrator, WorkerState } from '../worker/worker.orchestrator';
 
 /** What {@link QueueHealth.check} reports. */

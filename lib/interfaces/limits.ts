@@ -3,6 +3,7 @@ import { checkInteger } from '../util/duration';
 import { checkName } from '../util/names';
 import { MAX_LIMIT, type RateLimit } from './rate-limit';
 
+
 /** `group` value that addresses the default cap of every group of a workflow. */
 export const EVERY_GROUP = '*';
 

@@ -1,4 +1,5 @@
 import { MigrationLockLostError } from '../errors';
+import { countGroupDue as countBatch, writeGroupDue } from '../redis/commands/migrate-group-due.command';
 import type { MigrationContext, MigrationStep } from './migration.step';
 
 /** Workflows read per SSCAN call of the `workflows` set. */
@@ -37,24 +38,21 @@ async function registeredWorkflows({ link, keys, checkLock }: MigrationContext):
 /** See lua/migrate-group-due.lua: one call if the workflow's groups fit a batch, else batches summed here. */
 async function countGroupDue(context: MigrationContext, workflow: string): Promise<void> {
   const { scripts, keys, token } = context;
-  const scriptKeys = [keys.migrateLock, keys.workflow(workflow, 'stats')];
   const seen = new Set<string>();
   let total = 0;
   let cursor = '0';
   do {
     context.checkLock();
-    const reply = await scripts.run<unknown[]>('migrate-group-due', scriptKeys, [keys.base, token, workflow, 'count', cursor], { idempotent: true });
-    if (reply[0] !== 1) throw new MigrationLockLostError(keys.base);
-    if (reply[2] === 1) return; // the whole set fit one call, which stored the count
-    for (let i = 3; i < reply.length; i += 2) {
-      const group = String(reply[i]);
+    const batch = await countBatch(scripts, keys, token, workflow, cursor);
+    if (!batch.held) throw new MigrationLockLostError(keys.base);
+    if (batch.stored) return; // the whole set fit one call, which stored the count
+    for (const [group, due] of batch.groups) {
       if (seen.has(group)) continue; // SSCAN may return a group twice while the set is rehashed
       seen.add(group);
-      total += Number(reply[i + 1]);
+      total += due;
     }
-    cursor = String(reply[1]);
+    cursor = batch.next;
   } while (cursor !== '0');
   context.checkLock();
-  const [held] = await scripts.run<number[]>('migrate-group-due', scriptKeys, [keys.base, token, workflow, 'write', total], { idempotent: true });
-  if (held !== 1) throw new MigrationLockLostError(keys.base);
+  if (!(await writeGroupDue(scripts, keys, token, workflow, total))) throw new MigrationLockLostError(keys.base);
 }

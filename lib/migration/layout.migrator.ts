@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { MigrationLockLostError, MigrationTimeoutError, QueueConfigError } from '../errors';
+import { MigrationLock } from '../redis/commands/migrate-lock.command';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import type { CallOptions, RedisLink } from '../redis/redis.link';
@@ -90,12 +91,13 @@ export class LayoutMigrator {
     const found = await this.check(options);
     if (found === CURRENT_LAYOUT) return { from: found, to: found, migrated: false };
     const token = randomBytes(12).toString('base64url');
+    const lock = new MigrationLock(this.scripts, this.keys, token);
     const started = Date.now();
     for (let attempt = 0; ; attempt++) {
-      const [taken, stored] = await this.lock<[number, string]>('acquire', token, [this.lockTtlMs, CURRENT_LAYOUT]);
-      const layout = this.parse(stored);
+      const { taken, schema } = await lock.acquire(this.lockTtlMs, CURRENT_LAYOUT);
+      const layout = this.parse(schema);
       if (layout !== undefined && layout >= CURRENT_LAYOUT) return { from: found ?? 1, to: CURRENT_LAYOUT, migrated: false };
-      if (taken === 1) return await this.migrateLocked(token, layout);
+      if (taken) return await this.migrateLocked(lock, token, layout);
       if (attempt === 0) this.logger.log(`Waiting for another process's migration of ${this.keys.base} to key layout ${CURRENT_LAYOUT}`);
       const waited = Date.now() - started;
       if (waited >= this.waitTimeoutMs) throw new MigrationTimeoutError(this.keys.base, waited);
@@ -104,14 +106,15 @@ export class LayoutMigrator {
     }
   }
 
-  private async migrateLocked(token: string, layout: number | undefined): Promise<MigrationResult> {
+  private async migrateLocked(lock: MigrationLock, token: string, layout: number | undefined): Promise<MigrationResult> {
     let lost = false;
     let renewing = false;
     const renewal = setInterval(() => {
       if (renewing) return;
       renewing = true;
-      this.lock<number>('renew', token, [this.lockTtlMs], { timeoutMs: Math.ceil(this.lockTtlMs / 3) })
-        .then((held) => void (held === 1 || (lost = true)), () => undefined)
+      lock
+        .renew(this.lockTtlMs, { timeoutMs: Math.ceil(this.lockTtlMs / 3) })
+        .then((held) => void (held || (lost = true)), () => undefined)
         .finally(() => (renewing = false));
     }, Math.ceil(this.lockTtlMs / 3));
     renewal.unref();
@@ -127,7 +130,7 @@ export class LayoutMigrator {
     try {
       const from = layout ?? ((await this.holdsData(context)) ? 1 : undefined);
       if (from === undefined) {
-        await this.stamp(token, CURRENT_LAYOUT);
+        await this.stamp(lock, CURRENT_LAYOUT);
         this.logger.log(`Namespace ${this.keys.base} is new: marked with key layout ${CURRENT_LAYOUT}`);
         return { from: CURRENT_LAYOUT, to: CURRENT_LAYOUT, migrated: false };
       }
@@ -136,14 +139,14 @@ export class LayoutMigrator {
         const stepStarted = Date.now();
         await step.run(context);
         context.checkLock();
-        await this.stamp(token, step.to);
+        await this.stamp(lock, step.to);
         this.logger.log(`Migrated namespace ${this.keys.base} from key layout ${step.from} to ${step.to} in ${Date.now() - stepStarted} ms: ${step.description}`);
       }
       return { from, to: CURRENT_LAYOUT, migrated: true };
     } finally {
       clearInterval(renewal);
       // Best effort: a lock left behind lapses after its TTL, and `schema` already says what was done.
-      await this.lock('release', token, [], { timeoutMs: Math.ceil(this.lockTtlMs / 3) }).catch(() => undefined);
+      await lock.release({ timeoutMs: Math.ceil(this.lockTtlMs / 3) }).catch(() => undefined);
     }
   }
 
@@ -163,12 +166,8 @@ export class LayoutMigrator {
     return false;
   }
 
-  private async stamp(token: string, layout: number): Promise<void> {
-    if ((await this.lock<number>('stamp', token, [layout])) !== 1) throw new MigrationLockLostError(this.keys.base);
-  }
-
-  private lock<T>(operation: 'acquire' | 'renew' | 'stamp' | 'release', token: string, args: (string | number)[], options: CallOptions = {}): Promise<T> {
-    return this.scripts.run<T>('migrate-lock', [this.keys.migrateLock, this.keys.schema], [operation, token, ...args], { idempotent: true, ...options });
+  private async stamp(lock: MigrationLock, layout: number): Promise<void> {
+    if (!(await lock.stamp(layout))) throw new MigrationLockLostError(this.keys.base);
   }
 
   private parse(value: string | null): number | undefined {

@@ -1,4 +1,5 @@
 import { MigrationLockLostError } from '../errors';
+import { migrateScheduleIndex } from '../redis/commands/migrate-schedule-index.command';
 import type { MigrationContext, MigrationStep } from './migration.step';
 
 /**
@@ -17,9 +18,9 @@ export const scheduleIndexStep: MigrationStep = {
     let cursor = '';
     do {
       checkLock();
-      const [held, next] = await scripts.run<[number, string]>('migrate-schedule-index', [keys.migrateLock, keys.schedules], [keys.base, token, cursor], { idempotent: true });
-      if (held !== 1) throw new MigrationLockLostError(keys.base);
-      cursor = next;
+      const batch = await migrateScheduleIndex(scripts, keys, token, cursor);
+      if (!batch.held) throw new MigrationLockLostError(keys.base);
+      cursor = batch.next;
     } while (cursor !== '');
   },
 };

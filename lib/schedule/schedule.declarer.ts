@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { WorkflowDefinition } from '../discovery/workflow.registry';
 import { buildScheduleSpec, ScheduleSpec } from './schedule.options';
-import type { ScheduleChange, ScheduleStore } from './schedule.store';
+import type { ScheduleChange } from '../redis/commands/schedule-write.command';
+import type { ScheduleStore } from './schedule.store';
 
 /**
  * The schedules a worker's code declares (`@Workflow({ schedules })`), checked against the

@@ -1,11 +1,10 @@
 import { Logger } from '@nestjs/common';
+import type { PlanRequest } from '../redis/commands/reserve.command';
+import { writeSchedulePlan } from '../redis/commands/schedule-plan.command';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import { ThrottledLog } from '../util/throttled-log';
 import { occurrencesAfter, planOccurrences, PLAN_AHEAD } from './cron.plan';
-
-/** A plan request from reserve's reply: see askPlan in lua/includes/schedules.lua. */
-type PlanRequest = [id: string, workflow: string, cron: string, tz: string, rev: string, mode: 'extend' | 'replan', seen: string, floor: string, max: number];
 
 /**
  * The worker's side of cron schedules. Redis fires occurrences from a plan but cannot evaluate
@@ -24,9 +23,9 @@ export class SchedulePlanner {
     private readonly keys: RedisKeys,
   ) {}
 
-  answer(redisNowMs: number, requests: unknown[]): void {
-    for (const request of requests as PlanRequest[]) {
-      const id = request[0];
+  answer(redisNowMs: number, requests: PlanRequest[]): void {
+    for (const request of requests) {
+      const { id } = request;
       if (this.inFlight.has(id)) continue;
       this.inFlight.add(id);
       this.plan(redisNowMs, request)
@@ -35,11 +34,11 @@ export class SchedulePlanner {
     }
   }
 
-  private async plan(nowMs: number, [id, , cron, tz, rev, mode, seen, floor, max]: PlanRequest): Promise<void> {
+  private async plan(nowMs: number, { id, cron, tz, rev, mode, seen, floor, max }: PlanRequest): Promise<void> {
     const pattern = { cron, tz: tz || undefined, seed: id };
     const times = mode === 'extend'
       ? occurrencesAfter(pattern, Number(seen), PLAN_AHEAD)
       : planOccurrences(pattern, nowMs, { floorMs: Number(floor), max: Number(max) });
-    await this.scripts.run('schedule-plan', [this.keys.schedule(id)], [this.keys.base, id, rev, mode, seen, times.join(',')], { idempotent: true });
+    await writeSchedulePlan(this.scripts, this.keys, { id, rev, mode, seen, times });
   }
 }

@@ -1,4 +1,7 @@
 import { InvalidOptionError, ScheduleConflictError, ScheduleNotFoundError, SluiceError } from '../errors';
+import { controlSchedule, type ScheduleControl, type ScheduleControlOutcome } from '../redis/commands/schedule-control.command';
+import { listSchedules } from '../redis/commands/schedule-list.command';
+import { type ScheduleChange, type WorkflowDeclaration, writeSchedules } from '../redis/commands/schedule-write.command';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import type { RedisLink } from '../redis/redis.link';
@@ -7,19 +10,6 @@ import { checkName } from '../util/names';
 import { planOccurrences } from './cron.plan';
 import type { ScheduleSpec } from './schedule.options';
 import { ScheduleInfo, toScheduleInfo } from './schedule-info';
-
-/**
- * What `schedule-write` did to one schedule; at a bootstrap only, `'newer'`: not declared by this
- * code, left alone because a newer declaration of its workflow declares it; `'kept'`: changed at
- * runtime over the definition this code declares, left as the operator set it.
- */
-export type ScheduleChange = 'added' | 'changed' | 'unchanged' | 'removed' | 'newer' | 'kept';
-
-/** One workflow's declared schedules as a whole, at a bootstrap: see `declarationFingerprint`. */
-export interface WorkflowDeclaration {
-  workflow: string;
-  fingerprint: string;
-}
 
 /** A page of `listSchedules`. */
 export interface SchedulePage {
@@ -67,11 +57,11 @@ export class ScheduleStore {
 
   /** Deletes a schedule; `false` if there was none. Runs it started are left alone. */
   async remove(id: string): Promise<boolean> {
-    return (await this.control(checkName(id, 'id'), 'remove')) === 1;
+    return (await this.control(checkName(id, 'id'), { op: 'remove' })) === 'done';
   }
 
   async pause(id: string): Promise<ScheduleInfo> {
-    if ((await this.control(checkName(id, 'id'), 'pause')) === 0) throw new ScheduleNotFoundError(id);
+    if ((await this.control(checkName(id, 'id'), { op: 'pause' })) === 'missing') throw new ScheduleNotFoundError(id);
     return this.getOrThrow(id);
   }
 
@@ -85,9 +75,9 @@ export class ScheduleStore {
       if (!info.paused) return info;
       const rev = flat[flat.indexOf('rev') + 1];
       const plan = planOccurrences({ cron: info.cron, tz: info.tz, seed: id }, now);
-      const done = await this.control(id, 'resume', [rev, plan.join(',')]);
-      if (done === 0) throw new ScheduleNotFoundError(id);
-      if (done !== -1) return this.getOrThrow(id);
+      const done = await this.control(id, { op: 'resume', rev, plan });
+      if (done === 'missing') throw new ScheduleNotFoundError(id);
+      if (done !== 'stale') return this.getOrThrow(id);
     }
     throw new SluiceError(`schedule "${id}" kept changing while it was being resumed; try again`);
   }
@@ -100,10 +90,10 @@ export class ScheduleStore {
     if (opts === null || typeof opts !== 'object') throw new InvalidOptionError('opts', 'must be an object { workflow?, cursor?, limit? }');
     const limit = opts.limit === undefined ? 100 : checkInteger(opts.limit, 'opts.limit', 1, 1_000);
     const cursor = opts.cursor === undefined ? '' : checkName(opts.cursor, 'opts.cursor');
-    const key = opts.workflow === undefined ? this.keys.schedules : this.keys.workflow(checkName(opts.workflow, 'opts.workflow'), 'schedules');
-    const [next, ...rows] = await this.scripts.run<[string, ...string[][]]>('schedule-list', [key], [this.keys.base, cursor, limit], { idempotent: true });
-    const schedules = rows.map(([id, ...flat]) => toScheduleInfo(id, flat)).filter((info): info is ScheduleInfo => info !== null);
-    return { schedules, cursor: next === '' ? null : next };
+    const workflow = opts.workflow === undefined ? undefined : checkName(opts.workflow, 'opts.workflow');
+    const { rows, next } = await listSchedules(this.scripts, this.keys, { workflow, cursor, limit });
+    const schedules = rows.map(({ id, flat }) => toScheduleInfo(id, flat)).filter((info): info is ScheduleInfo => info !== null);
+    return { schedules, cursor: next };
   }
 
   /** Milliseconds since the epoch by the Redis server's clock: the one all plans are computed from. */
@@ -115,24 +105,17 @@ export class ScheduleStore {
   private async writeMany(mode: 'api' | 'code', specs: ScheduleSpec[], workflows: WorkflowDeclaration[]): Promise<Array<{ id: string; change: ScheduleChange }>> {
     // A bootstrap that declares none still removes the ones its code dropped, but needs no plan.
     const now = specs.length > 0 ? await this.redisNow() : 0;
-    const items = specs.flatMap((s) => [
-      s.id, s.workflow, s.fingerprint, s.pattern.cron, s.pattern.tz ?? '', s.input, s.group, s.priority, s.attempts,
-      s.overlap ? 1 : 0, s.catchUp, s.catchUpLimit, planOccurrences(s.pattern, now).join(','),
-    ]);
-    const reply = await this.scripts.run<string[]>('schedule-write', [this.keys.schedules], [
-      this.keys.base, mode, specs.length, workflows.length, ...workflows.flatMap((d) => [d.workflow, d.fingerprint]), ...items,
-    ], { idempotent: true });
-    if (reply[0] === 'conflict') {
-      const spec = specs.find((s) => s.id === reply[1])!;
-      throw new ScheduleConflictError(reply[1], reply[2], spec.workflow);
+    const records = specs.map(({ pattern, ...s }) => ({ ...s, cron: pattern.cron, tz: pattern.tz ?? '', plan: planOccurrences(pattern, now) }));
+    const written = await writeSchedules(this.scripts, this.keys, mode, records, workflows);
+    if ('conflict' in written) {
+      const { id, owner } = written.conflict;
+      throw new ScheduleConflictError(id, owner, specs.find((s) => s.id === id)!.workflow);
     }
-    const changes: Array<{ id: string; change: ScheduleChange }> = [];
-    for (let i = 0; i < reply.length; i += 2) changes.push({ id: reply[i], change: reply[i + 1] as ScheduleChange });
-    return changes;
+    return written.changes;
   }
 
-  private control(id: string, op: 'pause' | 'resume' | 'remove', extra: (string | number)[] = []): Promise<number> {
-    return this.scripts.run<number>('schedule-control', [this.keys.schedules, this.keys.schedule(id)], [this.keys.base, id, op, ...extra], { idempotent: true });
+  private control(id: string, control: ScheduleControl): Promise<ScheduleControlOutcome> {
+    return controlSchedule(this.scripts, this.keys, id, control);
   }
 
   private read(id: string): Promise<string[]> {

@@ -1,5 +1,5 @@
 import type { Attributes, Context, ProxyTracerProvider, Span, Tracer, TracerProvider } from '@opentelemetry/api';
-import type { Claim } from '../worker/claim';
+import type { Claim } from '../redis/commands/claim.reply';
 import { sluiceVersion, telemetryApi, type OtelApi, type TelemetrySwitch } from './otel.loader';
 import { RunMetrics } from './run.metrics';
 import { STEP_REPLAYED_EVENT, TELEMETRY_ATTRIBUTES as ATTR, TELEMETRY_SCOPE, type AttemptOutcome } from './telemetry.names';

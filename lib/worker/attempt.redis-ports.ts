@@ -5,7 +5,7 @@ import type { StepObserver } from '../execution/step.observer';
 import type { ResolvedQueueOptions } from '../queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
-import type { Claim } from './claim';
+import type { Claim } from '../redis/commands/claim.reply';
 import { ProgressReporter } from './progress.reporter';
 import type { RunCommits } from './run.commits';
 import { RedisWaitPort } from './wait.redis-port';

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { LeaseLostError, type RunErrorInfo } from '../errors';
 import { cancelledRunError } from '../errors/cancel.recorded';
+import { extendLeases } from '../redis/commands/extend-leases.command';
 import { decodePayload } from '../redis/payload.codec';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
@@ -54,20 +55,16 @@ export class LeaseHeartbeat {
   /** Extends the given runs' leases now; aborts the attempts whose lease is gone. */
   async extend(runs: ActiveRun[]): Promise<void> {
     for (let i = 0; i < runs.length; i += CHUNK) {
-      const args = runs.slice(i, i + CHUNK).flatMap((run) => [run.id, run.token]);
       try {
         // A lease must be renewed well within its length, so one beat gets a third of it.
-        const lost = await this.scripts.run<string[]>('extend-leases', [this.keys.leases], [this.keys.base, this.lockMs, ...args], {
-          idempotent: true,
-          timeoutMs: Math.max(1, Math.floor(this.lockMs / 3)),
-        });
+        const lost = await extendLeases(this.scripts, this.keys, runs.slice(i, i + CHUNK), this.lockMs, Math.max(1, Math.floor(this.lockMs / 3)));
         this.failures.recovered('Lease heartbeat recovered');
-        for (let j = 0; j < lost.length; j += 4) {
-          const run = this.active.get(lost[j]);
+        for (const lease of lost) {
+          const run = this.active.get(lease.runId);
           // Normally the cancel channel told the worker already; this is the backstop if that
           // message was lost or is still on its way (so the reason comes along).
-          if (run?.token !== lost[j + 1]) continue;
-          run.abort.abort(lost[j + 2] === 'cancelled' ? cancelledRunError(run.id, decodePayload<RunErrorInfo | undefined>(lost[j + 3] || undefined)) : new LeaseLostError(run.id));
+          if (run?.token !== lease.token) continue;
+          run.abort.abort(lease.cancelled ? cancelledRunError(run.id, decodePayload<RunErrorInfo | undefined>(lease.error || undefined)) : new LeaseLostError(run.id));
         }
       } catch (error) {
         this.failures.warn(`Lease heartbeat failed: ${(error as Error).message}`);

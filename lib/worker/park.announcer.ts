@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { park } from '../redis/commands/park.command';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 
@@ -46,9 +47,9 @@ export class ParkAnnouncer {
   }
 
   /** Announces the worker parked for `validForMs` (negative: withdraws it). */
-  announce(validForMs: number, timeoutMs?: number): Promise<unknown> {
+  announce(validForMs: number, timeoutMs?: number): Promise<void> {
     this.changed(Date.now() + validForMs);
-    return this.scripts.run('park', [this.keys.leases], [this.keys.base, this.entry, validForMs, ...this.workflows], { idempotent: true, timeoutMs });
+    return park(this.scripts, this.keys, { entry: this.entry, validForMs, workflows: this.workflows }, timeoutMs);
   }
 
   /** Whether the latest announcement still holds through a block of `blockMs` from now. */

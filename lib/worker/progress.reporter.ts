@@ -2,8 +2,8 @@ import type { ResolvedQueueOptions } from '../queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
 import { encodeProgress } from '../redis/progress.codec';
 import type { RedisKeys } from '../redis/redis.keys';
-import type { Claim } from './claim';
-import { commitPolicy } from './run.commits';
+import type { Claim } from '../redis/commands/claim.reply';
+import { commitPolicy } from '../redis/commands/commit.policy';
 
 /** Least time between the starts of two progress writes of one run attempt. */
 export const PROGRESS_INTERVAL_MS = 250;

@@ -1,9 +1,12 @@
-import { randomBytes } from 'node:crypto';
 import type { ResolvedQueueOptions } from '../queue.options';
 import type { CallOptions } from '../redis/redis.link';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
-import { Claim, CLAIM_EXTRAS, parseClaimReply } from './claim';
+import { newCallId } from '../redis/commands/call-id';
+import { type Claim, CLAIM_EXTRAS } from '../redis/commands/claim.reply';
+import { commitPolicy } from '../redis/commands/commit.policy';
+import { complete } from '../redis/commands/complete.command';
+import { saveSteps } from '../redis/commands/save-steps.command';
 import { telemetryApi } from '../telemetry/otel.loader';
 import { TickBatcher } from './tick.batcher';
 import type { CommitPark } from './park.announcer';
@@ -30,26 +33,6 @@ export interface Refill {
 
 /** One token-checked write of a worker: a finished step, or a finished run. */
 type Commit = { claim: Claim; encoded: string } & ({ kind: 'complete'; journal: string } | { kind: 'step'; key: string });
-
-/** Random per process, so call ids never collide across processes; a counter within one (no random bytes per call). */
-const CALL_ID_PREFIX = randomBytes(9).toString('base64url');
-let callCount = 0;
-
-/** A fresh id for one claiming call: its claims are kept under it for a retry (see lua/includes/claim.lua). */
-export function newCallId(): string {
-  return CALL_ID_PREFIX + (callCount++).toString(36);
-}
-
-/**
- * How a worker's commits are sent: a lost reply is sent again once the connection is back (every
- * commit recognises its own earlier landing by token, and a claiming call its own claims by call
- * id), for up to one lease length; each try waits at most `redisTimeoutMs` for its reply. Past
- * that the commit fails, its run leaves the active set, its lease lapses and the stalled scan
- * recovers it.
- */
-export function commitPolicy(options: ResolvedQueueOptions): CallOptions {
-  return { idempotent: true, timeoutMs: options.worker.lockMs, replyTimeoutMs: options.redisTimeoutMs };
-}
 
 /**
  * The worker's token-checked writes, batched per event-loop turn: step results and completions
@@ -90,27 +73,20 @@ export class RunCommits {
 
   private async flush(items: Commit[]): Promise<boolean[]> {
     const steps = items.filter((item): item is Commit & { kind: 'step' } => item.kind === 'step');
-    const completes = items.filter((item): item is Commit & { kind: 'complete' } => item.kind === 'complete');
-    const stepArgs = steps.flatMap(({ claim, key, encoded }) => [claim.id, claim.token, key, encoded]);
-    if (completes.length === 0) {
-      const saved = await this.scripts.run<number[]>('save-steps', [this.keys.leases], [this.keys.base, ...stepArgs], this.policy);
-      return saved.map((status) => status === 1);
-    }
-    const { count, workflows, park } = this.refill.take(completes.length);
+    const completions = items.filter((item): item is Commit & { kind: 'complete' } => item.kind === 'complete');
+    if (completions.length === 0) return saveSteps(this.scripts, this.keys, steps, this.policy);
+    const { count, workflows, park } = this.refill.take(completions.length);
     let claims: Claim[] = [];
     let parked = false;
     try {
-      const rest = [workflows.length, ...workflows, steps.length, ...stepArgs, ...completes.flatMap(({ claim, encoded, journal }) => [claim.id, claim.token, encoded, journal])];
-      const keys = [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.call(newCallId())];
-      const head = [this.keys.base, this.options.defaults.resultTtlMs, count, this.options.worker.lockMs];
-      const reply = await this.scripts.run<unknown[]>('complete', keys, (retry) => [...head, (retry ? 1 : 0) + this.claimFlags, park?.entry ?? '', park?.ttlMs ?? 0, ...rest], this.policy);
-      const parsed = parseClaimReply<[number[], number[], number]>(reply);
-      claims = parsed.claims;
-      const [completed, saved, announced] = parsed.head;
-      parked = announced === 1;
+      const { options } = this;
+      const request = { callId: newCallId(), resultTtlMs: options.defaults.resultTtlMs, claim: count, lockMs: options.worker.lockMs, extras: this.claimFlags, park, workflows, steps, completions };
+      const reply = await complete(this.scripts, this.keys, request, this.policy);
+      claims = reply.claims;
+      parked = reply.parked;
       let nextStep = 0;
       let nextComplete = 0;
-      return items.map((item) => (item.kind === 'step' ? saved[nextStep++] : completed[nextComplete++]) === 1);
+      return items.map((item) => (item.kind === 'step' ? reply.saved[nextStep++] : reply.completed[nextComplete++]));
     } finally {
       this.refill.settle(claims, count, parked ? park : undefined);
     }

@@ -12,9 +12,10 @@ import type { RedisKeys } from '../redis/redis.keys';
 import type { AttemptTelemetry, RunTelemetry } from '../telemetry/run.telemetry';
 import { ThrottledLog } from '../util/throttled-log';
 import { RedisAttemptPorts, type RedisAttemptDeps } from './attempt.redis-ports';
-import type { Claim } from './claim';
+import type { Claim } from '../redis/commands/claim.reply';
 import { handBackRun } from './hand-back';
-import { commitPolicy, type RunCommits } from './run.commits';
+import { commitPolicy } from '../redis/commands/commit.policy';
+import type { RunCommits } from './run.commits';
 import type { RunEvents } from './run.events';
 
 type FailedAttempt = Extract<AttemptOutcome, { kind: 'failed' }>;

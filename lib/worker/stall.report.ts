@@ -5,19 +5,6 @@ import type { RunEvents, RunStalledEvent } from './run.events';
 const MAX_NAMED = 10;
 
 /**
- * The runs a reserve call's stalled scan recovered, from its reply head: flat
- * `id, workflow, stalls, requeued (1|0)` quadruples (see lua/reserve.lua). A reply without the
- * list (a replayed call) has none.
- */
-export function parseStalled(flat: unknown[]): RunStalledEvent[] {
-  const stalled: RunStalledEvent[] = [];
-  for (let i = 0; i + 3 < flat.length; i += 4) {
-    stalled.push({ runId: String(flat[i]), workflow: String(flat[i + 1]), stalls: Number(flat[i + 2]), requeued: Number(flat[i + 3]) === 1 });
-  }
-  return stalled;
-}
-
-/**
  * Emits a 'stalled' event per recovered run and logs one warning for the whole scan: a stall
  * means a worker died or blocked its event loop past its lease, which an operator wants to
  * hear of — once per scan, not once per run (a dead worker with 50 runs is one incident).

@@ -1,40 +1,44 @@
 import { Logger } from '@nestjs/common';
-import { RedisConnectionError, SluiceError } from '../errors';
 import { jitteredPause } from '../util/retry';
 import { OutageLog } from '../util/outage-log';
 import type { ResolvedQueueOptions } from '../queue.options';
+import type { Claim } from '../redis/commands/claim.reply';
+import type { PlanRequest } from '../redis/commands/reserve.command';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisConnections } from '../redis/redis.connections';
 import type { RedisKeys } from '../redis/redis.keys';
 import { ActiveRun, ActiveRuns } from './active-runs';
 import { LazyAbort } from '../execution/lazy.abort';
-import { Claim, CLAIM_EXTRAS, parseClaimReply, parseHandoff } from './claim';
-import { telemetryApi } from '../telemetry/otel.loader';
-import { newCallId, Refill, RunCommits } from './run.commits';
+import { Refill, RunCommits } from './run.commits';
 import type { RunExecutor } from './run.executor';
 import type { RunEvents } from './run.events';
-import { CommitPark, PARK_SLACK_MS, ParkAnnouncer } from './park.announcer';
-import { parseStalled, reportStalled } from './stall.report';
+import { CommitPark, ParkAnnouncer } from './park.announcer';
+import { RESERVE_BATCH_CAP, ReserveCaller } from './reserve.caller';
+import { MAX_BLOCK_MS, WakeListener } from './wake.listener';
 import { handBackRun } from './hand-back';
 
-/** Most runs one reserve call claims: Lua runs single-threaded, so one wake must never stall Redis. */
-export const RESERVE_BATCH_CAP = 64;
-/** Most delayed runs one reserve call promotes. */
-const PROMOTE_CAP = 256;
-/** Longest a worker blocks on Redis without re-reserving (so it notices clock-driven work). */
-export const MAX_BLOCK_MS = 5_000;
+/*
+ * The states of a worker loop, one wake (tick) at a time:
+ *
+ * - reserving: a reserve call (ReserveCaller) claims up to the free slots (at most
+ *   RESERVE_BATCH_CAP) and launches what it claimed. A full batch reserves again at once; a short
+ *   one means nothing more is claimable now → blocked.
+ * - blocked on Redis: free slots and nothing to claim. A blocking read on the workflows' wake
+ *   lists (WakeListener), the worker announced parked so an enqueue hands it runs straight away.
+ *   A handoff is launched and the worker blocks again; a marker, a timeout or a due run → reserving.
+ *   A complete call whose refill came up short parked the worker already: it comes here first.
+ * - saturated: every slot busy (running, or promised to a refill in flight). Parked in-process on
+ *   its own runs' completions, no round trip: a finishing run's complete call refills its slot.
+ *   Wakes to reserve, claiming nothing, only for the stalled scan or a due delayed run or schedule.
+ * - backing off: a wake failed; a jittered pause that doubles per failure in a row, then → reserving.
+ * - stopping: stop() was called; no more reserves, and claims still arriving are handed back.
+ */
+
 /** Pause after a failed wake, doubling per failure in a row up to the maximum (with jitter). */
 const ERROR_PAUSE_MS = 500;
 const MAX_ERROR_PAUSE_MS = 5_000;
-/**
- * How much longer than its block time the blocking read may take before the connection is taken
- * for dead (a silent network loss sends no reset: without this guard an idle worker would wait
- * for the OS keepalive, hours) and replaced.
- */
-export const BLOCK_GRACE_MS = 3_000;
 /** Longest `stop()` waits for a wake in progress before it lets the loop finish on its own. */
 const STOP_GRACE_MS = 1_000;
-const REDIS_TIMEOUT_RESOLUTION_MS = 100;
 /**
  * When a run taken from a fast-path handoff has its lease renewed, if it is still running: soon
  * enough that the enqueue-time lease cannot run out first, late enough that a short run, done
@@ -55,21 +59,18 @@ export interface WorkerParts {
   /** Renews a run's lease now (a handoff's lease started running at its enqueue). */
   refreshLease: (run: ActiveRun) => void;
   /** Answers the schedule plan requests of a reserve reply, in the background (see SchedulePlanner). */
-  answerPlanRequests: (redisNowMs: number, requests: unknown[]) => void;
+  answerPlanRequests: (redisNowMs: number, requests: PlanRequest[]) => void;
   /** Where the runs this process's stalled scans recovered are reported ('stalled'). */
   events: RunEvents;
   /** Carries on, in the background, a cancel cascade a stalled scan found cut short (see CascadeResumer). */
   resumeCascade: (runId: string) => void;
 }
 
-/** Reserve's reply head: see lua/reserve.lua. */
-type ReserveHead = [nextDueMs: number, redisNowMs: number, stalled: unknown[] | undefined, cascade: string | undefined, ...planRequests: unknown[]];
-
 /**
- * The reserve loop of one process. Each wake is one reserve call claiming up to the free slots.
- * A saturated worker parks on an in-process signal (its own completions) and pays no round trip;
- * a worker with free slots blocks on its workflows' Redis wake lists until work arrives or the
- * next delayed run is due.
+ * The reserve loop of one process (its states: see the top of this file). Each wake is one
+ * reserve call claiming up to the free slots. A saturated worker parks on an in-process signal
+ * (its own completions) and pays no round trip; a worker with free slots blocks on its
+ * workflows' Redis wake lists until work arrives or the next delayed run is due.
  */
 export class WorkerLoop {
   private readonly logger = new Logger('Sluice');
@@ -84,49 +85,34 @@ export class WorkerLoop {
   /** When a wake last succeeded, and why the latest failed (health: a loop that comes round but fails every time). */
   lastOkAt = Date.now();
   lastError?: string;
-  /**
-   * The call id of the reserve call to make: kept after a failed call, so the retry of a call
-   * that landed gets back the runs it claimed (see replayClaims in lua/includes/claim.lua).
-   */
-  private reserveCallId = newCallId();
-  /** Whether the last reserve call failed: the next one (same call id) looks for its claims. */
-  private reserveFailed = false;
   private finished?: Promise<void>;
   private readonly executor: RunExecutor;
-  /** Wake list key → workflow name. */
-  private readonly wakeKeys: Map<string, string>;
   /** How this worker announces itself as parked (see ParkAnnouncer). */
   private readonly park: ParkAnnouncer;
-  private lastStallScan = 0;
-  private lastReserveAt = 0;
-  /** Slots promised to complete calls in flight that refill them (see {@link refill}). */
+  private readonly reserver: ReserveCaller;
+  private readonly wake: WakeListener;
+  /** Slots promised to complete calls in flight that refill them (see {@link takeRefill}). */
   private refilling = 0;
   private rotation = 0;
-
-  private readonly connections: RedisConnections;
   private readonly scripts: LuaScripts;
   private readonly keys: RedisKeys;
   private readonly options: ResolvedQueueOptions;
   private readonly workflows: string[];
   private readonly active: ActiveRuns;
   private readonly refreshLease: (run: ActiveRun) => void;
-  private readonly answerPlanRequests: (redisNowMs: number, requests: unknown[]) => void;
-  private readonly events: RunEvents;
-  private readonly resumeCascade: (runId: string) => void;
-  /** Added to reserve's retry flag: {@link CLAIM_EXTRAS} with telemetry on, else 0 (claims as they always were). */
-  private readonly claimFlags: number;
-  /** When the next delayed run or schedule fire is due (local clock), from the latest reserve: a saturated worker reserves by then. */
-  private nextDueAt = Infinity;
 
   constructor(parts: WorkerParts) {
-    ({ connections: this.connections, scripts: this.scripts, keys: this.keys, options: this.options } = parts);
-    ({ workflows: this.workflows, active: this.active, refreshLease: this.refreshLease, answerPlanRequests: this.answerPlanRequests } = parts);
-    ({ events: this.events, resumeCascade: this.resumeCascade } = parts);
-    this.claimFlags = telemetryApi(parts.options) ? CLAIM_EXTRAS : 0;
+    ({ scripts: this.scripts, keys: this.keys, options: this.options, workflows: this.workflows, active: this.active, refreshLease: this.refreshLease } = parts);
     const refill = { take: (runs: number) => this.takeRefill(runs), settle: (claims: Claim[], promised: number, parked?: CommitPark) => this.settleRefill(claims, promised, parked) };
     this.executor = parts.makeExecutor(new RunCommits(parts.scripts, parts.keys, parts.options, refill));
-    this.wakeKeys = new Map(parts.workflows.map((wf) => [parts.keys.wake(wf), wf]));
     this.park = new ParkAnnouncer(parts.scripts, parts.keys, parts.workflows, parts.options.worker.lockMs, Math.min(parts.options.worker.stalledIntervalMs, MAX_BLOCK_MS));
+    this.reserver = new ReserveCaller({ ...parts, park: this.park });
+    this.wake = new WakeListener({
+      blocking: parts.connections.blocking, keys: parts.keys, workflows: parts.workflows, park: this.park, active: parts.active, options: parts.options,
+      stopping: () => this.stopping,
+      woke: () => (this.lastWakeAt = Date.now()),
+      warn: (message) => this.failures.warn(message),
+    });
   }
 
   start(): void {
@@ -143,9 +129,7 @@ export class WorkerLoop {
     // Withdraw the park announcement first (an entry that expires at once), so no enqueue hands
     // this worker a run it will not take.
     await this.park.announce(-1, STOP_GRACE_MS).catch(() => undefined);
-    // A blocked read must end without popping anything: only closing its connection does that.
-    this.connections.blocking.abortAll(new SluiceError('worker stopping'));
-    this.connections.blocking.replace('worker stopping', true);
+    this.wake.interrupt();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.finished, new Promise((resolve) => (timer = setTimeout(resolve, STOP_GRACE_MS)))]);
     clearTimeout(timer);
@@ -182,11 +166,11 @@ export class WorkerLoop {
       // Saturated: our own completion is the event that matters; wake at least once per stall
       // interval to take part in promotion and the stalled scan, and when a schedule is due to
       // fire (firing needs no slot), or MAX_BLOCK_MS passed (a schedule added since).
-      const dueIn = Math.max(0, this.nextDueAt - Date.now());
+      const dueIn = Math.max(0, this.reserver.untilDueMs());
       await this.active.whenOneFinishes(Math.min(this.options.worker.stalledIntervalMs, MAX_BLOCK_MS, dueIn));
       // Still saturated: the finished run's complete call refilled its slot, and claimed what a
       // reserve would. A reserve that claims nothing is only worth it for what else it does.
-      if (this.stopping || this.freeSlots() > 0 || !this.saturatedReserveDue()) return false;
+      if (this.stopping || this.freeSlots() > 0 || !this.reserver.saturatedReserveDue()) return false;
       await this.reserve(0, this.workflows);
       return true;
     }
@@ -195,14 +179,14 @@ export class WorkerLoop {
       // a reserve now would most likely find nothing too: block at once, unless a delayed run or
       // a schedule is due or the stalled scan is (only a reserve does those). Work queued since
       // (not handed over) left a wake marker, which ends the block and brings the reserve.
-      const untilDue = this.nextDueAt - Date.now();
-      if (untilDue > 0 && !this.stallScanDue()) {
+      const untilDue = this.reserver.untilDueMs();
+      if (untilDue > 0 && !this.reserver.stallScanDue()) {
         await this.idle(untilDue === Infinity ? -1 : untilDue);
         return false;
       }
     }
     const wanted = Math.min(free, RESERVE_BATCH_CAP);
-    const { claims, head: nextDueMs } = await this.reserve(wanted, this.rotatedWorkflows());
+    const { claims, nextDueMs } = await this.reserve(wanted, this.rotatedWorkflows());
     for (const claim of claims) this.launch(claim);
     // A short batch means nothing more is claimable now: wait for Redis to say otherwise.
     if (claims.length < wanted && nextDueMs !== 0) await this.idle(nextDueMs);
@@ -215,42 +199,11 @@ export class WorkerLoop {
   }
 
   /** Only calls that claim take a turn of the rotation, so refills and reserves alternate fairly. */
-  private async reserve(wanted: number, workflows: string[]): Promise<{ head: number; claims: Claim[] }> {
-    const scan = this.stallScanDue();
-    if (scan) this.lastStallScan = Date.now();
-    this.park.cleared(); // it drops this worker's park entry: the next block announces again
-    this.lastReserveAt = Date.now();
-    const keys = [this.keys.leases, this.keys.limits, this.keys.seq, this.keys.stallGate, this.keys.call(this.reserveCallId)];
-    const head = [
-      this.keys.base, wanted, this.options.worker.lockMs, scan ? this.options.worker.stalledIntervalMs : 0,
-      this.options.worker.maxStalls, PROMOTE_CAP, this.options.defaults.resultTtlMs, this.park.entry,
-    ];
-    const repeat = this.reserveFailed;
-    this.reserveFailed = true; // until the reply arrives: the next reserve may repeat this one
-    const reply = await this.scripts.run<unknown[]>('reserve', keys, (retry) => [...head, (retry || repeat ? 1 : 0) + this.claimFlags, ...workflows], { idempotent: true });
-    this.reserveFailed = false;
-    this.reserveCallId = newCallId();
-    const parsed = parseClaimReply<ReserveHead>(reply);
-    const [nextDueMs, redisNowMs, stalled, cascade, ...planRequests] = parsed.head;
-    this.nextDueAt = nextDueMs < 0 ? Infinity : Date.now() + nextDueMs;
-    if (planRequests.length > 0) this.answerPlanRequests(redisNowMs, planRequests);
-    if (stalled?.length) reportStalled(parseStalled(stalled), this.events, this.logger);
-    if (cascade) this.resumeCascade(String(cascade));
-    if (this.stopping) {
-      this.handBack(parsed.claims);
-      return { head: nextDueMs, claims: [] };
-    }
-    return { head: nextDueMs, claims: parsed.claims };
-  }
-
-  /** A saturated worker reserves (claiming nothing) for the stalled scan, a due delayed run or schedule, or at least every MAX_BLOCK_MS (a schedule added since). */
-  private saturatedReserveDue(): boolean {
-    const now = Date.now();
-    return this.stallScanDue() || now >= this.nextDueAt || now - this.lastReserveAt >= MAX_BLOCK_MS;
-  }
-
-  private stallScanDue(): boolean {
-    return Date.now() - this.lastStallScan >= this.options.worker.stalledIntervalMs;
+  private async reserve(wanted: number, workflows: string[]): Promise<{ nextDueMs: number; claims: Claim[] }> {
+    const reserved = await this.reserver.reserve(wanted, workflows);
+    if (!this.stopping) return reserved;
+    this.handBack(reserved.claims);
+    return { nextDueMs: reserved.nextDueMs, claims: [] };
   }
 
   /** Claims that arrive after stop(): returned to the queue at once, without counting a failure. */
@@ -300,7 +253,7 @@ export class WorkerLoop {
   private async idle(nextDueMs: number): Promise<void> {
     const deadline = nextDueMs > 0 ? Date.now() + nextDueMs : Infinity;
     while (!this.stopping && this.freeSlots() > 0) {
-      const handoff = await this.blockForWake(deadline - Date.now());
+      const handoff = await this.wake.next(deadline - Date.now());
       if (!handoff) return;
       if (this.stopping) return this.handBack([handoff]);
       // Its lease has run since the enqueue, with the length the parked worker announced (maybe
@@ -308,39 +261,5 @@ export class WorkerLoop {
       const run = this.launch(handoff);
       setTimeout(() => this.active.get(run.id) === run && this.refreshLease(run), HANDOFF_REFRESH_MS).unref();
     }
-  }
-
-  private async blockForWake(untilDueMs: number): Promise<Claim | undefined> {
-    if (untilDueMs <= 0) return undefined;
-    // Redis checks blocking timeouts about every 100 ms (hz 10): a delayed run due sooner than
-    // that is better served by a local timer, at the cost of noticing new work that much later.
-    if (untilDueMs < REDIS_TIMEOUT_RESOLUTION_MS) return void (await this.active.whenOneFinishes(untilDueMs));
-    const timeoutMs = Math.min(untilDueMs, this.options.worker.stalledIntervalMs, MAX_BLOCK_MS);
-    // Announce the park alongside the block (order does not matter: a handoff pushed before the
-    // BLPOP starts is popped at once), so the enqueue fast path knows to hand runs over; unless
-    // an announcement still holds for the whole block (a complete call made it).
-    if (!this.park.holdsFor(timeoutMs)) {
-      this.park.announce(timeoutMs + PARK_SLACK_MS).catch((error: Error) => this.failures.warn(`Park announcement failed: ${error.message}`));
-    }
-    let popped: [string, string] | null;
-    try {
-      const bound = timeoutMs + BLOCK_GRACE_MS;
-      popped = await this.connections.blocking.call('wait for work', (redis) => redis.blpop(...this.wakeKeys.keys(), Math.max(timeoutMs, 1) / 1000), {
-        replyTimeoutMs: bound,
-        timeoutMs: this.options.redisTimeoutMs + bound,
-      });
-    } catch (error) {
-      // A lost wake costs nothing: the next reserve looks for work anyway.
-      if (this.stopping || error instanceof RedisConnectionError) return undefined;
-      throw error;
-    }
-    this.lastWakeAt = Date.now();
-    if (!popped) return undefined;
-    // A handoff means the enqueue withdrew this worker's announcement (a marker leaves it be, but
-    // the reserve that follows may fill the slots: announce again at the next block). Either way a
-    // complete call's park no longer spares the reserve: a marker must bring one (skipping it left
-    // the run waiting for the next block's timeout, the marker that would end it just taken).
-    this.park.cleared();
-    return parseHandoff(this.wakeKeys.get(popped[0])!, popped[1]);
   }
 }

@@ -1,12 +1,13 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
 import { CascadeResumer } from './cascade.resumer';
-import { type DeclarationOutcome, EVERY_GROUP, limitField } from '../interfaces/limits';
+import { EVERY_GROUP, limitField } from '../interfaces/limits';
 import { activateGroups } from '../redis/commands/activate-groups.command';
 import { RedisConnectionError, WorkerShutdownError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
 import { MigrationRunner } from '../migration/migration.runner';
+import { type CapDeclaration, declareLimits } from '../redis/commands/declare-limits.command';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
@@ -200,27 +201,24 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
   private async declareLimits(failFast: boolean): Promise<void> {
     const workflows = this.registry.all();
     const cap = (limit?: number) => (limit === undefined ? '' : String(limit));
-    const caps = [
-      ...['ns', cap(this.options.concurrency), '', ''],
+    const caps: CapDeclaration[] = [
+      { field: 'ns', limit: cap(this.options.concurrency), workflow: '', group: '' },
       ...workflows.flatMap((wf) => [
-        ...[limitField({ workflow: wf.name }), cap(wf.concurrency), wf.name, ''],
-        ...[limitField({ workflow: wf.name, group: EVERY_GROUP }), cap(wf.groupConcurrency), wf.name, EVERY_GROUP],
+        { field: limitField({ workflow: wf.name }), limit: cap(wf.concurrency), workflow: wf.name, group: '' },
+        { field: limitField({ workflow: wf.name, group: EVERY_GROUP }), limit: cap(wf.groupConcurrency), workflow: wf.name, group: EVERY_GROUP },
         // Retention by count, read by countFinished (lua/includes/common.lua) when runs finish.
-        ...[`wf:${wf.name}:keep:completed`, cap(wf.keep?.completed), wf.name, ''],
-        ...[`wf:${wf.name}:keep:failed`, cap(wf.keep?.failed), wf.name, ''],
+        { field: `wf:${wf.name}:keep:completed`, limit: cap(wf.keep?.completed), workflow: wf.name, group: '' },
+        { field: `wf:${wf.name}:keep:failed`, limit: cap(wf.keep?.failed), workflow: wf.name, group: '' },
         // Whether complete indexes the workflow's runs (lua/includes/common.lua countFinished).
-        ...[`wf:${wf.name}:index-completed`, wf.indexCompleted ? '1' : '', wf.name, ''],
+        { field: `wf:${wf.name}:index-completed`, limit: wf.indexCompleted ? '1' : '', workflow: wf.name, group: '' },
       ]),
     ];
     const names = workflows.map((wf) => wf.name);
     const scripts = this.scripts.get();
-    const changed = await scripts.run<string[]>('declare-limits', [this.keys.limits, this.keys.workflows, this.keys.seq], [
-      this.keys.base, names.length, ...names, ...caps,
-    ], { idempotent: true, failFast });
+    const changed = await declareLimits(scripts, this.keys, names, caps, { failFast });
     const groupDefaults = new Map(names.map((name) => [limitField({ workflow: name, group: EVERY_GROUP }), name]));
-    for (let i = 0; i < changed.length; i += 5) {
-      const [field, previous, next, outcome, declared] = changed.slice(i, i + 5);
-      logDeclaration(this.logger, `cap ${field}`, previous || 'none', next || 'none', outcome as DeclarationOutcome, declared || 'none');
+    for (const { field, previous, next, outcome, declared } of changed) {
+      logDeclaration(this.logger, `cap ${field}`, previous || 'none', next || 'none', outcome, declared || 'none');
       // A raised or removed default of every group: the groups it held back rejoin, in batches.
       const raised = previous !== next && (next === '' || (previous !== '' && Number(next) > Number(previous)));
       const workflow = groupDefaults.get(field);

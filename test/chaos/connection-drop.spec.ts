@@ -3,7 +3,7 @@ import Redis from 'ioredis';
 import { NonRetryableError, OutcomeUnknownError, QueueClient, RunContext, Step, Workflow, WorkflowFailedError } from '../../lib';
 import { RedisConnections } from '../../lib/redis/redis.connections';
 import { RedisKeys } from '../../lib/redis/redis.keys';
-import { newCallId } from '../../lib/worker/run.commits';
+import { newCallId } from '../../lib/redis/commands/call-id';
 import { uniqueNamespace } from '../support/app';
 import { auditNamespace, expectConsistent } from '../support/audit';
 import { appOn, ConnectionFaults } from '../support/fault';

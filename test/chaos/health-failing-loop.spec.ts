@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import { QueueHealth, RunContext, Workflow } from '../../lib';
-import { BLOCK_GRACE_MS, MAX_BLOCK_MS } from '../../lib/worker/worker.loop';
+import { BLOCK_GRACE_MS, MAX_BLOCK_MS } from '../../lib/worker/wake.listener';
 import { uniqueNamespace } from '../support/app';
 import { appOn } from '../support/fault';
 import { RedisProcess } from '../support/redis-process';

@@ -1,5 +1,5 @@
 import { QueueHealth, RunContext, Workflow } from '../../lib';
-import { BLOCK_GRACE_MS, MAX_BLOCK_MS } from '../../lib/worker/worker.loop';
+import { BLOCK_GRACE_MS, MAX_BLOCK_MS } from '../../lib/worker/wake.listener';
 import { uniqueNamespace } from '../support/app';
 import { auditNamespace, expectConsistent } from '../support/audit';
 import { appOn, proxiedServer } from '../support/fault';

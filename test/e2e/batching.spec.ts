@@ -1,9 +1,9 @@
-import { newCallId } from '../../lib/worker/run.commits';
+import { newCallId } from '../../lib/redis/commands/call-id';
 import type Redis from 'ioredis';
 import { setTimeout as delay } from 'node:timers/promises';
 import { RunContext, RunEvents, Workflow } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
-import { parseClaimReply } from '../../lib/worker/claim';
+import { parseClaimReply } from '../../lib/redis/commands/claim.reply';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { listenToChannels } from '../support/pubsub';
 import { scriptsOn } from '../support/scripts';

@@ -1,8 +1,8 @@
 import type Redis from 'ioredis';
 import { InvalidOptionError, RateLimit, UnknownWorkflowError, Workflow } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
-import { newCallId } from '../../lib/worker/run.commits';
-import { parseClaimReply } from '../../lib/worker/claim';
+import { newCallId } from '../../lib/redis/commands/call-id';
+import { parseClaimReply } from '../../lib/redis/commands/claim.reply';
 import { auditNamespace, expectConsistent } from '../support/audit';
 import { enqueueArgs, enqueueKeys } from '../support/queue-state';
 import { scriptsOn } from '../support/scripts';

@@ -3,9 +3,9 @@ import { LeaseLostError, QueueModuleOptions, RunContext, Workflow, WorkflowFaile
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { ActiveRun, ActiveRuns } from '../../lib/worker/active-runs';
 import { LazyAbort } from '../../lib/execution/lazy.abort';
-import { parseClaimReply } from '../../lib/worker/claim';
+import { parseClaimReply } from '../../lib/redis/commands/claim.reply';
 import { LeaseHeartbeat } from '../../lib/worker/lease.heartbeat';
-import { newCallId } from '../../lib/worker/run.commits';
+import { newCallId } from '../../lib/redis/commands/call-id';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { dueInLane, enqueueArgs, enqueueKeys, FAKE_WORKER, fakePark, firstToken, waitParked } from '../support/queue-state';
 import { scriptsOn } from '../support/scripts';

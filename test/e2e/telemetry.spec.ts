@@ -6,7 +6,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type Re
 import type Redis from 'ioredis';
 import { QueueModuleOptions, RunContext, Step, TELEMETRY_METRICS, Workflow, WorkflowFailedError } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
-import { newCallId } from '../../lib/worker/run.commits';
+import { newCallId } from '../../lib/redis/commands/call-id';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { enqueueArgs, enqueueKeys, fakePark } from '../support/queue-state';
 import { scriptsOn } from '../support/scripts';

@@ -1,8 +1,8 @@
 import type Redis from 'ioredis';
 import { InvalidOptionError, RunContext, RunEvents, RunFailedEvent, TimeoutError, Workflow, WorkflowFailedError } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
-import { parseClaimReply } from '../../lib/worker/claim';
-import { newCallId } from '../../lib/worker/run.commits';
+import { parseClaimReply } from '../../lib/redis/commands/claim.reply';
+import { newCallId } from '../../lib/redis/commands/call-id';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { enqueueArgs, enqueueKeys, fakePark } from '../support/queue-state';
 import { scriptsOn } from '../support/scripts';

@@ -18,7 +18,7 @@ import {
   Workflow,
   WorkflowDefinitionError,
 } from '../../lib';
-import { newCallId } from '../../lib/worker/run.commits';
+import { newCallId } from '../../lib/redis/commands/call-id';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { dropNamespace, rawRedis, testConnection, uniqueNamespace } from '../support/app';
 import { LogCapture } from '../support/log-capture';

@@ -1,4 +1,4 @@
-import { newCallId } from '../../lib/worker/run.commits';
+import { newCallId } from '../../lib/redis/commands/call-id';
 import type Redis from 'ioredis';
 import { parseStats, QueueStats } from '../../lib/client/stats';
 import type { LuaScripts } from '../../lib/redis/lua.scripts';

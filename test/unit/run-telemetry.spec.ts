@@ -3,7 +3,7 @@ import { metrics, trace } from '@opentelemetry/api';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { type AttemptTelemetry, RunTelemetry } from '../../lib/telemetry/run.telemetry';
-import type { Claim } from '../../lib/worker/claim';
+import type { Claim } from '../../lib/redis/commands/claim.reply';
 
 /**
  * With `@opentelemetry/api` installed (a dependency of many packages) but no SDK registered,

@@ -1,0 +1,59 @@
+import type { LuaScripts } from '../lua.scripts';
+import type { CallOptions } from '../redis.link';
+import type { RedisKeys } from '../redis.keys';
+import { type Claim, parseClaimReply } from './claim.reply';
+import { type LeaseRef, type StepWrite, stepArgs } from './save-steps.command';
+
+/** A finished run's result, written only while `claim` still holds its lease. */
+export interface RunCompletion {
+  claim: LeaseRef;
+  /** The encoded result ('' = undefined). */
+  encoded: string;
+  /** The attempt's journal '<slot> <json>', or '' (AttemptJournal.encode). */
+  journal: string;
+}
+
+/** One complete call (lua/complete.lua): a batch of completions and steps, and the refill of the slots they free. */
+export interface CompleteRequest {
+  /** The call's id: its retry gets back the runs it claimed (see replayClaims in lua/includes/claim.lua). */
+  callId: string;
+  resultTtlMs: number;
+  /** Runs to claim into the freed slots (0: none). */
+  claim: number;
+  /** Lease length of the runs claimed. */
+  lockMs: number;
+  /** Added to the retry flag: CLAIM_EXTRAS for the telemetry extras on each claim, else 0. */
+  extras: number;
+  /** The caller's park announcement, made here if the refill comes up short (see lua/complete.lua). */
+  park?: { entry: string; ttlMs: number };
+  /** The workflows to claim from, rotated by the caller. */
+  workflows: string[];
+  steps: StepWrite[];
+  completions: RunCompletion[];
+}
+
+export interface CompleteResult {
+  /** Per completion: true once committed, false if its lease was lost (nothing written). */
+  completed: boolean[];
+  /** Per step: true once saved, false if its lease was lost. */
+  saved: boolean[];
+  /** Whether the call announced the caller parked. */
+  parked: boolean;
+  claims: Claim[];
+}
+
+/**
+ * Sends one complete call; `policy`: the worker's commitPolicy (every commit recognises its own
+ * earlier landing by token, and the refill its claims by call id, so a retry is harmless).
+ */
+export async function complete(scripts: LuaScripts, keys: RedisKeys, request: CompleteRequest, policy: CallOptions): Promise<CompleteResult> {
+  const { workflows, steps, completions, park } = request;
+  const rest = [workflows.length, ...workflows, steps.length, ...stepArgs(steps), ...completions.flatMap(({ claim, encoded, journal }) => [claim.id, claim.token, encoded, journal])];
+  const callKeys = [keys.leases, keys.limits, keys.seq, keys.call(request.callId)];
+  const head = [keys.base, request.resultTtlMs, request.claim, request.lockMs];
+  const reply = await scripts.run<unknown[]>('complete', callKeys, (retry) => [...head, (retry ? 1 : 0) + request.extras, park?.entry ?? '', park?.ttlMs ?? 0, ...rest], policy);
+  const { head: [completed, saved, announced], claims } = parseClaimReply<[number[], number[], number]>(reply);
+  return { completed: completed.map(isOne), saved: saved.map(isOne), parked: announced === 1, claims };
+}
+
+const isOne = (status: number) => status === 1;

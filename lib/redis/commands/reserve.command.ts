@@ -1,0 +1,101 @@
+import type { LuaScripts } from '../lua.scripts';
+import type { RedisKeys } from '../redis.keys';
+import { type Claim, parseClaimReply } from './claim.reply';
+
+/** One reserve call of a worker wake (lua/reserve.lua). */
+export interface ReserveRequest {
+  /** The call's id: kept after a failed call, so its retry gets back the runs it claimed (see replayClaims in lua/includes/claim.lua). */
+  callId: string;
+  /** Most runs to claim (0: only promote, fire schedules and scan). */
+  claim: number;
+  /** Lease length of the runs claimed. */
+  lockMs: number;
+  /** The stalled-scan interval, or 0 to skip the scan this call. */
+  stallScanMs: number;
+  /** Stalls a run may have before it fails for good. */
+  maxStalls: number;
+  /** Most delayed runs promoted per workflow. */
+  promoteCap: number;
+  /** Retention of a run the stall limit fails. */
+  stalledRetentionMs: number;
+  /** The caller's park entry: it is awake, so its park announcements are void (lua/park.lua). */
+  parkEntry: string;
+  /** An earlier call with this id may have landed: look for its claims first. */
+  repeat: boolean;
+  /** Added to the retry flag: CLAIM_EXTRAS for the telemetry extras on each claim, else 0. */
+  extras: number;
+  /** The workflows to claim from, rotated by the caller so none always goes first. */
+  workflows: string[];
+}
+
+/** A run the call's stalled scan recovered (the worker reports it as a 'stalled' event). */
+export interface StalledRun {
+  runId: string;
+  workflow: string;
+  stalls: number;
+  /** false: it stalled more than maxStalls times and failed for good. */
+  requeued: boolean;
+}
+
+/** A request to plan a schedule's next occurrences: see askPlan in lua/includes/schedules.lua. */
+export interface PlanRequest {
+  id: string;
+  workflow: string;
+  cron: string;
+  tz: string;
+  rev: string;
+  mode: 'extend' | 'replan';
+  /** The plan's tail ('extend') or the next fire ('replan'). */
+  seen: string;
+  floor: string;
+  max: number;
+}
+
+/** What one reserve call did. */
+export interface ReserveResult {
+  /** Ms until the worker's next delayed run, schedule fire or freeing rate window; -1: none; 0: reserve again now (a replay). */
+  nextDueMs: number;
+  /** Redis time of the call: schedule plans are computed from it, never from the local clock. */
+  redisNowMs: number;
+  stalled: StalledRun[];
+  /** A run whose cancel cascade stood still for a whole scan interval (its caller went away). */
+  cascade?: string;
+  planRequests: PlanRequest[];
+  claims: Claim[];
+}
+
+type ReserveHead = [nextDueMs: number, redisNowMs: number, stalled: unknown[] | undefined, cascade: string | undefined, ...planRequests: unknown[][]];
+
+/**
+ * Sends one reserve call. Repeating it is harmless (a retry finds its claims by call id), so a
+ * lost reply is sent again while the link's bound allows.
+ */
+export async function reserve(scripts: LuaScripts, keys: RedisKeys, request: ReserveRequest): Promise<ReserveResult> {
+  const callKeys = [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(request.callId)];
+  const head = [keys.base, request.claim, request.lockMs, request.stallScanMs, request.maxStalls, request.promoteCap, request.stalledRetentionMs, request.parkEntry];
+  const reply = await scripts.run<unknown[]>('reserve', callKeys, (retry) => [...head, (retry || request.repeat ? 1 : 0) + request.extras, ...request.workflows], { idempotent: true });
+  const { head: parsed, claims } = parseClaimReply<ReserveHead>(reply);
+  const [nextDueMs, redisNowMs, stalled, cascade, ...plans] = parsed;
+  return {
+    nextDueMs,
+    redisNowMs,
+    stalled: stalled?.length ? parseStalled(stalled) : [],
+    cascade: cascade ? String(cascade) : undefined,
+    planRequests: plans.map(toPlanRequest),
+    claims,
+  };
+}
+
+/** The stalled list of the reply head: flat `id, workflow, stalls, requeued (1|0)` quadruples. */
+function parseStalled(flat: unknown[]): StalledRun[] {
+  const stalled: StalledRun[] = [];
+  for (let i = 0; i + 3 < flat.length; i += 4) {
+    stalled.push({ runId: String(flat[i]), workflow: String(flat[i + 1]), stalls: Number(flat[i + 2]), requeued: Number(flat[i + 3]) === 1 });
+  }
+  return stalled;
+}
+
+function toPlanRequest(row: unknown[]): PlanRequest {
+  const [id, workflow, cron, tz, rev, mode, seen, floor, max] = row as [string, string, string, string, string, PlanRequest['mode'], string, string, number];
+  return { id, workflow, cron, tz, rev, mode, seen, floor, max };
+}

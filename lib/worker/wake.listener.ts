@@ -1,0 +1,91 @@
+import { RedisConnectionError, SluiceError } from '../errors';
+import { type Claim, parseHandoff } from '../redis/commands/claim.reply';
+import type { RedisKeys } from '../redis/redis.keys';
+import type { RedisLink } from '../redis/redis.link';
+import type { ActiveRuns } from './active-runs';
+import { PARK_SLACK_MS, type ParkAnnouncer } from './park.announcer';
+
+/** Longest a worker blocks on Redis without re-reserving (so it notices clock-driven work). */
+export const MAX_BLOCK_MS = 5_000;
+/**
+ * How much longer than its block time the blocking read may take before the connection is taken
+ * for dead (a silent network loss sends no reset: without this guard an idle worker would wait
+ * for the OS keepalive, hours) and replaced.
+ */
+export const BLOCK_GRACE_MS = 3_000;
+const REDIS_TIMEOUT_RESOLUTION_MS = 100;
+
+/** What a wake listener is built from (see WorkerLoop). */
+export interface WakeListenerParts {
+  /** The blocking connection: nothing else is sent over it. */
+  blocking: RedisLink;
+  keys: RedisKeys;
+  workflows: string[];
+  park: ParkAnnouncer;
+  active: ActiveRuns;
+  options: { redisTimeoutMs: number; worker: { stalledIntervalMs: number } };
+  stopping(): boolean;
+  /** A blocking read ended with an answer from Redis (health: the loop is alive). */
+  woke(): void;
+  /** Where a failed park announcement is reported (throttled by the loop). */
+  warn(message: string): void;
+}
+
+/**
+ * A worker's blocking read on its workflows' wake lists (BLPOP), which ends when work arrives or
+ * the block times out. An enqueue pushes a marker there, or, to a worker announced parked, the
+ * run itself, claimed already (a fast-path handoff: see lua/enqueue.lua).
+ */
+export class WakeListener {
+  /** Wake list key → workflow name. */
+  private readonly wakeKeys: Map<string, string>;
+
+  constructor(private readonly parts: WakeListenerParts) {
+    this.wakeKeys = new Map(parts.workflows.map((wf) => [parts.keys.wake(wf), wf]));
+  }
+
+  /**
+   * Blocks for at most `untilDueMs` (and MAX_BLOCK_MS, and the stall interval). Resolves a
+   * handoff, or undefined for a marker, a timeout, or a lost wake (it costs nothing: the next
+   * reserve looks for work anyway).
+   */
+  async next(untilDueMs: number): Promise<Claim | undefined> {
+    if (untilDueMs <= 0) return undefined;
+    const { park, options } = this.parts;
+    // Redis checks blocking timeouts about every 100 ms (hz 10): a delayed run due sooner than
+    // that is better served by a local timer, at the cost of noticing new work that much later.
+    if (untilDueMs < REDIS_TIMEOUT_RESOLUTION_MS) return void (await this.parts.active.whenOneFinishes(untilDueMs));
+    const timeoutMs = Math.min(untilDueMs, options.worker.stalledIntervalMs, MAX_BLOCK_MS);
+    // Announce the park alongside the block (order does not matter: a handoff pushed before the
+    // BLPOP starts is popped at once), so the enqueue fast path knows to hand runs over; unless
+    // an announcement still holds for the whole block (a complete call made it).
+    if (!park.holdsFor(timeoutMs)) {
+      park.announce(timeoutMs + PARK_SLACK_MS).catch((error: Error) => this.parts.warn(`Park announcement failed: ${error.message}`));
+    }
+    let popped: [string, string] | null;
+    try {
+      const bound = timeoutMs + BLOCK_GRACE_MS;
+      popped = await this.parts.blocking.call('wait for work', (redis) => redis.blpop(...this.wakeKeys.keys(), Math.max(timeoutMs, 1) / 1000), {
+        replyTimeoutMs: bound,
+        timeoutMs: options.redisTimeoutMs + bound,
+      });
+    } catch (error) {
+      if (this.parts.stopping() || error instanceof RedisConnectionError) return undefined;
+      throw error;
+    }
+    this.parts.woke();
+    if (!popped) return undefined;
+    // A handoff means the enqueue withdrew this worker's announcement (a marker leaves it be, but
+    // the reserve that follows may fill the slots: announce again at the next block). Either way a
+    // complete call's park no longer spares the reserve: a marker must bring one (skipping it left
+    // the run waiting for the next block's timeout, the marker that would end it just taken).
+    park.cleared();
+    return parseHandoff(this.wakeKeys.get(popped[0])!, popped[1]);
+  }
+
+  /** Ends a blocked read without popping anything: only closing its connection does that. */
+  interrupt(): void {
+    this.parts.blocking.abortAll(new SluiceError('worker stopping'));
+    this.parts.blocking.replace('worker stopping', true);
+  }
+}
