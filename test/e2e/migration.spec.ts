@@ -252,7 +252,7 @@ describe('migrate()', () => {
     await redis.set(keys.schema, '2');
     await expect(migratorFor(ns).migrate()).resolves.toEqual({ from: 2, to: 3, migrated: true });
     expect(await redis.zrange(index, 0, -1, 'WITHSCORES')).toEqual(expected);
-  });
+  }, 90_000); // 1,201 schedule() calls, each planning its cron: 8 s on a quiet 2-core machine, 30+ s beside other suites
 
   it('waits for a live lock (bounded: MigrationTimeoutError), takes over a lock whose holder died, and a stale token writes nothing', async () => {
     const ns = namespace('mig-lock');
