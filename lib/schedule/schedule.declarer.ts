@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { WorkflowDefinition } from '../discovery/workflow.registry';
-import { buildScheduleSpec, ScheduleSpec } from './schedule.options';
+import { buildScheduleSpec, ScheduleSpec } from '../workflow/schedule.check';
 import type { ScheduleChange, ScheduleStore } from './schedule.store';
 
 /**

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import { ThrottledLog } from '../util/throttled-log';
-import { occurrencesAfter, planOccurrences, PLAN_AHEAD } from './cron.plan';
+import { occurrencesAfter, planOccurrences, PLAN_AHEAD } from '../workflow/cron.plan';
 
 /** A plan request from reserve's reply: see askPlan in lua/includes/schedules.lua. */
 type PlanRequest = [id: string, workflow: string, cron: string, tz: string, rev: string, mode: 'extend' | 'replan', seen: string, floor: string, max: number];

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { RedisConnectionError, SluiceError } from '../errors';
 import { jitteredPause } from '../util/retry';
 import { OutageLog } from '../util/outage-log';
-import type { ResolvedQueueOptions } from '../queue.options';
+import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisConnections } from '../redis/redis.connections';
 import type { RedisKeys } from '../redis/redis.keys';
