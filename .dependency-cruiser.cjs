@@ -5,9 +5,8 @@
  * cycles. Type-only imports count: a type cycle or an upward type import ties the layers together
  * just the same (all of lib's cycles at the time this was written were type-only, which
  * eslint-plugin-import-x's no-cycle does not see). client/ and worker/ never import each other.
- * lib's root files other than queue.module.ts and index.ts are not in the layering: they count as
- * the top layer, so lower layers importing them (queue.options.ts, queue.constants.ts) are reported
- * until they move down (option types to interfaces/).
+ * lib's root files (queue.module.ts, index.ts) count as the top layer: no folder may import them,
+ * so options and DI tokens live in interfaces/.
  */
 const LAYERS = [
   ['util', 'errors', 'interfaces'],

@@ -8,7 +8,7 @@
  * it again is safe), 2 bad arguments.
  */
 import { LayoutMigrator, MigrationLogger } from '../migration/layout.migrator';
-import { resolveQueueOptions } from '../queue.options';
+import { resolveQueueOptions } from '../interfaces/queue.options';
 import { LuaScripts } from '../redis/lua.scripts';
 import { RedisEndpoint } from '../redis/redis.factory';
 import { RedisKeys } from '../redis/redis.keys';

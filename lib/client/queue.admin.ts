@@ -6,8 +6,8 @@ import { limitField, type LimitTarget, type Limits } from '../interfaces/limits'
 import { checkRateLimit, type RateLimit } from '../interfaces/rate-limit';
 import type { LayoutMigrator, MigrationResult } from '../migration/layout.migrator';
 import { createMigrator } from '../migration/migration.runner';
-import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
-import type { ResolvedQueueOptions } from '../queue.options';
+import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
+import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';

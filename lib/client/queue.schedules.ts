@@ -1,13 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { FleetWorkflowLookup } from '../discovery/fleet-workflows.lookup';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
-import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
-import type { ResolvedQueueOptions } from '../queue.options';
+import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
+import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
 import type { ScheduleInfo } from '../schedule/schedule-info';
-import { buildScheduleSpec, type ScheduleOptions } from '../schedule/schedule.options';
+import type { ScheduleOptions } from '../interfaces/schedule.options';
+import { buildScheduleSpec } from '../workflow/schedule.check';
 import { ScheduleStore, type ListSchedulesOptions, type SchedulePage } from '../schedule/schedule.store';
 import type { In, WorkflowRef } from './workflow.ref';
 

@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InvalidInputError, OutcomeUnknownError, RedisCommandError } from '../errors';
 import type { EnqueueOptions, EnqueueRequest } from '../interfaces/enqueue.options';
-import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
-import type { ResolvedQueueOptions } from '../queue.options';
+import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
+import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisKeys } from '../redis/redis.keys';
 import { telemetryApi, type OtelApi } from '../telemetry/otel.loader';

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InvalidOptionError, RunNotFoundError, RunStateError, SignalMailboxFullError } from '../errors';
-import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
-import type { ResolvedQueueOptions } from '../queue.options';
+import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
+import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { encodePayload } from '../redis/payload.codec';
 import { RedisKeys } from '../redis/redis.keys';

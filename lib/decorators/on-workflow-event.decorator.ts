@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../errors';
 import { checkName } from '../util/names';
-import { RUN_EVENT_NAMES, type RunEventName, type RunEventPayload } from '../worker/run.events';
+import { RUN_EVENT_NAMES, type RunEventName, type RunEventPayload } from '../interfaces/run.events';
 
 /** Where `@OnWorkflowEvent` records its handlers: on the class prototype, per method. */
 export const WORKFLOW_EVENT_METADATA = 'sluice:workflow-events';

@@ -1,4 +1,4 @@
-import { STEP_METADATA } from '../queue.constants';
+import { STEP_METADATA } from '../interfaces/queue.constants';
 import { InvalidOptionError } from '../errors';
 import { checkId } from '../util/names';
 import { noteStepMethod, runScope } from '../workflow/run.scope';

@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { checkRateLimit, MAX_LIMIT } from '../interfaces/rate-limit';
-import { WORKFLOW_METADATA } from '../queue.constants';
+import { WORKFLOW_METADATA } from '../interfaces/queue.constants';
 import { checkName } from '../util/names';
 import { InvalidOptionError } from '../errors';
 import { checkInteger } from '../util/duration';
-import { checkDeclaredSchedules } from '../schedule/schedule.options';
+import { checkDeclaredSchedules } from '../workflow/schedule.check';
 import { MAX_TIMER_MS } from '../workflow/step.options';
 
 const MAX_DELAY_MS = 365 * 86_400_000;

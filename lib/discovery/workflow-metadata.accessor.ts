@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { STEP_METADATA, WORKFLOW_METADATA } from '../queue.constants';
+import { STEP_METADATA, WORKFLOW_METADATA } from '../interfaces/queue.constants';
 import type { WorkflowMetadata } from '../decorators/workflow.decorator';
 
 /** The one place that knows where the decorators keep their metadata. */

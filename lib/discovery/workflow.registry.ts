@@ -1,13 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { UnknownWorkflowError } from '../errors';
-import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
-import { ResolvedQueueOptions, resolveBackoff } from '../queue.options';
-import type { BackoffOptions, RetentionByCount, WorkflowClass, WorkflowInstance, WorkflowOptions } from '../workflow/workflow.types';
+import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
+import { ResolvedQueueOptions, resolveBackoff } from '../interfaces/queue.options';
+import type { BackoffOptions } from '../interfaces/backoff.options';
+import type { RetentionByCount, WorkflowClass, WorkflowInstance, WorkflowOptions } from '../workflow/workflow.types';
 import { isWorkflowContract, type WorkflowContract } from '../workflow/workflow.contract';
 import { checkName } from '../util/names';
 import type { RateLimit } from '../interfaces/rate-limit';
 import { WorkflowMetadataAccessor } from './workflow-metadata.accessor';
-import type { DeclaredSchedule } from '../schedule/schedule.options';
+import type { DeclaredSchedule } from '../interfaces/schedule.options';
 
 /** A discovered workflow with its options resolved against the module defaults. */
 export interface WorkflowDefinition {

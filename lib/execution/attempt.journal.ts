@@ -1,5 +1,7 @@
-import type { CallKind } from './step.recorder';
 import { TIMELINE_SLOTS } from '../redis/run.layout';
+
+/** What a top-level step or wait calls itself in the memo. */
+export type CallKind = 'step' | 'sleep' | 'signal' | 'event' | 'invoke';
 
 /** How a call of an attempt ended, as the journal stores it (one letter each, see {@link AttemptJournal}). */
 export type JournalStatus = 'ok' | 'failed' | 'replayed' | 'waiting' | 'interrupted';

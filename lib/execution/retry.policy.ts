@@ -1,5 +1,5 @@
 import { ChildWorkflowFailedError, InvalidInputError, LeaseLostError, NonRetryableError, UnknownWorkflowError } from '../errors';
-import type { BackoffOptions } from '../workflow/workflow.types';
+import type { BackoffOptions } from '../interfaces/backoff.options';
 
 /**
  * Whether a failed attempt earns the run another one (attempts left permitting). Not when the code

@@ -9,13 +9,11 @@ import type { StepObserver } from './step.observer';
 import { LazyAbort } from './lazy.abort';
 import { AttemptGuard } from './attempt.guard';
 import { runStepTries } from './step.tries';
-import { AttemptJournal } from './attempt.journal';
+import { AttemptJournal, type CallKind } from './attempt.journal';
+import { DEFAULT_MAX_MEMO_BYTES } from '../interfaces/payload.limits';
 
 /** Persists one step result under the run's lease; resolves false if the lease is gone. */
 export type PersistStep = (key: string, encoded: string) => Promise<boolean>;
-
-/** What a top-level step or wait calls itself in the memo. */
-export type CallKind = 'step' | 'sleep' | 'signal' | 'event' | 'invoke';
 
 /**
  * A top-level call's place in the run: its memo key `<name>#<occurrence>`, and its position entry
@@ -29,13 +27,6 @@ export interface Placed {
   field: string;
   value: string;
 }
-
-/**
- * Default bound on one run's whole step memo (keys plus encoded results). The memo is shipped
- * with every claim of the run, so without a bound a step in a loop could grow every retry's
- * reply without limit.
- */
-export const DEFAULT_MAX_MEMO_BYTES = 16 * 1024 * 1024;
 
 /**
  * Memoizes the steps of one run attempt. A step's key is its name plus its occurrence in this

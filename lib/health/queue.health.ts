@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
-import type { ResolvedQueueOptions } from '../queue.options';
+import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
+import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { RedisConnections } from '../redis/redis.connections';
 import { MAX_RECONNECT_DELAY_MS } from '../redis/redis.factory';
 import { BLOCK_GRACE_MS, MAX_BLOCK_MS } from '../worker/wake.listener';

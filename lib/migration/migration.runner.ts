@@ -1,8 +1,8 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
 import { MigrationLockLostError, MigrationTimeoutError, RedisConnectionError } from '../errors';
-import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
-import type { ResolvedQueueOptions } from '../queue.options';
+import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
+import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';

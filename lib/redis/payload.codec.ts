@@ -1,9 +1,6 @@
 import { types } from 'node:util';
 import { PayloadNotSerializableError, PayloadTooLargeError } from '../errors';
 
-/** Default bound on any encoded payload (input, step result, run result). */
-export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
-
 /**
  * How many arrays/objects may nest inside each other in a payload. Deeper values are a
  * {@link PayloadNotSerializableError}: walking them would overflow the stack (here, in

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { QueueConfigError, RedisCommandError } from '../errors';
-import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
-import type { ResolvedQueueOptions } from '../queue.options';
+import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
+import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { RedisConnections } from './redis.connections';
 
 /**

@@ -1,7 +1,7 @@
 import IORedis, { Redis, RedisOptions } from 'ioredis';
-import type { RedisConnectionOptions, ResolvedQueueOptions } from '../queue.options';
+import type { RedisConnectionOptions, ResolvedQueueOptions } from '../interfaces/queue.options';
 import { RedisLink, type Role } from './redis.link';
-import { userRedisInstance } from './user-instance';
+import { userRedisInstance } from '../interfaces/user-instance';
 import { jitteredPause } from '../util/retry';
 import type { OutageLogger } from '../util/outage-log';
 import { CLASSIC_CHANNELS, SHARDED_CHANNELS, type Channels } from './pubsub.channels';

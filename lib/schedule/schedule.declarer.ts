@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { WorkflowDefinition } from '../discovery/workflow.registry';
-import { buildScheduleSpec, ScheduleSpec } from './schedule.options';
+import { buildScheduleSpec, ScheduleSpec } from '../workflow/schedule.check';
 import type { ScheduleChange } from '../redis/commands/schedule-write.command';
 import type { ScheduleStore } from './schedule.store';
 

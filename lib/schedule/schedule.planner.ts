@@ -4,7 +4,7 @@ import { writeSchedulePlan } from '../redis/commands/schedule-plan.command';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import { ThrottledLog } from '../util/throttled-log';
-import { occurrencesAfter, planOccurrences, PLAN_AHEAD } from './cron.plan';
+import { occurrencesAfter, planOccurrences, PLAN_AHEAD } from '../workflow/cron.plan';
 
 /**
  * The worker's side of cron schedules. Redis fires occurrences from a plan but cannot evaluate

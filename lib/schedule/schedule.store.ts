@@ -7,8 +7,8 @@ import type { RedisKeys } from '../redis/redis.keys';
 import type { RedisLink } from '../redis/redis.link';
 import { checkInteger } from '../util/duration';
 import { checkName } from '../util/names';
-import { planOccurrences } from './cron.plan';
-import type { ScheduleSpec } from './schedule.options';
+import { planOccurrences } from '../workflow/cron.plan';
+import type { ScheduleSpec } from '../workflow/schedule.check';
 import { ScheduleInfo, toScheduleInfo } from './schedule-info';
 
 /** A page of `listSchedules`. */

@@ -1,7 +1,7 @@
 import type { ModuleMetadata, Provider } from '@nestjs/common';
 import type { EnqueueOptions } from '../interfaces/enqueue.options';
 import type { WorkflowFailedError } from '../errors';
-import type { QueueModuleOptions } from '../queue.options';
+import type { QueueModuleOptions } from '../interfaces/queue.options';
 import type { Jsonified } from '../workflow/json.roundtrip';
 
 /**

@@ -1,7 +1,7 @@
 import { Module, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { InvalidOptionError } from '../errors';
-import { canonicalTimeZone, checkCronPattern, occurrencesAfter } from '../schedule/cron.plan';
+import { canonicalTimeZone, checkCronPattern, occurrencesAfter } from '../workflow/cron.plan';
 import { checkName } from '../util/names';
 import type { WorkflowClass, WorkflowInput, WorkflowInstance, WorkflowOutput } from '../workflow/workflow.types';
 import type { HarnessOptions, SluiceTestingOptions } from './harness.types';

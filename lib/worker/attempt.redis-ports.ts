@@ -2,7 +2,7 @@ import type { WorkflowRegistry } from '../discovery/workflow.registry';
 import type { AttemptPorts } from '../execution/attempt.ports';
 import { OwnCommitFailures } from '../execution/commit.failures';
 import type { StepObserver } from '../execution/step.observer';
-import type { ResolvedQueueOptions } from '../queue.options';
+import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import type { Claim } from '../redis/commands/claim.reply';

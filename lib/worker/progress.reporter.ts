@@ -1,4 +1,4 @@
-import type { ResolvedQueueOptions } from '../queue.options';
+import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
 import { encodeProgress } from '../redis/progress.codec';
 import type { RedisKeys } from '../redis/redis.keys';

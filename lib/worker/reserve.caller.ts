@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { ResolvedQueueOptions } from '../queue.options';
+import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { newCallId } from '../redis/commands/call-id';
 import { type Claim, CLAIM_EXTRAS } from '../redis/commands/claim.reply';
 import { type PlanRequest, reserve } from '../redis/commands/reserve.command';

@@ -6,7 +6,7 @@ import { AttemptRunner, type AttemptOutcome } from '../execution/attempt.runner'
 import { describeError } from '../execution/error.info';
 import type { LazyAbort } from '../execution/lazy.abort';
 import { backoffDelay } from '../execution/retry.policy';
-import type { ResolvedQueueOptions } from '../queue.options';
+import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import type { AttemptTelemetry, RunTelemetry } from '../telemetry/run.telemetry';

@@ -1,5 +1,6 @@
 import type { Logger } from '@nestjs/common';
-import type { RunEvents, RunStalledEvent } from './run.events';
+import type { RunStalledEvent } from '../interfaces/run.events';
+import type { RunEvents } from './run.events';
 
 /** Ids named in one stall warning; the rest are counted (a scan recovers up to 100 runs). */
 const MAX_NAMED = 10;

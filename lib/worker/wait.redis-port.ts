@@ -4,7 +4,7 @@ import { buildEnqueueRequest } from '../workflow/enqueue.request';
 import { checkOptionKeys } from '../util/option-keys';
 import { ChildRunConflictError, LeaseLostError, UnknownWorkflowError } from '../errors';
 import type { WorkflowRegistry } from '../discovery/workflow.registry';
-import type { ResolvedQueueOptions } from '../queue.options';
+import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import type { InvokeOptions } from '../workflow/wait.types';

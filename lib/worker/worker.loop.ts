@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { jitteredPause } from '../util/retry';
 import { OutageLog } from '../util/outage-log';
-import type { ResolvedQueueOptions } from '../queue.options';
+import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import type { Claim } from '../redis/commands/claim.reply';
 import type { PlanRequest } from '../redis/commands/reserve.command';
 import type { LuaScripts } from '../redis/lua.scripts';

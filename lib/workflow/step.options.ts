@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../errors';
 import { checkInteger } from '../util/duration';
-import type { BackoffOptions } from './workflow.types';
+import type { BackoffOptions } from '../interfaces/backoff.options';
 
 /** Longest time limit or backoff delay: what one `setTimeout` can wait (2^31 − 1 ms, about 24.8 days). */
 export const MAX_TIMER_MS = 2_147_483_647;

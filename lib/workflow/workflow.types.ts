@@ -1,9 +1,10 @@
-import type { DeclaredSchedule } from '../schedule/schedule.options';
+import type { DeclaredSchedule } from '../interfaces/schedule.options';
 import type { Jsonified } from './json.roundtrip';
 import type { RateLimit } from '../interfaces/rate-limit';
 import type { StepCallOptions, StepFn } from './step.options';
 import type { WorkflowContract } from './workflow.contract';
 import type { Duration } from '../util/duration';
+import type { BackoffOptions } from '../interfaces/backoff.options';
 import type { EventWaitOptions, InvokeCall, InvokeOptions, SignalWaitOptions, WaitOutcome } from './wait.types';
 
 /** A workflow `ctx.invoke` starts: its class or contract (types inferred), or its name. */
@@ -115,16 +116,6 @@ export interface RunContext<In = unknown> {
    * (`PayloadNotSerializableError`, `PayloadTooLargeError`) before anything is written.
    */
   continueAsNew(input: In): Promise<never>;
-}
-
-/** Exponential backoff between attempts: `delayMs * factor^(failures-1)`, capped, with jitter. */
-export interface BackoffOptions {
-  /** Delay before the first retry, in ms. */
-  delayMs: number;
-  /** Growth per failure (default 2). */
-  factor?: number;
-  /** Upper bound of one delay (default 1 hour). */
-  maxDelayMs?: number;
 }
 
 /** Options of `@Workflow(name, options)`; `In` types the `input` of declared schedules (from a contract). */

@@ -1,9 +1,9 @@
 import { Cluster } from 'ioredis';
 import calculateSlot from 'cluster-key-slot';
 import { QueueConfigError } from '../../lib';
-import { clusterSettings } from '../../lib/redis/cluster/cluster.options';
+import { clusterSettings } from '../../lib/interfaces/cluster.options';
 import { keySlot } from '../../lib/redis/cluster/key-slot';
-import { resolveQueueOptions } from '../../lib/queue.options';
+import { resolveQueueOptions } from '../../lib/interfaces/queue.options';
 
 describe('Redis Cluster connection options', () => {
   it('normalises seeds, credentials, TLS and natMap', () => {

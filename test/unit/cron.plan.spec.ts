@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { InvalidInputError, InvalidScheduleError } from '../../lib/errors';
-import { checkCronPattern, CronPattern, missedOccurrences, occurrencesAfter, planOccurrences, PLAN_AHEAD } from '../../lib/schedule/cron.plan';
+import { checkCronPattern, CronPattern, missedOccurrences, occurrencesAfter, planOccurrences, PLAN_AHEAD } from '../../lib/workflow/cron.plan';
 
 /*
  * Tests that assert exact instants pass `tz` explicitly; the test at the end checks that no `tz`
@@ -509,7 +509,7 @@ describe('a schedule without tz', () => {
 
   beforeAll(() => {
     const script = [
-      "const { occurrencesAfter } = require('./lib/schedule/cron.plan');",
+      "const { occurrencesAfter } = require('./lib/workflow/cron.plan');",
       "const start = Date.parse('2026-01-01T00:00:00Z');",
       "process.stdout.write(JSON.stringify([occurrencesAfter({ cron: '0 * * * *', seed: 's' }, start, 3), occurrencesAfter({ cron: '0 * * * *', tz: 'UTC', seed: 's' }, start, 3)]));",
     ].join('\n');

@@ -1,6 +1,7 @@
 import { InvalidInputError, PayloadNotSerializableError, PayloadTooLargeError } from '../../lib';
 import fc from 'fast-check';
-import { decodePayload, DEFAULT_MAX_PAYLOAD_BYTES, encodePayload, MAX_PAYLOAD_DEPTH } from '../../lib/redis/payload.codec';
+import { decodePayload, encodePayload, MAX_PAYLOAD_DEPTH } from '../../lib/redis/payload.codec';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../../lib/interfaces/payload.limits';
 
 const LIMIT = DEFAULT_MAX_PAYLOAD_BYTES;
 

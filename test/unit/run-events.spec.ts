@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
-import { RunEvents, RunFailedEvent, RunOutcomeEvent } from '../../lib/worker/run.events';
+import type { RunFailedEvent, RunOutcomeEvent } from '../../lib/interfaces/run.events';
+import { RunEvents } from '../../lib/worker/run.events';
 
 const completed: RunOutcomeEvent = { runId: 'r1', workflow: 'charge', attempt: 1, durationMs: 5 };
 const failed: RunFailedEvent = { ...completed, error: { name: 'Error', message: 'nope' }, willRetry: true };

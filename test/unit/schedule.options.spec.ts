@@ -10,15 +10,15 @@ import {
   PayloadNotSerializableError,
   PayloadTooLargeError,
 } from '../../lib/errors';
-import { WORKFLOW_METADATA } from '../../lib/queue.constants';
+import { WORKFLOW_METADATA } from '../../lib/interfaces/queue.constants';
 import {
   buildScheduleSpec,
   checkDeclaredSchedules,
   DEFAULT_CATCH_UP_LIMIT,
   MAX_CATCH_UP_LIMIT,
-  ScheduleDefinition,
   ScheduleSpec,
-} from '../../lib/schedule/schedule.options';
+} from '../../lib/workflow/schedule.check';
+import type { ScheduleDefinition } from '../../lib/interfaces/schedule.options';
 
 const WF = { name: 'report', attempts: 3 };
 const MAX_BYTES = 1024 * 1024;

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { LeaseLostError, NonRetryableError, RunContext, SluiceError, Step, StepMemoLimitError } from '../../lib';
-import { DEFAULT_MAX_MEMO_BYTES, StepRecorder } from '../../lib/execution/step.recorder';
+import { StepRecorder } from '../../lib/execution/step.recorder';
+import { DEFAULT_MAX_MEMO_BYTES } from '../../lib/interfaces/payload.limits';
 import { runScope } from '../../lib/workflow/run.scope';
 
 const MAX_PAYLOAD = 1024 * 1024;

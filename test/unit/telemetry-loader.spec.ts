@@ -4,7 +4,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { QueueConfigError } from '../../lib';
 import { loadOpenTelemetry, telemetryApi } from '../../lib/telemetry/otel.loader';
-import { resolveTelemetryOptions } from '../../lib/telemetry/telemetry.options';
+import { resolveTelemetryOptions } from '../../lib/interfaces/telemetry.options';
 import { captureTrace, MAX_TRACE_BYTES, restoreTrace } from '../../lib/telemetry/trace.carrier';
 
 /**

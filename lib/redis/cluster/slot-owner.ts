@@ -1,5 +1,5 @@
 import IORedis from 'ioredis';
-import type { ClusterSeed, ClusterSettings } from './cluster.options';
+import type { ClusterSeed, ClusterSettings } from '../../interfaces/cluster.options';
 
 /** Longest wait for one node's slot map while looking for the owner (a dead node must not stall discovery). */
 const LOOKUP_TIMEOUT_MS = 2_000;

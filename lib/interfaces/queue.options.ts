@@ -1,14 +1,13 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
-import { QueueConfigError } from './errors';
-import { DEFAULT_MAX_PAYLOAD_BYTES } from './redis/payload.codec';
-import { DEFAULT_MAX_MEMO_BYTES } from './execution/step.recorder';
-import { userRedisInstance } from './redis/user-instance';
-import { clusterSettings, type ClusterSettings, type RedisClusterConnectionOptions } from './redis/cluster/cluster.options';
-import { Duration, toMilliseconds } from './util/duration';
-import { checkName } from './util/names';
-import { resolveLoggingOptions, type LoggingOptions, type ResolvedLoggingOptions } from './util/logging.options';
-import type { BackoffOptions } from './workflow/workflow.types';
-import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryOptions } from './telemetry/telemetry.options';
+import { QueueConfigError } from '../errors';
+import { DEFAULT_MAX_MEMO_BYTES, DEFAULT_MAX_PAYLOAD_BYTES } from './payload.limits';
+import { userRedisInstance } from './user-instance';
+import { clusterSettings, type ClusterSettings, type RedisClusterConnectionOptions } from './cluster.options';
+import { Duration, toMilliseconds } from '../util/duration';
+import { checkName } from '../util/names';
+import { resolveLoggingOptions, type LoggingOptions, type ResolvedLoggingOptions } from '../util/logging.options';
+import type { BackoffOptions } from './backoff.options';
+import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryOptions } from './telemetry.options';
 
 /**
  * Where Redis is: these fields (at least `url`, `host` or `port`), or an ioredis instance that

@@ -1,5 +1,5 @@
 import type { Cluster, NatMap, RedisOptions } from 'ioredis';
-import { QueueConfigError } from '../../errors';
+import { QueueConfigError } from '../errors';
 
 /** One node Sluice may ask for the cluster's slot map. */
 export interface ClusterSeed {

@@ -1,11 +1,12 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { WorkflowDefinitionError } from '../errors';
-import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
-import type { ResolvedQueueOptions } from '../queue.options';
-import { RunEvents, type RunEventName } from '../worker/run.events';
-import { WorkflowEventAccessor } from './workflow-event.accessor';
-import { WorkflowRegistry } from './workflow.registry';
+import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
+import type { ResolvedQueueOptions } from '../interfaces/queue.options';
+import type { RunEventName } from '../interfaces/run.events';
+import { RunEvents } from './run.events';
+import { WorkflowEventAccessor } from '../discovery/workflow-event.accessor';
+import { WorkflowRegistry } from '../discovery/workflow.registry';
 
 interface Registered {
   label: string;

@@ -1,0 +1,9 @@
+/** Exponential backoff between attempts: `delayMs * factor^(failures-1)`, capped, with jitter. */
+export interface BackoffOptions {
+  /** Delay before the first retry, in ms. */
+  delayMs: number;
+  /** Growth per failure (default 2). */
+  factor?: number;
+  /** Upper bound of one delay (default 1 hour). */
+  maxDelayMs?: number;
+}
