@@ -68,7 +68,7 @@ function addExtras(claim: Claim, row: unknown[]): void {
 
 /**
  * A wake list entry is either the bare marker '1' or a run the enqueue fast path already claimed,
- * '<token> <id> <input>' (see lua/includes/common.lua): a first attempt with an empty memo. It
+ * '<token> <id> <input>' (see handoffEntry in lua/includes/wakes.lua): a first attempt with an empty memo. It
  * has no trace context nor time limit of its own (a run with either is never fast-pathed, see
  * lua/enqueue.lua: the workflow's limit applies) and waited
  * 0 ms: its enqueue claimed it the moment it was due, and a blocked worker took it at once.

@@ -205,10 +205,10 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       ...workflows.flatMap((wf) => [
         ...[limitField({ workflow: wf.name }), cap(wf.concurrency), wf.name, ''],
         ...[limitField({ workflow: wf.name, group: EVERY_GROUP }), cap(wf.groupConcurrency), wf.name, EVERY_GROUP],
-        // Retention by count, read by countFinished (lua/includes/common.lua) when runs finish.
+        // Retention by count, read by countFinished (lua/includes/finish.lua) when runs finish.
         ...[`wf:${wf.name}:keep:completed`, cap(wf.keep?.completed), wf.name, ''],
         ...[`wf:${wf.name}:keep:failed`, cap(wf.keep?.failed), wf.name, ''],
-        // Whether complete indexes the workflow's runs (lua/includes/common.lua countFinished).
+        // Whether complete indexes the workflow's runs (lua/includes/finish.lua countFinished).
         ...[`wf:${wf.name}:index-completed`, wf.indexCompleted ? '1' : '', wf.name, ''],
       ]),
     ];

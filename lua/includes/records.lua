@@ -34,7 +34,7 @@ end
 local JOURNAL_CHUNK = 60
 
 -- Writes fields of a run's hash and, when given, the committing attempt's journal ('<slot>
--- <json>', see lib/worker/attempt.journal.ts) as fields 'tl:<slot>' (the chunk count) and
+-- <json>', see lib/execution/attempt.journal.ts) as fields 'tl:<slot>' (the chunk count) and
 -- 'tl:<slot>.<k>' (its chunks): one HSET either way, so the dashboard's step timeline costs no
 -- command of its own. Chunks a longer journal left in a reused slot are never read (the count says).
 local function hsetRun(runKey, journal, ...)
