@@ -20,7 +20,7 @@ export function enqueueKeys(keys: RedisKeys, request: EnqueueRequest): string[] 
  * ARGV of lua/enqueue.lua for one request. `waited`: the caller waits on the run (its outcome is
  * published); `trace`: the caller's trace context (see captureTrace), sent as ARGV[14] only when
  * there is one, the request's run time limit as ARGV[15] and the compact flag as ARGV[16] (those
- * before then '' if unused), so an enqueue using none sends what it always did.
+ * before then '' if unused), so an enqueue using none sends none of them.
  */
 export function enqueueArgs(keys: RedisKeys, settings: EnqueueSettings, request: EnqueueRequest, nonce: string, waited = false, trace?: string): (string | number)[] {
   const args = [

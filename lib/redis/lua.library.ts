@@ -19,8 +19,8 @@ const TOP_LEVEL_LOCAL = /^local ([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*) = (.*)$/g
  * load; each call runs only its script's body.
  *
  * How the scripts stay unchanged: the library declares `KEYS` and `ARGV` as locals that each
- * function sets from its arguments before running its body (so the helpers read them as before),
- * and an include's per-call state — a top-level `local` that is not an UPPER_CASE constant, such
+ * function sets from its arguments before running its body (so the helpers read them as in an
+ * EVAL script), and an include's per-call state — a top-level `local` that is not an UPPER_CASE constant, such
  * as the caches of limits read in this call — is declared bare at the top and given its initial
  * value again at the start of every call of a script that includes it: no call sees another's.
  *

@@ -28,7 +28,7 @@ const GENERATION_ENTRY = '~gen';
 /**
  * The flag (added to a claiming call's retry flag) that asks reserve and complete for the
  * telemetry extras on each claim (see withExtras in lua/includes/claim.lua). Only a worker with
- * OpenTelemetry on sends it; without it, claims and their reply bytes are what they always were.
+ * OpenTelemetry on sends it; without it, claims carry no extras and cost no reply byte more.
  */
 export const CLAIM_EXTRAS = 2;
 

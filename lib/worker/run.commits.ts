@@ -59,7 +59,7 @@ export function commitPolicy(options: ResolvedQueueOptions): CallOptions {
 export class RunCommits {
   private readonly batcher: TickBatcher<Commit, boolean>;
   private readonly policy: CallOptions;
-  /** Added to complete's retry flag: {@link CLAIM_EXTRAS} with telemetry on, else 0 (claims as they always were). */
+  /** Added to complete's retry flag: {@link CLAIM_EXTRAS} with telemetry on, else 0 (plain claims). */
   private readonly claimFlags: number;
 
   constructor(

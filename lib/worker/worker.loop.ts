@@ -113,7 +113,7 @@ export class WorkerLoop {
   private readonly answerPlanRequests: (redisNowMs: number, requests: unknown[]) => void;
   private readonly events: RunEvents;
   private readonly resumeCascade: (runId: string) => void;
-  /** Added to reserve's retry flag: {@link CLAIM_EXTRAS} with telemetry on, else 0 (claims as they always were). */
+  /** Added to reserve's retry flag: {@link CLAIM_EXTRAS} with telemetry on, else 0 (plain claims). */
   private readonly claimFlags: number;
   /** When the next delayed run or schedule fire is due (local clock), from the latest reserve: a saturated worker reserves by then. */
   private nextDueAt = Infinity;
