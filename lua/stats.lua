@@ -44,9 +44,9 @@ if #workflows == 0 then workflows = redis.call('SMEMBERS', base .. 'workflows') 
 table.sort(workflows)
 
 -- Due grouped runs: the 'groupDue' count kept by makeDue and the claim pass, exact once
--- 'groupDueExact' marks it. Data written before the count existed has no mark (and new code may
--- have counted its runs partly): the first stats call after the upgrade counts every group's
--- lanes once and stores the sum — a one-time pass over the groups, as every call made before.
+-- 'groupDueExact' marks it. Data written by a version without the count has no mark (and this
+-- version may have counted its runs partly): the first stats call on it counts every group's
+-- lanes once and stores the sum, a one-time pass over the groups.
 -- declare-limits marks a workflow that has no group yet, so a new namespace never pays it. A
 -- negative count can only come from a process that does not keep it (an older version still
 -- running beside this one): it is counted again.

@@ -36,7 +36,7 @@
           the run suspends
   ARGV[10] P, the number of position entries that follow: the attempt's calls up to this wait
           that the memo does not hold yet, as pairs: field '@<p>', value '<kind>:<name>#<n>' (see
-          lib/worker/determinism.guard.ts; only waits write them)
+          lib/execution/determinism.guard.ts; only waits write them)
   ARGV[11 .. 10+2P] the pairs
   ARGV[11+2P] E, the number of entries that follow: one per memo key (several for invokeAll)
   ARGV[12+2P ..] per entry: memo key '<name>#<n>'; for 'child', seven more values: child id,

@@ -177,9 +177,9 @@ export class QueueAdmin {
 
   /**
    * Counts per state and active/cap per level, read in one call without scanning runs or
-   * groups: its cost does not grow with the number of groups. (Once after upgrading from a
-   * version without the count of due grouped runs, the first call counts each workflow's groups
-   * to set that count up.)
+   * groups: its cost does not grow with the number of groups. (On data written by a version
+   * without the count of due grouped runs, the first call counts each workflow's groups once to
+   * set that count up.)
    * @param opts.workflow one workflow (default: every workflow a worker registered)
    * @param opts.groups include per-group counts for at most 1,000 groups per workflow (a few
    *   reads each); a workflow with more lists an arbitrary 1,000 of its groups with due or active

@@ -57,7 +57,7 @@ const OUTCOMES: Record<string, TimelineAttempt['outcome']> = { c: 'completed', f
 /**
  * Reads a run's journals, oldest attempt first; null if the run does not exist. Two reads: the
  * chunk count of each slot (`tl:<slot>`), then the chunks (`tl:<slot>.<k>`, see hsetRun in
- * lua/includes/common.lua: short fields keep the run's hash compact).
+ * lua/includes/records.lua: short fields keep the run's hash compact).
  */
 export async function readTimeline(redis: Redis, keys: RedisKeys, runId: string): Promise<RunTimeline | null> {
   const runKey = keys.run(runId);
@@ -103,7 +103,7 @@ export function parseJournal(text: string): TimelineAttempt | undefined {
   return { attempt, start, end, outcome, calls, more: Number(omittedText) || 0, ...(error && { error }) };
 }
 
-/** A journal's error entry (see encodeJournalError in lib/worker/attempt.journal.ts), or undefined if malformed. */
+/** A journal's error entry (see encodeJournalError in lib/execution/attempt.journal.ts), or undefined if malformed. */
 function parseError(text: string): TimelineAttempt['error'] {
   try {
     const { n, m, s } = JSON.parse(decodeURIComponent(text)) as Record<string, unknown>;

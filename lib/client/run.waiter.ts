@@ -8,7 +8,7 @@ import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
 import { ProgressFeed } from './progress.feed';
 
-/** The record a worker publishes on a run's done channel (see lua/includes/common.lua). */
+/** The record a worker publishes on a run's done channel (see finishRun in lua/includes/finish.lua). */
 interface DoneMessage {
   v: 1;
   state: 'completed' | 'failed' | 'cancelled';

@@ -7,7 +7,7 @@ import { RedisKeys } from '../redis/redis.keys';
 export const COMPLETED_WATCH_MS = 15 * 60_000;
 /** How often one process renews the watch while its pages are read (a write a minute at most). */
 const RENEW_EVERY_MS = 60_000;
-/** The limits-hash field the scripts read (countFinished in lua/includes/common.lua): until when, in ms of Redis time. */
+/** The limits-hash field the scripts read (countFinished in lua/includes/finish.lua): until when, in ms of Redis time. */
 export const COMPLETED_WATCH_FIELD = 'completed-watch';
 
 /**

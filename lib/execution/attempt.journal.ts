@@ -68,7 +68,7 @@ export class AttemptJournal {
 
   /**
    * The journal as the committing script stores it: `<slot> <text>` (see hsetRun in
-   * lua/includes/common.lua), the text compact because every completed run keeps it:
+   * lua/includes/records.lua), the text compact because every completed run keeps it:
    * `<attempt>|<start ms, base 36>|<duration ms>|<outcome>|<calls left out>` then, per call,
    * `;<kind><status>,<start offset ms>,<duration ms, -1 open>,<memo key>` (names hold no `;` or
    * `,`: see checkId). A step still open when the attempt ended (running beside a failure) is

@@ -6,7 +6,7 @@ import { backoffDelay, stepRetryable } from './retry.policy';
 /**
  * Executes one step's `fn` (through `invoke`, which gives it its context) under its options:
  * each try bounded by `timeoutMs`, failed tries retried in place after the backoff. Without
- * options, one plain call whose context carries the run's signal — what a step always was.
+ * options, one plain call whose context carries the run's signal.
  *
  * When the last try fails on its time limit, the whole attempt is ended through the guard
  * (`ctx.signal` aborts, the attempt fails at once), even if the caller catches the error.

@@ -1,6 +1,6 @@
 import type { Duration } from '../util/duration';
 
-/** Highest priority; scores keep priority in 20 bits (see lua/includes/common.lua). */
+/** Highest priority; scores keep priority in 20 bits (see bandScore in lua/includes/lanes.lua). */
 export const MAX_PRIORITY = 1_048_575;
 
 /** Options of one enqueue. */

@@ -70,7 +70,7 @@ export interface Limits {
   setAtRuntime?: RuntimeOverrides;
 }
 
-/** Field of the `limits` hash holding the cap a target addresses (see lua/includes/common.lua). */
+/** Field of the `limits` hash holding the cap a target addresses (see lua/includes/limits.lua and caps.lua). */
 export function limitField(target: LimitTarget): string {
   if (target === null || typeof target !== 'object') throw new InvalidInputError('target', 'must be an object: {}, { workflow } or { workflow, group }');
   if (target.workflow === undefined) {

@@ -95,7 +95,8 @@ export interface QueueModuleOptions {
   fastPath?: boolean;
   /**
    * Store new runs as compact records: fields that hold their default (`attempts`, `failures` and
-   * `stalls` 0, `priority` 0) are left out, about 76 bytes less Redis memory per waiting run.
+   * `stalls` 0, `priority` 0) are left out: about 32 bytes less Redis memory per waiting run and
+   * 64 per completed one (README, Options).
    * Every process of this version reads both forms, but older versions (0.1.0 included) cannot
    * claim a compact record: turn it on only once none shares the namespace (README, Migrations).
    * Default `false`.

@@ -15,12 +15,12 @@ const TOP_LEVEL_LOCAL = /^local ([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*) = (.*)$/g
  *
  * Why: a script run with EVALSHA executes its whole text on every call, and the includes define
  * about 80 helper closures before the script's own code starts; with the garbage they leave, that
- * prologue was the largest single cost of the hot scripts (a complete call's Redis time fell by a
- * fifth without it). A library's top level runs once, at load; each call runs only its script's body.
+ * prologue is the largest single cost of a hot script's call. A library's top level runs once, at
+ * load; each call runs only its script's body.
  *
  * How the scripts stay unchanged: the library declares `KEYS` and `ARGV` as locals that each
- * function sets from its arguments before running its body (so the helpers read them as before),
- * and an include's per-call state — a top-level `local` that is not an UPPER_CASE constant, such
+ * function sets from its arguments before running its body (so the helpers read them as in an
+ * EVAL script), and an include's per-call state — a top-level `local` that is not an UPPER_CASE constant, such
  * as the caches of limits read in this call — is declared bare at the top and given its initial
  * value again at the start of every call of a script that includes it: no call sees another's.
  *

@@ -40,7 +40,7 @@ const FUNCTIONS_REFUSED = /^(NOPERM .*'(fcall|function\|load)' command|ERR unkno
  * persistence) loads the library (`FUNCTION LOAD`, on every master of a cluster; another
  * process's concurrent load is as good) and is sent again: it never ran. Where the library cannot
  * be loaded — an ACL user without `FUNCTION LOAD` or `FCALL`, a proxy without them — the scripts
- * run as before through ioredis `defineCommand` (EVALSHA, falling back to EVAL on NOSCRIPT), from
+ * run through ioredis `defineCommand` (EVALSHA, falling back to EVAL on NOSCRIPT), from
  * then on (logged once), or for that call only if the load was refused for a passing reason (out
  * of memory, where the scripts flagged `allow-oom` must still run).
  */

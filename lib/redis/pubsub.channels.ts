@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
  * On a Redis Cluster they are sharded channels (`SSUBSCRIBE`, Redis 7): each lives in the
  * namespace's slot, so only its shard carries the messages, where classic pub/sub would copy
  * every message to every node over the cluster bus. The scripts publish the matching way
- * (`publish` in lua/includes/common.lua).
+ * (`publish` in lua/includes/util.lua).
  */
 export interface Channels {
   subscribe(redis: Redis, channels: string[]): Promise<unknown>;

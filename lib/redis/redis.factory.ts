@@ -93,7 +93,7 @@ function redisTuning(options: Pick<ResolvedQueueOptions, 'namespace' | 'redisTim
     connectTimeout: options.redisTimeoutMs,
     // ioredis waits this long for a socket it ended to close, on a timer that keeps the process
     // alive, and never clears it for a socket that had already failed to connect: with its 2 s
-    // default, an app closed during an outage lingered 2 s. Sluice quits (bounded) before it ends
+    // default, an app closed during an outage would linger 2 s. Sluice quits (bounded) before it ends
     // a connection, so the socket is closed already when this matters.
     disconnectTimeout: 100,
     retryStrategy: (attempt: number) => jitteredPause(attempt, 50, MAX_RECONNECT_DELAY_MS),

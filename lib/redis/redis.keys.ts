@@ -2,7 +2,7 @@
  * The Redis key layout, in one place. Every key of a namespace starts with the hash tag
  * `{<prefix>:<namespace>}` so all of them live in one cluster slot and every Lua script touches a
  * single slot. Scripts build the keys they reach from {@link RedisKeys.base} with the same
- * suffixes (lua/includes/common.lua) — keep the two in step.
+ * suffixes (lua/includes/*.lua) — keep the two in step.
  *
  * | key | type | holds |
  * |---|---|---|
@@ -25,15 +25,15 @@
  * | `mailbox:<id>` | list | signals sent to a run that was not waiting for them, `<name> <envelope>`, oldest first (lua/signal.lua) |
  * | `wf:<name>:wake` | list | wake marker, or fast-path handoffs, for workers blocked on the workflow |
  * | `wf:<name>:parked` | zset | workers about to block on the workflow, score = entry expiry (ms) |
- * | `wf:<name>:completed` / `:failed` / `:cancelled` | zset | finish indexes: the workflow's runs that ended in that state, score = finish order (max(the index's last score + 1, finish ms × 1024)); trimmed by retention (lua/includes/common.lua countFinished), paged by `listRuns` |
+ * | `wf:<name>:completed` / `:failed` / `:cancelled` | zset | finish indexes: the workflow's runs that ended in that state, score = finish order (max(the index's last score + 1, finish ms × 1024)); trimmed by retention (lua/includes/finish.lua countFinished), paged by `listRuns` |
  * | `wf:<name>:stats` | hash | running totals of completed, failed and cancelled runs; `groupDue`, the runs due in group lanes (exact once `groupDueExact` is set, see lua/stats.lua) |
  * | `wf:<name>:rate-log` / `wf:<name>:g:<group>:rate-log` | list | recent run starts (ms, newest first, at most the rate limit's max) of a rate-limited workflow / group |
  * | `wf:<name>:rate-held` | zset | groups with due runs held back by their rate limit, score = when their window frees (ms) |
- * | `wf:<name>:rate-review` | zset | groups a rate limit held that a review under way (after the limit was raised or removed) has yet to look at; flagged by `wf:<name>:rate-review` in `limits` (lua/includes/common.lua startRateReview) |
+ * | `wf:<name>:rate-review` | zset | groups a rate limit held that a review under way (after the limit was raised or removed) has yet to look at; flagged by `wf:<name>:rate-review` in `limits` (lua/includes/rate-reviews.lua startRateReview) |
  * | `leases` | zset | every active run of the namespace, score = lease deadline (ms) |
- * | `limits` | hash | fleet-wide caps: `ns`, `wf:<name>`, `wf:<name>:group`, `wf:<name>:g:<group>`; retention by count `wf:<name>:keep:completed` / `:keep:failed` (from `@Workflow({ keep })`), `wf:<name>:ttl-max` (the longest `resultTtlMs` that finished the workflow's runs: the finish indexes are trimmed by it); controls (lua/includes/common.lua): `wf:<name>:paused`, `wf:<name>:g:<group>:paused`, rate limits `wf:<name>:rate`/`:rate-ms`, `wf:<name>:group-rate`/`:group-rate-ms`, `wf:<name>:g:<group>:rate`/`:rate-ms`, and the counters `controls`, `wf:<name>:paused-groups`, `wf:<name>:rate-overrides`; `wf:<name>:rate-review` while a rate review is under way |
+ * | `limits` | hash | fleet-wide caps: `ns`, `wf:<name>`, `wf:<name>:group`, `wf:<name>:g:<group>`; retention by count `wf:<name>:keep:completed` / `:keep:failed` (from `@Workflow({ keep })`), `wf:<name>:ttl-max` (the longest `resultTtlMs` that finished the workflow's runs: the finish indexes are trimmed by it); controls (lua/includes/limits.lua): `wf:<name>:paused`, `wf:<name>:g:<group>:paused`, rate limits `wf:<name>:rate`/`:rate-ms`, `wf:<name>:group-rate`/`:group-rate-ms`, `wf:<name>:g:<group>:rate`/`:rate-ms`, and the counters `controls`, `wf:<name>:paused-groups`, `wf:<name>:rate-overrides`; `wf:<name>:rate-review` while a rate review is under way |
  * | `runtime-limits` | hash | the fields of `limits` that code declares (`ns`, `wf:<name>`, `wf:<name>:group`, `wf:<name>:rate`, `wf:<name>:group-rate`) set at runtime by `setLimits`, each with the value the code declared then (`''` = none; a rate limit as `<max>/<ms>`): a bootstrap keeps them until its code declares something else (lua/includes/origins.lua). No entry = the code's value |
- * | `ns-waiting` | zset | workflows with due runs the namespace cap held back, score = turn (lua/includes/common.lua wakeNamespaceWaiters) |
+ * | `ns-waiting` | zset | workflows with due runs the namespace cap held back, score = turn (lua/includes/slots.lua wakeNamespaceWaiters) |
  * | `workflows` | set | workflows registered by worker processes |
  * | `seq` | string | FIFO sequence within a priority |
  * | `turn` | string | round-robin turns, taken in blocks |
@@ -86,7 +86,7 @@ export class RedisKeys {
   /**
    * Two keys that never exist, declared by every script (see SLOT_GUARD_KEYS in lua.scripts.ts).
    * The second also tells the scripts how to publish: `slot-guard:sharded` on a cluster
-   * (`publish` in lua/includes/common.lua).
+   * (`publish` in lua/includes/util.lua).
    */
   slotGuard(sharded: boolean): string[] {
     return [`${this.base}slot-guard:1`, `${this.base}slot-guard:${sharded ? 'sharded' : '2'}`];

@@ -53,8 +53,8 @@ export class RunTelemetry {
    */
   attempt(claim: Claim, body: (attempt?: AttemptTelemetry) => Promise<void>): Promise<void> {
     // The API installed (a dependency of many packages) but no SDK registered: every span and
-    // instrument would be a no-op, so the attempt skips them (measured on drain-c50: ~1.8 KB,
-    // 14 %, less allocated per run). Looked at per attempt: a tracer provider may come later.
+    // instrument would be a no-op, so the attempt skips them and allocates nothing for them.
+    // Looked at per attempt: a tracer provider may come later.
     if (!this.metered && !this.tracing()) return body(undefined);
     let attempt: AttemptTelemetry;
     try {

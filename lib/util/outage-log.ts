@@ -16,8 +16,8 @@ const MAX_SUMMARY_MS = 15 * 60_000;
  * the first failure at once, then a summary (latest message, count held back) at most once a
  * minute, the gap doubling up to 15 minutes, and one line at `log` level when it is over.
  *
- * A line per failed attempt buried the logs ("Redis down for 45 s printed 61 WARN lines"); a
- * fixed interval still grows linearly with the outage. No timer: a summary is only written when
+ * A line per failed attempt buries the logs under dozens of lines a minute; a fixed interval
+ * still grows linearly with the outage. No timer: a summary is only written when
  * a failure arrives, so an idle streak costs nothing.
  */
 export class OutageLog {

@@ -49,7 +49,7 @@ export class ReserveCaller {
   private lastReserveAt = 0;
   /** When the next delayed run or schedule fire is due (local clock), from the latest reserve: a saturated worker reserves by then. */
   private nextDueAt = Infinity;
-  /** Added to reserve's retry flag: {@link CLAIM_EXTRAS} with telemetry on, else 0 (claims as they always were). */
+  /** Added to reserve's retry flag: {@link CLAIM_EXTRAS} with telemetry on, else 0 (plain claims). */
   private readonly extras: number;
 
   constructor(private readonly parts: ReserveCallerParts) {

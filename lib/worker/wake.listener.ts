@@ -77,7 +77,7 @@ export class WakeListener {
     if (!popped) return undefined;
     // A handoff means the enqueue withdrew this worker's announcement (a marker leaves it be, but
     // the reserve that follows may fill the slots: announce again at the next block). Either way a
-    // complete call's park no longer spares the reserve: a marker must bring one (skipping it left
+    // complete call's park no longer spares the reserve: a marker must bring one (skipping it would leave
     // the run waiting for the next block's timeout, the marker that would end it just taken).
     park.cleared();
     return parseHandoff(this.wakeKeys.get(popped[0])!, popped[1]);

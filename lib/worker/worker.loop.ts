@@ -248,7 +248,7 @@ export class WorkerLoop {
   /**
    * Waits on Redis until work arrives. A fast-path handoff is a claimed run, started at once;
    * the worker then blocks again without a reserve: runs queued since come with a marker behind
-   * the handoff (see wake in lua/includes/common.lua). A marker or a timeout ends the wait.
+   * the handoff (see wake in lua/includes/wakes.lua). A marker or a timeout ends the wait.
    */
   private async idle(nextDueMs: number): Promise<void> {
     const deadline = nextDueMs > 0 ? Date.now() + nextDueMs : Infinity;

@@ -206,10 +206,10 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       ...workflows.flatMap((wf) => [
         { field: limitField({ workflow: wf.name }), limit: cap(wf.concurrency), workflow: wf.name, group: '' },
         { field: limitField({ workflow: wf.name, group: EVERY_GROUP }), limit: cap(wf.groupConcurrency), workflow: wf.name, group: EVERY_GROUP },
-        // Retention by count, read by countFinished (lua/includes/common.lua) when runs finish.
+        // Retention by count, read by countFinished (lua/includes/finish.lua) when runs finish.
         { field: `wf:${wf.name}:keep:completed`, limit: cap(wf.keep?.completed), workflow: wf.name, group: '' },
         { field: `wf:${wf.name}:keep:failed`, limit: cap(wf.keep?.failed), workflow: wf.name, group: '' },
-        // Whether complete indexes the workflow's runs (lua/includes/common.lua countFinished).
+        // Whether complete indexes the workflow's runs (lua/includes/finish.lua countFinished).
         { field: `wf:${wf.name}:index-completed`, limit: wf.indexCompleted ? '1' : '', workflow: wf.name, group: '' },
       ]),
     ];

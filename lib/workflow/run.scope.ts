@@ -34,12 +34,11 @@ export function noteStepMethod(): void {
 /**
  * Calls `fn` inside `runner`'s {@link runScope} once any `@Step` method exists in this process;
  * until then, plainly. Why: the first `run` of an AsyncLocalStorage turns on Node's promise hooks
- * for every promise of the process from then on, which cost a plain drain at concurrency 50 about
- * a fifth of its throughput (measured: 0.75× and 0.76× groupmq with the scope, 0.94× and 0.86×
- * without), and only `@Step` methods read the scope. Classes are defined when their module loads,
- * before the application starts, so a run sees every `@Step` method its code can call; a class
- * first loaded while a run executes (a dynamic `import()` inside it) has its steps memoized from
- * the run's next attempt on.
+ * for every promise of the process from then on (about a fifth of a drain's throughput at
+ * concurrency 50, in bench), and only `@Step` methods read the scope. Classes are defined when
+ * their module loads, before the application starts, so a run sees every `@Step` method its code
+ * can call; a class first loaded while a run executes (a dynamic `import()` inside it) has its
+ * steps memoized from the run's next attempt on.
  */
 export function inRunScope<T>(runner: StepRunner, fn: () => T): T {
   return stepMethodsDefined ? runScope.run(runner, fn) : fn();

@@ -16,8 +16,8 @@ export const DEFAULT_STEP_BACKOFF: Required<BackoffOptions> = { delayMs: 1_000, 
 
 /**
  * How one step executes: its time limit and its tries. The third argument of `ctx.step`, and
- * part of `@Step(options)`. Every field is optional; a step without them runs as it always did
- * (once, unbounded, at no cost).
+ * part of `@Step(options)`. Every field is optional; a step without them runs once, unbounded,
+ * at no cost.
  *
  * Ignored for a nested step (one called inside another step's `fn`): a nested step is part of
  * its parent, so the parent's limit and tries govern it — a retry of the parent runs it again,
@@ -34,8 +34,8 @@ export interface StepCallOptions {
   timeoutMs?: number;
   /**
    * Tries of the step within one run attempt (1 to 1000; default 1: a failure fails the run
-   * attempt, as before). A failed try is retried in place after the backoff, without replaying
-   * the steps before it and without giving up the run's slots (the lease heartbeat keeps them).
+   * attempt). A failed try is retried in place after the backoff, without replaying the steps
+   * before it and without giving up the run's slots (the lease heartbeat keeps them).
    * Not retried: `NonRetryableError` (so `StepMemoLimitError`), `InvalidInputError`,
    * `LeaseLostError`, and any failure once the run's signal has aborted.
    */
@@ -72,7 +72,7 @@ export interface ResolvedStepOptions {
 }
 
 /**
- * Validates step options; `undefined` (nothing to do: the step runs as it always did) when none
+ * Validates step options; `undefined` (nothing to do: the step runs once, plainly) when none
  * is set. `field` names the options in errors, e.g. `ctx.step("charge") options`.
  * @throws InvalidOptionError
  */

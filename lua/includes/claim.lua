@@ -16,7 +16,7 @@ local MAX_REPLY_BYTES = 8 * 1024 * 1024
 -- (after the run's time limit, row[8]):
 -- the run's stored trace context ('' for none; see enqueue.lua), how long it waited between
 -- becoming due and this claim in ms (-1 when the record cannot tell), and its group ('' for
--- none). Without them a row is exactly what it always was: not a command nor a reply byte more.
+-- none). Without them a row carries none of this: not a command nor a reply byte more.
 local withExtras = false
 
 local function addExtras(row, trace, waitMs, group)

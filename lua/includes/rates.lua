@@ -5,7 +5,7 @@
 -- <level>rate-log): it may start a run unless the max-th newest start is still inside the window.
 --
 -- A group with due runs held back only by its rate limit waits in the workflow's `rate-held` zset
--- (score = when its window frees) for reserve to bring it back (promoteRateHeld): nothing else
+-- (score = when its window frees) for reserve to bring it back (reserve.lua): nothing else
 -- would, since no run of it may finish or arrive meanwhile.
 
 -- The rate limit that holds for a workflow, or for one of its groups (its override, else the
@@ -44,7 +44,7 @@ local function noteRateHold(freeAt)
 end
 
 -- Notes the earliest window of the groups the workflows' rate limits hold back (their
--- `rate-held` zsets, see holdGroup): a claim does not look at them, a reserve frees them.
+-- `rate-held` zsets, see holdForRate): a claim does not look at them, a reserve frees them.
 local function noteHeldGroups(base, limitsKey, workflows)
   if not controlsOn(limitsKey) then return end
   for _, wf in ipairs(workflows) do

@@ -5,7 +5,7 @@
 -- µs-sized steps), so a worker stuck on an expired run of the same id holds no valid token.
 --
 -- Bytes of a journal per hash field: under Redis's hash-max-listpack-value (64), so a run's hash
--- keeps its compact encoding (one 119-byte field made it a hashtable: 424 -> 1,440 bytes a run).
+-- keeps its compact encoding (one longer field turns it into a hashtable, about 3× the bytes).
 
 -- Writes a new run record (enqueue, or a schedule's fire) and returns its token base.
 -- `tag`/`tagValue`: one more field, where the run came from ('nonce' of its enqueue call, or
@@ -34,7 +34,7 @@ end
 local JOURNAL_CHUNK = 60
 
 -- Writes fields of a run's hash and, when given, the committing attempt's journal ('<slot>
--- <json>', see lib/worker/attempt.journal.ts) as fields 'tl:<slot>' (the chunk count) and
+-- <json>', see lib/execution/attempt.journal.ts) as fields 'tl:<slot>' (the chunk count) and
 -- 'tl:<slot>.<k>' (its chunks): one HSET either way, so the dashboard's step timeline costs no
 -- command of its own. Chunks a longer journal left in a reused slot are never read (the count says).
 local function hsetRun(runKey, journal, ...)

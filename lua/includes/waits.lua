@@ -21,7 +21,7 @@
 -- time like any delayed run and ends the wait by time as it does (endWaitByTime). A wait that
 -- ends with a value (a signal, an event, its children's outcomes) is ended by the script that
 -- brings the value (resumeWith). Either way the outcome is written to the run's step memo under
--- the wait's key, as a JSON envelope the worker decodes (lib/worker/wait.outcome.ts):
+-- the wait's key, as a JSON envelope the worker decodes (lib/execution/wait.outcome.ts):
 --   {"p":<payload>} | {"u":1} (payload undefined) | {"t":1} (ended by time: a sleep's end or a
 --   timeout) | {"e":<error>,"s":"failed"|"cancelled"} (a child that did not complete) |
 --   {"x":<bytes>} (the outcome would have taken the memo past its budget)

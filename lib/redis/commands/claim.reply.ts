@@ -28,7 +28,7 @@ const GENERATION_ENTRY = '~gen';
 /**
  * The flag (added to a claiming call's retry flag) that asks reserve and complete for the
  * telemetry extras on each claim (see withExtras in lua/includes/claim.lua). Only a worker with
- * OpenTelemetry on sends it; without it, claims and their reply bytes are what they always were.
+ * OpenTelemetry on sends it; without it, claims carry no extras and cost no reply byte more.
  */
 export const CLAIM_EXTRAS = 2;
 
@@ -68,7 +68,7 @@ function addExtras(claim: Claim, row: unknown[]): void {
 
 /**
  * A wake list entry is either the bare marker '1' or a run the enqueue fast path already claimed,
- * '<token> <id> <input>' (see lua/includes/common.lua): a first attempt with an empty memo. It
+ * '<token> <id> <input>' (see handoffEntry in lua/includes/wakes.lua): a first attempt with an empty memo. It
  * has no trace context nor time limit of its own (a run with either is never fast-pathed, see
  * lua/enqueue.lua: the workflow's limit applies) and waited
  * 0 ms: its enqueue claimed it the moment it was due, and a blocked worker took it at once.
