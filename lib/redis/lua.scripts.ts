@@ -120,7 +120,7 @@ export class LuaScripts {
   private async exec(redis: Redis, build: (pipeline: ChainableCommander) => void): Promise<[Error | null, unknown][]> {
     const pipeline = redis.pipeline();
     build(pipeline);
-    return ((await pipeline.exec()) ?? []) as [Error | null, unknown][];
+    return (await pipeline.exec()) ?? [];
   }
 
   private fcall(redis: Redis, script: LuaScript, argv: Arg[]): Promise<unknown> {

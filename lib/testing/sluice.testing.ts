@@ -58,7 +58,7 @@ export class SluiceTesting {
    * @throws WorkflowDefinitionError if its class has no `@Workflow` or no `run` method
    */
   static harness<W extends WorkflowInstance>(instance: W, options: HarnessOptions = {}): WorkflowHarness<InstanceInput<W>, InstanceOutput<W>> {
-    return new WorkflowHarness(instance as WorkflowInstance<InstanceInput<W>, InstanceOutput<W>>, options);
+    return new WorkflowHarness(instance, options);
   }
 
   /**

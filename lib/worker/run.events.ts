@@ -100,7 +100,7 @@ export class RunEvents {
   /** @internal `on`, with the name a failure warning gives the listener (see WorkflowEventExplorer). */
   onLabelled<E extends keyof RunEventMap>(event: E, listener: (...args: RunEventMap[E]) => unknown, label: string): () => void {
     this.labels.set(listener, label);
-    return this.on(event, listener as (...args: RunEventMap[E]) => void);
+    return this.on(event, listener);
   }
 
   /** @internal Whether anyone listens, so the hot path builds no payload for nobody. */

@@ -66,9 +66,9 @@ describe('RunEvents', () => {
   it('logs a rejection from an async listener instead of leaving it unhandled', async () => {
     const events = new RunEvents();
     let after = false;
-    events.on('completed', (async () => {
+    events.on('completed', async () => {
       throw new Error('async bug');
-    }) as () => void);
+    });
     events.on('completed', () => {
       after = true;
     });
