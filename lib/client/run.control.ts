@@ -4,7 +4,7 @@ import { EVERY_GROUP } from '../interfaces/limits';
 import type { RateLimit } from '../interfaces/rate-limit';
 import { RESOLVED_QUEUE_OPTIONS } from '../queue.constants';
 import type { ResolvedQueueOptions } from '../queue.options';
-import { cancelledErrorJson, CANCEL_BATCH, sendCancel } from '../redis/commands/cancel.command';
+import { cancelledErrorJson, sendCancel } from '../redis/commands/cancel.command';
 import { setPaused, writeRateLimit } from '../redis/commands/set-control.command';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisKeys } from '../redis/redis.keys';

@@ -114,7 +114,7 @@ export class LuaScripts {
     const script = this.get(name, keys);
     const argv = [...keys, ...this.guard, ...args];
     if (this.functions) pipeline.fcall(this.library.functionName(name), script.numberOfKeys, ...argv);
-    else (pipeline as unknown as Caller)[script.command](...argv);
+    else void (pipeline as unknown as Caller)[script.command](...argv);
   }
 
   private async exec(redis: Redis, build: (pipeline: ChainableCommander) => void): Promise<[Error | null, unknown][]> {

@@ -73,6 +73,9 @@ export type RunEventPayload<E extends RunEventName> = RunEventMap[E][0];
 /** Every event name, for checks at decoration time. */
 export const RUN_EVENT_NAMES: readonly RunEventName[] = ['active', 'completed', 'failed', 'retrying', 'stalled', 'suspended'];
 
+/** Any event's listener, as a key of the per-listener maps. */
+type AnyListener = (...args: never[]) => unknown;
+
 /**
  * In-process events of this process's worker (see {@link RunEventMap}), emitted after what they
  * report is committed in Redis — the claim for `active`, the outcome for the others (a listener
@@ -87,9 +90,9 @@ export class RunEvents {
   private readonly emitter = new EventEmitter().setMaxListeners(0);
   private readonly logger = new Logger('Sluice');
   /** How a failing listener is named in the warning (an `@OnWorkflowEvent` method: `Class.method`). */
-  private readonly labels = new WeakMap<Function, string>();
+  private readonly labels = new WeakMap<AnyListener, string>();
   /** Failure lines of each listener, throttled (see listenerFailed). */
-  private readonly failureLogs = new WeakMap<Function, ThrottledLog>();
+  private readonly failureLogs = new WeakMap<AnyListener, ThrottledLog>();
 
   /** Adds a listener; returns a function that removes it. */
   on<E extends keyof RunEventMap>(event: E, listener: (...args: RunEventMap[E]) => void): () => void {
@@ -113,7 +116,7 @@ export class RunEvents {
     if (this.emitter.listenerCount(event) === 0) return;
     // Not emitter.emit(), which stops at the first listener that throws. rawListeners() is a copy,
     // so (as with emit()) a listener added or removed meanwhile only counts from the next event.
-    for (const listener of this.emitter.rawListeners(event)) {
+    for (const listener of this.emitter.rawListeners(event) as AnyListener[]) {
       try {
         const returned: unknown = Reflect.apply(listener, this.emitter, args);
         // An async listener's rejection would otherwise be unhandled, which can end the process.
@@ -125,7 +128,7 @@ export class RunEvents {
   }
 
   /** A listener's bug must not fail a run whose outcome is already committed: it is only logged. */
-  private listenerFailed(event: keyof RunEventMap, error: unknown, listener: Function): void {
+  private listenerFailed(event: keyof RunEventMap, error: unknown, listener: AnyListener): void {
     try {
       const label = this.labels.get(listener);
       const who = label ? `The @OnWorkflowEvent('${event}') handler ${label}` : `A RunEvents "${event}" listener`;
