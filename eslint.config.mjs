@@ -23,6 +23,9 @@ export default defineConfig(
       '@typescript-eslint/require-await': 'off', // async for the signature (Nest hooks, ports) is fine
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
       '@typescript-eslint/only-throw-error': 'error',
+      // Passing a caught error on (typed unknown) is how this code forwards failures; like only-throw-error's
+      // defaults, reject() may forward an unknown/any, while a literal non-Error is still refused.
+      '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingAny: true, allowThrowingUnknown: true }],
       '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
       eqeqeq: ['error', 'always', { null: 'ignore' }],
       'no-console': 'error', // the library logs through Nest's Logger

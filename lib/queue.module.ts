@@ -29,7 +29,9 @@ import { QueueHealthIndicator } from './health/queue-health.indicator';
 
 /** Options of `QueueModule.forRootAsync`, e.g. to read the connection from `ConfigService`. */
 export interface QueueModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- mirrors Nest's FactoryProvider: the factory's arguments are whatever `inject` lists; public API
   useFactory: (...args: any[]) => QueueModuleOptions | Promise<QueueModuleOptions>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- mirrors Nest's FactoryProvider: the factory's arguments are whatever `inject` lists; public API
   inject?: any[];
 }
 

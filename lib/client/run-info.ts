@@ -84,7 +84,7 @@ export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null
   const [workflow, state, input, priority, group, attempts, maxAttempts, failures, createdAt, dueAt, startedAt, finishedAt, result, error] = values;
   if (!state || !workflow) return null;
   // A run in a durable wait is stored as 'delayed' (what older versions know); its wait says more.
-  const waitingFor = state === 'delayed' && values[WAIT_AT] ? parseWait(values[WAIT_AT] as string) : undefined;
+  const waitingFor = state === 'delayed' && values[WAIT_AT] ? parseWait(values[WAIT_AT]) : undefined;
   return {
     id,
     workflow,

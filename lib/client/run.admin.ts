@@ -22,6 +22,7 @@ const RETRYABLE: readonly string[] = ['failed', 'cancelled'];
 
 /** Options of `QueueAdmin.listRuns`. */
 export interface ListRunsOptions {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any contract, whatever its input and output types; public API (API report)
   workflow: WorkflowClass | WorkflowContract<any, any> | string;
   state: ListableState;
   /**
@@ -48,6 +49,7 @@ export interface RunPage {
 
 /** Options of `QueueAdmin.retryAll`. */
 export interface RetryAllOptions {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any contract, whatever its input and output types; public API (API report)
   workflow: WorkflowClass | WorkflowContract<any, any> | string;
   state: 'failed' | 'cancelled';
   /** Retry at most this many runs (default: every run in that state when the call began). */

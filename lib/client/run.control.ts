@@ -4,7 +4,7 @@ import { EVERY_GROUP } from '../interfaces/limits';
 import type { RateLimit } from '../interfaces/rate-limit';
 import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
-import { cancelledErrorJson, CANCEL_BATCH, sendCancel } from '../redis/commands/cancel.command';
+import { cancelledErrorJson, sendCancel } from '../redis/commands/cancel.command';
 import { setPaused, writeRateLimit } from '../redis/commands/set-control.command';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisKeys } from '../redis/redis.keys';
@@ -43,7 +43,7 @@ const MAX_REASON_LENGTH = 1_000;
 /**
  * Cancelling runs, pausing workflows and groups, and rate limits: each one script call that
  * changes fleet-wide state in Redis (lua/cancel.lua, lua/set-control.lua) — a cancel that cascades
- * to many children one call per {@link CANCEL_BATCH} runs. Input is checked first; nothing is
+ * to many children one call per `CANCEL_BATCH` runs. Input is checked first; nothing is
  * written on bad input.
  */
 @Injectable()

@@ -111,7 +111,11 @@ export class RunWaiter implements BeforeApplicationShutdown {
         else finish(() => reject(new WorkflowFailedError(runId, record.workflow, record.error ?? unknownError())));
       };
       // The clock runs from the call, but a run the first read finds finished always resolves.
-      if (timeoutMs !== undefined) timers.push(setTimeout(() => (timedOut = true) && firstReadDone && expire(), timeoutMs));
+      const onTimeout = () => {
+        timedOut = true;
+        if (firstReadDone) expire();
+      };
+      if (timeoutMs !== undefined) timers.push(setTimeout(onTimeout, timeoutMs));
       const backstop = () => timers.push(setTimeout(() => void reread().then(() => !done && backstop()), BACKSTOP_MS));
       const listening = Promise.all([this.listen(channel, onMessage), feed && this.listen(progressChannel!, feed.onMessage)]);
       // A wait abandoned meanwhile (shutdown) sends nothing more: its caller was told no enqueue was sent.

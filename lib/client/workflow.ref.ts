@@ -7,6 +7,7 @@ import type { WorkflowClass, WorkflowInput, WorkflowOutput } from '../workflow/w
  * its name (typed `unknown`). A name or contract that no `@Workflow` of this process declares must
  * have been registered in Redis by some worker's bootstrap.
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any contract, whatever its input and output types; public API (API report)
 export type WorkflowRef = WorkflowClass | WorkflowContract<any, any> | string;
 /** The input a workflow given by {@link WorkflowRef} takes. */
 export type In<W> = W extends string ? unknown : WorkflowInput<W>;

@@ -28,7 +28,7 @@ export function setHeader(response: unknown, name: string, value: string): void 
 @Injectable()
 export class DashboardInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const response = context.switchToHttp().getResponse();
+    const response = context.switchToHttp().getResponse<unknown>();
     for (const [name, value] of Object.entries(SECURITY_HEADERS)) setHeader(response, name, value);
     return next.handle().pipe(catchError((error: unknown) => throwError(() => toHttp(error))));
   }

@@ -3,6 +3,7 @@ import { QueueConfigError } from '../errors';
 import { type AllowedHost, resolveAllowedHosts } from './dashboard.hosts';
 
 /** A function that decides whether a request may see the dashboard (and act, when actions are on). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the HTTP adapter's request (Express or Fastify): a guard declares the type it expects; public API
 export type DashboardGuardFn = (request: any, context: ExecutionContext) => boolean | Promise<boolean>;
 
 /** Options of `SluiceDashboardModule.forRoot`. */
@@ -49,7 +50,9 @@ export interface SluiceDashboardOptions {
  */
 export interface SluiceDashboardAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
   path: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- mirrors Nest's FactoryProvider: the factory's arguments are whatever `inject` lists; public API
   useFactory: (...args: any[]) => Omit<SluiceDashboardOptions, 'path'> | Promise<Omit<SluiceDashboardOptions, 'path'>>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- mirrors Nest's FactoryProvider: the factory's arguments are whatever `inject` lists; public API
   inject?: any[];
 }
 

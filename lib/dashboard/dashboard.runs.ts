@@ -141,7 +141,7 @@ function decodeCursors(text: string): Cursors {
   } catch {
     parsed = undefined;
   }
-  const valid = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) && Object.entries(parsed as object).every(([state, cursor]) => RUN_STATES.includes(state as ListableState) && typeof cursor === 'string');
+  const valid = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) && Object.entries(parsed).every(([state, cursor]) => RUN_STATES.includes(state as ListableState) && typeof cursor === 'string');
   if (!valid) throw new InvalidOptionError('cursor', 'must be a cursor from a previous page of this list');
   return parsed as Cursors;
 }

@@ -52,7 +52,7 @@ export class ThroughputSampler {
       const seconds = (after.at - before.at) / 1000;
       at.push(after.at);
       for (const [name, totals] of Object.entries(after.totals)) {
-        const series = (workflows[name] ??= { completed: Array(at.length - 1).fill(0), failed: Array(at.length - 1).fill(0) });
+        const series = (workflows[name] ??= { completed: Array<number>(at.length - 1).fill(0), failed: Array<number>(at.length - 1).fill(0) });
         const previous = before.totals[name] ?? { completed: totals.completed, failed: totals.failed };
         // A running total that went down was reset (namespace dropped): that interval counts 0.
         series.completed.push(round(Math.max(0, totals.completed - previous.completed) / seconds));

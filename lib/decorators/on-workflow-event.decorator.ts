@@ -56,7 +56,7 @@ export function OnWorkflowEvent<E extends RunEventName>(event: E, options: OnWor
     if (typeof target === 'function') throw new TypeError(`@OnWorkflowEvent() must decorate an instance method, not the static ${target.name}.${String(propertyKey)}`);
     // On (prototype, key) rather than on the function: a decorator that wraps the method (applied
     // before or after this one) would otherwise lose the metadata.
-    const handlers: WorkflowEventHandlerMetadata[] = Reflect.getOwnMetadata(WORKFLOW_EVENT_METADATA, target, propertyKey) ?? [];
+    const handlers = (Reflect.getOwnMetadata(WORKFLOW_EVENT_METADATA, target, propertyKey) as WorkflowEventHandlerMetadata[] | undefined) ?? [];
     Reflect.defineMetadata(WORKFLOW_EVENT_METADATA, [...handlers, metadata], target, propertyKey);
   };
 }

@@ -46,7 +46,7 @@ export function Step(options: StepOptions = {}): MethodDecorator {
     };
     Object.defineProperty(descriptor.value, 'name', { value: original.name });
     noteStepMethod();
-    const steps: string[] = Reflect.getMetadata(STEP_METADATA, target.constructor) ?? [];
+    const steps = (Reflect.getMetadata(STEP_METADATA, target.constructor) as string[] | undefined) ?? [];
     Reflect.defineMetadata(STEP_METADATA, [...steps, name], target.constructor);
   };
 }

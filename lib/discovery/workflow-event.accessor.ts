@@ -6,6 +6,6 @@ import { WORKFLOW_EVENT_METADATA, type WorkflowEventHandlerMetadata } from '../d
 export class WorkflowEventAccessor {
   /** The handlers declared on `prototype[method]` (inherited declarations included). */
   getHandlers(prototype: object, method: string): WorkflowEventHandlerMetadata[] {
-    return Reflect.getMetadata(WORKFLOW_EVENT_METADATA, prototype, method) ?? [];
+    return (Reflect.getMetadata(WORKFLOW_EVENT_METADATA, prototype, method) as WorkflowEventHandlerMetadata[] | undefined) ?? [];
   }
 }

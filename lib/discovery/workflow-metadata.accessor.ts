@@ -6,11 +6,11 @@ import type { WorkflowMetadata } from '../decorators/workflow.decorator';
 @Injectable()
 export class WorkflowMetadataAccessor {
   getWorkflow(target: unknown): WorkflowMetadata | undefined {
-    return isClass(target) ? Reflect.getMetadata(WORKFLOW_METADATA, target) : undefined;
+    return isClass(target) ? (Reflect.getMetadata(WORKFLOW_METADATA, target) as WorkflowMetadata | undefined) : undefined;
   }
 
   getSteps(target: unknown): string[] {
-    return isClass(target) ? Reflect.getMetadata(STEP_METADATA, target) ?? [] : [];
+    return isClass(target) ? ((Reflect.getMetadata(STEP_METADATA, target) as string[] | undefined) ?? []) : [];
   }
 }
 

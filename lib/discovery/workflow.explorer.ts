@@ -4,7 +4,7 @@ import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { WorkflowDefinitionError } from '../errors';
 import type { WorkflowInstance } from '../workflow/workflow.types';
 import { WorkflowMetadataAccessor } from './workflow-metadata.accessor';
-import { WorkflowRegistry } from './workflow.registry';
+import { type ProviderMetatype, WorkflowRegistry } from './workflow.registry';
 
 /**
  * Finds the `@Workflow` providers at module init and fills the registry. Pure metadata work,
@@ -22,7 +22,7 @@ export class WorkflowExplorer implements OnModuleInit {
     const seen = new Map<string, string>();
     const wrappers = [...this.discovery.getProviders(), ...this.discovery.getControllers()];
     for (const wrapper of wrappers) {
-      const metatype = wrapper.metatype as Function | undefined;
+      const metatype = wrapper.metatype as ProviderMetatype | undefined;
       if (!metatype || !wrapper.instance) continue;
       const metadata = this.accessor.getWorkflow(metatype);
       const steps = this.accessor.getSteps(metatype);
@@ -52,7 +52,7 @@ export class WorkflowExplorer implements OnModuleInit {
     }
   }
 
-  private checkDefinition(wrapper: InstanceWrapper, metatype: Function, name: string, steps: string[], seen: Map<string, string>): void {
+  private checkDefinition(wrapper: InstanceWrapper, metatype: ProviderMetatype, name: string, steps: string[], seen: Map<string, string>): void {
     const owner = seen.get(name);
     if (owner) throw new WorkflowDefinitionError(`Duplicate workflow name "${name}": declared by ${owner} and ${metatype.name}`);
     if (!wrapper.isDependencyTreeStatic()) {

@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, type Type } from '@nestjs/common';
 import { UnknownWorkflowError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import { ResolvedQueueOptions, resolveBackoff } from '../interfaces/queue.options';
@@ -10,10 +10,13 @@ import type { RateLimit } from '../interfaces/rate-limit';
 import { WorkflowMetadataAccessor } from './workflow-metadata.accessor';
 import type { DeclaredSchedule } from '../interfaces/schedule.options';
 
+/** What Nest declares a provider with: its class, or the factory function that makes it. */
+export type ProviderMetatype = Type<unknown> | ((...args: never) => unknown);
+
 /** A discovered workflow with its options resolved against the module defaults. */
 export interface WorkflowDefinition {
   name: string;
-  metatype: Function;
+  metatype: ProviderMetatype;
   instance: WorkflowInstance;
   concurrency?: number;
   groupConcurrency?: number;
@@ -53,7 +56,7 @@ export class WorkflowRegistry {
     private readonly accessor: WorkflowMetadataAccessor,
   ) {}
 
-  add(name: string, options: WorkflowOptions, metatype: Function, instance: WorkflowInstance): void {
+  add(name: string, options: WorkflowOptions, metatype: ProviderMetatype, instance: WorkflowInstance): void {
     this.byName.set(name, {
       name,
       metatype,
@@ -94,6 +97,7 @@ export class WorkflowRegistry {
    * @throws UnknownWorkflowError for a class without `@Workflow` (or anything else that is not a workflow)
    * @throws InvalidNameError for a name that cannot be a workflow name
    */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any contract, whatever its input and output types
   resolve(workflow: WorkflowClass | WorkflowContract<any, any> | string): ResolvedWorkflow {
     if (typeof workflow === 'string' || isWorkflowContract(workflow)) {
       const name = typeof workflow === 'string' ? workflow : workflow.name;
@@ -104,7 +108,8 @@ export class WorkflowRegistry {
       return { name, attempts: attempts ?? this.options.defaults.attempts, known: false };
     }
     const metadata = this.accessor.getWorkflow(workflow);
-    if (!metadata) throw new UnknownWorkflowError(String((workflow as Function)?.name ?? workflow));
+    const label: unknown = (workflow as { name?: string } | null)?.name ?? workflow; // a JS caller may pass anything
+    if (!metadata) throw new UnknownWorkflowError(String(label));
     const local = this.byName.get(metadata.name);
     return { name: metadata.name, attempts: local?.attempts ?? metadata.options.attempts ?? this.options.defaults.attempts, known: true };
   }

@@ -79,7 +79,7 @@ export class AttemptRunner {
       // Past a time limit this rejects with the TimeoutError at once, leaving code that ignores
       // its signal running in the background: the attempt fails now, its slots are freed, and
       // its later writes are refused (by the token, in a worker).
-      result = await guard.settle<unknown>(inRunScope(steps, () => instance.run(input, ctx)), limitMs);
+      result = await guard.settle<unknown>(inRunScope(steps, (): unknown => instance.run(input, ctx)), limitMs);
       if (result !== SUSPENDED && result !== CONTINUED) result = encodePayload(result, `result of workflow "${claim.workflow}"`, maxPayloadBytes);
     } catch (error) {
       end(guard, ports);

@@ -118,7 +118,7 @@ export class RunWaits {
     const known = request.entries.map(({ placed }) => this.recorder.recorded(placed.key));
     if (known.every((raw) => raw !== undefined)) {
       for (const { placed } of request.entries) journal.replayed(kind, placed.key);
-      return this.fitting(request, known as string[]);
+      return this.fitting(request, known);
     }
     const entered = await enterCommit(this.recorder, this.guard);
     if (!entered) return abandoned();

@@ -85,10 +85,10 @@ class StepAbort {
   constructor(private readonly run: RunAbort) {}
 
   context(attempt: number): StepContext {
-    const self = this;
+    const signal = () => this.signal;
     return {
       get signal() {
-        return self.signal;
+        return signal();
       },
       attempt,
     };

@@ -80,7 +80,7 @@ export class QueueHealthIndicator {
     const service = this.indicatorService();
     if (service) {
       const session = service.check(key);
-      return (report.healthy ? session.up(details) : session.down(details)) as QueueHealthIndicatorResult<Key>;
+      return report.healthy ? session.up(details) : session.down(details);
     }
     const result = { [key]: { status: report.healthy ? 'up' : 'down', ...details } } as QueueHealthIndicatorResult<Key>;
     if (report.healthy) return result;

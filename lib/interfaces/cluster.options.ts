@@ -33,7 +33,7 @@ export interface ClusterSettings {
 
 /** Cluster options (an ioredis `Redis` instance has a `cluster` method, not a seed list). */
 export function isClusterOptions(connection: unknown): connection is RedisClusterConnectionOptions {
-  return typeof connection === 'object' && connection !== null && 'cluster' in connection && typeof (connection as { cluster: unknown }).cluster !== 'function';
+  return typeof connection === 'object' && connection !== null && 'cluster' in connection && typeof connection.cluster !== 'function';
 }
 
 /** An ioredis `Cluster` given as `connection`. */

@@ -109,5 +109,5 @@ export function toRuntimeOverrides(fields: Array<[keyof RuntimeOverrides, string
       overrides[key] = { declared: { max: Number(max), perMs: Number(perMs) } };
     } else overrides[key] = { declared: Number(declared) };
   });
-  return Object.keys(overrides).length > 0 ? (overrides as RuntimeOverrides) : undefined;
+  return Object.keys(overrides).length > 0 ? overrides : undefined;
 }

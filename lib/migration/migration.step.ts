@@ -11,7 +11,7 @@ export interface MigrationContext {
   /** This migration's lock token: every script that writes checks it (see lua/migrate-lock.lua). */
   readonly token: string;
   /** Throws `MigrationLockLostError` if the lock renewals found the lock gone. Call it between batches. */
-  checkLock(): void;
+  checkLock(this: void): void;
 }
 
 /**

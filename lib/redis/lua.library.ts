@@ -66,7 +66,7 @@ export function buildLibrary(scripts: readonly LuaScript[], dir = LUA_DIR): LuaL
     return { script, resets };
   });
   const hash = createHash('sha1')
-    .update([...parts, ...registrations.map(({ script, resets }) => `${script.name}:${resets}:${script.flags}`)].join('\n'))
+    .update([...parts, ...registrations.map(({ script, resets }) => `${script.name}:${resets.join(',')}:${script.flags.join(',')}`)].join('\n'))
     .digest('hex')
     .slice(0, 16);
   const name = `sluice_${hash}`;

@@ -114,13 +114,13 @@ export class LuaScripts {
     const script = this.get(name, keys);
     const argv = [...keys, ...this.guard, ...args];
     if (this.functions) pipeline.fcall(this.library.functionName(name), script.numberOfKeys, ...argv);
-    else (pipeline as unknown as Caller)[script.command](...argv);
+    else void (pipeline as unknown as Caller)[script.command](...argv);
   }
 
   private async exec(redis: Redis, build: (pipeline: ChainableCommander) => void): Promise<[Error | null, unknown][]> {
     const pipeline = redis.pipeline();
     build(pipeline);
-    return ((await pipeline.exec()) ?? []) as [Error | null, unknown][];
+    return (await pipeline.exec()) ?? [];
   }
 
   private fcall(redis: Redis, script: LuaScript, argv: Arg[]): Promise<unknown> {

@@ -42,7 +42,7 @@ export const UPCOMING_SHOWN = 5;
 
 /** Builds a ScheduleInfo from a schedule hash given as a flat `field, value, …` list, or `null` if empty. */
 export function toScheduleInfo(id: string, flat: string[]): ScheduleInfo | null {
-  const h: Record<string, string> = Object.create(null);
+  const h = Object.create(null) as Record<string, string>;
   for (let i = 0; i + 1 < flat.length; i += 2) h[flat[i]] = flat[i + 1];
   if (!h.workflow) return null;
   const date = (ms?: string) => (ms ? new Date(Number(ms)) : null);

@@ -46,6 +46,7 @@ export function telemetryApi(options: TelemetrySwitch): OtelApi | undefined {
 export function sluiceVersion(): string | undefined {
   try {
     // From dist/telemetry (and lib/telemetry under ts-jest), the package root is two levels up.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a JSON file outside rootDir, read at run time: an import would pull package.json into the build
     return (require('../../package.json') as { version?: string }).version;
   } catch {
     return undefined;

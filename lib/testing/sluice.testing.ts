@@ -8,8 +8,10 @@ import type { HarnessOptions, SluiceTestingOptions } from './harness.types';
 import { WorkflowHarness } from './workflow.harness';
 
 /** Input type of a workflow instance's `run`. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any in an infer pattern matches every run signature; public type (API report)
 type InstanceInput<W> = W extends { run(input: infer I, ...rest: any[]): any } ? I : unknown;
 /** Output type of a workflow instance's `run`. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any in an infer pattern matches every run signature; public type (API report)
 type InstanceOutput<W> = W extends { run(...args: any[]): infer O } ? Awaited<O> : unknown;
 
 /**
@@ -58,7 +60,7 @@ export class SluiceTesting {
    * @throws WorkflowDefinitionError if its class has no `@Workflow` or no `run` method
    */
   static harness<W extends WorkflowInstance>(instance: W, options: HarnessOptions = {}): WorkflowHarness<InstanceInput<W>, InstanceOutput<W>> {
-    return new WorkflowHarness(instance as WorkflowInstance<InstanceInput<W>, InstanceOutput<W>>, options);
+    return new WorkflowHarness<InstanceInput<W>, InstanceOutput<W>>(instance, options);
   }
 
   /**

@@ -62,6 +62,7 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
   ) {
     const type = (instance as { constructor?: unknown } | null)?.constructor;
     const metadata = new WorkflowMetadataAccessor().getWorkflow(type);
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- no constructor: null, undefined or a primitive from a JS caller
     const className = typeof type === 'function' ? type.name : String(instance);
     if (!metadata) throw new WorkflowDefinitionError(`SluiceTesting: ${className} has no @Workflow decorator (pass an instance of a @Workflow class)`);
     if (typeof instance.run !== 'function') throw new WorkflowDefinitionError(`@Workflow('${metadata.name}') ${className} has no run(input, ctx) method`);

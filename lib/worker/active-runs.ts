@@ -53,10 +53,10 @@ export class ActiveRuns {
   whenOneFinishes(timeoutMs: number): Promise<void> {
     return new Promise((resolve) => {
       const timer = setTimeout(done, timeoutMs);
-      const self = this;
+      const forget = (waiter: () => void) => (this.waiters = this.waiters.filter((w) => w !== waiter));
       function done() {
         clearTimeout(timer);
-        self.waiters = self.waiters.filter((w) => w !== done);
+        forget(done);
         resolve();
       }
       this.waiters.push(done);

@@ -3,6 +3,9 @@ import { EventEmitter } from 'node:events';
 import { ThrottledLog } from '../util/throttled-log';
 import type { RunEventMap } from '../interfaces/run.events';
 
+/** Any event's listener, as a key of the per-listener maps. */
+type AnyListener = (...args: never[]) => unknown;
+
 /**
  * In-process events of this process's worker (see {@link RunEventMap}), emitted after what they
  * report is committed in Redis — the claim for `active`, the outcome for the others (a listener
@@ -17,9 +20,9 @@ export class RunEvents {
   private readonly emitter = new EventEmitter().setMaxListeners(0);
   private readonly logger = new Logger('Sluice');
   /** How a failing listener is named in the warning (an `@OnWorkflowEvent` method: `Class.method`). */
-  private readonly labels = new WeakMap<Function, string>();
+  private readonly labels = new WeakMap<AnyListener, string>();
   /** Failure lines of each listener, throttled (see listenerFailed). */
-  private readonly failureLogs = new WeakMap<Function, ThrottledLog>();
+  private readonly failureLogs = new WeakMap<AnyListener, ThrottledLog>();
 
   /** Adds a listener; returns a function that removes it. */
   on<E extends keyof RunEventMap>(event: E, listener: (...args: RunEventMap[E]) => void): () => void {
@@ -30,7 +33,7 @@ export class RunEvents {
   /** @internal `on`, with the name a failure warning gives the listener (see WorkflowEventExplorer). */
   onLabelled<E extends keyof RunEventMap>(event: E, listener: (...args: RunEventMap[E]) => unknown, label: string): () => void {
     this.labels.set(listener, label);
-    return this.on(event, listener as (...args: RunEventMap[E]) => void);
+    return this.on(event, listener);
   }
 
   /** @internal Whether anyone listens, so the hot path builds no payload for nobody. */
@@ -43,7 +46,7 @@ export class RunEvents {
     if (this.emitter.listenerCount(event) === 0) return;
     // Not emitter.emit(), which stops at the first listener that throws. rawListeners() is a copy,
     // so (as with emit()) a listener added or removed meanwhile only counts from the next event.
-    for (const listener of this.emitter.rawListeners(event)) {
+    for (const listener of this.emitter.rawListeners(event) as AnyListener[]) {
       try {
         const returned: unknown = Reflect.apply(listener, this.emitter, args);
         // An async listener's rejection would otherwise be unhandled, which can end the process.
@@ -55,7 +58,7 @@ export class RunEvents {
   }
 
   /** A listener's bug must not fail a run whose outcome is already committed: it is only logged. */
-  private listenerFailed(event: keyof RunEventMap, error: unknown, listener: Function): void {
+  private listenerFailed(event: keyof RunEventMap, error: unknown, listener: AnyListener): void {
     try {
       const label = this.labels.get(listener);
       const who = label ? `The @OnWorkflowEvent('${event}') handler ${label}` : `A RunEvents "${event}" listener`;

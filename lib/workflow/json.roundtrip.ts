@@ -2,6 +2,7 @@ import { decodePayload, encodePayload } from '../redis/payload.codec';
 
 /** What a value with a `toJSON()` method is written as (a `Date`'s is a `string`). */
 interface HasToJSON<R> {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- matches every toJSON signature (Date's takes a key); public type (API report)
   toJSON(...args: any[]): R;
 }
 
@@ -10,6 +11,7 @@ interface HasToJSON<R> {
  * step or run result and anywhere inside one, so the type maps them to `never`. A method of a class
  * instance is not an own property and JSON skips it, so methods simply disappear from an object type.
  */
+/* eslint-disable @typescript-eslint/no-explicit-any -- each member matches every value of its kind; public type (API report) */
 type Unrepresentable =
   | bigint
   | symbol
@@ -23,8 +25,10 @@ type Unrepresentable =
   | PromiseLike<any>
   | ArrayBufferView
   | ArrayBuffer;
+/* eslint-enable @typescript-eslint/no-explicit-any */
 
 /** Property values JSON drops with their key (`undefined`), or that are not own data (methods). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- matches every function; public type (API report)
 type Dropped = undefined | symbol | ((...args: any[]) => any);
 
 type IsAny<T> = 0 extends 1 & T ? true : false;
@@ -82,6 +86,7 @@ type JsonifiedValue<T> = T extends string | number | boolean | null | undefined
  * by a decorator: annotate it `Promise<Jsonified<T>>` and return {@link jsonify}`(value)`, or
  * keep step results to plain JSON data (strings rather than `Date`s).
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- Jsonified<any> stays any, so untyped code is not forced to cast; public API
 export type Jsonified<T> = IsAny<T> extends true ? any : unknown extends T ? unknown : JsonifiedValue<T>;
 
 /**

@@ -8,6 +8,7 @@ import type { BackoffOptions } from '../interfaces/backoff.options';
 import type { EventWaitOptions, InvokeCall, InvokeOptions, SignalWaitOptions, WaitOutcome } from './wait.types';
 
 /** A workflow `ctx.invoke` starts: its class or contract (types inferred), or its name. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any contract, whatever its input and output types; public API (API report)
 export type InvokeTarget = WorkflowClass | WorkflowContract<any, any> | string;
 
 /**
@@ -189,11 +190,13 @@ export interface RetentionByCount {
 }
 
 /** The shape every `@Workflow` class has. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- defaults for 'some workflow': unknown would reject run(input: Foo) under strictFunctionTypes and break inference at call sites; public API
 export interface WorkflowInstance<In = any, Out = any> {
   run(input: In, ctx: RunContext<In>): Out | Promise<Out>;
 }
 
 /** A `@Workflow` class, used to enqueue with inferred input and output types. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any class, whatever its constructor takes (Nest injects it); public API
 export type WorkflowClass<In = any, Out = any> = abstract new (...args: any[]) => WorkflowInstance<In, Out>;
 
 /**
@@ -201,14 +204,17 @@ export type WorkflowClass<In = any, Out = any> = abstract new (...args: any[]) =
  * wider) and returns its output. A function-typed property rather than a method, so that the
  * input is checked contravariantly: a `run` that needs more than the contract promises fails.
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any class, whatever its constructor takes (Nest injects it); public API
 export type ContractImplementation<In, Out> = abstract new (...args: any[]) => {
   run: (input: In, ctx: RunContext) => Out | PromiseLike<Out>;
 };
 
 /** Input type of a workflow class (the first parameter of its `run`) or of a contract. */
 export type WorkflowInput<W> =
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any in infer patterns matches every contract and run signature; public API
   W extends WorkflowContract<infer I, any> ? I : W extends abstract new (...args: any[]) => { run(input: infer I, ...rest: any[]): any } ? I : unknown;
 
 /** Output type of a workflow class (the awaited return type of its `run`) or of a contract. */
 export type WorkflowOutput<W> =
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any in infer patterns matches every contract and run signature; public API
   W extends WorkflowContract<any, infer O> ? O : W extends abstract new (...args: any[]) => { run(...args: any[]): infer O } ? Awaited<O> : unknown;

@@ -270,7 +270,6 @@ describe('dashboard in Chromium', () => {
     await page.locator('[data-testid="wf-row"]').first().waitFor();
     const open = await measure(5000);
     const perPage = { commands: open.commands - idle.commands, scripts: open.scripts - idle.scripts };
-    // eslint-disable-next-line no-console
     console.log(`open overview page, polling every 500 ms, 2 workflows: +${perPage.scripts.toFixed(2)} script calls/s, +${perPage.commands.toFixed(1)} Redis commands/s (idle fleet: ${idle.scripts.toFixed(2)} / ${idle.commands.toFixed(1)})`);
     // Two refreshes a second, each one stats call (the background sampler stands down while a page polls).
     expect(perPage.scripts).toBeGreaterThan(1);

@@ -9,7 +9,7 @@ import { deferred, pollUntil } from '../support/workflows';
 /** The fault-injection tools themselves (test/support/redis-process.ts, tcp-proxy.ts). */
 jest.setTimeout(60_000);
 
-const cleanups: Array<() => Promise<unknown> | unknown> = [];
+const cleanups: Array<() => unknown> = [];
 /** QUIT while the server answers; a connection already gone is left alone (ioredis' disconnect would arm a 2 s timer). */
 const closeClient = (client: Redis) => (client.status === 'end' ? undefined : client.quit().catch(() => client.disconnect()));
 afterEach(async () => {

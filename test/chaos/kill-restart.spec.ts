@@ -2,7 +2,7 @@ import Redis from 'ioredis';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, dropNamespace, rawRedis, redisUrl, TestApp, uniqueNamespace } from '../support/app';
 import { auditNamespace, expectConsistent } from '../support/audit';
-import { attemptByKey, commitsKey, despiteMemoKey, execByKey, execCountKey, ThreeStepResult, ThreeStepWorkflow } from './chaos.workflows';
+import { attemptByKey, commitsKey, despiteMemoKey, execByKey, execCountKey, ThreeStepWorkflow } from './chaos.workflows';
 import { ChildWorker } from './child-worker';
 
 /**
@@ -105,7 +105,7 @@ describe('worker processes SIGKILLed and restarted during a drain', () => {
             const at = finished;
             killing = killing.then(() => killOne(at));
           }
-          return result as ThreeStepResult;
+          return result;
         }),
       ),
     );

@@ -5,7 +5,7 @@ import { LocalCluster, MigrateProgress, namespaceOnShard, namespaceSlot, SLOTS, 
 /** The cluster tools themselves (test/support/redis-cluster.ts): formation, key placement, live resharding, failover. */
 jest.setTimeout(30_000);
 
-const cleanups: Array<() => Promise<unknown> | unknown> = [];
+const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });

@@ -53,7 +53,7 @@ async function held(key: string): Promise<string> {
 @Workflow('caps.grp', { groupConcurrency: 1 }) class GroupOfOne { run(input: { key: string }) { return held(input.key); } }
 @Workflow('caps.grp', { groupConcurrency: 3 }) class GroupOfThree { run(input: { key: string }) { return held(input.key); } }
 
-async function nsWork(input: { wf: string }): Promise<void> {
+async function nsWork(_input: { wf: string }): Promise<void> {
   live.enter('ns');
   try {
     await delay(2);

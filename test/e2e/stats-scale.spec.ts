@@ -58,12 +58,12 @@ function countScriptCommands(app: FlowApp, admin: Redis): { calls: ScriptCall[];
   const scripts = app.app.get(LuaScriptsProvider).get();
   const run = scripts.run.bind(scripts) as (...args: unknown[]) => Promise<unknown>;
   const calls: ScriptCall[] = [];
-  const spy = jest.spyOn(scripts, 'run').mockImplementation((async (...args: unknown[]) => {
+  const spy = jest.spyOn(scripts, 'run').mockImplementation(async (...args: unknown[]) => {
     const before = await scriptRunCommands(admin);
     const reply = await run(...args);
     calls.push({ name: String(args[0]), commands: (await scriptRunCommands(admin)) - before });
     return reply;
-  }) as never);
+  });
   return { calls, restore: () => spy.mockRestore() };
 }
 

@@ -370,6 +370,7 @@ describe('without telemetry', () => {
     let isolated!: { lib: typeof import('../../lib'); support: typeof import('../support/app'); loader: typeof import('../../lib/telemetry/otel.loader') };
     jest.isolateModules(() => {
       jest.doMock('@opentelemetry/api', notInstalled);
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- fresh module instances inside jest.isolateModules need a synchronous require
       isolated = { lib: require('../../lib'), support: require('../support/app'), loader: require('../../lib/telemetry/otel.loader') };
     });
     const namespace = uniqueNamespace('otel-absent');

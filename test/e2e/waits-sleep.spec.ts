@@ -85,7 +85,7 @@ class BadArgs {
       ['sleep name with a space', () => ctx.sleep('a b', 10)],
       ['negative duration', () => ctx.sleep('n', -1)],
       ['NaN duration', () => ctx.sleep('n', NaN)],
-      ['unparseable duration', () => ctx.sleep('n', 'soon' as never)],
+      ['unparseable duration', () => ctx.sleep('n', 'soon')],
       ['not a date', () => ctx.sleepUntil('d', '2030-01-01' as never)],
       ['invalid date', () => ctx.sleepUntil('d', new Date('nope'))],
       ['signal timeout -1', () => ctx.waitForSignal('go', { timeout: -1 })],

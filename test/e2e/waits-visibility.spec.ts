@@ -139,7 +139,7 @@ describe('durable waits: visibility', () => {
     const pages: string[][] = [];
     let cursor: string | null | undefined;
     do {
-      const page = await producer.client.listRuns({ workflow: 'wv.waits', state: state as never, limit, order, ...(cursor && { cursor }) });
+      const page = await producer.client.listRuns({ workflow: 'wv.waits', state, limit, order, ...(cursor && { cursor }) });
       for (const run of page.runs) expect({ id: run.id, state: run.state }).toEqual({ id: run.id, state });
       pages.push(page.runs.map((r) => r.id));
       cursor = page.cursor;

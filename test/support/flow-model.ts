@@ -171,7 +171,7 @@ export function checkInvariants(model: FlowModel, prev: Snapshot, next: Snapshot
     };
     if (!state || !expected[state]) fail(`run ${id} has state ${state}`);
     const actual = sorted(places.get(id) ?? []);
-    if (actual.join() !== sorted(expected[state!]).join()) fail(`run ${id} (${state}) is in [${actual}], expected [${expected[state!]}]`);
+    if (actual.join() !== sorted(expected[state!]).join()) fail(`run ${id} (${state}) is in [${actual.join()}], expected [${expected[state!].join()}]`);
   }
 
   // 2. Active counts per level equal the runs active at that level.
@@ -213,8 +213,8 @@ export function checkInvariants(model: FlowModel, prev: Snapshot, next: Snapshot
       if (ready && !room) readyWithoutRoom.push(`${wf}/${g}`);
       if (due > 0 || count(wf, g) > 0) busy[g] = { waiting: due, active: count(wf, g), limit, paused: false };
     }
-    if (w.ready.some((g) => !GROUPS.slice(1).includes(g))) fail(`ready of ${wf} holds [${w.ready}]`);
-    if (sorted(w.groups).join() !== sorted(Object.keys(busy)).join()) fail(`groups of ${wf} is [${w.groups}], expected [${Object.keys(busy)}]`);
+    if (w.ready.some((g) => !GROUPS.slice(1).includes(g))) fail(`ready of ${wf} holds [${w.ready.join()}]`);
+    if (sorted(w.groups).join() !== sorted(Object.keys(busy)).join()) fail(`groups of ${wf} is [${w.groups.join()}], expected [${Object.keys(busy).join()}]`);
     expectedStats.workflows[wf] = {
       waiting: states(wf, 'waiting'), delayed: states(wf, 'delayed'), active: count(wf), limit: cap(next.limits[`wf:${wf}`]),
       groupLimit: cap(next.limits[`wf:${wf}:group`]), completed: states(wf, 'completed'), failed: states(wf, 'failed'), groups: busy,

@@ -197,8 +197,8 @@ export class RedisProcess {
       // Keep the tail only: a long test must not accumulate the whole log.
       this.output = (this.output + chunk.toString()).slice(-20_000);
     };
-    child.stdout!.on('data', collect);
-    child.stderr!.on('data', collect);
+    child.stdout.on('data', collect);
+    child.stderr.on('data', collect);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => fail(new Error(`redis-server on port ${this.port} not ready after ${this.readyTimeoutMs} ms:\n${this.output}`)), this.readyTimeoutMs);
       const onData = () => {
@@ -211,7 +211,7 @@ export class RedisProcess {
       const onError = (error: Error) => fail(new Error(`cannot start redis-server (is it installed?): ${error.message}`));
       const cleanup = () => {
         clearTimeout(timer);
-        child.stdout!.off('data', onData);
+        child.stdout.off('data', onData);
         child.off('exit', onExit);
         child.off('error', onError);
       };
@@ -220,7 +220,7 @@ export class RedisProcess {
         child.kill('SIGKILL');
         reject(error);
       };
-      child.stdout!.on('data', onData);
+      child.stdout.on('data', onData);
       child.once('exit', onExit);
       child.once('error', onError);
     });

@@ -149,7 +149,7 @@ describe('buildEnqueueRequest', () => {
 
 describe('resolveQueueOptions', () => {
   const connection = { url: 'redis://127.0.0.1:1' };
-  const resolve = (extra: Partial<QueueModuleOptions>) => resolveQueueOptions({ connection, ...extra } as QueueModuleOptions);
+  const resolve = (extra: Partial<QueueModuleOptions>) => resolveQueueOptions({ connection, ...extra });
 
   it('fills defaults', () => {
     const resolved = resolve({});

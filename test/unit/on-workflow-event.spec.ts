@@ -35,7 +35,7 @@ describe('@OnWorkflowEvent (metadata and checks, no app)', () => {
     class WithStatic {
       static onDone(): void {}
     }
-    expect(() => decorate(WithStatic, 'onDone', { value: WithStatic.onDone } as never)).toThrow('not the static WithStatic.onDone');
+    expect(() => decorate(WithStatic, 'onDone', { value: WithStatic.onDone })).toThrow('not the static WithStatic.onDone');
   });
 
   it("checks the handler's parameter against the event's payload at compile time", () => {

@@ -160,7 +160,7 @@ describe('AttemptGuard: an attempt that ends before its body is settled', () => 
   it('(control) a body that rejects after settle() is observed', async () => {
     const guard = new AttemptGuard('r2', new LazyAbort());
     const then = jest.fn();
-    const settled = guard.settle({ then } as unknown as PromiseLike<never>);
+    const settled = guard.settle({ then });
     guard.expire(new Error('expired after settle'));
     await expect(settled).rejects.toThrow('expired after settle');
     await new Promise((resolve) => setImmediate(resolve));

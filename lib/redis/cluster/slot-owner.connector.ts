@@ -28,7 +28,9 @@ export function slotOwnerConnector(owner: SlotOwner, tls?: ConnectionOptions): N
       this.connectedBefore = true;
       if (!this.connecting) throw new Error('Connection is closed.');
       const stream = tls ? tlsConnect({ ...tls, host: address.host, port: address.port }) : createConnection({ host: address.host, port: address.port });
-      stream.once('error', (error) => (this.firstError = error));
+      stream.once('error', (error: Error) => {
+        this.firstError = error;
+      });
       this.stream = stream;
       return stream;
     }

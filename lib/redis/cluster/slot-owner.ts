@@ -137,7 +137,7 @@ export class SlotOwner {
     this.asking.add(redis);
     try {
       await redis.connect();
-      return (await redis.cluster('SLOTS')) as unknown[][];
+      return await redis.cluster('SLOTS');
     } finally {
       this.asking.delete(redis);
       redis.disconnect();

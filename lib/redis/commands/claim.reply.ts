@@ -49,7 +49,7 @@ export function parseClaimReply<H = number>(reply: unknown[]): { head: H; claims
     const claim: Claim = { id, workflow, token: String(token), attempt: Number(attempt), failures: Number(failures), input, steps };
     if (timeoutMs) claim.timeoutMs = Number(timeoutMs);
     if (generation !== undefined) claim.generation = Number(generation);
-    if (row.length > 8) addExtras(claim, row as unknown[]);
+    if (row.length > 8) addExtras(claim, row);
     return claim;
   });
   return { head, claims };
