@@ -66,6 +66,7 @@ async function rawGet(origin: string, target: string, headers: Record<string, st
 function pageSegment(): (id: string) => string {
   const source = /const apiSeg = (\(x\) => \{.*\});/.exec(loadAssets().get('dashboard.js')!.body)?.[1];
   if (!source) throw new Error('dashboard.js has no apiSeg: the test cannot build URLs as the page does');
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- deliberate: the test must run the page's own shipped apiSeg, not a copy of it
   return new Function('enc', `return ${source};`)(encodeURIComponent) as (id: string) => string;
 }
 const ACTION = { ...USER, 'content-type': 'application/json', 'x-sluice-csrf': '1' };
