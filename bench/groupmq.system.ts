@@ -52,7 +52,7 @@ export class GroupmqSystem implements BenchSystem {
         committed: () => queue.getCompletedCount(),
         timed: () =>
           timeFirstClaims(jobs, add, async (job) => {
-            const worker = new Worker({ queue, concurrency: 1, handler: async (j) => `ok-${String(j.data)}` });
+            const worker = new Worker({ queue, concurrency: 1, handler: async (j) => `ok-${JSON.stringify(j.data)}` });
             const done = new Promise<void>((resolve) => worker.on('completed', (finished: { id: string }) => finished.id === job.id && resolve()));
             void worker.run();
             await done;

@@ -88,7 +88,7 @@ class SystemProcesses {
 
 /** The systems this machine can measure: one that needs a server it lacks (DBOS without PostgreSQL) is left out, with a line saying so. */
 async function availableOf(systems: BenchSystem[]): Promise<BenchSystem[]> {
-  const reasons = await Promise.all(systems.map((system) => system.unavailable?.()));
+  const reasons = await Promise.all(systems.map(async (system) => system.unavailable?.()));
   reasons.forEach((reason) => reason && console.log(reason));
   return systems.filter((_, i) => !reasons[i]);
 }

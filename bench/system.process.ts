@@ -29,9 +29,9 @@ async function onMessage(message: ToSystem): Promise<void> {
 // The bench is gone (even SIGKILLed): nothing left to report to.
 process.on('disconnect', () => process.exit(1));
 // One run at a time: the bench sends the next only after this one's answer.
-process.on('message', (message: ToSystem) =>
-  onMessage(message).catch(async (error) => {
+process.on('message', (message: ToSystem) => {
+  void onMessage(message).catch(async (error) => {
     await send({ type: 'failed', error: (error as Error).stack ?? String(error) }).catch(() => undefined);
     process.exit(1);
-  }),
-);
+  });
+});

@@ -44,7 +44,7 @@ export class ScheduleDemo {
     this.report.check((await this.client.get(info.lastRunId!))?.state === 'completed', "the schedule's latest run completed");
 
     const paused = await this.client.pauseSchedule(STOCK_REPORT_SCHEDULE);
-    this.logger.log(`pauseSchedule → paused ${paused.paused}, nextFireAt ${paused.nextFireAt}, upcoming [${paused.upcoming.map(utc).join(', ')}], fired ${paused.fired}`);
+    this.logger.log(`pauseSchedule → paused ${paused.paused}, nextFireAt ${utc(paused.nextFireAt)}, upcoming [${paused.upcoming.map(utc).join(', ')}], fired ${paused.fired}`);
     this.report.check(paused.paused && paused.nextFireAt === null && paused.upcoming.length === 0, 'the paused schedule has no next fire time');
 
     // Paused, `fired` is final; with overlap: false each fire waited for the previous run to end.
@@ -79,7 +79,7 @@ export class ScheduleDemo {
     this.report.check(page.schedules.map((s) => s.id).sort().join() === [STOCK_REPORT_SCHEDULE, id].sort().join(), 'the workflow lists its declared and its runtime schedule');
     const removed = await this.client.unschedule(id);
     const gone = await this.client.getSchedule(id);
-    this.logger.log(`unschedule → ${removed}; getSchedule → ${gone}`);
+    this.logger.log(`unschedule → ${removed}; getSchedule → ${JSON.stringify(gone)}`);
     this.report.check(removed && gone === null, 'the runtime schedule was removed');
   }
 

@@ -1,3 +1,4 @@
+import type { Provider } from '@nestjs/common';
 import { RedisConnectionError, RunContext, Workflow } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { uniqueNamespace } from '../support/app';
@@ -45,11 +46,11 @@ describe('run() and the order of its replies', () => {
     await Promise.all(apps.splice(0).map((app) => app.close()));
   });
 
-  async function fleet(producerOptions: object = {}, producerProviders: Function[] = []) {
+  async function fleet(producerOptions: object = {}, producerProviders: Provider[] = []) {
     const namespace = uniqueNamespace('rwr');
     const worker = await appOn(redis.server.url, [KeepNothingWorkflow, PlainWorkflow], { namespace, worker: { concurrency: 4 } });
     apps.push(worker);
-    const producer = await appOn(redis.proxy.url, producerProviders as never[], { namespace, worker: { enabled: false }, ...producerOptions });
+    const producer = await appOn(redis.proxy.url, producerProviders, { namespace, worker: { enabled: false }, ...producerOptions });
     apps.push(producer);
     return { namespace, keys: new RedisKeys('sluice', namespace), worker, producer: producer.client };
   }

@@ -89,18 +89,16 @@ describe('Redis Cluster: waits in flight while the namespace slot moves', () => 
     const worker = await createApp([EchoWorkflow, CompletionClock], { namespace, connection });
     apps.push(worker);
     // 3 s after the move: the waits still pending must be subscribed on the new owner by then.
-    const at3s = new Promise<{ pendingWithoutSubscriber: number; pending: number; source: string[]; target: string[] }>((resolve) =>
-      setTimeout(async () => {
-        const pending = handles.filter((h) => !seenAt.has(h.id)).map((h) => keys.done(h.id));
-        const subscribers = pending.length ? await shardSubscribers(onTarget, pending) : [];
-        resolve({
-          pending: pending.length,
-          pendingWithoutSubscriber: subscribers.filter((n) => n === 0).length,
-          source: await sluiceConnectionNames(onSource, namespace),
-          target: await sluiceConnectionNames(onTarget, namespace),
-        });
-      }, 3_000),
-    );
+    const at3s = new Promise<void>((resolve) => setTimeout(resolve, 3_000)).then(async () => {
+      const pending = handles.filter((h) => !seenAt.has(h.id)).map((h) => keys.done(h.id));
+      const subscribers = pending.length ? await shardSubscribers(onTarget, pending) : [];
+      return {
+        pending: pending.length,
+        pendingWithoutSubscriber: subscribers.filter((n) => n === 0).length,
+        source: await sluiceConnectionNames(onSource, namespace),
+        target: await sluiceConnectionNames(onTarget, namespace),
+      };
+    });
     expect(await waits).toEqual(handles.map((_, n) => n));
     // The worker learns of its commit from the script's reply, the waiter from the publish: over
     // two connections, either may come first. Compare once both are known.

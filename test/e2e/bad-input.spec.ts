@@ -8,6 +8,7 @@ import {
 import { createApp, dropNamespace, rawRedis, TestApp, testConnection, uniqueNamespace } from '../support/app';
 import { namespaceKeys } from '../support/workflows';
 import { rejection } from '../support/rejection';
+import type { ErrorClass } from '../support/error-class';
 
 @Workflow('bad.echo')
 class EchoWorkflow {
@@ -20,7 +21,7 @@ class EchoWorkflow {
 @Workflow('bad.proto')
 class ProtoWorkflow {
   async run(input: Record<string, unknown>): Promise<Record<string, unknown>> {
-    const merged = Object.assign({}, input) as Record<string, unknown>;
+    const merged: Record<string, unknown> = Object.assign({}, input);
     return {
       globalPolluted: ({} as Record<string, unknown>).polluted ?? null,
       inputPolluted: input.polluted ?? null,
@@ -56,7 +57,7 @@ describe('bad input through QueueClient', () => {
   circular.self = circular;
   const longId = 'x'.repeat(201);
 
-  const cases: Array<[string, () => Promise<unknown>, Function]> = [
+  const cases: Array<[string, () => Promise<unknown>, ErrorClass]> = [
     ['unknown workflow name', () => t.client.enqueue('no.such.workflow', {}), UnknownWorkflowError],
     ['unknown workflow name in run()', () => t.client.run('no.such.workflow', {}), UnknownWorkflowError],
     ['unknown workflow name in enqueueMany()', () => t.client.enqueueMany('no.such.workflow', [{ input: {} }]), UnknownWorkflowError],

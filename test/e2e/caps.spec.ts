@@ -6,6 +6,7 @@ import { RedisConnections } from '../../lib/redis/redis.connections';
 import { dropNamespace, rawRedis, uniqueNamespace } from '../support/app';
 import { CapturingLogger, cardinalities, completions, FlowApp, flowKeys, LiveGauge, sample, startFlowApp, within } from '../support/flow';
 import { Gates, pollUntil } from '../support/workflows';
+import type { ErrorClass } from '../support/error-class';
 
 /**
  * Fleet-wide caps live in Redis: written by each worker bootstrap from its code (the latest
@@ -160,7 +161,7 @@ describe('setLimits / getLimits input', () => {
     const spy = jest.spyOn(command.client, 'sendCommand');
     const { client } = producer;
     const wf = 'caps.shared';
-    const cases: Array<[string, () => Promise<unknown>, Function, RegExp]> = [
+    const cases: Array<[string, () => Promise<unknown>, ErrorClass, RegExp]> = [
       ['workflow with a space', () => client.setLimits({ workflow: 'bad name', limit: 2 }), InvalidNameError, /target\.workflow/],
       ['workflow with a colon', () => client.setLimits({ workflow: 'caps:shared', limit: 2 }), InvalidNameError, /target\.workflow/],
       ['empty workflow', () => client.setLimits({ workflow: '', limit: 2 }), InvalidNameError, /target\.workflow/],

@@ -58,6 +58,28 @@ function rawRequest(origin: string, target: string, headers: Record<string, stri
   });
 }
 
+/** The parts of the API's JSON replies these tests read: the wire shape, not lib's in-memory views. */
+interface MessageReply {
+  message: string;
+}
+interface OverviewReply {
+  readOnly: boolean;
+  throughput: { stepMs: number };
+  workflows: Array<{ name: string }>;
+}
+interface RunsReply {
+  runs: Array<{ id: string; error?: unknown }>;
+}
+interface RunReply {
+  run: { input: unknown };
+  timeline: { attempts: Array<{ calls: Array<{ key: string; status: string }> }> };
+}
+
+/** The reply's JSON body, typed as the test expects it (the assertions check it). */
+async function jsonOf<T>(reply: Response | Promise<Response>): Promise<T> {
+  return (await (await reply).json()) as T;
+}
+
 async function rawGet(origin: string, target: string, headers: Record<string, string>): Promise<string> {
   return (await rawRequest(origin, target, headers)).body;
 }
@@ -66,6 +88,7 @@ async function rawGet(origin: string, target: string, headers: Record<string, st
 function pageSegment(): (id: string) => string {
   const source = /const apiSeg = (\(x\) => \{.*\});/.exec(loadAssets().get('dashboard.js')!.body)?.[1];
   if (!source) throw new Error('dashboard.js has no apiSeg: the test cannot build URLs as the page does');
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- deliberate: the test must run the page's own shipped apiSeg, not a copy of it
   return new Function('enc', `return ${source};`)(encodeURIComponent) as (id: string) => string;
 }
 const ACTION = { ...USER, 'content-type': 'application/json', 'x-sluice-csrf': '1' };
@@ -252,20 +275,20 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
     await ok.result({ timeoutMs: 10_000 });
     const bad = await dash.client.enqueue(Fails, {}, { group: 'tenant-a' });
     await expect(bad.result({ timeoutMs: 10_000 })).rejects.toThrow('boom');
-    const overview = await (await fetch(url('/api/overview'), { headers: USER })).json() as any;
-    const echo = overview.workflows.find((w: { name: string }) => w.name === 'dh.echo');
+    const overview = await jsonOf<OverviewReply>(fetch(url('/api/overview'), { headers: USER }));
+    const echo = overview.workflows.find((w) => w.name === 'dh.echo');
     expect(echo).toMatchObject({ completed: 1, failed: 0, paused: false });
     expect(overview.readOnly).toBe(false);
     expect(overview.throughput.stepMs).toBe(5000);
-    const runs = await (await fetch(url('/api/runs?workflow=dh.fails&state=failed'), { headers: USER })).json() as any;
-    expect(runs.runs.map((r: { id: string }) => r.id)).toEqual([bad.id]);
+    const runs = await jsonOf<RunsReply>(fetch(url('/api/runs?workflow=dh.fails&state=failed'), { headers: USER }));
+    expect(runs.runs.map((r) => r.id)).toEqual([bad.id]);
     expect(runs.runs[0].error).toEqual({ name: 'Error', message: 'boom' });
-    const detail = await (await fetch(url(`/api/runs/${encodeURIComponent(ok.id)}`), { headers: USER })).json() as any;
+    const detail = await jsonOf<RunReply>(fetch(url(`/api/runs/${encodeURIComponent(ok.id)}`), { headers: USER }));
     expect(detail.run.input).toEqual({ html: '<script>alert(1)</script>' });
-    expect(detail.timeline.attempts[0].calls.map((c: { key: string; status: string }) => `${c.key}:${c.status}`)).toEqual(['echo#1:ok']);
-    const failed = await (await fetch(url(`/api/runs/${bad.id}`), { headers: USER })).json() as any;
+    expect(detail.timeline.attempts[0].calls.map((c) => `${c.key}:${c.status}`)).toEqual(['echo#1:ok']);
+    const failed = await jsonOf<RunReply>(fetch(url(`/api/runs/${bad.id}`), { headers: USER }));
     expect(failed.timeline.attempts[0].calls[0].status).toBe('failed');
-    const groups = await (await fetch(url('/api/workflows/dh.fails/groups'), { headers: USER })).json() as any;
+    const groups = await jsonOf<unknown>(fetch(url('/api/workflows/dh.fails/groups'), { headers: USER }));
     expect(groups).toMatchObject({ offset: 0, next: null, omitted: 0 });
   });
 
@@ -276,7 +299,7 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
     expect((await fetch(url('/api/workflows/dh.echo/groups?offset=-1'), { headers: USER })).status).toBe(400);
     const retryCompleted = await fetch(url('/api/runs/no-such-run/retry'), { method: 'POST', headers: ACTION, body: '{}' });
     expect(retryCompleted.status).toBe(404);
-    expect((await retryCompleted.json() as any).message).toContain('no-such-run');
+    expect((await jsonOf<MessageReply>(retryCompleted)).message).toContain('no-such-run');
     const badCap = await fetch(url('/api/workflows/dh.echo/limits'), { method: 'POST', headers: ACTION, body: JSON.stringify({ limit: -3 }) });
     expect(badCap.status).toBe(400);
   });
@@ -290,13 +313,13 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
     expect((await dash.client.stats({ workflow: 'dh.echo' })).workflows['dh.echo'].paused).toBe(false);
     const done = await pause({ ...ACTION, origin: dash.origin, 'sec-fetch-site': 'same-origin' });
     expect(done.status).toBe(200);
-    expect((await done.json() as any).message).toMatch(/^Paused dh\.echo/);
+    expect((await jsonOf<MessageReply>(done)).message).toMatch(/^Paused dh\.echo/);
     expect((await dash.client.stats({ workflow: 'dh.echo' })).workflows['dh.echo'].paused).toBe(true);
-    const again = await (await pause(ACTION)).json() as any;
+    const again = await jsonOf<MessageReply>(pause(ACTION));
     expect(again.message).toBe('Nothing changed: dh.echo was already paused');
     const resumed = await fetch(url('/api/workflows/dh.echo/resume'), { method: 'POST', headers: ACTION, body: '{}' });
-    expect((await resumed.json() as any).message).toBe('Resumed dh.echo');
-    const cap = await (await fetch(url('/api/workflows/dh.echo/limits'), { method: 'POST', headers: ACTION, body: JSON.stringify({ group: '*', limit: 4 }) })).json() as any;
+    expect((await jsonOf<MessageReply>(resumed)).message).toBe('Resumed dh.echo');
+    const cap = await jsonOf<MessageReply>(fetch(url('/api/workflows/dh.echo/limits'), { method: 'POST', headers: ACTION, body: JSON.stringify({ group: '*', limit: 4 }) }));
     expect(cap.message).toBe('Cap of every group of dh.echo set to 4 (it was none)');
     expect((await dash.client.getLimits({ workflow: 'dh.echo', group: 'x' })).groupDefault).toBe(4);
   });
@@ -326,7 +349,7 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
   it('is read-only unless actions are enabled', async () => {
     const refused = await fetch(`${readOnly.origin}/ops/queues/api/workflows/dh.echo/pause`, { method: 'POST', headers: ACTION, body: '{}' });
     expect(refused.status).toBe(403);
-    expect((await refused.json() as any).message).toContain('readOnly: false');
+    expect((await jsonOf<MessageReply>(refused)).message).toContain('readOnly: false');
     expect((await readOnly.client.stats({ workflow: 'dh.echo' })).workflows['dh.echo'].paused).toBe(false);
   });
 
@@ -369,13 +392,13 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
     for (const id of ids) {
       const reply = await fetch(url(`/api/runs/${segment(id)}`), { headers: USER });
       expect([id, reply.status]).toEqual([id, 200]);
-      expect((await reply.json() as any).run.input).toEqual({ id });
+      expect((await jsonOf<RunReply>(reply)).run.input).toEqual({ id });
     }
     // The actions take the same URLs: cancel (a finished run: nothing to do) and remove.
     const cancel = await fetch(url(`/api/runs/${segment('..')}/cancel`), { method: 'POST', headers: ACTION, body: '{}' });
-    expect((await cancel.json() as any).message).toBe('Run .. had already finished (completed): nothing to cancel');
+    expect((await jsonOf<MessageReply>(cancel)).message).toBe('Run .. had already finished (completed): nothing to cancel');
     const removed = await fetch(url(`/api/runs/${segment('.')}/remove`), { method: 'POST', headers: ACTION, body: '{}' });
-    expect((await removed.json() as any).message).toBe('Removed run .');
+    expect((await jsonOf<MessageReply>(removed)).message).toBe('Removed run .');
     expect(await dash.client.get('.')).toBeNull();
     expect(await dash.client.get('..')).not.toBeNull();
   });

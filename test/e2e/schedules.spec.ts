@@ -10,6 +10,7 @@ import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, dropNamespace, rawRedis, TestApp, testConnection, uniqueNamespace } from '../support/app';
 import { CapturingLogger } from '../support/flow';
 import { namespaceKeys } from '../support/workflows';
+import type { ErrorClass } from '../support/error-class';
 
 /** Schedule management: the client API, bad input, and the schedules code declares at bootstrap. */
 @Workflow('sch.report')
@@ -153,7 +154,7 @@ describe('schedules: management', () => {
     const hashBefore = await redis.hgetall(new RedisKeys('sluice', ns).schedule('taken'));
     const circular: Record<string, unknown> = {};
     circular.self = circular;
-    const cases: Array<[() => Promise<unknown>, Function, RegExp]> = [
+    const cases: Array<[() => Promise<unknown>, ErrorClass, RegExp]> = [
       [() => client.schedule('s', Report, { cron: '61 * * * *' }), InvalidScheduleError, /opts\.cron: "61 \* \* \* \*" is not a valid cron expression/],
       [() => client.schedule('s', Report, { cron: 'every hour' }), InvalidScheduleError, /opts\.cron: "every hour" has 2 fields/],
       [() => client.schedule('s', Report, { cron: '0 0 30 2 *' }), InvalidScheduleError, /opts\.cron: "0 0 30 2 \*"/],

@@ -45,8 +45,8 @@ class All {
 @Workflow('wce.nest', { attempts: 1 })
 class Nest {
   async run(input: { depth: number }, ctx: RunContext): Promise<number> {
-    if (input.depth === 0) return (await ctx.invoke(Child, { n: 10 })) as number;
-    return ((await ctx.invoke(Nest, { depth: input.depth - 1 })) as number) + 1;
+    if (input.depth === 0) return await ctx.invoke(Child, { n: 10 });
+    return (await ctx.invoke(Nest, { depth: input.depth - 1 })) + 1;
   }
 }
 

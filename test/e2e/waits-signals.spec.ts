@@ -7,6 +7,7 @@ import { RedisConnections } from '../../lib/redis/redis.connections';
 import { auditNamespace, expectConsistent } from '../support/audit';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { Counter, Gates, pollUntil } from '../support/workflows';
+import type { ErrorClass } from '../support/error-class';
 
 /**
  * Signals (QueueClient.signal, ctx.waitForSignal) against the real Redis: delivered to a waiting
@@ -195,7 +196,7 @@ describe('durable waits: signals', () => {
     const { client } = producer;
     const circular: Record<string, unknown> = {};
     circular.self = circular;
-    const cases: Array<[string, () => Promise<unknown>, Function, string | RegExp]> = [
+    const cases: Array<[string, () => Promise<unknown>, ErrorClass, string | RegExp]> = [
       ['an empty run id', () => client.signal('', 'go', 1), InvalidNameError, 'runId'],
       ['a run id with a space', () => client.signal('a b', 'go', 1), InvalidNameError, 'runId'],
       ['a run id with braces', () => client.signal('{x}', 'go', 1), InvalidNameError, 'runId'],

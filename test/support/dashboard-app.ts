@@ -1,4 +1,4 @@
-import type { INestApplication, Provider } from '@nestjs/common';
+import type { INestApplication, ModuleMetadata, Provider } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
@@ -22,7 +22,7 @@ export async function createDashboardApp(
   providers: Provider[],
   queue: Partial<QueueModuleOptions> & { namespace: string },
   dashboard: SluiceDashboardOptions,
-  extra: { imports?: any[]; providers?: Provider[]; controllers?: any[]; host?: string } = {},
+  extra: { imports?: ModuleMetadata['imports']; providers?: Provider[]; controllers?: ModuleMetadata['controllers']; host?: string } = {},
 ): Promise<DashboardApp> {
   const module = await Test.createTestingModule({
     imports: [QueueModule.forRoot({ connection: testConnection(), ...queue }), SluiceDashboardModule.forRoot(dashboard), ...(extra.imports ?? [])],

@@ -7,6 +7,7 @@ import { DEFAULT_MAX_PAYLOAD_BYTES } from '../../lib/interfaces/payload.limits';
 import { checkInteger, toMilliseconds } from '../../lib/util/duration';
 import { checkId, checkName, MAX_ID_LENGTH, MAX_NAME_LENGTH } from '../../lib/util/names';
 import { backoffDelay } from '../../lib/execution/retry.policy';
+import type { ErrorClass } from '../support/error-class';
 
 describe('names', () => {
   it.each(['a', 'order.fulfil', 'A-1_b.c', '9lives', 'x'.repeat(MAX_NAME_LENGTH)])('checkName accepts %p', (name) => {
@@ -101,7 +102,7 @@ describe('buildEnqueueRequest', () => {
     expect(request).toMatchObject({ id: 'order:1', delayMs: 10_000, runAtMs: runAt.getTime(), priority: MAX_PRIORITY, group: 'tenant-1', attempts: 7 });
   });
 
-  const bad: Array<[string, EnqueueOptions, Function]> = [
+  const bad: Array<[string, EnqueueOptions, ErrorClass]> = [
     ['empty id', { id: '' }, InvalidNameError],
     ['overlong id', { id: 'x'.repeat(MAX_ID_LENGTH + 1) }, InvalidNameError],
     ['id with braces', { id: '{x}' }, InvalidNameError],

@@ -322,7 +322,7 @@ describe('decodePayload', () => {
     expect(Object.getPrototypeOf(decoded)).toBe(Object.prototype);
     expect(decoded.polluted).toBeUndefined();
 
-    const merged = Object.assign({}, decoded) as Record<string, unknown>;
+    const merged: Record<string, unknown> = Object.assign({}, decoded);
     expect(merged.polluted).toBeUndefined();
     expect(Object.getPrototypeOf(merged)).toBe(Object.prototype);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
