@@ -3,7 +3,7 @@
   continue: `ctx.continueAsNew(input)` — the run starts afresh under the same id, if the caller
   still holds its lease. In one call: its step memo (every 'step:' field: results, wait outcomes,
   position entries) and its attempts' journals ('tl:' fields) are deleted, its input is replaced,
-  its attempts, failures and stalls go back to 0 and its last error goes, its incarnation 'gen'
+  its attempts, failures, stalls and hand-backs go back to 0 and its last error goes, its incarnation 'gen'
   grows by one (claims carry it, see memoOf in claim.lua), and it gives up its lease and every
   slot, as a release does, to be due again now at the back of its priority (makeDue), so a run
   that loops this way takes its turn like any other. Nothing is published and no finish is
@@ -43,7 +43,7 @@ if not workflow then
 end
 
 -- The memo is bounded by maxRunMemoBytes and the journals by their slots: one bounded read.
-local doomed = { 'error' }
+local doomed = { 'error', 'handbacks' }
 for _, field in ipairs(redis.call('HKEYS', runKey)) do
   local prefix = string.sub(field, 1, 3)
   if prefix == 'ste' and string.sub(field, 1, 5) == 'step:' or prefix == 'tl:' then doomed[#doomed + 1] = field end
