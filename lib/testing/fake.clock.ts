@@ -41,6 +41,7 @@ export class FakeClock {
 
 function toMs(time: Date | number, field: string): number {
   const ms = time instanceof Date ? time.getTime() : time;
-  if (typeof ms !== 'number' || !Number.isFinite(ms)) throw new InvalidOptionError(field, `must be a valid Date or a finite number of ms, got ${String(time)}`);
+  if (typeof ms !== 'number' || !Number.isFinite(ms))
+    throw new InvalidOptionError(field, `must be a valid Date or a finite number of ms, got ${String(time)}`);
   return ms;
 }

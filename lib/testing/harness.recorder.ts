@@ -77,5 +77,7 @@ function appliesTo(fault: StepFault, occurrence: number, attempt: number): boole
 }
 
 function faultError(fault: StepFault, key: string, attempt: number): unknown {
-  return 'error' in fault && fault.error !== undefined ? fault.error : new Error(`Injected failure of step "${key}" on attempt ${attempt} (failStep)`);
+  return 'error' in fault && fault.error !== undefined
+    ? fault.error
+    : new Error(`Injected failure of step "${key}" on attempt ${attempt} (failStep)`);
 }

@@ -24,7 +24,10 @@ export class HarnessWaitPort implements WaitPort, ContinuePort {
   ) {}
 
   async suspend(request: SuspendRequest, room: number, positions: Placed[]): Promise<SuspendReply> {
-    if (request.kind !== 'sleep') throw new SluiceError(`WorkflowHarness cannot run ctx.${request.kind === 'child' ? 'invoke' : request.kind === 'signal' ? 'waitForSignal' : 'waitForEvent'}: test it with SluiceTesting against Redis`);
+    if (request.kind !== 'sleep')
+      throw new SluiceError(
+        `WorkflowHarness cannot run ctx.${request.kind === 'child' ? 'invoke' : request.kind === 'signal' ? 'waitForSignal' : 'waitForEvent'}: test it with SluiceTesting against Redis`,
+      );
     const fresh = positions.filter(({ field, value }) => this.memo.get(field) !== value);
     const bytes = fresh.reduce((sum, { field, value }) => sum + entryBytes(field, value), 0);
     if (bytes > room) return { over: { key: request.entries[0].placed.key, bytes } };

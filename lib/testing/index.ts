@@ -6,7 +6,14 @@ export { SluiceTesting } from './sluice.testing';
 export { WorkflowHarness } from './workflow.harness';
 export { FakeClock } from './fake.clock';
 export type {
-  FailStepOptions, HarnessAttempt, HarnessOptions, HarnessRun, HarnessRunOptions, HarnessScheduleFires, HarnessStepReport, SluiceTestingOptions,
+  FailStepOptions,
+  HarnessAttempt,
+  HarnessOptions,
+  HarnessRun,
+  HarnessRunOptions,
+  HarnessScheduleFires,
+  HarnessStepReport,
+  SluiceTestingOptions,
 } from './harness.types';
 export { jsonify } from '../workflow/json.roundtrip';
 export type { Jsonified } from '../workflow/json.roundtrip';

@@ -38,7 +38,10 @@ export class SluiceTesting {
    * (no `QueueModule`, no Redis), and returns a harness on the workflow instance. Call
    * `harness.close()` at the end to close the context (its providers' shutdown hooks run).
    */
-  static async create<C extends WorkflowClass>(workflow: C, options: SluiceTestingOptions = {}): Promise<WorkflowHarness<WorkflowInput<C>, WorkflowOutput<C>>> {
+  static async create<C extends WorkflowClass>(
+    workflow: C,
+    options: SluiceTestingOptions = {},
+  ): Promise<WorkflowHarness<WorkflowInput<C>, WorkflowOutput<C>>> {
     const { providers = [], imports = [], ...harnessOptions } = options;
     if (!Array.isArray(providers)) throw new InvalidOptionError('providers', 'must be an array of Nest providers');
     class SluiceTestingModule {}
@@ -59,7 +62,10 @@ export class SluiceTesting {
    * `Test.createTestingModule(…).compile()`, or `new OrderWorkflow(fakeBilling)`.
    * @throws WorkflowDefinitionError if its class has no `@Workflow` or no `run` method
    */
-  static harness<W extends WorkflowInstance>(instance: W, options: HarnessOptions = {}): WorkflowHarness<InstanceInput<W>, InstanceOutput<W>> {
+  static harness<W extends WorkflowInstance>(
+    instance: W,
+    options: HarnessOptions = {},
+  ): WorkflowHarness<InstanceInput<W>, InstanceOutput<W>> {
     return new WorkflowHarness<InstanceInput<W>, InstanceOutput<W>>(instance, options);
   }
 
@@ -74,7 +80,8 @@ export class SluiceTesting {
     const tz = schedule.tz === undefined ? undefined : canonicalTimeZone(schedule.tz, 'schedule.tz');
     const afterMs = after instanceof Date ? after.getTime() : after;
     if (!Number.isFinite(afterMs)) throw new InvalidOptionError('after', `must be a valid Date or ms, got ${String(after)}`);
-    if (!Number.isInteger(count) || count < 1 || count > 1_000) throw new InvalidOptionError('count', `must be an integer 1–1000, got ${count}`);
+    if (!Number.isInteger(count) || count < 1 || count > 1_000)
+      throw new InvalidOptionError('count', `must be an integer 1–1000, got ${count}`);
     return occurrencesAfter({ cron: schedule.cron.trim(), tz, seed: id }, afterMs, count).map((ms) => new Date(ms));
   }
 }
