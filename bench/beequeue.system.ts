@@ -1,6 +1,16 @@
 import BeeQueue from 'bee-queue';
 import { randomUUID } from 'node:crypto';
-import { BenchSystem, completionCounter, inBatches, inParallel, isRoundtrip, PreparedRun, ScenarioName, timeFirstClaims, timeRoundTrips } from './bench.types';
+import {
+  BenchSystem,
+  completionCounter,
+  inBatches,
+  inParallel,
+  isRoundtrip,
+  PreparedRun,
+  ScenarioName,
+  timeFirstClaims,
+  timeRoundTrips,
+} from './bench.types';
 
 /**
  * bee-queue 2 as its README sets it up: producer queues with `isWorker: false` (and
@@ -41,12 +51,23 @@ export class BeeQueueSystem implements BenchSystem {
       const producer = open(names[0], { isWorker: false, getEvents: false });
       await producer.ready();
       const inFlight = scenario === 'enqueue-c50' ? 50 : 1;
-      return { cleanup, committed: () => health('waiting'), timed: async () => (await inParallel(jobs, inFlight, (i) => producer.createJob(i).save()), {}) };
+      return {
+        cleanup,
+        committed: () => health('waiting'),
+        timed: async () => (await inParallel(jobs, inFlight, (i) => producer.createJob(i).save()), {}),
+      };
     }
     if (scenario === 'enqueue-batch') {
       const producer = open(names[0], { isWorker: false, getEvents: false });
       await producer.ready();
-      return { cleanup, committed: () => health('waiting'), timed: async () => (await inBatches(jobs, (from, count) => producer.saveAll(Array.from({ length: count }, (_, k) => producer.createJob(from + k)))), {}) };
+      return {
+        cleanup,
+        committed: () => health('waiting'),
+        timed: async () => (
+          await inBatches(jobs, (from, count) => producer.saveAll(Array.from({ length: count }, (_, k) => producer.createJob(from + k)))),
+          {}
+        ),
+      };
     }
 
     if (scenario === 'first-claim') {

@@ -2,7 +2,21 @@
  * The scenarios of `npm run bench` (see README "Performance"). sleep-between-steps is last: its
  * runs are the only ones that suspend, and it leaves nothing behind that could slow the others.
  */
-export const SCENARIOS = ['drain-c1', 'drain-c50', 'drain-c50-3steps', 'drain-c50-10groups', 'roundtrip', 'roundtrip-c1', 'enqueue-seq', 'enqueue-c50', 'enqueue-batch', 'sleep-between-steps', 'memory', 'backlog', 'first-claim'] as const;
+export const SCENARIOS = [
+  'drain-c1',
+  'drain-c50',
+  'drain-c50-3steps',
+  'drain-c50-10groups',
+  'roundtrip',
+  'roundtrip-c1',
+  'enqueue-seq',
+  'enqueue-c50',
+  'enqueue-batch',
+  'sleep-between-steps',
+  'memory',
+  'backlog',
+  'first-claim',
+] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 /** Jobs per run when `--jobs` is not given: sized so a full run stays well under 10 minutes on 2 cores. */
@@ -70,7 +84,11 @@ export function completionCounter(jobs: number): { tick: () => void; all: Promis
  * bootstrapping the worker app, which starts its workers and runs migrate()) to that job's result.
  * Each sample is one cold worker start.
  */
-export async function timeFirstClaims<J>(jobs: number, enqueue: (i: number) => Promise<J>, startWorkerFor: (job: J) => Promise<() => Promise<void>>): Promise<{ latency: Latency }> {
+export async function timeFirstClaims<J>(
+  jobs: number,
+  enqueue: (i: number) => Promise<J>,
+  startWorkerFor: (job: J) => Promise<() => Promise<void>>,
+): Promise<{ latency: Latency }> {
   const samples: number[] = [];
   for (let i = 0; i < jobs; i++) {
     const job = await enqueue(i);

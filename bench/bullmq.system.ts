@@ -1,6 +1,16 @@
 import { Job, Queue, QueueEvents, Worker } from 'bullmq';
 import { randomUUID } from 'node:crypto';
-import { BenchSystem, completionCounter, inBatches, inParallel, isRoundtrip, PreparedRun, ScenarioName, timeFirstClaims, timeRoundTrips } from './bench.types';
+import {
+  BenchSystem,
+  completionCounter,
+  inBatches,
+  inParallel,
+  isRoundtrip,
+  PreparedRun,
+  ScenarioName,
+  timeFirstClaims,
+  timeRoundTrips,
+} from './bench.types';
 
 /** BullMQ as its docs set it up: one Queue per queue name, Worker with `concurrency`, QueueEvents for waiting. */
 export class BullmqSystem implements BenchSystem {
@@ -33,7 +43,16 @@ export class BullmqSystem implements BenchSystem {
       return { cleanup, committed: queued, timed: async () => (await inParallel(jobs, inFlight, (i) => queues[0].add('echo', i)), {}) };
     }
     if (scenario === 'enqueue-batch') {
-      return { cleanup, committed: queued, timed: async () => (await inBatches(jobs, (from, count) => queues[0].addBulk(Array.from({ length: count }, (_, k) => ({ name: 'echo', data: from + k })))), {}) };
+      return {
+        cleanup,
+        committed: queued,
+        timed: async () => (
+          await inBatches(jobs, (from, count) =>
+            queues[0].addBulk(Array.from({ length: count }, (_, k) => ({ name: 'echo', data: from + k }))),
+          ),
+          {}
+        ),
+      };
     }
 
     if (scenario === 'first-claim') {
@@ -44,17 +63,24 @@ export class BullmqSystem implements BenchSystem {
         cleanup,
         committed: completedCount,
         timed: () =>
-          timeFirstClaims(jobs, (i) => queues[0].add('echo', i), async (job) => {
-            const worker = new Worker(queues[0].name, async (j: Job) => `ok-${j.data}`, { connection });
-            await job.waitUntilFinished(events);
-            return () => worker.close();
-          }),
+          timeFirstClaims(
+            jobs,
+            (i) => queues[0].add('echo', i),
+            async (job) => {
+              const worker = new Worker(queues[0].name, async (j: Job) => `ok-${j.data}`, { connection });
+              await job.waitUntilFinished(events);
+              return () => worker.close();
+            },
+          ),
       };
     }
     if (isRoundtrip(scenario)) {
       const events = new QueueEvents(queues[0].name, { connection });
       const worker = new Worker(queues[0].name, async (job: Job) => `ok-${job.data}`, { connection });
-      closers.push(() => worker.close(), () => events.close());
+      closers.push(
+        () => worker.close(),
+        () => events.close(),
+      );
       await Promise.all([events.waitUntilReady(), worker.waitUntilReady()]);
       await (await queues[0].add('echo', -1)).waitUntilFinished(events);
       return {
@@ -66,7 +92,9 @@ export class BullmqSystem implements BenchSystem {
 
     // Drains: pre-fill (untimed), then time worker start → N completions (the 'completed' event fires after moveToFinished commits).
     let chunks = 0;
-    await inBatches(jobs, (from, count) => queues[chunks++ % queueCount].addBulk(Array.from({ length: count }, (_, k) => ({ name: 'echo', data: from + k }))));
+    await inBatches(jobs, (from, count) =>
+      queues[chunks++ % queueCount].addBulk(Array.from({ length: count }, (_, k) => ({ name: 'echo', data: from + k }))),
+    );
     const steps = scenario === 'drain-c50-3steps';
     const processor = async (job: Job) => {
       if (steps) {

@@ -16,7 +16,16 @@ const machine = (runs: ClusterRunResult[]) => {
  * whole machine.
  */
 export function printClusterTable({ results, masters }: ClusterReport): void {
-  const header = ['cluster scenario', 'sluice ops/s best (median)', 'vs single-1ns', 'redis µs/job by node', 'redis µs/job all nodes', 'cmds/job by node', 'worker µs/job', 'cores busy run / machine'];
+  const header = [
+    'cluster scenario',
+    'sluice ops/s best (median)',
+    'vs single-1ns',
+    'redis µs/job by node',
+    'redis µs/job all nodes',
+    'cmds/job by node',
+    'worker µs/job',
+    'cores busy run / machine',
+  ];
   const rows = [header];
   const ok = (variant: string) => results.filter((r) => r.variant === variant && r.opsPerSec !== undefined);
   const best = (runs: ClusterRunResult[]) => (runs.length ? Math.max(...runs.map((r) => r.opsPerSec!)) : undefined);
@@ -29,7 +38,9 @@ export function printClusterTable({ results, masters }: ClusterReport): void {
     }
     const top = best(runs)!;
     const perNode = (value: (n: NonNullable<ClusterRunResult['nodes']>[number]) => number) =>
-      runs[0].nodes!.map((node, i) => (node.jobs ? fmt(median(runs.map((r) => value(r.nodes![i]) / r.nodes![i].jobs)), 1) : '-')).join(' · ');
+      runs[0]
+        .nodes!.map((node, i) => (node.jobs ? fmt(median(runs.map((r) => value(r.nodes![i]) / r.nodes![i].jobs)), 1) : '-'))
+        .join(' · ');
     rows.push([
       variant,
       `${fmt(top)} (${fmt(median(runs.map((r) => r.opsPerSec!)))})`,

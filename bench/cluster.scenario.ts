@@ -102,10 +102,16 @@ export async function runClusterScenario(single: LocalRedis, jobs: number, repea
     const plans: Record<ClusterVariant, { connection: QueueModuleOptions['connection']; observed: Node[]; shares: Share[] }> = {
       'single-1ns': { connection: { url: single.url }, observed: [server], shares: [{ node: server, namespace: namespaces[0], jobs }] },
       'cluster-1ns': { connection: onCluster, observed: shards, shares: [{ node: shards[0], namespace: namespaces[0], jobs }] },
-      'cluster-3ns': { connection: onCluster, observed: shards, shares: shards.map((node, i) => ({ node, namespace: namespaces[i], jobs: split(i) })) },
+      'cluster-3ns': {
+        connection: onCluster,
+        observed: shards,
+        shares: shards.map((node, i) => ({ node, namespace: namespaces[i], jobs: split(i) })),
+      },
     };
     const report: ClusterReport = { masters, namespaces, loadAverage: loadavg(), results: [] };
-    console.log(`\nCluster: 3 masters on ${masters.join(', ')}; namespaces ${namespaces.join(', ')}; load average ${report.loadAverage.map((l) => l.toFixed(2)).join(' ')}`);
+    console.log(
+      `\nCluster: 3 masters on ${masters.join(', ')}; namespaces ${namespaces.join(', ')}; load average ${report.loadAverage.map((l) => l.toFixed(2)).join(' ')}`,
+    );
     // Untimed: forks the workers and warms their JIT, so that repeat 1 does not pay for cold processes.
     for (const variant of CLUSTER_VARIANTS) {
       if (isStopping()) return report;
@@ -156,11 +162,21 @@ async function measure(
     await withTimeout(Promise.all(workers.map((w) => w.next('closed'))), `${variant} worker close`);
     for (const share of shares) {
       const committed = await countRunsOn(share.node.admin, share.namespace, 'completed');
-      if (committed !== share.jobs) return { ...base, error: `correctness check failed: ${committed} of ${share.jobs} jobs committed in ${share.namespace} on ${share.node.name}` };
+      if (committed !== share.jobs)
+        return {
+          ...base,
+          error: `correctness check failed: ${committed} of ${share.jobs} jobs committed in ${share.namespace} on ${share.node.name}`,
+        };
     }
     const nodes = observed.map((node, i) => {
       const mine = shares.filter((s) => s.node === node);
-      return { node: node.name, port: node.port, namespaces: mine.map((s) => s.namespace), jobs: mine.reduce((a, s) => a + s.jobs, 0), cost: costBetween(before[i], after[i]) };
+      return {
+        node: node.name,
+        port: node.port,
+        namespaces: mine.map((s) => s.namespace),
+        jobs: mine.reduce((a, s) => a + s.jobs, 0),
+        cost: costBetween(before[i], after[i]),
+      };
     });
     const workerCpuMicros = done.reduce((a, d) => a + d.cpuMicros, 0);
     const redisCpuMicros = nodes.reduce((a, n) => a + n.cost.cpuMicros, 0);

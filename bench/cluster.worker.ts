@@ -10,10 +10,7 @@ import { benchModule, CompletionCounter, EchoWorkflow, start } from './sluice.sy
 
 export type ToWorker = { type: 'fill'; connection: QueueModuleOptions['connection']; namespace: string; jobs: number } | { type: 'go' };
 export type FromWorker =
-  | { type: 'filled' }
-  | { type: 'done'; bootMs: number; cpuMicros: number }
-  | { type: 'closed' }
-  | { type: 'failed'; error: string };
+  { type: 'filled' } | { type: 'done'; bootMs: number; cpuMicros: number } | { type: 'closed' } | { type: 'failed'; error: string };
 
 const send = (message: FromWorker) => new Promise<void>((resolve) => process.send!(message, undefined, {}, () => resolve()));
 
@@ -30,7 +27,10 @@ async function run(fill: Extract<ToWorker, { type: 'fill' }>): Promise<void> {
   const producer = await start(benchModule(connection, namespace, [EchoWorkflow], { enabled: false }));
   const client = producer.get(QueueClient);
   for (let i = 0; i < jobs; i += 1_000) {
-    await client.enqueueMany(EchoWorkflow, Array.from({ length: Math.min(1_000, jobs - i) }, (_, k) => ({ input: i + k })));
+    await client.enqueueMany(
+      EchoWorkflow,
+      Array.from({ length: Math.min(1_000, jobs - i) }, (_, k) => ({ input: i + k })),
+    );
   }
   await producer.close();
   await send({ type: 'filled' });

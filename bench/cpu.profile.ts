@@ -17,7 +17,11 @@ export async function profiled<T>(dir: string | undefined, name: string, timed: 
     new Promise<unknown>((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))));
   await post('Profiler.enable');
   await post('HeapProfiler.enable');
-  await post('HeapProfiler.startSampling', { samplingInterval: 16_384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  await post('HeapProfiler.startSampling', {
+    samplingInterval: 16_384,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
   await post('Profiler.start');
   try {
     return await timed();

@@ -44,7 +44,9 @@ async function onServer<T>(url: string, use: (client: Client) => Promise<T>): Pr
 
 /** Successful workflows of the bench's queue (DBOS's system table). */
 async function succeeded(client: Client): Promise<number> {
-  const { rows } = await client.query(`SELECT count(*) AS n FROM dbos.workflow_status WHERE queue_name = $1 AND status = 'SUCCESS'`, [QUEUE]);
+  const { rows } = await client.query(`SELECT count(*) AS n FROM dbos.workflow_status WHERE queue_name = $1 AND status = 'SUCCESS'`, [
+    QUEUE,
+  ]);
   return Number(rows[0].n);
 }
 
@@ -58,7 +60,9 @@ export class DbosSystem implements BenchSystem {
   readonly name = 'dbos';
 
   noEquivalent(scenario: ScenarioName): string | undefined {
-    return scenario === 'drain-c50-3steps' ? undefined : 'dbos: measured on durable 3-step runs only (a workflow engine on PostgreSQL, not a Redis queue)';
+    return scenario === 'drain-c50-3steps'
+      ? undefined
+      : 'dbos: measured on durable 3-step runs only (a workflow engine on PostgreSQL, not a Redis queue)';
   }
 
   jobsFor(_scenario: ScenarioName, jobs: number): number {
@@ -80,7 +84,13 @@ export class DbosSystem implements BenchSystem {
       await client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`);
       await client.query(`CREATE DATABASE ${DATABASE}`);
     });
-    DBOS.setConfig({ name: 'sluice-bench', applicationVersion: '0.1.0', systemDatabaseUrl: databaseUrl(), logLevel: 'error', runAdminServer: false });
+    DBOS.setConfig({
+      name: 'sluice-bench',
+      applicationVersion: '0.1.0',
+      systemDatabaseUrl: databaseUrl(),
+      logLevel: 'error',
+      runAdminServer: false,
+    });
     const workflow = DBOS.registerWorkflow(threeSteps, { name: 'threeSteps' });
     await DBOS.launch();
     // Pre-fill (untimed): enqueued on a queue no process listens to yet, so they stay ENQUEUED.

@@ -26,7 +26,14 @@ export class FloorSystem implements BenchSystem {
         note: 'floor: one RPUSH of 1,000 values per batch',
         cleanup,
         committed: async () => done,
-        timed: async () => (await inBatches(jobs, async (from, count) => void (await redis.rpush('floor:batch', ...Array.from({ length: count }, (_, k) => from + k)), (done += count))), {}),
+        timed: async () => (
+          await inBatches(
+            jobs,
+            async (from, count) =>
+              void (await redis.rpush('floor:batch', ...Array.from({ length: count }, (_, k) => from + k)), (done += count)),
+          ),
+          {}
+        ),
       };
     }
     if (!isDrain(scenario) || scenario === 'drain-c1') {

@@ -1,7 +1,16 @@
 import { Queue, Worker } from 'groupmq';
 import IORedis from 'ioredis';
 import { randomUUID } from 'node:crypto';
-import { BenchSystem, completionCounter, inParallel, isRoundtrip, PreparedRun, ScenarioName, timeFirstClaims, timeRoundTrips } from './bench.types';
+import {
+  BenchSystem,
+  completionCounter,
+  inParallel,
+  isRoundtrip,
+  PreparedRun,
+  ScenarioName,
+  timeFirstClaims,
+  timeRoundTrips,
+} from './bench.types';
 
 /** Groups the drains spread their jobs over: groupmq runs one job per group at a time, so a drain at 50 needs at least 50. */
 const DRAIN_GROUPS = 100;
@@ -24,7 +33,11 @@ export class GroupmqSystem implements BenchSystem {
 
   async prepare(scenario: ScenarioName, jobs: number, url: string): Promise<PreparedRun> {
     const redis = new IORedis(url, { maxRetriesPerRequest: null });
-    const queue = new Queue<number | { n: number; step: string }>({ redis, namespace: `bench-${randomUUID().slice(0, 8)}`, keepCompleted: jobs + 10 });
+    const queue = new Queue<number | { n: number; step: string }>({
+      redis,
+      namespace: `bench-${randomUUID().slice(0, 8)}`,
+      keepCompleted: jobs + 10,
+    });
     const workers: Worker<number | { n: number; step: string }>[] = [];
     const cleanup = async () => {
       await Promise.all(workers.map((worker) => worker.close(5_000).catch(() => undefined)));
@@ -36,7 +49,11 @@ export class GroupmqSystem implements BenchSystem {
 
     if (scenario === 'enqueue-seq' || scenario === 'enqueue-c50') {
       const inFlight = scenario === 'enqueue-c50' ? 50 : 1;
-      return { cleanup, committed: async () => (await queue.getJobCounts()).waiting, timed: async () => (await inParallel(jobs, inFlight, add), {}) };
+      return {
+        cleanup,
+        committed: async () => (await queue.getJobCounts()).waiting,
+        timed: async () => (await inParallel(jobs, inFlight, add), {}),
+      };
     }
 
     const start = (concurrency: number, handler: (job: { id: string; data: unknown }) => Promise<unknown>) => {
@@ -53,7 +70,9 @@ export class GroupmqSystem implements BenchSystem {
         timed: () =>
           timeFirstClaims(jobs, add, async (job) => {
             const worker = new Worker({ queue, concurrency: 1, handler: async (j) => `ok-${JSON.stringify(j.data)}` });
-            const done = new Promise<void>((resolve) => worker.on('completed', (finished: { id: string }) => finished.id === job.id && resolve()));
+            const done = new Promise<void>((resolve) =>
+              worker.on('completed', (finished: { id: string }) => finished.id === job.id && resolve()),
+            );
             void worker.run();
             await done;
             return () => worker.close(5_000);

@@ -31,7 +31,8 @@ function parseArgs(argv: string[]) {
   };
   const scenario = value('--scenario');
   const cluster = scenario === CLUSTER_SCENARIO;
-  if (scenario && !cluster && !SCENARIOS.includes(scenario as ScenarioName)) throw new Error(`unknown scenario ${scenario}; one of ${[...SCENARIOS, CLUSTER_SCENARIO].join(', ')}`);
+  if (scenario && !cluster && !SCENARIOS.includes(scenario as ScenarioName))
+    throw new Error(`unknown scenario ${scenario}; one of ${[...SCENARIOS, CLUSTER_SCENARIO].join(', ')}`);
   return {
     scenarios: cluster ? [] : scenario ? [scenario as ScenarioName] : [...SCENARIOS],
     cluster: cluster || (!scenario && !argv.includes('--no-cluster')),
@@ -122,9 +123,20 @@ async function main(): Promise<void> {
           const systemJobs = system.jobsFor?.(scenario, jobs) ?? jobs;
           const result = noEquivalent
             ? { scenario, system: system.name, repeat, jobs: systemJobs, noEquivalent }
-            : await children.measure({ system: system.name, scenario, jobs: systemJobs, repeat, url: redis.url, profileDir, compactRecords: args.compactRecords });
+            : await children.measure({
+                system: system.name,
+                scenario,
+                jobs: systemJobs,
+                repeat,
+                url: redis.url,
+                profileDir,
+                compactRecords: args.compactRecords,
+              });
           results.push(result);
-          const shown = result.noEquivalent ?? result.error ?? `${Math.round(result.opsPerSec!)} ops/s${result.latency ? `, mean ${result.latency.meanMs.toFixed(3)} ms` : ''}`;
+          const shown =
+            result.noEquivalent ??
+            result.error ??
+            `${Math.round(result.opsPerSec!)} ops/s${result.latency ? `, mean ${result.latency.meanMs.toFixed(3)} ms` : ''}`;
           console.log(`  ${scenario.padEnd(19)} #${repeat} ${system.name.padEnd(7)} ${shown}`);
         }
       }

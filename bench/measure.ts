@@ -24,7 +24,15 @@ export interface RunResult {
  * rate), the timed part (profiled into `profileDir` if given), the correctness count and the
  * Redis cost of the timed part. Runs in the system's own process (system.process.ts).
  */
-export async function measure(system: BenchSystem, scenario: ScenarioName, jobs: number, repeat: number, url: string, admin: Redis, profileDir?: string): Promise<RunResult> {
+export async function measure(
+  system: BenchSystem,
+  scenario: ScenarioName,
+  jobs: number,
+  repeat: number,
+  url: string,
+  admin: Redis,
+  profileDir?: string,
+): Promise<RunResult> {
   const base = { scenario, system: system.name, repeat, jobs };
   await admin.flushall(); // the benchmark's own private server: every run starts from empty
   let prepared: PreparedRun | undefined;
@@ -38,11 +46,16 @@ export async function measure(system: BenchSystem, scenario: ScenarioName, jobs:
     const waitingBytes = memory ? (await usedMemory(admin)) - empty : 0;
     const before = await snapshot(admin);
     const started = performance.now();
-    const { latency, details } = await withTimeout(profiled(profileDir, `${scenario}-${system.name}-${repeat}`, () => prepared!.timed()), `${system.name} ${scenario}`, runTimeoutMs(jobs));
+    const { latency, details } = await withTimeout(
+      profiled(profileDir, `${scenario}-${system.name}-${repeat}`, () => prepared!.timed()),
+      `${system.name} ${scenario}`,
+      runTimeoutMs(jobs),
+    );
     const elapsedMs = performance.now() - started;
     const cost = costBetween(before, await snapshot(admin));
     const committed = await prepared.committed();
-    if (committed !== jobs) return { ...base, note: prepared.note, error: `correctness check failed: ${committed} of ${jobs} jobs committed` };
+    if (committed !== jobs)
+      return { ...base, note: prepared.note, error: `correctness check failed: ${committed} of ${jobs} jobs committed` };
     const probed = memory
       ? { enqueuePerSec, waitingBytesPerRun: waitingBytes / jobs, completedBytesPerRun: ((await usedMemory(admin)) - empty) / jobs }
       : prepared.probe

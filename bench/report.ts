@@ -30,7 +30,8 @@ function summarise(results: RunResult[]): Summary | undefined {
   };
 }
 
-export const fmt = (n: number | undefined, digits = 0) => (n === undefined ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+export const fmt = (n: number | undefined, digits = 0) =>
+  n === undefined ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 /** The queues Sluice is measured against, in the table's column order; `floor` is a raw-Redis floor, not a peer. */
 const PEERS = ['bullmq', 'beequeue', 'groupmq'];
@@ -41,14 +42,23 @@ export function printTable(results: RunResult[]): void {
   const systems = ['sluice', ...PEERS, 'floor'];
   const short = (system: string) => ({ sluice: 'S', bullmq: 'B', beequeue: 'bq', groupmq: 'g' })[system] ?? system;
   const header = [
-    'scenario', 'sluice ops/s best (median)', ...PEERS, 'floor', ...PEERS.map((peer) => `sluice/${peer}`), 'sluice/best peer', 'sluice/floor',
+    'scenario',
+    'sluice ops/s best (median)',
+    ...PEERS,
+    'floor',
+    ...PEERS.map((peer) => `sluice/${peer}`),
+    'sluice/best peer',
+    'sluice/floor',
     // One real column per system (a cell holding ' | ' broke the Markdown table's column count).
-    ...systems.slice(0, -1).map((system) => `redis µs/job ${short(system)}`), ...systems.slice(0, -1).map((system) => `cmds/job ${short(system)}`),
+    ...systems.slice(0, -1).map((system) => `redis µs/job ${short(system)}`),
+    ...systems.slice(0, -1).map((system) => `cmds/job ${short(system)}`),
   ];
   const rows = [header];
   const notes = new Set<string>();
   for (const scenario of scenarios) {
-    const summaries = new Map(systems.map((system) => [system, summarise(results.filter((r) => r.scenario === scenario && r.system === system))]));
+    const summaries = new Map(
+      systems.map((system) => [system, summarise(results.filter((r) => r.scenario === scenario && r.system === system))]),
+    );
     summaries.forEach((x) => x?.note && notes.add(`${scenario}: ${x.note}`));
     // A system without an equivalent of the scenario was not run (not emulated): said so, not 'error'.
     const missing = (system: string) => results.find((r) => r.scenario === scenario && r.system === system && r.noEquivalent);
@@ -66,11 +76,20 @@ export function printTable(results: RunResult[]): void {
     const byLatency = scenario === 'first-claim';
     const ratio = (c?: Summary) => (s && c ? `${(byLatency ? c.latencyMs! / s.latencyMs! : s.best / c.best).toFixed(2)}x` : '-');
     const peers = PEERS.map((peer) => summaries.get(peer)).filter((x): x is Summary => x !== undefined);
-    const bestPeer = peers.length ? peers.reduce((a, b) => ((byLatency ? b.latencyMs! < a.latencyMs! : b.best > a.best) ? b : a)) : undefined;
+    const bestPeer = peers.length
+      ? peers.reduce((a, b) => ((byLatency ? b.latencyMs! < a.latencyMs! : b.best > a.best) ? b : a))
+      : undefined;
     const measured = systems.slice(0, -1).map((system) => summaries.get(system));
     rows.push([
-      scenario, cell('sluice'), ...PEERS.map(cell), cell('floor'), ...PEERS.map((peer) => ratio(summaries.get(peer))), ratio(bestPeer), ratio(summaries.get('floor')),
-      ...measured.map((x) => fmt(x?.cpuPerJob, 1)), ...measured.map((x) => fmt(x?.cmdsPerJob, 1)),
+      scenario,
+      cell('sluice'),
+      ...PEERS.map(cell),
+      cell('floor'),
+      ...PEERS.map((peer) => ratio(summaries.get(peer))),
+      ratio(bestPeer),
+      ratio(summaries.get('floor')),
+      ...measured.map((x) => fmt(x?.cpuPerJob, 1)),
+      ...measured.map((x) => fmt(x?.cmdsPerJob, 1)),
     ]);
   }
   printRows(rows);
@@ -119,14 +138,34 @@ export function printDetails(results: RunResult[]): void {
   const d = (r: RunResult, key: string, digits = 0) => fmt(r.details![key], digits);
   const rows = [
     [
-      'sleep-between-steps', 'runs', 'runs/s end to end', 'runs/s excl. idle', 'enqueue ms', 'all asleep at ms', 'first wake ms', 'idle ms',
-      'last wake → done ms', 'total ms', 'redis B / sleeping run', 'MEMORY USAGE run hash B',
+      'sleep-between-steps',
+      'runs',
+      'runs/s end to end',
+      'runs/s excl. idle',
+      'enqueue ms',
+      'all asleep at ms',
+      'first wake ms',
+      'idle ms',
+      'last wake → done ms',
+      'total ms',
+      'redis B / sleeping run',
+      'MEMORY USAGE run hash B',
     ],
   ];
   for (const r of sleep) {
     rows.push([
-      `${r.system} #${r.repeat}`, fmt(r.jobs), d(r, 'runsPerSec'), d(r, 'runsPerSecExclIdle'), d(r, 'enqueueMs'), d(r, 'allAsleepMs'), d(r, 'firstWakeMs'), d(r, 'idleMs'),
-      d(r, 'lastWakeToDoneMs'), d(r, 'totalMs'), d(r, 'redisBytesPerSleepingRun'), d(r, 'sleepingRunHashBytes'),
+      `${r.system} #${r.repeat}`,
+      fmt(r.jobs),
+      d(r, 'runsPerSec'),
+      d(r, 'runsPerSecExclIdle'),
+      d(r, 'enqueueMs'),
+      d(r, 'allAsleepMs'),
+      d(r, 'firstWakeMs'),
+      d(r, 'idleMs'),
+      d(r, 'lastWakeToDoneMs'),
+      d(r, 'totalMs'),
+      d(r, 'redisBytesPerSleepingRun'),
+      d(r, 'sleepingRunHashBytes'),
     ]);
   }
   printRows(rows);
@@ -147,9 +186,18 @@ export function printDetails(results: RunResult[]): void {
 export function printMemory(results: RunResult[]): void {
   const memory = results.filter((r) => (r.scenario === 'memory' || r.scenario === 'backlog') && r.details);
   if (!memory.length) return;
-  const rows = [['memory / backlog', 'runs', 'bulk enqueue runs/s (setup incl.)', 'drain runs/s', 'redis B / waiting run', 'redis B / completed run']];
+  const rows = [
+    ['memory / backlog', 'runs', 'bulk enqueue runs/s (setup incl.)', 'drain runs/s', 'redis B / waiting run', 'redis B / completed run'],
+  ];
   for (const r of memory) {
-    rows.push([`${r.scenario} ${r.system} #${r.repeat}`, fmt(r.jobs), fmt(r.details!.enqueuePerSec), fmt(r.opsPerSec), fmt(r.details!.waitingBytesPerRun), fmt(r.details!.completedBytesPerRun)]);
+    rows.push([
+      `${r.scenario} ${r.system} #${r.repeat}`,
+      fmt(r.jobs),
+      fmt(r.details!.enqueuePerSec),
+      fmt(r.opsPerSec),
+      fmt(r.details!.waitingBytesPerRun),
+      fmt(r.details!.completedBytesPerRun),
+    ]);
   }
   printRows(rows);
   console.log(

@@ -76,14 +76,25 @@ export class SleepTimeline {
 
   /** Starts counting a new batch of `target` runs. */
   reset(target: number): void {
-    Object.assign(this, { target, suspended: 0, completed: 0, allAsleepAt: 0, firstWakeAt: 0, lastCompletedAt: 0, asleep: deferred(), done: deferred() });
+    Object.assign(this, {
+      target,
+      suspended: 0,
+      completed: 0,
+      allAsleepAt: 0,
+      firstWakeAt: 0,
+      lastCompletedAt: 0,
+      asleep: deferred(),
+      done: deferred(),
+    });
   }
 }
 
 type App = Awaited<ReturnType<typeof start>>;
 
 async function startWorker(url: string): Promise<{ app: App; client: QueueClient; timeline: SleepTimeline }> {
-  const app = await start(benchModule({ url }, NAMESPACE, [SleepStepsWorkflow], { enabled: true, concurrency: CONCURRENCY }, 0, [SleepTimeline]));
+  const app = await start(
+    benchModule({ url }, NAMESPACE, [SleepStepsWorkflow], { enabled: true, concurrency: CONCURRENCY }, 0, [SleepTimeline]),
+  );
   const client = app.get(QueueClient);
   const timeline = app.get(SleepTimeline);
   // Warm-up (untimed): one run through every script of the path, sleep included (1 ms: it suspends and wakes).

@@ -3,7 +3,18 @@ import { DynamicModule, Inject, Injectable, Module, Provider, Type } from '@nest
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { QueueClient, QueueModule, QueueModuleOptions, RunEvents, Step, Workflow } from '../lib';
-import { BenchSystem, deferred, inBatches, inParallel, isDrain, isRoundtrip, timeFirstClaims, timeRoundTrips, PreparedRun, ScenarioName } from './bench.types';
+import {
+  BenchSystem,
+  deferred,
+  inBatches,
+  inParallel,
+  isDrain,
+  isRoundtrip,
+  timeFirstClaims,
+  timeRoundTrips,
+  PreparedRun,
+  ScenarioName,
+} from './bench.types';
 import { prepareSleepBetweenSteps } from './sleep.scenario';
 
 export const NAMESPACE = 'bench';
@@ -96,11 +107,15 @@ export class SluiceSystem implements BenchSystem {
         committed: () => countRuns(url, 'completed'),
         cleanup,
         timed: () =>
-          timeFirstClaims(jobs, (i) => client.enqueue(EchoWorkflow, i), async (handle) => {
-            const workerApp = await start(app(url, [EchoWorkflow], { enabled: true }));
-            await handle.result();
-            return () => workerApp.close();
-          }),
+          timeFirstClaims(
+            jobs,
+            (i) => client.enqueue(EchoWorkflow, i),
+            async (handle) => {
+              const workerApp = await start(app(url, [EchoWorkflow], { enabled: true }));
+              await handle.result();
+              return () => workerApp.close();
+            },
+          ),
       };
     }
     if (isRoundtrip(scenario)) {
@@ -112,7 +127,19 @@ export class SluiceSystem implements BenchSystem {
       };
     }
     if (scenario === 'enqueue-batch') {
-      return { committed, cleanup, timed: async () => (await inBatches(jobs, (from, count) => client.enqueueMany(EchoWorkflow, Array.from({ length: count }, (_, k) => ({ input: from + k })))), {}) };
+      return {
+        committed,
+        cleanup,
+        timed: async () => (
+          await inBatches(jobs, (from, count) =>
+            client.enqueueMany(
+              EchoWorkflow,
+              Array.from({ length: count }, (_, k) => ({ input: from + k })),
+            ),
+          ),
+          {}
+        ),
+      };
     }
     const inFlight = scenario === 'enqueue-c50' ? 50 : 1;
     return { committed, cleanup, timed: async () => (await inParallel(jobs, inFlight, (i) => client.enqueue(EchoWorkflow, i)), {}) };
@@ -125,7 +152,10 @@ export class SluiceSystem implements BenchSystem {
     const producer = await start(app(url, workflows, { enabled: false }));
     const client = producer.get(QueueClient);
     await inBatches(jobs, (from, count) =>
-      client.enqueueMany(workflow as typeof EchoWorkflow, Array.from({ length: count }, (_, k) => ({ input: from + k, opts: groups ? { group: `tenant-${(from + k) % 10}` } : {} }))),
+      client.enqueueMany(
+        workflow as typeof EchoWorkflow,
+        Array.from({ length: count }, (_, k) => ({ input: from + k, opts: groups ? { group: `tenant-${(from + k) % 10}` } : {} })),
+      ),
     );
     await producer.close();
     let worker: Awaited<ReturnType<typeof start>> | undefined;

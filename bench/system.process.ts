@@ -12,7 +12,16 @@ import { extraSluiceOptions } from './sluice.system';
 import { systemNamed } from './systems';
 import type { Failed } from './worker.pool';
 
-export type ToSystem = { type: 'measure'; system: string; scenario: ScenarioName; jobs: number; repeat: number; url: string; profileDir?: string; compactRecords: boolean };
+export type ToSystem = {
+  type: 'measure';
+  system: string;
+  scenario: ScenarioName;
+  jobs: number;
+  repeat: number;
+  url: string;
+  profileDir?: string;
+  compactRecords: boolean;
+};
 export type FromSystem = { type: 'measured'; result: RunResult } | Failed;
 
 const send = (message: FromSystem) => new Promise<void>((resolve) => process.send!(message, undefined, {}, () => resolve()));
@@ -22,7 +31,15 @@ let admin: Redis | undefined;
 async function onMessage(message: ToSystem): Promise<void> {
   if (message.compactRecords) extraSluiceOptions.compactRunRecords = true;
   admin ??= new Redis(message.url);
-  const result = await measure(systemNamed(message.system), message.scenario, message.jobs, message.repeat, message.url, admin, message.profileDir);
+  const result = await measure(
+    systemNamed(message.system),
+    message.scenario,
+    message.jobs,
+    message.repeat,
+    message.url,
+    admin,
+    message.profileDir,
+  );
   await send({ type: 'measured', result });
 }
 

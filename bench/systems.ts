@@ -7,7 +7,14 @@ import { GroupmqSystem } from './groupmq.system';
 import { SluiceSystem } from './sluice.system';
 
 /** Every system the bench compares, in the order of its table. */
-export const allSystems = (): BenchSystem[] => [new SluiceSystem(), new BullmqSystem(), new BeeQueueSystem(), new GroupmqSystem(), new DbosSystem(), new FloorSystem()];
+export const allSystems = (): BenchSystem[] => [
+  new SluiceSystem(),
+  new BullmqSystem(),
+  new BeeQueueSystem(),
+  new GroupmqSystem(),
+  new DbosSystem(),
+  new FloorSystem(),
+];
 
 export function systemNamed(name: string): BenchSystem {
   const system = allSystems().find((s) => s.name === name);

@@ -8,7 +8,10 @@ export type Failed = { type: 'failed'; error: string };
 
 /** Forks a bench child module (compiled by ts-node in the child) with an IPC channel. */
 export function forkBenchChild(file: string): ChildProcess {
-  return fork(join(__dirname, file), [], { execArgv: ['-r', 'ts-node/register/transpile-only'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return fork(join(__dirname, file), [], {
+    execArgv: ['-r', 'ts-node/register/transpile-only'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
 }
 
 /** One forked bench child (cluster.worker.ts, system.process.ts): send it messages, await its next one of a type. */

@@ -45,7 +45,8 @@ export const SAMPLE_NAMESPACE = 'sample';
       path: DASHBOARD_PATH,
       readOnly: false,
       allowedHosts: [],
-      guard: (request: IncomingMessage | { raw?: IncomingMessage }) => isLoopback(('raw' in request && request.raw ? request.raw : (request as IncomingMessage)).socket.remoteAddress),
+      guard: (request: IncomingMessage | { raw?: IncomingMessage }) =>
+        isLoopback(('raw' in request && request.raw ? request.raw : (request as IncomingMessage)).socket.remoteAddress),
     }),
   ],
   providers: [

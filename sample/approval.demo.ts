@@ -34,26 +34,42 @@ export class ApprovalDemo {
     const waiting = await this.until(handle.id, 'waiting-signal');
     this.logger.log(`run ${handle.id} is ${waiting}: ${JSON.stringify((await this.client.get(handle.id))?.waitingFor)}`);
     const stats = (await this.client.stats({ workflow: OrderApprovalWorkflow })).workflows['order.approve'];
-    this.report.check(waiting === 'waiting-signal' && stats.waitingSignal >= 1 && stats.active === 0, 'the run waits for the signal in Redis, holding no worker slot');
+    this.report.check(
+      waiting === 'waiting-signal' && stats.waitingSignal >= 1 && stats.active === 0,
+      'the run waits for the signal in Redis, holding no worker slot',
+    );
     const sent = await this.client.signal(handle.id, 'approval', { approved: true, by: 'dana' });
     const outcome: ApprovalOutcome = await handle.result(WAIT);
     this.logger.log(`signal delivered: ${sent.delivered}; outcome: ${JSON.stringify(outcome)}`);
-    this.report.check(sent.delivered && outcome.status === 'fulfilled' && outcome.approvedBy === 'dana', 'the approval resumed the run, which fulfilled the order');
+    this.report.check(
+      sent.delivered && outcome.status === 'fulfilled' && outcome.approvedBy === 'dana',
+      'the approval resumed the run, which fulfilled the order',
+    );
     this.report.check(this.journal.attemptsOf('AP-800', 'run started').length === 1, 'the child order run ran once');
   }
 
   /** A rejection ends the run; an approval that never comes ends it at its timeout (a result, not an error). */
   private async rejectedAndExpired(): Promise<void> {
     this.report.section('15. durable wait: a signal sent early waits in the mailbox; a wait times out');
-    const rejected = await this.client.enqueue(OrderApprovalWorkflow, { order: bigOrder('AP-801'), approvalTimeoutMs: 60_000 }, { delay: 200 });
+    const rejected = await this.client.enqueue(
+      OrderApprovalWorkflow,
+      { order: bigOrder('AP-801'), approvalTimeoutMs: 60_000 },
+      { delay: 200 },
+    );
     // Sent before the run reaches its wait: kept in the run's mailbox, taken when it gets there.
     const early = await this.client.signal(rejected.id, 'approval', { approved: false, by: 'lee' });
     const expired = await this.client.enqueue(OrderApprovalWorkflow, { order: bigOrder('AP-802'), approvalTimeoutMs: 300 });
     const [no, late] = await Promise.all([rejected.result(WAIT), expired.result(WAIT)]);
     this.logger.log(`early signal delivered: ${early.delivered}; outcomes: ${JSON.stringify(no)}, ${JSON.stringify(late)}`);
-    this.report.check(!early.delivered && no.status === 'rejected' && no.by === 'lee', 'the early rejection waited in the mailbox and was taken by the wait');
+    this.report.check(
+      !early.delivered && no.status === 'rejected' && no.by === 'lee',
+      'the early rejection waited in the mailbox and was taken by the wait',
+    );
     this.report.check(late.status === 'expired', 'an approval that never came ended the wait at its timeout');
-    this.report.check(this.journal.attemptsOf('AP-801', 'run started').length + this.journal.attemptsOf('AP-802', 'run started').length === 0, 'no order was fulfilled without approval');
+    this.report.check(
+      this.journal.attemptsOf('AP-801', 'run started').length + this.journal.attemptsOf('AP-802', 'run started').length === 0,
+      'no order was fulfilled without approval',
+    );
   }
 
   /** Polls the run's state (there is no event for "it started waiting" outside its worker). */

@@ -32,7 +32,8 @@ export class HealthServer implements OnApplicationBootstrap, OnApplicationShutdo
 
   async onApplicationBootstrap(): Promise<void> {
     const port = Number(process.env.SAMPLE_HEALTH_PORT ?? 0);
-    if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`SAMPLE_HEALTH_PORT must be a port number, got "${process.env.SAMPLE_HEALTH_PORT}"`);
+    if (!Number.isInteger(port) || port < 0 || port > 65_535)
+      throw new Error(`SAMPLE_HEALTH_PORT must be a port number, got "${process.env.SAMPLE_HEALTH_PORT}"`);
     const server = createServer((req, res) => void this.respond(req, res));
     // Awaited, so a taken port fails the bootstrap instead of surfacing as an unhandled 'error'.
     await new Promise<void>((resolve, reject) => {

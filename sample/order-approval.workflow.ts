@@ -8,9 +8,7 @@ export interface ApprovalDecision {
 }
 
 export type ApprovalOutcome =
-  | { status: 'fulfilled'; approvedBy: string | null; order: OrderResult }
-  | { status: 'rejected'; by: string }
-  | { status: 'expired' };
+  { status: 'fulfilled'; approvedBy: string | null; order: OrderResult } | { status: 'rejected'; by: string } | { status: 'expired' };
 
 /** Orders above this amount wait for a manager's approval before they are fulfilled. */
 export const APPROVAL_THRESHOLD_CENTS = 50_000;

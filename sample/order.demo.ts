@@ -63,9 +63,18 @@ export class OrderDemo {
         `chargePayment ${fmt(ran('step chargePayment executed'))}, shipOrder ${fmt(ran('step shipOrder executed'))}`,
     );
     this.report.check(result.attempt === 2, 'the run completed on attempt 2');
-    this.report.check(isDeepStrictEqual(ran('step reserveStock executed'), [1]), 'reserveStock executed once (attempt 1), replayed on attempt 2');
-    this.report.check(isDeepStrictEqual(ran('step invoice-number executed'), [1]), 'ctx.step invoice-number executed once; attempt 2 reused its value');
-    this.report.check(isDeepStrictEqual(ran('step chargePayment executed'), [1, 2]), 'chargePayment failed on attempt 1 and executed again on attempt 2');
+    this.report.check(
+      isDeepStrictEqual(ran('step reserveStock executed'), [1]),
+      'reserveStock executed once (attempt 1), replayed on attempt 2',
+    );
+    this.report.check(
+      isDeepStrictEqual(ran('step invoice-number executed'), [1]),
+      'ctx.step invoice-number executed once; attempt 2 reused its value',
+    );
+    this.report.check(
+      isDeepStrictEqual(ran('step chargePayment executed'), [1, 2]),
+      'chargePayment failed on attempt 1 and executed again on attempt 2',
+    );
     this.report.check(isDeepStrictEqual(ran('step shipOrder executed'), [2]), 'shipOrder executed once');
     this.report.check(this.payments.chargesFor(result.invoiceNo) === 1, 'the customer was charged exactly once');
     // Attempt 2 ran after the 'retrying' event was emitted, so it has been heard by now.
@@ -100,7 +109,9 @@ export class OrderDemo {
    */
   private async priorityUnderTheCap(): Promise<void> {
     this.report.section('4. priority: with the cap of 5 full, a priority order overtakes the queue');
-    const slow = ['D-401', 'D-402', 'D-403', 'D-404', 'D-405'].map((id) => ({ input: { ...orderOf(id, 'SKU-MUG', 'tok_visa'), giftWrap: true } }));
+    const slow = ['D-401', 'D-402', 'D-403', 'D-404', 'D-405'].map((id) => ({
+      input: { ...orderOf(id, 'SKU-MUG', 'tok_visa'), giftWrap: true },
+    }));
     const slowHandles = await this.client.enqueueMany(OrderWorkflow, slow);
     await this.untilActive(slowHandles.map((h) => h.id));
     this.logger.log('5 gift-wrapped orders are active: the cap is full');
@@ -108,8 +119,13 @@ export class OrderDemo {
     const bulkHandles = await this.client.enqueueMany(OrderWorkflow, bulk);
     const vip = await this.client.enqueue(OrderWorkflow, orderOf('E-500', 'SKU-CAP', 'tok_visa'), { priority: 10 });
     const queued = await Promise.all([...bulkHandles, vip].map((h) => this.client.get(h.id)));
-    this.logger.log(`queued behind the cap: ${queued.map((i) => `${(i?.input as OrderInput).orderId} (priority ${i?.priority}, ${i?.state})`).join(', ')}`);
-    this.report.check(queued.every((i) => i?.state === 'waiting'), 'the bulk and priority orders wait while the cap is full');
+    this.logger.log(
+      `queued behind the cap: ${queued.map((i) => `${(i?.input as OrderInput).orderId} (priority ${i?.priority}, ${i?.state})`).join(', ')}`,
+    );
+    this.report.check(
+      queued.every((i) => i?.state === 'waiting'),
+      'the bulk and priority orders wait while the cap is full',
+    );
     await Promise.all([...slowHandles, ...bulkHandles, vip].map((h) => h.result(WAIT)));
     const order = this.journal.startOrder().filter((id) => ['D-406', 'D-407', 'D-408', 'E-500'].includes(id));
     this.logger.log(`start order after the cap freed up: ${order.join(' → ')}`);
@@ -154,7 +170,9 @@ export class OrderDemo {
     this.report.check(acmePeak <= 2, 'acme never had more than its 2 slots');
     this.report.check(acmeLeft > 0, "globex's order did not wait for acme's backlog");
     const previous = await this.client.setLimits({ workflow: 'order.fulfil', group: 'acme', limit: 4 });
-    this.logger.log(`setLimits acme → 4 (was ${previous ?? 'the default'}); limits now ${JSON.stringify(await this.client.getLimits({ workflow: 'order.fulfil', group: 'acme' }))}`);
+    this.logger.log(
+      `setLimits acme → 4 (was ${previous ?? 'the default'}); limits now ${JSON.stringify(await this.client.getLimits({ workflow: 'order.fulfil', group: 'acme' }))}`,
+    );
     await Promise.all(acme.map((h) => h.result(WAIT)));
     const stats = await this.client.stats({ workflow: OrderWorkflow });
     this.logger.log(`client.stats → ${JSON.stringify(stats.workflows['order.fulfil'])}`);
@@ -177,8 +195,14 @@ export class OrderDemo {
         `client.stats → completed ${totals.completed}, failed ${totals.failed}`,
     );
     this.report.check(heardAll(), 'the listener heard every completion and failure for good that Redis counted');
-    this.report.check(this.runLog.completed.some((e) => e.runId === 'order-B-200' && e.attempt === 2), 'it heard the flaky order complete on attempt 2');
-    this.report.check(failed?.attempt === 1 && failed.error.name === 'NonRetryableError', "it heard the declined order's failure for good, on attempt 1");
+    this.report.check(
+      this.runLog.completed.some((e) => e.runId === 'order-B-200' && e.attempt === 2),
+      'it heard the flaky order complete on attempt 2',
+    );
+    this.report.check(
+      failed?.attempt === 1 && failed.error.name === 'NonRetryableError',
+      "it heard the declined order's failure for good, on attempt 1",
+    );
   }
 
   private async untilActive(ids: string[]): Promise<void> {

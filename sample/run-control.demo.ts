@@ -27,12 +27,17 @@ export class RunControlDemo {
     const seen: unknown[] = [];
     let third!: () => void;
     const reachedThird = new Promise<void>((resolve) => (third = resolve));
-    const waited = run.result({ ...WAIT, onProgress: (p) => (seen.push(p), (p as { page: number }).page >= 3 && third()) }).catch((error: unknown) => error);
+    const waited = run
+      .result({ ...WAIT, onProgress: (p) => (seen.push(p), (p as { page: number }).page >= 3 && third()) })
+      .catch((error: unknown) => error);
     await reachedThird;
     const { cancelled, state } = await this.client.cancel(run.id, { reason: 'the catalog changed; start over later' });
     this.logger.log(`cancel(${run.id}) → cancelled ${cancelled} (it was ${state}) after progress ${JSON.stringify(seen)}`);
     const error = await waited;
-    this.report.check(error instanceof RunCancelledError && error.reason === 'the catalog changed; start over later', 'the waiter rejected with RunCancelledError and the reason');
+    this.report.check(
+      error instanceof RunCancelledError && error.reason === 'the catalog changed; start over later',
+      'the waiter rejected with RunCancelledError and the reason',
+    );
     const info = await this.client.get(run.id);
     this.report.check(info?.state === 'cancelled', 'get() shows the run cancelled');
     const before = exportedPages.get(run.id) ?? [];
@@ -41,7 +46,10 @@ export class RunControlDemo {
     const result = await this.client.wait(run.id, WAIT);
     const pages = exportedPages.get(run.id) ?? [];
     this.logger.log(`retry(${run.id}) from ${previousState} → ${JSON.stringify(result)}; pages written: ${pages.join(', ')}`);
-    this.report.check(pages.length === 6 && new Set(pages).size === 6, `the retry resumed after page ${before.length}: every page written once`);
+    this.report.check(
+      pages.length === 6 && new Set(pages).size === 6,
+      `the retry resumed after page ${before.length}: every page written once`,
+    );
     this.report.check((await this.client.get(run.id))?.progress !== undefined, 'get() shows its last progress');
     return run.id;
   }
@@ -63,6 +71,9 @@ export class RunControlDemo {
     this.report.section('13. run control: listRuns');
     const completed = await this.client.listRuns({ workflow: CatalogExportWorkflow, state: 'completed' });
     this.logger.log(`listRuns(completed) → ${completed.runs.map((r) => r.id).join(', ')}`);
-    this.report.check(completed.runs.some((r) => r.id === cancelledId), 'the re-driven run is listed as completed');
+    this.report.check(
+      completed.runs.some((r) => r.id === cancelledId),
+      'the re-driven run is listed as completed',
+    );
   }
 }

@@ -27,7 +27,9 @@ export class RunLogListener {
   @OnWorkflowEvent('retrying', { workflow: ORDERS })
   onRetrying(event: RunRetryingEvent): void {
     this.retries.push(event);
-    this.logger.warn(`${event.runId} attempt ${event.attempt} failed (${event.error.name}: ${event.error.message}); retrying in ${event.delayMs} ms`);
+    this.logger.warn(
+      `${event.runId} attempt ${event.attempt} failed (${event.error.name}: ${event.error.message}); retrying in ${event.delayMs} ms`,
+    );
   }
 
   // 'failed' fires for every failed attempt; those that will be retried are onRetrying's. Sluice

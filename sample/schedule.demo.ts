@@ -34,18 +34,29 @@ export class ScheduleDemo {
         `last fire ${utc(info.lastFireAt)} → run ${info.lastRunId}`,
     );
     this.logger.log(`next fire times: ${info.upcoming.map(utc).join(', ')}`);
-    this.report.check(info.source === 'code' && info.workflow === 'inventory.stock-report', 'the schedule was written from the @Workflow declaration');
+    this.report.check(
+      info.source === 'code' && info.workflow === 'inventory.stock-report',
+      'the schedule was written from the @Workflow declaration',
+    );
     const gaps = info.upcoming.slice(1).map((d, i) => d.getTime() - info.upcoming[i].getTime());
     this.report.check(info.upcoming.length === 5 && gaps.every((gap) => gap === 2_000), 'the next fire times are 2 s apart');
-    this.report.check(info.lastRunId === `${STOCK_REPORT_SCHEDULE}@${info.lastFireAt?.getTime()}`, 'the run id is <schedule id>@<occurrence ms>');
+    this.report.check(
+      info.lastRunId === `${STOCK_REPORT_SCHEDULE}@${info.lastFireAt?.getTime()}`,
+      'the run id is <schedule id>@<occurrence ms>',
+    );
 
     const report = await this.client.wait<StockReport>(info.lastRunId!, WAIT);
     this.logger.log(`client.wait(${info.lastRunId}) → ${JSON.stringify(report)}`);
     this.report.check((await this.client.get(info.lastRunId!))?.state === 'completed', "the schedule's latest run completed");
 
     const paused = await this.client.pauseSchedule(STOCK_REPORT_SCHEDULE);
-    this.logger.log(`pauseSchedule → paused ${paused.paused}, nextFireAt ${utc(paused.nextFireAt)}, upcoming [${paused.upcoming.map(utc).join(', ')}], fired ${paused.fired}`);
-    this.report.check(paused.paused && paused.nextFireAt === null && paused.upcoming.length === 0, 'the paused schedule has no next fire time');
+    this.logger.log(
+      `pauseSchedule → paused ${paused.paused}, nextFireAt ${utc(paused.nextFireAt)}, upcoming [${paused.upcoming.map(utc).join(', ')}], fired ${paused.fired}`,
+    );
+    this.report.check(
+      paused.paused && paused.nextFireAt === null && paused.upcoming.length === 0,
+      'the paused schedule has no next fire time',
+    );
 
     // Paused, `fired` is final; with overlap: false each fire waited for the previous run to end.
     if (paused.lastRunId) await this.client.wait(paused.lastRunId, WAIT);
@@ -58,7 +69,9 @@ export class ScheduleDemo {
     await latency(Math.max(0, missed + 500 - Date.now()));
     const after = await this.client.getSchedule(STOCK_REPORT_SCHEDULE);
     const missedRun = await this.client.get(`${STOCK_REPORT_SCHEDULE}@${missed}`);
-    this.logger.log(`after ${utc(new Date(missed))} passed: fired ${after?.fired}, run ${STOCK_REPORT_SCHEDULE}@${missed} ${missedRun ? 'exists' : 'does not exist'}`);
+    this.logger.log(
+      `after ${utc(new Date(missed))} passed: fired ${after?.fired}, run ${STOCK_REPORT_SCHEDULE}@${missed} ${missedRun ? 'exists' : 'does not exist'}`,
+    );
     this.report.check(after?.paused === true && after.fired === paused.fired && missedRun === null, 'the paused schedule did not fire');
   }
 
@@ -66,7 +79,11 @@ export class ScheduleDemo {
   private async runtimeSchedule(): Promise<void> {
     this.report.section(`9. runtime schedule: a stock digest at 09:00 on weekdays in ${BERLIN}`);
     const id = 'stock-digest.berlin';
-    const created = await this.client.schedule(id, StockReportWorkflow, { cron: '0 9 * * MON-FRI', tz: BERLIN, input: { reorderBelow: 900 } });
+    const created = await this.client.schedule(id, StockReportWorkflow, {
+      cron: '0 9 * * MON-FRI',
+      tz: BERLIN,
+      input: { reorderBelow: 900 },
+    });
     this.logger.log(`schedule → source ${created.source}, cron "${created.cron}" in ${created.tz}, input ${JSON.stringify(created.input)}`);
     this.logger.log(`next fire times: ${created.upcoming.map((d) => `${berlin(d)} (${d.toISOString().slice(0, 16)}Z)`).join(', ')}`);
     const local = created.upcoming.map(berlinParts);
@@ -76,7 +93,13 @@ export class ScheduleDemo {
     );
     const page = await this.client.listSchedules({ workflow: 'inventory.stock-report' });
     this.logger.log(`listSchedules → ${page.schedules.map((s) => `${s.id} (${s.source}${s.paused ? ', paused' : ''})`).join(', ')}`);
-    this.report.check(page.schedules.map((s) => s.id).sort().join() === [STOCK_REPORT_SCHEDULE, id].sort().join(), 'the workflow lists its declared and its runtime schedule');
+    this.report.check(
+      page.schedules
+        .map((s) => s.id)
+        .sort()
+        .join() === [STOCK_REPORT_SCHEDULE, id].sort().join(),
+      'the workflow lists its declared and its runtime schedule',
+    );
     const removed = await this.client.unschedule(id);
     const gone = await this.client.getSchedule(id);
     this.logger.log(`unschedule → ${removed}; getSchedule → ${JSON.stringify(gone)}`);
@@ -101,11 +124,26 @@ function utc(date: Date | null): string {
 }
 
 function berlin(date: Date): string {
-  return date.toLocaleString('en-GB', { timeZone: BERLIN, weekday: 'short', day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
+  return date.toLocaleString('en-GB', {
+    timeZone: BERLIN,
+    weekday: 'short',
+    day: 'numeric',
+    month: 'short',
+    hour: '2-digit',
+    minute: '2-digit',
+    timeZoneName: 'short',
+  });
 }
 
 function berlinParts(date: Date): { weekday: string; time: string } {
-  const parts = new Intl.DateTimeFormat('en-US', { timeZone: BERLIN, weekday: 'short', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).formatToParts(date);
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone: BERLIN,
+    weekday: 'short',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    hourCycle: 'h23',
+  }).formatToParts(date);
   const part = (type: string) => parts.find((p) => p.type === type)?.value ?? '';
   return { weekday: part('weekday'), time: `${part('hour')}:${part('minute')}:${part('second')}` };
 }

@@ -33,7 +33,9 @@ export class StockReportWorkflow {
   async run(input: StockReportInput, ctx: RunContext): Promise<StockReport> {
     const levels = this.inventory.levels();
     const reorder = Object.keys(levels).filter((sku) => levels[sku] < input.reorderBelow);
-    const summary = Object.entries(levels).map(([sku, units]) => `${sku} ${units}`).join(', ');
+    const summary = Object.entries(levels)
+      .map(([sku, units]) => `${sku} ${units}`)
+      .join(', ');
     this.logger.log(`${ctx.runId}: ${summary}; reorder: ${reorder.join(', ') || 'nothing'}`);
     return { levels, reorder };
   }

@@ -45,7 +45,9 @@ for (const [subpath, conditions] of Object.entries(map ?? {})) {
   } catch (error) {
     fail(`exports["${subpath}"]: cannot load ${cjs}: ${error.message}`);
   }
-  const names = Object.keys(module).filter((name) => name !== '__esModule' && name !== 'default').sort();
+  const names = Object.keys(module)
+    .filter((name) => name !== '__esModule' && name !== 'default')
+    .sort();
   const bad = names.filter((name) => !/^[A-Za-z_$][\w$]*$/.test(name));
   if (names.length === 0 || bad.length > 0) fail(`exports["${subpath}"]: unexpected exports of ${cjs}: ${bad.join(', ') || '(none)'}`);
 

@@ -53,13 +53,18 @@ describe('dashboard in Chromium', () => {
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
     redis = rawRedis();
-    dash = await createDashboardApp('express', [Checkout, CoolOff], { namespace: ns, worker: { concurrency: 4 } }, {
-      path: '/sluice',
-      readOnly: false,
-      pollMs: 500,
-      sampleMs: 1000,
-      guard: (request: { headers: Record<string, string | undefined> }) => request.headers['x-operator'] === 'ops',
-    });
+    dash = await createDashboardApp(
+      'express',
+      [Checkout, CoolOff],
+      { namespace: ns, worker: { concurrency: 4 } },
+      {
+        path: '/sluice',
+        readOnly: false,
+        pollMs: 500,
+        sampleMs: 1000,
+        guard: (request: { headers: Record<string, string | undefined> }) => request.headers['x-operator'] === 'ops',
+      },
+    );
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
     context = await browser.newContext({ viewport: { width: 1280, height: 900 }, extraHTTPHeaders: { 'x-operator': 'ops' } });
     page = await context.newPage();
@@ -90,7 +95,9 @@ describe('dashboard in Chromium', () => {
   it('finds a failed run, sees the failed step on its timeline, retries it and watches it complete', async () => {
     const failed = await dash.client.enqueue(Checkout, { order: 'A-1001' });
     await expect(failed.result({ timeoutMs: 10_000 })).rejects.toThrow('card declined');
-    await dash.client.enqueue(Checkout, { order: 'A-1002' }, { group: 'tenant-eu' }).then((run) => run.result({ timeoutMs: 10_000 }).catch(() => undefined));
+    await dash.client
+      .enqueue(Checkout, { order: 'A-1002' }, { group: 'tenant-eu' })
+      .then((run) => run.result({ timeoutMs: 10_000 }).catch(() => undefined));
 
     await page.goto(`${dash.origin}/sluice`);
     const row = page.locator('[data-testid="wf-row"][data-workflow="shop.checkout"]');
@@ -120,7 +127,9 @@ describe('dashboard in Chromium', () => {
     cardFixed = true;
     await page.getByTestId('action-retry').click();
     await confirm();
-    await flash().filter({ hasText: `Run ${failed.id} is waiting again` }).waitFor();
+    await flash()
+      .filter({ hasText: `Run ${failed.id} is waiting again` })
+      .waitFor();
     await page.getByTestId('run-state').filter({ hasText: 'completed' }).waitFor();
     // Attempt 2 replayed the step that had landed and ran the one that failed, then the rest.
     await page.locator('[data-testid="timeline"] .call-replayed[data-key="reserve-stock#1"][data-attempt="2"]').waitFor();
@@ -139,7 +148,9 @@ describe('dashboard in Chromium', () => {
     await shot('run-sleeping');
     await page.getByTestId('action-cancel').click();
     await confirm();
-    await flash().filter({ hasText: `Cancelled run ${sleeper.id}` }).waitFor();
+    await flash()
+      .filter({ hasText: `Cancelled run ${sleeper.id}` })
+      .waitFor();
     await page.getByTestId('run-state').filter({ hasText: 'cancelled' }).waitFor();
     expect((await dash.client.get(sleeper.id))!.state).toBe('cancelled');
   });
@@ -148,7 +159,10 @@ describe('dashboard in Chromium', () => {
     cardFixed = false; // failed runs: the ones the runs list shows
     // URLs drop dot segments ('/api/runs/..' is '/api/'), even percent-encoded: the page must still reach these runs.
     const ids = ['..', '.', 'a/b#c'];
-    for (const id of ids) await expect((await dash.client.enqueue(Checkout, { order: `id ${id}` }, { id })).result({ timeoutMs: 10_000 })).rejects.toThrow('card declined');
+    for (const id of ids)
+      await expect((await dash.client.enqueue(Checkout, { order: `id ${id}` }, { id })).result({ timeoutMs: 10_000 })).rejects.toThrow(
+        'card declined',
+      );
     for (const id of ids) {
       await page.goto(`${dash.origin}/sluice#/runs?workflow=shop.checkout&state=failed`);
       await page.locator(`[data-testid="run-row"][data-run="${id}"]`).getByTestId('run-link').click();
@@ -201,8 +215,15 @@ describe('dashboard in Chromium', () => {
     await shot('schedules');
     // Groups with work: held back by a pause, so they stay listed.
     await dash.client.pause({ workflow: CoolOff });
-    for (const [group, runs] of [['tenant-eu', 5], ['tenant-us', 3], ['tenant-apac', 1]] as const) {
-      await dash.client.enqueueMany(CoolOff, Array.from({ length: runs }, () => ({ input: {}, opts: { group } })));
+    for (const [group, runs] of [
+      ['tenant-eu', 5],
+      ['tenant-us', 3],
+      ['tenant-apac', 1],
+    ] as const) {
+      await dash.client.enqueueMany(
+        CoolOff,
+        Array.from({ length: runs }, () => ({ input: {}, opts: { group } })),
+      );
     }
     await page.goto(`${dash.origin}/sluice#/workflows/shop.cool-off/groups`);
     await page.getByTestId('groups-table').waitFor();
@@ -220,7 +241,10 @@ describe('dashboard in Chromium', () => {
     try {
       const port = new URL(open.origin).port;
       // Chromium resolves this name to 127.0.0.1 (a rebound DNS name) but sends it as the Host.
-      const resolver = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--host-resolver-rules=MAP rebound.example 127.0.0.1'] });
+      const resolver = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: ['--no-sandbox', '--host-resolver-rules=MAP rebound.example 127.0.0.1'],
+      });
       try {
         const attacker = await resolver.newPage();
         const response = await attacker.goto(`http://rebound.example:${port}/open`);
@@ -229,7 +253,13 @@ describe('dashboard in Chromium', () => {
         // The attack: the rebound page's script calls the dashboard as its own origin, CSRF header and all.
         const statuses = await attacker.evaluate(async () => [
           (await fetch('/open/api/overview')).status,
-          (await fetch('/open/api/workflows/shop.checkout/pause', { method: 'POST', headers: { 'content-type': 'application/json', 'x-sluice-csrf': '1' }, body: '{}' })).status,
+          (
+            await fetch('/open/api/workflows/shop.checkout/pause', {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', 'x-sluice-csrf': '1' },
+              body: '{}',
+            })
+          ).status,
         ]);
         expect(statuses).toEqual([403, 403]);
         expect((await open.client.stats({ workflow: 'shop.checkout' })).workflows['shop.checkout'].paused).toBe(false);
@@ -252,7 +282,10 @@ describe('dashboard in Chromium', () => {
     expect(await strangerPage.locator('#app').count()).toBe(0);
     const api = await strangerPage.request.get(`${dash.origin}/sluice/api/overview`);
     expect(api.status()).toBe(403);
-    const action = await strangerPage.request.post(`${dash.origin}/sluice/api/workflows/shop.checkout/pause`, { headers: { 'content-type': 'application/json', 'x-sluice-csrf': '1' }, data: {} });
+    const action = await strangerPage.request.post(`${dash.origin}/sluice/api/workflows/shop.checkout/pause`, {
+      headers: { 'content-type': 'application/json', 'x-sluice-csrf': '1' },
+      data: {},
+    });
     expect(action.status()).toBe(403);
     await stranger.close();
   });
@@ -270,7 +303,9 @@ describe('dashboard in Chromium', () => {
     await page.locator('[data-testid="wf-row"]').first().waitFor();
     const open = await measure(5000);
     const perPage = { commands: open.commands - idle.commands, scripts: open.scripts - idle.scripts };
-    console.log(`open overview page, polling every 500 ms, 2 workflows: +${perPage.scripts.toFixed(2)} script calls/s, +${perPage.commands.toFixed(1)} Redis commands/s (idle fleet: ${idle.scripts.toFixed(2)} / ${idle.commands.toFixed(1)})`);
+    console.log(
+      `open overview page, polling every 500 ms, 2 workflows: +${perPage.scripts.toFixed(2)} script calls/s, +${perPage.commands.toFixed(1)} Redis commands/s (idle fleet: ${idle.scripts.toFixed(2)} / ${idle.commands.toFixed(1)})`,
+    );
     // Two refreshes a second, each one stats call (the background sampler stands down while a page polls).
     expect(perPage.scripts).toBeGreaterThan(1);
     expect(perPage.scripts).toBeLessThan(3);
@@ -281,7 +316,10 @@ describe('dashboard in Chromium', () => {
     cardFixed = true;
     await page.goto(`${dash.origin}/sluice#/`);
     for (let batch = 0; batch < 6; batch++) {
-      const runs = await dash.client.enqueueMany(Checkout, Array.from({ length: 100 }, (_, i) => ({ input: { order: `T-${batch}-${i}` } })));
+      const runs = await dash.client.enqueueMany(
+        Checkout,
+        Array.from({ length: 100 }, (_, i) => ({ input: { order: `T-${batch}-${i}` } })),
+      );
       await Promise.all(runs.map((run) => run.result({ timeoutMs: 10_000 })));
       await page.waitForTimeout(600); // let the page take a sample between batches: the chart's subject is time
     }

@@ -78,7 +78,13 @@ describe('dashboard in Chromium: the first hour', () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...options });
     const page = await context.newPage();
     page.on('pageerror', (error) => pageErrors.push(`pageerror: ${error.message}`));
-    page.on('console', (message) => message.type() === 'error' && !(refusals && /^Failed to load resource/.test(message.text())) && pageErrors.push(`console: ${message.text()}`));
+    page.on(
+      'console',
+      (message) =>
+        message.type() === 'error' &&
+        !(refusals && /^Failed to load resource/.test(message.text())) &&
+        pageErrors.push(`console: ${message.text()}`),
+    );
     return page;
   };
   const start = async (...args: Parameters<typeof createDashboardApp>) => {
@@ -109,7 +115,10 @@ describe('dashboard in Chromium: the first hour', () => {
     // The overview is open, as a user's would be: from now on completed runs are recorded for it.
     await page.goto(`${dash.origin}/sluice`);
     await page.locator('[data-testid="wf-row"][data-workflow="first.quick"]').waitFor();
-    const done = await dash.client.enqueueMany(Quick, Array.from({ length: 55 }, (_, n) => ({ input: { n } })));
+    const done = await dash.client.enqueueMany(
+      Quick,
+      Array.from({ length: 55 }, (_, n) => ({ input: { n } })),
+    );
     await Promise.all(done.map((run) => run.result({ timeoutMs: 10_000 })));
     const failed = await dash.client.enqueue(Quick, { n: -1 });
     await expect(failed.result({ timeoutMs: 10_000 })).rejects.toThrow('negative order');
@@ -119,7 +128,11 @@ describe('dashboard in Chromium: the first hour', () => {
     await page.goto(`${dash.origin}/sluice`);
     await page.locator('[data-testid="wf-row"][data-workflow="first.quick"]').getByTestId('completed-link').click();
     await page.locator(`[data-testid="run-row"][data-run="${done[54].id}"]`).waitFor();
-    expect(await page.locator('[data-testid="run-row"]').evaluateAll((rows) => rows.every((row) => row.getAttribute('data-state') === 'completed'))).toBe(true);
+    expect(
+      await page
+        .locator('[data-testid="run-row"]')
+        .evaluateAll((rows) => rows.every((row) => row.getAttribute('data-state') === 'completed')),
+    ).toBe(true);
     expect(await page.getByTestId('completed-note').count()).toBe(0);
 
     // Every state, newest first (the defaults): the delayed run (due in an hour), then the run that failed last.
@@ -127,8 +140,13 @@ describe('dashboard in Chromium: the first hour', () => {
     await page.getByTestId('run-row').first().waitFor();
     expect(await page.getByTestId('filter-state').inputValue()).toBe('all');
     expect(await page.getByTestId('filter-order').inputValue()).toBe('desc');
-    const first = await page.getByTestId('run-row').evaluateAll((rows) => rows.map((row) => [row.getAttribute('data-run'), row.getAttribute('data-state')]));
-    expect(first.slice(0, 2)).toEqual([[later.id, 'delayed'], [failed.id, 'failed']]);
+    const first = await page
+      .getByTestId('run-row')
+      .evaluateAll((rows) => rows.map((row) => [row.getAttribute('data-run'), row.getAttribute('data-state')]));
+    expect(first.slice(0, 2)).toEqual([
+      [later.id, 'delayed'],
+      [failed.id, 'failed'],
+    ]);
     expect(first).toHaveLength(50);
     await page.getByTestId('next-page').click();
     await page.getByText('Page 2').waitFor();
@@ -157,7 +175,12 @@ describe('dashboard in Chromium: the first hour', () => {
   });
 
   it("shows attempt 1's error and stack on a run that later completed, its failed call visible, paths redacted", async () => {
-    const dash = await start('express', [Flaky], { namespace: ns, worker: { concurrency: 2 } }, { path: '/sluice', allowedHosts: [], redactStacks: true });
+    const dash = await start(
+      'express',
+      [Flaky],
+      { namespace: ns, worker: { concurrency: 2 } },
+      { path: '/sluice', allowedHosts: [], redactStacks: true },
+    );
     const run = await dash.client.enqueue(Flaky, {});
     await expect(run.result({ timeoutMs: 10_000 })).resolves.toBe('done');
     const page = await open();
@@ -178,13 +201,24 @@ describe('dashboard in Chromium: the first hour', () => {
   });
 
   it('answers HTTP Basic with a sign-in prompt, admits the credentials, and loads when they are in the URL', async () => {
-    const dash = await start('fastify', [Quick], { namespace: ns, worker: { enabled: false } }, { path: '/sluice', guard: basicAuthGuard({ username: 'ops', password: 's3cret' }) });
+    const dash = await start(
+      'fastify',
+      [Quick],
+      { namespace: ns, worker: { enabled: false } },
+      { path: '/sluice', guard: basicAuthGuard({ username: 'ops', password: 's3cret' }) },
+    );
     // The prompt: a 401 with WWW-Authenticate (headless Chromium cannot show the dialog, so the request is made directly).
     const stranger = await open();
     const refused = await stranger.request.get(`${dash.origin}/sluice`);
     expect(refused.status()).toBe(401);
     expect(refused.headers()['www-authenticate']).toBe('Basic realm="Sluice", charset="UTF-8"');
-    expect((await stranger.request.get(`${dash.origin}/sluice/api/overview`, { headers: { authorization: `Basic ${Buffer.from('ops:wrong').toString('base64')}` } })).status()).toBe(401);
+    expect(
+      (
+        await stranger.request.get(`${dash.origin}/sluice/api/overview`, {
+          headers: { authorization: `Basic ${Buffer.from('ops:wrong').toString('base64')}` },
+        })
+      ).status(),
+    ).toBe(401);
     await stranger.context().close();
 
     const signedIn = await open({ httpCredentials: { username: 'ops', password: 's3cret' } });
@@ -203,7 +237,13 @@ describe('dashboard in Chromium: the first hour', () => {
   });
 
   it("admits the app's own signed-in session through its guard class", async () => {
-    const dash = await start('express', [Quick], { namespace: ns, worker: { enabled: false } }, { path: '/sluice', guard: SessionGuard }, { providers: [Sessions, SessionGuard], controllers: [LoginController] });
+    const dash = await start(
+      'express',
+      [Quick],
+      { namespace: ns, worker: { enabled: false } },
+      { path: '/sluice', guard: SessionGuard },
+      { providers: [Sessions, SessionGuard], controllers: [LoginController] },
+    );
     const page = await open({}, true);
     const refused = await page.goto(`${dash.origin}/sluice`);
     expect(refused!.status()).toBe(401);
@@ -215,9 +255,17 @@ describe('dashboard in Chromium: the first hour', () => {
   });
 
   it('admits this machine only with the loopback-only guard', async () => {
-    const external = Object.values(networkInterfaces()).flat().find((address) => address && address.family === 'IPv4' && !address.internal)?.address;
+    const external = Object.values(networkInterfaces())
+      .flat()
+      .find((address) => address && address.family === 'IPv4' && !address.internal)?.address;
     if (!external) throw new Error('this test needs a non-loopback IPv4 address on the machine, to connect from');
-    const dash = await start('express', [Quick], { namespace: ns, worker: { enabled: false } }, { path: '/sluice', guard: loopbackOnlyGuard, allowedHosts: [external] }, { host: '0.0.0.0' });
+    const dash = await start(
+      'express',
+      [Quick],
+      { namespace: ns, worker: { enabled: false } },
+      { path: '/sluice', guard: loopbackOnlyGuard, allowedHosts: [external] },
+      { host: '0.0.0.0' },
+    );
     const { port } = new URL(dash.origin);
     const page = await open({}, true);
     expect((await page.goto(`http://127.0.0.1:${port}/sluice`))!.status()).toBe(200);

@@ -113,7 +113,11 @@ describe('auditNamespace', () => {
     expect(midFlight.states).toEqual({ waiting: 2, delayed: 1, active: 2, completed: 1, failed: 1, cancelled: 0 });
     expect(midFlight.leases).toBe(2);
     expect(midFlight.workflows[WF]).toMatchObject({
-      active: 2, delayed: 1, due: 2, limit: 3, groupLimit: 1,
+      active: 2,
+      delayed: 1,
+      due: 2,
+      limit: 3,
+      groupLimit: 1,
       groups: { 'tenant-a': { active: 1, due: 2, limit: 1 } },
       stats: { completed: 1, failed: 1 },
     });
@@ -193,7 +197,9 @@ describe('auditNamespace', () => {
     // The hand-made active run is consistent: no violation names it.
     expect(report.violations.filter((v) => v.id === grouped.id)).toEqual([]);
     expect(report.violations.find((v) => v.rule === 'cap-exceeded')?.message).toBe(`workflow ${WF}: 1 active > cap 0`);
-    expect(report.violations.find((v) => v.id === plain.id)?.message).toContain(`is in [wf:${WF}:g:g2:queue, wf:${WF}:queue], expected [wf:${WF}:queue]`);
+    expect(report.violations.find((v) => v.id === plain.id)?.message).toContain(
+      `is in [wf:${WF}:g:g2:queue, wf:${WF}:queue], expected [wf:${WF}:queue]`,
+    );
 
     let thrown: Error | undefined;
     try {
@@ -220,20 +226,36 @@ describe('auditNamespace', () => {
     expect(await client.signal(sleeper.id, 'later', { n: 1 })).toEqual({ delivered: false });
     await pollUntil(
       () => client.stats(),
-      (s) => s.workflows[W]?.sleeping === 1 && s.workflows[W]?.waitingSignal === 1 && s.workflows[W]?.waitingEvent === 1 && s.workflows[W]?.waitingChild === 1,
+      (s) =>
+        s.workflows[W]?.sleeping === 1 &&
+        s.workflows[W]?.waitingSignal === 1 &&
+        s.workflows[W]?.waitingEvent === 1 &&
+        s.workflows[W]?.waitingChild === 1,
       'one run in each kind of wait',
     );
     // One child finishes, the other holds: the parent waits for one more.
     childGates.open('p-a');
-    await pollUntil(() => redis.hget(keys.run(parent.id), 'waitLeft'), (left) => left === '1', 'the parent waits for one child');
+    await pollUntil(
+      () => redis.hget(keys.run(parent.id), 'waitLeft'),
+      (left) => left === '1',
+      'the parent waits for one child',
+    );
     // A sleep that came due in a paused workflow: promoted to waiting, unclaimed. Reserve ends the
     // wait as it promotes; a version that left the wait recorded until the claim (f42eab8) may
     // have promoted it instead, a state a mixed fleet meets: planted here if the promotion did not leave it.
     const napper = await client.enqueue(AuditNap, { ms: 1_000 });
-    await pollUntil(async () => (await client.get(napper.id))?.state, (state) => state === 'sleeping', 'the nap starts');
+    await pollUntil(
+      async () => (await client.get(napper.id))?.state,
+      (state) => state === 'sleeping',
+      'the nap starts',
+    );
     const napWait = (await redis.hget(keys.run(napper.id), 'wait'))!;
     await client.pause({ workflow: AuditNap });
-    const [, napLeft] = await pollUntil(() => redis.hmget(keys.run(napper.id), 'state', 'wait'), ([state]) => state === 'waiting', 'the nap comes due, unclaimed');
+    const [, napLeft] = await pollUntil(
+      () => redis.hmget(keys.run(napper.id), 'state', 'wait'),
+      ([state]) => state === 'waiting',
+      'the nap comes due, unclaimed',
+    );
     if (napLeft === null) {
       await redis
         .multi()
@@ -254,7 +276,9 @@ describe('auditNamespace', () => {
     expect(clean.states).toEqual({ waiting: 1, delayed: 4, active: 1, completed: 1, failed: 0, cancelled: 0 });
 
     // The damage, one per rule case.
-    const [kSleeping, kSignal, kEvent, kChild] = (['sleeping', 'waiting-signal', 'waiting-event', 'waiting-child'] as const).map((s) => keys.workflow(W, s));
+    const [kSleeping, kSignal, kEvent, kChild] = (['sleeping', 'waiting-signal', 'waiting-event', 'waiting-child'] as const).map((s) =>
+      keys.workflow(W, s),
+    );
     await redis.zrem(kSleeping, sleeper.id); // 1. a sleeping run out of its index
     await redis.zadd(kSignal, 1, 'ghost'); // 2. an index member without a run
     await redis.zadd(kChild, 4503599627370496, eventful.id); // 3. a run in a second kind's index
@@ -279,7 +303,9 @@ describe('auditNamespace', () => {
         'mailbox nobody',
       ]),
     );
-    expect(report.violations.find((v) => v.rule === 'wait-index' && v.id === sleeper.id && v.message.includes('missing from'))?.message).toContain(`missing from wf:${W}:sleeping`);
+    expect(
+      report.violations.find((v) => v.rule === 'wait-index' && v.id === sleeper.id && v.message.includes('missing from'))?.message,
+    ).toContain(`missing from wf:${W}:sleeping`);
     expect(report.violations.find((v) => v.rule === 'wait-child')?.message).toContain('waitLeft 2; 1 have no outcome in the memo');
     // Nothing else: the rest of the namespace stays clean.
     expect(new Set(report.violations.map((v) => v.rule))).toEqual(new Set(['wait-index', 'run-place', 'wait-child', 'mailbox']));

@@ -37,7 +37,14 @@ describe('boot checks deferred by a Redis that is down at bootstrap', () => {
     const logs = new LogCapture();
     const started = Date.now();
     app = await Test.createTestingModule({
-      imports: [QueueModule.forRoot({ connection: { url: `redis://127.0.0.1:${port}` }, namespace: uniqueNamespace('deferred'), redisTimeoutMs: 1_000, ...options })],
+      imports: [
+        QueueModule.forRoot({
+          connection: { url: `redis://127.0.0.1:${port}` },
+          namespace: uniqueNamespace('deferred'),
+          redisTimeoutMs: 1_000,
+          ...options,
+        }),
+      ],
       providers: [EchoWorkflow],
     }).compile();
     app.useLogger(logs);
@@ -54,9 +61,16 @@ describe('boot checks deferred by a Redis that is down at bootstrap', () => {
     expect(await health.check(500)).toMatchObject({ healthy: false, worker: { state: 'waiting-for-redis' } });
 
     server = await RedisProcess.start({ port, args: ['--maxmemory-policy', 'allkeys-lru'] });
-    const report = await pollUntil(() => health.check(1_000), (r) => r.redis.up && /refused because strict is true/.test(r.worker.error ?? ''), 'the refusal to show in health', 30_000);
+    const report = await pollUntil(
+      () => health.check(1_000),
+      (r) => r.redis.up && /refused because strict is true/.test(r.worker.error ?? ''),
+      'the refusal to show in health',
+      30_000,
+    );
     expect(report).toMatchObject({ healthy: false, worker: { state: 'waiting-for-redis' } });
-    expect(logs.find('error', /^Redis maxmemory-policy is allkeys-lru .*refused because strict is true; the worker will not start$/)).toHaveLength(1);
+    expect(
+      logs.find('error', /^Redis maxmemory-policy is allkeys-lru .*refused because strict is true; the worker will not start$/),
+    ).toHaveLength(1);
     expect(logs.find('log', 'Worker started')).toHaveLength(0);
   });
 
@@ -64,7 +78,12 @@ describe('boot checks deferred by a Redis that is down at bootstrap', () => {
     const port = await freePort();
     const { logs, app: booted } = await bootWithoutRedis(port, {});
     server = await RedisProcess.start({ port, args: ['--maxmemory-policy', 'allkeys-lfu'] });
-    await pollUntil(() => booted.get(QueueHealth).check(1_000), (r) => r.healthy, 'the worker to start', 30_000);
+    await pollUntil(
+      () => booted.get(QueueHealth).check(1_000),
+      (r) => r.healthy,
+      'the worker to start',
+      30_000,
+    );
     expect(logs.find('warn', /^Redis maxmemory-policy is allkeys-lfu/)).toHaveLength(1);
     expect(await booted.get(QueueClient).run(EchoWorkflow, 'late', { timeoutMs: 10_000 })).toBe('late');
   });

@@ -5,7 +5,16 @@ import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, dropNamespace, rawRedis, redisUrl, TestApp, uniqueNamespace } from '../support/app';
 import { sampleActive, waitParked, watchLane } from '../support/queue-state';
 import { pollUntil } from '../support/workflows';
-import { CappedWorkflow, CHAOS_HOOKS, CHAOS_NS, CHAOS_REDIS, ChaosHooks, completionsKey, stepCountKey, StallWorkflow } from './chaos.workflows';
+import {
+  CappedWorkflow,
+  CHAOS_HOOKS,
+  CHAOS_NS,
+  CHAOS_REDIS,
+  ChaosHooks,
+  completionsKey,
+  stepCountKey,
+  StallWorkflow,
+} from './chaos.workflows';
 import { ChildWorker } from './child-worker';
 
 jest.setTimeout(90_000);
@@ -76,11 +85,17 @@ describe('a worker process killed while it holds a run', () => {
 
     await s.start(s.chaos(StallWorkflow), { concurrency: 5 });
     expect(await handle.result({ timeoutMs: 20_000 })).toEqual({
-      first: `first by pid ${childPid}`, second: `second by pid ${process.pid}`, attempt: 2,
+      first: `first by pid ${childPid}`,
+      second: `second by pid ${process.pid}`,
+      attempt: 2,
     });
     expect(await redis.hgetall(stepCountKey(s.ns))).toEqual({ [`${handle.id}:first`]: '1', [`${handle.id}:second`]: '1' });
     expect(await redis.hmget(s.keys.run(handle.id), 'state', 'attempts', 'stalls')).toEqual(['completed', '2', '1']);
-    await pollUntil(() => redis.llen(s.keys.wake('chaos.stall')), (n) => n === 0, 'an empty wake list');
+    await pollUntil(
+      () => redis.llen(s.keys.wake('chaos.stall')),
+      (n) => n === 0,
+      'an empty wake list',
+    );
     expect(await redis.zcard(s.keys.leases)).toBe(0);
     expect(await redis.scard(s.keys.workflow('chaos.stall', 'active'))).toBe(0);
     expectConsistent(await auditNamespace(redis, { namespace: s.ns }));
@@ -121,7 +136,10 @@ describe('a worker process killed while it holds a run', () => {
     const sampled = await sampler.stop();
 
     expect(atSecondStart).toEqual(['1', 0]);
-    expect(results).toEqual([{ first: `first by pid ${childPid}`, attempt: 2 }, { first: `first by pid ${process.pid}`, attempt: 1 }]);
+    expect(results).toEqual([
+      { first: `first by pid ${childPid}`, attempt: 2 },
+      { first: `first by pid ${process.pid}`, attempt: 1 },
+    ]);
     expect(await redis.hgetall(completionsKey(s.ns))).toEqual({ [first.id]: '1', [second.id]: '1' });
     expect(await redis.hgetall(stepCountKey(s.ns))).toEqual({ [`${first.id}:first`]: '1', [`${second.id}:first`]: '1' });
     expect(sampled.max).toBeLessThanOrEqual(1);

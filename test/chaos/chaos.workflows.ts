@@ -211,7 +211,10 @@ export class ZombieWorkflow {
     @Inject(CHAOS_HOOKS) private readonly hooks: ChaosHooks,
   ) {}
 
-  async run(input: { pauseAt: 'middle' | 'end' }, ctx: RunContext): Promise<{ first: string; second: string; attempt: number; by: number }> {
+  async run(
+    input: { pauseAt: 'middle' | 'end' },
+    ctx: RunContext,
+  ): Promise<{ first: string; second: string; attempt: number; by: number }> {
     const first = await this.first(ctx.runId);
     if (input.pauseAt === 'middle') await this.hooks.pause?.(ctx.runId, 'middle');
     let second: string;

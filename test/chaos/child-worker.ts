@@ -72,7 +72,9 @@ export class ChildWorker {
     const report = await this.waitFor((m) => m.stopped === true, 'stop report', timeoutMs);
     const exit = await Promise.race([
       this.exited,
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`child ${this.pid} did not exit after stopping`)), timeoutMs).unref()),
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error(`child ${this.pid} did not exit after stopping`)), timeoutMs).unref(),
+      ),
     ]);
     return { ...exit, report };
   }

@@ -9,10 +9,22 @@ import { QueueClient, QueueModule } from '../../lib';
  * keep it alive), which the test times.
  */
 async function main(): Promise<void> {
-  @Module({ imports: [QueueModule.forRoot({ connection: { url: process.env.REDIS_URL! }, namespace: 'close-outage', worker: { enabled: false }, redisTimeoutMs: 1_000 })] })
+  @Module({
+    imports: [
+      QueueModule.forRoot({
+        connection: { url: process.env.REDIS_URL! },
+        namespace: 'close-outage',
+        worker: { enabled: false },
+        redisTimeoutMs: 1_000,
+      }),
+    ],
+  })
   class ProducerModule {}
   const app = await NestFactory.createApplicationContext(ProducerModule, { logger: false });
-  await app.get(QueueClient).get('any').catch(() => undefined);
+  await app
+    .get(QueueClient)
+    .get('any')
+    .catch(() => undefined);
   await app.close();
   process.send!({ closed: true });
   process.disconnect();

@@ -35,7 +35,11 @@ describe('a run whose own commits keep failing', () => {
     const ns = uniqueNamespace('chb');
     const keys = new RedisKeys('sluice', ns);
     // Short bounds: a lost save is given up after lockMs (its commit policy), replies wait redisTimeoutMs.
-    const worker = await appOn(redis.proxy.url, [SaveWorkflow], { namespace: ns, redisTimeoutMs: 300, worker: { concurrency: 1, lockMs: 2_000, stalledIntervalMs: 60_000 } });
+    const worker = await appOn(redis.proxy.url, [SaveWorkflow], {
+      namespace: ns,
+      redisTimeoutMs: 300,
+      worker: { concurrency: 1, lockMs: 2_000, stalledIntervalMs: 60_000 },
+    });
     try {
       const marker = `UNSAVABLE-${ns}`;
       stepResult.value = marker;
@@ -51,11 +55,18 @@ describe('a run whose own commits keep failing', () => {
           20_000,
         );
         const [seconds, micros] = await redis.raw.time();
-        seen.push({ state: state!, delayMs: Number(dueAt) - (Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)), attempts: Number(attempts) });
+        seen.push({
+          state: state!,
+          delayMs: Number(dueAt) - (Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)),
+          attempts: Number(attempts),
+        });
         expect(failures).toBe('0');
       }
       // Delayed each time (not due at once), the second time for longer; one attempt per hand-back.
-      expect(seen.map(({ state, attempts }) => [state, attempts])).toEqual([['delayed', 1], ['delayed', 2]]);
+      expect(seen.map(({ state, attempts }) => [state, attempts])).toEqual([
+        ['delayed', 1],
+        ['delayed', 2],
+      ]);
       expect(seen[1].delayMs).toBeGreaterThan(seen[0].delayMs);
       expect(executed.get('r1')).toBe(2);
 

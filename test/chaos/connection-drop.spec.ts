@@ -69,7 +69,11 @@ describe('a connection dropped while a script is in flight', () => {
   /** A worker app with long leases and scans: during a test, its only calls are the ones the test causes. */
   async function worker(ns: string, extra: object = {}) {
     namespaces.push(ns);
-    const app = await appOn(server.url, [GatedWorkflow], { namespace: ns, worker: { concurrency: 1, lockMs: 60_000, stalledIntervalMs: 60_000 }, ...extra });
+    const app = await appOn(server.url, [GatedWorkflow], {
+      namespace: ns,
+      worker: { concurrency: 1, lockMs: 60_000, stalledIntervalMs: 60_000 },
+      ...extra,
+    });
     apps.push(app);
     return app;
   }
@@ -82,7 +86,12 @@ describe('a connection dropped while a script is in flight', () => {
   }
 
   /** Waits until the run is active in Redis (the worker has claimed it and its first step runs). */
-  const active = (client: QueueClient, id: string) => pollUntil(() => client.get(id), (run) => run?.state === 'active', `${id} active`);
+  const active = (client: QueueClient, id: string) =>
+    pollUntil(
+      () => client.get(id),
+      (run) => run?.state === 'active',
+      `${id} active`,
+    );
 
   it('enqueue: the lost call is sent again once the connection is back, and answers created', async () => {
     const ns = uniqueNamespace('drop-enq');
@@ -118,7 +127,9 @@ describe('a connection dropped while a script is in flight', () => {
     let errors: unknown[];
     try {
       // The first goes out alone; the others, made while it is in flight, go out in one batch.
-      errors = await Promise.all(Array.from({ length: 20 }, (_, i) => client.enqueue(GatedWorkflow, { key: `c${i}` }).catch((e: unknown) => e)));
+      errors = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => client.enqueue(GatedWorkflow, { key: `c${i}` }).catch((e: unknown) => e)),
+      );
     } finally {
       await faults.unpause();
     }
@@ -169,7 +180,9 @@ describe('a connection dropped while a script is in flight', () => {
   it('setLimits: not repeatable, so it rejects with OutcomeUnknownError; nothing was written', async () => {
     const ns = uniqueNamespace('drop-lim');
     const { client } = await producer(ns);
-    await expect(faults.dropDuringScript(`sluice:${ns}:command`, () => client.setLimits({ workflow: 'drop.gated', limit: 4 }))).rejects.toBeInstanceOf(OutcomeUnknownError);
+    await expect(
+      faults.dropDuringScript(`sluice:${ns}:command`, () => client.setLimits({ workflow: 'drop.gated', limit: 4 })),
+    ).rejects.toBeInstanceOf(OutcomeUnknownError);
     expect(await client.getLimits({ workflow: 'drop.gated' })).toMatchObject({ workflow: null });
   });
 
@@ -186,7 +199,9 @@ describe('a connection dropped while a script is in flight', () => {
     expect((await client.get(waiting.id))?.state).toBe('cancelled');
     await faults.dropDuringScript(`sluice:${ns}:command`, () => client.pause({ workflow: GatedWorkflow }));
     expect((await client.stats({ workflow: GatedWorkflow })).workflows['drop.gated'].paused).toBe(true);
-    const page = await faults.dropDuringScript(`sluice:${ns}:command`, () => client.listRuns({ workflow: GatedWorkflow, state: 'cancelled' }));
+    const page = await faults.dropDuringScript(`sluice:${ns}:command`, () =>
+      client.listRuns({ workflow: GatedWorkflow, state: 'cancelled' }),
+    );
     expect(page.runs.map((run) => run.id)).toEqual(['c1']);
     // retry: not resent, so the caller learns the outcome is unknown; the run is in one place either way.
     await expect(faults.dropDuringScript(`sluice:${ns}:command`, () => client.retry('c1'))).rejects.toBeInstanceOf(OutcomeUnknownError);
@@ -254,7 +269,10 @@ describe('a connection dropped while a script is in flight', () => {
   it('extend-leases: the heartbeat carries on after the drop; the run is neither stalled nor aborted', async () => {
     const ns = uniqueNamespace('drop-hb');
     namespaces.push(ns);
-    const app = await appOn(server.url, [GatedWorkflow], { namespace: ns, worker: { concurrency: 1, lockMs: 3_000, stalledIntervalMs: 60_000 } });
+    const app = await appOn(server.url, [GatedWorkflow], {
+      namespace: ns,
+      worker: { concurrency: 1, lockMs: 3_000, stalledIntervalMs: 60_000 },
+    });
     apps.push(app);
     const handle = await app.client.enqueue(GatedWorkflow, { key: 'h1' }, { id: 'h1' });
     gates.open('h1:in-step');
@@ -263,7 +281,12 @@ describe('a connection dropped while a script is in flight', () => {
     await faults.dropDuringScript(`sluice:${ns}:command`, async () => undefined);
     const keys = new RedisKeys('sluice', ns);
     const before = Number(await admin.zscore(keys.leases, 'h1'));
-    await pollUntil(() => admin.zscore(keys.leases, 'h1').then(Number), (score) => score > before, 'a renewed lease', 10_000);
+    await pollUntil(
+      () => admin.zscore(keys.leases, 'h1').then(Number),
+      (score) => score > before,
+      'a renewed lease',
+      10_000,
+    );
     gates.open('h1');
     expect(await handle.result({ timeoutMs: 20_000 })).toBe('first:h1+done');
     expect(await admin.hget(keys.run('h1'), 'stalls')).toBe('0');
@@ -272,7 +295,10 @@ describe('a connection dropped while a script is in flight', () => {
   it('release (hand-back at the shutdown deadline): app.close() returns within its bound', async () => {
     const ns = uniqueNamespace('drop-rel');
     namespaces.push(ns);
-    const app = await appOn(server.url, [GatedWorkflow], { namespace: ns, worker: { concurrency: 1, lockMs: 60_000, stalledIntervalMs: 60_000, shutdownTimeoutMs: 100 } });
+    const app = await appOn(server.url, [GatedWorkflow], {
+      namespace: ns,
+      worker: { concurrency: 1, lockMs: 60_000, stalledIntervalMs: 60_000, shutdownTimeoutMs: 100 },
+    });
     await app.client.enqueue(GatedWorkflow, { key: 'x1' }, { id: 'x1' });
     await active(app.client, 'x1');
     await faults.pauseWrites();
@@ -305,9 +331,17 @@ describe('retries of commits that did land are recognised (script level)', () =>
   const ns = uniqueNamespace('replay');
   const keys = new RedisKeys('sluice', ns);
   const enqueue = (scripts: ReturnType<typeof scriptsOn>, id: string) =>
-    scripts.run('enqueue', [keys.run(id), keys.leases, keys.limits, keys.seq], [keys.base, id, 'wf', '{}', 0, 0, '', 3, '', 0, 30_000, 0, 'n-' + id]);
+    scripts.run(
+      'enqueue',
+      [keys.run(id), keys.leases, keys.limits, keys.seq],
+      [keys.base, id, 'wf', '{}', 0, 0, '', 3, '', 0, 30_000, 0, 'n-' + id],
+    );
   const reserve = (scripts: ReturnType<typeof scriptsOn>, callId: string, n: number, repeat = false) =>
-    scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(callId)], [keys.base, n, 30_000, 0, 3, 256, 60_000, 'w', repeat ? 1 : 0, 'wf']);
+    scripts.run<unknown[]>(
+      'reserve',
+      [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(callId)],
+      [keys.base, n, 30_000, 0, 3, 256, 60_000, 'w', repeat ? 1 : 0, 'wf'],
+    );
 
   it('reserve sent twice with one call id claims once and answers the same claims', async () => {
     const scripts = scriptsOn(redis);
@@ -329,7 +363,11 @@ describe('retries of commits that did land are recognised (script level)', () =>
     const [id, , token] = claim;
     const callId = newCallId();
     const complete = (repeat: number) =>
-      scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(callId)], [keys.base, 60_000, 1, 30_000, repeat, '', 0, 1, 'wf', 0, id, token, '"ok"', '']);
+      scripts.run<unknown[]>(
+        'complete',
+        [keys.leases, keys.limits, keys.seq, keys.call(callId)],
+        [keys.base, 60_000, 1, 30_000, repeat, '', 0, 1, 'wf', 0, id, token, '"ok"', ''],
+      );
     const [[statuses1], ...refill1] = (await complete(0)) as [[number[]], ...unknown[]];
     const [[statuses2], ...refill2] = (await complete(1)) as [[number[]], ...unknown[]];
     expect(statuses1).toEqual([1]);
@@ -344,7 +382,11 @@ describe('retries of commits that did land are recognised (script level)', () =>
     const claims = (await reserve(scripts, newCallId(), 5)).slice(1) as string[][];
     const [id, , token] = claims.find((c) => c[0] === 'c')!;
     const fail = (t: string) =>
-      scripts.run('fail', [keys.run(id), keys.leases, keys.limits, keys.seq], [keys.base, id, t, '{"name":"E","message":"m"}', 0, 0, 60_000]);
+      scripts.run(
+        'fail',
+        [keys.run(id), keys.leases, keys.limits, keys.seq],
+        [keys.base, id, t, '{"name":"E","message":"m"}', 0, 0, 60_000],
+      );
     expect(await fail(token)).toBe('failed');
     expect(await fail(token)).toBe('failed');
     expect(await fail('1')).toBe('lost');

@@ -14,7 +14,10 @@ export const startsKey = (ns: string) => `{sluice:${ns}}:starts`;
 /** Holds its slot (cap 1) until its signal aborts, then reports the abort (hook `aborted`) and ends. */
 @Workflow('ctl.hold', { concurrency: 1, attempts: 1 })
 export class HoldWorkflow {
-  constructor(@Inject(CHAOS_HOOKS) private readonly hooks: ChaosHooks & { started?(runId: string): void; aborted?(runId: string, reason: unknown): void }) {}
+  constructor(
+    @Inject(CHAOS_HOOKS)
+    private readonly hooks: ChaosHooks & { started?(runId: string): void; aborted?(runId: string, reason: unknown): void },
+  ) {}
 
   async run(_input: unknown, ctx: RunContext): Promise<string> {
     this.hooks.started?.(ctx.runId);
@@ -36,8 +39,11 @@ abstract class Recording {
   }
 }
 
-@Workflow('ctl.paused') export class PausedWorkflow extends Recording {}
-@Workflow('ctl.other') export class OtherWorkflow extends Recording {}
-@Workflow('ctl.rated', { rateLimit: { max: 50, perMs: 1000 } }) export class RatedWorkflow extends Recording {}
+@Workflow('ctl.paused')
+export class PausedWorkflow extends Recording {}
+@Workflow('ctl.other')
+export class OtherWorkflow extends Recording {}
+@Workflow('ctl.rated', { rateLimit: { max: 50, perMs: 1000 } })
+export class RatedWorkflow extends Recording {}
 
 export const CONTROL_WORKFLOWS = [HoldWorkflow, PausedWorkflow, OtherWorkflow, RatedWorkflow];

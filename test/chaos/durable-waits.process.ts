@@ -5,7 +5,17 @@ import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { QueueModule, RunContext, Workflow } from '../../lib';
 import {
-  DW_CHILD, DW_EVENT, DW_PARENT, DW_SLEEPER, DW_WAITER, type ChildInput, type ParentInput, type ParentResult, type SleeperInput, type SleeperResult, type WaiterInput,
+  DW_CHILD,
+  DW_EVENT,
+  DW_PARENT,
+  DW_SLEEPER,
+  DW_WAITER,
+  type ChildInput,
+  type ParentInput,
+  type ParentResult,
+  type SleeperInput,
+  type SleeperResult,
+  type WaiterInput,
   type WaiterResult,
 } from './durable-waits.workflows';
 
@@ -55,7 +65,9 @@ class Waiter {
 class Parent {
   async run(input: ParentInput, ctx: RunContext): Promise<ParentResult> {
     const before = await ctx.step('before', () => effect(ctx.runId, 'before'));
-    const results = await ctx.invokeAll<number>(Array.from({ length: input.children }, (_, k) => ({ workflow: DW_CHILD, input: { k, ms: input.ms } satisfies ChildInput })));
+    const results = await ctx.invokeAll<number>(
+      Array.from({ length: input.children }, (_, k) => ({ workflow: DW_CHILD, input: { k, ms: input.ms } satisfies ChildInput })),
+    );
     const after = await ctx.step('after', () => effect(ctx.runId, 'after'));
     return { i: input.i, results, before, after, attempt: ctx.attempt, by: process.pid };
   }

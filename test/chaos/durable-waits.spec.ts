@@ -11,7 +11,18 @@ import { RedisAdmin, RedisProcess, sluiceConnectionName } from '../support/redis
 import { pollUntil } from '../support/workflows';
 import { ChildWorker } from './child-worker';
 import {
-  DW_CHILD, DW_EVENT, DW_PARENT, DW_SLEEPER, DW_WAITER, ParentInput, ParentResult, readEffects, SleeperInput, SleeperResult, WaiterInput, WaiterResult,
+  DW_CHILD,
+  DW_EVENT,
+  DW_PARENT,
+  DW_SLEEPER,
+  DW_WAITER,
+  ParentInput,
+  ParentResult,
+  readEffects,
+  SleeperInput,
+  SleeperResult,
+  WaiterInput,
+  WaiterResult,
 } from './durable-waits.workflows';
 
 /**
@@ -66,7 +77,12 @@ async function fleet(label: string, args: string[] = []): Promise<Fleet> {
   const producer = await appOn(server.url, [], { namespace: ns, worker: { enabled: false } });
   const redis = server.connect();
   const f: Fleet = {
-    server, ns, keys: new RedisKeys('sluice', ns), fxDir, redis, client: producer.client,
+    server,
+    ns,
+    keys: new RedisKeys('sluice', ns),
+    fxDir,
+    redis,
+    client: producer.client,
     close: async () => {
       await producer.close().catch(() => undefined);
       redis.disconnect();
@@ -164,7 +180,8 @@ async function checkRuns(
       if (pids.length !== 1) problems.push(`${id}: step ${step} executed ${pids.length} time(s), by [${pids.join(', ')}]`);
       else if (pids[0] !== result[step]) problems.push(`${id}: step ${step} executed by ${pids[0]}, its memo says ${result[step]}`);
       const expected = step === 'before' ? earlier : later;
-      if (pids.length === 1 && expected.size > 0 && !expected.has(pids[0])) problems.push(`${id}: step ${step} executed by ${pids[0]}, not one of [${[...expected].join(', ')}]`);
+      if (pids.length === 1 && expected.size > 0 && !expected.has(pids[0]))
+        problems.push(`${id}: step ${step} executed by ${pids[0]}, not one of [${[...expected].join(', ')}]`);
     }
   });
   for (const key of effects.keys()) if (!known.has(key)) problems.push(`an execution of ${key}, a run the test did not enqueue`);
@@ -172,7 +189,10 @@ async function checkRuns(
 }
 
 /** Each handle's result, and when it arrived (ms since the epoch). */
-function timed<T>(handles: { result(opts: { timeoutMs: number }): Promise<unknown> }[], timeoutMs: number): Promise<{ result: T; at: number }[]> {
+function timed<T>(
+  handles: { result(opts: { timeoutMs: number }): Promise<unknown> }[],
+  timeoutMs: number,
+): Promise<{ result: T; at: number }[]> {
   const all = Promise.all(handles.map((h) => h.result({ timeoutMs }).then((result) => ({ result: result as T, at: Date.now() }))));
   all.catch(() => undefined); // awaited later
   return all;
@@ -204,10 +224,20 @@ describe('durable waits survive process faults', () => {
     const eventKey = (k: number) => `order-${k}`;
     const BULK_KEY = 'bulk';
     // Every other waiter with a timeout (never reached): a wait in the delayed set too; the others without a deadline.
-    const waiterInputs: WaiterInput[] = Array.from({ length: WAITERS }, (_, i) => ({ i, key: i < KEYS * PER_KEY ? eventKey(i % KEYS) : BULK_KEY, timeout: i % 2 === 0 }));
-    const waiters = await f.client.enqueueMany<string>(DW_WAITER, waiterInputs.map((input) => ({ input })));
+    const waiterInputs: WaiterInput[] = Array.from({ length: WAITERS }, (_, i) => ({
+      i,
+      key: i < KEYS * PER_KEY ? eventKey(i % KEYS) : BULK_KEY,
+      timeout: i % 2 === 0,
+    }));
+    const waiters = await f.client.enqueueMany<string>(
+      DW_WAITER,
+      waiterInputs.map((input) => ({ input })),
+    );
     const sleeperInputs: SleeperInput[] = Array.from({ length: SLEEPERS }, (_, i) => ({ i, ms: i % 2 === 0 ? SHORT_MS : LONG_MS }));
-    const sleepers = await f.client.enqueueMany<string>(DW_SLEEPER, sleeperInputs.map((input) => ({ input })));
+    const sleepers = await f.client.enqueueMany<string>(
+      DW_SLEEPER,
+      sleeperInputs.map((input) => ({ input })),
+    );
     const enqueued = Date.now();
     expect([...waiters, ...sleepers].every((h) => h.created)).toBe(true);
     const ids = [...waiters, ...sleepers].map((h) => h.id);
@@ -217,7 +247,10 @@ describe('durable waits survive process faults', () => {
     // Every run in its wait: nothing due, nothing active.
     await pollUntil(
       () => f.client.stats(),
-      (s) => s.workflows[DW_SLEEPER]?.sleeping === SLEEPERS && s.workflows[DW_WAITER]?.waitingEvent === WAITERS && s.workflows[DW_SLEEPER].active + s.workflows[DW_WAITER].active === 0,
+      (s) =>
+        s.workflows[DW_SLEEPER]?.sleeping === SLEEPERS &&
+        s.workflows[DW_WAITER]?.waitingEvent === WAITERS &&
+        s.workflows[DW_SLEEPER].active + s.workflows[DW_WAITER].active === 0,
       'every run in its wait',
       60_000,
     );
@@ -227,7 +260,10 @@ describe('durable waits survive process faults', () => {
     // The kill fell before any sleep ended: no run was due, let alone active, while a killed worker lived.
     const deadlines = await sleepDeadlines(f, DW_SLEEPER, new Set(sleepers.filter((_, i) => i % 2 === 0).map((h) => h.id)));
     const killedAtRedis = await redisNow(f.redis);
-    if (killedAtRedis >= deadlines.first) throw new Error(`the machine is too slow for this test: a sleep ended ${killedAtRedis - deadlines.first} ms before the kill (raise SHORT_MS)`);
+    if (killedAtRedis >= deadlines.first)
+      throw new Error(
+        `the machine is too slow for this test: a sleep ended ${killedAtRedis - deadlines.first} ms before the kill (raise SHORT_MS)`,
+      );
 
     // At rest, no worker alive: every run is in its wait, in exactly its indexes.
     const atRest = await auditNamespace(f.redis, { namespace: f.ns, acknowledged: ids });
@@ -249,7 +285,8 @@ describe('durable waits survive process faults', () => {
     const secondPids = new Set(second.map((w) => w.pid));
     const secondReady = Date.now();
     // The other half, and the bulk key, with the fresh workers running.
-    for (let k = KEYS / 2; k < KEYS; k++) resumed += await f.client.sendEvent(DW_EVENT, { key: eventKey(k), payload: { key: eventKey(k) } });
+    for (let k = KEYS / 2; k < KEYS; k++)
+      resumed += await f.client.sendEvent(DW_EVENT, { key: eventKey(k), payload: { key: eventKey(k) } });
     const bulk = await f.client.sendEvent(DW_EVENT, { key: BULK_KEY, payload: { key: BULK_KEY } });
     expect(bulk).toBe(BULK);
     expect(resumed + bulk).toBe(WAITERS);
@@ -298,7 +335,10 @@ describe('durable waits survive process faults', () => {
     const f = await fleet('dw-aof', AOF);
     const workers = await spawnWorkers(f, 2, { REDIS_TIMEOUT_MS: '2000' });
     const pids = new Set(workers.map((w) => w.pid));
-    const handles = await f.client.enqueueMany<string>(DW_SLEEPER, Array.from({ length: RUNS }, (_, i) => ({ input: { i, ms: i % 2 === 0 ? SHORT_MS : LONG_MS } satisfies SleeperInput })));
+    const handles = await f.client.enqueueMany<string>(
+      DW_SLEEPER,
+      Array.from({ length: RUNS }, (_, i) => ({ input: { i, ms: i % 2 === 0 ? SHORT_MS : LONG_MS } satisfies SleeperInput })),
+    );
     const enqueued = Date.now();
     const ids = handles.map((h) => h.id);
     const finished = timed<SleeperResult>(handles, 120_000);
@@ -312,7 +352,8 @@ describe('durable waits survive process faults', () => {
     // The sleeps' deadlines, on the Redis clock (the wall clock of this machine).
     const { first, last, shortLast, longFirst } = await sleepDeadlines(f, DW_SLEEPER, new Set(ids.filter((_, i) => i % 2 === 0)));
     const beforeKill = await redisNow(f.redis);
-    if (beforeKill >= first) throw new Error(`the machine is too slow for this test: a sleep ended ${beforeKill - first} ms before the kill (raise SHORT_MS)`);
+    if (beforeKill >= first)
+      throw new Error(`the machine is too slow for this test: a sleep ended ${beforeKill - first} ms before the kill (raise SHORT_MS)`);
 
     await f.server.kill('SIGKILL');
     const killedAt = Date.now();
@@ -327,7 +368,12 @@ describe('durable waits survive process faults', () => {
     const admin = new RedisAdmin(f.server.connect());
     try {
       // Only the worker processes block (the producer has no workers): one blocking connection each.
-      await admin.clientsWhen({ namePrefix: sluiceConnectionName(f.ns, 'blocking') }, (clients) => clients.length >= workers.length, 'the workers reconnect', 30_000);
+      await admin.clientsWhen(
+        { namePrefix: sluiceConnectionName(f.ns, 'blocking') },
+        (clients) => clients.length >= workers.length,
+        'the workers reconnect',
+        30_000,
+      );
     } finally {
       await admin.close();
     }
@@ -336,7 +382,12 @@ describe('durable waits survive process faults', () => {
     const settled = rows.map((r) => r.result);
     await stopAll(workers);
 
-    const problems = await checkRuns(f, handles.map((h, i) => ({ id: h.id, i, result: settled[i] })), pids, pids);
+    const problems = await checkRuns(
+      f,
+      handles.map((h, i) => ({ id: h.id, i, result: settled[i] })),
+      pids,
+      pids,
+    );
     expect({ problems: problems.length, first: problems.slice(0, 30) }).toEqual({ problems: 0, first: [] });
     const report = await auditNamespace(f.redis, { namespace: f.ns, acknowledged: ids });
     expectConsistent(report);
@@ -361,24 +412,40 @@ describe('durable waits survive process faults', () => {
     const first = await spawnWorkers(f, 2);
     const firstPids = new Set(first.map((w) => w.pid));
     const inputs: ParentInput[] = Array.from({ length: PARENTS }, (_, i) => ({ i, children: CHILDREN, ms: CHILD_MS }));
-    const parents = await f.client.enqueueMany<string>(DW_PARENT, inputs.map((input) => ({ input })));
+    const parents = await f.client.enqueueMany<string>(
+      DW_PARENT,
+      inputs.map((input) => ({ input })),
+    );
     // invoke names each child after its parent and memo key (lib/execution/wait.ids.ts childId).
     const childIds = (parent: string) => Array.from({ length: CHILDREN }, (_, k) => `${parent}/invoke:${DW_CHILD}#${k + 1}`);
     const ids = parents.flatMap((h) => [h.id, ...childIds(h.id)]);
-    const outcomes = Promise.all(parents.map((h) => h.result({ timeoutMs: 120_000 }).then((result) => result as ParentResult, (error: unknown) => error)));
+    const outcomes = Promise.all(
+      parents.map((h) =>
+        h.result({ timeoutMs: 120_000 }).then(
+          (result) => result as ParentResult,
+          (error: unknown) => error,
+        ),
+      ),
+    );
     outcomes.catch(() => undefined);
 
     // Every parent waits; of its children, the first has completed, the others sleep.
     await pollUntil(
       () => f.client.stats(),
-      (s) => s.workflows[DW_PARENT]?.waitingChild === PARENTS && s.workflows[DW_CHILD]?.sleeping === PARENTS * (CHILDREN - 1) && s.workflows[DW_CHILD]?.completed === PARENTS,
+      (s) =>
+        s.workflows[DW_PARENT]?.waitingChild === PARENTS &&
+        s.workflows[DW_CHILD]?.sleeping === PARENTS * (CHILDREN - 1) &&
+        s.workflows[DW_CHILD]?.completed === PARENTS,
       'every parent waiting, its children asleep or done',
       60_000,
     );
     await sigkill(first);
     const killedAtRedis = await redisNow(f.redis);
     const deadlines = await sleepDeadlines(f, DW_CHILD);
-    if (killedAtRedis >= deadlines.first) throw new Error(`the machine is too slow for this test: a child's sleep ended ${killedAtRedis - deadlines.first} ms before the kill (raise CHILD_MS)`);
+    if (killedAtRedis >= deadlines.first)
+      throw new Error(
+        `the machine is too slow for this test: a child's sleep ended ${killedAtRedis - deadlines.first} ms before the kill (raise CHILD_MS)`,
+      );
 
     const atRest = await auditNamespace(f.redis, { namespace: f.ns, acknowledged: ids });
     expectConsistent(atRest);
@@ -414,7 +481,8 @@ describe('durable waits survive process faults', () => {
         if (effects.has(`${h.id} after`)) problems.push(`${h.id}: cancelled, yet its last step ran`);
       } else {
         const result = outcome as ParentResult;
-        if (result?.i !== i || JSON.stringify(result.results) !== JSON.stringify([0, 2, 4]) || result.attempt !== 2) problems.push(`${h.id}: ${JSON.stringify(outcome)}`);
+        if (result?.i !== i || JSON.stringify(result.results) !== JSON.stringify([0, 2, 4]) || result.attempt !== 2)
+          problems.push(`${h.id}: ${JSON.stringify(outcome)}`);
         once(`${h.id} after`, secondPids);
       }
     });
@@ -422,7 +490,14 @@ describe('durable waits survive process faults', () => {
     expect({ problems: problems.length, first: problems.slice(0, 30) }).toEqual({ problems: 0, first: [] });
     const final = await auditNamespace(f.redis, { namespace: f.ns, acknowledged: ids });
     expectConsistent(final);
-    expect(final.states).toEqual({ waiting: 0, delayed: 0, active: 0, completed: (PARENTS - CANCELLED) * (CHILDREN + 1) + CANCELLED, failed: 0, cancelled: CANCELLED * CHILDREN });
+    expect(final.states).toEqual({
+      waiting: 0,
+      delayed: 0,
+      active: 0,
+      completed: (PARENTS - CANCELLED) * (CHILDREN + 1) + CANCELLED,
+      failed: 0,
+      cancelled: CANCELLED * CHILDREN,
+    });
     console.log(
       `durable-waits (c): ${PARENTS} parents × ${CHILDREN} children (${CHILDREN - 1} sleeping ${CHILD_MS} ms); both workers SIGKILLed ${deadlines.first - killedAtRedis} ms before the first child's sleep ended; ` +
         `at rest: ${summary(atRest)}; ${CANCELLED} parents cancelled with no worker (${CANCELLED * (CHILDREN - 1)} children with them); the rest finished by fresh workers`,

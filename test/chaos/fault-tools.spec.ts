@@ -70,12 +70,19 @@ describe('RedisProcess', () => {
     const killed = await admin.killClients({ namePrefix: 'sluice:ns1:', type: 'pubsub' });
     expect(killed.map((c) => c.name)).toEqual(['sluice:ns1:subscriber']);
     await closed;
-    expect((await admin.clients({ namePrefix: 'sluice:' })).map((c) => c.name).sort()).toEqual(['sluice:ns1:command', 'sluice:ns2:command']);
+    expect((await admin.clients({ namePrefix: 'sluice:' })).map((c) => c.name).sort()).toEqual([
+      'sluice:ns1:command',
+      'sluice:ns2:command',
+    ]);
 
     await admin.pauseWrites(30_000);
     const write = command.set('paused-key', '1');
     // Held by the pause: CLIENT LIST shows it blocked (flag b); reads carry on meanwhile.
-    await admin.clientsWhen({ namePrefix: 'sluice:ns1:command' }, (cs) => cs.some((c) => c.flags.includes('b')), 'the write held by the pause');
+    await admin.clientsWhen(
+      { namePrefix: 'sluice:ns1:command' },
+      (cs) => cs.some((c) => c.flags.includes('b')),
+      'the write held by the pause',
+    );
     expect(await other.get('paused-key')).toBeNull();
     await admin.unpause();
     expect(await write).toBe('OK');
@@ -95,11 +102,15 @@ describe('RedisProcess', () => {
 describe('TcpProxy', () => {
   /** An echo server that records whether its side of each connection closed. */
   async function echoServer(): Promise<{ port: number; closes: number; server: Server }> {
-    const state = { port: 0, closes: 0, server: createServer((socket) => {
-      socket.on('data', (chunk) => socket.write(chunk));
-      socket.on('error', () => undefined);
-      socket.on('close', () => state.closes++);
-    }) };
+    const state = {
+      port: 0,
+      closes: 0,
+      server: createServer((socket) => {
+        socket.on('data', (chunk) => socket.write(chunk));
+        socket.on('error', () => undefined);
+        socket.on('close', () => state.closes++);
+      }),
+    };
     state.server.listen(0, '127.0.0.1');
     await once(state.server, 'listening');
     state.port = (state.server.address() as AddressInfo).port;
@@ -142,7 +153,11 @@ describe('TcpProxy', () => {
 
     expect(proxy.blackhole()).toBe(1);
     socket.write('lost;');
-    await pollUntil(async () => proxy.connections()[0].droppedBytes, (n) => n === 5, 'the proxy dropping the bytes');
+    await pollUntil(
+      async () => proxy.connections()[0].droppedBytes,
+      (n) => n === 5,
+      'the proxy dropping the bytes',
+    );
     expect(proxy.connections()[0]).toMatchObject({ blackholed: true, tainted: true });
     expect(socket.destroyed).toBe(false);
     expect(proxy.liveConnections).toBe(1);
@@ -160,7 +175,11 @@ describe('TcpProxy', () => {
     expect(proxy.liveConnections).toBe(1);
     proxy.restore();
     await proxy.whenConnections((n) => n === 0, 'the pair closing');
-    await pollUntil(async () => echo.closes, (n) => n === 1, 'the upstream side closing');
+    await pollUntil(
+      async () => echo.closes,
+      (n) => n === 1,
+      'the upstream side closing',
+    );
     expect(proxy.totalConnections).toBe(1);
 
     // close() closes both sides of every live connection.
@@ -173,7 +192,11 @@ describe('TcpProxy', () => {
     await proxy.close();
     await lastClosed;
     expect(proxy.liveConnections).toBe(0);
-    await pollUntil(async () => echo.closes, (n) => n === 2, 'the upstream side closing');
+    await pollUntil(
+      async () => echo.closes,
+      (n) => n === 2,
+      'the upstream side closing',
+    );
   });
 
   it('silences a Redis client without an error; restore({ resetTainted }) resets it, and it reconnects', async () => {
@@ -193,7 +216,11 @@ describe('TcpProxy', () => {
 
     proxy.blackhole();
     const incr = client.incr('counter');
-    await pollUntil(async () => proxy.connections()[0].droppedBytes, (n) => n > 0, 'the INCR dropped');
+    await pollUntil(
+      async () => proxy.connections()[0].droppedBytes,
+      (n) => n > 0,
+      'the INCR dropped',
+    );
     expect(await admin.redis.get('counter')).toBeNull(); // it never reached the server
     expect(errors).toEqual([]);
     expect((await admin.clients({ namePrefix: 'proxied' })).map((c) => c.addr)).toEqual([seen.addr]); // the server still has it

@@ -31,7 +31,10 @@ describe('a FUNCTION LOAD whose reply never comes', () => {
       redis.proxy.blackholeOn('$8\r\nFUNCTION\r\n$4\r\nLOAD\r\n');
 
       const startedAt = Date.now();
-      const error = await app.client.enqueue(EchoWorkflow, { key: 'during' }).then(() => undefined, (e: unknown) => e);
+      const error = await app.client.enqueue(EchoWorkflow, { key: 'during' }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(RedisConnectionError);
       // The call's bound (redisTimeoutMs), plus the sweep's resolution and a loaded machine's slack.
       expect(Date.now() - startedAt).toBeLessThan(redisTimeoutMs + 2_000);

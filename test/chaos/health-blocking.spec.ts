@@ -57,7 +57,12 @@ describe('health of a worker cut off from its blocking connection', () => {
       const cutAt = Date.now();
       expect(await admin.killClients({ namePrefix: blocking })).toHaveLength(1);
 
-      const down = await pollUntil(() => indicator.isHealthy('sluice', { timeoutMs: 500 }), (result) => result.sluice.status === 'down', 'the indicator to go down', BOUND_MS + 5_000);
+      const down = await pollUntil(
+        () => indicator.isHealthy('sluice', { timeoutMs: 500 }),
+        (result) => result.sluice.status === 'down',
+        'the indicator to go down',
+        BOUND_MS + 5_000,
+      );
       const detectedAfter = Date.now() - cutAt;
       // Not a blip detector (a killed connection normally reconnects within 50 ms)…
       expect(detectedAfter).toBeGreaterThanOrEqual(BOUND_MS - 100);
@@ -66,7 +71,11 @@ describe('health of a worker cut off from its blocking connection', () => {
       expect(down.sluice).toEqual({
         status: 'down',
         redis: { up: true },
-        worker: { state: 'running', lastWakeAt: expect.any(String), error: expect.stringMatching(/^blocking connection down for \d+ ms \(over 3000 ms\): the worker cannot be woken by new work$/) },
+        worker: {
+          state: 'running',
+          lastWakeAt: expect.any(String),
+          error: expect.stringMatching(/^blocking connection down for \d+ ms \(over 3000 ms\): the worker cannot be woken by new work$/),
+        },
       });
       // The reconnects were tried, and refused, meanwhile.
       expect(proxy.refusedConnections).toBeGreaterThan(0);
@@ -74,7 +83,12 @@ describe('health of a worker cut off from its blocking connection', () => {
 
       proxy.acceptNew();
       const restoredAt = Date.now();
-      await pollUntil(() => indicator.isHealthy('sluice', { timeoutMs: 500 }), (result) => result.sluice.status === 'up', 'the indicator to come up', 10_000);
+      await pollUntil(
+        () => indicator.isHealthy('sluice', { timeoutMs: 500 }),
+        (result) => result.sluice.status === 'up',
+        'the indicator to come up',
+        10_000,
+      );
       // The next reconnect attempt (at most 2 s away) gets through.
       expect(Date.now() - restoredAt).toBeLessThan(MAX_RECONNECT_DELAY_MS + 1_500);
       await admin.clientsWhen({ namePrefix: blocking }, (clients) => clients.length === 1, 'a new blocking connection');

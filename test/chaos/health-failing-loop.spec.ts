@@ -42,7 +42,11 @@ describe('health of a worker whose every reserve fails', () => {
 
   it('goes unhealthy within the loop bound although PING works, naming the error, and healthy again once reserves succeed', async () => {
     const ns = uniqueNamespace('failing');
-    const app = await appOn(server.url, [EchoWorkflow], { namespace: ns, redisTimeoutMs: REDIS_TIMEOUT_MS, worker: { stalledIntervalMs: STALLED_INTERVAL_MS } });
+    const app = await appOn(server.url, [EchoWorkflow], {
+      namespace: ns,
+      redisTimeoutMs: REDIS_TIMEOUT_MS,
+      worker: { stalledIntervalMs: STALLED_INTERVAL_MS },
+    });
     try {
       const health = app.app.get(QueueHealth);
       expect(await app.client.run(EchoWorkflow, { key: 'before' }, { timeoutMs: 10_000 })).toBe('before');
@@ -50,13 +54,23 @@ describe('health of a worker whose every reserve fails', () => {
 
       // A replica of a primary that does not exist: reads work, every write is refused.
       await admin.call('REPLICAOF', '127.0.0.1', String(await freePort()));
-      const down = await pollUntil(() => health.check(500), (report) => !report.healthy, 'health to go down', BOUND_MS + 10_000);
+      const down = await pollUntil(
+        () => health.check(500),
+        (report) => !report.healthy,
+        'health to go down',
+        BOUND_MS + 10_000,
+      );
       expect(down.redis.up).toBe(true);
       expect(down.worker.state).toBe('running');
       expect(down.worker.error).toMatch(/reserve loop failing for \d+ ms .*READONLY/);
 
       await admin.call('REPLICAOF', 'NO', 'ONE');
-      await pollUntil(() => health.check(500), (report) => report.healthy, 'health to come back', 15_000);
+      await pollUntil(
+        () => health.check(500),
+        (report) => report.healthy,
+        'health to come back',
+        15_000,
+      );
       expect(await app.client.run(EchoWorkflow, { key: 'after' }, { timeoutMs: 10_000 })).toBe('after');
     } finally {
       await app.close();

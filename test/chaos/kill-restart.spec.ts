@@ -68,12 +68,20 @@ describe('worker processes SIGKILLed and restarted during a drain', () => {
   const spawn = () => {
     const child = new ChildWorker({ REDIS_URL: redisUrl(), NS: ns, ...CHILD_ENV });
     children.push(child);
-    child.waitFor((m) => m.ready === true, 'ready', 120_000).then(() => ready.add(child), () => undefined);
+    child
+      .waitFor((m) => m.ready === true, 'ready', 120_000)
+      .then(
+        () => ready.add(child),
+        () => undefined,
+      );
     return child;
   };
 
   it(`loses nothing and re-executes a step only where a kill fell between its side effect and its memo write (${RUNS} runs)`, async () => {
-    const handles = await producer.client.enqueueMany(ThreeStepWorkflow, Array.from({ length: RUNS }, (_, i) => ({ input: { i } })));
+    const handles = await producer.client.enqueueMany(
+      ThreeStepWorkflow,
+      Array.from({ length: RUNS }, (_, i) => ({ input: { i } })),
+    );
     expect(handles.every((h) => h.created)).toBe(true);
     const ids = handles.map((h) => h.id);
 
@@ -158,7 +166,9 @@ describe('worker processes SIGKILLed and restarted during a drain', () => {
       const started = attemptPids.get(id) ?? new Map<number, string>();
       // The last attempt completed the run: it was started, by the process the result names.
       if (result.attempt !== attemptsField || started.get(attemptsField) !== String(result.by)) {
-        problems.push(`${id}: result of attempt ${result.attempt} by ${result.by}, but ${attemptsField} attempts, the last started by ${started.get(attemptsField)}`);
+        problems.push(
+          `${id}: result of attempt ${result.attempt} by ${result.by}, but ${attemptsField} attempts, the last started by ${started.get(attemptsField)}`,
+        );
       }
       // Every earlier attempt was cut short, and only a kill may have cut it.
       const cutShort = new Set<string>();
@@ -177,22 +187,29 @@ describe('worker processes SIGKILLed and restarted during a drain', () => {
         const count = Number(execCount[`${id}:${step}`] ?? 0);
         const memo = result[step];
         if (execBy[`${id}:${step}#${memo.n}`] !== String(memo.pid)) {
-          problems.push(`${id}:${step}: the memo says execution #${memo.n} by ${memo.pid}, the record says ${execBy[`${id}:${step}#${memo.n}`]}`);
+          problems.push(
+            `${id}:${step}: the memo says execution #${memo.n} by ${memo.pid}, the record says ${execBy[`${id}:${step}#${memo.n}`]}`,
+          );
         }
         if (count > 1) reExecuted++;
         for (let n = 1; n <= count; n++) {
           // An execution whose memo did not land (see despiteMemo) must have been cut short by a kill.
           if (n !== memo.n && !cutShort.has(execBy[`${id}:${step}#${n}`])) {
-            problems.push(`${id}:${step}: execution #${n} of ${count} by ${execBy[`${id}:${step}#${n}`]}, not a killed process that had the run in flight, lost its memo (memo: #${memo.n})`);
+            problems.push(
+              `${id}:${step}: execution #${n} of ${count} by ${execBy[`${id}:${step}#${n}`]}, not a killed process that had the run in flight, lost its memo (memo: #${memo.n})`,
+            );
           }
         }
       }
       // Each attempt after the first is a recovery from a stall (nothing failed).
-      if (stalls !== attemptsField - 1 || failures !== 0) problems.push(`${id}: ${attemptsField} attempts, ${stalls} stalls, ${failures} failures`);
+      if (stalls !== attemptsField - 1 || failures !== 0)
+        problems.push(`${id}: ${attemptsField} attempts, ${stalls} stalls, ${failures} failures`);
       // The commit event: exactly one, unless the committing process was killed before counting it.
       const commitEvents = Number(commits[id] ?? 0);
       if (commitEvents > 1 || (commitEvents === 0 && !killedPids.has(String(result.by)))) {
-        problems.push(`${id}: ${commitEvents} commit event(s), committed by ${result.by}${killedPids.has(String(result.by)) ? ' (killed)' : ''}`);
+        problems.push(
+          `${id}: ${commitEvents} commit event(s), committed by ${result.by}${killedPids.has(String(result.by)) ? ' (killed)' : ''}`,
+        );
       }
     });
     expect({ problems: problems.length, first: problems.slice(0, 40) }).toEqual({ problems: 0, first: [] });

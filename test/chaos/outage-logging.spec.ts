@@ -47,7 +47,14 @@ describe('logging during a Redis outage', () => {
   it(`a ${OUTAGE_MS / 1000} s outage with ${RUNS} runs in flight and a pending wait logs a handful of WARN lines, and says when each connection is back`, async () => {
     const logs = new LogCapture();
     const app = await Test.createTestingModule({
-      imports: [QueueModule.forRoot({ connection: { url: server.url }, namespace: uniqueNamespace('noise'), redisTimeoutMs: 1_000, worker: { concurrency: RUNS, lockMs: 4_000, stalledIntervalMs: 1_000 } })],
+      imports: [
+        QueueModule.forRoot({
+          connection: { url: server.url },
+          namespace: uniqueNamespace('noise'),
+          redisTimeoutMs: 1_000,
+          worker: { concurrency: RUNS, lockMs: 4_000, stalledIntervalMs: 1_000 },
+        }),
+      ],
       providers: [TickerWorkflow],
     }).compile();
     app.useLogger(logs);
@@ -58,14 +65,23 @@ describe('logging during a Redis outage', () => {
       // A wait, so the subscriber connection is open too (all three connections go through it).
       const results = Promise.all(handles.map((handle) => handle.result({ timeoutMs: 90_000 })));
       results.catch(() => undefined);
-      await pollUntil(() => Promise.all(handles.map((h) => client.get(h.id))), (runs) => runs.every((run) => run?.state === 'active'), 'every run active');
+      await pollUntil(
+        () => Promise.all(handles.map((h) => client.get(h.id))),
+        (runs) => runs.every((run) => run?.state === 'active'),
+        'every run active',
+      );
 
       const mark = logs.mark();
       await server.kill('SIGKILL');
       // The outage itself: its length is the fault, not a wait for an event.
       await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
       await server.restart();
-      await pollUntil(() => app.get(QueueHealth).check(1_000), (report) => report.healthy, 'a healthy worker again', 30_000);
+      await pollUntil(
+        () => app.get(QueueHealth).check(1_000),
+        (report) => report.healthy,
+        'a healthy worker again',
+        30_000,
+      );
       released = true;
       expect(await results).toEqual(handles.map((_, i) => `k${i}`));
 

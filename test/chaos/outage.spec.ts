@@ -50,7 +50,11 @@ describe('Redis down, then back', () => {
     const ns = uniqueNamespace('boot');
     const port = await freePort();
     const startedAt = Date.now();
-    const app = await appOn(`redis://127.0.0.1:${port}`, [EchoWorkflow], { namespace: ns, redisTimeoutMs: 1_000, worker: { lockMs: 5_000 } });
+    const app = await appOn(`redis://127.0.0.1:${port}`, [EchoWorkflow], {
+      namespace: ns,
+      redisTimeoutMs: 1_000,
+      worker: { lockMs: 5_000 },
+    });
     apps.push(app);
     // Booted (not crashed, not stuck until some timeout): the worker waits for Redis.
     expect(Date.now() - startedAt).toBeLessThan(5_000);
@@ -68,12 +72,22 @@ describe('Redis down, then back', () => {
     await expect(app.client.timeline('nope')).rejects.toBeInstanceOf(RedisConnectionError);
 
     server = await RedisProcess.start({ port, args: AOF });
-    await pollUntil(() => health.check(), (report) => report.healthy, 'the worker to start once Redis is up', 30_000);
+    await pollUntil(
+      () => health.check(),
+      (report) => report.healthy,
+      'the worker to start once Redis is up',
+      30_000,
+    );
     expect(await app.client.run(EchoWorkflow, { key: 'late' }, { timeoutMs: 20_000 })).toBe('echo:late');
     // The worker's cancel subscription, refused while Redis was away, is in place now.
     const probe = new Redis(server.url);
     try {
-      await pollUntil(async () => ((await probe.pubsub('NUMSUB', `{sluice:${ns}}:cancel`)) as [string, number])[1], (n) => n >= 1, 'the cancel subscription', 20_000);
+      await pollUntil(
+        async () => ((await probe.pubsub('NUMSUB', `{sluice:${ns}}:cancel`)) as [string, number])[1],
+        (n) => n >= 1,
+        'the cancel subscription',
+        20_000,
+      );
     } finally {
       probe.disconnect();
     }
@@ -83,13 +97,24 @@ describe('Redis down, then back', () => {
   it('a wait outlives an outage (its background re-reads fail quietly), and shutdown after an outage is bounded', async () => {
     server = await RedisProcess.start({ args: AOF });
     const ns = uniqueNamespace('mid');
-    const app = await appOn(server.url, [EchoWorkflow], { namespace: ns, redisTimeoutMs: 1_000, worker: { lockMs: 10_000, shutdownTimeoutMs: 500 } });
+    const app = await appOn(server.url, [EchoWorkflow], {
+      namespace: ns,
+      redisTimeoutMs: 1_000,
+      worker: { lockMs: 10_000, shutdownTimeoutMs: 500 },
+    });
     apps.push(app);
     const handle = await app.client.enqueue(EchoWorkflow, { key: 'w1', gated: true }, { id: 'w1' });
     const result = handle.result();
     let settled = false;
-    result.then(() => (settled = true), () => (settled = true));
-    await pollUntil(() => app.client.get('w1'), (run) => run?.state === 'active', 'w1 active');
+    result.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    await pollUntil(
+      () => app.client.get('w1'),
+      (run) => run?.state === 'active',
+      'w1 active',
+    );
 
     await server.kill('SIGKILL');
     // Longer than the waiter's 10 s backstop, so its re-read meets the outage at least once.
@@ -104,7 +129,11 @@ describe('Redis down, then back', () => {
 
     // A second outage, then SIGTERM-like close with a run in flight: bounded, Redis or not.
     await app.client.enqueue(EchoWorkflow, { key: 'w3', gated: true }, { id: 'w3' });
-    await pollUntil(() => app.client.get('w3'), (run) => run?.state === 'active', 'w3 active');
+    await pollUntil(
+      () => app.client.get('w3'),
+      (run) => run?.state === 'active',
+      'w3 active',
+    );
     await server.kill('SIGKILL');
     const closing = Date.now();
     await app.close();

@@ -37,12 +37,19 @@ describe("a worker's park announcement and the order of its replies", () => {
     const admin = new RedisAdmin(redis.raw);
     const wf = 'race.hold';
     // Blocks of 5 s (MAX_BLOCK_MS): no stalled scan or due run ends one sooner.
-    const worker = await appOn(redis.proxy.url, [HoldWorkflow], { namespace: ns, worker: { concurrency: 3, stalledIntervalMs: 60_000, lockMs: 60_000 } });
+    const worker = await appOn(redis.proxy.url, [HoldWorkflow], {
+      namespace: ns,
+      worker: { concurrency: 3, stalledIntervalMs: 60_000, lockMs: 60_000 },
+    });
     const producer = await appOn(redis.server.url, [], { namespace: ns, worker: { enabled: false } });
     const monitor = await monitorCommands(ns, redis.raw);
     const script = (name: string) => (args: string[]) => args[0] === 'fcall' && args[1].endsWith(`_${name}`) && args.includes(keys.base);
     const blocked = () =>
-      admin.clientsWhen({ namePrefix: sluiceConnectionName(ns, 'blocking') }, (clients) => clients.some((c) => c.cmd === 'blpop' && /b/.test(c.flags)), 'the worker blocked on its wake list');
+      admin.clientsWhen(
+        { namePrefix: sluiceConnectionName(ns, 'blocking') },
+        (clients) => clients.some((c) => c.cmd === 'blpop' && /b/.test(c.flags)),
+        'the worker blocked on its wake list',
+      );
     try {
       await waitParked(redis.raw, keys, wf);
       const first = await producer.client.enqueue(HoldWorkflow, { key: 'first', hold: true });
@@ -72,7 +79,10 @@ describe("a worker's park announcement and the order of its replies", () => {
       for (const key of ['handed', 'queued']) {
         scripts.queue(multi, 'enqueue', enqueueKeys(keys, key), enqueueArgs(keys, wf, key, { key, hold: key === 'handed' }, true));
       }
-      expect(((await multi.exec()) ?? []).map(([, reply]) => reply)).toEqual([[1, 'active'], [1, 'waiting']]);
+      expect(((await multi.exec()) ?? []).map(([, reply]) => reply)).toEqual([
+        [1, 'active'],
+        [1, 'waiting'],
+      ]);
       expect(await producer.client.wait('queued', { timeoutMs: 2_000 })).toBe('queued');
     } finally {
       gates.openAll();

@@ -81,8 +81,14 @@ describe('run control across processes', () => {
       const workers = [spawn(ns), spawn(ns)];
       await ready(workers);
       expect(await producer.client.pause({ workflow: 'ctl.paused' })).toBe(true);
-      const paused = await producer.client.enqueueMany('ctl.paused', Array.from({ length: 200 }, (_, i) => ({ input: { key: `p${i}` } })));
-      const other = await producer.client.enqueueMany('ctl.other', Array.from({ length: 200 }, (_, i) => ({ input: { key: `o${i}` } })));
+      const paused = await producer.client.enqueueMany(
+        'ctl.paused',
+        Array.from({ length: 200 }, (_, i) => ({ input: { key: `p${i}` } })),
+      );
+      const other = await producer.client.enqueueMany(
+        'ctl.other',
+        Array.from({ length: 200 }, (_, i) => ({ input: { key: `o${i}` } })),
+      );
       await Promise.all(other.map((h) => h.result({ timeoutMs: 30_000 })));
       const startsWhilePaused = await redis.lrange(startsKey(ns), 0, -1);
       expect(startsWhilePaused.filter((key) => key.startsWith('p'))).toEqual([]);
@@ -112,7 +118,10 @@ describe('run control across processes', () => {
       const workers = [spawn(ns), spawn(ns), spawn(ns)];
       await ready(workers);
       // A backlog far larger than 5 s of allowance: the limit, not the work, sets the pace.
-      const handles = await producer.client.enqueueMany('ctl.rated', Array.from({ length: 1_000 }, (_, i) => ({ input: { key: `r${i}` } })));
+      const handles = await producer.client.enqueueMany(
+        'ctl.rated',
+        Array.from({ length: 1_000 }, (_, i) => ({ input: { key: `r${i}` } })),
+      );
       const commandsAt = async () => Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))![1]);
       // Commands per second over each interval actually elapsed between samples (a busy machine can
       // delay a sample: an interval is then longer or shorter, its rate the same).
@@ -143,7 +152,9 @@ describe('run control across processes', () => {
 
       // Redis work while limited: each second starts and finishes 50 runs, and stays flat — a worker
       // polling for the window would add thousands of calls a second. (Logged for the record.)
-      console.log(`rate limit: ${limited.length} starts in the first 5 s; Redis commands per second while limited: ${perSecond.join(', ')}`);
+      console.log(
+        `rate limit: ${limited.length} starts in the first 5 s; Redis commands per second while limited: ${perSecond.join(', ')}`,
+      );
       expect(total / limited.length).toBeLessThan(60);
       const median = [...perSecond].sort((x, y) => x - y)[Math.floor(perSecond.length / 2)];
       expect(Math.max(...perSecond)).toBeLessThan(3 * median + 200);

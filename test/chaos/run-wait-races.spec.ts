@@ -58,7 +58,9 @@ describe('run() and the order of its replies', () => {
   /** Matches the producer's proxied connection of that role (the worker's do not pass the proxy). */
   async function producerConnection(namespace: string, role: 'command' | 'subscriber'): Promise<(c: ProxyConnection) => boolean> {
     const proxied = new Set(redis.proxy.connections().map((c) => c.upstreamAddress));
-    const addrs = (await new RedisAdmin(redis.raw).clients({ namePrefix: sluiceConnectionName(namespace, role) })).map((c) => c.addr).filter((addr) => proxied.has(addr));
+    const addrs = (await new RedisAdmin(redis.raw).clients({ namePrefix: sluiceConnectionName(namespace, role) }))
+      .map((c) => c.addr)
+      .filter((addr) => proxied.has(addr));
     expect(addrs).toHaveLength(1);
     return (c) => c.upstreamAddress === addrs[0];
   }
@@ -77,11 +79,19 @@ describe('run() and the order of its replies', () => {
     // The announcement is held on its way; the run finishes and its record is deleted.
     expect(redis.proxy.holdReplies(subscriber)).toBe(1);
     gates.open('raced');
-    await pollUntil(() => redis.raw.exists(keys.run('raced')), (n) => n === 0, 'the record deleted by the finish');
+    await pollUntil(
+      () => redis.raw.exists(keys.run('raced')),
+      (n) => n === 0,
+      'the record deleted by the finish',
+    );
     // The first read now answers "no such run" before the announcement arrives.
     redis.proxy.releaseReplies(command);
     const admin = new RedisAdmin(redis.raw);
-    const synced = admin.clientsWhen({ namePrefix: sluiceConnectionName(namespace, 'subscriber') }, (clients) => clients.some((c) => c.cmd === 'ping'), 'the waiter syncing with its subscriber');
+    const synced = admin.clientsWhen(
+      { namePrefix: sluiceConnectionName(namespace, 'subscriber') },
+      (clients) => clients.some((c) => c.cmd === 'ping'),
+      'the waiter syncing with its subscriber',
+    );
     await Promise.race([synced, result]);
     redis.proxy.releaseReplies();
     expect(await result).toBe('done:raced');
@@ -115,4 +125,3 @@ describe('run() and the order of its replies', () => {
     expect(await worker.client.wait('overlapped', { timeoutMs: 10_000 })).toBe('plain:overlapped');
   });
 });
-

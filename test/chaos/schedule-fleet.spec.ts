@@ -39,15 +39,24 @@ describe('a schedule shared by three worker processes', () => {
   const fired = async () => Number((await redis.hget(keys.schedule(CRON_SCHEDULE_ID), 'fired')) ?? 0);
 
   it('fires each occurrence exactly once, within 1 s, idle and with every slot busy', async () => {
-    for (let n = 0; n < PROCESSES; n++) children.push(new ChildWorker({ REDIS_URL: redisUrl(), NS: ns, MODE: 'cron', CONCURRENCY: String(CONCURRENCY) }));
+    for (let n = 0; n < PROCESSES; n++)
+      children.push(new ChildWorker({ REDIS_URL: redisUrl(), NS: ns, MODE: 'cron', CONCURRENCY: String(CONCURRENCY) }));
     await Promise.all(children.map((child) => child.waitFor((m) => m.ready === true, 'ready', 90_000)));
 
     // Idle fleet: ten occurrences.
     await pollUntil(fired, (n) => n >= 10, 'ten fires by an idle fleet', 30_000);
 
     // Saturate every slot of every process, then let at least five more occurrences pass.
-    const holders = await producer.client.enqueueMany(SlotHolderWorkflow, Array.from({ length: PROCESSES * CONCURRENCY }, () => ({ input: {} })));
-    await pollUntil(() => redis.scard(keys.workflow('chaos.slot-holder', 'active')), (n) => n === PROCESSES * CONCURRENCY, 'every slot held', 30_000);
+    const holders = await producer.client.enqueueMany(
+      SlotHolderWorkflow,
+      Array.from({ length: PROCESSES * CONCURRENCY }, () => ({ input: {} })),
+    );
+    await pollUntil(
+      () => redis.scard(keys.workflow('chaos.slot-holder', 'active')),
+      (n) => n === PROCESSES * CONCURRENCY,
+      'every slot held',
+      30_000,
+    );
     const [seconds] = await redis.time();
     const saturatedFromMs = Number(seconds) * 1000 + 1000;
     const firedBefore = await fired();
@@ -73,10 +82,14 @@ describe('a schedule shared by three worker processes', () => {
     expect(runIds.filter((id) => executions[id] !== '1')).toEqual([]);
 
     // Each fired within a second of its occurrence (by Redis time), the saturated stretch included.
-    const created = await Promise.all(runIds.map(async (id) => [Number(id.split('@')[1]), Number(await redis.hget(keys.run(id), 'createdAt'))] as const));
+    const created = await Promise.all(
+      runIds.map(async (id) => [Number(id.split('@')[1]), Number(await redis.hget(keys.run(id), 'createdAt'))] as const),
+    );
     const late = created.filter(([occurrence, at]) => at - occurrence >= 1000 || at < occurrence);
     expect(late).toEqual([]);
-    expect(created.filter(([occurrence]) => occurrence >= saturatedFromMs && occurrence <= saturatedUntilMs).length).toBeGreaterThanOrEqual(5);
+    expect(created.filter(([occurrence]) => occurrence >= saturatedFromMs && occurrence <= saturatedUntilMs).length).toBeGreaterThanOrEqual(
+      5,
+    );
 
     const stops = await Promise.all(children.map((child) => child.stop()));
     for (const stop of stops) expect({ code: stop.code, signal: stop.signal }).toEqual({ code: 0, signal: null });

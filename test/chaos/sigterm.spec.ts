@@ -34,8 +34,14 @@ describe('SIGTERM to a worker process after Redis outages', () => {
   async function workerWithRunInFlight() {
     const ns = uniqueNamespace('sigterm');
     const child = new ChildWorker({
-      REDIS_URL: server.url, NS: ns, MODE: 'stall', CONCURRENCY: '2', LOCK_MS: '5000',
-      SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS), REDIS_TIMEOUT_MS: '2000', SHUTDOWN_HOOKS: '1',
+      REDIS_URL: server.url,
+      NS: ns,
+      MODE: 'stall',
+      CONCURRENCY: '2',
+      LOCK_MS: '5000',
+      SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
+      REDIS_TIMEOUT_MS: '2000',
+      SHUTDOWN_HOOKS: '1',
     });
     children.push(child);
     await child.waitFor((m) => m.ready === true, 'ready');
@@ -60,7 +66,10 @@ describe('SIGTERM to a worker process after Redis outages', () => {
   async function expectExitWithinBound(child: ChildWorker) {
     const sentAt = Date.now();
     child.proc.kill('SIGTERM');
-    const exit = await Promise.race([child.exited, new Promise<'still alive'>((resolve) => setTimeout(() => resolve('still alive'), 30_000).unref())]);
+    const exit = await Promise.race([
+      child.exited,
+      new Promise<'still alive'>((resolve) => setTimeout(() => resolve('still alive'), 30_000).unref()),
+    ]);
     expect(exit).not.toBe('still alive');
     expect(Date.now() - sentAt).toBeLessThan(EXIT_BOUND_MS);
   }
@@ -72,7 +81,12 @@ describe('SIGTERM to a worker process after Redis outages', () => {
     await server.restart();
     const redis = new Redis(server.url);
     // Back: the worker reconnected (its connections show up again) before the second outage.
-    await pollUntil(() => redis.client('LIST') as Promise<string>, (list) => list.includes(':blocking'), 'the worker to reconnect', 20_000);
+    await pollUntil(
+      () => redis.client('LIST') as Promise<string>,
+      (list) => list.includes(':blocking'),
+      'the worker to reconnect',
+      20_000,
+    );
     redis.disconnect();
     await server.kill('SIGKILL');
     await expectExitWithinBound(child);

@@ -36,14 +36,24 @@ describe('a silent network loss between a worker and Redis', () => {
       const handle = await producer.client.enqueue(EchoWorkflow, { key: 'during' });
       // Noticed: the worker gives up on its silent connections and opens new ones (which the
       // partition swallows too). Bound: a block (at most MAX_BLOCK_MS) plus BLOCK_GRACE_MS.
-      await pollUntil(async () => redis.proxy.totalConnections, (total) => total > opened, 'the worker to replace a silent connection', MAX_BLOCK_MS + BLOCK_GRACE_MS + 5_000);
+      await pollUntil(
+        async () => redis.proxy.totalConnections,
+        (total) => total > opened,
+        'the worker to replace a silent connection',
+        MAX_BLOCK_MS + BLOCK_GRACE_MS + 5_000,
+      );
       expect(Date.now() - lostAt).toBeLessThan(MAX_BLOCK_MS + BLOCK_GRACE_MS + 3_000);
       const health = await worker.app.get(QueueHealth).check(1_000);
       expect(health).toMatchObject({ healthy: false, redis: { up: false } });
 
       redis.proxy.restore({ resetTainted: true });
       expect(await handle.result({ timeoutMs: 30_000 })).toBe('echo:during');
-      await pollUntil(() => worker.app.get(QueueHealth).check(), (report) => report.healthy, 'a healthy worker again', 20_000);
+      await pollUntil(
+        () => worker.app.get(QueueHealth).check(),
+        (report) => report.healthy,
+        'a healthy worker again',
+        20_000,
+      );
       expectConsistent(await auditNamespace(redis.raw, { namespace: ns }));
     } finally {
       await producer.close();

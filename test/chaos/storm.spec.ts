@@ -77,14 +77,23 @@ describe('faults under load', () => {
    * connection of theirs) is exact only when Redis itself did not crash between the two, so a
    * crash test relies on the tally alone.
    */
-  async function expectAllCompleted(ns: string, producer: Awaited<ReturnType<typeof appOn>>, acknowledged: string[], unknown: string[], redisCrashed = false) {
+  async function expectAllCompleted(
+    ns: string,
+    producer: Awaited<ReturnType<typeof appOn>>,
+    acknowledged: string[],
+    unknown: string[],
+    redisCrashed = false,
+  ) {
     const existing = [...acknowledged];
     for (const id of unknown) if (await raw.exists(`{sluice:${ns}}:run:${id}`)) existing.push(id);
     await Promise.all(existing.map((id) => producer.client.wait(id, { timeoutMs: 90_000 })));
     // A worker counts its 'completed' event after the commit, over a connection of its own: a
     // waiter can hear of the last completions a moment before those counts land.
-    const settled = (counts: Record<string, string>) => existing.every((id) => counts[id] !== undefined) || existing.some((id) => Number(counts[id]) > 1);
-    const commits = redisCrashed ? await raw.hgetall(commitsKey(ns)) : await pollUntil(() => raw.hgetall(commitsKey(ns)), settled, 'the workers\' completion counts', 5_000);
+    const settled = (counts: Record<string, string>) =>
+      existing.every((id) => counts[id] !== undefined) || existing.some((id) => Number(counts[id]) > 1);
+    const commits = redisCrashed
+      ? await raw.hgetall(commitsKey(ns))
+      : await pollUntil(() => raw.hgetall(commitsKey(ns)), settled, "the workers' completion counts", 5_000);
     if (!redisCrashed) expect(existing.filter((id) => commits[id] !== '1')).toEqual([]);
     expect(await raw.hlen(despiteMemoKey(ns))).toBe(0);
     const report = await auditNamespace(raw, { namespace: ns, acknowledged: existing });
@@ -109,7 +118,9 @@ describe('faults under load', () => {
     expect(acknowledged.length).toBeGreaterThan(50);
 
     await expectAllCompleted(ns, producer, acknowledged, unknown);
-    const fresh = await Promise.all(Array.from({ length: 10 }, (_, i) => producer.client.run(ThreeStepWorkflow, { i }, { timeoutMs: 30_000 })));
+    const fresh = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => producer.client.run(ThreeStepWorkflow, { i }, { timeoutMs: 30_000 })),
+    );
     expect(fresh).toHaveLength(10);
 
     // Three processes: at most one connection of each role each (the workers' subscriber listens to
@@ -130,7 +141,10 @@ describe('faults under load', () => {
 
     // During the outage: enqueues reject with a typed error within redisTimeoutMs (plus slack), none hangs.
     const startedAt = Date.now();
-    const outage = await producer.client.enqueue(ThreeStepWorkflow, { i: -1 }).then(() => 'resolved', (error: unknown) => error);
+    const outage = await producer.client.enqueue(ThreeStepWorkflow, { i: -1 }).then(
+      () => 'resolved',
+      (error: unknown) => error,
+    );
     expect(outage).toBeInstanceOf(RedisConnectionError);
     expect(Date.now() - startedAt).toBeLessThan(2_000 + 1_000);
 

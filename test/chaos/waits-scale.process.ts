@@ -95,7 +95,11 @@ async function main(): Promise<void> {
     }
     if (message === 'stop') {
       void app.close().then(
-        () => process.send!({ stopped: true, before: [...before], after: [...after], started: [...started], completed, suspended, maxExecuting }, () => process.exit(0)),
+        () =>
+          process.send!(
+            { stopped: true, before: [...before], after: [...after], started: [...started], completed, suspended, maxExecuting },
+            () => process.exit(0),
+          ),
         (error: Error) => {
           console.error(`waits-scale worker ${process.pid} failed to stop: ${error.stack}`);
           process.exit(1);

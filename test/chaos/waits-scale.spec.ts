@@ -71,7 +71,11 @@ describe('durable waits at scale', () => {
   it(`${RUNS} runs sleeping ${SLEEP_MS} ms each complete on one process at concurrency ${CONCURRENCY}: no slot is held while asleep`, async () => {
     const worker = (child = new ChildWorker(
       {
-        REDIS_URL: server.url, NS: ns, RUNS: String(RUNS), SLEEP_MS: String(SLEEP_MS), CONCURRENCY: String(CONCURRENCY),
+        REDIS_URL: server.url,
+        NS: ns,
+        RUNS: String(RUNS),
+        SLEEP_MS: String(SLEEP_MS),
+        CONCURRENCY: String(CONCURRENCY),
         NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --expose-gc`.trim(),
       },
       join(__dirname, 'waits-scale.process.ts'),
@@ -91,7 +95,10 @@ describe('durable waits at scale', () => {
     const t0 = Date.now();
     const ids: string[] = [];
     for (let i = 0; i < RUNS; i += 1_000) {
-      const handles = await client.enqueueMany(WORKFLOW, Array.from({ length: Math.min(1_000, RUNS - i) }, (_, k) => ({ input: { i: i + k } })));
+      const handles = await client.enqueueMany(
+        WORKFLOW,
+        Array.from({ length: Math.min(1_000, RUNS - i) }, (_, k) => ({ input: { i: i + k } })),
+      );
       ids.push(...handles.map((h) => h.id));
     }
     const enqueuedAt = Date.now();
@@ -129,7 +136,8 @@ describe('durable waits at scale', () => {
     const stats = (await client.stats()).workflows[WORKFLOW];
 
     // 3. All complete.
-    const allCompletedAt = (await worker.waitFor((m) => typeof m.allCompleted === 'number', 'all completed', WALL_BOUND_MS)).allCompleted as number;
+    const allCompletedAt = (await worker.waitFor((m) => typeof m.allCompleted === 'number', 'all completed', WALL_BOUND_MS))
+      .allCompleted as number;
     sampling = false;
     await sampler;
     // Worker heap: a sleeping run should cost the worker nothing once its attempt has ended, so
@@ -138,7 +146,14 @@ describe('durable waits at scale', () => {
     const wallMs = allCompletedAt - t0;
 
     const stop = await worker.stop();
-    const report = stop.report as { before: number[]; after: number[]; started: number[]; completed: number; suspended: number; maxExecuting: number };
+    const report = stop.report as {
+      before: number[];
+      after: number[];
+      started: number[];
+      completed: number;
+      suspended: number;
+      maxExecuting: number;
+    };
 
     const perRunBytes = (redisAsleep - redisBefore) / RUNS;
     console.log(
@@ -185,7 +200,10 @@ describe('durable waits at scale', () => {
     });
     const wrong = rows
       .map((row, i) => ({ id: ids[i], row }))
-      .filter(({ row: [state, attempts, failures, result, wait] }) => state !== 'completed' || attempts !== '2' || failures !== '0' || wait !== null || result === null);
+      .filter(
+        ({ row: [state, attempts, failures, result, wait] }) =>
+          state !== 'completed' || attempts !== '2' || failures !== '0' || wait !== null || result === null,
+      );
     expect(wrong.slice(0, 5)).toEqual([]);
     expect(rows.map(([, , , result]) => JSON.parse(result!).i).sort((a, b) => a - b)).toEqual(Array.from({ length: RUNS }, (_, i) => i));
     expect(await redis.zcard(`${base}wf:${WORKFLOW}:sleeping`)).toBe(0);

@@ -4,8 +4,18 @@ import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { QueueModule, RunEvents } from '../../lib';
 import {
-  CappedWorkflow, CHAOS_HOOKS, CHAOS_NS, CHAOS_REDIS, ChaosHooks, commitsKey, CronTickWorkflow, DrainWorkflow, SlotHolderWorkflow, StallWorkflow,
-  ThreeStepWorkflow, ZombieWorkflow,
+  CappedWorkflow,
+  CHAOS_HOOKS,
+  CHAOS_NS,
+  CHAOS_REDIS,
+  ChaosHooks,
+  commitsKey,
+  CronTickWorkflow,
+  DrainWorkflow,
+  SlotHolderWorkflow,
+  StallWorkflow,
+  ThreeStepWorkflow,
+  ZombieWorkflow,
 } from './chaos.workflows';
 import { CONTROL_WORKFLOWS } from './control.workflows';
 
@@ -43,39 +53,39 @@ const hooks: ChaosHooks =
         aborted: (runId: string, reason: unknown) => send({ aborted: runId, reason: (reason as Error)?.name, at: Date.now() }),
       } as ChaosHooks)
     : mode === 'three-step'
-    ? {}
-    : mode === 'zombie'
-    ? {
-        pause: (runId, where) => {
-          send({ paused: runId, where });
-          return resumed;
-        },
-        stepFailed: (runId, step, error) => send({ stepFailed: runId, step, error: (error as Error)?.name }),
-      }
-    : mode === 'cron'
-    ? {
-        beforeWork: (runId) => {
-          send({ holding: runId });
-          return gate;
-        },
-      }
-    : mode === 'drain'
-    ? {
-        beforeWork: async (runId) => {
-          if (!claimedSent) {
-            claimedSent = true;
-            send({ claimed: runId });
+      ? {}
+      : mode === 'zombie'
+        ? {
+            pause: (runId, where) => {
+              send({ paused: runId, where });
+              return resumed;
+            },
+            stepFailed: (runId, step, error) => send({ stepFailed: runId, step, error: (error as Error)?.name }),
           }
-          await gate;
-        },
-        counted: () => void executed++,
-      }
-    : {
-        afterFirstStep: (runId) => {
-          send({ started: runId });
-          return new Promise<void>(() => undefined); // blocks until the test kills this process
-        },
-      };
+        : mode === 'cron'
+          ? {
+              beforeWork: (runId) => {
+                send({ holding: runId });
+                return gate;
+              },
+            }
+          : mode === 'drain'
+            ? {
+                beforeWork: async (runId) => {
+                  if (!claimedSent) {
+                    claimedSent = true;
+                    send({ claimed: runId });
+                  }
+                  await gate;
+                },
+                counted: () => void executed++,
+              }
+            : {
+                afterFirstStep: (runId) => {
+                  send({ started: runId });
+                  return new Promise<void>(() => undefined); // blocks until the test kills this process
+                },
+              };
 
 /** three-step: counts each 'completed' event (emitted after the commit) in Redis; registered before the worker starts. */
 @Injectable()
@@ -105,8 +115,18 @@ async function main(): Promise<void> {
       ...(mode === 'control'
         ? CONTROL_WORKFLOWS
         : mode === 'cron'
-        ? [CronTickWorkflow, SlotHolderWorkflow]
-        : [mode === 'three-step' ? ThreeStepWorkflow : mode === 'zombie' ? ZombieWorkflow : mode === 'drain' ? DrainWorkflow : mode === 'capped' ? CappedWorkflow : StallWorkflow]),
+          ? [CronTickWorkflow, SlotHolderWorkflow]
+          : [
+              mode === 'three-step'
+                ? ThreeStepWorkflow
+                : mode === 'zombie'
+                  ? ZombieWorkflow
+                  : mode === 'drain'
+                    ? DrainWorkflow
+                    : mode === 'capped'
+                      ? CappedWorkflow
+                      : StallWorkflow,
+            ]),
       ...(mode === 'three-step' ? [CommitCounter] : []),
       { provide: CHAOS_REDIS, useValue: redis },
       { provide: CHAOS_NS, useValue: ns },

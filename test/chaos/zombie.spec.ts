@@ -45,7 +45,14 @@ describe('a worker frozen past its lease, then thawed', () => {
 
   it('has its step write and its completion refused; the other worker’s results stand', async () => {
     // Two slots, two runs: the zombie is saturated (no blocking pop pending) when it freezes.
-    zombie = new ChildWorker({ REDIS_URL: redisUrl(), NS: ns, MODE: 'zombie', CONCURRENCY: '2', LOCK_MS: '1000', STALLED_INTERVAL_MS: '500' });
+    zombie = new ChildWorker({
+      REDIS_URL: redisUrl(),
+      NS: ns,
+      MODE: 'zombie',
+      CONCURRENCY: '2',
+      LOCK_MS: '1000',
+      STALLED_INTERVAL_MS: '500',
+    });
     await zombie.waitFor((m) => m.ready === true, 'ready', 60_000);
     const zombiePid = zombie.pid;
 
@@ -65,11 +72,21 @@ describe('a worker frozen past its lease, then thawed', () => {
 
     // Its leases run out; another worker recovers both runs and finishes them.
     rescuer = await createApp(
-      [ZombieWorkflow, { provide: CHAOS_REDIS, useValue: redis }, { provide: CHAOS_NS, useValue: ns }, { provide: CHAOS_HOOKS, useValue: {} }],
+      [
+        ZombieWorkflow,
+        { provide: CHAOS_REDIS, useValue: redis },
+        { provide: CHAOS_NS, useValue: ns },
+        { provide: CHAOS_HOOKS, useValue: {} },
+      ],
       { namespace: ns, worker: { concurrency: 5, lockMs: 1000, stalledIntervalMs: 250 } },
     );
     const [middleResult, endResult] = await Promise.all([middle.result({ timeoutMs: 30_000 }), end.result({ timeoutMs: 30_000 })]);
-    expect(middleResult).toEqual({ first: `first by pid ${zombiePid}`, second: `second by pid ${process.pid}`, attempt: 2, by: process.pid });
+    expect(middleResult).toEqual({
+      first: `first by pid ${zombiePid}`,
+      second: `second by pid ${process.pid}`,
+      attempt: 2,
+      by: process.pid,
+    });
     expect(endResult).toEqual({ first: `first by pid ${zombiePid}`, second: `second by pid ${zombiePid}`, attempt: 2, by: process.pid });
     await rescuer.close();
     rescuer = undefined;
@@ -85,7 +102,12 @@ describe('a worker frozen past its lease, then thawed', () => {
     expect(before.middle).toMatchObject({ state: 'completed', attempts: '2', stalls: '1' });
     expect(before.end).toMatchObject({ state: 'completed', attempts: '2', stalls: '1' });
     expect(before.middle.token).not.toBe(staleTokens.middle);
-    expect(await redis.hgetall(stepCountKey(ns))).toEqual({ [`${middle.id}:first`]: '1', [`${middle.id}:second`]: '1', [`${end.id}:first`]: '1', [`${end.id}:second`]: '1' });
+    expect(await redis.hgetall(stepCountKey(ns))).toEqual({
+      [`${middle.id}:first`]: '1',
+      [`${middle.id}:second`]: '1',
+      [`${end.id}:first`]: '1',
+      [`${end.id}:second`]: '1',
+    });
 
     // Watch every command the server executes while the zombie carries on.
     monitorBase = new Redis(redisUrl());
@@ -119,18 +141,31 @@ describe('a worker frozen past its lease, then thawed', () => {
     const carries = (args: string[], ...values: string[]) => args.some((_, i) => values.every((v, j) => args[i + j] === v));
     const scripts = seen.filter((args) => /^fcall$|^evalsha$|^eval$/i.test(args[0]));
     expect(scripts.filter((args) => carries(args, middle.id, staleTokens.middle!, 'second#1'))).toHaveLength(1);
-    const endWrites = scripts.filter((args) => args.some((_, i) => args[i] === end.id && args[i + 1] === staleTokens.end && (args[i + 2] ?? '').startsWith('{')));
+    const endWrites = scripts.filter((args) =>
+      args.some((_, i) => args[i] === end.id && args[i + 1] === staleTokens.end && (args[i + 2] ?? '').startsWith('{')),
+    );
     expect(endWrites).toHaveLength(1);
     expect(JSON.parse(endWrites[0][endWrites[0].indexOf(staleTokens.end!) + 1])).toEqual({
-      first: `first by pid ${zombiePid}`, second: `second by pid ${zombiePid}`, attempt: 1, by: zombiePid,
+      first: `first by pid ${zombiePid}`,
+      second: `second by pid ${zombiePid}`,
+      attempt: 1,
+      by: zombiePid,
     });
 
     // The refusal reached the workflow as LeaseLostError (the step threw instead of returning).
-    expect(await zombie.waitFor((m) => m.stepFailed === middle.id, 'the refused step of middle', 1_000)).toMatchObject({ step: 'second', error: 'LeaseLostError' });
+    expect(await zombie.waitFor((m) => m.stepFailed === middle.id, 'the refused step of middle', 1_000)).toMatchObject({
+      step: 'second',
+      error: 'LeaseLostError',
+    });
     // Its step's side effect did happen (at-least-once, as the README says); the results are the rescuer's.
     expect(await producer.client.get(middle.id)).toMatchObject({ state: 'completed', result: middleResult });
     expect(await producer.client.get(end.id)).toMatchObject({ state: 'completed', result: endResult });
-    expect(await redis.hgetall(stepCountKey(ns))).toEqual({ [`${middle.id}:first`]: '1', [`${middle.id}:second`]: '2', [`${end.id}:first`]: '1', [`${end.id}:second`]: '1' });
+    expect(await redis.hgetall(stepCountKey(ns))).toEqual({
+      [`${middle.id}:first`]: '1',
+      [`${middle.id}:second`]: '2',
+      [`${end.id}:first`]: '1',
+      [`${end.id}:second`]: '1',
+    });
     expectConsistent(await auditNamespace(redis, { namespace: ns, acknowledged: [middle.id, end.id] }));
   });
 });

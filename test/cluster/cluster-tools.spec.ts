@@ -76,7 +76,11 @@ describe('a 3-master cluster', () => {
     });
 
     expect(result).toEqual({ slot, from: source, to: target, moved: 250, batches: 3 });
-    expect(progress.map((p) => [p.batch, p.keys.length, p.moved])).toEqual([[1, 100, 100], [2, 100, 200], [3, 50, 250]]);
+    expect(progress.map((p) => [p.batch, p.keys.length, p.moved])).toEqual([
+      [1, 100, 100],
+      [2, 100, 200],
+      [3, 50, 250],
+    ]);
     for (const { port } of cluster.nodes) expect(await cluster.masterOf(slot, port)).toBe(target);
     const sourceConn = closing(cluster.connect(source));
     const targetConn = closing(cluster.connect(target));
@@ -112,7 +116,8 @@ describe('a 3-master, 3-replica cluster', () => {
 
     expect(promoted).toBe(replica.port);
     expect(replica.role).toBe('master');
-    for (const node of cluster.nodes.filter((n) => n.alive)) expect(await cluster.masterOf(namespaceSlot(namespace), node.port)).toBe(promoted);
+    for (const node of cluster.nodes.filter((n) => n.alive))
+      expect(await cluster.masterOf(namespaceSlot(namespace), node.port)).toBe(promoted);
     expect(await closing(cluster.connect(promoted)).get(key)).toBe('kept');
     // Seeds still list the dead node; a client skips it.
     expect(await closing(cluster.client()).get(key)).toBe('kept');

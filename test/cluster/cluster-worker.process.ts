@@ -25,10 +25,24 @@ class EventRecorder {
   constructor(events: RunEvents, @Inject(EFFECT_REDIS) redis: Redis) {
     const keys = effectKeys(ns);
     events.on('completed', (event) => {
-      void redis.multi().hincrby(keys.commits, event.runId, 1).rpush(keys.commitLog, `${event.runId} ${event.attempt} ${Date.now()} ${process.pid}`).exec();
+      void redis
+        .multi()
+        .hincrby(keys.commits, event.runId, 1)
+        .rpush(keys.commitLog, `${event.runId} ${event.attempt} ${Date.now()} ${process.pid}`)
+        .exec();
     });
-    events.on('failed', (event) => void redis.rpush(keys.otherLog, `failed ${event.runId} ${event.attempt} ${Date.now()} ${event.error.name}:${event.error.message.slice(0, 200).replace(/\s+/g, '_')}`));
-    events.on('stalled', (event) => void redis.rpush(keys.otherLog, `stalled ${event.runId} ${event.stalls} ${Date.now()} requeued=${event.requeued}`));
+    events.on(
+      'failed',
+      (event) =>
+        void redis.rpush(
+          keys.otherLog,
+          `failed ${event.runId} ${event.attempt} ${Date.now()} ${event.error.name}:${event.error.message.slice(0, 200).replace(/\s+/g, '_')}`,
+        ),
+    );
+    events.on(
+      'stalled',
+      (event) => void redis.rpush(keys.otherLog, `stalled ${event.runId} ${event.stalls} ${Date.now()} requeued=${event.requeued}`),
+    );
   }
 }
 

@@ -52,7 +52,11 @@ export class EffectWorkflow {
   @Step()
   async effect(runId: string, attempt: number): Promise<number> {
     const keys = effectKeys(this.ns);
-    const replies = await this.redis.multi().hincrby(keys.exec, runId, 1).rpush(keys.execLog, `${runId} ${attempt} ${Date.now()} ${process.pid}`).exec();
+    const replies = await this.redis
+      .multi()
+      .hincrby(keys.exec, runId, 1)
+      .rpush(keys.execLog, `${runId} ${attempt} ${Date.now()} ${process.pid}`)
+      .exec();
     const [error, n] = replies![0];
     if (error) throw error;
     // Simulated work, so that runs are in flight at any moment a fault strikes (not a synchronisation).

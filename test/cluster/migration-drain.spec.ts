@@ -54,7 +54,11 @@ async function refusedCalls(conn: Redis): Promise<Record<string, number>> {
 }
 
 function delta(after: Record<string, number>, before: Record<string, number>): Record<string, number> {
-  return Object.fromEntries(Object.keys(after).map((kind) => [kind, after[kind] - (before[kind] ?? 0)]).filter(([, n]) => n !== 0));
+  return Object.fromEntries(
+    Object.keys(after)
+      .map((kind) => [kind, after[kind] - (before[kind] ?? 0)])
+      .filter(([, n]) => n !== 0),
+  );
 }
 
 describe('Redis Cluster: the namespace slot migrated to another master mid-drain', () => {
@@ -106,11 +110,17 @@ describe('Redis Cluster: the namespace slot migrated to another master mid-drain
     // The backlog (the workers drain it as it arrives).
     const backlog: string[] = [];
     for (let chunk = 0; chunk < BACKLOG / 500; chunk++) {
-      const handles = await producerApp.client.enqueueMany(EFFECT_WORKFLOW, Array.from({ length: 500 }, (_, j) => ({ input: { i: chunk * 500 + j }, opts: { id: `backlog-${chunk * 500 + j}` } })));
+      const handles = await producerApp.client.enqueueMany(
+        EFFECT_WORKFLOW,
+        Array.from({ length: 500 }, (_, j) => ({ input: { i: chunk * 500 + j }, opts: { id: `backlog-${chunk * 500 + j}` } })),
+      );
       expect(handles.every((h) => h.created)).toBe(true);
       backlog.push(...handles.map((h) => h.id));
     }
-    await until(`${MOVE_AT} runs to complete`, 30_000, async () => ({ done: (await effect.hlen(keys.commits)) >= MOVE_AT, state: await effect.hlen(keys.commits) }));
+    await until(`${MOVE_AT} runs to complete`, 30_000, async () => ({
+      done: (await effect.hlen(keys.commits)) >= MOVE_AT,
+      state: await effect.hlen(keys.commits),
+    }));
 
     // Waits for the last runs of the backlog, still queued: they complete after the move.
     const waited = backlog.slice(-WAITED);
@@ -156,7 +166,11 @@ describe('Redis Cluster: the namespace slot migrated to another master mid-drain
     expect(midDrain).toBeLessThan(BACKLOG);
 
     // The producer goes on after the move, then stops; every enqueue it made was acknowledged.
-    await until(`${AFTER_MOVE} enqueues sent after the move to be acknowledged`, 20_000, async () => producer!.acked.filter((a) => a.sentAt > movedAt).length >= AFTER_MOVE);
+    await until(
+      `${AFTER_MOVE} enqueues sent after the move to be acknowledged`,
+      20_000,
+      async () => producer!.acked.filter((a) => a.sentAt > movedAt).length >= AFTER_MOVE,
+    );
     await producer.stop();
     expect(producer.failed).toEqual([]);
     // Its calls did hit the half-moved slot: some were sent before the move ended and answered after it began.

@@ -73,13 +73,20 @@ describe('Redis Cluster: waits in flight while the namespace slot moves', () => 
     const producer = await createApp([EchoWorkflow], { namespace, connection, worker: { enabled: false } });
     const waiter = await createApp([EchoWorkflow], { namespace, connection, worker: { enabled: false } });
     apps.push(producer, waiter);
-    const handles = await producer.client.enqueueMany(EchoWorkflow, Array.from({ length: RUNS }, (_, n) => ({ input: { n } })));
+    const handles = await producer.client.enqueueMany(
+      EchoWorkflow,
+      Array.from({ length: RUNS }, (_, n) => ({ input: { n } })),
+    );
     const channels = handles.map((h) => keys.done(h.id));
 
     const seenAt = new Map<string, number>();
-    const waits = Promise.all(handles.map((h) => waiter.client.wait<number>(h.id, { timeoutMs: 30_000 }).then((result) => (seenAt.set(h.id, Date.now()), result))));
+    const waits = Promise.all(
+      handles.map((h) => waiter.client.wait<number>(h.id, { timeoutMs: 30_000 }).then((result) => (seenAt.set(h.id, Date.now()), result))),
+    );
     waits.catch(() => undefined); // awaited below
-    await until('the waiter to subscribe to every done channel on the source', 5_000, async () => (await shardSubscribers(onSource, channels)).every((n) => n === 1));
+    await until('the waiter to subscribe to every done channel on the source', 5_000, async () =>
+      (await shardSubscribers(onSource, channels)).every((n) => n === 1),
+    );
 
     await cluster.migrateSlot(namespaceSlot(namespace), target);
     // Redis dropped the subscriptions on the source with the slot.
@@ -112,6 +119,10 @@ describe('Redis Cluster: waits in flight while the namespace slot moves', () => 
       // Diagnostics on failure: the namespace's Sluice connections on each node 3 s after the move.
       connectionsAfter3s: sample.pendingWithoutSubscriber === 0 ? 'n/a' : { source: sample.source, target: sample.target },
     };
-    expect(verdict).toEqual({ waitsPendingWithoutSubscriberOnNewOwnerAfter3s: 0, slowestWaitAfterCompletionMs: 'within 2 s', connectionsAfter3s: 'n/a' });
+    expect(verdict).toEqual({
+      waitsPendingWithoutSubscriberOnNewOwnerAfter3s: 0,
+      slowestWaitAfterCompletionMs: 'within 2 s',
+      connectionsAfter3s: 'n/a',
+    });
   });
 });

@@ -68,7 +68,9 @@ describe('Redis Cluster: namespaces spread over the shards', () => {
       // The first tier's workers are given an ioredis Cluster instance instead of seed options.
       const workerConnection = index === 0 ? instance : { cluster: seeds };
       contexts.push(await NestFactory.createApplicationContext(TierQueueModule.for(namespace, workerConnection, true), { logger: false }));
-      const producer = await NestFactory.createApplicationContext(TierQueueModule.for(namespace, { cluster: seeds }, false), { logger: false });
+      const producer = await NestFactory.createApplicationContext(TierQueueModule.for(namespace, { cluster: seeds }, false), {
+        logger: false,
+      });
       contexts.push(producer);
       clients.set(namespace, producer.get(QueueClient));
     }
@@ -76,7 +78,10 @@ describe('Redis Cluster: namespaces spread over the shards', () => {
     const handles = await Promise.all(
       Array.from({ length: 300 }, (_, orderId) => {
         const namespace = [...tiers.keys()][orderId % 3];
-        return clients.get(namespace)!.enqueue('tier.order', { orderId }).then((handle) => ({ namespace, orderId, handle }));
+        return clients
+          .get(namespace)!
+          .enqueue('tier.order', { orderId })
+          .then((handle) => ({ namespace, orderId, handle }));
       }),
     );
     const results = await Promise.all(handles.map(({ handle }) => handle.result({ timeoutMs: 20_000 })));
@@ -89,11 +94,16 @@ describe('Redis Cluster: namespaces spread over the shards', () => {
         expect(Number(await node.call('CLUSTER', 'COUNTKEYSINSLOT', namespaceSlot(namespace)))).toBeGreaterThan(0);
         const names = ((await node.client('LIST')) as string).split('\n').map((line) => /name=(\S*)/.exec(line)?.[1] ?? '');
         expect(names.filter((name) => name === `sluice:${namespace}:command`)).toHaveLength(2); // worker + producer
-        for (const other of tiers.keys()) if (other !== namespace) expect(names.filter((name) => name.startsWith(`sluice:${other}:`))).toEqual([]);
+        for (const other of tiers.keys())
+          if (other !== namespace) expect(names.filter((name) => name.startsWith(`sluice:${other}:`))).toEqual([]);
       } finally {
         node.disconnect();
       }
-      expect((await clients.get(namespace)!.stats({ workflow: 'tier.order' })).workflows['tier.order']).toMatchObject({ completed: 100, waiting: 0, active: 0 });
+      expect((await clients.get(namespace)!.stats({ workflow: 'tier.order' })).workflows['tier.order']).toMatchObject({
+        completed: 100,
+        waiting: 0,
+        active: 0,
+      });
     }
     instance.disconnect();
   });

@@ -74,7 +74,12 @@ export class PacedProducer {
 }
 
 /** Polls `probe` every `everyMs` until it returns true; fails after `timeoutMs` naming `what` and the last state. */
-export async function until(what: string, timeoutMs: number, probe: () => Promise<boolean | { done: boolean; state?: unknown }>, everyMs = 50): Promise<void> {
+export async function until(
+  what: string,
+  timeoutMs: number,
+  probe: () => Promise<boolean | { done: boolean; state?: unknown }>,
+  everyMs = 50,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -82,7 +87,10 @@ export async function until(what: string, timeoutMs: number, probe: () => Promis
     const done = typeof result === 'boolean' ? result : result.done;
     if (typeof result !== 'boolean') last = result.state;
     if (done) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : `; last state: ${JSON.stringify(last)}`}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : `; last state: ${JSON.stringify(last)}`}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
 }

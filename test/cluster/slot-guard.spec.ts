@@ -72,7 +72,12 @@ describe('Redis Cluster: no script runs while the namespace slot migrates', () =
           const scriptKeys = [...before[0].keys()].slice(0, own);
           await expect(onSource.run(name, scriptKeys, [keys.base, 0, 0, 0, 0, 0])).rejects.toThrow(/TRYAGAIN Multiple keys|ASK \d+/);
           const source = loadScript(name).source;
-          const asked = (await targetNode.pipeline().call('ASKING').eval(source, own + SLOT_GUARD_KEYS, ...scriptKeys, ...keys.slotGuard(true), keys.base, 0).exec()) ?? [];
+          const asked =
+            (await targetNode
+              .pipeline()
+              .call('ASKING')
+              .eval(source, own + SLOT_GUARD_KEYS, ...scriptKeys, ...keys.slotGuard(true), keys.base, 0)
+              .exec()) ?? [];
           expect(String(asked[1]?.[0])).toMatch(/TRYAGAIN Multiple keys/);
           checked += 1;
         }

@@ -99,7 +99,11 @@ describe('cluster-aware helpers on the shared cluster', () => {
     const named = await Promise.all(
       namespaces.map(async (namespace) => {
         const node = await namespaceNode(redis, namespace);
-        const connection = new Redis({ host: node.options.host, port: node.options.port, connectionName: `sluice:${namespaces[0]}:${node.options.port}` });
+        const connection = new Redis({
+          host: node.options.host,
+          port: node.options.port,
+          connectionName: `sluice:${namespaces[0]}:${node.options.port}`,
+        });
         await connection.ping();
         return connection;
       }),
@@ -111,7 +115,7 @@ describe('cluster-aware helpers on the shared cluster', () => {
     }
   });
 
-  it('publishOn, listenToChannels and channelSubscribers use sharded channels on the namespace\'s shard', async () => {
+  it("publishOn, listenToChannels and channelSubscribers use sharded channels on the namespace's shard", async () => {
     for (const namespace of namespaces) {
       const channel = new RedisKeys('sluice', namespace).done('r1');
       const listener = await listenToChannels(redis, `{sluice:${namespace}}:done:*`, [channel]);
@@ -123,7 +127,7 @@ describe('cluster-aware helpers on the shared cluster', () => {
     }
   });
 
-  it('scriptsOn without a namespace guards each call in its keys\' namespace; monitorCommands watches that node', async () => {
+  it("scriptsOn without a namespace guards each call in its keys' namespace; monitorCommands watches that node", async () => {
     const scripts = scriptsOn(redis);
     for (const namespace of namespaces) {
       const keys = new RedisKeys('sluice', namespace);
@@ -139,4 +143,3 @@ describe('cluster-aware helpers on the shared cluster', () => {
     }
   });
 });
-

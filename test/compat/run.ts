@@ -102,9 +102,18 @@ function record(name: string, ok: boolean, ms: number, note: string, output?: st
   return ok;
 }
 
-async function step(name: string, command: string, args: string[], cwd: string, timeoutMs: number, env?: Record<string, string>): Promise<Exec | undefined> {
+async function step(
+  name: string,
+  command: string,
+  args: string[],
+  cwd: string,
+  timeoutMs: number,
+  env?: Record<string, string>,
+): Promise<Exec | undefined> {
   const result = await exec(command, args, { cwd, timeoutMs, env });
-  return record(name, result.code === 0, result.ms, result.code === 0 ? '' : `exit code ${result.code}`, result.output) ? result : undefined;
+  return record(name, result.code === 0, result.ms, result.code === 0 ? '' : `exit code ${result.code}`, result.output)
+    ? result
+    : undefined;
 }
 
 async function pack(work: string): Promise<string | undefined> {
@@ -120,10 +129,31 @@ async function pack(work: string): Promise<string | undefined> {
     record('npm pack', false, packed.ms, 'no JSON from npm pack', packed.output);
     return undefined;
   }
-  const required = ['package.json', 'dist/index.js', 'dist/index.d.ts', 'dist/index.mjs', 'dist/index.d.mts', 'dist/testing/index.js', 'dist/testing/index.mjs', 'dist/dashboard/index.js', 'dist/dashboard/index.mjs', 'dist/dashboard/assets/dashboard.js', 'dist/dashboard/assets/dashboard.css', 'dist/cli/migrate.cli.js', 'lua/enqueue.lua', 'lua/includes/lanes.lua'];
+  const required = [
+    'package.json',
+    'dist/index.js',
+    'dist/index.d.ts',
+    'dist/index.mjs',
+    'dist/index.d.mts',
+    'dist/testing/index.js',
+    'dist/testing/index.mjs',
+    'dist/dashboard/index.js',
+    'dist/dashboard/index.mjs',
+    'dist/dashboard/assets/dashboard.js',
+    'dist/dashboard/assets/dashboard.css',
+    'dist/cli/migrate.cli.js',
+    'lua/enqueue.lua',
+    'lua/includes/lanes.lua',
+  ];
   const missing = required.filter((file) => !files.includes(file));
   const ok = packed.code === 0 && missing.length === 0;
-  record('npm pack', ok, packed.ms, ok ? `${files.length} files` : `exit code ${packed.code}, missing: ${missing.join(', ')}`, packed.output);
+  record(
+    'npm pack',
+    ok,
+    packed.ms,
+    ok ? `${files.length} files` : `exit code ${packed.code}, missing: ${missing.join(', ')}`,
+    packed.output,
+  );
   return ok ? tarball : undefined;
 }
 
@@ -131,13 +161,24 @@ async function install(target: Target, dir: string, tarball: string): Promise<bo
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `compat-nest${target.nest}`, private: true }, null, 2));
   const name = `Nest ${target.nest}: npm install`;
-  const result = await exec('npm', ['install', '--no-audit', '--no-fund', tarball, ...target.packages], { cwd: dir, timeoutMs: INSTALL_TIMEOUT_MS });
+  const result = await exec('npm', ['install', '--no-audit', '--no-fund', tarball, ...target.packages], {
+    cwd: dir,
+    timeoutMs: INSTALL_TIMEOUT_MS,
+  });
   if (result.code !== 0 || /ERESOLVE/.test(result.output)) return record(name, false, result.ms, `exit code ${result.code}`, result.output);
-  const version = (pkg: string) => (JSON.parse(readFileSync(join(dir, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
+  const version = (pkg: string) =>
+    (JSON.parse(readFileSync(join(dir, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
   const core = version('@nestjs/core');
   if (core.split('.')[0] !== target.nest) return record(name, false, result.ms, `installed @nestjs/core ${core}`, result.output);
-  const engines = [...result.output.matchAll(/package: '([^']+)',\s*\n.*required: \{ node: '([^']+)' \}/g)].map((m) => `${m[1]} wants node ${m[2]}`);
-  return record(name, true, result.ms, `@nestjs/common ${version('@nestjs/common')}, @nestjs/core ${core}${engines.length ? ` (npm warns EBADENGINE: ${engines.join(', ')})` : ''}`);
+  const engines = [...result.output.matchAll(/package: '([^']+)',\s*\n.*required: \{ node: '([^']+)' \}/g)].map(
+    (m) => `${m[1]} wants node ${m[2]}`,
+  );
+  return record(
+    name,
+    true,
+    result.ms,
+    `@nestjs/common ${version('@nestjs/common')}, @nestjs/core ${core}${engines.length ? ` (npm warns EBADENGINE: ${engines.join(', ')})` : ''}`,
+  );
 }
 
 function writeApp(dir: string, format: Format): void {
@@ -172,9 +213,22 @@ async function runApp(target: Target, format: Format, dir: string, withCli: bool
   let redis: LocalRedis | undefined;
   try {
     redis = await startRedisServer();
-    const result = await exec(process.execPath, ['app.js'], { cwd: dir, timeoutMs: APP_TIMEOUT_MS, env: { REDIS_URL: redis.url, COMPAT_LABEL: label } });
+    const result = await exec(process.execPath, ['app.js'], {
+      cwd: dir,
+      timeoutMs: APP_TIMEOUT_MS,
+      env: { REDIS_URL: redis.url, COMPAT_LABEL: label },
+    });
     const line = result.output.split('\n').find((l) => l.startsWith('COMPAT-RESULT '));
-    const summary = line ? (JSON.parse(line.slice('COMPAT-RESULT '.length)) as { result: unknown; runMs: number; ticks: number; fired: number; closeMs: number; failures: string[] }) : undefined;
+    const summary = line
+      ? (JSON.parse(line.slice('COMPAT-RESULT '.length)) as {
+          result: unknown;
+          runMs: number;
+          ticks: number;
+          fired: number;
+          closeMs: number;
+          failures: string[];
+        })
+      : undefined;
     const ok = result.code === 0 && !!summary && summary.failures.length === 0;
     const note = summary
       ? `result ${JSON.stringify(summary.result)}, run ${summary.runMs} ms, schedule fired ${summary.fired}x, close ${summary.closeMs} ms${result.code === 0 ? '' : `, exit code ${result.code}`}`
@@ -192,7 +246,13 @@ async function runApp(target: Target, format: Format, dir: string, withCli: bool
         parsed = undefined;
       }
       const cliOk = cli.code === 0 && typeof parsed?.to === 'number';
-      record(`Nest ${target.nest}: nest-sluice migrate (bin)`, cliOk, cli.ms, cliOk ? cli.output.trim() : `exit code ${cli.code}`, cli.output);
+      record(
+        `Nest ${target.nest}: nest-sluice migrate (bin)`,
+        cliOk,
+        cli.ms,
+        cliOk ? cli.output.trim() : `exit code ${cli.code}`,
+        cli.output,
+      );
     }
   } catch (error) {
     record(`${label}: run`, false, 0, (error as Error).message);
@@ -206,7 +266,9 @@ async function main(): Promise<void> {
   const only = process.env.COMPAT_NEST?.split(',').map((major) => major.trim());
   const targets = TARGETS.filter((target) => !only || only.includes(target.nest));
   const work = mkdtempSync(join(tmpdir(), 'sluice-compat-'));
-  console.log(`[compat] node ${process.version} (require(esm): ${process.features.require_module === true ? 'yes' : 'no'}), work dir ${work}`);
+  console.log(
+    `[compat] node ${process.version} (require(esm): ${process.features.require_module === true ? 'yes' : 'no'}), work dir ${work}`,
+  );
   console.log(`[compat] Nest majors: ${targets.map((t) => `${t.nest} (${t.formats.join(', ')})`).join('; ')}`);
 
   const tarball = await pack(work);
@@ -225,9 +287,12 @@ async function main(): Promise<void> {
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   console.log('');
   console.log('[compat] summary');
-  for (const outcome of outcomes) console.log(`  ${outcome.ok ? 'ok  ' : 'FAIL'} ${outcome.name.padEnd(44)} ${(outcome.ms / 1000).toFixed(1).padStart(6)} s`);
+  for (const outcome of outcomes)
+    console.log(`  ${outcome.ok ? 'ok  ' : 'FAIL'} ${outcome.name.padEnd(44)} ${(outcome.ms / 1000).toFixed(1).padStart(6)} s`);
   if (failed.length > 0 || appsOk !== expected) {
-    console.log(`[compat] FAILED: ${failed.length} step(s) failed, ${appsOk}/${expected} apps passed, in ${seconds} s. Temp directory kept: ${work}`);
+    console.log(
+      `[compat] FAILED: ${failed.length} step(s) failed, ${appsOk}/${expected} apps passed, in ${seconds} s. Temp directory kept: ${work}`,
+    );
     process.exitCode = 1;
     return;
   }

@@ -2,8 +2,19 @@ import { Injectable, Provider } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import {
-  EnqueueOptions, InvalidInputError, InvalidNameError, InvalidOptionError, PayloadNotSerializableError, PayloadTooLargeError,
-  QueueConfigError, QueueModule, QueueModuleOptions, Step, UnknownWorkflowError, Workflow, WorkflowDefinitionError,
+  EnqueueOptions,
+  InvalidInputError,
+  InvalidNameError,
+  InvalidOptionError,
+  PayloadNotSerializableError,
+  PayloadTooLargeError,
+  QueueConfigError,
+  QueueModule,
+  QueueModuleOptions,
+  Step,
+  UnknownWorkflowError,
+  Workflow,
+  WorkflowDefinitionError,
 } from '../../lib';
 import { createApp, dropNamespace, rawRedis, TestApp, testConnection, uniqueNamespace } from '../support/app';
 import { namespaceKeys } from '../support/workflows';
@@ -35,7 +46,6 @@ class ProtoWorkflow {
   }
 }
 
-
 describe('bad input through QueueClient', () => {
   let t: TestApp;
   let namespace: string;
@@ -61,7 +71,17 @@ describe('bad input through QueueClient', () => {
     ['unknown workflow name', () => t.client.enqueue('no.such.workflow', {}), UnknownWorkflowError],
     ['unknown workflow name in run()', () => t.client.run('no.such.workflow', {}), UnknownWorkflowError],
     ['unknown workflow name in enqueueMany()', () => t.client.enqueueMany('no.such.workflow', [{ input: {} }]), UnknownWorkflowError],
-    ['a class without @Workflow', () => t.client.enqueue(class Plain { run() {} }, {}), UnknownWorkflowError],
+    [
+      'a class without @Workflow',
+      () =>
+        t.client.enqueue(
+          class Plain {
+            run() {}
+          },
+          {},
+        ),
+      UnknownWorkflowError,
+    ],
     ['a function in the input', () => t.client.enqueue(EchoWorkflow, { fn: () => 1 }), PayloadNotSerializableError],
     ['a BigInt in the input', () => t.client.enqueue(EchoWorkflow, { n: BigInt(1) }), PayloadNotSerializableError],
     ['a circular input', () => t.client.enqueue(EchoWorkflow, circular), PayloadNotSerializableError],
@@ -88,10 +108,22 @@ describe('bad input through QueueClient', () => {
     ['zero attempts', () => t.client.enqueue(EchoWorkflow, {}, { attempts: 0 }), InvalidOptionError],
     ['an invalid runAt', () => t.client.enqueue(EchoWorkflow, {}, { runAt: new Date('never') }), InvalidOptionError],
     ['a negative timeoutMs in run()', () => t.client.run(EchoWorkflow, {}, { timeoutMs: -1 }), InvalidOptionError],
-    ['an unknown option (a typo of delay)', () => t.client.enqueue(EchoWorkflow, {}, { delayMs: 5_000 } as EnqueueOptions), InvalidOptionError],
-    ['a wait option given to enqueue()', () => t.client.enqueue(EchoWorkflow, {}, { timeoutMs: 5_000 } as EnqueueOptions), InvalidOptionError],
+    [
+      'an unknown option (a typo of delay)',
+      () => t.client.enqueue(EchoWorkflow, {}, { delayMs: 5_000 } as EnqueueOptions),
+      InvalidOptionError,
+    ],
+    [
+      'a wait option given to enqueue()',
+      () => t.client.enqueue(EchoWorkflow, {}, { timeoutMs: 5_000 } as EnqueueOptions),
+      InvalidOptionError,
+    ],
     ['an unknown option in run()', () => t.client.run(EchoWorkflow, {}, { timeout: 5_000 } as EnqueueOptions), InvalidOptionError],
-    ['an unknown option of an enqueueMany() item', () => t.client.enqueueMany(EchoWorkflow, [{ input: {}, opts: { prio: 1 } as EnqueueOptions }]), InvalidOptionError],
+    [
+      'an unknown option of an enqueueMany() item',
+      () => t.client.enqueueMany(EchoWorkflow, [{ input: {}, opts: { prio: 1 } as EnqueueOptions }]),
+      InvalidOptionError,
+    ],
     ['items that are not an array', () => t.client.enqueueMany(EchoWorkflow, {} as never), InvalidInputError],
     ['get() with an id with braces', () => t.client.get('{x}'), InvalidNameError],
     ['wait() with an id with a space', () => t.client.wait('a b'), InvalidNameError],
@@ -150,7 +182,14 @@ describe('a {"__proto__": …} input', () => {
     expect(Object.prototype.hasOwnProperty.call(input, '__proto__')).toBe(true); // an own key, as an HTTP body would have
     const handle = await t.client.enqueue(ProtoWorkflow, input);
     const out = (await handle.result({ timeoutMs: 10_000 })) as Record<string, unknown>;
-    expect(out).toMatchObject({ globalPolluted: null, inputPolluted: null, mergedPolluted: null, ownProto: false, plainPrototype: true, keep: 1 });
+    expect(out).toMatchObject({
+      globalPolluted: null,
+      inputPolluted: null,
+      mergedPolluted: null,
+      ownProto: false,
+      plainPrototype: true,
+      keep: 1,
+    });
     const echo = out.echo as Record<string, unknown>;
     expect(echo.ok).toBe(true);
     expect(Object.assign({}, echo).polluted).toBeUndefined();
@@ -168,7 +207,9 @@ describe('bootstrap failures', () => {
     let app;
     try {
       app = await Test.createTestingModule({
-        imports: [QueueModule.forRoot({ connection: testConnection(), namespace: uniqueNamespace('boot'), worker: { enabled: false }, ...options })],
+        imports: [
+          QueueModule.forRoot({ connection: testConnection(), namespace: uniqueNamespace('boot'), worker: { enabled: false }, ...options }),
+        ],
         providers,
       }).compile();
       app.useLogger(false);
@@ -182,22 +223,36 @@ describe('bootstrap failures', () => {
   }
 
   it('duplicate workflow names', async () => {
-    @Workflow('dup.name') class FirstDup { async run() {} }
-    @Workflow('dup.name') class SecondDup { async run() {} }
+    @Workflow('dup.name')
+    class FirstDup {
+      async run() {}
+    }
+    @Workflow('dup.name')
+    class SecondDup {
+      async run() {}
+    }
     const error = await bootstrap([FirstDup, SecondDup]);
     expect(error).toBeInstanceOf(WorkflowDefinitionError);
     expect((error as Error).message).toMatch(/Duplicate workflow name "dup\.name".*FirstDup.*SecondDup/);
   });
 
   it('a @Workflow class without run', async () => {
-    @Workflow('no.run') class NoRunWorkflow { async execute() {} }
+    @Workflow('no.run')
+    class NoRunWorkflow {
+      async execute() {}
+    }
     const error = await bootstrap([NoRunWorkflow]);
     expect(error).toBeInstanceOf(WorkflowDefinitionError);
     expect((error as Error).message).toMatch(/no\.run.*NoRunWorkflow.*no run\(/);
   });
 
   it('a @Step method on a class without @Workflow', async () => {
-    @Injectable() class OrphanSteps { @Step() async charge() { return 1; } }
+    @Injectable()
+    class OrphanSteps {
+      @Step() async charge() {
+        return 1;
+      }
+    }
     const error = await bootstrap([OrphanSteps]);
     expect(error).toBeInstanceOf(WorkflowDefinitionError);
     expect((error as Error).message).toMatch(/OrphanSteps.*charge.*no @Workflow/);

@@ -28,7 +28,9 @@ async function work<T>(value: T, ms: number): Promise<T> {
 
 @Workflow('batch.capped', { concurrency: 5 })
 class CappedWorkflow {
-  run(input: { i: number }) { return work(input.i, 1 + (input.i % 3)); }
+  run(input: { i: number }) {
+    return work(input.i, 1 + (input.i % 3));
+  }
 }
 
 @Workflow('batch.local', { attempts: 2, backoff: { delayMs: 0 } })
@@ -41,8 +43,20 @@ class LocalWorkflow {
 }
 
 const starts: string[] = [];
-@Workflow('batch.a') class AWorkflow { run(input: { i: number }) { starts.push(`a${input.i}`); return input.i; } }
-@Workflow('batch.b') class BWorkflow { run(input: { i: number }) { starts.push(`b${input.i}`); return input.i; } }
+@Workflow('batch.a')
+class AWorkflow {
+  run(input: { i: number }) {
+    starts.push(`a${input.i}`);
+    return input.i;
+  }
+}
+@Workflow('batch.b')
+class BWorkflow {
+  run(input: { i: number }) {
+    starts.push(`b${input.i}`);
+    return input.i;
+  }
+}
 
 let redis: Redis;
 let apps: TestApp[] = [];
@@ -62,7 +76,11 @@ afterAll(async () => {
   await redis.quit();
 });
 
-async function app(ns: string, providers: Parameters<typeof createApp>[0], worker: { enabled?: boolean; concurrency?: number }): Promise<TestApp> {
+async function app(
+  ns: string,
+  providers: Parameters<typeof createApp>[0],
+  worker: { enabled?: boolean; concurrency?: number },
+): Promise<TestApp> {
   const created = await createApp(providers, { namespace: ns, worker });
   apps.push(created);
   return created;
@@ -81,7 +99,14 @@ describe('batched commits, script level', () => {
     const scripts = scriptsOn(redis);
     const ids = ['b1', 'b2', 'b3', 'b4'];
     for (const id of ids) await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, {}, false));
-    const reserve = async (n: number) => parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [keys.base, n, 30_000, 0, 3, 256, 60_000, 'w', 0, WF])).claims;
+    const reserve = async (n: number) =>
+      parseClaimReply(
+        await scripts.run<unknown[]>(
+          'reserve',
+          [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
+          [keys.base, n, 30_000, 0, 3, 256, 60_000, 'w', 0, WF],
+        ),
+      ).claims;
     // A first attempt of each, which persists a 3 MiB step and is handed back: its retry ships the memo.
     const big = JSON.stringify('x'.repeat(3 * 1024 * 1024));
     for (const claim of await reserve(4)) {
@@ -100,13 +125,28 @@ describe('batched commits, script level', () => {
     const { keys } = namespace();
     const WF = 'batch.reuse';
     const scripts = scriptsOn(redis);
-    const reserve = async () => parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [keys.base, 1, 30_000, 0, 3, 256, 60_000, 'w', 0, WF])).claims[0];
+    const reserve = async () =>
+      parseClaimReply(
+        await scripts.run<unknown[]>(
+          'reserve',
+          [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
+          [keys.base, 1, 30_000, 0, 3, 256, 60_000, 'w', 0, WF],
+        ),
+      ).claims[0];
     await scripts.run('enqueue', enqueueKeys(keys, 'x'), enqueueArgs(keys, WF, 'x', {}, false));
     const old = await reserve();
-    await scripts.run('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [keys.base, 60_000, 0, 30_000, 0, '', 0, 1, WF, 0, 'x', old.token, '"first"', '']);
+    await scripts.run(
+      'complete',
+      [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
+      [keys.base, 60_000, 0, 30_000, 0, '', 0, 1, WF, 0, 'x', old.token, '"first"', ''],
+    );
     await redis.del(keys.run('x')); // its retention ran out
     await redis.set(`${keys.base}clock-tick`, '1', 'PX', 5); // let the Redis clock move on a millisecond at least
-    await pollUntil(() => redis.exists(`${keys.base}clock-tick`), (n) => n === 0, 'a millisecond to pass');
+    await pollUntil(
+      () => redis.exists(`${keys.base}clock-tick`),
+      (n) => n === 0,
+      'a millisecond to pass',
+    );
     await scripts.run('enqueue', enqueueKeys(keys, 'x'), enqueueArgs(keys, WF, 'x', {}, false));
     const fresh = await reserve();
     expect(fresh.token).not.toBe(old.token);
@@ -119,12 +159,45 @@ describe('batched commits, script level', () => {
     const WF = 'batch.mixed';
     const scripts = scriptsOn(redis);
     for (const id of ['m1', 'm2', 'm3']) await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, { id }, false));
-    const claimed = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [keys.base, 3, 30_000, 0, 3, 256, 60_000, 'w', 0, WF]));
+    const claimed = parseClaimReply(
+      await scripts.run<unknown[]>(
+        'reserve',
+        [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
+        [keys.base, 3, 30_000, 0, 3, 256, 60_000, 'w', 0, WF],
+      ),
+    );
     const token = Object.fromEntries(claimed.claims.map((c) => [c.id, c.token]));
     await redis.hincrby(keys.run('m2'), 'token', 1); // m2 was taken over: its step must not land
-    const reply = parseClaimReply<[number[], number[]]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
-      keys.base, 60_000, 0, 30_000, 0, '', 0, 1, WF, 2, 'm1', token.m1, 'a#1', '"one"', 'm2', token.m2, 'a#1', '"two"', 'm3', token.m3, '"done"', '',
-    ]));
+    const reply = parseClaimReply<[number[], number[]]>(
+      await scripts.run<unknown[]>(
+        'complete',
+        [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
+        [
+          keys.base,
+          60_000,
+          0,
+          30_000,
+          0,
+          '',
+          0,
+          1,
+          WF,
+          2,
+          'm1',
+          token.m1,
+          'a#1',
+          '"one"',
+          'm2',
+          token.m2,
+          'a#1',
+          '"two"',
+          'm3',
+          token.m3,
+          '"done"',
+          '',
+        ],
+      ),
+    );
     expect(reply.head).toEqual([[1], [1, 0], 0]);
     expect(await redis.hmget(keys.run('m1'), 'state', 'step:a#1')).toEqual(['active', '"one"']);
     expect(await redis.hmget(keys.run('m2'), 'state', 'step:a#1')).toEqual(['active', null]);
@@ -137,31 +210,75 @@ describe('batched commits, script level', () => {
     const scripts = scriptsOn(redis);
     await redis.hset(keys.limits, `wf:${WF}`, '3');
     const ids = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6'];
-    for (const id of ids) expect(await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, { id }, false, 30_000, true))).toEqual([1, 'waiting']);
-    const reserved = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [
-      keys.base, 6, 30_000, 0, 3, 256, 60_000, 'w', 0, WF,
-    ]));
+    for (const id of ids)
+      expect(await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, { id }, false, 30_000, true))).toEqual([
+        1,
+        'waiting',
+      ]);
+    const reserved = parseClaimReply(
+      await scripts.run<unknown[]>(
+        'reserve',
+        [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
+        [keys.base, 6, 30_000, 0, 3, 256, 60_000, 'w', 0, WF],
+      ),
+    );
     const createdAt = async (id: string) => (await redis.hget(keys.run(id), 'createdAt'))!;
     const first = async (ids: string[]) => Promise.all(ids.map(async (id) => [id, firstToken(await createdAt(id)), 1]));
     expect(reserved.claims.map((c) => [c.id, c.token, c.attempt])).toEqual(await first(['r1', 'r2', 'r3']));
     const token = Object.fromEntries(reserved.claims.map((c) => [c.id, c.token]));
     await redis.hincrby(keys.run('r2'), 'token', 1); // another worker took r2 over
 
-    const saved = await scripts.run<number[]>('save-steps', [keys.leases], [
-      keys.base, 'r1', token.r1, 's#1', '"a"', 'r2', token.r2, 's#1', '"b"', 'r3', token.r3, 's#1', '"c"',
-    ]);
+    const saved = await scripts.run<number[]>(
+      'save-steps',
+      [keys.leases],
+      [keys.base, 'r1', token.r1, 's#1', '"a"', 'r2', token.r2, 's#1', '"b"', 'r3', token.r3, 's#1', '"c"'],
+    );
     expect(saved).toEqual([1, 0, 1]);
     /** A run's step memo: the `step:<name>#<n>` fields of its record. */
-    const steps = async (id: string) => Object.fromEntries(
-      Object.entries(await redis.hgetall(keys.run(id))).filter(([field]) => field.startsWith('step:') && !field.startsWith('step:@')).map(([field, value]) => [field.slice(5), value]),
-    );
+    const steps = async (id: string) =>
+      Object.fromEntries(
+        Object.entries(await redis.hgetall(keys.run(id)))
+          .filter(([field]) => field.startsWith('step:') && !field.startsWith('step:@'))
+          .map(([field, value]) => [field.slice(5), value]),
+      );
     expect([await steps('r1'), await steps('r2'), await steps('r3')]).toEqual([{ 's#1': '"a"' }, {}, { 's#1': '"c"' }]);
 
     // Every done channel of the namespace (a pattern; on a cluster, each run's: see listenToChannels).
-    const listener = await listenToChannels(redis, `${keys.base}done:*`, ids.map((id) => keys.done(id)));
-    const completed = parseClaimReply<[number[], number[]]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
-      keys.base, 60_000, 3, 30_000, 0, '', 0, 1, WF, 0, 'r1', token.r1, '"done-1"', '', 'r2', token.r2, '"done-2"', '', 'r3', token.r3, '"done-3"', '',
-    ]));
+    const listener = await listenToChannels(
+      redis,
+      `${keys.base}done:*`,
+      ids.map((id) => keys.done(id)),
+    );
+    const completed = parseClaimReply<[number[], number[]]>(
+      await scripts.run<unknown[]>(
+        'complete',
+        [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
+        [
+          keys.base,
+          60_000,
+          3,
+          30_000,
+          0,
+          '',
+          0,
+          1,
+          WF,
+          0,
+          'r1',
+          token.r1,
+          '"done-1"',
+          '',
+          'r2',
+          token.r2,
+          '"done-2"',
+          '',
+          'r3',
+          token.r3,
+          '"done-3"',
+          '',
+        ],
+      ),
+    );
     await listener.close(); // every publish of that call has arrived
     const announced = listener.heard.map((channel) => channel.slice(keys.base.length));
     expect(completed.head).toEqual([[1, 0, 1], [], 0]);
@@ -172,7 +289,12 @@ describe('batched commits, script level', () => {
       expect(await steps(id)).toEqual({ 's#1': id === 'r1' ? '"a"' : '"c"' });
       expect(await redis.pttl(keys.run(id))).toBeGreaterThan(0);
     }
-    expect(await redis.hmget(keys.run('r2'), 'state', 'token', 'result', 'finishedAt')).toEqual(['active', String(BigInt(token.r2) + 1n), null, null]);
+    expect(await redis.hmget(keys.run('r2'), 'state', 'token', 'result', 'finishedAt')).toEqual([
+      'active',
+      String(BigInt(token.r2) + 1n),
+      null,
+      null,
+    ]);
     expect(await redis.pttl(keys.run('r2'))).toBe(-1);
     expect(await redis.zscore(keys.leases, 'r2')).not.toBeNull();
     // The refill: r2 still holds its slot, so the cap of 3 leaves room for two of the three waiting runs.
@@ -195,7 +317,10 @@ describe('batched commits, one worker app', () => {
       if (completed.length === 300) all.resolve();
     });
     const sampler = sampleActive(redis, keys.workflow('batch.capped', 'active'));
-    const handles = await worker.client.enqueueMany(CappedWorkflow, Array.from({ length: 300 }, (_, i) => ({ input: { i } })));
+    const handles = await worker.client.enqueueMany(
+      CappedWorkflow,
+      Array.from({ length: 300 }, (_, i) => ({ input: { i } })),
+    );
     const results = await Promise.all(handles.map((h) => h.result({ timeoutMs: 30_000 })));
     await all.promise;
     const sampled = await sampler.stop();
@@ -214,7 +339,10 @@ describe('batched commits, one worker app', () => {
   it('refills never run more than the worker concurrency at once', async () => {
     const { ns } = namespace();
     const worker = await app(ns, [LocalWorkflow], { concurrency: 3 });
-    const upfront = await worker.client.enqueueMany(LocalWorkflow, Array.from({ length: 50 }, (_, i) => ({ input: { i } })));
+    const upfront = await worker.client.enqueueMany(
+      LocalWorkflow,
+      Array.from({ length: 50 }, (_, i) => ({ input: { i } })),
+    );
     // The rest arrive one by one while the worker drains: handoffs, wakes and refills interleave.
     const trickled = await Promise.all(Array.from({ length: 50 }, (_, i) => worker.client.enqueue(LocalWorkflow, { i: 50 + i })));
     const handles = [...upfront, ...trickled];
@@ -228,8 +356,14 @@ describe('batched commits, one worker app', () => {
     const { ns } = namespace();
     starts.length = 0;
     const producer = await app(ns, [AWorkflow, BWorkflow], { enabled: false });
-    const a = await producer.client.enqueueMany(AWorkflow, Array.from({ length: 20 }, (_, i) => ({ input: { i } })));
-    const b = await producer.client.enqueueMany(BWorkflow, Array.from({ length: 20 }, (_, i) => ({ input: { i } })));
+    const a = await producer.client.enqueueMany(
+      AWorkflow,
+      Array.from({ length: 20 }, (_, i) => ({ input: { i } })),
+    );
+    const b = await producer.client.enqueueMany(
+      BWorkflow,
+      Array.from({ length: 20 }, (_, i) => ({ input: { i } })),
+    );
     await app(ns, [AWorkflow, BWorkflow], { concurrency: 1 });
     await Promise.all([...a, ...b].map((h) => h.result({ timeoutMs: 30_000 })));
 

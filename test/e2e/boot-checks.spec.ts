@@ -1,7 +1,16 @@
 import 'reflect-metadata';
 import { Test, TestingModule } from '@nestjs/testing';
 import Redis from 'ioredis';
-import { QueueClient, QueueConfigError, QueueHealth, QueueModule, QueueModuleOptions, RedisConnectionOptions, RunContext, Workflow } from '../../lib';
+import {
+  QueueClient,
+  QueueConfigError,
+  QueueHealth,
+  QueueModule,
+  QueueModuleOptions,
+  RedisConnectionOptions,
+  RunContext,
+  Workflow,
+} from '../../lib';
 import { uniqueNamespace } from '../support/app';
 import { LogCapture } from '../support/log-capture';
 import { LocalRedis, startRedisServer } from '../support/redis-server';
@@ -95,7 +104,9 @@ describe('boot checks', () => {
     const consoleWarn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
     const { logs, app, client } = await boot({}, { url: server.url, username: 'sluice-noinfo', password: 'secret' });
     expect(logs.find('warn').map((line) => line.message)).toEqual([
-      expect.stringMatching(/^Redis refused INFO \(NOPERM.*info.*\): its version, maxmemory-policy and persistence were not checked \(grant \+info to check them\)$/),
+      expect.stringMatching(
+        /^Redis refused INFO \(NOPERM.*info.*\): its version, maxmemory-policy and persistence were not checked \(grant \+info to check them\)$/,
+      ),
     ]);
     expect(await client.run(EchoWorkflow, { key: 'acl' }, { timeoutMs: 10_000 })).toBe('acl');
     expect(await app.get(QueueHealth).check()).toMatchObject({ healthy: true });

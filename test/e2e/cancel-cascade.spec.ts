@@ -65,8 +65,17 @@ describe('cancel: a cascade over thousands of children, in batches', () => {
   /** A root waiting for `mids` mids, each waiting for `count` queued leaves. */
   async function tree(mids: number, count: number): Promise<string> {
     const root = await producer.client.enqueue('cc.root', { mids, count });
-    for (let m = 1; m <= mids; m++) await pollUntil(() => stateOf(midOf(root.id, m)), (s) => s === 'waiting-child', `mid ${m} waiting`);
-    await pollUntil(() => stateOf(root.id), (s) => s === 'waiting-child', 'root waiting');
+    for (let m = 1; m <= mids; m++)
+      await pollUntil(
+        () => stateOf(midOf(root.id, m)),
+        (s) => s === 'waiting-child',
+        `mid ${m} waiting`,
+      );
+    await pollUntil(
+      () => stateOf(root.id),
+      (s) => s === 'waiting-child',
+      'root waiting',
+    );
     return root.id;
   }
 
@@ -86,15 +95,29 @@ describe('cancel: a cascade over thousands of children, in batches', () => {
 
   /** One cancel script call, as `QueueClient.cancel` makes it (`idleMs`: how still another cascade must be to be carried on). */
   const cancelOnce = (id: string, idleMs = 10_000) =>
-    scriptsOn(redis).run<CancelReply>('cancel', [keys.run(id), keys.leases, keys.limits, keys.seq, keys.cascade(id), keys.cascades], [
-      keys.base, id, JSON.stringify({ name: 'RunCancelledError', message: 'cancelled: cut short', reason: 'cut short' }), 'cut short', 60_000, CANCEL_BATCH, idleMs,
-    ]);
+    scriptsOn(redis).run<CancelReply>(
+      'cancel',
+      [keys.run(id), keys.leases, keys.limits, keys.seq, keys.cascade(id), keys.cascades],
+      [
+        keys.base,
+        id,
+        JSON.stringify({ name: 'RunCancelledError', message: 'cancelled: cut short', reason: 'cut short' }),
+        'cut short',
+        60_000,
+        CANCEL_BATCH,
+        idleMs,
+      ],
+    );
 
   it('a parent with 2,000 children: every one ends cancelled, each script call visiting at most the batch', async () => {
     const root = await tree(2, 1_000);
     const calls = jest.spyOn(LuaScripts.prototype, 'run');
     const result = await producer.client.cancel(root, { reason: 'too many' });
-    const replies = await Promise.all(calls.mock.calls.map((call, k) => (call[0] === 'cancel' ? (calls.mock.results[k].value as Promise<CancelReply>) : Promise.resolve(undefined))));
+    const replies = await Promise.all(
+      calls.mock.calls.map((call, k) =>
+        call[0] === 'cancel' ? (calls.mock.results[k].value as Promise<CancelReply>) : Promise.resolve(undefined),
+      ),
+    );
     calls.mockRestore();
 
     expect(result).toEqual({ cancelled: true, state: 'waiting-child', children: 2_002 });
@@ -156,9 +179,11 @@ describe('cancel: a cascade over thousands of children, in batches', () => {
   it('a cascade stops at a parent retried meanwhile: the retried run keeps the children it waits for', async () => {
     const root = await tree(2, 200);
     // Cut short with a batch of 1: only the root is cancelled, both mids are still to visit.
-    const [, , cascaded, left] = await scriptsOn(redis).run<CancelReply>('cancel', [keys.run(root), keys.leases, keys.limits, keys.seq, keys.cascade(root), keys.cascades], [
-      keys.base, root, JSON.stringify({ name: 'RunCancelledError', message: 'cancelled' }), '', 60_000, 1, 10_000,
-    ]);
+    const [, , cascaded, left] = await scriptsOn(redis).run<CancelReply>(
+      'cancel',
+      [keys.run(root), keys.leases, keys.limits, keys.seq, keys.cascade(root), keys.cascades],
+      [keys.base, root, JSON.stringify({ name: 'RunCancelledError', message: 'cancelled' }), '', 60_000, 1, 10_000],
+    );
     expect([cascaded, left]).toEqual([0, 2]);
     await producer.client.retry(root);
     // Another call's spare budget visits the cascade: the mids' parent is not cancelled any more.
@@ -166,7 +191,11 @@ describe('cancel: a cascade over thousands of children, in batches', () => {
     expect(await cancelOnce(other.id, 0)).toEqual(['cancelled', 'waiting', 0, 0]);
     expect(await redis.exists(keys.cascade(root), keys.cascades)).toBe(0);
     // The retried root replays and waits for the same mids again, which kept their leaves.
-    await pollUntil(() => stateOf(root), (s) => s === 'waiting-child', 'root waiting again');
+    await pollUntil(
+      () => stateOf(root),
+      (s) => s === 'waiting-child',
+      'root waiting again',
+    );
     // (States as stored: a run in a durable wait is 'delayed'.)
     expect(await states(root, 2, 200)).toEqual({ delayed: 3, waiting: 400 });
     expect(await producer.client.cancel(root)).toEqual({ cancelled: true, state: 'waiting-child', children: 402 });
@@ -187,18 +216,26 @@ describe('cancel: a cascade over thousands of children, in batches', () => {
       const [, , cascaded, left] = await cancelOnce(root);
       expect(left).toBeGreaterThan(0);
       expect((await states(root, 1, 400)).cancelled).toBe(1 + cascaded);
-      await pollUntil(() => redis.zcard(keys.cascades), (n) => n === 0, 'the cascade carried on by a worker');
+      await pollUntil(
+        () => redis.zcard(keys.cascades),
+        (n) => n === 0,
+        'the cascade carried on by a worker',
+      );
       expect(await states(root, 1, 400)).toEqual({ cancelled: 402 });
       const leaf = await producer.client.get(leafOf(midOf(root, 1), 400));
       expect(leaf?.error).toMatchObject({ name: 'RunCancelledError', reason: 'cut short' });
     });
 
-    it('…even once the cancelled run\'s own record has expired', async () => {
+    it("…even once the cancelled run's own record has expired", async () => {
       const root = await tree(1, 400);
       const [, , , left] = await cancelOnce(root);
       expect(left).toBeGreaterThan(0);
       await redis.del(keys.run(root)); // as its retention would
-      await pollUntil(() => redis.zcard(keys.cascades), (n) => n === 0, 'the cascade carried on by a worker');
+      await pollUntil(
+        () => redis.zcard(keys.cascades),
+        (n) => n === 0,
+        'the cascade carried on by a worker',
+      );
       const tally = await states(root, 1, 400);
       expect(tally).toEqual({ null: 1, cancelled: 401 });
       expect(await redis.exists(keys.cascade(root))).toBe(0);

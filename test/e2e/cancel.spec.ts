@@ -84,12 +84,18 @@ describe('cancel', () => {
     expect(info?.error).toEqual({ name: 'RunCancelledError', message: 'cancelled: operator asked', reason: 'operator asked' });
     gates.open('a2');
     await expect(second.result({ timeoutMs: 10_000 })).resolves.toBe('finished anyway');
-    await pollUntil(() => redis.zcard(`${base}leases`), (n) => n === 0, 'leases released');
+    await pollUntil(
+      () => redis.zcard(`${base}leases`),
+      (n) => n === 0,
+      'leases released',
+    );
     const after = await producer.client.get(first.id);
     expect(after?.state).toBe('cancelled');
     expect(after?.result).toBeUndefined();
     expect(await redis.hget(`${base}run:${first.id}`, 'step:after#1')).toBeNull();
-    expect((await producer.client.stats({ workflow: 'cx.hold' })).workflows['cx.hold']).toEqual(expect.objectContaining({ cancelled: 1, completed: 1, active: 0 }));
+    expect((await producer.client.stats({ workflow: 'cx.hold' })).workflows['cx.hold']).toEqual(
+      expect.objectContaining({ cancelled: 1, completed: 1, active: 0 }),
+    );
   });
 
   it('waiting (FIFO, priority, grouped) and delayed runs leave their lane at once; the audit stays clean', async () => {
@@ -180,7 +186,6 @@ describe('cancel: the heartbeat backstop', () => {
     expect((reason as RunCancelledError).reason).toBe('via the beat');
   });
 });
-
 
 describe('cancel: the local slot', () => {
   const ns = uniqueNamespace('cxl');

@@ -19,7 +19,11 @@ const byApp = new Map<string, number>();
 const gates = new Gates();
 const begun = new Gates();
 
-interface Input { i: number; ms?: number; flaky?: boolean }
+interface Input {
+  i: number;
+  ms?: number;
+  flaky?: boolean;
+}
 async function work(app: string, input: Input, ctx: RunContext): Promise<number> {
   live.enter('shared');
   byApp.set(app, (byApp.get(app) ?? 0) + 1);
@@ -37,13 +41,17 @@ async function work(app: string, input: Input, ctx: RunContext): Promise<number>
 @Workflow('caps.shared', { concurrency: 10, attempts: 2, backoff: { delayMs: 0 } })
 class LooseShared {
   constructor(@Inject(APP) private readonly app: string) {}
-  run(input: Input, ctx: RunContext) { return work(this.app, input, ctx); }
+  run(input: Input, ctx: RunContext) {
+    return work(this.app, input, ctx);
+  }
 }
 
 @Workflow('caps.shared', { concurrency: 3, attempts: 2, backoff: { delayMs: 0 } })
 class TightShared {
   constructor(@Inject(APP) private readonly app: string) {}
-  run(input: Input, ctx: RunContext) { return work(this.app, input, ctx); }
+  run(input: Input, ctx: RunContext) {
+    return work(this.app, input, ctx);
+  }
 }
 
 async function held(key: string): Promise<string> {
@@ -51,8 +59,18 @@ async function held(key: string): Promise<string> {
   await gates.get(key).promise;
   return key;
 }
-@Workflow('caps.grp', { groupConcurrency: 1 }) class GroupOfOne { run(input: { key: string }) { return held(input.key); } }
-@Workflow('caps.grp', { groupConcurrency: 3 }) class GroupOfThree { run(input: { key: string }) { return held(input.key); } }
+@Workflow('caps.grp', { groupConcurrency: 1 })
+class GroupOfOne {
+  run(input: { key: string }) {
+    return held(input.key);
+  }
+}
+@Workflow('caps.grp', { groupConcurrency: 3 })
+class GroupOfThree {
+  run(input: { key: string }) {
+    return held(input.key);
+  }
+}
 
 async function nsWork(_input: { wf: string }): Promise<void> {
   live.enter('ns');
@@ -62,8 +80,18 @@ async function nsWork(_input: { wf: string }): Promise<void> {
     live.leave('ns');
   }
 }
-@Workflow('nscap.a') class NsA { run(input: { wf: string }) { return nsWork(input); } }
-@Workflow('nscap.b') class NsB { run(input: { wf: string }) { return nsWork(input); } }
+@Workflow('nscap.a')
+class NsA {
+  run(input: { wf: string }) {
+    return nsWork(input);
+  }
+}
+@Workflow('nscap.b')
+class NsB {
+  run(input: { wf: string }) {
+    return nsWork(input);
+  }
+}
 
 let redis: Redis;
 let apps: FlowApp[] = [];
@@ -104,12 +132,22 @@ describe('a workflow cap declared differently by two apps', () => {
     expect(linesA).toContainEqual(expect.stringContaining('Fleet-wide cap wf:caps.shared changed from none to 10'));
     expect(linesB).toContainEqual(expect.stringContaining('Fleet-wide cap wf:caps.shared changed from 10 to 3'));
     expect(linesB.filter((line) => line.includes('changed'))).toHaveLength(1);
-    for (const app of [a, b]) expect(await app.client.getLimits({ workflow: 'caps.shared' })).toEqual({ namespace: null, workflow: 3, groupDefault: null, rateLimit: null, groupRateLimit: null });
+    for (const app of [a, b])
+      expect(await app.client.getLimits({ workflow: 'caps.shared' })).toEqual({
+        namespace: null,
+        workflow: 3,
+        groupDefault: null,
+        rateLimit: null,
+        groupRateLimit: null,
+      });
 
     const sampler = sample(async () => (await a.client.stats({ workflow: 'caps.shared' })).workflows['caps.shared'].active);
     const drained = completions([a, b], RUNS);
     // Enqueued through the app whose own declaration says 10.
-    await a.client.enqueueMany(LooseShared, Array.from({ length: RUNS }, (_, i) => ({ input: { i, flaky: i % 4 === 0 } })));
+    await a.client.enqueueMany(
+      LooseShared,
+      Array.from({ length: RUNS }, (_, i) => ({ input: { i, flaky: i % 4 === 0 } })),
+    );
     await within(drained, 30_000, `${RUNS} runs to complete`);
     const active = await sampler.stop();
 
@@ -126,14 +164,21 @@ describe('a workflow cap declared differently by two apps', () => {
     const RUNS2 = 400;
     const readActive = () => redis.scard(k.active('caps.shared'));
     const drained = completions([a, b], RUNS2);
-    await a.client.enqueueMany(LooseShared, Array.from({ length: RUNS2 }, (_, i) => ({ input: { i, ms: 4 } })));
+    await a.client.enqueueMany(
+      LooseShared,
+      Array.from({ length: RUNS2 }, (_, i) => ({ input: { i, ms: 4 } })),
+    );
     await pollUntil(readActive, (n) => n === 3, 'the stored cap of 3 to be reached');
 
     expect(await b.client.setLimits({ workflow: 'caps.shared', limit: 1 })).toBe(3);
     expect(await a.client.getLimits({ workflow: 'caps.shared' })).toMatchObject({ workflow: 1 });
     // Read after the change: a superset of the runs that were active when it happened.
     const atChange = await redis.smembers(k.active('caps.shared'));
-    await pollUntil(() => redis.smismember(k.active('caps.shared'), ...atChange), (flags) => flags.every((f) => f === 0), 'the runs active at the change to finish');
+    await pollUntil(
+      () => redis.smismember(k.active('caps.shared'), ...atChange),
+      (flags) => flags.every((f) => f === 0),
+      'the runs active at the change to finish',
+    );
     live.resetMax('shared');
     const lowered = sample(readActive);
     await within(completions([a, b], 40), 10_000, '40 runs under the lowered cap');
@@ -145,7 +190,11 @@ describe('a workflow cap declared differently by two apps', () => {
     expect(await a.client.setLimits({ workflow: 'caps.shared', limit: 5 })).toBe(1);
     live.resetMax('shared');
     const raised = sample(readActive);
-    await pollUntil(async () => Math.max(0, ...raised.samples), (max) => max >= 5, 'the raised cap to be used');
+    await pollUntil(
+      async () => Math.max(0, ...raised.samples),
+      (max) => max >= 5,
+      'the raised cap to be used',
+    );
     await within(drained, 30_000, `${RUNS2} runs to complete`);
     expect(Math.max(...(await raised.stop()))).toBe(5);
     expect(live.max('shared')).toBeLessThanOrEqual(5);
@@ -179,7 +228,10 @@ describe('setLimits / getLimits input', () => {
       ['getLimits: bad group', () => client.getLimits({ workflow: wf, group: 'x:y' }), InvalidNameError, /target\.group/],
     ];
     for (const [label, call, type, message] of cases) {
-      const error = await call().then(() => new Error(`${label}: resolved`), (e: unknown) => e);
+      const error = await call().then(
+        () => new Error(`${label}: resolved`),
+        (e: unknown) => e,
+      );
       expect({ label, error }).toEqual({ label, error: expect.any(type) });
       expect({ label, message: (error as Error).message }).toEqual({ label, message: expect.stringMatching(message) });
     }
@@ -187,7 +239,18 @@ describe('setLimits / getLimits input', () => {
     expect(await redis.exists(k.keys.limits)).toBe(0); // nothing was written
     // The spy does see the calls that are valid.
     expect(await client.setLimits({ workflow: wf, limit: 7 })).toBeNull();
-    expect(await client.getLimits({ workflow: wf, group: 'g1' })).toEqual({ namespace: null, workflow: 7, groupDefault: null, groupOverride: null, group: null, rateLimit: null, groupRateLimit: null, groupRateOverride: null, groupRate: null, setAtRuntime: { workflow: { declared: null } } });
+    expect(await client.getLimits({ workflow: wf, group: 'g1' })).toEqual({
+      namespace: null,
+      workflow: 7,
+      groupDefault: null,
+      groupOverride: null,
+      group: null,
+      rateLimit: null,
+      groupRateLimit: null,
+      groupRateOverride: null,
+      groupRate: null,
+      setAtRuntime: { workflow: { declared: null } },
+    });
     expect(spy).toHaveBeenCalled();
     spy.mockRestore();
   });
@@ -229,8 +292,14 @@ describe('the namespace cap (module option `concurrency`)', () => {
     const sampler = sample(() => cardinalities(redis, [k.active('nscap.a'), k.active('nscap.b')]));
     const leases = sample(async () => (await app.client.stats()).namespace);
     const drained = completions([app], 300);
-    await app.client.enqueueMany(NsA, Array.from({ length: 150 }, () => ({ input: { wf: 'a' } })));
-    await app.client.enqueueMany(NsB, Array.from({ length: 150 }, () => ({ input: { wf: 'b' } })));
+    await app.client.enqueueMany(
+      NsA,
+      Array.from({ length: 150 }, () => ({ input: { wf: 'a' } })),
+    );
+    await app.client.enqueueMany(
+      NsB,
+      Array.from({ length: 150 }, () => ({ input: { wf: 'b' } })),
+    );
     await within(drained, 20_000, '300 runs to complete');
     const perWorkflow = await sampler.stop();
     const namespace = await leases.stop();

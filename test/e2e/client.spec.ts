@@ -98,8 +98,21 @@ describe('QueueClient (worker app)', () => {
     const key = unique('get');
     const before = Date.now();
     const handle = await t.client.enqueue(GateWorkflow, { key }, { priority: 7, group: 'tenant-1' });
-    const active = await pollUntil(() => t.client.get(handle.id), (info) => info?.state === 'active', 'the run to become active');
-    expect(active).toMatchObject({ id: handle.id, workflow: 'client.gate', state: 'active', input: { key }, priority: 7, group: 'tenant-1', attempts: 1, failures: 0 });
+    const active = await pollUntil(
+      () => t.client.get(handle.id),
+      (info) => info?.state === 'active',
+      'the run to become active',
+    );
+    expect(active).toMatchObject({
+      id: handle.id,
+      workflow: 'client.gate',
+      state: 'active',
+      input: { key },
+      priority: 7,
+      group: 'tenant-1',
+      attempts: 1,
+      failures: 0,
+    });
     expect(active!.maxAttempts).toBe(3);
     expect(active!.startedAt).toBeInstanceOf(Date);
     expect(active!.finishedAt).toBeUndefined();
@@ -179,7 +192,11 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
     try {
       let settled = false;
       const waited = t.client.wait(id, { timeoutMs: 8_000 }).finally(() => (settled = true));
-      await pollUntil(() => channelSubscribers(redis, channel), (n) => n === 1, 'the waiter to subscribe');
+      await pollUntil(
+        () => channelSubscribers(redis, channel),
+        (n) => n === 1,
+        'the waiter to subscribe',
+      );
       await monitor.next(isWaiterRead); // the read right after subscribing: still waiting
 
       expect(await publishOn(redis, channel, '1')).toBe(1);
@@ -237,10 +254,20 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
     // Loads the function library first: a first call on a new server is refused, the library loads, the call goes again.
     await t.client.enqueueMany(EchoWorkflow, [{ input: { value: -2 }, opts: { delay: 60_000 } }]);
     const base = `{sluice:${namespace}}:`;
-    const isChunkCall = (args: string[]) => args[0] === 'fcall' && args[2] === '5' && args[3] === `${base}leases` && args[9] === 'client.echo';
+    const isChunkCall = (args: string[]) =>
+      args[0] === 'fcall' && args[2] === '5' && args[3] === `${base}leases` && args[9] === 'client.echo';
     const items = Array.from({ length: 1_201 }, (_, i) => ({
       input: { value: i },
-      opts: i === 600 ? { id: existing } : i % 100 === 1 ? { priority: 5 } : i % 100 === 2 ? { delay: 60_000 } : i % 100 === 3 ? { group: 'tenant-a' } : undefined,
+      opts:
+        i === 600
+          ? { id: existing }
+          : i % 100 === 1
+            ? { priority: 5 }
+            : i % 100 === 2
+              ? { delay: 60_000 }
+              : i % 100 === 3
+                ? { group: 'tenant-a' }
+                : undefined,
     }));
     const monitor = await monitorCommands(namespace);
     try {
@@ -257,7 +284,11 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
       expect(handles[600].id).toBe(existing);
       const infos = await Promise.all([1, 2, 3, 4, 1_200].map((i) => t.client.get(handles[i].id)));
       expect(infos.map((info) => [info?.state, info?.priority, info?.group])).toEqual([
-        ['waiting', 5, undefined], ['delayed', 0, undefined], ['waiting', 0, 'tenant-a'], ['waiting', 0, undefined], ['waiting', 0, undefined],
+        ['waiting', 5, undefined],
+        ['delayed', 0, undefined],
+        ['waiting', 0, 'tenant-a'],
+        ['waiting', 0, undefined],
+        ['waiting', 0, undefined],
       ]);
       // FIFO within a priority: the plain runs are queued in the batch's order, after the earlier run.
       const queued = await redis.lrange(`${base}wf:client.echo:queue`, 0, -1);
@@ -269,13 +300,17 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
     }
   });
 
-  it('enqueueMany sends the options a chunk\'s runs share once, and every run gets them', async () => {
+  it("enqueueMany sends the options a chunk's runs share once, and every run gets them", async () => {
     const base = `{sluice:${namespace}}:`;
-    const isChunkCall = (args: string[]) => args[0] === 'fcall' && args[2] === '5' && args[3] === `${base}leases` && args[9] === 'client.echo';
+    const isChunkCall = (args: string[]) =>
+      args[0] === 'fcall' && args[2] === '5' && args[3] === `${base}leases` && args[9] === 'client.echo';
     const opts = { priority: 7, group: 'tenant-s', attempts: 4, runTimeoutMs: 90_000, delay: 60_000 };
     const monitor = await monitorCommands(namespace);
     try {
-      const handles = await t.client.enqueueMany(EchoWorkflow, [1, 2, 3].map((value) => ({ input: { value }, opts })));
+      const handles = await t.client.enqueueMany(
+        EchoWorkflow,
+        [1, 2, 3].map((value) => ({ input: { value }, opts })),
+      );
       const call = await monitor.next(isChunkCall);
       // ARGV[8] = 2 values per run, after the six shared options (see lua/enqueue-many.lua).
       expect(call.slice(15, 22)).toEqual(['2', '7', '60000', '', '4', 'tenant-s', '90000']);

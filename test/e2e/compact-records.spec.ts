@@ -46,7 +46,10 @@ describe('compact run records', () => {
 
   it('stores new runs without their default fields, from enqueue and enqueueMany; get() shows the defaults', async () => {
     const one = await producer.client.enqueue(FlakyWorkflow, { failFirst: false });
-    const [many, prioritised] = await producer.client.enqueueMany(FlakyWorkflow, [{ input: { failFirst: false } }, { input: { failFirst: false }, opts: { priority: 4 } }]);
+    const [many, prioritised] = await producer.client.enqueueMany(FlakyWorkflow, [
+      { input: { failFirst: false } },
+      { input: { failFirst: false }, opts: { priority: 4 } },
+    ]);
     for (const id of [one.id, many.id]) {
       const fields = Object.keys(await redis.hgetall(keys.run(id)));
       expect(fields).toEqual(expect.arrayContaining(['workflow', 'input', 'state', 'maxAttempts', 'token', 'createdAt', 'dueAt', 'nonce']));

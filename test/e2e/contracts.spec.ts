@@ -75,7 +75,10 @@ describe('producers without the workflow code: contracts and names registered by
     expect(handle.created).toBe(true);
     expect((await handle.result({ timeoutMs: 10_000 })).total).toBe(500);
 
-    const many = await producer.client.enqueueMany(PriceQuote, [{ input: { sku: 'C', quantity: 1 } }, { input: { sku: 'D', quantity: 4 } }]);
+    const many = await producer.client.enqueueMany(PriceQuote, [
+      { input: { sku: 'C', quantity: 1 } },
+      { input: { sku: 'D', quantity: 4 } },
+    ]);
     expect(await Promise.all(many.map((h) => h.result({ timeoutMs: 10_000 })))).toMatchObject([{ total: 250 }, { total: 1000 }]);
 
     // By name: registered in Redis by the worker's bootstrap.
@@ -97,15 +100,23 @@ describe('producers without the workflow code: contracts and names registered by
   it('an unregistered name or contract fails with UnknownWorkflowError and writes nothing', async () => {
     const byName = await producer.client.enqueue('contracts.nope', {}, { id: 'nope-1' }).catch((error: unknown) => error);
     expect(byName).toBeInstanceOf(UnknownWorkflowError);
-    expect((byName as Error).message).toMatch(/^workflow: unknown workflow "contracts\.nope" \(no @Workflow in this application declares it, and no worker has registered it on \{sluice:contracts-/);
+    expect((byName as Error).message).toMatch(
+      /^workflow: unknown workflow "contracts\.nope" \(no @Workflow in this application declares it, and no worker has registered it on \{sluice:contracts-/,
+    );
     await expect(producer.client.run(NeverRegistered, { x: 1 }, { id: 'nope-2' })).rejects.toBeInstanceOf(UnknownWorkflowError);
-    await expect(producer.client.enqueueMany('contracts.nope', [{ input: 1, opts: { id: 'nope-3' } }])).rejects.toBeInstanceOf(UnknownWorkflowError);
-    await expect(producer.client.schedule('nope.hourly', NeverRegistered, { cron: '@hourly' })).rejects.toBeInstanceOf(UnknownWorkflowError);
+    await expect(producer.client.enqueueMany('contracts.nope', [{ input: 1, opts: { id: 'nope-3' } }])).rejects.toBeInstanceOf(
+      UnknownWorkflowError,
+    );
+    await expect(producer.client.schedule('nope.hourly', NeverRegistered, { cron: '@hourly' })).rejects.toBeInstanceOf(
+      UnknownWorkflowError,
+    );
     await expect(producer.client.stats({ workflow: 'contracts.nope' })).rejects.toBeInstanceOf(UnknownWorkflowError);
     // (The worker's own keys come and go meanwhile, so look for what these calls would have written.)
     const keys = await namespaceKeys(redis, namespace);
     expect(keys.filter((key) => /run:nope-|contracts\.(nope|never)|schedule:nope/.test(key))).toEqual([]);
-    expect(await redis.smembers(`{sluice:${namespace}}:workflows`)).toEqual(expect.not.arrayContaining(['contracts.nope', 'contracts.never']));
+    expect(await redis.smembers(`{sluice:${namespace}}:workflows`)).toEqual(
+      expect.not.arrayContaining(['contracts.nope', 'contracts.never']),
+    );
   });
 
   it('checks bad input before asking Redis, and asks once per registered name', async () => {
@@ -150,7 +161,13 @@ describe('producers without the workflow code: contracts and names registered by
   it('a lookup Redis cannot answer rejects with RedisUnavailableError: the enqueue was not sent', async () => {
     const namespaceDown = uniqueNamespace('contracts-down');
     // Nothing listens on port 1: every call waits for the connection up to redisTimeoutMs.
-    const down = await createApp([], { namespace: namespaceDown, connection: { url: 'redis://127.0.0.1:1' }, worker: { enabled: false }, redisTimeoutMs: 300, migrate: false });
+    const down = await createApp([], {
+      namespace: namespaceDown,
+      connection: { url: 'redis://127.0.0.1:1' },
+      worker: { enabled: false },
+      redisTimeoutMs: 300,
+      migrate: false,
+    });
     extra.push(down);
     const error = await down.client.enqueue(PriceQuote, { sku: 'I', quantity: 1 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RedisUnavailableError);

@@ -45,7 +45,13 @@ class TokenGuard implements CanActivate {
 const USER = { 'x-token': 'let-me-in' };
 
 /** A request with a target and a Host of our choosing (fetch normalises the one and refuses to set the other). */
-function rawRequest(origin: string, target: string, headers: Record<string, string>, method = 'GET', body?: string): Promise<{ status: number; body: string }> {
+function rawRequest(
+  origin: string,
+  target: string,
+  headers: Record<string, string>,
+  method = 'GET',
+  body?: string,
+): Promise<{ status: number; body: string }> {
   const { hostname, port } = new URL(origin);
   return new Promise((resolve, reject) => {
     const request = httpRequest({ host: hostname, port, path: target, headers, method }, (response) => {
@@ -123,9 +129,14 @@ class SettingsGuard implements CanActivate {
 
 describe('dashboard options', () => {
   it('fails the bootstrap, not every request, when the guard class cannot be made', async () => {
-    await expect(createDashboardApp('express', [], { namespace: uniqueNamespace('dh-bad'), worker: { enabled: false } }, { path: '/sluice', guard: UnmakeableGuard })).rejects.toThrow(
-      /cannot make the guard UnmakeableGuard.*Register it as a provider/,
-    );
+    await expect(
+      createDashboardApp(
+        'express',
+        [],
+        { namespace: uniqueNamespace('dh-bad'), worker: { enabled: false } },
+        { path: '/sluice', guard: UnmakeableGuard },
+      ),
+    ).rejects.toThrow(/cannot make the guard UnmakeableGuard.*Register it as a provider/);
   });
 
   it('takes its options from a factory with forRootAsync, and a guard whose dependency comes from its imports', async () => {
@@ -157,7 +168,10 @@ describe('dashboard options', () => {
   it('warns once, not once per instance of its guard, that it has no guard', async () => {
     const logs = new LogCapture();
     const app = await Test.createTestingModule({
-      imports: [QueueModule.forRoot({ connection: testConnection(), namespace: uniqueNamespace('dh-warn'), worker: { enabled: false } }), SluiceDashboardModule.forRoot({ path: '/open' })],
+      imports: [
+        QueueModule.forRoot({ connection: testConnection(), namespace: uniqueNamespace('dh-warn'), worker: { enabled: false } }),
+        SluiceDashboardModule.forRoot({ path: '/open' }),
+      ],
     }).compile();
     const http = app.createNestApplication(new ExpressAdapter(), { logger: logs });
     await http.init();
@@ -167,14 +181,35 @@ describe('dashboard options', () => {
 
   it('answers 503 within redisTimeoutMs while Redis is away, and still serves its page', async () => {
     // Nothing listens on port 1: every Redis call is refused until redisTimeoutMs.
-    const away = await createDashboardApp('express', [], { namespace: uniqueNamespace('dh-away'), connection: { url: 'redis://127.0.0.1:1' }, redisTimeoutMs: 300, worker: { enabled: false }, migrate: false }, { path: '/sluice', readOnly: false });
+    const away = await createDashboardApp(
+      'express',
+      [],
+      {
+        namespace: uniqueNamespace('dh-away'),
+        connection: { url: 'redis://127.0.0.1:1' },
+        redisTimeoutMs: 300,
+        worker: { enabled: false },
+        migrate: false,
+      },
+      { path: '/sluice', readOnly: false },
+    );
     try {
       // Each call comes back (a typed RedisConnectionError mapped to 503), none hangs.
-      for (const path of ['/api/overview', '/api/runs/r1', '/api/runs?workflow=w&state=failed', '/api/workflows/w/groups', '/api/schedules']) {
+      for (const path of [
+        '/api/overview',
+        '/api/runs/r1',
+        '/api/runs?workflow=w&state=failed',
+        '/api/workflows/w/groups',
+        '/api/schedules',
+      ]) {
         const reply = await fetch(`${away.origin}/sluice${path}`);
         expect([path, reply.status]).toEqual([path, 503]);
       }
-      const action = await fetch(`${away.origin}/sluice/api/runs/r1/cancel`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-sluice-csrf': '1' }, body: '{}' });
+      const action = await fetch(`${away.origin}/sluice/api/runs/r1/cancel`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-sluice-csrf': '1' },
+        body: '{}',
+      });
       expect(action.status).toBe(503);
       expect((await fetch(`${away.origin}/sluice`)).status).toBe(200);
       // Unguarded, a foreign Host is refused before any Redis call: a 403 at once, not a 503.
@@ -185,18 +220,32 @@ describe('dashboard options', () => {
   });
 
   it('refuses a bad path or option before the app boots', () => {
-    for (const options of [{ path: 'sluice' }, { path: '/' }, { path: '/a b' }, { path: '/x', pollMs: 10 }, { path: '/x', readOnly: 'no' }, { path: '/x', guard: 'admin' }]) {
+    for (const options of [
+      { path: 'sluice' },
+      { path: '/' },
+      { path: '/a b' },
+      { path: '/x', pollMs: 10 },
+      { path: '/x', readOnly: 'no' },
+      { path: '/x', guard: 'admin' },
+    ]) {
       expect(() => SluiceDashboardModule.forRoot(options as never)).toThrow(QueueConfigError);
     }
     for (const allowedHosts of ['ops.example.com', ['https://ops.example.com'], ['ops.example.com/sluice'], [''], [42]]) {
       expect(() => SluiceDashboardModule.forRoot({ path: '/x', allowedHosts } as never)).toThrow(/allowedHosts/);
     }
     expect(() => SluiceDashboardModule.forRoot({ path: '/x', allowedHost: ['a'] } as never)).toThrow(/unknown option\(s\) allowedHost/);
-    expect(() => SluiceDashboardModule.forRootAsync({ path: '/x', readOnly: false, useFactory: () => ({}) } as never)).toThrow(/unknown option\(s\) readOnly/);
+    expect(() => SluiceDashboardModule.forRootAsync({ path: '/x', readOnly: false, useFactory: () => ({}) } as never)).toThrow(
+      /unknown option\(s\) readOnly/,
+    );
   });
 
   it('with a guard and allowedHosts, checks the Host first, then the guard', async () => {
-    const both = await createDashboardApp('fastify', [], { namespace: uniqueNamespace('dh-both'), worker: { enabled: false } }, { path: '/sluice', guard: () => true, allowedHosts: ['ops.example.com'] });
+    const both = await createDashboardApp(
+      'fastify',
+      [],
+      { namespace: uniqueNamespace('dh-both'), worker: { enabled: false } },
+      { path: '/sluice', guard: () => true, allowedHosts: ['ops.example.com'] },
+    );
     try {
       expect((await rawRequest(both.origin, '/sluice/api/overview', { host: 'evil.example' })).status).toBe(403);
       expect((await rawRequest(both.origin, '/sluice/api/overview', { host: 'ops.example.com' })).status).toBe(200);
@@ -218,11 +267,27 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
 
   beforeAll(async () => {
     redis = rawRedis();
-    dash = await createDashboardApp(adapter, [Echo, Fails], { namespace: ns }, { path: '/sluice/', guard: TokenGuard, readOnly: false }, { providers: [TokenGuard] });
-    readOnly = await createDashboardApp(adapter, [], { namespace: ns, worker: { enabled: false } }, { path: '/ops/queues', guard: (request: { headers: Record<string, string> }) => request.headers['x-token'] === 'let-me-in' });
+    dash = await createDashboardApp(
+      adapter,
+      [Echo, Fails],
+      { namespace: ns },
+      { path: '/sluice/', guard: TokenGuard, readOnly: false },
+      { providers: [TokenGuard] },
+    );
+    readOnly = await createDashboardApp(
+      adapter,
+      [],
+      { namespace: ns, worker: { enabled: false } },
+      { path: '/ops/queues', guard: (request: { headers: Record<string, string> }) => request.headers['x-token'] === 'let-me-in' },
+    );
     // No guard: only the loopback names, or those and the listed hosts.
     open = await createDashboardApp(adapter, [], { namespace: ns, worker: { enabled: false } }, { path: '/open', readOnly: false });
-    listed = await createDashboardApp(adapter, [], { namespace: ns, worker: { enabled: false } }, { path: '/open', readOnly: false, allowedHosts: ['ops.example.com', 'Intranet:8443', '10.0.0.5', '[fd00::1]'] });
+    listed = await createDashboardApp(
+      adapter,
+      [],
+      { namespace: ns, worker: { enabled: false } },
+      { path: '/open', readOnly: false, allowedHosts: ['ops.example.com', 'Intranet:8443', '10.0.0.5', '[fd00::1]'] },
+    );
   });
 
   afterAll(async () => {
@@ -250,7 +315,10 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
     const crafted = await (await fetch(url('?"><script>x</script>'), { headers: USER })).text();
     expect(crafted).not.toContain('<script>x');
     let total = 0;
-    for (const [name, type] of [['dashboard.js', 'text/javascript'], ['dashboard.css', 'text/css']]) {
+    for (const [name, type] of [
+      ['dashboard.js', 'text/javascript'],
+      ['dashboard.css', 'text/css'],
+    ]) {
       const asset = await fetch(url(`/assets/${name}`), { headers: USER });
       expect(asset.status).toBe(200);
       expect(asset.headers.get('content-type')).toContain(type);
@@ -266,7 +334,15 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
       expect((await fetch(url(path), { headers: { 'x-token': 'wrong' } })).status).toBe(401);
       expect((await fetch(`${readOnly.origin}/ops/queues${path}`)).status).toBe(403);
     }
-    expect((await fetch(url('/api/workflows/dh.echo/pause'), { method: 'POST', headers: { 'content-type': 'application/json', 'x-sluice-csrf': '1' }, body: '{}' })).status).toBe(401);
+    expect(
+      (
+        await fetch(url('/api/workflows/dh.echo/pause'), {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-sluice-csrf': '1' },
+          body: '{}',
+        })
+      ).status,
+    ).toBe(401);
     expect((await fetch(`${readOnly.origin}/ops/queues`, { headers: USER })).status).toBe(200);
   });
 
@@ -300,12 +376,17 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
     const retryCompleted = await fetch(url('/api/runs/no-such-run/retry'), { method: 'POST', headers: ACTION, body: '{}' });
     expect(retryCompleted.status).toBe(404);
     expect((await jsonOf<MessageReply>(retryCompleted)).message).toContain('no-such-run');
-    const badCap = await fetch(url('/api/workflows/dh.echo/limits'), { method: 'POST', headers: ACTION, body: JSON.stringify({ limit: -3 }) });
+    const badCap = await fetch(url('/api/workflows/dh.echo/limits'), {
+      method: 'POST',
+      headers: ACTION,
+      body: JSON.stringify({ limit: -3 }),
+    });
     expect(badCap.status).toBe(400);
   });
 
   it('takes an action only from the page: a JSON body, the CSRF header, the same origin', async () => {
-    const pause = (headers: Record<string, string>, body = '{}') => fetch(url('/api/workflows/dh.echo/pause'), { method: 'POST', headers, body });
+    const pause = (headers: Record<string, string>, body = '{}') =>
+      fetch(url('/api/workflows/dh.echo/pause'), { method: 'POST', headers, body });
     expect((await pause({ ...USER, 'content-type': 'application/json' })).status).toBe(403);
     expect((await pause({ ...USER, 'x-sluice-csrf': '1', 'content-type': 'text/plain' })).status).toBe(403);
     expect((await pause({ ...ACTION, origin: 'https://evil.example' })).status).toBe(403);
@@ -319,7 +400,9 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
     expect(again.message).toBe('Nothing changed: dh.echo was already paused');
     const resumed = await fetch(url('/api/workflows/dh.echo/resume'), { method: 'POST', headers: ACTION, body: '{}' });
     expect((await jsonOf<MessageReply>(resumed)).message).toBe('Resumed dh.echo');
-    const cap = await jsonOf<MessageReply>(fetch(url('/api/workflows/dh.echo/limits'), { method: 'POST', headers: ACTION, body: JSON.stringify({ group: '*', limit: 4 }) }));
+    const cap = await jsonOf<MessageReply>(
+      fetch(url('/api/workflows/dh.echo/limits'), { method: 'POST', headers: ACTION, body: JSON.stringify({ group: '*', limit: 4 }) }),
+    );
     expect(cap.message).toBe('Cap of every group of dh.echo set to 4 (it was none)');
     expect((await dash.client.getLimits({ workflow: 'dh.echo', group: 'x' })).groupDefault).toBe(4);
   });
@@ -329,7 +412,11 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
     expect((await fetch(url('/api/overview'), { headers: { ...USER, origin: 'https://evil.example' } })).status).toBe(403);
     expect((await fetch(url('/api/overview'), { headers: { ...USER, 'sec-fetch-site': 'same-origin' } })).status).toBe(200);
     // Behind a proxy the Host seen here differs from the browser's Origin; Sec-Fetch-Site tells the truth.
-    const proxied = await fetch(url('/api/workflows/dh.echo/resume'), { method: 'POST', headers: { ...ACTION, origin: 'https://ops.example', 'sec-fetch-site': 'same-origin' }, body: '{}' });
+    const proxied = await fetch(url('/api/workflows/dh.echo/resume'), {
+      method: 'POST',
+      headers: { ...ACTION, origin: 'https://ops.example', 'sec-fetch-site': 'same-origin' },
+      body: '{}',
+    });
     expect(proxied.status).toBe(200);
   });
 
@@ -347,18 +434,40 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
   });
 
   it('is read-only unless actions are enabled', async () => {
-    const refused = await fetch(`${readOnly.origin}/ops/queues/api/workflows/dh.echo/pause`, { method: 'POST', headers: ACTION, body: '{}' });
+    const refused = await fetch(`${readOnly.origin}/ops/queues/api/workflows/dh.echo/pause`, {
+      method: 'POST',
+      headers: ACTION,
+      body: '{}',
+    });
     expect(refused.status).toBe(403);
     expect((await jsonOf<MessageReply>(refused)).message).toContain('readOnly: false');
     expect((await readOnly.client.stats({ workflow: 'dh.echo' })).workflows['dh.echo'].paused).toBe(false);
   });
 
   it('without a guard, answers loopback hosts and allowedHosts only: a DNS-rebound page gets 403 on pages, reads and actions', async () => {
-    const pause = ['/open/api/workflows/dh.echo/pause', { 'content-type': 'application/json', 'x-sluice-csrf': '1' }, 'POST', '{}'] as const;
-    const targets = ['/open', '/open/assets/dashboard.js', '/open/api/overview', '/open/api/runs/r1', '/open/api/runs?workflow=dh.echo&state=failed'];
+    const pause = [
+      '/open/api/workflows/dh.echo/pause',
+      { 'content-type': 'application/json', 'x-sluice-csrf': '1' },
+      'POST',
+      '{}',
+    ] as const;
+    const targets = [
+      '/open',
+      '/open/assets/dashboard.js',
+      '/open/api/overview',
+      '/open/api/runs/r1',
+      '/open/api/runs?workflow=dh.echo&state=failed',
+    ];
     for (const app of [open, listed]) {
       const port = new URL(app.origin).port;
-      for (const host of ['evil.example', `evil.example:${port}`, 'localhost.evil.example', '127.0.0.1.nip.io', 'ops.example.com.evil.example', 'intranet:80']) {
+      for (const host of [
+        'evil.example',
+        `evil.example:${port}`,
+        'localhost.evil.example',
+        '127.0.0.1.nip.io',
+        'ops.example.com.evil.example',
+        'intranet:80',
+      ]) {
         for (const target of targets) {
           const refused = await rawRequest(app.origin, target, { host });
           expect([host, target, refused.status]).toEqual([host, target, 403]);

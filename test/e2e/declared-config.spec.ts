@@ -12,9 +12,17 @@ import { CapturingLogger, FlowApp, startFlowApp } from '../support/flow';
 
 // Two versions of one workflow's code: V2 changes the workflow cap and the rate limit only.
 @Workflow('dc.caps', { concurrency: 5, groupConcurrency: 2, rateLimit: { max: 10, perMs: 1_000 } })
-class CapsV1 { run() { return 1; } }
+class CapsV1 {
+  run() {
+    return 1;
+  }
+}
 @Workflow('dc.caps', { concurrency: 8, groupConcurrency: 2, rateLimit: { max: 6, perMs: 1_000 } })
-class CapsV2 { run() { return 2; } }
+class CapsV2 {
+  run() {
+    return 2;
+  }
+}
 
 let redis: Redis;
 const namespaces: string[] = [];
@@ -27,7 +35,11 @@ function space(): { ns: string; keys: RedisKeys } {
 }
 
 /** Boots an app, returns it with the lines its bootstrap logged. */
-async function boot(providers: Parameters<typeof startFlowApp>[0], ns: string, concurrency = 50): Promise<{ app: FlowApp; lines: string[] }> {
+async function boot(
+  providers: Parameters<typeof startFlowApp>[0],
+  ns: string,
+  concurrency = 50,
+): Promise<{ app: FlowApp; lines: string[] }> {
   const logger = new CapturingLogger();
   const app = await startFlowApp(providers, { namespace: ns, concurrency }, logger);
   open.push(app);
@@ -58,9 +70,16 @@ describe('caps and rate limits set at runtime', () => {
     await first.client.setLimits({ workflow: 'dc.caps', rateLimit: { max: 3, perMs: 500 } });
     await first.client.setLimits({ workflow: 'dc.caps', group: 'vip', limit: 9 }); // never declared: no record
     const expected = {
-      namespace: 100, workflow: 20, groupDefault: 4, rateLimit: { max: 3, perMs: 500 }, groupRateLimit: null,
+      namespace: 100,
+      workflow: 20,
+      groupDefault: 4,
+      rateLimit: { max: 3, perMs: 500 },
+      groupRateLimit: null,
       setAtRuntime: {
-        namespace: { declared: 50 }, workflow: { declared: 5 }, groupDefault: { declared: 2 }, rateLimit: { declared: { max: 10, perMs: 1_000 } },
+        namespace: { declared: 50 },
+        workflow: { declared: 5 },
+        groupDefault: { declared: 2 },
+        rateLimit: { declared: { max: 10, perMs: 1_000 } },
       },
     };
     expect(await first.client.getLimits({ workflow: 'dc.caps' })).toEqual(expected);
@@ -82,11 +101,17 @@ describe('caps and rate limits set at runtime', () => {
     const { app, lines } = await boot([CapsV2], ns);
     current = app;
     expect(await app.client.getLimits({ workflow: 'dc.caps' })).toEqual({
-      namespace: 100, workflow: 8, groupDefault: 4, rateLimit: { max: 6, perMs: 1_000 }, groupRateLimit: null,
+      namespace: 100,
+      workflow: 8,
+      groupDefault: 4,
+      rateLimit: { max: 6, perMs: 1_000 },
+      groupRateLimit: null,
       setAtRuntime: { namespace: { declared: 50 }, groupDefault: { declared: 2 } },
     });
     expect(lines).toContainEqual(expect.stringContaining('Fleet-wide cap wf:dc.caps changed from 20, set at runtime, to 8'));
-    expect(lines).toContainEqual(expect.stringContaining('Fleet-wide rate limit of dc.caps changed from 3 per 500 ms, set at runtime, to 6 per 1000 ms'));
+    expect(lines).toContainEqual(
+      expect.stringContaining('Fleet-wide rate limit of dc.caps changed from 3 per 500 ms, set at runtime, to 6 per 1000 ms'),
+    );
   });
 
   it('setting the declared value again hands a cap back to the code', async () => {
@@ -97,7 +122,7 @@ describe('caps and rate limits set at runtime', () => {
     expect(await redis.exists(keys.runtimeLimits)).toBe(0);
   });
 
-  it('a value the previous version wrote (no record of who set it) is the code\'s: a bootstrap replaces it', async () => {
+  it("a value the previous version wrote (no record of who set it) is the code's: a bootstrap replaces it", async () => {
     await redis.hset(keys.limits, 'wf:dc.caps', '77');
     await restart(current);
     const { app } = await boot([CapsV2], ns);
@@ -107,17 +132,34 @@ describe('caps and rate limits set at runtime', () => {
 
 // Three versions of one workflow's schedules: V2 adds dc.b, V3 drops it again and changes dc.a.
 @Workflow('dc.sched', { schedules: [{ id: 'dc.a', cron: '0 * * * *' }] })
-class SchedV1 { run() { return 1; } }
-@Workflow('dc.sched', { schedules: [{ id: 'dc.a', cron: '0 * * * *' }, { id: 'dc.b', cron: '30 * * * *' }] })
-class SchedV2 { run() { return 2; } }
+class SchedV1 {
+  run() {
+    return 1;
+  }
+}
+@Workflow('dc.sched', {
+  schedules: [
+    { id: 'dc.a', cron: '0 * * * *' },
+    { id: 'dc.b', cron: '30 * * * *' },
+  ],
+})
+class SchedV2 {
+  run() {
+    return 2;
+  }
+}
 @Workflow('dc.sched', { schedules: [{ id: 'dc.a', cron: '5 * * * *' }] })
-class SchedV3 { run() { return 3; } }
+class SchedV3 {
+  run() {
+    return 3;
+  }
+}
 
 describe('declared schedules during a rolling deploy', () => {
   const { ns, keys } = space();
   const scheduleLines = (lines: string[]) => lines.filter((line) => line.includes('Schedule "'));
 
-  it('an older pod booting after a newer one (old → new → old) leaves the newer code\'s schedule alone, and says so', async () => {
+  it("an older pod booting after a newer one (old → new → old) leaves the newer code's schedule alone, and says so", async () => {
     const { app: old } = await boot([SchedV1], ns);
     const { app: next, lines: nextLines } = await boot([SchedV2], ns);
     expect(scheduleLines(nextLines)).toEqual([expect.stringContaining('Schedule "dc.b" added')]);
@@ -126,12 +168,14 @@ describe('declared schedules during a rolling deploy', () => {
     expect(await oldAgain.client.getSchedule('dc.b')).toMatchObject({ workflow: 'dc.sched', source: 'code', cron: '30 * * * *' });
     expect(await redis.zscore(keys.workflow('dc.sched', 'next-fires'), 'dc.b')).not.toBeNull();
     expect(await redis.sismember(keys.workflow('dc.sched', 'declared'), 'dc.b')).toBe(1);
-    expect(scheduleLines(lines)).toEqual([expect.stringContaining('Schedule "dc.b" left alone: this code does not declare it, but a newer version of the code does')]);
+    expect(scheduleLines(lines)).toEqual([
+      expect.stringContaining('Schedule "dc.b" left alone: this code does not declare it, but a newer version of the code does'),
+    ]);
     await restart(next);
     await restart(oldAgain);
   });
 
-  it('a newer declaration that drops a schedule still removes it; a definition both declare is the latest bootstrap\'s', async () => {
+  it("a newer declaration that drops a schedule still removes it; a definition both declare is the latest bootstrap's", async () => {
     const { app: v3, lines } = await boot([SchedV3], ns);
     expect(scheduleLines(lines).sort()).toEqual([
       expect.stringContaining('Schedule "dc.a" changed'),
@@ -160,7 +204,7 @@ describe('a declared schedule changed at runtime', () => {
   const { ns } = space();
   let current: FlowApp;
 
-  it('keeps the operator\'s definition across restarts of the same code, until the code declares another', async () => {
+  it("keeps the operator's definition across restarts of the same code, until the code declares another", async () => {
     const { app: first } = await boot([SchedV1], ns);
     await first.client.schedule('dc.a', 'dc.sched', { cron: '45 * * * *' });
     expect(await first.client.getSchedule('dc.a')).toMatchObject({ cron: '45 * * * *', source: 'code', changedAtRuntime: true });
@@ -168,7 +212,9 @@ describe('a declared schedule changed at runtime', () => {
 
     const { app: again, lines } = await boot([SchedV1], ns);
     expect(await again.client.getSchedule('dc.a')).toMatchObject({ cron: '45 * * * *', changedAtRuntime: true });
-    expect(lines.filter((line) => line.includes('Schedule "'))).toEqual([expect.stringContaining('Schedule "dc.a" kept as changed at runtime')]);
+    expect(lines.filter((line) => line.includes('Schedule "'))).toEqual([
+      expect.stringContaining('Schedule "dc.a" kept as changed at runtime'),
+    ]);
     await restart(again);
 
     const { app: v3, lines: v3Lines } = await boot([SchedV3], ns);

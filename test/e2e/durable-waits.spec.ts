@@ -51,10 +51,12 @@ class Child {
 class Parent {
   async run(input: { fail?: boolean }, ctx: RunContext) {
     const one = await ctx.invoke(Child, { n: 1 });
-    const all = await ctx.invokeAll<number>([
-      { workflow: Child, input: { n: 2 } },
-      { workflow: 'dw.child', input: { n: 3, fail: input.fail } },
-    ]).catch((error: unknown) => (error instanceof ChildWorkflowFailedError ? [error.state, error.childError?.message] : ['other']));
+    const all = await ctx
+      .invokeAll<number>([
+        { workflow: Child, input: { n: 2 } },
+        { workflow: 'dw.child', input: { n: 3, fail: input.fail } },
+      ])
+      .catch((error: unknown) => (error instanceof ChildWorkflowFailedError ? [error.state, error.childError?.message] : ['other']));
     return { one, all };
   }
 }
@@ -100,9 +102,15 @@ describe('durable waits', () => {
 
   it('a sleep frees the slot of a cap-1 workflow, shows as sleeping, and replays its steps once', async () => {
     const long = await producer.client.enqueue('dw.sleeper', { ms: 1500 });
-    const info = await pollUntil(() => producer.client.get(long.id), (run) => run?.state === 'sleeping', 'the run sleeps');
+    const info = await pollUntil(
+      () => producer.client.get(long.id),
+      (run) => run?.state === 'sleeping',
+      'the run sleeps',
+    );
     expect(info?.waitingFor).toEqual({ kind: 'sleep', step: 'nap', until: expect.any(Date) });
-    expect((await producer.client.stats()).workflows['dw.sleeper']).toEqual(expect.objectContaining({ sleeping: 1, delayed: 0, active: 0 }));
+    expect((await producer.client.stats()).workflows['dw.sleeper']).toEqual(
+      expect.objectContaining({ sleeping: 1, delayed: 0, active: 0 }),
+    );
     expect((await producer.client.listRuns({ workflow: 'dw.sleeper', state: 'sleeping' })).runs.map((run) => run.id)).toEqual([long.id]);
     expect((await producer.client.listRuns({ workflow: 'dw.sleeper', state: 'delayed' })).runs).toEqual([]);
     // The cap of 1 is free while it sleeps: a short run goes through meanwhile.
@@ -115,7 +123,11 @@ describe('durable waits', () => {
 
   it('signals: during the wait, before it (mailbox), after a timeout, to a finished or unknown run', async () => {
     const during = await producer.client.enqueue('dw.approval', {});
-    await pollUntil(() => producer.client.get(during.id), (run) => run?.state === 'waiting-signal', 'waiting for the signal');
+    await pollUntil(
+      () => producer.client.get(during.id),
+      (run) => run?.state === 'waiting-signal',
+      'waiting for the signal',
+    );
     expect(await producer.client.signal(during.id, 'approve', { ok: true })).toEqual({ delivered: true });
     expect(await during.result({ timeoutMs: 10_000 })).toEqual({ timedOut: false, payload: { ok: true } });
 
@@ -134,7 +146,11 @@ describe('durable waits', () => {
   it('events resume every run waiting on the key and none on another key', async () => {
     const a = await Promise.all([1, 2, 3].map(() => producer.client.enqueue('dw.payment', { order: 'o-1' })));
     const b = await producer.client.enqueue('dw.payment', { order: 'o-2' });
-    await pollUntil(() => producer.client.stats(), (s) => s.workflows['dw.payment']?.waitingEvent === 4, 'four runs wait');
+    await pollUntil(
+      () => producer.client.stats(),
+      (s) => s.workflows['dw.payment']?.waitingEvent === 4,
+      'four runs wait',
+    );
     expect(await producer.client.sendEvent('payment.settled', { key: 'o-1', payload: { amount: 5 } })).toBe(3);
     expect(await Promise.all(a.map((h) => h.result({ timeoutMs: 10_000 })))).toEqual([5, 5, 5]);
     expect((await producer.client.get(b.id))?.state).toBe('waiting-event');

@@ -3,7 +3,19 @@ import { NonRetryableError, QueueModuleOptions, RunContext, Step, Workflow, Work
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { scriptsOn } from '../support/scripts';
-import { dueInLane, enqueueArgs, enqueueKeys, FAKE_WORKER, fakePark, firstToken, handoffEntry, isDueInLane, redisTimeMs, waitParked, watchLane } from '../support/queue-state';
+import {
+  dueInLane,
+  enqueueArgs,
+  enqueueKeys,
+  FAKE_WORKER,
+  fakePark,
+  firstToken,
+  handoffEntry,
+  isDueInLane,
+  redisTimeMs,
+  waitParked,
+  watchLane,
+} from '../support/queue-state';
 import { Counter, Gates, monitorCommands, pollUntil } from '../support/workflows';
 
 /**
@@ -18,7 +30,10 @@ const begun = new Gates(); // opened by a run when it starts executing
 const counts = new Counter();
 const order: string[] = [];
 
-interface Input { key: string; hold?: boolean }
+interface Input {
+  key: string;
+  hold?: boolean;
+}
 async function hold(input: Input, ctx: RunContext) {
   counts.inc(`${ctx.runId}:run`);
   order.push(input.key);
@@ -27,8 +42,18 @@ async function hold(input: Input, ctx: RunContext) {
   return { key: input.key, attempt: ctx.attempt };
 }
 
-@Workflow('fp.hold') class HoldWorkflow { run(input: Input, ctx: RunContext) { return hold(input, ctx); } }
-@Workflow('fp.capped', { concurrency: 1 }) class CappedWorkflow { run(input: Input, ctx: RunContext) { return hold(input, ctx); } }
+@Workflow('fp.hold')
+class HoldWorkflow {
+  run(input: Input, ctx: RunContext) {
+    return hold(input, ctx);
+  }
+}
+@Workflow('fp.capped', { concurrency: 1 })
+class CappedWorkflow {
+  run(input: Input, ctx: RunContext) {
+    return hold(input, ctx);
+  }
+}
 
 @Workflow('fp.outcome', { attempts: 3, backoff: { delayMs: 0 } })
 class OutcomeWorkflow {
@@ -113,7 +138,10 @@ describe('enqueue fast path', () => {
     const other = await t.producer();
     const second = await other.client.enqueue(HoldWorkflow, { key: 'nobody-2' });
     expect(await other.client.get(second.id)).toMatchObject({ state: 'waiting', attempts: 0 });
-    for (const [space_, id] of [[s, first.id], [t, second.id]] as const) {
+    for (const [space_, id] of [
+      [s, first.id],
+      [t, second.id],
+    ] as const) {
       expect(await isDueInLane(redis, space_.keys, 'fp.hold', id)).toBe(true);
       expect(await redis.lrange(space_.keys.wake('fp.hold'), 0, -1)).toEqual(['1']);
       expect(await redis.scard(space_.keys.workflow('fp.hold', 'active'))).toBe(0);
@@ -132,7 +160,11 @@ describe('enqueue fast path', () => {
       const wake = await redis.lrange(s.keys.wake('fp.hold'), 0, -1);
       const parked = await redis.zscore(s.keys.workflow('fp.hold', 'parked'), FAKE_WORKER);
       if (fastPath) {
-        expect({ state: run?.state, wake, parked }).toEqual({ state: 'active', wake: [await handoffEntry(redis, s.keys, h.id, input)], parked: null });
+        expect({ state: run?.state, wake, parked }).toEqual({
+          state: 'active',
+          wake: [await handoffEntry(redis, s.keys, h.id, input)],
+          parked: null,
+        });
       } else {
         expect({ state: run?.state, wake, parked: parked !== null }).toEqual({ state: 'waiting', wake: ['1'], parked: true });
       }
@@ -166,7 +198,11 @@ describe('enqueue fast path', () => {
     const later = await producer.client.enqueue(HoldWorkflow, { key: 'later' }, { delay: '60s' });
     expect((await producer.client.get(later.id))?.state).toBe('delayed');
     // That enqueue woke the worker to learn the new due time; once it took the marker, the queue is clear.
-    await pollUntil(() => redis.llen(s.keys.wake('fp.hold')), (n) => n === 0, 'the wake marker to be taken');
+    await pollUntil(
+      () => redis.llen(s.keys.wake('fp.hold')),
+      (n) => n === 0,
+      'the wake marker to be taken',
+    );
     await waitParked(redis, s.keys, 'fp.hold');
     const lane = await watchLane(redis, s.keys, 'fp.hold');
     const due = await producer.client.enqueue(HoldWorkflow, { key: 'due', hold: true });
@@ -252,13 +288,21 @@ describe('enqueue fast path', () => {
     const h = await producer.client.enqueue(HoldWorkflow, input);
     expect(await redis.lrange(s.keys.wake('fp.hold'), 0, -1)).toEqual([await handoffEntry(redis, s.keys, h.id, input)]);
     const deadline = Number(await redis.zscore(s.keys.leases, h.id));
-    await pollUntil(() => redisTimeMs(redis), (now) => now > deadline, 'the handoff lease to run out');
+    await pollUntil(
+      () => redisTimeMs(redis),
+      (now) => now > deadline,
+      'the handoff lease to run out',
+    );
     await s.worker({ stalledIntervalMs: 100 });
     expect(await h.result({ timeoutMs: 10_000 })).toEqual({ key: input.key, attempt: 2 });
     expect(counts.get(`${h.id}:run`)).toBe(1);
     // Observed: recovered like a stalled run, so a run that never executed counts one stall and one attempt.
     expect(await s.raw(h.id, 'state', 'attempts', 'stalls')).toEqual(['completed', '2', '1']);
-    await pollUntil(() => redis.llen(s.keys.wake('fp.hold')), (n) => n === 0, 'an empty wake list');
+    await pollUntil(
+      () => redis.llen(s.keys.wake('fp.hold')),
+      (n) => n === 0,
+      'an empty wake list',
+    );
     expect(await redis.zcard(s.keys.leases)).toBe(0);
     expect(await redis.scard(s.keys.workflow('fp.hold', 'active'))).toBe(0);
   });
@@ -277,10 +321,14 @@ describe('enqueue fast path', () => {
     const [startedAt] = await s.raw(h.id, 'startedAt');
     const deadline = Number(startedAt) + 300;
     expect(Number(await redis.zscore(s.keys.leases, h.id))).toBeGreaterThan(deadline);
-    await pollUntil(async () => {
-      const [[, time], [, ttl]] = (await redis.multi().time().pttl(s.keys.stallGate).exec()) as [[null, string[]], [null, number]];
-      return ttl > 0 ? Number(time[0]) * 1000 + Number(time[1]) / 1000 - (50 - ttl) : 0;
-    }, (scannedAt) => scannedAt > deadline + 10, 'a stalled scan after the lease deadline');
+    await pollUntil(
+      async () => {
+        const [[, time], [, ttl]] = (await redis.multi().time().pttl(s.keys.stallGate).exec()) as [[null, string[]], [null, number]];
+        return ttl > 0 ? Number(time[0]) * 1000 + Number(time[1]) / 1000 - (50 - ttl) : 0;
+      },
+      (scannedAt) => scannedAt > deadline + 10,
+      'a stalled scan after the lease deadline',
+    );
     expect(await s.raw(h.id, 'state', 'attempts', 'stalls')).toEqual(['active', '1', '0']);
     gates.open('kept');
     expect(await h.result({ timeoutMs: 10_000 })).toEqual({ key: 'kept', attempt: 1 });
@@ -294,9 +342,11 @@ describe('enqueue fast path', () => {
       // An idle worker reserves every 50 ms (its stalled scan), blocking in between.
       await s.worker({ stalledIntervalMs: 50 });
       await waitParked(redis, s.keys, 'fp.hold');
-      const script = (name: string) => (args: string[]) => args[0] === 'fcall' && args[1].endsWith(`_${name}`) && args.includes(s.keys.base);
+      const script = (name: string) => (args: string[]) =>
+        args[0] === 'fcall' && args[1].endsWith(`_${name}`) && args.includes(s.keys.base);
       const calls: string[] = [];
-      for (let i = 0; i < 12; i++) calls.push((await monitor.next((args) => script('reserve')(args) || script('park')(args)))[1].replace(/.*_/, ''));
+      for (let i = 0; i < 12; i++)
+        calls.push((await monitor.next((args) => script('reserve')(args) || script('park')(args)))[1].replace(/.*_/, ''));
       // reserve.lua removes the worker's park entry: a reserve that no park call follows left the
       // worker blocking unannounced, its enqueues off the fast path (before, for ~0.5 s each time).
       const reserves = calls.map((name, i) => (name === 'reserve' ? i : -1)).filter((i) => i >= 0);
@@ -331,9 +381,17 @@ describe('enqueue fast path', () => {
     const scripts = scriptsOn(redis);
     const multi = redis.multi();
     for (const key of ['burst-1', 'burst-2']) {
-      scripts.queue(multi, 'enqueue', enqueueKeys(s.keys, key), enqueueArgs(s.keys, 'fp.hold', key, { key, hold: key === 'burst-1' }, true));
+      scripts.queue(
+        multi,
+        'enqueue',
+        enqueueKeys(s.keys, key),
+        enqueueArgs(s.keys, 'fp.hold', key, { key, hold: key === 'burst-1' }, true),
+      );
     }
-    expect(((await multi.exec()) ?? []).map(([, reply]) => reply)).toEqual([[1, 'active'], [1, 'waiting']]);
+    expect(((await multi.exec()) ?? []).map(([, reply]) => reply)).toEqual([
+      [1, 'active'],
+      [1, 'waiting'],
+    ]);
     await begun.get('burst-1').promise;
     expect(await app.client.wait('burst-2', { timeoutMs: 2_000 })).toEqual({ key: 'burst-2', attempt: 1 });
   });

@@ -70,7 +70,10 @@ describe('workflow concurrency cap across two Nest apps', () => {
     })();
 
     const [a, b] = apps;
-    const handles = await a.client.enqueueMany(CappedWorkflow, Array.from({ length: RUNS }, (_, i) => ({ input: { i } })));
+    const handles = await a.client.enqueueMany(
+      CappedWorkflow,
+      Array.from({ length: RUNS }, (_, i) => ({ input: { i } })),
+    );
     // Wait through both apps' clients: either can await any run.
     const results = await Promise.all(handles.map((h, i) => (i % 2 ? b : a).client.wait(h.id, { timeoutMs: 30_000 })));
     sampling = false;

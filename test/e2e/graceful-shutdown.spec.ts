@@ -87,7 +87,10 @@ describe('graceful shutdown', () => {
     const producer = await open([], { namespace: ns, worker: { enabled: false } });
     const worker = await open([SlowWorkflow], { namespace: ns, worker: { concurrency: 5 } });
 
-    const handles = await producer.client.enqueueMany(SlowWorkflow, Array.from({ length: 20 }, (_, i) => ({ input: { i } })));
+    const handles = await producer.client.enqueueMany(
+      SlowWorkflow,
+      Array.from({ length: 20 }, (_, i) => ({ input: { i } })),
+    );
     await slowLedger.started(1);
     const inFlightAtClose = slowLedger.executions.size - slowLedger.finished;
     expect(inFlightAtClose).toBeGreaterThanOrEqual(1);
@@ -124,7 +127,10 @@ describe('graceful shutdown', () => {
       worker: { concurrency: 5, shutdownTimeoutMs: 100 },
     });
 
-    const handles = await producer.client.enqueueMany(HangWorkflow, Array.from({ length: 8 }, (_, i) => ({ input: { i } })));
+    const handles = await producer.client.enqueueMany(
+      HangWorkflow,
+      Array.from({ length: 8 }, (_, i) => ({ input: { i } })),
+    );
     await first.ledger.started(5); // every slot holds a hanging run
     await close(worker);
 

@@ -26,7 +26,11 @@ describe('group round-robin, script level', () => {
     const keys = new RedisKeys('sluice', ns);
     const group = (i: number) => `g${String(i).padStart(2, '0')}`;
     const enqueue = (id: string, g: string, fastPath: boolean) =>
-      scripts.run<[number, string]>('enqueue', [keys.run(id), keys.leases, keys.limits, keys.seq], [keys.base, id, 'w', '{}', 0, 0, '', 3, g, fastPath ? 1 : 0, 30_000, 0]);
+      scripts.run<[number, string]>(
+        'enqueue',
+        [keys.run(id), keys.leases, keys.limits, keys.seq],
+        [keys.base, id, 'w', '{}', 0, 0, '', 3, g, fastPath ? 1 : 0, 30_000, 0],
+      );
     await scripts.run('set-limits', [keys.limits, keys.seq], [keys.base, 'wf:w:group', 5, 'w', '*']);
     // g70 gets an active run (through the fast path, the one way to start a run without claiming from the ring).
     await scripts.run('park', [keys.leases], [keys.base, 'worker-1', 10_000, 'w']);
@@ -37,9 +41,11 @@ describe('group round-robin, script level', () => {
     expect(before.indexOf(group(70))).toBe(70);
 
     // Completing A frees a slot of g70 and refills one slot: the ring serves g00, not g70.
-    const [head, ...claims] = await scripts.run<[unknown, ...string[][]]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
-      keys.base, 60_000, 1, 30_000, 0, '', 0, 1, 'w', 0, 'A', (await redis.hget(keys.run('A'), 'token'))!, '"ok"', '',
-    ]);
+    const [head, ...claims] = await scripts.run<[unknown, ...string[][]]>(
+      'complete',
+      [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
+      [keys.base, 60_000, 1, 30_000, 0, '', 0, 1, 'w', 0, 'A', (await redis.hget(keys.run('A'), 'token'))!, '"ok"', ''],
+    );
     expect(head).toEqual([[1], [], 0]);
     expect(claims.map((claim) => claim[0])).toEqual(['r0']);
     const after = await redis.zrange(keys.workflow('w', 'ready'), 0, -1);

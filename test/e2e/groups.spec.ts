@@ -38,9 +38,20 @@ class Fair {
 }
 
 const order: string[] = [];
-@Workflow('fair.prio') class Prio { run(input: { key: string }) { order.push(input.key); return input.key; } }
+@Workflow('fair.prio')
+class Prio {
+  run(input: { key: string }) {
+    order.push(input.key);
+    return input.key;
+  }
+}
 
-@Workflow('fpg.w', { groupConcurrency: 1 }) class FastW { run(input: { key: string }) { return input.key; } }
+@Workflow('fpg.w', { groupConcurrency: 1 })
+class FastW {
+  run(input: { key: string }) {
+    return input.key;
+  }
+}
 
 let redis: Redis;
 let apps: FlowApp[] = [];
@@ -75,9 +86,21 @@ describe('group caps', () => {
   /** Enqueues `runs` runs per group and samples every group's active count until all complete. */
   async function drain(backlogs: Record<string, number>): Promise<number[][]> {
     const groups = Object.keys(backlogs);
-    const sampler = sample(() => cardinalities(redis, groups.map((g) => k.groupActive(WF, g))));
-    const drained = completions([app], Object.values(backlogs).reduce((x, y) => x + y, 0));
-    for (const g of groups) await app.client.enqueueMany(Capped, Array.from({ length: backlogs[g] }, () => ({ input: { g }, opts: { group: g } })));
+    const sampler = sample(() =>
+      cardinalities(
+        redis,
+        groups.map((g) => k.groupActive(WF, g)),
+      ),
+    );
+    const drained = completions(
+      [app],
+      Object.values(backlogs).reduce((x, y) => x + y, 0),
+    );
+    for (const g of groups)
+      await app.client.enqueueMany(
+        Capped,
+        Array.from({ length: backlogs[g] }, () => ({ input: { g }, opts: { group: g } })),
+      );
     await within(drained, 20_000, `the backlogs of ${groups.join(', ')} to drain`);
     const samples = await sampler.stop();
     expect(samples.length).toBeGreaterThan(10);
@@ -96,8 +119,28 @@ describe('group caps', () => {
 
   it('a per-group override holds for that group while the others keep the default', async () => {
     expect(await app.client.setLimits({ workflow: WF, group: 'vip', limit: 5 })).toBeNull();
-    expect(await app.client.getLimits({ workflow: WF, group: 'vip' })).toEqual({ namespace: null, workflow: null, groupDefault: 2, groupOverride: 5, group: 5, rateLimit: null, groupRateLimit: null, groupRateOverride: null, groupRate: null });
-    expect(await app.client.getLimits({ workflow: WF, group: 'o1' })).toEqual({ namespace: null, workflow: null, groupDefault: 2, groupOverride: null, group: 2, rateLimit: null, groupRateLimit: null, groupRateOverride: null, groupRate: null });
+    expect(await app.client.getLimits({ workflow: WF, group: 'vip' })).toEqual({
+      namespace: null,
+      workflow: null,
+      groupDefault: 2,
+      groupOverride: 5,
+      group: 5,
+      rateLimit: null,
+      groupRateLimit: null,
+      groupRateOverride: null,
+      groupRate: null,
+    });
+    expect(await app.client.getLimits({ workflow: WF, group: 'o1' })).toEqual({
+      namespace: null,
+      workflow: null,
+      groupDefault: 2,
+      groupOverride: null,
+      group: 2,
+      rateLimit: null,
+      groupRateLimit: null,
+      groupRateOverride: null,
+      groupRate: null,
+    });
     const samples = await drain({ vip: 60, o1: 30, o2: 30 });
     expect(maxOf(samples, 0)).toBeGreaterThan(2);
     expect(maxOf(samples, 0)).toBeLessThanOrEqual(5);
@@ -120,15 +163,23 @@ describe('fairness across groups', () => {
     const C = 10; // worker concurrency: no claim (reserve or refill) takes more than C runs
     const producer = await start([Fair], { namespace: ns, worker: { enabled: false } });
     for (let chunk = 0; chunk < 5; chunk++) {
-      await producer.client.enqueueMany(Fair, Array.from({ length: 1_000 }, () => ({ input: { g: 'A' }, opts: { group: 'A' } })));
+      await producer.client.enqueueMany(
+        Fair,
+        Array.from({ length: 1_000 }, () => ({ input: { g: 'A' }, opts: { group: 'A' } })),
+      );
     }
-    expect((await producer.client.stats({ workflow: Fair, groups: true })).workflows['fair.w'].groups).toEqual({ A: { waiting: 5_000, active: 0, limit: null, paused: false } });
+    expect((await producer.client.stats({ workflow: Fair, groups: true })).workflows['fair.w'].groups).toEqual({
+      A: { waiting: 5_000, active: 0, limit: null, paused: false },
+    });
     const worker = await start([Fair], { namespace: ns, worker: { concurrency: C } });
     const drained = completions([worker], 5_005);
     await warm.promise;
     // Counted from before the enqueue call: an upper bound on the A runs that started after B's were in Redis.
     const mark = starts.length;
-    await producer.client.enqueueMany(Fair, Array.from({ length: 5 }, () => ({ input: { g: 'B' }, opts: { group: 'B' } })));
+    await producer.client.enqueueMany(
+      Fair,
+      Array.from({ length: 5 }, () => ({ input: { g: 'B' }, opts: { group: 'B' } })),
+    );
     await within(allB.promise, 10_000, "B's runs to start");
     const lastB = starts.lastIndexOf('B');
     const aBetween = starts.slice(mark, lastB).filter((g) => g === 'A').length;
@@ -148,9 +199,20 @@ describe('fairness across groups', () => {
     const { ns } = space();
     const producer = await start([Prio], { namespace: ns, worker: { enabled: false } });
     const runs: Array<[string, string, number]> = [
-      ['p0', 'p', 0], ['q0', 'q', 0], ['p1', 'p', 5], ['p2', 'p', 0], ['q1', 'q', 3], ['p3', 'p', 9], ['p4', 'p', 5], ['p5', 'p', 0], ['p6', 'p', 9],
+      ['p0', 'p', 0],
+      ['q0', 'q', 0],
+      ['p1', 'p', 5],
+      ['p2', 'p', 0],
+      ['q1', 'q', 3],
+      ['p3', 'p', 9],
+      ['p4', 'p', 5],
+      ['p5', 'p', 0],
+      ['p6', 'p', 9],
     ];
-    const handles = await producer.client.enqueueMany(Prio, runs.map(([key, group, priority]) => ({ input: { key }, opts: { group, priority } })));
+    const handles = await producer.client.enqueueMany(
+      Prio,
+      runs.map(([key, group, priority]) => ({ input: { key }, opts: { group, priority } })),
+    );
     await start([Prio], { namespace: ns, worker: { concurrency: 1 } });
     expect(await Promise.all(handles.map((h) => h.result({ timeoutMs: 10_000 })))).toEqual(runs.map(([key]) => key));
     expect(order.filter((key) => key.startsWith('p'))).toEqual(['p3', 'p6', 'p1', 'p4', 'p0', 'p2', 'p5']);

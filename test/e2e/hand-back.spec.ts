@@ -1,7 +1,16 @@
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { createServer } from 'node:net';
-import { QueueClient, QueueModule, RunContext, RunEvents, RunFailedEvent, Workflow, WorkerShutdownError, WorkflowFailedError } from '../../lib';
+import {
+  QueueClient,
+  QueueModule,
+  RunContext,
+  RunEvents,
+  RunFailedEvent,
+  Workflow,
+  WorkerShutdownError,
+  WorkflowFailedError,
+} from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { parseClaimReply } from '../../lib/redis/commands/claim.reply';
 import { HAND_BACK_DELAY_MS, handBackRun, MAX_HAND_BACK_DELAY_MS } from '../../lib/worker/hand-back';
@@ -82,7 +91,10 @@ describe('hand-backs', () => {
 
   async function worker(namespace: string, worker: object = {}) {
     namespaces.push(namespace);
-    const app = await createApp([DeadDependencyWorkflow, AbortedWorkflow, HeldWorkflow], { namespace, worker: { concurrency: 5, ...worker } });
+    const app = await createApp([DeadDependencyWorkflow, AbortedWorkflow, HeldWorkflow], {
+      namespace,
+      worker: { concurrency: 5, ...worker },
+    });
     apps.push(app);
     return app;
   }
@@ -95,7 +107,14 @@ describe('hand-backs', () => {
 
   it("a RedisConnectionError thrown by the run's own code is an ordinary failure: attempts, then failed for good, with its events", async () => {
     const dependency = await Test.createTestingModule({
-      imports: [QueueModule.forRoot({ connection: { host: '127.0.0.1', port: await deadPort() }, namespace: 'elsewhere', redisTimeoutMs: 200, worker: { enabled: false } })],
+      imports: [
+        QueueModule.forRoot({
+          connection: { host: '127.0.0.1', port: await deadPort() },
+          namespace: 'elsewhere',
+          redisTimeoutMs: 200,
+          worker: { enabled: false },
+        }),
+      ],
     }).compile();
     dependency.useLogger(false);
     await dependency.init();
@@ -157,9 +176,11 @@ describe('hand-backs', () => {
     const id = 'run-1';
     await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, 'hb.held', id, {}, false));
     const claim = async () => {
-      const reply = await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [
-        keys.base, 1, 60_000, 0, 3, 256, 60_000, 'hand-back-test', 0, 'hb.held',
-      ]);
+      const reply = await scripts.run<unknown[]>(
+        'reserve',
+        [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
+        [keys.base, 1, 60_000, 0, 3, 256, 60_000, 'hand-back-test', 0, 'hb.held'],
+      );
       const { claims } = parseClaimReply(reply);
       expect(claims.map((c) => c.id)).toEqual([id]);
       return claims[0];

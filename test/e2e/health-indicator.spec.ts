@@ -38,7 +38,10 @@ class HealthController {
 /** @param connection the test deployment (testConnection) for an app that is up; a free port's URL for one that is down. */
 async function boot(connection: QueueModuleOptions['connection'], options: Partial<QueueModuleOptions> = {}): Promise<TestingModule> {
   const app = await Test.createTestingModule({
-    imports: [TerminusModule.forRoot({ logger: false }), QueueModule.forRoot({ connection, namespace: uniqueNamespace('health'), redisTimeoutMs: 1_000, ...options })],
+    imports: [
+      TerminusModule.forRoot({ logger: false }),
+      QueueModule.forRoot({ connection, namespace: uniqueNamespace('health'), redisTimeoutMs: 1_000, ...options }),
+    ],
     controllers: [HealthController],
     providers: [EchoWorkflow],
   }).compile();
@@ -80,10 +83,13 @@ describe('QueueHealthIndicator with @nestjs/terminus', () => {
       },
     });
 
-    const failure = await app.get(HealthController).check().then(
-      () => undefined,
-      (error: unknown) => error,
-    );
+    const failure = await app
+      .get(HealthController)
+      .check()
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
     expect(failure).toBeInstanceOf(ServiceUnavailableException);
     expect((failure as ServiceUnavailableException).getResponse()).toMatchObject({
       status: 'error',
@@ -103,10 +109,13 @@ describe('QueueHealthIndicator with @nestjs/terminus', () => {
 
     const down = await boot({ url: `redis://127.0.0.1:${await freePort()}` }, { worker: { enabled: false } });
     apps.push(down);
-    const error = await down.get(QueueHealthIndicator).isHealthy('sluice', { timeoutMs: 300 }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const error = await down
+      .get(QueueHealthIndicator)
+      .isHealthy('sluice', { timeoutMs: 300 })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(error).toBeInstanceOf(QueueHealthCheckError);
     expect(error).toMatchObject({
       isHealthCheckError: true,

@@ -27,15 +27,47 @@ type Op =
 
 const wfArb = fc.constantFrom(...WORKFLOWS);
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 7, arbitrary: fc.record({ kind: fc.constant('enqueue' as const), wf: wfArb, group: fc.constantFrom(...GROUPS), priority: fc.constantFrom(0, 0, 2, 7), delayed: fc.constantFrom(false, false, false, true), fast: fc.constantFrom(true, true, false) }) },
+  {
+    weight: 7,
+    arbitrary: fc.record({
+      kind: fc.constant('enqueue' as const),
+      wf: wfArb,
+      group: fc.constantFrom(...GROUPS),
+      priority: fc.constantFrom(0, 0, 2, 7),
+      delayed: fc.constantFrom(false, false, false, true),
+      fast: fc.constantFrom(true, true, false),
+    }),
+  },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('reserve' as const), n: fc.integer({ min: 1, max: 3 }), rotate: fc.boolean() }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('complete' as const), pick: fc.nat(), refill: fc.integer({ min: 0, max: 3 }) }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('fail' as const), pick: fc.nat(), retryable: fc.boolean(), backoff: fc.constantFrom(0, 0, 60_000) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('fail' as const),
+      pick: fc.nat(),
+      retryable: fc.boolean(),
+      backoff: fc.constantFrom(0, 0, 60_000),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constantFrom('release' as const, 'due' as const), pick: fc.nat() }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constantFrom('park' as const, 'park' as const, 'blpop' as const), wf: wfArb }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('stall' as const), pick: fc.nat(), n: fc.integer({ min: 0, max: 3 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('stale' as const), pick: fc.nat(), script: fc.constantFrom('complete' as const, 'fail' as const, 'release' as const) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('limit' as const), field: fc.constantFrom('ns', 'wf:w1', 'wf:w1:group', 'wf:w1:g:g1', 'wf:w2:group'), value: fc.constantFrom(null, 1, 2, 3) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('stale' as const),
+      pick: fc.nat(),
+      script: fc.constantFrom('complete' as const, 'fail' as const, 'release' as const),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('limit' as const),
+      field: fc.constantFrom('ns', 'wf:w1', 'wf:w1:group', 'wf:w1:g:g1', 'wf:w2:group'),
+      value: fc.constantFrom(null, 1, 2, 3),
+    }),
+  },
 );
 const capsArb = fc.record({
   ns: fc.constantFrom(null, 2, 4, 6),
@@ -46,7 +78,8 @@ const capsArb = fc.record({
 });
 const overrideArb = fc.constantFrom(null, 1, 3); // wf:w1:g:g1
 
-const withoutWake = (s: Snapshot) => JSON.stringify({ ...s, runs: [...s.runs], workflows: Object.values(s.workflows).map(({ wake: _wake, ...rest }) => rest) });
+const withoutWake = (s: Snapshot) =>
+  JSON.stringify({ ...s, runs: [...s.runs], workflows: Object.values(s.workflows).map(({ wake: _wake, ...rest }) => rest) });
 
 /** One property run: a fresh namespace, the caps, the ops, then a drain to completion. */
 class Scenario {
@@ -74,22 +107,42 @@ class Scenario {
   async step(op: Op): Promise<void> {
     this.history.push(op);
     const { model, redis, prev } = this;
-    const among = (state: string) => [...prev.runs].filter(([, r]) => r.state === state).map(([id, r]) => ({ id, token: r.token!, ...model.known.get(id)! }));
+    const among = (state: string) =>
+      [...prev.runs].filter(([, r]) => r.state === state).map(([id, r]) => ({ id, token: r.token!, ...model.known.get(id)! }));
     const pick = (state: string, n: number) => among(state)[n % Math.max(1, among(state).length)];
     const expectReply = (actual: unknown, expected: unknown[]) => {
-      if (!expected.some((e) => JSON.stringify(e) === JSON.stringify(actual))) throw new Error(`${op.kind} replied ${JSON.stringify(actual)}`);
+      if (!expected.some((e) => JSON.stringify(e) === JSON.stringify(actual)))
+        throw new Error(`${op.kind} replied ${JSON.stringify(actual)}`);
     };
     switch (op.kind) {
       case 'enqueue': {
         const [created, state] = await model.enqueue(op.wf, op.group, op.priority, op.delayed ? 3_600_000 : 0, op.fast);
-        expectReply([created, state], op.delayed ? [[1, 'delayed']] : op.fast ? [[1, 'waiting'], [1, 'active']] : [[1, 'waiting']]);
+        expectReply(
+          [created, state],
+          op.delayed
+            ? [[1, 'delayed']]
+            : op.fast
+              ? [
+                  [1, 'waiting'],
+                  [1, 'active'],
+                ]
+              : [[1, 'waiting']],
+        );
         break;
       }
       case 'park': // a worker blocks on the workflow: it pops whatever its wake list holds (handoffs it runs), then waits
-        await redis.multi().del(model.key(op.wf, 'wake')).zadd(model.key(op.wf, 'parked'), Date.now() + 3_600_000, 'fake').exec();
+        await redis
+          .multi()
+          .del(model.key(op.wf, 'wake'))
+          .zadd(model.key(op.wf, 'parked'), Date.now() + 3_600_000, 'fake')
+          .exec();
         break;
-      case 'blpop': await redis.lpop(model.key(op.wf, 'wake')); break; // a parked worker takes the head: a marker or a handoff
-      case 'reserve': await model.reserve(op.n, op.rotate ? [...WORKFLOWS].reverse() : WORKFLOWS); break;
+      case 'blpop':
+        await redis.lpop(model.key(op.wf, 'wake'));
+        break; // a parked worker takes the head: a marker or a handoff
+      case 'reserve':
+        await model.reserve(op.n, op.rotate ? [...WORKFLOWS].reverse() : WORKFLOWS);
+        break;
       case 'complete': {
         const run = pick('active', op.pick);
         if (run) expectReply((await model.complete(run.id, run.token, op.refill))[0], [[1]]);
@@ -97,7 +150,8 @@ class Scenario {
       }
       case 'fail': {
         const run = pick('active', op.pick);
-        if (run) expectReply(await model.fail(run.id, run.token, op.retryable, op.backoff), op.retryable ? ['retry', 'failed'] : ['failed']);
+        if (run)
+          expectReply(await model.fail(run.id, run.token, op.retryable, op.backoff), op.retryable ? ['retry', 'failed'] : ['failed']);
         break;
       }
       case 'release': {
@@ -105,7 +159,8 @@ class Scenario {
         if (run) expectReply(await model.release(run.id, run.token), [1]);
         break;
       }
-      case 'due': { // the test's clock: this delayed run's time has come
+      case 'due': {
+        // the test's clock: this delayed run's time has come
         const run = pick('delayed', op.pick);
         if (run) await redis.zadd(model.key(run.wf, 'delayed'), 'XX', 0, run.id);
         break;
@@ -113,7 +168,8 @@ class Scenario {
       case 'dueAll':
         for (const run of among('delayed')) await redis.zadd(model.key(run.wf, 'delayed'), 'XX', 0, run.id);
         break;
-      case 'stall': { // its worker died: the lease runs out, and the next reserve scans
+      case 'stall': {
+        // its worker died: the lease runs out, and the next reserve scans
         const run = pick('active', op.pick);
         if (!run) break;
         await redis.zadd(model.keys.leases, 'XX', 0, run.id);
@@ -139,13 +195,18 @@ class Scenario {
     let readyWithoutRoom: string[];
     try {
       readyWithoutRoom = checkInvariants(model, prev, next, await model.stats());
-      if (op.kind === 'stale' && withoutWake(prev) !== withoutWake(next)) throw new Error('invariant broken: a stale token changed the state');
+      if (op.kind === 'stale' && withoutWake(prev) !== withoutWake(next))
+        throw new Error('invariant broken: a stale token changed the state');
     } catch (error) {
       (error as Error).message += `\n  after ops: ${JSON.stringify(this.history)}`;
       throw error;
     }
     // Recorded, not thrown, so the other invariants are checked in full (asserted after the property).
-    if (readyWithoutRoom.length && !this.capsChanged && (!this.readyWithoutRoom || this.history.length < this.readyWithoutRoom.ops.length)) {
+    if (
+      readyWithoutRoom.length &&
+      !this.capsChanged &&
+      (!this.readyWithoutRoom || this.history.length < this.readyWithoutRoom.ops.length)
+    ) {
       this.readyWithoutRoom = { ops: [...this.history], groups: readyWithoutRoom };
     }
     this.prev = next;
@@ -204,13 +265,18 @@ describe('flow-control invariants (seeded property test, real Redis)', () => {
           // No slot leaks: every level's active count is back to zero, and no group is indexed.
           const counts = await Promise.all([
             redis.zcard(model.keys.leases),
-            ...WORKFLOWS.flatMap((wf) => [redis.scard(model.key(wf, 'active')), redis.zcard(model.key(wf, 'ready')), redis.scard(model.key(wf, 'groups'))]),
+            ...WORKFLOWS.flatMap((wf) => [
+              redis.scard(model.key(wf, 'active')),
+              redis.zcard(model.key(wf, 'ready')),
+              redis.scard(model.key(wf, 'groups')),
+            ]),
             ...WORKFLOWS.flatMap((wf) => GROUPS.slice(1).map((g) => redis.scard(model.keys.lane(wf, g, 'active')))),
           ]);
           expect(counts.every((n) => n === 0)).toBe(true);
           const stats = await model.stats();
           expect(WORKFLOWS.reduce((sum, wf) => sum + stats.workflows[wf].completed + stats.workflows[wf].failed, 0)).toBe(model.known.size);
-          if (scenario.readyWithoutRoom && (!shortest || scenario.readyWithoutRoom.ops.length < shortest.ops.length)) shortest = scenario.readyWithoutRoom;
+          if (scenario.readyWithoutRoom && (!shortest || scenario.readyWithoutRoom.ops.length < shortest.ops.length))
+            shortest = scenario.readyWithoutRoom;
         } finally {
           await dropNamespace(redis, namespace);
         }

@@ -29,7 +29,11 @@ class OtherWorkflow {
   }
 }
 
-async function boot(logs: LogCapture, providers: unknown[], options: Partial<QueueModuleOptions> & { namespace: string }): Promise<{ app: TestingModule; client: QueueClient }> {
+async function boot(
+  logs: LogCapture,
+  providers: unknown[],
+  options: Partial<QueueModuleOptions> & { namespace: string },
+): Promise<{ app: TestingModule; client: QueueClient }> {
   const app = await Test.createTestingModule({
     imports: [QueueModule.forRoot({ connection: testConnection(), ...options })],
     providers: providers as never[],
@@ -57,19 +61,34 @@ describe('lifecycle log lines', () => {
     const logs = new LogCapture();
     const namespace = uniqueNamespace('life');
     namespaces.push(namespace);
-    const { app, client } = await boot(logs, [GatedWorkflow, OtherWorkflow], { namespace, worker: { concurrency: 4, shutdownTimeoutMs: 10_000 } });
+    const { app, client } = await boot(logs, [GatedWorkflow, OtherWorkflow], {
+      namespace,
+      worker: { concurrency: 4, shutdownTimeoutMs: 10_000 },
+    });
     // Other lines come at boot too (the namespace's layout mark, the server check's notes).
-    const lifecycle = (since = 0) => logs.lines.slice(since).filter((line) => line.context === 'Sluice' && /^(Worker|Producer) /.test(line.message)).map((line) => [line.level, line.message]);
+    const lifecycle = (since = 0) =>
+      logs.lines
+        .slice(since)
+        .filter((line) => line.context === 'Sluice' && /^(Worker|Producer) /.test(line.message))
+        .map((line) => [line.level, line.message]);
     expect(lifecycle()).toEqual([
       ['log', `Worker started for namespace ${namespace} (prefix sluice): workflows life.gated, life.other; concurrency 4`],
     ]);
 
     const handles = await Promise.all(['g1', 'g2'].map((key) => client.enqueue(GatedWorkflow, { key: `${namespace}:${key}` })));
-    await pollUntil(() => Promise.all(handles.map((h) => client.get(h.id))), (runs) => runs.every((run) => run?.state === 'active'), 'both runs active');
+    await pollUntil(
+      () => Promise.all(handles.map((h) => client.get(h.id))),
+      (runs) => runs.every((run) => run?.state === 'active'),
+      'both runs active',
+    );
     const mark = logs.mark();
     const closing = app.close();
     // The drain waits for the two runs: let them finish once it says it is waiting.
-    await pollUntil(async () => logs.find('log', 'Worker stopping', mark).length, (n) => n === 1, 'the draining line');
+    await pollUntil(
+      async () => logs.find('log', 'Worker stopping', mark).length,
+      (n) => n === 1,
+      'the draining line',
+    );
     gates.open(`${namespace}:g1`);
     gates.open(`${namespace}:g2`);
     await closing;
@@ -88,7 +107,9 @@ describe('lifecycle log lines', () => {
     await app.close();
     const other = await boot(logs, [], { namespace, prefix: 'life' });
     await other.app.close();
-    const lifecycle = logs.lines.filter((line) => line.context === 'Sluice' && /^(Worker|Producer) /.test(line.message)).map((line) => [line.level, line.message]);
+    const lifecycle = logs.lines
+      .filter((line) => line.context === 'Sluice' && /^(Worker|Producer) /.test(line.message))
+      .map((line) => [line.level, line.message]);
     expect(lifecycle).toEqual([
       ['log', `Producer started for namespace ${namespace} (prefix sluice): no worker in this process (worker.enabled is false)`],
       ['log', `Producer stopped for namespace ${namespace} (prefix sluice)`],

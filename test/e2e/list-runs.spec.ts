@@ -30,7 +30,11 @@ class HoldWorkflow {
 }
 
 /** Every page of a listing, following cursors; `between` runs after each page. */
-async function pageAll(t: TestApp, opts: Parameters<TestApp['client']['listRuns']>[0], between?: () => Promise<void>): Promise<{ runs: RunInfo[]; pages: number }> {
+async function pageAll(
+  t: TestApp,
+  opts: Parameters<TestApp['client']['listRuns']>[0],
+  between?: () => Promise<void>,
+): Promise<{ runs: RunInfo[]; pages: number }> {
   const runs: RunInfo[] = [];
   let cursor: string | undefined;
   let pages = 0;
@@ -68,10 +72,18 @@ describe('listRuns', () => {
     it('pages 10,000 failed runs in finish order with stable cursors while runs keep failing', async () => {
       const initial = Array.from({ length: 10_000 }, (_, i) => `f-${String(i).padStart(5, '0')}`);
       for (let i = 0; i < initial.length; i += 1000) {
-        await t.client.enqueueMany('lr.fail', initial.slice(i, i + 1000).map((id, j) => ({ input: { n: i + j }, opts: { id } })));
+        await t.client.enqueueMany(
+          'lr.fail',
+          initial.slice(i, i + 1000).map((id, j) => ({ input: { n: i + j }, opts: { id } })),
+        );
       }
       const index = keys.finished('lr.fail', 'failed');
-      await pollUntil(() => redis.zcard(index), (n) => n === initial.length, '10,000 failed runs', 60_000);
+      await pollUntil(
+        () => redis.zcard(index),
+        (n) => n === initial.length,
+        '10,000 failed runs',
+        60_000,
+      );
       const snapshot = await redis.zrange(index, 0, -1);
       expect(new Set(snapshot)).toEqual(new Set(initial));
 
@@ -82,8 +94,15 @@ describe('listRuns', () => {
         if (extra >= 2_000) return;
         const batch = Array.from({ length: 100 }, (_, i) => `g-${String(extra + i).padStart(5, '0')}`);
         extra += batch.length;
-        await t.client.enqueueMany('lr.fail', batch.map((id, j) => ({ input: { n: j }, opts: { id } })));
-        await pollUntil(() => redis.zscore(index, batch[batch.length - 1]), (s) => s !== null, 'a batch failing during the listing');
+        await t.client.enqueueMany(
+          'lr.fail',
+          batch.map((id, j) => ({ input: { n: j }, opts: { id } })),
+        );
+        await pollUntil(
+          () => redis.zscore(index, batch[batch.length - 1]),
+          (s) => s !== null,
+          'a batch failing during the listing',
+        );
       };
       const { runs, pages } = await pageAll(t, { workflow: 'lr.fail', state: 'failed', limit: 333 }, between);
       expect(pages).toBeGreaterThan(30);
@@ -96,10 +115,16 @@ describe('listRuns', () => {
       expect(ids).toEqual(final.slice(0, ids.length));
       expect(ids.length).toBeGreaterThan(initial.length);
       for (let i = 1; i < runs.length; i++) expect(runs[i].finishedAt!.getTime()).toBeGreaterThanOrEqual(runs[i - 1].finishedAt!.getTime());
-      expect(runs.every((run) => run.state === 'failed' && run.workflow === 'lr.fail' && run.error?.message.startsWith('failure'))).toBe(true);
+      expect(runs.every((run) => run.state === 'failed' && run.workflow === 'lr.fail' && run.error?.message.startsWith('failure'))).toBe(
+        true,
+      );
 
       // Newest first: the exact reverse, cursors included.
-      await pollUntil(() => redis.zcard(index), (n) => n === initial.length + extra, 'every failing run in the index');
+      await pollUntil(
+        () => redis.zcard(index),
+        (n) => n === initial.length + extra,
+        'every failing run in the index',
+      );
       const wanted = await redis.zrange(index, 0, -1);
       const desc = await pageAll(t, { workflow: 'lr.fail', state: 'failed', limit: 1000, order: 'desc' });
       expect(desc.runs.map((run) => run.id)).toEqual([...wanted].reverse());
@@ -111,13 +136,33 @@ describe('listRuns', () => {
       const scripts = scriptsOn(redis);
       const ids = Array.from({ length: 32 }, (_, i) => `same-ms-${String(99 - i)}`);
       for (const id of ids) {
-        await redis.hset(keys.run(id), 'workflow', 'lr.ok', 'state', 'active', 'token', '7', 'input', '{}', 'attempts', 1, 'failures', 0, 'priority', 0, 'createdAt', Date.now());
+        await redis.hset(
+          keys.run(id),
+          'workflow',
+          'lr.ok',
+          'state',
+          'active',
+          'token',
+          '7',
+          'input',
+          '{}',
+          'attempts',
+          1,
+          'failures',
+          0,
+          'priority',
+          0,
+          'createdAt',
+          Date.now(),
+        );
         await redis.sadd(keys.workflow('lr.ok', 'active'), id);
         await redis.zadd(keys.leases, Date.now() + 60_000, id);
       }
-      const reply = await scripts.run<[[number[], number[]]]>('complete', [keys.leases, keys.limits, keys.seq, keys.call('same-ms')], [
-        keys.base, 60_000, 0, 30_000, 0, '', 0, 0, 0, ...ids.flatMap((id) => [id, '7', '"done"', '']),
-      ]);
+      const reply = await scripts.run<[[number[], number[]]]>(
+        'complete',
+        [keys.leases, keys.limits, keys.seq, keys.call('same-ms')],
+        [keys.base, 60_000, 0, 30_000, 0, '', 0, 0, 0, ...ids.flatMap((id) => [id, '7', '"done"', ''])],
+      );
       expect(reply[0][0]).toEqual(ids.map(() => 1));
       const index = await redis.zrange(keys.finished('lr.ok', 'completed'), 0, -1, 'WITHSCORES');
       const listed = index.filter((_, i) => i % 2 === 0).filter((id) => id.startsWith('same-ms-'));
@@ -174,7 +219,12 @@ describe('listRuns', () => {
       const expected: string[] = [];
       for (let d = 0; d < 5; d++) for (const k of ['a', 'b', 'c', 'd']) expected.push(`d${d}-${k}`);
       const shuffled = [...expected].sort(() => Math.random() - 0.5);
-      for (const id of shuffled) await producer.client.enqueue(OkWorkflow, { n: 1 }, { id, runAt: new Date(base + Number(id[1]) * 1000), group: id.endsWith('a') ? 'ga' : undefined });
+      for (const id of shuffled)
+        await producer.client.enqueue(
+          OkWorkflow,
+          { n: 1 },
+          { id, runAt: new Date(base + Number(id[1]) * 1000), group: id.endsWith('a') ? 'ga' : undefined },
+        );
       for (const limit of [1, 3, 4, 7, 100]) {
         const { runs } = await pageAll(producer, { workflow: OkWorkflow, state: 'delayed', limit });
         expect(runs.map((run) => run.id)).toEqual(expected);
@@ -211,10 +261,14 @@ describe('listRuns', () => {
       expect(group.runs.every((run) => run.group === 'tenant')).toBe(true);
     });
 
-    it('pages active runs, and one group\'s', async () => {
+    it("pages active runs, and one group's", async () => {
       const ids = Array.from({ length: 6 }, (_, i) => `a-${i}`);
       for (const [i, id] of ids.entries()) await producer.client.enqueue(HoldWorkflow, {}, { id, group: i < 2 ? 'g2' : undefined });
-      await pollUntil(() => producer.client.listRuns({ workflow: HoldWorkflow, state: 'active' }), (page) => page.runs.length === ids.length, 'six active runs');
+      await pollUntil(
+        () => producer.client.listRuns({ workflow: HoldWorkflow, state: 'active' }),
+        (page) => page.runs.length === ids.length,
+        'six active runs',
+      );
       const seen = new Set<string>();
       const { runs } = await pageAll(producer, { workflow: HoldWorkflow, state: 'active', limit: 2 });
       runs.forEach((run) => seen.add(run.id));

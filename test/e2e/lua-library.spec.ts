@@ -25,7 +25,10 @@ function withLuaCopy(change: (dir: string) => void): () => ReturnType<typeof bui
   change(dir);
   return () => {
     try {
-      return buildLibrary(scriptNames(dir).map((name) => loadScript(name, dir)), dir);
+      return buildLibrary(
+        scriptNames(dir).map((name) => loadScript(name, dir)),
+        dir,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -46,7 +49,9 @@ describe('the Lua function library', () => {
       for (const name of scriptNames()) {
         const { flags } = loadScript(name);
         expect(library.functionName(name as never)).toBe(`${library.name}_${name.replace(/-/g, '_')}`);
-        const registration = library.code.split('\n').find((line) => line.startsWith(`register('${library.functionName(name as never)}', bodies['${name}'],`));
+        const registration = library.code
+          .split('\n')
+          .find((line) => line.startsWith(`register('${library.functionName(name as never)}', bodies['${name}'],`));
         expect(registration).toBeDefined();
         expect(registration).toMatch(new RegExp(`\\{ ${flags.map((flag) => `'${flag}'`).join(', ')} ?\\}\\)$`));
       }
@@ -56,7 +61,8 @@ describe('the Lua function library', () => {
       expect(library.code).toMatch(/^local limitCache$/m);
       expect(library.code).toMatch(/^local KEYS_LEASES$/m);
       expect(library.code).toMatch(/^local turnNext, turnLast$/m);
-      const reset = (include: string) => new RegExp(`local function resetCallState_${include}\\(\\)\\n([\\s\\S]*?)\\nend`).exec(library.code)?.[1];
+      const reset = (include: string) =>
+        new RegExp(`local function resetCallState_${include}\\(\\)\\n([\\s\\S]*?)\\nend`).exec(library.code)?.[1];
       expect(reset('limits')).toContain('limitCache = {}');
       expect(reset('leases')).toContain("KEYS_LEASES = ARGV[1] .. 'leases'");
       expect(reset('groups')).toContain('turnNext, turnLast = 1, 0');
@@ -71,7 +77,9 @@ describe('the Lua function library', () => {
       expect(library.code).toMatch(/^local onChildFinished$/m);
       expect(library.code).not.toMatch(/^onChildFinished = nil$/m);
       // A script resets only the state of the includes it names.
-      expect(library.code).toContain(`register('${library.functionName('park')}', bodies['park'], { resetCallState_time, resetCallState_wakes }, {  })`);
+      expect(library.code).toContain(
+        `register('${library.functionName('park')}', bodies['park'], { resetCallState_time, resetCallState_wakes }, {  })`,
+      );
       expect(library.code).toContain(
         `register('${library.functionName('complete')}', bodies['complete'], { resetCallState_time, resetCallState_lanes, resetCallState_wakes, resetCallState_limits, resetCallState_leases, resetCallState_rates, resetCallState_groups, resetCallState_slots, resetCallState_claim, resetCallState_claim_pass }, {  })`,
       );
@@ -88,7 +96,11 @@ describe('the Lua function library', () => {
       const spanning = withLuaCopy((dir) => edit(join(dir, 'includes', 'claim.lua'), (text) => `${text}\nlocal pending = {\n  1 }\n`));
       expect(spanning).toThrow(/claim\.lua: per-call state `pending` must get its initial value on one line/);
       const reordered = withLuaCopy((dir) =>
-        edit(join(dir, 'stats.lua'), (text) => text.replace('-- @include limits\n-- @include leases', '-- @include leases\n-- @include limits').replace('limits, leases,', 'leases, limits,')),
+        edit(join(dir, 'stats.lua'), (text) =>
+          text
+            .replace('-- @include limits\n-- @include leases', '-- @include leases\n-- @include limits')
+            .replace('limits, leases,', 'leases, limits,'),
+        ),
       );
       expect(reordered).toThrow(/stats\.lua: includes time, util, lanes, wakes, leases, limits/);
     });

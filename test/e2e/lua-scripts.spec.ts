@@ -13,10 +13,46 @@ import { scriptsOn } from '../support/scripts';
 const CORE = ['complete', 'declare-limits', 'enqueue', 'extend-leases', 'fail', 'release', 'reserve', 'save-steps'];
 const ALL = scriptNames();
 /** Script flags other than the default (test/e2e/script-flags.spec.ts checks what they do when Redis is out of memory). */
-const FLAGS: Record<string, string> = { 'list-runs': 'allow-oom', 'schedule-list': 'no-writes', stats: 'allow-oom', remove: 'allow-oom', cancel: 'allow-oom' };
+const FLAGS: Record<string, string> = {
+  'list-runs': 'allow-oom',
+  'schedule-list': 'no-writes',
+  stats: 'allow-oom',
+  remove: 'allow-oom',
+  cancel: 'allow-oom',
+};
 /** The write commands the scripts use. */
 const INCLUDES = luaIncludeIndex(LUA_DIR);
-const WRITE_COMMANDS = new Set(['SET', 'HSET', 'HDEL', 'DEL', 'LPUSH', 'RPUSH', 'LPOP', 'RPOP', 'LREM', 'LTRIM', 'ZADD', 'ZREM', 'ZPOPMIN', 'ZREMRANGEBYSCORE', 'ZREMRANGEBYRANK', 'ZINCRBY', 'SADD', 'SREM', 'INCR', 'INCRBY', 'HINCRBY', 'HSETNX', 'PEXPIRE', 'EXPIRE', 'PERSIST', 'PUBLISH', 'SPUBLISH', 'LMOVE', 'RPOPLPUSH']);
+const WRITE_COMMANDS = new Set([
+  'SET',
+  'HSET',
+  'HDEL',
+  'DEL',
+  'LPUSH',
+  'RPUSH',
+  'LPOP',
+  'RPOP',
+  'LREM',
+  'LTRIM',
+  'ZADD',
+  'ZREM',
+  'ZPOPMIN',
+  'ZREMRANGEBYSCORE',
+  'ZREMRANGEBYRANK',
+  'ZINCRBY',
+  'SADD',
+  'SREM',
+  'INCR',
+  'INCRBY',
+  'HINCRBY',
+  'HSETNX',
+  'PEXPIRE',
+  'EXPIRE',
+  'PERSIST',
+  'PUBLISH',
+  'SPUBLISH',
+  'LMOVE',
+  'RPOPLPUSH',
+]);
 
 describe('lua scripts', () => {
   let redis: Redis;
@@ -58,13 +94,18 @@ describe('lua scripts', () => {
       const { includes } = loadScript(name);
       const own = raw.replace(/^#!lua[^\n]*\n--\[\[[\s\S]*?\]\]/, '');
       expect(new Set(includes)).toEqual(withNeeds(INCLUDES, includesUsed(INCLUDES, own)));
-      const listed = /^\s*Includes:([\s\S]*?)\n\s*(?:\n|KEYS\[)/m.exec(raw)?.[1].split(/[\s,]+/).filter(Boolean);
+      const listed = /^\s*Includes:([\s\S]*?)\n\s*(?:\n|KEYS\[)/m
+        .exec(raw)?.[1]
+        .split(/[\s,]+/)
+        .filter(Boolean);
       expect(listed).toEqual(includes.length > 0 ? includes : ['none']);
     });
 
     it('never touches the slot guard, and builds every key it reaches inside the namespace', () => {
       const { numberOfKeys } = loadScript(name);
-      const source = loadScript(name).source.replace(/--\[\[[\s\S]*?\]\]/g, '').replace(/--.*$/gm, '');
+      const source = loadScript(name)
+        .source.replace(/--\[\[[\s\S]*?\]\]/g, '')
+        .replace(/--.*$/gm, '');
       const guard = new RegExp(`KEYS\\[(${numberOfKeys - 1}|${numberOfKeys})\\]`);
       expect(source).not.toMatch(guard);
       // A key argument is KEYS[n] or built from the base; a literal hash tag would name another slot.
@@ -117,7 +158,9 @@ describe('lua scripts', () => {
       const park = join(dir, 'park.lua');
       const original = readFileSync(park, 'utf8');
       writeFileSync(park, original.replace('Includes: time, util, wakes', 'Includes: time, wakes'));
-      expect(() => loadScript('park', dir)).toThrow(/park\.lua: its header must list its includes, in order \(Includes: time, util, wakes\)/);
+      expect(() => loadScript('park', dir)).toThrow(
+        /park\.lua: its header must list its includes, in order \(Includes: time, util, wakes\)/,
+      );
       writeFileSync(park, original.replace('Includes: time, util, wakes', 'Includes: util, wakes').replace('-- @include time\n', ''));
       expect(() => loadScript('park', dir)).toThrow(/park\.lua: includes\/wakes\.lua needs time, to be included before it/);
     } finally {

@@ -49,13 +49,20 @@ async function writeLayout1(redis: Redis, ns: string, groups: number): Promise<{
   const runs = Array.from({ length: groups }, (_, i) => ({ id: `r${i}`, group: `g${i}`, priority: 0 }));
   for (let i = 0; i < Math.min(100, groups); i++) runs.push({ id: `s${i}`, group: `g${i}`, priority: 2 });
   for (let i = 0; i < runs.length; i += 500) {
-    await Promise.all(runs.slice(i, i + 500).map((run) => v1.enqueue('fleet.w', run.id, { key: run.id }, { group: run.group, priority: run.priority })));
+    await Promise.all(
+      runs.slice(i, i + 500).map((run) => v1.enqueue('fleet.w', run.id, { key: run.id }, { group: run.group, priority: run.priority })),
+    );
   }
   return { ids: runs.map((run) => run.id), due: runs.length };
 }
 
 /** A QueueModule app on `url` whose log lines the test reads. */
-async function loggedApp(url: string, providers: Provider[], options: Partial<QueueModuleOptions> & { namespace: string }, logger: LoggerService) {
+async function loggedApp(
+  url: string,
+  providers: Provider[],
+  options: Partial<QueueModuleOptions> & { namespace: string },
+  logger: LoggerService,
+) {
   const app = await Test.createTestingModule({ imports: [QueueModule.forRoot({ connection: { url }, ...options })], providers }).compile();
   app.useLogger(logger);
   await app.init();
@@ -67,7 +74,10 @@ const CLI = join(__dirname, '..', '..', 'lib', 'cli', 'migrate.cli.ts');
 /** Runs the bin through ts-node; resolves its exit code and output. */
 function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', CLI, ...args], { cwd: join(__dirname, '..', '..'), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', CLI, ...args], {
+      cwd: join(__dirname, '..', '..'),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -102,7 +112,9 @@ describe('migrate() across a fleet (own redis-server)', () => {
     const ns = uniqueNamespace('fleet-three');
     const keys = new RedisKeys('sluice', ns);
     const { ids, due } = await writeLayout1(admin, ns, 3_000);
-    const producers = await Promise.all([1, 2, 3].map(() => appOn(server.url, [FleetWorkflow], { namespace: ns, worker: { enabled: false }, migrate: false })));
+    const producers = await Promise.all(
+      [1, 2, 3].map(() => appOn(server.url, [FleetWorkflow], { namespace: ns, worker: { enabled: false }, migrate: false })),
+    );
     apps.push(...producers);
 
     await admin.config('RESETSTAT');
@@ -123,7 +135,9 @@ describe('migrate() across a fleet (own redis-server)', () => {
     expectConsistent(report);
     expect(Object.values(report.workflows['fleet.w'].groups).reduce((sum, g) => sum + g.due, 0)).toBe(due);
 
-    await expect(Promise.all(producers.map((p) => p.client.migrate()))).resolves.toEqual([1, 2, 3].map(() => ({ from: 3, to: 3, migrated: false })));
+    await expect(Promise.all(producers.map((p) => p.client.migrate()))).resolves.toEqual(
+      [1, 2, 3].map(() => ({ from: 3, to: 3, migrated: false })),
+    );
   });
 
   it('three worker apps bootstrapping together migrate once, then run every layout-1 run; a fleet start after that costs one GET per process', async () => {
@@ -131,7 +145,9 @@ describe('migrate() across a fleet (own redis-server)', () => {
     const keys = new RedisKeys('sluice', ns);
     const { ids } = await writeLayout1(admin, ns, 1_200);
     const logger = new CapturingLogger();
-    const workers = await Promise.all([1, 2, 3].map(() => loggedApp(server.url, [FleetWorkflow], { namespace: ns, worker: { concurrency: 50 } }, logger)));
+    const workers = await Promise.all(
+      [1, 2, 3].map(() => loggedApp(server.url, [FleetWorkflow], { namespace: ns, worker: { concurrency: 50 } }, logger)),
+    );
     apps.push(...workers);
     expect(logger.lines.filter((line) => /Migrating namespace .* from key layout 1 to 3/.test(line))).toHaveLength(1);
     expect(logger.lines.filter((line) => /Migrated namespace .* from key layout 1 to 2/.test(line))).toHaveLength(1);
@@ -146,7 +162,9 @@ describe('migrate() across a fleet (own redis-server)', () => {
 
     // The next fleet start (three producers and a worker): the migration costs each one GET of `schema`.
     await admin.config('RESETSTAT');
-    const producers = await Promise.all([1, 2, 3].map(() => appOn(server.url, [FleetWorkflow], { namespace: ns, worker: { enabled: false } })));
+    const producers = await Promise.all(
+      [1, 2, 3].map(() => appOn(server.url, [FleetWorkflow], { namespace: ns, worker: { enabled: false } })),
+    );
     apps.push(...producers);
     expect(await commandCounts(admin)).toEqual({ get: 3 });
     const gets = (await admin.info('commandstats')).match(/^cmdstat_get:calls=(\d+)/m)?.[1];
@@ -177,7 +195,12 @@ describe('migrate() across a fleet (own redis-server)', () => {
       await redis.restart();
       const check = new Redis(redis.url);
       try {
-        await pollUntil(() => check.get(keys.schema), (layout) => layout === '3', 'the background migration', 20_000);
+        await pollUntil(
+          () => check.get(keys.schema),
+          (layout) => layout === '3',
+          'the background migration',
+          20_000,
+        );
         expect(await check.hmget(keys.workflow('fleet.w', 'stats'), 'groupDue', 'groupDueExact')).toEqual(['20', '1']); // 10 groups, 20 due runs
       } finally {
         check.disconnect();

@@ -54,12 +54,18 @@ const LAYOUT_1_CAPS: Array<[string, string, string, string]> = [
 ];
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(() => new Error('resolved'), (error: unknown) => error);
+  return promise.then(
+    () => new Error('resolved'),
+    (error: unknown) => error,
+  );
 }
 
 /** An app whose init may fail: resolves the app or the error (the app closed). */
 async function tryApp(options: Partial<QueueModuleOptions> & { namespace: string }): Promise<unknown> {
-  const app = await Test.createTestingModule({ imports: [QueueModule.forRoot({ connection: testConnection(), ...options })], providers: WORKFLOWS }).compile();
+  const app = await Test.createTestingModule({
+    imports: [QueueModule.forRoot({ connection: testConnection(), ...options })],
+    providers: WORKFLOWS,
+  }).compile();
   app.useLogger(false);
   try {
     await app.init();
@@ -110,13 +116,24 @@ describe('migrate()', () => {
     expect(claims.map((c) => c.id).sort()).toEqual(['active', 'done']);
     const active = claims.find((c) => c.id === 'active')!;
     await v1.saveStep(active, 'one#1', 'one:from-layout-1');
-    await v1.complete(claims.find((c) => c.id === 'done')!, 'done-by-layout-1');
+    await v1.complete(
+      claims.find((c) => c.id === 'done')!,
+      'done-by-layout-1',
+    );
     // Due, prioritised and delayed runs, and grouped runs in three groups (one of them claimed too).
     expect(await v1.enqueue('mig.plain', 'w1', { key: 'w1' })).toBe('waiting');
     expect(await v1.enqueue('mig.plain', 'w2', { key: 'w2' }, { priority: 5 })).toBe('waiting');
     expect(await v1.enqueue('mig.plain', 'd1', { key: 'd1' }, { delayMs: 1_500 })).toBe('delayed');
-    const grouped: Array<[string, string, number]> = [['ga1', 'a', 0], ['ga2', 'a', 0], ['ga3', 'a', 3], ['gb1', 'b', 0], ['gb2', 'b', 0], ['gc1', 'c', 7]];
-    for (const [id, group, priority] of grouped) expect(await v1.enqueue('mig.grouped', id, { key: id }, { group, priority })).toBe('waiting');
+    const grouped: Array<[string, string, number]> = [
+      ['ga1', 'a', 0],
+      ['ga2', 'a', 0],
+      ['ga3', 'a', 3],
+      ['gb1', 'b', 0],
+      ['gb2', 'b', 0],
+      ['gc1', 'c', 7],
+    ];
+    for (const [id, group, priority] of grouped)
+      expect(await v1.enqueue('mig.grouped', id, { key: id }, { group, priority })).toBe('waiting');
     const [groupedClaim] = await v1.reserve(['mig.grouped'], 1, 1_000);
     expect(groupedClaim).toBeDefined();
     const ids = ['active', 'done', 'w1', 'w2', 'd1', ...grouped.map(([id]) => id)];
@@ -192,7 +209,11 @@ describe('migrate()', () => {
     for (const id of ['b1', 'b2', 'b3']) await v1.enqueue('mig.grouped', id, { key: id }, { group: id });
     const worker = await open(ns);
     expect(await redis.get(keys.schema)).toBe('3');
-    await expect(Promise.all(['b1', 'b2', 'b3'].map((id) => worker.client.wait(id, { timeoutMs: 10_000 })))).resolves.toEqual(['g:b1', 'g:b2', 'g:b3']);
+    await expect(Promise.all(['b1', 'b2', 'b3'].map((id) => worker.client.wait(id, { timeoutMs: 10_000 })))).resolves.toEqual([
+      'g:b1',
+      'g:b2',
+      'g:b3',
+    ]);
     expect(await redis.hmget(keys.workflow('mig.grouped', 'stats'), 'groupDue', 'groupDueExact')).toEqual(['0', '1']);
     expectConsistent(await auditNamespace(redis, { namespace: ns, acknowledged: ['b1', 'b2', 'b3'] }));
   });
@@ -230,7 +251,9 @@ describe('migrate()', () => {
     // 100 at a time: this test is about the migration, not about 1,201 calls racing one timeout
     // on a loaded machine (each call's cron plan is computed on the event loop its reply waits for).
     for (let i = 0; i < ids.length; i += 100) {
-      await Promise.all(ids.slice(i, i + 100).map((id) => producer.client.schedule(id, PlainWorkflow, { cron: '@hourly', input: { key: id } })));
+      await Promise.all(
+        ids.slice(i, i + 100).map((id) => producer.client.schedule(id, PlainWorkflow, { cron: '@hourly', input: { key: id } })),
+      );
     }
     await producer.client.pauseSchedule('s0007');
     const index = keys.workflow('mig.plain', 'next-fires');
@@ -280,8 +303,12 @@ describe('migrate()', () => {
     await redis.hset(keys.workflow('mig.grouped', 'stats'), 'groupDue', 7);
     const scripts = scriptsFor(ns);
     const statsKey = keys.workflow('mig.grouped', 'stats');
-    expect(await scripts.run('migrate-group-due', [keys.migrateLock, statsKey], [keys.base, 'stale', 'mig.grouped', 'count', '0'])).toEqual([0]);
-    expect(await scripts.run('migrate-group-due', [keys.migrateLock, statsKey], [keys.base, 'stale', 'mig.grouped', 'write', 0])).toEqual([0]);
+    expect(await scripts.run('migrate-group-due', [keys.migrateLock, statsKey], [keys.base, 'stale', 'mig.grouped', 'count', '0'])).toEqual(
+      [0],
+    );
+    expect(await scripts.run('migrate-group-due', [keys.migrateLock, statsKey], [keys.base, 'stale', 'mig.grouped', 'write', 0])).toEqual([
+      0,
+    ]);
     expect(await scripts.run('migrate-lock', [keys.migrateLock, keys.schema], ['stamp', 'stale', 2])).toBe(0);
     expect(await redis.get(keys.schema)).toBe('1');
     expect(await redis.hget(statsKey, 'groupDue')).toBe('7');

@@ -40,9 +40,24 @@ async function held(): Promise<void> {
     live.leave('ns');
   }
 }
-@Workflow('nsw.a') class NswA { run() { return held(); } }
-@Workflow('nsw.b') class NswB { run() { return held(); } }
-@Workflow('nsw.c') class NswC { run() { return held(); } }
+@Workflow('nsw.a')
+class NswA {
+  run() {
+    return held();
+  }
+}
+@Workflow('nsw.b')
+class NswB {
+  run() {
+    return held();
+  }
+}
+@Workflow('nsw.c')
+class NswC {
+  run() {
+    return held();
+  }
+}
 
 describe('the namespace cap, slots freed', () => {
   let server: LocalRedis;
@@ -69,7 +84,13 @@ describe('the namespace cap, slots freed', () => {
     const names = Array.from({ length: count }, (_, i) => `w${i}`);
     await scripts.run('declare-limits', [keys.limits, keys.workflows, keys.seq], [keys.base, count, ...names, 'ns', '1', '', '']);
     for (const name of names) await scripts.run('enqueue', enqueueKeys(keys, `${name}-r`), enqueueArgs(keys, name, `${name}-r`, {}, false));
-    const reserved = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [keys.base, 64, 30_000, 0, 3, 256, 60_000, 'worker', 0, ...names]));
+    const reserved = parseClaimReply(
+      await scripts.run<unknown[]>(
+        'reserve',
+        [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
+        [keys.base, 64, 30_000, 0, 3, 256, 60_000, 'worker', 0, ...names],
+      ),
+    );
     expect(reserved.claims.map((claim) => claim.id)).toEqual(['w0-r']);
     await admin.del(...names.map((name) => keys.workflow(name, 'wake')));
     return { keys, names, claim: reserved.claims[0] };
@@ -78,9 +99,13 @@ describe('the namespace cap, slots freed', () => {
   /** Completes a claimed run (refilling nothing) and returns the commands the call ran. */
   async function complete(keys: RedisKeys, claim: { id: string; token: string; workflow: string }): Promise<number> {
     const before = await scriptRunCommands(admin);
-    const reply = parseClaimReply<[number[]]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
-      keys.base, 60_000, 0, 30_000, 0, '', 5_000, 1, claim.workflow, 0, claim.id, claim.token, '"ok"', '',
-    ]));
+    const reply = parseClaimReply<[number[]]>(
+      await scripts.run<unknown[]>(
+        'complete',
+        [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
+        [keys.base, 60_000, 0, 30_000, 0, '', 5_000, 1, claim.workflow, 0, claim.id, claim.token, '"ok"', ''],
+      ),
+    );
     expect(reply.head[0]).toEqual([1]);
     return (await scriptRunCommands(admin)) - before;
   }
@@ -113,7 +138,13 @@ describe('the namespace cap, slots freed', () => {
       expect(next).toEqual([names[turn]]);
       // Its worker wakes and claims the slot.
       await admin.del(keys.workflow(next[0], 'wake'));
-      const reserved = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [keys.base, 64, 30_000, 0, 3, 256, 60_000, `worker-${turn}`, 0, next[0]]));
+      const reserved = parseClaimReply(
+        await scripts.run<unknown[]>(
+          'reserve',
+          [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
+          [keys.base, 64, 30_000, 0, 3, 256, 60_000, `worker-${turn}`, 0, next[0]],
+        ),
+      );
       expect(reserved.claims.map((c) => c.id)).toEqual([`${next[0]}-r`]);
       current = reserved.claims[0];
     }
@@ -130,7 +161,11 @@ describe('the namespace cap, slots freed', () => {
     try {
       for (const wf of [NswA, NswB, NswC]) apps.push(await startFlowApp([wf], options));
       const drained = completions(apps, 3 * 40);
-      for (const [i, wf] of [NswA, NswB, NswC].entries()) await apps[i].client.enqueueMany(wf, Array.from({ length: 40 }, () => ({ input: {} })));
+      for (const [i, wf] of [NswA, NswB, NswC].entries())
+        await apps[i].client.enqueueMany(
+          wf,
+          Array.from({ length: 40 }, () => ({ input: {} })),
+        );
       await within(drained, 30_000, '120 runs to complete');
       expect(live.max('ns')).toBe(2);
       expectConsistent(await auditNamespace(admin, { namespace }));

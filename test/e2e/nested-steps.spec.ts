@@ -96,7 +96,10 @@ describe('steps nested in steps', () => {
   /** The step keys of a run's memo in Redis (its `step:<name>#<n>` fields). */
   async function memoKeys(id: string): Promise<string[]> {
     const fields = await redis.hkeys(new RedisKeys('sluice', namespace).run(id));
-    return fields.filter((field) => field.startsWith('step:') && !field.startsWith('step:@')).map((field) => field.slice('step:'.length)).sort();
+    return fields
+      .filter((field) => field.startsWith('step:') && !field.startsWith('step:@'))
+      .map((field) => field.slice('step:'.length))
+      .sort();
   }
 
   it('a @Step called inside another runs as part of it, so the later top-level call keeps its own memo entry on retry', async () => {
@@ -137,7 +140,9 @@ describe('steps nested in steps', () => {
     const out = await handle.result({ timeoutMs });
 
     expect(counts.get(`${id}:run`)).toBe(2);
-    expect(['outer', 'inner:nested', 'deeper:nested', 'inner:top', 'deeper:top'].map((what) => counts.get(`${id}:${what}`))).toEqual([1, 1, 1, 1, 1]);
+    expect(['outer', 'inner:nested', 'deeper:nested', 'inner:top', 'deeper:top'].map((what) => counts.get(`${id}:${what}`))).toEqual([
+      1, 1, 1, 1, 1,
+    ]);
     expect(out).toEqual({ outer: 'outer(inner:nested1[deeper:nested1])', inner: 'inner:top1', deeper: 'deeper:top1' });
     expect(await memoKeys(id)).toEqual(['deeper#1', 'inner#1', 'outer#1']);
   });

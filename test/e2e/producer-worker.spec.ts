@@ -70,7 +70,10 @@ describe('producer-only app and worker app', () => {
       namespace: ns,
       worker: { enabled: false },
     });
-    const handles = await producer.client.enqueueMany(DoubleWorkflow, Array.from({ length: 10 }, (_, n) => ({ input: { n } })));
+    const handles = await producer.client.enqueueMany(
+      DoubleWorkflow,
+      Array.from({ length: 10 }, (_, n) => ({ input: { n } })),
+    );
     const results = await Promise.all(handles.map((h) => h.result({ timeoutMs: 10_000 })));
     expect(results).toEqual(Array.from({ length: 10 }, (_, n) => n * 2));
     expect(await producer.client.run(DoubleWorkflow, { n: 21 }, { timeoutMs: 10_000 })).toBe(42);
@@ -107,6 +110,10 @@ describe('producer-only app and worker app', () => {
 
     // More runs do not open more connections.
     await Promise.all(NUMBERED.map((wf, x) => six.client.run(wf, { x }, { timeoutMs: 10_000 })));
-    expect(await sluiceConnectionNames(redis, nsSix)).toEqual([`sluice:${nsSix}:blocking`, `sluice:${nsSix}:command`, `sluice:${nsSix}:subscriber`]);
+    expect(await sluiceConnectionNames(redis, nsSix)).toEqual([
+      `sluice:${nsSix}:blocking`,
+      `sluice:${nsSix}:command`,
+      `sluice:${nsSix}:subscriber`,
+    ]);
   });
 });

@@ -1,7 +1,5 @@
 import type Redis from 'ioredis';
-import {
-  InvalidOptionError, MAX_PROGRESS_BYTES, PayloadNotSerializableError, PayloadTooLargeError, RunContext, Workflow,
-} from '../../lib';
+import { InvalidOptionError, MAX_PROGRESS_BYTES, PayloadNotSerializableError, PayloadTooLargeError, RunContext, Workflow } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { SluiceTesting } from '../../lib/testing';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
@@ -53,7 +51,13 @@ const badOutcomes = new Map<string, unknown[]>();
 class BadValuesWorkflow {
   async run(_input: null, ctx: RunContext): Promise<string> {
     const outcomes: unknown[] = [];
-    for (const value of BAD_VALUES) outcomes.push(await ctx.progress(value).then(() => 'resolved', (error: unknown) => error));
+    for (const value of BAD_VALUES)
+      outcomes.push(
+        await ctx.progress(value).then(
+          () => 'resolved',
+          (error: unknown) => error,
+        ),
+      );
     badOutcomes.set(ctx.runId, outcomes);
     return 'ok';
   }
@@ -130,15 +134,23 @@ describe('ctx.progress', () => {
     const key = unique('waiter');
     const seen: unknown[] = [];
     // The run reports step i only after the previous one was seen, so none can be skipped.
-    const result = await t.client.run(StepperWorkflow, { key, count: 3 }, {
-      timeoutMs: 10_000,
-      onProgress: (value) => {
-        seen.push(value);
-        gates.open(`${key}:go:${(value as { i: number }).i}`);
+    const result = await t.client.run(
+      StepperWorkflow,
+      { key, count: 3 },
+      {
+        timeoutMs: 10_000,
+        onProgress: (value) => {
+          seen.push(value);
+          gates.open(`${key}:go:${(value as { i: number }).i}`);
+        },
       },
-    });
+    );
     expect(result).toEqual({ done: 3 });
-    expect(seen).toEqual([{ i: 1, of: 3 }, { i: 2, of: 3 }, { i: 3, of: 3 }]);
+    expect(seen).toEqual([
+      { i: 1, of: 3 },
+      { i: 2, of: 3 },
+      { i: 3, of: 3 },
+    ]);
   });
 
   it('a waiter that subscribes mid-run gets the current value first, then the later ones; nothing after it settled', async () => {
@@ -162,7 +174,10 @@ describe('ctx.progress', () => {
     await gates.get(`${key}:reached:3`).promise;
     gates.open(`${key}:go:3`);
     expect(await waited).toEqual({ done: 3 });
-    expect(seen).toEqual([{ i: 2, of: 3 }, { i: 3, of: 3 }]);
+    expect(seen).toEqual([
+      { i: 2, of: 3 },
+      { i: 3, of: 3 },
+    ]);
 
     // Waiting on the finished run: its stored value, then the result.
     const late: unknown[] = [];
@@ -173,7 +188,11 @@ describe('ctx.progress', () => {
   it('throttles: 100 rapid calls take a few writes, and the last value is stored and delivered', async () => {
     const key = unique('burst');
     const seen: number[] = [];
-    const result = await t.client.run(BurstWorkflow, { key, calls: 100 }, { id: key, timeoutMs: 10_000, onProgress: (value) => seen.push(value as number) });
+    const result = await t.client.run(
+      BurstWorkflow,
+      { key, calls: 100 },
+      { id: key, timeoutMs: 10_000, onProgress: (value) => seen.push(value as number) },
+    );
     expect(result).toBe('ok');
     const span = burstSpans.get(key)!;
     // progressSeq counts the values stored: one write per 250 ms at most, plus the first.
@@ -201,8 +220,12 @@ describe('ctx.progress', () => {
     expect(await handle.result({ timeoutMs: 10_000 })).toBe('ok');
     const outcomes = badOutcomes.get(handle.id)!;
     expect(outcomes.map((o) => (o as Error).constructor.name)).toEqual([
-      'PayloadNotSerializableError', 'PayloadNotSerializableError', 'PayloadNotSerializableError',
-      'PayloadNotSerializableError', 'PayloadNotSerializableError', 'PayloadTooLargeError',
+      'PayloadNotSerializableError',
+      'PayloadNotSerializableError',
+      'PayloadNotSerializableError',
+      'PayloadNotSerializableError',
+      'PayloadNotSerializableError',
+      'PayloadTooLargeError',
     ]);
     expect(outcomes.slice(0, 5).every((o) => o instanceof PayloadNotSerializableError)).toBe(true);
     expect(outcomes[5]).toBeInstanceOf(PayloadTooLargeError);
@@ -215,7 +238,11 @@ describe('ctx.progress', () => {
     const handle = await t.client.enqueue(StepperWorkflow, { key, count: 1 });
     await gates.get(`${key}:reached:1`).promise;
     const plain = handle.result({ timeoutMs: 10_000 });
-    await pollUntil(() => numsub(keys.done(handle.id)), (n) => n === 1, 'the plain waiter subscribed');
+    await pollUntil(
+      () => numsub(keys.done(handle.id)),
+      (n) => n === 1,
+      'the plain waiter subscribed',
+    );
     expect(await numsub(keys.progress(handle.id))).toBe(0);
 
     const seen: unknown[] = [];
@@ -231,29 +258,42 @@ describe('ctx.progress', () => {
     expect(await numsub(keys.progress(handle.id))).toBe(1);
     gates.open(`${key}:go:1`);
     expect(await Promise.all([plain, watching])).toEqual([{ done: 1 }, { done: 1 }]);
-    await pollUntil(() => numsub(keys.progress(handle.id)), (n) => n === 0, 'the progress channel unsubscribed');
+    await pollUntil(
+      () => numsub(keys.progress(handle.id)),
+      (n) => n === 0,
+      'the progress channel unsubscribed',
+    );
     expect(seen).toEqual([{ i: 1, of: 1 }]);
   });
 
   it('a throwing onProgress does not break the wait', async () => {
     const key = unique('throws');
     const calls: unknown[] = [];
-    const result = await t.client.run(StepperWorkflow, { key, count: 2 }, {
-      timeoutMs: 10_000,
-      onProgress: (value) => {
-        calls.push(value);
-        gates.open(`${key}:go:${(value as { i: number }).i}`);
-        throw new Error('a bug in the callback');
+    const result = await t.client.run(
+      StepperWorkflow,
+      { key, count: 2 },
+      {
+        timeoutMs: 10_000,
+        onProgress: (value) => {
+          calls.push(value);
+          gates.open(`${key}:go:${(value as { i: number }).i}`);
+          throw new Error('a bug in the callback');
+        },
       },
-    });
+    );
     expect(result).toEqual({ done: 2 });
-    expect(calls).toEqual([{ i: 1, of: 2 }, { i: 2, of: 2 }]);
+    expect(calls).toEqual([
+      { i: 1, of: 2 },
+      { i: 2, of: 2 },
+    ]);
   });
 
   it('onProgress must be a function: typed error before any Redis call, nothing written', async () => {
     const id = unique('bad-opt');
     await expect(t.client.wait(id, { onProgress: 42 as unknown as () => void })).rejects.toThrow(InvalidOptionError);
-    await expect(t.client.run(StepperWorkflow, { key: id, count: 1 }, { id, onProgress: 'no' as unknown as () => void })).rejects.toThrow(InvalidOptionError);
+    await expect(t.client.run(StepperWorkflow, { key: id, count: 1 }, { id, onProgress: 'no' as unknown as () => void })).rejects.toThrow(
+      InvalidOptionError,
+    );
     expect(await redis.exists(keys.run(id))).toBe(0);
   });
 
@@ -286,7 +326,9 @@ describe('ctx.progress', () => {
     await production.result({ timeoutMs: 10_000 });
     const local = await SluiceTesting.harness(t.app.get(LastValueWorkflow)).run({ n: 2 });
     expect(local.attempts[0].progress).toEqual([
-      { pct: 10, at: new Date(1000).toISOString() }, { pct: 20, at: new Date(2000).toISOString() }, { pct: 'last' },
+      { pct: 10, at: new Date(1000).toISOString() },
+      { pct: 20, at: new Date(2000).toISOString() },
+      { pct: 'last' },
     ]);
     expect(local.progress).toEqual({ pct: 'last' });
     expect(local.progress).toEqual((await t.client.get(production.id))?.progress);

@@ -56,13 +56,25 @@ describe('done-channel announcements', () => {
     const quiet = await t.client.enqueue(GateWorkflow, { key: 'quiet' });
     const watched = await t.client.enqueue(GateWorkflow, { key: 'watched' });
     const listener = await listen([quiet.id, watched.id]); // both are held at their gates: nothing published yet
-    await pollUntil(async () => (await t.client.stats()).workflows['publish.gate']?.active ?? 0, (n) => n === 2, 'both runs active');
+    await pollUntil(
+      async () => (await t.client.stats()).workflows['publish.gate']?.active ?? 0,
+      (n) => n === 2,
+      'both runs active',
+    );
     const result = watched.result({ timeoutMs: 5_000 }); // wait() starts while the run is active
-    await pollUntil(() => redis.hget(`{sluice:${namespace}}:run:${watched.id}`, 'waited'), (flag) => flag === '1', 'the waiter to register');
+    await pollUntil(
+      () => redis.hget(`{sluice:${namespace}}:run:${watched.id}`, 'waited'),
+      (flag) => flag === '1',
+      'the waiter to register',
+    );
     gates.open('quiet');
     gates.open('watched');
     await expect(result).resolves.toBe('opened watched');
-    await pollUntil(async () => (await t.client.get(quiet.id))?.state, (state) => state === 'completed', 'the quiet run to complete');
+    await pollUntil(
+      async () => (await t.client.get(quiet.id))?.state,
+      (state) => state === 'completed',
+      'the quiet run to complete',
+    );
     // The sentinel: a publish of ours after both completions, so every earlier one has arrived.
     expect(await listener.heard()).toEqual([watched.id]);
   });

@@ -15,13 +15,25 @@ import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '..
  * poll: test/chaos/run-control.spec.ts.
  */
 @Workflow('rl.flat', { rateLimit: { max: 4, perMs: 400 } })
-class Flat { run(input: { i: number }) { return input.i; } }
+class Flat {
+  run(input: { i: number }) {
+    return input.i;
+  }
+}
 
 @Workflow('rl.grouped', { groupRateLimit: { max: 2, perMs: 300 } })
-class Grouped { run(input: { i: number }) { return input.i; } }
+class Grouped {
+  run(input: { i: number }) {
+    return input.i;
+  }
+}
 
 @Workflow('rl.slow', { rateLimit: { max: 2, perMs: 3_600_000 } })
-class Slow { run(input: { i: number }) { return input.i; } }
+class Slow {
+  run(input: { i: number }) {
+    return input.i;
+  }
+}
 
 /** Claim times (Redis clock) of runs, read from their records, sorted. */
 async function startTimes(redis: Redis, base: string, ids: string[]): Promise<number[]> {
@@ -54,25 +66,56 @@ describe('rate limits', () => {
   });
 
   it('a workflow limit holds in every window while a backlog drains; stats and getLimits show it', async () => {
-    const handles = await app.client.enqueueMany(Flat, Array.from({ length: 14 }, (_, i) => ({ input: { i } })));
+    const handles = await app.client.enqueueMany(
+      Flat,
+      Array.from({ length: 14 }, (_, i) => ({ input: { i } })),
+    );
     await Promise.all(handles.map((h) => h.result({ timeoutMs: 20_000 })));
-    const times = await startTimes(redis, base, handles.map((h) => h.id));
+    const times = await startTimes(
+      redis,
+      base,
+      handles.map((h) => h.id),
+    );
     expectWithinRate(times, { max: 4, perMs: 400 });
     // 14 starts at 4 per 400 ms cannot take less than three full windows.
     expect(times[times.length - 1] - times[0]).toBeGreaterThanOrEqual(3 * 400);
     expect((await app.client.stats({ workflow: Flat })).workflows['rl.flat'].rateLimit).toEqual({ max: 4, perMs: 400 });
-    expect(await app.client.getLimits({ workflow: 'rl.flat' })).toEqual(expect.objectContaining({ rateLimit: { max: 4, perMs: 400 }, groupRateLimit: null }));
+    expect(await app.client.getLimits({ workflow: 'rl.flat' })).toEqual(
+      expect.objectContaining({ rateLimit: { max: 4, perMs: 400 }, groupRateLimit: null }),
+    );
   });
 
   it('each group has its own window (default and override); another group is not held by a busy one', async () => {
     expect(await app.client.setLimits({ workflow: 'rl.grouped', group: 'big', rateLimit: { max: 5, perMs: 300 } })).toBeNull();
-    const enqueue = (group: string, n: number) => app.client.enqueueMany(Grouped, Array.from({ length: n }, (_, i) => ({ input: { i }, opts: { group } })));
+    const enqueue = (group: string, n: number) =>
+      app.client.enqueueMany(
+        Grouped,
+        Array.from({ length: n }, (_, i) => ({ input: { i }, opts: { group } })),
+      );
     const [a, big] = [await enqueue('a', 8), await enqueue('big', 12)];
     await Promise.all([...a, ...big].map((h) => h.result({ timeoutMs: 20_000 })));
-    expectWithinRate(await startTimes(redis, base, a.map((h) => h.id)), { max: 2, perMs: 300 });
-    expectWithinRate(await startTimes(redis, base, big.map((h) => h.id)), { max: 5, perMs: 300 });
+    expectWithinRate(
+      await startTimes(
+        redis,
+        base,
+        a.map((h) => h.id),
+      ),
+      { max: 2, perMs: 300 },
+    );
+    expectWithinRate(
+      await startTimes(
+        redis,
+        base,
+        big.map((h) => h.id),
+      ),
+      { max: 5, perMs: 300 },
+    );
     expect(await app.client.getLimits({ workflow: 'rl.grouped', group: 'big' })).toEqual(
-      expect.objectContaining({ groupRateLimit: { max: 2, perMs: 300 }, groupRateOverride: { max: 5, perMs: 300 }, groupRate: { max: 5, perMs: 300 } }),
+      expect.objectContaining({
+        groupRateLimit: { max: 2, perMs: 300 },
+        groupRateOverride: { max: 5, perMs: 300 },
+        groupRate: { max: 5, perMs: 300 },
+      }),
     );
     // The groups held back wait in rate-held until their window frees; at rest nothing is left there.
     expect(await redis.zcard(`${base}wf:rl.grouped:rate-held`)).toBe(0);
@@ -89,13 +132,19 @@ describe('rate limits', () => {
     await expect(third.result({ timeoutMs: 10_000 })).resolves.toBe(2);
   });
 
-  it('groups held for a long window are released when every group\'s limit changes at runtime', async () => {
+  it("groups held for a long window are released when every group's limit changes at runtime", async () => {
     await app.client.setLimits({ workflow: 'rl.grouped', group: '*', rateLimit: { max: 1, perMs: 3_600_000 } });
-    const handles = await app.client.enqueueMany(Grouped, [0, 1, 2].map((i) => ({ input: { i }, opts: { group: 'slowpoke' } })));
+    const handles = await app.client.enqueueMany(
+      Grouped,
+      [0, 1, 2].map((i) => ({ input: { i }, opts: { group: 'slowpoke' } })),
+    );
     await handles[0].result({ timeoutMs: 10_000 });
     expect((await app.client.get(handles[2].id))?.state).toBe('waiting');
     expect(await redis.zscore(`${base}wf:rl.grouped:rate-held`, 'slowpoke')).not.toBeNull();
-    expect(await app.client.setLimits({ workflow: 'rl.grouped', group: '*', rateLimit: { max: 2, perMs: 300 } })).toEqual({ max: 1, perMs: 3_600_000 });
+    expect(await app.client.setLimits({ workflow: 'rl.grouped', group: '*', rateLimit: { max: 2, perMs: 300 } })).toEqual({
+      max: 1,
+      perMs: 3_600_000,
+    });
     // Back to 2 per 300 ms: the rest run now, not in an hour.
     await expect(Promise.all(handles.map((h) => h.result({ timeoutMs: 10_000 })))).resolves.toEqual([0, 1, 2]);
   });
@@ -103,14 +152,26 @@ describe('rate limits', () => {
   it('bad input: typed errors, nothing written', async () => {
     const client = app.client;
     const before = await redis.hgetall(`${base}limits`);
-    const bad: unknown[] = [{ max: 0, perMs: 1000 }, { max: 1.5, perMs: 1000 }, { max: 10, perMs: 0 }, { max: 10 }, { perMs: 10 }, 'fast', []];
+    const bad: unknown[] = [
+      { max: 0, perMs: 1000 },
+      { max: 1.5, perMs: 1000 },
+      { max: 10, perMs: 0 },
+      { max: 10 },
+      { perMs: 10 },
+      'fast',
+      [],
+    ];
     for (const rateLimit of bad) {
       await expect(client.setLimits({ workflow: 'rl.flat', rateLimit: rateLimit as RateLimit })).rejects.toBeInstanceOf(InvalidOptionError);
     }
     await expect(client.setLimits({ rateLimit: { max: 1, perMs: 1 } })).rejects.toBeInstanceOf(InvalidOptionError);
-    await expect(client.setLimits({ workflow: 'rl.flat', limit: 3, rateLimit: { max: 1, perMs: 1 } } as never)).rejects.toBeInstanceOf(InvalidOptionError);
+    await expect(client.setLimits({ workflow: 'rl.flat', limit: 3, rateLimit: { max: 1, perMs: 1 } } as never)).rejects.toBeInstanceOf(
+      InvalidOptionError,
+    );
     // A typo names no workflow of the fleet: refused, and the namespace's controls stay off for it.
-    await expect(client.setLimits({ workflow: 'rl.typo', rateLimit: { max: 1, perMs: 1000 } })).rejects.toBeInstanceOf(UnknownWorkflowError);
+    await expect(client.setLimits({ workflow: 'rl.typo', rateLimit: { max: 1, perMs: 1000 } })).rejects.toBeInstanceOf(
+      UnknownWorkflowError,
+    );
     expect(await redis.hgetall(`${base}limits`)).toEqual(before);
     expect(() => Workflow('rl.bad', { rateLimit: { max: -1, perMs: 10 } })).toThrow(InvalidOptionError);
     expect(() => Workflow('rl.bad', { groupRateLimit: { max: 1, perMs: 2 ** 31 } })).toThrow(InvalidOptionError);
@@ -118,10 +179,18 @@ describe('rate limits', () => {
 });
 
 @Workflow('rl.single', { rateLimit: { max: 3, perMs: 300 } })
-class Single { run(input: { i: number }) { return input.i; } }
+class Single {
+  run(input: { i: number }) {
+    return input.i;
+  }
+}
 
 @Workflow('rl.single-grouped', { groupRateLimit: { max: 3, perMs: 300 } })
-class SingleGrouped { run(input: { i: number }) { return input.i; } }
+class SingleGrouped {
+  run(input: { i: number }) {
+    return input.i;
+  }
+}
 
 /**
  * A worker whose every slot is busy refills the slot in its complete call and, when that comes up
@@ -149,9 +218,16 @@ describe('rate limits, a worker of concurrency 1', () => {
     ['a workflow limit', Single, undefined],
     ['a group limit', SingleGrouped, 'tenant'],
   ])('%s: the worker claims again when each window frees, not a whole block later', async (_, workflow, group) => {
-    const handles = await app.client.enqueueMany(workflow, Array.from({ length: 12 }, (_, i) => ({ input: { i }, opts: { group } })));
+    const handles = await app.client.enqueueMany(
+      workflow,
+      Array.from({ length: 12 }, (_, i) => ({ input: { i }, opts: { group } })),
+    );
     await Promise.all(handles.map((h) => h.result({ timeoutMs: 30_000 })));
-    const times = await startTimes(redis, base, handles.map((h) => h.id));
+    const times = await startTimes(
+      redis,
+      base,
+      handles.map((h) => h.id),
+    );
     expectWithinRate(times, { max: 3, perMs: 300 });
     // Each window's starts follow its freeing closely: no gap near the 5 s a parked worker blocks.
     const gaps = times.slice(1).map((t, i) => t - times[i]);
@@ -178,11 +254,21 @@ describe('rate limits, the complete call (script level)', () => {
   /** Claims `id` with a reserve, then completes it asking to refill one slot and to be announced parked if short. */
   async function completeAndRefill(id: string): Promise<{ parkedFlag: unknown; claims: number }> {
     const scripts = scriptsOn(redis);
-    const reserved = parseClaimReply(await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [keys.base, 1, 30_000, 0, 3, 256, 60_000, 'w', 0, 'rl.single']));
+    const reserved = parseClaimReply(
+      await scripts.run<unknown[]>(
+        'reserve',
+        [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
+        [keys.base, 1, 30_000, 0, 3, 256, 60_000, 'w', 0, 'rl.single'],
+      ),
+    );
     expect(reserved.claims.map((claim) => claim.id)).toEqual([id]);
-    const reply = parseClaimReply<[number[], number[], number]>(await scripts.run<unknown[]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
-      keys.base, 60_000, 1, 30_000, 0, 'w:30000', 5_000, 1, 'rl.single', 0, id, reserved.claims[0].token, '"ok"', '',
-    ]));
+    const reply = parseClaimReply<[number[], number[], number]>(
+      await scripts.run<unknown[]>(
+        'complete',
+        [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
+        [keys.base, 60_000, 1, 30_000, 0, 'w:30000', 5_000, 1, 'rl.single', 0, id, reserved.claims[0].token, '"ok"', ''],
+      ),
+    );
     expect(reply.head[0]).toEqual([1]);
     return { parkedFlag: reply.head[2], claims: reply.claims.length };
   }
@@ -206,11 +292,19 @@ describe('rate limits, the complete call (script level)', () => {
 });
 
 @Workflow('rl.many', { groupRateLimit: { max: 1, perMs: 3_600_000 } })
-class Many { run(input: { g: number; i: number }) { return input.g * 10 + input.i; } }
+class Many {
+  run(input: { g: number; i: number }) {
+    return input.g * 10 + input.i;
+  }
+}
 
 /** rl.many as code that no longer declares the limit (its bootstrap would write it again otherwise). */
 @Workflow('rl.many')
-class ManyUnlimited { run(input: { g: number; i: number }) { return input.g * 10 + input.i; } }
+class ManyUnlimited {
+  run(input: { g: number; i: number }) {
+    return input.g * 10 + input.i;
+  }
+}
 
 /**
  * Removing a rate limit reviews the groups it held in batches of 500, and the last limit removed
@@ -234,7 +328,13 @@ describe('rate limits, a review cut short', () => {
   async function heldGroups(ns: string, worker: boolean): Promise<{ app: TestApp; second: string[] }> {
     const keys = new RedisKeys('sluice', ns);
     const runner = await createApp([Many], { namespace: ns, worker: { concurrency: 64 } });
-    const handles = await runner.client.enqueueMany(Many, Array.from({ length: 2 * GROUPS }, (_, k) => ({ input: { g: k % GROUPS, i: k < GROUPS ? 0 : 1 }, opts: { group: `g${k % GROUPS}` } })));
+    const handles = await runner.client.enqueueMany(
+      Many,
+      Array.from({ length: 2 * GROUPS }, (_, k) => ({
+        input: { g: k % GROUPS, i: k < GROUPS ? 0 : 1 },
+        opts: { group: `g${k % GROUPS}` },
+      })),
+    );
     await Promise.all(handles.slice(0, GROUPS).map((h) => h.result({ timeoutMs: 30_000 })));
     expect(await redis.zcard(`${keys.base}wf:rl.many:rate-held`)).toBe(GROUPS);
     let app = runner;
@@ -247,11 +347,15 @@ describe('rate limits, a review cut short', () => {
 
   /** The first call of setLimits({ workflow, group: '*', rateLimit: null }), and no more. */
   async function removeFirstCallOnly(keys: RedisKeys): Promise<number> {
-    const [, , left] = await scriptsOn(redis).run<[string, string, number]>('set-control', [keys.limits, keys.seq], [keys.base, 'rate', 'rl.many', '*', '', '']);
+    const [, , left] = await scriptsOn(redis).run<[string, string, number]>(
+      'set-control',
+      [keys.limits, keys.seq],
+      [keys.base, 'rate', 'rl.many', '*', '', ''],
+    );
     return left;
   }
 
-  it('the workflow\'s reserves finish the review: every held run completes, with no control left', async () => {
+  it("the workflow's reserves finish the review: every held run completes, with no control left", async () => {
     const ns = uniqueNamespace('rl-cut');
     const keys = new RedisKeys('sluice', ns);
     const { app, second } = await heldGroups(ns, true);
@@ -259,7 +363,9 @@ describe('rate limits, a review cut short', () => {
       expect(await removeFirstCallOnly(keys)).toBe(GROUPS - 500);
       expect(await redis.hget(keys.limits, 'controls')).toBeNull(); // reserves no longer look at rate-held
       // Before the fix, the 200 groups the first call did not reach stayed held: their runs waiting for ever.
-      expect(await Promise.all(second.map((id) => app.client.wait(id, { timeoutMs: 20_000 })))).toEqual(Array.from({ length: GROUPS }, (_, g) => g * 10 + 1));
+      expect(await Promise.all(second.map((id) => app.client.wait(id, { timeoutMs: 20_000 })))).toEqual(
+        Array.from({ length: GROUPS }, (_, g) => g * 10 + 1),
+      );
       expect(await redis.exists(`${keys.base}wf:rl.many:rate-review`, `${keys.base}wf:rl.many:rate-held`)).toBe(0);
       expect(await redis.hget(keys.limits, 'wf:rl.many:rate-review')).toBeNull();
       expectConsistent(await auditNamespace(redis, { namespace: ns }));
@@ -287,7 +393,9 @@ describe('rate limits, a review cut short', () => {
       expect(await redis.hgetall(keys.limits)).toEqual(before);
       const worker = await createApp([ManyUnlimited], { namespace: ns, worker: { concurrency: 64 } });
       try {
-        expect(await Promise.all(second.map((id) => app.client.wait(id, { timeoutMs: 20_000 })))).toEqual(Array.from({ length: GROUPS }, (_, g) => g * 10 + 1));
+        expect(await Promise.all(second.map((id) => app.client.wait(id, { timeoutMs: 20_000 })))).toEqual(
+          Array.from({ length: GROUPS }, (_, g) => g * 10 + 1),
+        );
       } finally {
         await worker.close();
       }

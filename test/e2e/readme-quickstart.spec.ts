@@ -36,7 +36,9 @@ describe('README Quick start', () => {
 
     // The package as published: dist/ built from lib/, with its package.json and lua/.
     const pkg = join(dir, 'pkg');
-    await run(process.execPath, [TSC, '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(pkg, 'dist'), '--sourceMap', 'false'], { cwd: ROOT });
+    await run(process.execPath, [TSC, '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(pkg, 'dist'), '--sourceMap', 'false'], {
+      cwd: ROOT,
+    });
     cpSync(join(ROOT, 'package.json'), join(pkg, 'package.json'));
     symlinkSync(join(ROOT, 'lua'), join(pkg, 'lua'));
     symlinkSync(join(ROOT, 'node_modules'), join(pkg, 'node_modules'));
@@ -44,12 +46,21 @@ describe('README Quick start', () => {
     // The app: its own node_modules, with the package and its peers installed.
     const app = join(dir, 'app');
     mkdirSync(join(app, 'node_modules'), { recursive: true });
-    for (const entry of readdirSync(join(ROOT, 'node_modules'))) if (!entry.startsWith('.')) symlinkSync(join(ROOT, 'node_modules', entry), join(app, 'node_modules', entry));
+    for (const entry of readdirSync(join(ROOT, 'node_modules')))
+      if (!entry.startsWith('.')) symlinkSync(join(ROOT, 'node_modules', entry), join(app, 'node_modules', entry));
     symlinkSync(pkg, join(app, 'node_modules', 'nest-sluice'));
     for (const [name, text] of Object.entries(files)) writeFileSync(join(app, name), text);
     const compilerOptions = {
-      target: 'ES2022', module: 'commonjs', moduleResolution: 'node', strict: true, esModuleInterop: true, skipLibCheck: true,
-      experimentalDecorators: true, emitDecoratorMetadata: true, outDir: 'out', types: ['node'],
+      target: 'ES2022',
+      module: 'commonjs',
+      moduleResolution: 'node',
+      strict: true,
+      esModuleInterop: true,
+      skipLibCheck: true,
+      experimentalDecorators: true,
+      emitDecoratorMetadata: true,
+      outDir: 'out',
+      types: ['node'],
     };
     writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['*.ts'] }));
     const compiled = await run(process.execPath, [TSC, '-p', app], { cwd: app }).catch((error: { stdout?: string }) => error);
@@ -57,7 +68,11 @@ describe('README Quick start', () => {
 
     const redis = rawRedis();
     try {
-      const { stdout } = await run(process.execPath, [join(app, 'out', 'main.js')], { cwd: app, env: { ...process.env, REDIS_URL: redisUrl() }, timeout: 30_000 });
+      const { stdout } = await run(process.execPath, [join(app, 'out', 'main.js')], {
+        cwd: app,
+        env: { ...process.env, REDIS_URL: redisUrl() },
+        timeout: 30_000,
+      });
       expect(stdout).toMatch(/^invoice inv-1001$/m);
     } finally {
       await dropNamespace(redis, 'shop');

@@ -1,7 +1,14 @@
 import { Test, TestingModule } from '@nestjs/testing';
 import Redis from 'ioredis';
 import {
-  InvalidInputError, QueueConfigError, QueueModule, QueueModuleOptions, RunContext, SluiceError, WaitTimeoutError, Workflow,
+  InvalidInputError,
+  QueueConfigError,
+  QueueModule,
+  QueueModuleOptions,
+  RunContext,
+  SluiceError,
+  WaitTimeoutError,
+  Workflow,
 } from '../../lib';
 import { RunWaiter } from '../../lib/client/run.waiter';
 import { LuaScripts } from '../../lib/redis/lua.scripts';
@@ -107,7 +114,10 @@ describe('regressions: QueueClient and module', () => {
         }).compile();
         app.useLogger(false);
         await app.init();
-      })().then(() => new Error('the application started'), (e: unknown) => e);
+      })().then(
+        () => new Error('the application started'),
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(QueueConfigError);
       expect((error as Error).message).toContain('keyPrefix');
     } finally {
@@ -159,7 +169,13 @@ describe('regressions: QueueClient and module', () => {
     expect((error as Error).message).toMatch(/shutting down/);
     expect((error as SluiceError).runId).toBe(runIds.get(key));
     gates.open(key);
-    expect(await pollUntil(() => app.client.get(runIds.get(key)!), (info) => info?.state === 'completed', 'the run completing')).toMatchObject({ result: `opened:${key}` });
+    expect(
+      await pollUntil(
+        () => app.client.get(runIds.get(key)!),
+        (info) => info?.state === 'completed',
+        'the run completing',
+      ),
+    ).toMatchObject({ result: `opened:${key}` });
   });
 
   it('run() of a workflow it does not declare survives a subscriber reconnect before its enqueue lands (the re-read finds no run yet)', async () => {
@@ -170,7 +186,10 @@ describe('regressions: QueueClient and module', () => {
     // The enqueue is held until the subscriber has reconnected and the waiter has re-read its run.
     const enqueueGate = gates.get(unique('enqueue'));
     const send = LuaScripts.prototype.run;
-    const spy = jest.spyOn(LuaScripts.prototype, 'run').mockImplementation(async function (this: LuaScripts, ...args: Parameters<LuaScripts['run']>) {
+    const spy = jest.spyOn(LuaScripts.prototype, 'run').mockImplementation(async function (
+      this: LuaScripts,
+      ...args: Parameters<LuaScripts['run']>
+    ) {
       if (args[0] === 'enqueue') await enqueueGate.promise;
       return send.apply(this, args);
     });
@@ -182,10 +201,18 @@ describe('regressions: QueueClient and module', () => {
         (error: unknown) => (settled = { error }),
       );
       const channel = keys.done(id);
-      await pollUntil(async () => Number((await redis.pubsub('NUMSUB', channel))[1]), (n) => n === 1, 'subscribed');
+      await pollUntil(
+        async () => Number((await redis.pubsub('NUMSUB', channel))[1]),
+        (n) => n === 1,
+        'subscribed',
+      );
       const killed = await new RedisAdmin(redis).killClients({ namePrefix: sluiceConnectionName(namespace, 'subscriber') });
       expect(killed.length).toBeGreaterThan(0);
-      await pollUntil(async () => Number((await redis.pubsub('NUMSUB', channel))[1]), (n) => n === 1, 'subscribed again after the reconnect');
+      await pollUntil(
+        async () => Number((await redis.pubsub('NUMSUB', channel))[1]),
+        (n) => n === 1,
+        'subscribed again after the reconnect',
+      );
       // The re-read the reconnect triggers goes on the command connection: a call sent after it answers after it.
       await producer.client.get(id);
       expect(settled).toBeUndefined(); // before the fix: RunNotFoundError
@@ -203,7 +230,11 @@ describe('regressions: QueueClient and module', () => {
     const key = unique('flaky');
     const handle = await app.client.enqueue(FlakyWorkflow, { key });
     // While retrying, the latest error is shown (so the scenario really has one to leave behind).
-    const retrying = await pollUntil(() => app.client.get(handle.id), (info) => info?.state === 'active' && info.attempts === 2, 'the second attempt');
+    const retrying = await pollUntil(
+      () => app.client.get(handle.id),
+      (info) => info?.state === 'active' && info.attempts === 2,
+      'the second attempt',
+    );
     expect(retrying).toMatchObject({ failures: 1, error: { name: 'Error', message: `first attempt of ${key} fails` } });
     gates.open(key);
     await expect(handle.result({ timeoutMs: 10_000 })).resolves.toEqual({ attempt: 2 });
@@ -232,7 +263,12 @@ describe('regressions: QueueClient and module', () => {
 
   it('enqueueMany with a null, undefined or number item rejects with InvalidInputError on items[i] and writes nothing', async () => {
     const { app, namespace, keys } = await open('rc-items', { worker: { enabled: false } });
-    const bad: Array<[unknown[], number]> = [[[null], 0], [[undefined], 0], [[42], 0], [[{ input: { value: 1 }, opts: { id: unique('good') } }, null], 1]];
+    const bad: Array<[unknown[], number]> = [
+      [[null], 0],
+      [[undefined], 0],
+      [[42], 0],
+      [[{ input: { value: 1 }, opts: { id: unique('good') } }, null], 1],
+    ];
     for (const [items, index] of bad) {
       const error = await rejection(app.client.enqueueMany(EchoWorkflow, items as never));
       expect(error).toBeInstanceOf(InvalidInputError);
@@ -278,7 +314,12 @@ describe('regressions: QueueClient and module', () => {
       expect(await connectionNamesWhen(redis, namespace, (n) => n.length === 0)).toEqual([]);
       expect(await user.ping()).toBe('PONG');
       // The monitor does attribute this connection's commands (the empty list above means something).
-      await pollUntil(async () => fromUser, (seen) => seen.includes('ping'), "the user's ping in the monitor", 5_000);
+      await pollUntil(
+        async () => fromUser,
+        (seen) => seen.includes('ping'),
+        "the user's ping in the monitor",
+        5_000,
+      );
       expect(await sluiceConnectionNames(redis, namespace)).toEqual([]);
     } finally {
       monitor.disconnect();

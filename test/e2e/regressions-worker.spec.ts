@@ -92,7 +92,11 @@ describe('regressions: worker', () => {
 
     const worker = await s.worker();
     const orphans = `${s.keys.base}orphans`;
-    await pollUntil(() => redis.lrange(orphans, 0, -1), (list) => list.includes(`rw.echo ${handle.id}`), 'the orphan to be recorded');
+    await pollUntil(
+      () => redis.lrange(orphans, 0, -1),
+      (list) => list.includes(`rw.echo ${handle.id}`),
+      'the orphan to be recorded',
+    );
     expect(await dueInLane(redis, s.keys, 'rw.echo')).toBe(0);
     expect(executions.get(handle.id)).toBe(0);
     expect(await redis.exists(s.keys.run(handle.id))).toBe(0); // not resurrected as a record
@@ -104,16 +108,20 @@ describe('regressions: worker', () => {
     const s = space('rw-token');
     const LOCK_MS = 60_000;
     const scripts = scriptsOn(redis);
-    const enqueue = (id: string) => scripts.run('enqueue', enqueueKeys(s.keys, id), enqueueArgs(s.keys, 'rw.hold', id, { key: id }, false, LOCK_MS));
+    const enqueue = (id: string) =>
+      scripts.run('enqueue', enqueueKeys(s.keys, id), enqueueArgs(s.keys, 'rw.hold', id, { key: id }, false, LOCK_MS));
     const reserve = async () => {
-      const reply = await scripts.run<unknown[]>('reserve', [s.keys.leases, s.keys.limits, s.keys.seq, s.keys.stallGate, s.keys.call(newCallId())], [
-        s.keys.base, 1, LOCK_MS, 0, 3, 256, 60_000, 'regression-worker', 0, 'rw.hold',
-      ]);
+      const reply = await scripts.run<unknown[]>(
+        'reserve',
+        [s.keys.leases, s.keys.limits, s.keys.seq, s.keys.stallGate, s.keys.call(newCallId())],
+        [s.keys.base, 1, LOCK_MS, 0, 3, 256, 60_000, 'regression-worker', 0, 'rw.hold'],
+      );
       const { claims } = parseClaimReply(reply);
       expect(claims).toHaveLength(1);
       return claims[0];
     };
-    const release = (id: string, token: string) => scripts.run('release', [s.keys.run(id), s.keys.leases, s.keys.limits, s.keys.seq], [s.keys.base, id, token]);
+    const release = (id: string, token: string) =>
+      scripts.run('release', [s.keys.run(id), s.keys.leases, s.keys.limits, s.keys.seq], [s.keys.base, id, token]);
     /** Two attempts of one run, through the real scripts: the first handed back, the second holding the lease. */
     const twoAttempts = async (id: string) => {
       await enqueue(id);
@@ -146,7 +154,16 @@ describe('regressions: worker', () => {
     expect(staleB.abort.reason).toBeInstanceOf(LeaseLostError); // a lost lease whose token matches is aborted
     expect(await redis.zscore(s.keys.leases, 'run-a')).toBe(leaseA); // the stale token renewed nothing
     // What the script reports for those two: both lost, each with the token that lost it and the run's state (active: another attempt holds it; not cancelled).
-    expect(await scripts.run('extend-leases', [s.keys.leases], [s.keys.base, LOCK_MS, 'run-a', a1, 'run-b', b1])).toEqual(['run-a', a1, 'active', '', 'run-b', b1, 'active', '']);
+    expect(await scripts.run('extend-leases', [s.keys.leases], [s.keys.base, LOCK_MS, 'run-a', a1, 'run-b', b1])).toEqual([
+      'run-a',
+      a1,
+      'active',
+      '',
+      'run-b',
+      b1,
+      'active',
+      '',
+    ]);
 
     // A regular beat over what this process runs keeps the newer attempt going.
     await heartbeat.beat();
@@ -185,7 +202,11 @@ describe('regressions: worker', () => {
     // picks it: the handoff then gets the enqueuer's 300 ms lease. The real worker, blocked on
     // the wake list, takes the handoff.
     const parked = s.keys.workflow('rw.hold', 'parked');
-    const [, realExpiry] = await pollUntil(() => redis.zrange(parked, 0, 0, 'WITHSCORES'), (entry) => entry.length === 2, "the worker's park entry");
+    const [, realExpiry] = await pollUntil(
+      () => redis.zrange(parked, 0, 0, 'WITHSCORES'),
+      (entry) => entry.length === 2,
+      "the worker's park entry",
+    );
     await fakePark(redis, s.keys, 'rw.hold', Number(realExpiry) - 1);
 
     const handle = await producer.client.enqueue(HoldWorkflow, { key: 'handoff' });
@@ -198,10 +219,20 @@ describe('regressions: worker', () => {
     // renewal on pop can move the lease past createdAt + the worker's lockMs.
     const window = beforeWorker + WORKER_LOCK_MS / 3 - 1_000 - Date.now();
     if (window < 500) throw new Error(`setup took too long (${WORKER_LOCK_MS / 3 - window} ms) for a heartbeat-free window`);
-    const lease = await pollUntil(() => redis.zscore(s.keys.leases, handle.id), (score) => Number(score) >= createdAt + WORKER_LOCK_MS, 'the handoff lease to be renewed', Math.min(window, 3_000));
+    const lease = await pollUntil(
+      () => redis.zscore(s.keys.leases, handle.id),
+      (score) => Number(score) >= createdAt + WORKER_LOCK_MS,
+      'the handoff lease to be renewed',
+      Math.min(window, 3_000),
+    );
     expect(Number(lease)).toBeGreaterThan(createdAt + HANDOFF_LOCK_MS);
     // Still the handed-off attempt (not a re-claim after a stall).
-    expect(await redis.hmget(s.keys.run(handle.id), 'state', 'token', 'attempts', 'stalls')).toEqual(['active', firstToken(createdAt), '1', '0']);
+    expect(await redis.hmget(s.keys.run(handle.id), 'state', 'token', 'attempts', 'stalls')).toEqual([
+      'active',
+      firstToken(createdAt),
+      '1',
+      '0',
+    ]);
 
     gates.open('handoff');
     await expect(handle.result({ timeoutMs: 10_000 })).resolves.toEqual({ key: 'handoff', attempt: 1 });

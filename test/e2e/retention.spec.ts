@@ -60,7 +60,11 @@ describe('retention', () => {
 
     it('is written fleet-wide at bootstrap, in the limits hash', async () => {
       const limits = await redis.hgetall(keys.limits);
-      expect(limits).toMatchObject({ 'wf:ret.keep:keep:completed': '100', 'wf:ret.keep:keep:failed': '10', 'wf:ret.none:keep:completed': '0' });
+      expect(limits).toMatchObject({
+        'wf:ret.keep:keep:completed': '100',
+        'wf:ret.keep:keep:failed': '10',
+        'wf:ret.none:keep:completed': '0',
+      });
       expect(limits['wf:ret.none:keep:failed']).toBeUndefined();
       expect(Object.keys(limits).filter((field) => field.startsWith('wf:ret.plain:keep'))).toEqual([]);
     });
@@ -69,9 +73,17 @@ describe('retention', () => {
       const index = keys.finished('ret.keep', 'completed');
       const older = Array.from({ length: 19_900 }, (_, i) => `k-${String(i).padStart(5, '0')}`);
       for (let i = 0; i < older.length; i += 1000) {
-        await t.client.enqueueMany(KeepWorkflow, older.slice(i, i + 1000).map((id) => ({ input: {}, opts: { id } })));
+        await t.client.enqueueMany(
+          KeepWorkflow,
+          older.slice(i, i + 1000).map((id) => ({ input: {}, opts: { id } })),
+        );
       }
-      await pollUntil(() => redis.hget(keys.workflow('ret.keep', 'stats'), 'completed'), (n) => Number(n) === older.length, '19,900 completions', 90_000);
+      await pollUntil(
+        () => redis.hget(keys.workflow('ret.keep', 'stats'), 'completed'),
+        (n) => Number(n) === older.length,
+        '19,900 completions',
+        90_000,
+      );
       expect(await redis.zcard(index)).toBe(100);
       expect(await runKeys('k-')).toHaveLength(100);
       const kept = await redis.zrange(index, 0, -1);
@@ -79,7 +91,10 @@ describe('retention', () => {
 
       // The last 100 finish after every earlier one: they, and only they, remain.
       const newest = Array.from({ length: 100 }, (_, i) => `last-${String(i).padStart(3, '0')}`);
-      await t.client.enqueueMany(KeepWorkflow, newest.map((id) => ({ input: {}, opts: { id } })));
+      await t.client.enqueueMany(
+        KeepWorkflow,
+        newest.map((id) => ({ input: {}, opts: { id } })),
+      );
       await Promise.all(newest.map((id) => t.client.wait(id)));
       expect(new Set(await redis.zrange(index, 0, -1))).toEqual(new Set(newest));
       expect(await runKeys('k-')).toEqual([]);
@@ -99,12 +114,26 @@ describe('retention', () => {
     it('keeps the newest failed runs apart from the completed ones', async () => {
       const index = keys.finished('ret.keep', 'failed');
       const first = Array.from({ length: 40 }, (_, i) => `bad-${i}`);
-      await t.client.enqueueMany(KeepWorkflow, first.map((id) => ({ input: { fail: true }, opts: { id } })));
-      await pollUntil(() => redis.hget(keys.workflow('ret.keep', 'stats'), 'failed'), (n) => Number(n) === 40, '40 failures');
+      await t.client.enqueueMany(
+        KeepWorkflow,
+        first.map((id) => ({ input: { fail: true }, opts: { id } })),
+      );
+      await pollUntil(
+        () => redis.hget(keys.workflow('ret.keep', 'stats'), 'failed'),
+        (n) => Number(n) === 40,
+        '40 failures',
+      );
       expect(await redis.zcard(index)).toBe(10);
       const last = Array.from({ length: 10 }, (_, i) => `worse-${i}`);
-      await t.client.enqueueMany(KeepWorkflow, last.map((id) => ({ input: { fail: true }, opts: { id } })));
-      await pollUntil(() => redis.hget(keys.workflow('ret.keep', 'stats'), 'failed'), (n) => Number(n) === 50, '50 failures');
+      await t.client.enqueueMany(
+        KeepWorkflow,
+        last.map((id) => ({ input: { fail: true }, opts: { id } })),
+      );
+      await pollUntil(
+        () => redis.hget(keys.workflow('ret.keep', 'stats'), 'failed'),
+        (n) => Number(n) === 50,
+        '50 failures',
+      );
       expect(new Set(await redis.zrange(index, 0, -1))).toEqual(new Set(last));
       expect(await runKeys('bad-')).toEqual([]);
       expect(await redis.zcard(keys.finished('ret.keep', 'completed'))).toBe(100);
@@ -116,7 +145,9 @@ describe('retention', () => {
       expect(await t.client.run(KeepNoneWorkflow, { n: 41 }, { id: 'none-1' })).toBe(42);
       // Many at once, fast-pathed to an idle worker: each record is gone the moment its run
       // finishes, so run() must have subscribed before it enqueued.
-      const many = await Promise.all(Array.from({ length: 100 }, (_, i) => t.client.run(KeepNoneWorkflow, { n: i }, { id: `none-many-${i}` })));
+      const many = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => t.client.run(KeepNoneWorkflow, { n: i }, { id: `none-many-${i}` })),
+      );
       expect(many).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
       expect(await redis.exists(keys.run('none-1'))).toBe(0);
       expect(await redis.zcard(keys.finished('ret.none', 'completed'))).toBe(0);
@@ -137,7 +168,11 @@ describe('retention', () => {
       await redis.zrem(keys.finished('ret.plain', 'completed'), 'plain-2');
       const missing = await auditNamespace(redis, { namespace });
       expect(missing.violations.map((v) => [v.rule, v.id])).toEqual([['finish-index', 'plain-2']]);
-      await redis.zadd(keys.finished('ret.plain', 'completed'), Number(await redis.hget(keys.run('plain-2'), 'finishedAt')) * 1024, 'plain-2');
+      await redis.zadd(
+        keys.finished('ret.plain', 'completed'),
+        Number(await redis.hget(keys.run('plain-2'), 'finishedAt')) * 1024,
+        'plain-2',
+      );
       expectConsistent(await auditNamespace(redis, { namespace }));
     });
 
@@ -162,7 +197,11 @@ describe('retention', () => {
       await Promise.all(ids.map((id) => t.client.run(PlainWorkflow, undefined, { id })));
       const index = keys.finished('ret.plain', 'completed');
       expect(await redis.zcard(index)).toBe(5);
-      await pollUntil(() => redis.exists(...ids.map((id) => keys.run(id))), (n) => n === 0, 'the runs expiring');
+      await pollUntil(
+        () => redis.exists(...ids.map((id) => keys.run(id))),
+        (n) => n === 0,
+        'the runs expiring',
+      );
       expect(await redis.zcard(index)).toBe(5); // nothing finished since: still there
       await redis.zadd(index, 1, 'ancient'); // one more, older still
       // Expired entries are looked for once per 64 finishes of a state (TRIM_EVERY in finish.lua):

@@ -166,9 +166,17 @@ describe('retry, retryAll and remove', () => {
 
   it('retryAll: oldest first, in batches of at most 500 per call, each run once', async () => {
     const ids = Array.from({ length: 1_200 }, (_, i) => `bulk-${String(i).padStart(4, '0')}`);
-    for (let i = 0; i < ids.length; i += 400) await t.client.enqueueMany(FlakyWorkflow, ids.slice(i, i + 400).map((id) => ({ input: {}, opts: { id } })));
+    for (let i = 0; i < ids.length; i += 400)
+      await t.client.enqueueMany(
+        FlakyWorkflow,
+        ids.slice(i, i + 400).map((id) => ({ input: {}, opts: { id } })),
+      );
     const index = keys.finished('rt.flaky', 'failed');
-    await pollUntil(() => redis.zcard(index), (n) => n === ids.length, '1,200 failed runs');
+    await pollUntil(
+      () => redis.zcard(index),
+      (n) => n === ids.length,
+      '1,200 failed runs',
+    );
     const order = await redis.zrange(index, 0, -1);
 
     const scripts: LuaScripts = t.app.get(LuaScriptsProvider).get();
@@ -176,7 +184,11 @@ describe('retry, retryAll and remove', () => {
     try {
       // The oldest 150 only.
       expect(await t.client.retryAll({ workflow: 'rt.flaky', state: 'failed', limit: 150 })).toBe(150);
-      await pollUntil(() => redis.zcard(index), (n) => n === ids.length, 'the 150 failing again');
+      await pollUntil(
+        () => redis.zcard(index),
+        (n) => n === ids.length,
+        'the 150 failing again',
+      );
       const again = await redis.zrange(index, 0, -1);
       expect(again.slice(0, ids.length - 150)).toEqual(order.slice(150));
       expect(new Set(again.slice(ids.length - 150))).toEqual(new Set(order.slice(0, 150)));
@@ -187,7 +199,11 @@ describe('retry, retryAll and remove', () => {
       const batches = run.mock.calls.filter(([name]) => name === 'retry').map(([, , args]) => (args as unknown[])[4] as number);
       // 500 + 500 + 200: the runs failing again meanwhile score past the bound, so are not taken.
       expect(batches).toEqual([500, 500, 500]);
-      await pollUntil(() => redis.zcard(index), (n) => n === ids.length, 'all failing again');
+      await pollUntil(
+        () => redis.zcard(index),
+        (n) => n === ids.length,
+        'all failing again',
+      );
       const first = new Set(order.slice(0, 150));
       for (const id of ids) expect(counts.get(`${id}:flaky`)).toBe(first.has(id) ? 3 : 2);
     } finally {
@@ -196,7 +212,11 @@ describe('retry, retryAll and remove', () => {
 
     broken = false;
     expect(await t.client.retryAll({ workflow: 'rt.flaky', state: 'failed' })).toBe(ids.length);
-    await pollUntil(() => redis.zcard(index), (n) => n === 0, 'the failed index emptied');
+    await pollUntil(
+      () => redis.zcard(index),
+      (n) => n === 0,
+      'the failed index emptied',
+    );
     await Promise.all(ids.map((id) => t.client.wait(id)));
     expect(await t.client.retryAll({ workflow: 'rt.flaky', state: 'failed' })).toBe(0);
     expectConsistent(await auditNamespace(redis, { namespace }));

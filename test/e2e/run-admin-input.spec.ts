@@ -11,7 +11,6 @@ class EchoWorkflow {
   }
 }
 
-
 describe('bad input to listRuns, retry, retryAll, remove and @Workflow({ keep })', () => {
   let t: TestApp;
   let namespace: string;

@@ -55,13 +55,16 @@ describe('run() from a producer without the workflow, against a worker that keep
 
   it('keep { completed: 0 }: 30 calls by name, one after the other, all resolve with their results', async () => {
     const results: unknown[] = [];
-    for (let n = 0; n < 30; n++) results.push(await producer.client.run('prr.none', { n }, { id: `seq-${n}` }).catch((error: Error) => error.name)); // the name, so every call is seen
+    for (let n = 0; n < 30; n++)
+      results.push(await producer.client.run('prr.none', { n }, { id: `seq-${n}` }).catch((error: Error) => error.name)); // the name, so every call is seen
     expect(results).toEqual(Array.from({ length: 30 }, (_, n) => n + 1));
     expect(await redis.exists(keys.run('seq-0'), keys.run('seq-29'))).toBe(0); // nothing kept, as declared
   });
 
   it('keep { completed: 0 }: the first call of each of 30 fresh producers (subscriber not connected yet) resolves with its result', async () => {
-    const results = await eachFresh(30, (client, n) => client.run('prr.none', { n }, { id: `fresh-${n}` }).catch((error: Error) => error.name));
+    const results = await eachFresh(30, (client, n) =>
+      client.run('prr.none', { n }, { id: `fresh-${n}` }).catch((error: Error) => error.name),
+    );
     expect(results).toEqual(Array.from({ length: 30 }, (_, n) => n + 1));
   });
 
@@ -71,7 +74,9 @@ describe('run() from a producer without the workflow, against a worker that keep
   });
 
   it('keep { failed: 0 }: a failing run by name rejects WorkflowFailedError with its error, not RunNotFoundError (30 fresh producers)', async () => {
-    const errors = await eachFresh(30, (client, n) => rejection(() => client.run('prr.none', { n, fail: true }, { id: `failing-${n}`, attempts: 1 })));
+    const errors = await eachFresh(30, (client, n) =>
+      rejection(() => client.run('prr.none', { n, fail: true }, { id: `failing-${n}`, attempts: 1 })),
+    );
     expect(errors.map((error) => (error as Error).name)).toEqual(Array(30).fill('WorkflowFailedError'));
     errors.forEach((error, n) => expect((error as WorkflowFailedError).message).toContain(`run ${n} fails`));
     expect(await redis.exists(keys.run('failing-0'), keys.run('failing-29'))).toBe(0);

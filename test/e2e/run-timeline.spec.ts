@@ -75,7 +75,10 @@ describe('run timeline', () => {
     const handle = await app.client.enqueue(Retried, {});
     await handle.result({ timeoutMs: 10_000 });
     const timeline = (await app.client.timeline(handle.id))!;
-    expect(timeline.attempts.map((a) => [a.attempt, a.outcome])).toEqual([[1, 'failed'], [2, 'completed']]);
+    expect(timeline.attempts.map((a) => [a.attempt, a.outcome])).toEqual([
+      [1, 'failed'],
+      [2, 'completed'],
+    ]);
     expect(summary(timeline.attempts[0])).toEqual(['a#1:ok', 'b#1:failed']);
     expect(summary(timeline.attempts[1])).toEqual(['a#1:replayed', 'b#1:ok']);
     const [first, second] = timeline.attempts;
@@ -141,7 +144,10 @@ describe('run timeline', () => {
     expect(parsed.outcome).toBe('failed');
     expect(parsed.calls.length + parsed.more).toBe(502);
     // The replays were cut, not the calls that ran; a step open at the end was interrupted.
-    expect(parsed.calls.slice(-2).map(({ key, status }) => `${key}:${status}`)).toEqual(['ran-after-the-replays#1:ok', 'still-running#1:interrupted']);
+    expect(parsed.calls.slice(-2).map(({ key, status }) => `${key}:${status}`)).toEqual([
+      'ran-after-the-replays#1:ok',
+      'still-running#1:interrupted',
+    ]);
     expect(parseJournal('1|abc|2|x|0')).toBeUndefined();
     expect(parseJournal('0|abc|2|c|0')).toBeUndefined();
     expect(parseJournal('not a journal')).toBeUndefined();

@@ -62,7 +62,10 @@ describe('schedules: firing', () => {
 
   /** Ids of the runs a schedule started, by listing the namespace. */
   async function runsOf(ns: string, keys: RedisKeys, id: string): Promise<string[]> {
-    return (await namespaceKeys(redis, ns)).filter((key) => key.startsWith(keys.run(`${id}@`))).map((key) => key.slice(keys.run('').length)).sort();
+    return (await namespaceKeys(redis, ns))
+      .filter((key) => key.startsWith(keys.run(`${id}@`)))
+      .map((key) => key.slice(keys.run('').length))
+      .sort();
   }
 
   /**
@@ -74,7 +77,14 @@ describe('schedules: firing', () => {
     const first = Math.ceil((await redisNow()) / 1000) * 1000 + 2000;
     const times = [0, 1, 2, 3, 4].map((i) => first + i * 1000);
     const field = (part: (d: Date) => number) => [...new Set(times.map((t) => part(new Date(t))))].join(',');
-    const cron = [field((d) => d.getUTCSeconds()), field((d) => d.getUTCMinutes()), field((d) => d.getUTCHours()), field((d) => d.getUTCDate()), field((d) => d.getUTCMonth() + 1), '*'].join(' ');
+    const cron = [
+      field((d) => d.getUTCSeconds()),
+      field((d) => d.getUTCMinutes()),
+      field((d) => d.getUTCHours()),
+      field((d) => d.getUTCDate()),
+      field((d) => d.getUTCMonth() + 1),
+      '*',
+    ].join(' ');
     return { cron, times };
   }
 
@@ -82,7 +92,11 @@ describe('schedules: firing', () => {
     const { ns, keys } = namespace();
     const { client } = await app(ns, true);
     await client.schedule('every-second', Tick, { cron: '* * * * * *' });
-    await pollUntil(() => runsOf(ns, keys, 'every-second'), (ids) => ids.length >= 3, 'three fires');
+    await pollUntil(
+      () => runsOf(ns, keys, 'every-second'),
+      (ids) => ids.length >= 3,
+      'three fires',
+    );
     await client.pauseSchedule('every-second');
     const ids = await runsOf(ns, keys, 'every-second');
     const times = ids.map((id) => Number(id.split('@')[1]));
@@ -98,7 +112,11 @@ describe('schedules: firing', () => {
       const info = await client.schedule('yearly', Tick, { cron: '0 0 1 1 *' });
       await redis.zadd(keys.workflow('fire.tick', 'next-fires'), (await redisNow()) - 1_000, 'yearly');
       await redis.rpush(keys.wake('fire.tick'), '1');
-      await pollUntil(() => redis.zscore(keys.workflow('fire.tick', 'next-fires'), 'yearly'), (score) => Number(score) === info.nextFireAt!.getTime(), 'the repair');
+      await pollUntil(
+        () => redis.zscore(keys.workflow('fire.tick', 'next-fires'), 'yearly'),
+        (score) => Number(score) === info.nextFireAt!.getTime(),
+        'the repair',
+      );
       expect(await runsOf(ns, keys, 'yearly')).toEqual([]);
       expect((await client.getSchedule('yearly'))!.fired).toBe(0);
     });
@@ -110,7 +128,12 @@ describe('schedules: firing', () => {
       const staleScore = (await redisNow()) + 3_600_000;
       await redis.zadd(keys.workflow('fire.tick', 'next-fires'), staleScore, 'ahead');
       const hashTime = info.nextFireAt!.getTime();
-      await pollUntil(() => runsOf(ns, keys, 'ahead'), (ids) => ids.includes(`ahead@${hashTime}`), 'the fire at the hash time', 10_000);
+      await pollUntil(
+        () => runsOf(ns, keys, 'ahead'),
+        (ids) => ids.includes(`ahead@${hashTime}`),
+        'the fire at the hash time',
+        10_000,
+      );
       expect(Number(await redis.zscore(keys.workflow('fire.tick', 'next-fires'), 'ahead'))).toBeLessThan(staleScore);
     });
 
@@ -121,7 +144,14 @@ describe('schedules: firing', () => {
       await redis.zadd(keys.workflow('fire.tick', 'next-fires'), (await redisNow()) - 1_000, 'gone');
       await redis.del(keys.schedule('gone'));
       await redis.rpush(keys.wake('fire.tick'), '1');
-      await pollUntil(async () => [await redis.zscore(keys.workflow('fire.tick', 'next-fires'), 'gone'), await redis.zscore(keys.workflow('fire.tick', 'schedules'), 'gone')], (scores) => scores.every((s) => s === null), 'the removal');
+      await pollUntil(
+        async () => [
+          await redis.zscore(keys.workflow('fire.tick', 'next-fires'), 'gone'),
+          await redis.zscore(keys.workflow('fire.tick', 'schedules'), 'gone'),
+        ],
+        (scores) => scores.every((s) => s === null),
+        'the removal',
+      );
       expect(await runsOf(ns, keys, 'gone')).toEqual([]);
     });
 
@@ -132,7 +162,11 @@ describe('schedules: firing', () => {
       await redis.hset(keys.schedule('paused'), 'paused', '1');
       await redis.zadd(keys.workflow('fire.tick', 'next-fires'), (await redisNow()) - 1_000, 'paused');
       await redis.rpush(keys.wake('fire.tick'), '1');
-      await pollUntil(() => redis.zscore(keys.workflow('fire.tick', 'next-fires'), 'paused'), (score) => score === null, 'the removal');
+      await pollUntil(
+        () => redis.zscore(keys.workflow('fire.tick', 'next-fires'), 'paused'),
+        (score) => score === null,
+        'the removal',
+      );
       expect(await runsOf(ns, keys, 'paused')).toEqual([]);
     });
   });
@@ -148,7 +182,12 @@ describe('schedules: firing', () => {
       if (breakPlan) await redis.hset(keys.schedule('window'), 'plan', '');
       await pollUntil(redisNow, (now) => now > times[4] + 200, 'five missed occurrences');
       const worker = await app(ns, true);
-      await pollUntil(() => redis.hget(keys.schedule('window'), 'last'), (last) => Number(last) === times[4], 'the catch-up', 10_000);
+      await pollUntil(
+        () => redis.hget(keys.schedule('window'), 'last'),
+        (last) => Number(last) === times[4],
+        'the catch-up',
+        10_000,
+      );
       const ids = await runsOf(ns, keys, 'window');
       await Promise.all(ids.map((id) => worker.client.wait(id, { timeoutMs: 5_000 })));
       return { ids, times, info: (await worker.client.getSchedule('window'))! };
@@ -176,13 +215,27 @@ describe('schedules: firing', () => {
     const { ns, keys } = namespace();
     const { client } = await app(ns, true);
     await client.schedule('serial', Gated, { cron: '* * * * * *', overlap: false });
-    const [first] = await pollUntil(() => runsOf(ns, keys, 'serial'), (ids) => ids.length === 1, 'the first fire');
-    await pollUntil(() => client.getSchedule('serial'), (info) => info!.skipped >= 2, 'two skipped occurrences', 10_000);
+    const [first] = await pollUntil(
+      () => runsOf(ns, keys, 'serial'),
+      (ids) => ids.length === 1,
+      'the first fire',
+    );
+    await pollUntil(
+      () => client.getSchedule('serial'),
+      (info) => info!.skipped >= 2,
+      'two skipped occurrences',
+      10_000,
+    );
     expect(await runsOf(ns, keys, 'serial')).toEqual([first]);
     expect((await client.get(first))!.state).toBe('active');
     gates.open(first);
     await client.wait(first, { timeoutMs: 5_000 });
-    const ids = await pollUntil(() => runsOf(ns, keys, 'serial'), (found) => found.length === 2, 'the next fire after the run finished', 5_000);
+    const ids = await pollUntil(
+      () => runsOf(ns, keys, 'serial'),
+      (found) => found.length === 2,
+      'the next fire after the run finished',
+      5_000,
+    );
     expect(Number(ids[1].split('@')[1]) - Number(first.split('@')[1])).toBeGreaterThanOrEqual(3_000);
     await client.pauseSchedule('serial');
     gates.open(ids[1]);

@@ -3,8 +3,17 @@ import { LoggerService, Provider } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import {
-  InvalidNameError, InvalidOptionError, InvalidScheduleError, PayloadNotSerializableError, QueueClient, QueueModule,
-  QueueModuleOptions, ScheduleConflictError, ScheduleNotFoundError, UnknownWorkflowError, Workflow,
+  InvalidNameError,
+  InvalidOptionError,
+  InvalidScheduleError,
+  PayloadNotSerializableError,
+  QueueClient,
+  QueueModule,
+  QueueModuleOptions,
+  ScheduleConflictError,
+  ScheduleNotFoundError,
+  UnknownWorkflowError,
+  Workflow,
 } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, dropNamespace, rawRedis, TestApp, testConnection, uniqueNamespace } from '../support/app';
@@ -28,7 +37,12 @@ class Other {
 }
 
 // Two versions of the same workflow's code, deployed one after the other.
-@Workflow('sch.decl', { schedules: [{ id: 'decl.hourly', cron: '0 * * * *' }, { id: 'decl.nightly', cron: '30 2 * * *', tz: 'Europe/Berlin', input: { full: true } }] })
+@Workflow('sch.decl', {
+  schedules: [
+    { id: 'decl.hourly', cron: '0 * * * *' },
+    { id: 'decl.nightly', cron: '30 2 * * *', tz: 'Europe/Berlin', input: { full: true } },
+  ],
+})
 class DeclaredV1 {
   async run() {
     return 1;
@@ -50,7 +64,10 @@ class Takeover {
 }
 
 async function loggedApp(providers: Provider[], options: Partial<QueueModuleOptions> & { namespace: string }, logger: LoggerService) {
-  const app = await Test.createTestingModule({ imports: [QueueModule.forRoot({ connection: testConnection(), ...options })], providers }).compile();
+  const app = await Test.createTestingModule({
+    imports: [QueueModule.forRoot({ connection: testConnection(), ...options })],
+    providers,
+  }).compile();
   app.useLogger(logger);
   await app.init();
   return { app, client: app.get(QueueClient), close: () => app.close() };
@@ -81,12 +98,39 @@ describe('schedules: management', () => {
   it('schedule() stores the hash and its index entry together; get shows the next fire times from Redis time', async () => {
     const { client, keys } = await producer();
     const before = Number((await redis.time())[0]) * 1000;
-    const info = await client.schedule('eu-report', Report, { cron: '0 9 * * MON-FRI', tz: 'Europe/Berlin', input: { region: 'eu' }, priority: 5, group: 'eu' });
-    expect(info).toMatchObject({ id: 'eu-report', workflow: 'sch.report', cron: '0 9 * * MON-FRI', tz: 'Europe/Berlin', input: { region: 'eu' }, priority: 5, group: 'eu', overlap: true, catchUp: 'latest', paused: false, source: 'api', fired: 0, skipped: 0, lastFireAt: null, lastRunId: null });
+    const info = await client.schedule('eu-report', Report, {
+      cron: '0 9 * * MON-FRI',
+      tz: 'Europe/Berlin',
+      input: { region: 'eu' },
+      priority: 5,
+      group: 'eu',
+    });
+    expect(info).toMatchObject({
+      id: 'eu-report',
+      workflow: 'sch.report',
+      cron: '0 9 * * MON-FRI',
+      tz: 'Europe/Berlin',
+      input: { region: 'eu' },
+      priority: 5,
+      group: 'eu',
+      overlap: true,
+      catchUp: 'latest',
+      paused: false,
+      source: 'api',
+      fired: 0,
+      skipped: 0,
+      lastFireAt: null,
+      lastRunId: null,
+    });
     expect(info.upcoming).toHaveLength(5);
     expect(info.nextFireAt!.getTime()).toBeGreaterThan(before);
     for (const date of info.upcoming) {
-      const berlin = new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Berlin', hour: '2-digit', minute: '2-digit', weekday: 'short' }).format(date);
+      const berlin = new Intl.DateTimeFormat('en-GB', {
+        timeZone: 'Europe/Berlin',
+        hour: '2-digit',
+        minute: '2-digit',
+        weekday: 'short',
+      }).format(date);
       expect(berlin).toMatch(/^(Mon|Tue|Wed|Thu|Fri) 09:00$/);
     }
     expect(Number(await redis.zscore(keys.workflow('sch.report', 'next-fires'), 'eu-report'))).toBe(info.nextFireAt!.getTime());
@@ -155,14 +199,30 @@ describe('schedules: management', () => {
     const circular: Record<string, unknown> = {};
     circular.self = circular;
     const cases: Array<[() => Promise<unknown>, ErrorClass, RegExp]> = [
-      [() => client.schedule('s', Report, { cron: '61 * * * *' }), InvalidScheduleError, /opts\.cron: "61 \* \* \* \*" is not a valid cron expression/],
+      [
+        () => client.schedule('s', Report, { cron: '61 * * * *' }),
+        InvalidScheduleError,
+        /opts\.cron: "61 \* \* \* \*" is not a valid cron expression/,
+      ],
       [() => client.schedule('s', Report, { cron: 'every hour' }), InvalidScheduleError, /opts\.cron: "every hour" has 2 fields/],
       [() => client.schedule('s', Report, { cron: '0 0 30 2 *' }), InvalidScheduleError, /opts\.cron: "0 0 30 2 \*"/],
-      [() => client.schedule('s', Report, { cron: '@hourly', tz: 'Mars/Olympus' }), InvalidScheduleError, /opts\.tz: unknown time zone "Mars\/Olympus"/],
+      [
+        () => client.schedule('s', Report, { cron: '@hourly', tz: 'Mars/Olympus' }),
+        InvalidScheduleError,
+        /opts\.tz: unknown time zone "Mars\/Olympus"/,
+      ],
       [() => client.schedule('s', 'sch.nope', { cron: '@hourly' }), UnknownWorkflowError, /unknown workflow "sch\.nope"/],
-      [() => client.schedule('taken', Report, { cron: '@hourly' }), ScheduleConflictError, /schedule "taken" already exists for workflow "sch\.other", not "sch\.report"/],
+      [
+        () => client.schedule('taken', Report, { cron: '@hourly' }),
+        ScheduleConflictError,
+        /schedule "taken" already exists for workflow "sch\.other", not "sch\.report"/,
+      ],
       [() => client.schedule('s', Report, { cron: '@hourly', input: circular as never }), PayloadNotSerializableError, /opts\.input/],
-      [() => client.schedule('s', Report, { cron: '@hourly', input: { region: (() => 1) as never } }), PayloadNotSerializableError, /opts\.input\.region/],
+      [
+        () => client.schedule('s', Report, { cron: '@hourly', input: { region: (() => 1) as never } }),
+        PayloadNotSerializableError,
+        /opts\.input\.region/,
+      ],
       [() => client.schedule('has space', Report, { cron: '@hourly' }), InvalidNameError, /id: "has space"/],
       [() => client.schedule('s', Report, { cron: '@hourly', catchUp: 'some' as never }), InvalidOptionError, /opts\.catchUp/],
       [() => client.schedule('s', Report, { cron: '@hourly', catchUpLimit: 0 }), InvalidOptionError, /opts\.catchUpLimit/],
@@ -172,7 +232,10 @@ describe('schedules: management', () => {
       [() => client.listSchedules({ limit: 0 }), InvalidOptionError, /opts\.limit/],
     ];
     for (const [call, type, message] of cases) {
-      const error = await call().then(() => undefined, (e: Error) => e);
+      const error = await call().then(
+        () => undefined,
+        (e: Error) => e,
+      );
       expect(error).toBeInstanceOf(type);
       expect(error!.message).toMatch(message);
     }
@@ -201,7 +264,12 @@ describe('schedules: declared on @Workflow, written at bootstrap', () => {
     const v1 = await loggedApp([DeclaredV1], { namespace: ns }, v1Log);
     closers.push(v1.close);
     expect(v1Log.lines.filter((line) => /Schedule "decl\.(hourly|nightly)" added/.test(line))).toHaveLength(2);
-    expect(await v1.client.getSchedule('decl.nightly')).toMatchObject({ source: 'code', tz: 'Europe/Berlin', input: { full: true }, workflow: 'sch.decl' });
+    expect(await v1.client.getSchedule('decl.nightly')).toMatchObject({
+      source: 'code',
+      tz: 'Europe/Berlin',
+      input: { full: true },
+      workflow: 'sch.decl',
+    });
     await v1.client.schedule('decl.runtime', 'sch.decl', { cron: '@weekly' });
     const hourlyRev = await redis.hget(keys.schedule('decl.hourly'), 'rev');
 

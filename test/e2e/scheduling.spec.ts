@@ -49,7 +49,9 @@ describe('scheduling: delay and runAt', () => {
     const handle = await t.client.enqueue(TimedWorkflow, {}, { delay });
     const parked = await t.client.get(handle.id);
     expect(parked?.dueAt.getTime()).toBe(parked!.createdAt.getTime() + 300);
-    expect(await redis.zscore(new RedisKeys('sluice', namespace).workflow('sched.timed', 'delayed'), handle.id)).toBe(String(parked!.dueAt.getTime()));
+    expect(await redis.zscore(new RedisKeys('sluice', namespace).workflow('sched.timed', 'delayed'), handle.id)).toBe(
+      String(parked!.dueAt.getTime()),
+    );
 
     await expect(handle.result({ timeoutMs: 10_000 })).resolves.toBe(handle.id);
     const info = (await t.client.get(handle.id))!;
@@ -114,7 +116,8 @@ describe('scheduling: priority', () => {
       ['p3-second', 3],
     ];
     const handles = [];
-    for (const [label, priority] of runs) handles.push(await producer.client.enqueue(OrderedWorkflow, { ns: namespace, label }, { priority }));
+    for (const [label, priority] of runs)
+      handles.push(await producer.client.enqueue(OrderedWorkflow, { ns: namespace, label }, { priority }));
     for (const handle of handles) expect((await producer.client.get(handle.id))?.state).toBe('waiting');
     expect(order.get(namespace)).toBeUndefined(); // the producer runs nothing
 

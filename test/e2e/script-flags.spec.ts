@@ -33,7 +33,11 @@ describe('script flags when Redis is out of memory', () => {
   });
 
   it('refuses what adds data whole, and still reads, cancels and removes', async () => {
-    app = await createApp([FlagsWorkflow], { namespace: uniqueNamespace('flags'), connection: { url: server.url }, worker: { enabled: false } });
+    app = await createApp([FlagsWorkflow], {
+      namespace: uniqueNamespace('flags'),
+      connection: { url: server.url },
+      worker: { enabled: false },
+    });
     const [first, second] = await Promise.all([app.client.enqueue(FlagsWorkflow, { n: 1 }), app.client.enqueue(FlagsWorkflow, { n: 2 })]);
     await admin.config('SET', 'maxmemory', '1');
     try {

@@ -38,7 +38,22 @@ class GateW {
 }
 
 /** Commands the clients send themselves; every other command counted was run by a script. */
-const CLIENT_COMMANDS = new Set(['info', 'eval', 'evalsha', 'eval_ro', 'evalsha_ro', 'script', 'fcall', 'fcall_ro', 'function', 'ping', 'client', 'hello', 'select', 'echo']);
+const CLIENT_COMMANDS = new Set([
+  'info',
+  'eval',
+  'evalsha',
+  'eval_ro',
+  'evalsha_ro',
+  'script',
+  'fcall',
+  'fcall_ro',
+  'function',
+  'ping',
+  'client',
+  'hello',
+  'select',
+  'echo',
+]);
 
 async function scriptRunCommands(admin: Redis): Promise<number> {
   let sum = 0;
@@ -87,9 +102,15 @@ describe('stats and group-cap changes with 20,000 groups', () => {
     producer = await startFlowApp([ScaleW, GateW], { namespace: ns, connection, worker: { enabled: false } });
     apps.push(producer);
     for (let from = 0; from < GROUPS; from += 1_000) {
-      await producer.client.enqueueMany(ScaleW, Array.from({ length: 1_000 }, (_, i) => ({ input: {}, opts: { group: `g${from + i}` } })));
+      await producer.client.enqueueMany(
+        ScaleW,
+        Array.from({ length: 1_000 }, (_, i) => ({ input: {}, opts: { group: `g${from + i}` } })),
+      );
     }
-    await producer.client.enqueueMany(ScaleW, Array.from({ length: UNGROUPED }, () => ({ input: {} })));
+    await producer.client.enqueueMany(
+      ScaleW,
+      Array.from({ length: UNGROUPED }, () => ({ input: {} })),
+    );
     expect(await admin.scard(keys.workflow('scale.w', 'groups'))).toBe(GROUPS);
   }, 120_000);
 
@@ -104,7 +125,20 @@ describe('stats and group-cap changes with 20,000 groups', () => {
     const { calls, restore } = countScriptCommands(producer, admin);
     try {
       expect((await producer.client.stats({ workflow: ScaleW })).workflows).toEqual({
-        'scale.w': { waiting: GROUPS + UNGROUPED, delayed: 0, active: 0, limit: null, groupLimit: 1, completed: 0, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, ...NO_WAITS },
+        'scale.w': {
+          waiting: GROUPS + UNGROUPED,
+          delayed: 0,
+          active: 0,
+          limit: null,
+          groupLimit: 1,
+          completed: 0,
+          failed: 0,
+          cancelled: 0,
+          paused: false,
+          rateLimit: null,
+          groupRateLimit: null,
+          ...NO_WAITS,
+        },
       });
       expect((await producer.client.stats()).workflows['scale.w'].waiting).toBe(GROUPS + UNGROUPED);
     } finally {
@@ -119,7 +153,8 @@ describe('stats and group-cap changes with 20,000 groups', () => {
     const { calls, restore } = countScriptCommands(producer, admin);
     const listed: string[][] = [];
     try {
-      for (let i = 0; i < 2; i++) { // one after the other: each call's count must see only its own commands
+      for (let i = 0; i < 2; i++) {
+        // one after the other: each call's count must see only its own commands
         const wf = (await producer.client.stats({ workflow: ScaleW, groups: true })).workflows['scale.w'];
         expect(wf).toMatchObject({ waiting: GROUPS + UNGROUPED, groupsOmitted: GROUPS - MAX_GROUP_ROWS });
         expect(Object.values(wf.groups!).every((g) => g.waiting === 1 && g.active === 0 && g.limit === 1)).toBe(true);
@@ -186,13 +221,19 @@ describe('stats and group-cap changes with 20,000 groups', () => {
     for (const key of ['h1', 'h2', 'h3']) handles.push(await app.client.enqueue(GateW, { key }, { group: 'g' }));
     await begun.get('h1').promise;
     // Held: one run active at the cap of 1, two due, and the group out of the round-robin.
-    expect((await app.client.stats({ workflow: GateW, groups: true })).workflows['scale.gate'].groups).toEqual({ g: { waiting: 2, active: 1, limit: 1, paused: false } });
+    expect((await app.client.stats({ workflow: GateW, groups: true })).workflows['scale.gate'].groups).toEqual({
+      g: { waiting: 2, active: 1, limit: 1, paused: false },
+    });
     expect(await admin.zscore(gateKeys.workflow('scale.gate', 'ready'), 'g')).toBeNull();
 
     expect(await app.client.setLimits({ workflow: 'scale.gate', group: '*', limit: 3 })).toBe(1);
     await within(Promise.all([begun.get('h2').promise, begun.get('h3').promise]), 5_000, 'h2 and h3 to start under the raised cap');
     expect((await app.client.get(handles[0].id))?.state).toBe('active'); // h1 never gave up its slot
-    expect((await app.client.stats({ workflow: GateW, groups: true })).workflows['scale.gate']).toMatchObject({ waiting: 0, active: 3, groups: { g: { waiting: 0, active: 3, limit: 3 } } });
+    expect((await app.client.stats({ workflow: GateW, groups: true })).workflows['scale.gate']).toMatchObject({
+      waiting: 0,
+      active: 3,
+      groups: { g: { waiting: 0, active: 3, limit: 3 } },
+    });
 
     gates.openAll();
     expect(await Promise.all(handles.map((h) => h.result({ timeoutMs: 10_000 })))).toEqual(['h1', 'h2', 'h3']);

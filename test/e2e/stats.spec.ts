@@ -6,7 +6,6 @@ import { FlowApp, startFlowApp } from '../support/flow';
 import { namespaceNode } from '../support/nodes';
 import { enterMonitor, Gates, NO_WAITS, pollUntil } from '../support/workflows';
 
-
 /**
  * QueueClient.stats: counts per state and active/cap per level (namespace, workflow, default
  * group cap), per group on request, read in one script call without scanning keys.
@@ -14,15 +13,29 @@ import { enterMonitor, Gates, NO_WAITS, pollUntil } from '../support/workflows';
 const gates = new Gates();
 const begun = new Gates();
 
-interface Input { key: string; hold?: boolean; fail?: boolean }
+interface Input {
+  key: string;
+  hold?: boolean;
+  fail?: boolean;
+}
 async function work(input: Input): Promise<string> {
   begun.open(input.key);
   if (input.hold) await gates.get(input.key).promise;
   if (input.fail) throw new NonRetryableError(`${input.key} fails`);
   return input.key;
 }
-@Workflow('st.w', { concurrency: 5, groupConcurrency: 2 }) class StW { run(input: Input) { return work(input); } }
-@Workflow('st.other') class StOther { run(input: Input) { return work(input); } }
+@Workflow('st.w', { concurrency: 5, groupConcurrency: 2 })
+class StW {
+  run(input: Input) {
+    return work(input);
+  }
+}
+@Workflow('st.other')
+class StOther {
+  run(input: Input) {
+    return work(input);
+  }
+}
 
 describe('client.stats', () => {
   const ns = uniqueNamespace('stats');
@@ -49,7 +62,18 @@ describe('client.stats', () => {
 
   it('counts every state and level as the test left them, per group on request, and drains to zero', async () => {
     const { client } = app;
-    const empty = { waiting: 0, delayed: 0, active: 0, completed: 0, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, ...NO_WAITS };
+    const empty = {
+      waiting: 0,
+      delayed: 0,
+      active: 0,
+      completed: 0,
+      failed: 0,
+      cancelled: 0,
+      paused: false,
+      rateLimit: null,
+      groupRateLimit: null,
+      ...NO_WAITS,
+    };
     expect(await client.stats()).toEqual({
       namespace: { active: 0, limit: 8 },
       workflows: { 'st.other': { ...empty, limit: null, groupLimit: null }, 'st.w': { ...empty, limit: 5, groupLimit: 2 } },
@@ -73,8 +97,34 @@ describe('client.stats', () => {
     expect(await client.stats()).toEqual({
       namespace: { active: 6, limit: 8 },
       workflows: {
-        'st.w': { waiting: 3, delayed: 2, active: 5, limit: 5, groupLimit: 2, completed: 1, failed: 1, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, ...NO_WAITS },
-        'st.other': { waiting: 0, delayed: 0, active: 1, limit: null, groupLimit: null, completed: 1, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, ...NO_WAITS },
+        'st.w': {
+          waiting: 3,
+          delayed: 2,
+          active: 5,
+          limit: 5,
+          groupLimit: 2,
+          completed: 1,
+          failed: 1,
+          cancelled: 0,
+          paused: false,
+          rateLimit: null,
+          groupRateLimit: null,
+          ...NO_WAITS,
+        },
+        'st.other': {
+          waiting: 0,
+          delayed: 0,
+          active: 1,
+          limit: null,
+          groupLimit: null,
+          completed: 1,
+          failed: 0,
+          cancelled: 0,
+          paused: false,
+          rateLimit: null,
+          groupRateLimit: null,
+          ...NO_WAITS,
+        },
       },
     });
     // One workflow, with its groups: g3 has only a delayed run, so it is not listed.
@@ -82,13 +132,38 @@ describe('client.stats', () => {
       namespace: { active: 6, limit: 8 },
       workflows: {
         'st.w': {
-          waiting: 3, delayed: 2, active: 5, limit: 5, groupLimit: 2, completed: 1, failed: 1, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, ...NO_WAITS,
+          waiting: 3,
+          delayed: 2,
+          active: 5,
+          limit: 5,
+          groupLimit: 2,
+          completed: 1,
+          failed: 1,
+          cancelled: 0,
+          paused: false,
+          rateLimit: null,
+          groupRateLimit: null,
+          ...NO_WAITS,
           groups: { g1: { waiting: 1, active: 2, limit: 2, paused: false }, g2: { waiting: 1, active: 1, limit: 3, paused: false } },
         },
       },
     });
     expect((await client.stats({ workflow: 'st.other', groups: true })).workflows).toEqual({
-      'st.other': { waiting: 0, delayed: 0, active: 1, limit: null, groupLimit: null, completed: 1, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, groups: {}, ...NO_WAITS },
+      'st.other': {
+        waiting: 0,
+        delayed: 0,
+        active: 1,
+        limit: null,
+        groupLimit: null,
+        completed: 1,
+        failed: 0,
+        cancelled: 0,
+        paused: false,
+        rateLimit: null,
+        groupRateLimit: null,
+        groups: {},
+        ...NO_WAITS,
+      },
     });
     await expect(client.stats({ workflow: 'st.nope' })).rejects.toBeInstanceOf(UnknownWorkflowError);
 
@@ -98,8 +173,36 @@ describe('client.stats', () => {
     expect(await client.stats({ groups: true })).toEqual({
       namespace: { active: 0, limit: 8 },
       workflows: {
-        'st.w': { waiting: 0, delayed: 2, active: 0, limit: 5, groupLimit: 2, completed: 9, failed: 1, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, groups: {}, ...NO_WAITS },
-        'st.other': { waiting: 0, delayed: 0, active: 0, limit: null, groupLimit: null, completed: 2, failed: 0, cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, groups: {}, ...NO_WAITS },
+        'st.w': {
+          waiting: 0,
+          delayed: 2,
+          active: 0,
+          limit: 5,
+          groupLimit: 2,
+          completed: 9,
+          failed: 1,
+          cancelled: 0,
+          paused: false,
+          rateLimit: null,
+          groupRateLimit: null,
+          groups: {},
+          ...NO_WAITS,
+        },
+        'st.other': {
+          waiting: 0,
+          delayed: 0,
+          active: 0,
+          limit: null,
+          groupLimit: null,
+          completed: 2,
+          failed: 0,
+          cancelled: 0,
+          paused: false,
+          rateLimit: null,
+          groupRateLimit: null,
+          groups: {},
+          ...NO_WAITS,
+        },
       },
     } satisfies QueueStats);
   });
@@ -119,7 +222,11 @@ describe('client.stats', () => {
     try {
       expect((await producer.client.stats({ groups: true })).namespace).toEqual({ active: 0, limit: 8 });
       await command.call('echo', (redis) => redis.echo('stats-done')); // same connection: monitored after the stats call
-      await pollUntil(async () => seen.some((c) => c.command === 'echo' && c.args[0] === 'stats-done'), Boolean, 'the sentinel to be monitored');
+      await pollUntil(
+        async () => seen.some((c) => c.command === 'echo' && c.args[0] === 'stats-done'),
+        Boolean,
+        'the sentinel to be monitored',
+      );
     } finally {
       monitor.disconnect();
       watcher.disconnect();

@@ -7,7 +7,8 @@ import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '..
 async function storedMemo(redis: Redis, namespace: string, runId: string): Promise<Record<string, unknown>> {
   const fields = await redis.hgetall(`{sluice:${namespace}}:run:${runId}`);
   const memo: Record<string, unknown> = {};
-  for (const [field, value] of Object.entries(fields)) if (field.startsWith('step:') && !field.startsWith('step:@')) memo[field.slice('step:'.length)] = JSON.parse(value);
+  for (const [field, value] of Object.entries(fields))
+    if (field.startsWith('step:') && !field.startsWith('step:@')) memo[field.slice('step:'.length)] = JSON.parse(value);
   return memo;
 }
 
@@ -21,13 +22,20 @@ const forever = () => new Promise<never>(() => undefined);
  */
 @Workflow('parity.limits', { attempts: 2, backoff: { delayMs: 0 } })
 class LimitsWorkflow {
-  async run(input: { failTries: number; hangStep?: boolean; hangRun?: boolean }, ctx: RunContext): Promise<{ quote: string; charge: string; attempt: number }> {
+  async run(
+    input: { failTries: number; hangStep?: boolean; hangRun?: boolean },
+    ctx: RunContext,
+  ): Promise<{ quote: string; charge: string; attempt: number }> {
     const quote = await this.quote(input.failTries);
     if (input.hangRun && ctx.attempt === 1) await forever();
-    const charge = await ctx.step('charge', async ({ attempt, signal }) => {
-      if (input.hangStep && ctx.attempt === 1) await forever();
-      return `charged on try ${attempt}, signal ${signal.aborted ? 'aborted' : 'live'}`;
-    }, { timeoutMs: 150 });
+    const charge = await ctx.step(
+      'charge',
+      async ({ attempt, signal }) => {
+        if (input.hangStep && ctx.attempt === 1) await forever();
+        return `charged on try ${attempt}, signal ${signal.aborted ? 'aborted' : 'live'}`;
+      },
+      { timeoutMs: 150 },
+    );
     return { quote, charge, attempt: ctx.attempt };
   }
 
@@ -71,7 +79,10 @@ describe('the testing harness and a real worker agree on step options and time l
   it('a step retried in place: same result, same memo, one attempt', async () => {
     const { production, local } = await both('limits-retry', { failTries: 2 });
     expect(production.quote).toBe('quoted after 3 calls');
-    expect(local.attempts[0].steps.map((s) => [s.key, s.tries])).toEqual([['quote#1', 3], ['charge#1', undefined]]);
+    expect(local.attempts[0].steps.map((s) => [s.key, s.tries])).toEqual([
+      ['quote#1', 3],
+      ['charge#1', undefined],
+    ]);
   });
 
   it('a step past its limit fails the attempt with TimeoutError in both; the retry replays the steps before it', async () => {

@@ -1,5 +1,15 @@
 import type Redis from 'ioredis';
-import { NonRetryableError, RunContext, RunEvents, RunFailedEvent, Step, StepCallOptions, TimeoutError, Workflow, WorkflowFailedError } from '../../lib';
+import {
+  NonRetryableError,
+  RunContext,
+  RunEvents,
+  RunFailedEvent,
+  Step,
+  StepCallOptions,
+  TimeoutError,
+  Workflow,
+  WorkflowFailedError,
+} from '../../lib';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { Counter, Gates } from '../support/workflows';
 
@@ -126,10 +136,14 @@ class BackoffAbortWorkflow {
 class BadOptionsWorkflow {
   async run(input: { options: unknown }, ctx: RunContext): Promise<string> {
     counts.inc(`${ctx.runId}:run`);
-    return ctx.step('guarded', () => {
-      counts.inc(`${ctx.runId}:guarded`);
-      return 'ran';
-    }, input.options as StepCallOptions);
+    return ctx.step(
+      'guarded',
+      () => {
+        counts.inc(`${ctx.runId}:guarded`);
+        return 'ran';
+      },
+      input.options as StepCallOptions,
+    );
   }
 }
 
@@ -141,7 +155,10 @@ describe('per-step retries and step time limits', () => {
 
   beforeAll(async () => {
     namespace = uniqueNamespace('stepretry');
-    t = await createApp([FlakyStepWorkflow, DecoratedRetryWorkflow, RejectingStepWorkflow, SlowStepWorkflow, BackoffAbortWorkflow, BadOptionsWorkflow], { namespace });
+    t = await createApp(
+      [FlakyStepWorkflow, DecoratedRetryWorkflow, RejectingStepWorkflow, SlowStepWorkflow, BackoffAbortWorkflow, BadOptionsWorkflow],
+      { namespace },
+    );
     t.app.get(RunEvents).on('failed', (event) => failures.push(event));
     redis = rawRedis();
   });
@@ -156,7 +173,9 @@ describe('per-step retries and step time limits', () => {
     const result = await t.client.run(FlakyStepWorkflow, { failures: 2 }, { id: 'flaky-3', timeoutMs: 10_000 });
     expect(result).toEqual({ before: 1, flaky: 'ok on try 3', after: 1 });
     expect(logs.get('flaky-3')).toEqual(['run', 'before', 'flaky try 1', 'flaky try 2', 'flaky try 3', 'after']);
-    expect([counts.get('flaky-3:run'), counts.get('flaky-3:before'), counts.get('flaky-3:flaky'), counts.get('flaky-3:after')]).toEqual([1, 1, 3, 1]);
+    expect([counts.get('flaky-3:run'), counts.get('flaky-3:before'), counts.get('flaky-3:flaky'), counts.get('flaky-3:after')]).toEqual([
+      1, 1, 3, 1,
+    ]);
     // Never failed as a run: one attempt, no failure, the slot held throughout.
     expect(await t.client.get('flaky-3')).toMatchObject({ state: 'completed', attempts: 1, failures: 0 });
     expect(failures.filter((f) => f.runId === 'flaky-3')).toEqual([]);
@@ -188,7 +207,9 @@ describe('per-step retries and step time limits', () => {
     expect(stepReason).toBeInstanceOf(TimeoutError);
     expect(stepReason).toMatchObject({ runId: 'slow-1', limitMs: 150, step: 'slow#1' });
     expect(reasons.get('slow-1:run:1')).toBe(stepReason);
-    expect(failures.filter((f) => f.runId === 'slow-1').map((f) => f.error)).toEqual([{ name: 'TimeoutError', message: 'Step "slow#1" of run slow-1 timed out after 150 ms' }]);
+    expect(failures.filter((f) => f.runId === 'slow-1').map((f) => f.error)).toEqual([
+      { name: 'TimeoutError', message: 'Step "slow#1" of run slow-1 timed out after 150 ms' },
+    ]);
     // The step before ran once and was replayed by the second attempt.
     expect(counts.get('slow-1:first')).toBe(1);
   });
@@ -203,10 +224,19 @@ describe('per-step retries and step time limits', () => {
   });
 
   it("fails the attempt even when the run catches the step's TimeoutError", async () => {
-    const result = await t.client.run(SlowStepWorkflow, { hangTries: 1, stepAttempts: 1, swallow: true }, { id: 'slow-swallow', timeoutMs: 10_000 });
+    const result = await t.client.run(
+      SlowStepWorkflow,
+      { hangTries: 1, stepAttempts: 1, swallow: true },
+      { id: 'slow-swallow', timeoutMs: 10_000 },
+    );
     expect(result).toBe('slow done on 2.1');
     // The first attempt carried on after catching, but its result was never taken: the second attempt's was.
-    expect(logs.get('slow-swallow')).toEqual(['slow 1.1', 'after slow: swallowed TimeoutError', 'slow 2.1', 'after slow: slow done on 2.1']);
+    expect(logs.get('slow-swallow')).toEqual([
+      'slow 1.1',
+      'after slow: swallowed TimeoutError',
+      'slow 2.1',
+      'after slow: slow done on 2.1',
+    ]);
     expect(failures.filter((f) => f.runId === 'slow-swallow').map((f) => f.error.name)).toEqual(['TimeoutError']);
   });
 
@@ -214,15 +244,20 @@ describe('per-step retries and step time limits', () => {
     ['timeoutMs 0', { timeoutMs: 0 }, 'timeoutMs'],
     ['attempts 1.5', { attempts: 1.5 }, 'attempts'],
     ['backoff.factor -1', { attempts: 2, backoff: { delayMs: 0, factor: -1 } }, 'backoff.factor'],
-  ])('fails the run for good on bad ctx.step options (%s): the step never runs, nothing of it is written', async (label, options, field) => {
-    const id = `bad-options-${label.replace(/[^a-z0-9]/gi, '-')}`;
-    const error = await t.client.run(BadOptionsWorkflow, { options }, { id, timeoutMs: 10_000 }).catch((e: unknown) => e);
-    expect(error).toMatchObject({ causeName: 'InvalidOptionError' });
-    expect((error as WorkflowFailedError).causeMessage).toMatch(new RegExp(`^ctx\\.step\\("guarded"\\) options\\.${field.replace('.', '\\.')}:`));
-    expect([counts.get(`${id}:run`), counts.get(`${id}:guarded`)]).toEqual([1, 0]);
-    const fields = await redis.hkeys(`{sluice:${namespace}}:run:${id}`);
-    expect(fields.filter((f) => f.startsWith('step:') && !f.startsWith('step:@'))).toEqual([]);
-  });
+  ])(
+    'fails the run for good on bad ctx.step options (%s): the step never runs, nothing of it is written',
+    async (label, options, field) => {
+      const id = `bad-options-${label.replace(/[^a-z0-9]/gi, '-')}`;
+      const error = await t.client.run(BadOptionsWorkflow, { options }, { id, timeoutMs: 10_000 }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ causeName: 'InvalidOptionError' });
+      expect((error as WorkflowFailedError).causeMessage).toMatch(
+        new RegExp(`^ctx\\.step\\("guarded"\\) options\\.${field.replace('.', '\\.')}:`),
+      );
+      expect([counts.get(`${id}:run`), counts.get(`${id}:guarded`)]).toEqual([1, 0]);
+      const fields = await redis.hkeys(`{sluice:${namespace}}:run:${id}`);
+      expect(fields.filter((f) => f.startsWith('step:') && !f.startsWith('step:@'))).toEqual([]);
+    },
+  );
 
   it('ends a backoff wait early when the run signal aborts, without another try', async () => {
     const error = await t.client.run(BackoffAbortWorkflow, {}, { id: 'backoff-abort', timeoutMs: 10_000 }).catch((e: unknown) => e);

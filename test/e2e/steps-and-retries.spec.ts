@@ -77,7 +77,10 @@ class BigIntStepWorkflow {
 class AttemptsWorkflow {
   async run(input: { succeedOn: number }, ctx: RunContext): Promise<number[]> {
     const attempts = [...(seen.get(ctx.runId)?.map((s) => s.attempt) ?? []), ctx.attempt];
-    seen.set(ctx.runId, attempts.map((attempt) => ({ attempt, token: '', loop: [] })));
+    seen.set(
+      ctx.runId,
+      attempts.map((attempt) => ({ attempt, token: '', loop: [] })),
+    );
     if (ctx.attempt < input.succeedOn) throw new Error(`not yet (${ctx.attempt})`);
     return attempts;
   }
@@ -112,7 +115,11 @@ describe('steps and retries', () => {
   /** A run's step memo: the `step:<name>#<n>` fields of its record, by step key. */
   async function stepMemo(id: string): Promise<Record<string, string>> {
     const record = await redis.hgetall(new RedisKeys('sluice', namespace).run(id));
-    return Object.fromEntries(Object.entries(record).filter(([field]) => field.startsWith('step:') && !field.startsWith('step:@')).map(([field, value]) => [field.slice('step:'.length), value]));
+    return Object.fromEntries(
+      Object.entries(record)
+        .filter(([field]) => field.startsWith('step:') && !field.startsWith('step:@'))
+        .map(([field, value]) => [field.slice('step:'.length), value]),
+    );
   }
 
   it('a run that throws once after its steps replays every finished step without executing it again', async () => {
@@ -160,7 +167,13 @@ describe('steps and retries', () => {
     expect(counts.get(`${handle.id}:run`)).toBe(1);
 
     const info = await t.client.get(handle.id);
-    expect(info).toMatchObject({ state: 'failed', attempts: 1, maxAttempts: 5, failures: 1, error: { name: 'NonRetryableError', message: 'order A-17 is invalid' } });
+    expect(info).toMatchObject({
+      state: 'failed',
+      attempts: 1,
+      maxAttempts: 5,
+      failures: 1,
+      error: { name: 'NonRetryableError', message: 'order A-17 is invalid' },
+    });
     expect(info!.finishedAt).toBeInstanceOf(Date);
 
     // Waiting again on the failed run reads the stored error.

@@ -1,7 +1,14 @@
 import { context, metrics, propagation, SpanKind, SpanStatusCode, trace, TraceFlags } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { AggregationTemporality, DataPointType, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, type MetricData } from '@opentelemetry/sdk-metrics';
+import {
+  AggregationTemporality,
+  DataPointType,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+  type MetricData,
+} from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type Redis from 'ioredis';
 import { QueueModuleOptions, RunContext, Step, TELEMETRY_METRICS, Workflow, WorkflowFailedError } from '../../lib';
@@ -106,7 +113,10 @@ describe('spans', () => {
     await expect(handle.result({ timeoutMs: 10_000 })).resolves.toEqual({ reserved: 'reserved-a', charged: 'charged-a' });
     const [first, second] = await attemptSpans(handle.id, 2);
 
-    for (const [span, attempt] of [[first, 1], [second, 2]] as const) {
+    for (const [span, attempt] of [
+      [first, 1],
+      [second, 2],
+    ] as const) {
       expect(span.name).toBe('process otel.order');
       expect(span.kind).toBe(SpanKind.CONSUMER);
       expect(span.parentSpanContext).toBeUndefined(); // enqueued outside any trace: a trace of its own
@@ -125,7 +135,9 @@ describe('spans', () => {
     // Attempt 1 executed both steps, then failed: error status, the exception recorded.
     expect(first.attributes).toMatchObject({ 'sluice.run.outcome': 'retry', 'error.type': 'Error' });
     expect(first.status).toEqual({ code: SpanStatusCode.ERROR, message: 'Error: first attempt of a fails' });
-    expect(first.events.find((event) => event.name === 'exception')?.attributes).toMatchObject({ 'exception.message': 'first attempt of a fails' });
+    expect(first.events.find((event) => event.name === 'exception')?.attributes).toMatchObject({
+      'exception.message': 'first attempt of a fails',
+    });
     const steps = childrenOf(first);
     expect(steps.map((span) => [span.name, span.kind, span.attributes['sluice.step.key']])).toEqual([
       ['step reserve', SpanKind.INTERNAL, 'reserve#1'],
@@ -207,7 +219,9 @@ describe('trace propagation', () => {
 
   it('stores nothing for an enqueue inside an unsampled span (so it keeps the fast path)', async () => {
     const unsampled = trace.wrapSpanContext({ traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: TraceFlags.NONE });
-    const handle = await context.with(trace.setSpan(context.active(), unsampled), () => app.client.enqueue(OrderWorkflow, { key: 'unsampled' }));
+    const handle = await context.with(trace.setSpan(context.active(), unsampled), () =>
+      app.client.enqueue(OrderWorkflow, { key: 'unsampled' }),
+    );
     await handle.result({ timeoutMs: 10_000 });
     expect(await redis.hexists(new RedisKeys('sluice', namespaces[0]).run(handle.id), 'trace')).toBe(0);
   });
@@ -218,9 +232,15 @@ describe('trace propagation', () => {
     const single = await startApp({ worker: { concurrency: 1 } });
     try {
       const request = tracer.startSpan('POST /first');
-      const first = await context.with(trace.setSpan(context.active(), request), () => single.client.enqueue(OrderWorkflow, { key: 'first', hold: true }));
+      const first = await context.with(trace.setSpan(context.active(), request), () =>
+        single.client.enqueue(OrderWorkflow, { key: 'first', hold: true }),
+      );
       request.end();
-      await pollUntil(() => redis.hget(new RedisKeys('sluice', namespaces.at(-1)!).run(first.id), 'state'), (state) => state === 'active', 'the first run active');
+      await pollUntil(
+        () => redis.hget(new RedisKeys('sluice', namespaces.at(-1)!).run(first.id), 'state'),
+        (state) => state === 'active',
+        'the first run active',
+      );
       const second = await single.client.enqueue(OrderWorkflow, { key: 'second' });
       gates.open('first');
       await second.result({ timeoutMs: 10_000 });
@@ -238,7 +258,11 @@ describe('claims (Lua)', () => {
   const TRACE = JSON.stringify({ traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
   let keys: RedisKeys;
   const reserve = (flags: number, callId = newCallId()) =>
-    scriptsOn(redis).run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(callId)], [keys.base, 10, 30_000, 0, 3, 256, 60_000, 'w', flags, WF]);
+    scriptsOn(redis).run<unknown[]>(
+      'reserve',
+      [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(callId)],
+      [keys.base, 10, 30_000, 0, 3, 256, 60_000, 'w', flags, WF],
+    );
   const enqueue = (id: string, extra: (string | number)[] = [], group = '', workflow = WF) => {
     const args = enqueueArgs(keys, workflow, id, { id }, true);
     args[8] = group;
@@ -306,15 +330,22 @@ describe('metrics', () => {
   }
   /** The value of a counter or gauge (or the count of a histogram) for one workflow (and more attributes). */
   function valueOf(metric: MetricData | undefined, attributes: Record<string, unknown>): number {
-    const points = (metric?.dataPoints ?? []).filter((point) => Object.entries(attributes).every(([key, value]) => point.attributes[key] === value));
-    return points.reduce((sum, point) => sum + (metric!.dataPointType === DataPointType.HISTOGRAM ? (point.value as { count: number }).count : (point.value as number)), 0);
+    const points = (metric?.dataPoints ?? []).filter((point) =>
+      Object.entries(attributes).every(([key, value]) => point.attributes[key] === value),
+    );
+    return points.reduce(
+      (sum, point) =>
+        sum + (metric!.dataPointType === DataPointType.HISTOGRAM ? (point.value as { count: number }).count : (point.value as number)),
+      0,
+    );
   }
   const wf = (workflow: string) => ({ 'sluice.workflow': workflow });
 
   it('counts attempts and outcomes, measures runs, steps and queue waits, and gauges active runs', async () => {
     // The meter is the process's: the other app's runs count too, so this compares before and after.
     const before = await collect();
-    const delta = (find: Find, name: string, attributes: Record<string, unknown>) => valueOf(find(name), attributes) - valueOf(before(name), attributes);
+    const delta = (find: Find, name: string, attributes: Record<string, unknown>) =>
+      valueOf(find(name), attributes) - valueOf(before(name), attributes);
     const order = wf('otel.order');
     const fatal = wf('otel.fatal');
 
@@ -332,8 +363,16 @@ describe('metrics', () => {
     const find = await pollUntil(collect, (found) => delta(found, TELEMETRY_METRICS.completed, order) === 3, 'three completions counted');
 
     expect(valueOf(find(TELEMETRY_METRICS.active), order)).toBe(0);
-    expect([TELEMETRY_METRICS.started, TELEMETRY_METRICS.completed, TELEMETRY_METRICS.retried, TELEMETRY_METRICS.failed].map((name) => delta(find, name, order))).toEqual([4, 3, 1, 0]);
-    expect([TELEMETRY_METRICS.started, TELEMETRY_METRICS.completed, TELEMETRY_METRICS.retried, TELEMETRY_METRICS.failed].map((name) => delta(find, name, fatal))).toEqual([1, 0, 0, 1]);
+    expect(
+      [TELEMETRY_METRICS.started, TELEMETRY_METRICS.completed, TELEMETRY_METRICS.retried, TELEMETRY_METRICS.failed].map((name) =>
+        delta(find, name, order),
+      ),
+    ).toEqual([4, 3, 1, 0]);
+    expect(
+      [TELEMETRY_METRICS.started, TELEMETRY_METRICS.completed, TELEMETRY_METRICS.retried, TELEMETRY_METRICS.failed].map((name) =>
+        delta(find, name, fatal),
+      ),
+    ).toEqual([1, 0, 0, 1]);
     // Histograms: a run duration per attempt, by outcome; a queue wait per claim; a step duration per executed step.
     expect(delta(find, TELEMETRY_METRICS.runDuration, order)).toBe(4);
     expect(delta(find, TELEMETRY_METRICS.runDuration, { ...order, 'sluice.run.outcome': 'retry', 'error.type': 'Error' })).toBe(1);
@@ -341,7 +380,8 @@ describe('metrics', () => {
     expect(delta(find, TELEMETRY_METRICS.queueWait, order)).toBe(4);
     expect(delta(find, TELEMETRY_METRICS.stepDuration, { ...order, 'sluice.step.name': 'reserve' })).toBe(3); // the retry replayed its steps
     expect(delta(find, TELEMETRY_METRICS.stepDuration, { ...fatal, 'sluice.step.name': 'explode', 'error.type': 'TypeError' })).toBe(1);
-    for (const name of [TELEMETRY_METRICS.runDuration, TELEMETRY_METRICS.stepDuration, TELEMETRY_METRICS.queueWait]) expect(find(name)?.descriptor.unit).toBe('s');
+    for (const name of [TELEMETRY_METRICS.runDuration, TELEMETRY_METRICS.stepDuration, TELEMETRY_METRICS.queueWait])
+      expect(find(name)?.descriptor.unit).toBe('s');
   });
 });
 
@@ -351,7 +391,9 @@ describe('without telemetry', () => {
     try {
       const request = tracer.startSpan('POST /quiet');
       const id = 'quiet-run';
-      await context.with(trace.setSpan(context.active(), request), () => off.client.run(OrderWorkflow, { key: 'quiet', failOnce: true }, { id, timeoutMs: 10_000 }));
+      await context.with(trace.setSpan(context.active(), request), () =>
+        off.client.run(OrderWorkflow, { key: 'quiet', failOnce: true }, { id, timeoutMs: 10_000 }),
+      );
       request.end();
       expect(await redis.hexists(new RedisKeys('sluice', namespaces.at(-1)!).run(id), 'trace')).toBe(0);
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -367,7 +409,11 @@ describe('without telemetry', () => {
     const notInstalled = () => {
       throw Object.assign(new Error("Cannot find module '@opentelemetry/api'"), { code: 'MODULE_NOT_FOUND' });
     };
-    let isolated!: { lib: typeof import('../../lib'); support: typeof import('../support/app'); loader: typeof import('../../lib/telemetry/otel.loader') };
+    let isolated!: {
+      lib: typeof import('../../lib');
+      support: typeof import('../support/app');
+      loader: typeof import('../../lib/telemetry/otel.loader');
+    };
     jest.isolateModules(() => {
       jest.doMock('@opentelemetry/api', notInstalled);
       // eslint-disable-next-line @typescript-eslint/no-require-imports -- fresh module instances inside jest.isolateModules need a synchronous require
@@ -389,7 +435,9 @@ describe('without telemetry', () => {
 
       const request = tracer.startSpan('POST /bare');
       const id = 'bare-run';
-      const result = await context.with(trace.setSpan(context.active(), request), () => bare!.client.run('otel.bare', { key: 'x' }, { id, timeoutMs: 10_000 }));
+      const result = await context.with(trace.setSpan(context.active(), request), () =>
+        bare!.client.run('otel.bare', { key: 'x' }, { id, timeoutMs: 10_000 }),
+      );
       request.end();
       expect(result).toBe('echo-x');
       expect(await redis.hexists(new RedisKeys('sluice', namespace).run(id), 'trace')).toBe(0);

@@ -8,7 +8,8 @@ import { BILLING, FakeBilling, ParityOrderWorkflow } from '../support/order.work
 async function storedMemo(redis: Redis, namespace: string, runId: string): Promise<Record<string, unknown>> {
   const fields = await redis.hgetall(`{sluice:${namespace}}:run:${runId}`);
   const memo: Record<string, unknown> = {};
-  for (const [field, value] of Object.entries(fields)) if (field.startsWith('step:') && !field.startsWith('step:@')) memo[field.slice('step:'.length)] = JSON.parse(value);
+  for (const [field, value] of Object.entries(fields))
+    if (field.startsWith('step:') && !field.startsWith('step:@')) memo[field.slice('step:'.length)] = JSON.parse(value);
   return memo;
 }
 
@@ -49,7 +50,10 @@ describe('the testing harness and a real worker agree', () => {
     const production = await t.client.run(ParityOrderWorkflow, { orderId: 'p-2' }, { id: 'parity-p-2', timeoutMs: 10_000 });
     const info = await t.client.get('parity-p-2');
     expect(info).toMatchObject({ state: 'completed', attempts: 2, failures: 1 });
-    expect({ invoices: billing.invoices - before.invoices, charges: billing.charges - before.charges }).toEqual({ invoices: 1, charges: 1 });
+    expect({ invoices: billing.invoices - before.invoices, charges: billing.charges - before.charges }).toEqual({
+      invoices: 1,
+      charges: 1,
+    });
 
     billing.failNextCharges = 1;
     const local = await SluiceTesting.harness(t.app.get(ParityOrderWorkflow)).run({ orderId: 'p-2' });
@@ -62,7 +66,9 @@ describe('the testing harness and a real worker agree', () => {
   });
 
   it('a NonRetryableError fails both on the first attempt with the same cause', async () => {
-    const production = await t.client.run(ParityOrderWorkflow, { orderId: 'bad-p' }, { timeoutMs: 10_000 }).catch((error: unknown) => error);
+    const production = await t.client
+      .run(ParityOrderWorkflow, { orderId: 'bad-p' }, { timeoutMs: 10_000 })
+      .catch((error: unknown) => error);
     const local = await SluiceTesting.harness(t.app.get(ParityOrderWorkflow)).run({ orderId: 'bad-p' });
 
     expect(production).toBeInstanceOf(WorkflowFailedError);
@@ -112,7 +118,9 @@ describe('the testing harness and a real worker agree on durable waits and the m
   });
 
   it('sleeps in a loop fail both at the same sleep with the same StepMemoLimitError', async () => {
-    const production = await t.client.run(ParitySleeps, { n: 300 }, { id: 'parity-sleeps', timeoutMs: 60_000 }).catch((error: unknown) => error);
+    const production = await t.client
+      .run(ParitySleeps, { n: 300 }, { id: 'parity-sleeps', timeoutMs: 60_000 })
+      .catch((error: unknown) => error);
     const local = await SluiceTesting.harness(new ParitySleeps(), { maxRunMemoBytes: PARITY_BUDGET }).run({ n: 300 });
 
     expect(production).toBeInstanceOf(WorkflowFailedError);

@@ -35,7 +35,14 @@ class IgnoringWorkflow {
     if (input.hang && attempt === 1) {
       await gates.get(ctx.runId).promise; // ignores ctx.signal
       note(ctx, 'stale-resumed');
-      lateWrite(ctx.runId).resolve(await ctx.step('late', () => 'from the stale attempt').then(() => 'written', (error: unknown) => error));
+      lateWrite(ctx.runId).resolve(
+        await ctx
+          .step('late', () => 'from the stale attempt')
+          .then(
+            () => 'written',
+            (error: unknown) => error,
+          ),
+      );
       return 'stale-result';
     }
     return `result@${attempt}`;
@@ -96,7 +103,11 @@ describe('run time limits', () => {
     expect(reason).toMatchObject({ runId: 'ignore-x', limitMs: 1_000, step: undefined });
     expect(aborts.has('ignore-x:2')).toBe(false);
     expect(failures.filter((f) => f.runId === 'ignore-x')).toEqual([
-      expect.objectContaining({ attempt: 1, willRetry: true, error: { name: 'TimeoutError', message: 'Run ignore-x timed out after 1000 ms' } }),
+      expect.objectContaining({
+        attempt: 1,
+        willRetry: true,
+        error: { name: 'TimeoutError', message: 'Run ignore-x timed out after 1000 ms' },
+      }),
     ]);
     // The step before the hang ran once; the retry replayed it.
     expect(log.filter((entry) => entry.startsWith('ignore-x:first'))).toEqual(['ignore-x:first:1']);
@@ -112,17 +123,23 @@ describe('run time limits', () => {
   });
 
   it('fails the run for good with TimeoutError when no attempt is left', async () => {
-    const error = await t.client.run(LongLimitWorkflow, {}, { id: 'long-override', runTimeoutMs: 150, timeoutMs: 10_000 }).catch((e: unknown) => e);
+    const error = await t.client
+      .run(LongLimitWorkflow, {}, { id: 'long-override', runTimeoutMs: 150, timeoutMs: 10_000 })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(WorkflowFailedError);
     expect(error).toMatchObject({ causeName: 'TimeoutError', causeMessage: 'Run long-override timed out after 150 ms' });
   });
 
   it("uses the enqueue's runTimeoutMs over the workflow's, either way, and stores it only when set", async () => {
     // Workflow limit 100 ms, run's own 60 s: 300 ms of work completes.
-    await expect(t.client.run(ShortLimitWorkflow, { workMs: 300 }, { id: 'short-override', runTimeoutMs: 60_000, timeoutMs: 10_000 })).resolves.toBe('finished');
+    await expect(
+      t.client.run(ShortLimitWorkflow, { workMs: 300 }, { id: 'short-override', runTimeoutMs: 60_000, timeoutMs: 10_000 }),
+    ).resolves.toBe('finished');
     expect(await redis.hget(`{sluice:${namespace}}:run:short-override`, 'timeoutMs')).toBe('60000');
     // Without one, the workflow's limit applies, and nothing is stored.
-    const error = await t.client.run(ShortLimitWorkflow, { workMs: 300 }, { id: 'short-default', timeoutMs: 10_000 }).catch((e: unknown) => e);
+    const error = await t.client
+      .run(ShortLimitWorkflow, { workMs: 300 }, { id: 'short-default', timeoutMs: 10_000 })
+      .catch((e: unknown) => e);
     expect(error).toMatchObject({ causeName: 'TimeoutError', causeMessage: 'Run short-default timed out after 100 ms' });
     expect(await redis.hget(`{sluice:${namespace}}:run:short-default`, 'timeoutMs')).toBeNull();
   });
@@ -147,19 +164,22 @@ describe('runTimeoutMs: bad input', () => {
     await redis.quit();
   });
 
-  it.each([0, -1, 1.5, 2_147_483_648, NaN, '500', null])('rejects runTimeoutMs %p in enqueue, enqueueMany and run with InvalidOptionError, writing nothing', async (runTimeoutMs) => {
-    const opts = { runTimeoutMs: runTimeoutMs as number };
-    for (const call of [
-      () => t.client.enqueue(ShortLimitWorkflow, { workMs: 1 }, opts),
-      () => t.client.enqueueMany(ShortLimitWorkflow, [{ input: { workMs: 1 } }, { input: { workMs: 1 }, opts }]),
-      () => t.client.run(ShortLimitWorkflow, { workMs: 1 }, opts),
-    ]) {
-      const error = await call().catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(InvalidOptionError);
-      expect((error as InvalidOptionError).message).toMatch(/opts\.runTimeoutMs: must be an integer from 1 to 2147483647/);
-    }
-    expect(await namespaceKeys(redis, namespace)).toEqual(bootKeys);
-  });
+  it.each([0, -1, 1.5, 2_147_483_648, NaN, '500', null])(
+    'rejects runTimeoutMs %p in enqueue, enqueueMany and run with InvalidOptionError, writing nothing',
+    async (runTimeoutMs) => {
+      const opts = { runTimeoutMs: runTimeoutMs as number };
+      for (const call of [
+        () => t.client.enqueue(ShortLimitWorkflow, { workMs: 1 }, opts),
+        () => t.client.enqueueMany(ShortLimitWorkflow, [{ input: { workMs: 1 } }, { input: { workMs: 1 }, opts }]),
+        () => t.client.run(ShortLimitWorkflow, { workMs: 1 }, opts),
+      ]) {
+        const error = await call().catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(InvalidOptionError);
+        expect((error as InvalidOptionError).message).toMatch(/opts\.runTimeoutMs: must be an integer from 1 to 2147483647/);
+      }
+      expect(await namespaceKeys(redis, namespace)).toEqual(bootKeys);
+    },
+  );
 });
 
 describe('the run time limit in claims (Lua)', () => {
@@ -168,10 +188,18 @@ describe('the run time limit in claims (Lua)', () => {
   let keys: RedisKeys;
   let namespace: string;
   const reserve = (flags: number, callId = newCallId()) =>
-    scriptsOn(redis).run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(callId)], [keys.base, 10, 30_000, 0, 3, 256, 60_000, 'w', flags, WF]);
+    scriptsOn(redis).run<unknown[]>(
+      'reserve',
+      [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(callId)],
+      [keys.base, 10, 30_000, 0, 3, 256, 60_000, 'w', flags, WF],
+    );
   /** ARGV[14] trace '' and ARGV[15] the limit, as enqueueArgs sends them for a run with runTimeoutMs. */
   const enqueue = (id: string, limit?: number) =>
-    scriptsOn(redis).run<[number, string]>('enqueue', enqueueKeys(keys, id), [...enqueueArgs(keys, WF, id, { id }, true), `nonce-${id}`, ...(limit === undefined ? [] : ['', limit])]);
+    scriptsOn(redis).run<[number, string]>('enqueue', enqueueKeys(keys, id), [
+      ...enqueueArgs(keys, WF, id, { id }, true),
+      `nonce-${id}`,
+      ...(limit === undefined ? [] : ['', limit]),
+    ]);
 
   beforeAll(() => {
     redis = rawRedis();

@@ -79,12 +79,21 @@ describe('durable waits: child workflow edges', () => {
   });
 
   const stateOf = async (id: string) => (await producer.client.get(id))?.state;
-  const inState = (id: string, state: string) => pollUntil(() => stateOf(id), (s) => s === state, `${id} ${state}`);
+  const inState = (id: string, state: string) =>
+    pollUntil(
+      () => stateOf(id),
+      (s) => s === state,
+      `${id} ${state}`,
+    );
   const childOf = (parent: string, n: number) => `${parent}/invoke:wce.child#${n}`;
 
   it('invokeAll waits for every child after one failed, then throws the first failure in call order', async () => {
     const parent = await producer.client.enqueue('wce.all', {
-      calls: [{ n: 1, hold: 'all-ok' }, { n: 2, fail: true, hold: 'all-fail-late' }, { n: 3, fail: true }],
+      calls: [
+        { n: 1, hold: 'all-ok' },
+        { n: 2, fail: true, hold: 'all-fail-late' },
+        { n: 3, fail: true },
+      ],
     });
     // Child 3 fails at once; the parent keeps waiting for the others.
     await inState(childOf(parent.id, 3), 'failed');
@@ -100,7 +109,12 @@ describe('durable waits: child workflow edges', () => {
   });
 
   it('invokeAll with two children of the same id: InvalidInputError, no child started', async () => {
-    const parent = await producer.client.enqueue('wce.all', { calls: [{ n: 1, id: 'wce-twin' }, { n: 2, id: 'wce-twin' }] });
+    const parent = await producer.client.enqueue('wce.all', {
+      calls: [
+        { n: 1, id: 'wce-twin' },
+        { n: 2, id: 'wce-twin' },
+      ],
+    });
     expect(await parent.result({ timeoutMs: 10_000 })).toEqual({ error: 'InvalidInputError', message: expect.stringContaining('same id') });
     expect(await producer.client.get('wce-twin')).toBeNull();
   });
@@ -134,13 +148,22 @@ describe('durable waits: child workflow edges', () => {
   it('invoking its own id fails the run instead of waiting for itself for ever', async () => {
     const run = await producer.client.enqueue('wce.cycle', {});
     try {
-      const error = await run.result({ timeoutMs: 3_000 }).then(() => undefined, (e: unknown) => e);
+      const error = await run.result({ timeoutMs: 3_000 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       // On a timeout, the failure shows where the run stood: never claimed, active, or waiting for
       // itself. (The timeouts CI saw were the run never claimed: a lost wake of the worker, fixed
       // in the worker loop; test/chaos/park-race.spec.ts reproduces it.)
-      const stood = error instanceof WaitTimeoutError ? { info: await producer.client.get(run.id), timeline: await producer.client.timeline(run.id) } : undefined;
+      const stood =
+        error instanceof WaitTimeoutError
+          ? { info: await producer.client.get(run.id), timeline: await producer.client.timeline(run.id) }
+          : undefined;
       // `stood` named in the expectation, so a failure's diff prints it (it is undefined otherwise).
-      expect({ error, stood }).toMatchObject({ error: { causeName: expect.stringMatching(/ChildRunConflictError|InvalidInputError/) }, stood: undefined });
+      expect({ error, stood }).toMatchObject({
+        error: { causeName: expect.stringMatching(/ChildRunConflictError|InvalidInputError/) },
+        stood: undefined,
+      });
     } finally {
       if ((await stateOf(run.id)) !== 'failed') await producer.client.cancel(run.id);
     }
@@ -150,7 +173,11 @@ describe('durable waits: child workflow edges', () => {
     const parent = await producer.client.enqueue('wce.cycle', { spawn: true });
     const kid = `${parent.id}/invoke:wce.cycle#1`;
     try {
-      await pollUntil(() => stateOf(kid), (s) => s !== undefined && s !== 'waiting' && s !== 'active', 'the child settled');
+      await pollUntil(
+        () => stateOf(kid),
+        (s) => s !== undefined && s !== 'waiting' && s !== 'active',
+        'the child settled',
+      );
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect(await stateOf(kid)).toBe('failed');
       expect((await producer.client.get(kid))?.error?.name).toMatch(/ChildRunConflictError|InvalidInputError/);
@@ -160,7 +187,11 @@ describe('durable waits: child workflow edges', () => {
   });
 
   it('the namespace is consistent at rest', async () => {
-    await pollUntil(() => producer.client.stats(), (s) => Object.values(s.workflows).every((w) => w.active === 0), 'no run active');
+    await pollUntil(
+      () => producer.client.stats(),
+      (s) => Object.values(s.workflows).every((w) => w.active === 0),
+      'no run active',
+    );
     expectConsistent(await auditNamespace(redis, { namespace: ns }));
   });
 });

@@ -62,19 +62,29 @@ describe('durable waits: re-driving a parent its child failed', () => {
   });
 
   const get = (id: string) => producer.client.get(id);
-  const inState = (id: string, state: string) => pollUntil(() => get(id), (run) => run?.state === state, `${id} ${state}`);
+  const inState = (id: string, state: string) =>
+    pollUntil(
+      () => get(id),
+      (run) => run?.state === state,
+      `${id} ${state}`,
+    );
   const childOf = (parent: string, n = 1) => `${parent}/invoke:wcr.child#${n}`;
 
   it('a child failure the parent does not catch fails it for good: no attempt is spent replaying it', async () => {
     const parent = await producer.client.enqueue('wcr.parent', { children: [{ n: 1, bug: 'a' }] });
     await expect(parent.result({ timeoutMs: 10_000 })).rejects.toMatchObject({ causeName: 'ChildWorkflowFailedError' });
     // One failure of its 3 attempts; claimed twice (the first attempt, and its resume when the child failed).
-    expect(await get(parent.id)).toMatchObject({ state: 'failed', failures: 1, maxAttempts: 3, error: expect.objectContaining({ name: 'ChildWorkflowFailedError' }) });
+    expect(await get(parent.id)).toMatchObject({
+      state: 'failed',
+      failures: 1,
+      maxAttempts: 3,
+      error: expect.objectContaining({ name: 'ChildWorkflowFailedError' }),
+    });
     expect(effects.get(`parent:${parent.id}`)).toBe(2);
     expect(effects.get(`child:${childOf(parent.id)}`)).toBe(1);
   });
 
-  it('child fixed and retried, then the parent retried: the parent completes with the child\'s new result', async () => {
+  it("child fixed and retried, then the parent retried: the parent completes with the child's new result", async () => {
     const parent = await producer.client.enqueue('wcr.parent', { children: [{ n: 21, bug: 'b' }] });
     await expect(parent.result({ timeoutMs: 10_000 })).rejects.toMatchObject({ causeName: 'ChildWorkflowFailedError' });
     const child = childOf(parent.id);

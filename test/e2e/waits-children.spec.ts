@@ -38,7 +38,11 @@ class One {
       return { result: await ctx.invoke(Child, input.child, input.opts) };
     } catch (error) {
       if (input.rethrow || !(error instanceof ChildWorkflowFailedError)) throw error;
-      return { childId: error.childId, state: error.state, childError: { name: error.childError?.name, message: error.childError?.message } };
+      return {
+        childId: error.childId,
+        state: error.state,
+        childError: { name: error.childError?.name, message: error.childError?.message },
+      };
     }
   }
 }
@@ -80,7 +84,9 @@ class Tree {
 @Workflow('wc.fanout', { attempts: 1 })
 class Fanout {
   async run(input: { count: number; hold: string }, ctx: RunContext) {
-    const results = await ctx.invokeAll<number>(Array.from({ length: input.count }, (_, n) => ({ workflow: Child, input: { n, hold: input.hold } })));
+    const results = await ctx.invokeAll<number>(
+      Array.from({ length: input.count }, (_, n) => ({ workflow: Child, input: { n, hold: input.hold } })),
+    );
     return results;
   }
 }
@@ -105,10 +111,15 @@ describe('durable waits: child workflows', () => {
   });
 
   const get = (id: string) => producer.client.get(id);
-  const inState = (id: string, state: string) => pollUntil(() => get(id), (run) => run?.state === state, `${id} ${state}`);
+  const inState = (id: string, state: string) =>
+    pollUntil(
+      () => get(id),
+      (run) => run?.state === state,
+      `${id} ${state}`,
+    );
   const childOf = (parent: string, n = 1) => `${parent}/invoke:wc.child#${n}`;
 
-  it('a child\'s result; the child is linked to its parent by id and ran once', async () => {
+  it("a child's result; the child is linked to its parent by id and ran once", async () => {
     const parent = await producer.client.enqueue('wc.one', { child: { n: 21 } });
     expect(await parent.result({ timeoutMs: 10_000 })).toEqual({ result: 42 });
     const child = await get(childOf(parent.id));
@@ -120,7 +131,9 @@ describe('durable waits: child workflows', () => {
   it('a failed child is ChildWorkflowFailedError in the parent (state, childError); the child honours its attempts', async () => {
     const parent = await producer.client.enqueue('wc.one', { child: { n: 3, fail: true }, opts: { attempts: 2 } });
     expect(await parent.result({ timeoutMs: 10_000 })).toEqual({
-      childId: childOf(parent.id), state: 'failed', childError: { name: 'Error', message: 'child 3 broke' },
+      childId: childOf(parent.id),
+      state: 'failed',
+      childError: { name: 'Error', message: 'child 3 broke' },
     });
     expect(effects.get(`child:${childOf(parent.id)}`)).toBe(2);
     expect(await get(childOf(parent.id))).toMatchObject({ state: 'failed', maxAttempts: 2, failures: 2 });
@@ -140,10 +153,16 @@ describe('durable waits: child workflows', () => {
     await inState(childOf(active.id), 'active');
     await inState(childOf(sleeping.id), 'sleeping');
     await inState(active.id, 'waiting-child');
-    expect(await producer.client.cancel(childOf(active.id), { reason: 'not needed' })).toEqual({ cancelled: true, state: 'active', children: 0 });
+    expect(await producer.client.cancel(childOf(active.id), { reason: 'not needed' })).toEqual({
+      cancelled: true,
+      state: 'active',
+      children: 0,
+    });
     expect(await producer.client.cancel(childOf(sleeping.id))).toEqual({ cancelled: true, state: 'sleeping', children: 0 });
     expect(await active.result({ timeoutMs: 10_000 })).toEqual({
-      childId: childOf(active.id), state: 'cancelled', childError: { name: 'RunCancelledError', message: 'cancelled: not needed' },
+      childId: childOf(active.id),
+      state: 'cancelled',
+      childError: { name: 'RunCancelledError', message: 'cancelled: not needed' },
     });
     expect(await sleeping.result({ timeoutMs: 10_000 })).toMatchObject({ state: 'cancelled', childError: { name: 'RunCancelledError' } });
     holds.open('cancel-child');
@@ -172,7 +191,11 @@ describe('durable waits: child workflows', () => {
     await inState(c2, 'sleeping');
     await inState(mid, 'waiting-child');
     await inState(grandchild, 'active');
-    expect(await producer.client.cancel(parent.id, { reason: 'tree down' })).toEqual({ cancelled: true, state: 'waiting-child', children: 4 });
+    expect(await producer.client.cancel(parent.id, { reason: 'tree down' })).toEqual({
+      cancelled: true,
+      state: 'waiting-child',
+      children: 4,
+    });
     for (const id of [parent.id, c1, c2, mid, grandchild]) {
       expect({ id, state: (await get(id))?.state }).toEqual({ id, state: 'cancelled' });
     }
@@ -190,7 +213,12 @@ describe('durable waits: child workflows', () => {
     const second = await producer.client.enqueue('wc.one', { child: { n: 10 }, opts: { id: 'wch-shared-1' } });
     await expect(second.result({ timeoutMs: 10_000 })).rejects.toMatchObject({ causeName: 'ChildRunConflictError' });
     // Not retried although the parent has 3 attempts; nothing written to the child.
-    expect(await get(second.id)).toMatchObject({ state: 'failed', attempts: 1, failures: 1, error: expect.objectContaining({ name: 'ChildRunConflictError' }) });
+    expect(await get(second.id)).toMatchObject({
+      state: 'failed',
+      attempts: 1,
+      failures: 1,
+      error: expect.objectContaining({ name: 'ChildRunConflictError' }),
+    });
     expect(await get('wch-shared-1')).toMatchObject({ input: { n: 9 } });
     holds.open('shared');
     expect(await first.result({ timeoutMs: 10_000 })).toEqual({ result: 18 });
@@ -221,9 +249,17 @@ describe('durable waits: child workflows', () => {
     const parent = await producer.client.enqueue('wc.fanout', { count: 50, hold: 'fan' });
     await inState(parent.id, 'waiting-child');
     const waiting = await get(parent.id);
-    expect(waiting?.waitingFor).toEqual({ kind: 'child', step: 'invoke:wc.child', runIds: Array.from({ length: 50 }, (_, i) => childOf(parent.id, i + 1)) });
+    expect(waiting?.waitingFor).toEqual({
+      kind: 'child',
+      step: 'invoke:wc.child',
+      runIds: Array.from({ length: 50 }, (_, i) => childOf(parent.id, i + 1)),
+    });
     expect((await producer.client.stats({ workflow: 'wc.fanout' })).workflows['wc.fanout'].waitingChild).toBe(1);
-    await pollUntil(() => producer.client.stats({ workflow: 'wc.child' }), (s) => s.workflows['wc.child'].active >= 50, '50 children running');
+    await pollUntil(
+      () => producer.client.stats({ workflow: 'wc.child' }),
+      (s) => s.workflows['wc.child'].active >= 50,
+      '50 children running',
+    );
     holds.open('fan');
     expect(await parent.result({ timeoutMs: 15_000 })).toEqual(Array.from({ length: 50 }, (_, n) => n * 2));
     for (let i = 1; i <= 50; i++) expect(effects.get(`child:${childOf(parent.id, i)}`)).toBe(1);
@@ -231,7 +267,11 @@ describe('durable waits: child workflows', () => {
   });
 
   it('the namespace is consistent at rest', async () => {
-    await pollUntil(() => producer.client.stats(), (s) => Object.values(s.workflows).every((w) => w.active === 0), 'no run active');
+    await pollUntil(
+      () => producer.client.stats(),
+      (s) => Object.values(s.workflows).every((w) => w.active === 0),
+      'no run active',
+    );
     expectConsistent(await auditNamespace(redis, { namespace: ns }));
   });
 });

@@ -72,7 +72,9 @@ describe('ctx.continueAsNew', () => {
 
   const memoBytes = async (id: string) => {
     const fields = await redis.hgetall(runKey(id));
-    return Object.entries(fields).filter(([key]) => key.startsWith('step:')).reduce((n, [key, value]) => n + Buffer.byteLength(key.slice(5)) + Buffer.byteLength(value), 0);
+    return Object.entries(fields)
+      .filter(([key]) => key.startsWith('step:'))
+      .reduce((n, [key, value]) => n + Buffer.byteLength(key.slice(5)) + Buffer.byteLength(value), 0);
   };
 
   it('a loop of 500 iterations completes with a bounded memo, and its waiter gets the last incarnation’s result', async () => {
@@ -84,7 +86,11 @@ describe('ctx.continueAsNew', () => {
     expect(info).toMatchObject({ state: 'completed', attempts: 2, failures: 0 });
     // Only the last incarnation's memo is left: its step, its sleep, and their position entries.
     const fields = await redis.hgetall(runKey('poller-1'));
-    expect(Object.keys(fields).filter((key) => key.startsWith('step:')).sort()).toEqual(['step:@0', 'step:@1', 'step:nap#1', 'step:poll#1']);
+    expect(
+      Object.keys(fields)
+        .filter((key) => key.startsWith('step:'))
+        .sort(),
+    ).toEqual(['step:@0', 'step:@1', 'step:nap#1', 'step:poll#1']);
     expect(await memoBytes('poller-1')).toBeLessThan(100);
     expect(fields.gen).toBe(String(n - 1));
     // The record itself stays small: no timeline or memo of an earlier incarnation is kept.
@@ -107,7 +113,11 @@ describe('ctx.continueAsNew', () => {
   });
 
   it('the namespace is consistent at rest', async () => {
-    await pollUntil(() => app.client.stats(), (s) => Object.values(s.workflows).every((w) => w.active === 0), 'no run active');
+    await pollUntil(
+      () => app.client.stats(),
+      (s) => Object.values(s.workflows).every((w) => w.active === 0),
+      'no run active',
+    );
     expectConsistent(await auditNamespace(redis, { namespace: ns }));
   });
 });

@@ -86,7 +86,11 @@ describe('durable waits: determinism', () => {
   /** Runs the variant until it waits for the signal, deploys "v2", sends the signal. */
   async function changeWhileWaiting(key: string, variant: Variant, catchIt = false) {
     const run = await producer.client.enqueue('wd.versioned', { key, variant, catchIt });
-    await pollUntil(() => producer.client.get(run.id), (r) => r?.state === 'waiting-signal', `${key} waits for the signal`);
+    await pollUntil(
+      () => producer.client.get(run.id),
+      (r) => r?.state === 'waiting-signal',
+      `${key} waits for the signal`,
+    );
     changed.add(key);
     expect(await producer.client.signal(run.id, 'go', 'now')).toEqual({ delivered: true });
     return run;
@@ -107,31 +111,38 @@ describe('durable waits: determinism', () => {
     ['a step renamed before the wait (called after the first tick)', 'rename-after-tick', 0, 'step:charge#1', 'step:charge-v2#1'],
     ['a step inserted before the wait', 'insert', 0, 'step:charge#1', 'step:audit#1'],
     ['a sleep turned into a step of the same name', 'wait-to-step', 1, 'sleep:pause#1', 'step:pause#1'],
-  ] as const)('%s: the run fails for good with NonDeterminismError, nothing after the mismatch runs', async (_label, variant, position, recorded, called) => {
-    const key = `k-${variant}`;
-    const run = await changeWhileWaiting(key, variant);
-    await expect(run.result({ timeoutMs: 10_000 })).rejects.toMatchObject({ causeName: 'NonDeterminismError' });
-    const info = await producer.client.get(run.id);
-    expect(info?.state).toBe('failed');
-    expect(info?.error?.name).toBe('NonDeterminismError');
-    expect(info?.error?.message).toContain(`call #${position} is ${called}, but the run recorded ${recorded} there`);
-    // Not retried although the workflow has 3 attempts: one failure, on the claim after the signal.
-    expect(info).toMatchObject({ failures: 1, maxAttempts: 3 });
-    expect(info?.attempts).toBe(variant === 'wait-to-step' ? 3 : 2);
-    // Nothing from the mismatch on executed.
-    expect(effects.get(`${key}:after`)).toBe(0);
-    expect(effects.get(`${key}:charge-v2`)).toBe(0);
-    expect(effects.get(`${key}:audit`)).toBe(0);
-    expect(effects.get(`${key}:pause-step`)).toBe(0);
-    expect(effects.get(`${key}:charge`)).toBe(1);
-    // The failure is stable: nothing re-claims the run.
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(await producer.client.get(run.id)).toMatchObject({ state: 'failed', attempts: info!.attempts });
-  });
+  ] as const)(
+    '%s: the run fails for good with NonDeterminismError, nothing after the mismatch runs',
+    async (_label, variant, position, recorded, called) => {
+      const key = `k-${variant}`;
+      const run = await changeWhileWaiting(key, variant);
+      await expect(run.result({ timeoutMs: 10_000 })).rejects.toMatchObject({ causeName: 'NonDeterminismError' });
+      const info = await producer.client.get(run.id);
+      expect(info?.state).toBe('failed');
+      expect(info?.error?.name).toBe('NonDeterminismError');
+      expect(info?.error?.message).toContain(`call #${position} is ${called}, but the run recorded ${recorded} there`);
+      // Not retried although the workflow has 3 attempts: one failure, on the claim after the signal.
+      expect(info).toMatchObject({ failures: 1, maxAttempts: 3 });
+      expect(info?.attempts).toBe(variant === 'wait-to-step' ? 3 : 2);
+      // Nothing from the mismatch on executed.
+      expect(effects.get(`${key}:after`)).toBe(0);
+      expect(effects.get(`${key}:charge-v2`)).toBe(0);
+      expect(effects.get(`${key}:audit`)).toBe(0);
+      expect(effects.get(`${key}:pause-step`)).toBe(0);
+      expect(effects.get(`${key}:charge`)).toBe(1);
+      // The failure is stable: nothing re-claims the run.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await producer.client.get(run.id)).toMatchObject({ state: 'failed', attempts: info!.attempts });
+    },
+  );
 
   it('the position entries are what the guard compares: memo fields step:@<p> = <kind>:<name>#<n>, written with each wait', async () => {
     const run = await producer.client.enqueue('wd.versioned', { key: 'k-memo', variant: 'wait-to-step' });
-    await pollUntil(() => producer.client.get(run.id), (r) => r?.state === 'waiting-signal', 'waiting for the signal');
+    await pollUntil(
+      () => producer.client.get(run.id),
+      (r) => r?.state === 'waiting-signal',
+      'waiting for the signal',
+    );
     const fields = await redis.hgetall(`{sluice:${ns}}:run:${run.id}`);
     expect(fields['step:@0']).toBe('step:charge#1');
     expect(fields['step:@1']).toBe('sleep:pause#1');

@@ -54,16 +54,34 @@ describe('durable waits: events', () => {
   const stateOf = async (id: string) => (await producer.client.get(id))?.state;
 
   it('fans out to 1,000 runs waiting on one key, and to none waiting on another', async () => {
-    const many = await producer.client.enqueueMany('we.payment', Array.from({ length: 1000 }, () => ({ input: { key: 'k1' } })));
-    const others = await producer.client.enqueueMany('we.payment', Array.from({ length: 5 }, () => ({ input: { key: 'k2' } })));
-    await pollUntil(() => waitingEvent('we.payment'), (n) => n === 1005, '1,005 runs waiting for the event', 20_000);
+    const many = await producer.client.enqueueMany(
+      'we.payment',
+      Array.from({ length: 1000 }, () => ({ input: { key: 'k1' } })),
+    );
+    const others = await producer.client.enqueueMany(
+      'we.payment',
+      Array.from({ length: 5 }, () => ({ input: { key: 'k2' } })),
+    );
+    await pollUntil(
+      () => waitingEvent('we.payment'),
+      (n) => n === 1005,
+      '1,005 runs waiting for the event',
+      20_000,
+    );
     expect(await redis.scard(`${base}event:paid|k1`)).toBe(1000);
     expect(await redis.scard(`${base}event:paid|k2`)).toBe(5);
 
     expect(await producer.client.sendEvent('paid', { key: 'k1', payload: { amount: 9 } })).toBe(1000);
     expect(await redis.exists(`${base}event:paid|k1`)).toBe(0);
-    const stats = await pollUntil(() => producer.client.stats({ workflow: 'we.payment' }), (s) => s.workflows['we.payment'].completed === 1000, '1,000 runs completed', 20_000);
-    expect(stats.workflows['we.payment']).toEqual(expect.objectContaining({ waitingEvent: 5, delayed: 0, waiting: 0, active: 0, failed: 0 }));
+    const stats = await pollUntil(
+      () => producer.client.stats({ workflow: 'we.payment' }),
+      (s) => s.workflows['we.payment'].completed === 1000,
+      '1,000 runs completed',
+      20_000,
+    );
+    expect(stats.workflows['we.payment']).toEqual(
+      expect.objectContaining({ waitingEvent: 5, delayed: 0, waiting: 0, active: 0, failed: 0 }),
+    );
 
     // Every one of them got the payload (paged through the completed index).
     const results = new Map<string, unknown>();
@@ -93,7 +111,11 @@ describe('durable waits: events', () => {
     const refund = await producer.client.enqueue('we.payment', { name: 'refunded', key: 'o1' });
     const paid = await producer.client.enqueue('we.payment', { key: 'o1' });
     const ledger = await producer.client.enqueue('we.ledger', { key: 'o1' });
-    await pollUntil(async () => (await waitingEvent('we.payment')) + (await waitingEvent('we.ledger')), (n) => n === 4, 'four runs waiting');
+    await pollUntil(
+      async () => (await waitingEvent('we.payment')) + (await waitingEvent('we.ledger')),
+      (n) => n === 4,
+      'four runs waiting',
+    );
     expect((await producer.client.get(keyless.id))?.waitingFor).toEqual({ kind: 'event', step: 'event:paid', name: 'paid', key: '' });
 
     expect(await producer.client.sendEvent('paid', { key: 'o1', payload: { amount: 3 } })).toBe(2);
@@ -112,7 +134,11 @@ describe('durable waits: events', () => {
 
   it('an event wait times out with { timedOut: true } and leaves the event index', async () => {
     const run = await producer.client.enqueue('we.payment', { key: 'late', timeoutMs: 200 });
-    await pollUntil(() => stateOf(run.id), (s) => s === 'waiting-event', 'waiting for the event');
+    await pollUntil(
+      () => stateOf(run.id),
+      (s) => s === 'waiting-event',
+      'waiting for the event',
+    );
     const info = await producer.client.get(run.id);
     expect(info?.waitingFor).toEqual({ kind: 'event', step: 'event:paid', name: 'paid', key: 'late', until: expect.any(Date) });
     expect(await redis.sismember(`${base}event:paid|late`, run.id)).toBe(1);
@@ -124,10 +150,18 @@ describe('durable waits: events', () => {
 
   it('an event sent before the run waits is not stored: the run waits for the next one', async () => {
     const run = await producer.client.enqueue('we.payment', { key: 'early', hold: 'early' });
-    await pollUntil(() => stateOf(run.id), (s) => s === 'active', 'the run started');
+    await pollUntil(
+      () => stateOf(run.id),
+      (s) => s === 'active',
+      'the run started',
+    );
     expect(await producer.client.sendEvent('paid', { key: 'early', payload: { amount: 1 } })).toBe(0);
     holds.open('early');
-    await pollUntil(() => stateOf(run.id), (s) => s === 'waiting-event', 'waiting for the event');
+    await pollUntil(
+      () => stateOf(run.id),
+      (s) => s === 'waiting-event',
+      'waiting for the event',
+    );
     // Still waiting a while later: the first event is gone.
     await new Promise((resolve) => setTimeout(resolve, 150));
     expect(await stateOf(run.id)).toBe('waiting-event');
@@ -137,7 +171,11 @@ describe('durable waits: events', () => {
 
   it('a cancelled event waiter leaves the index: a later event does not count it', async () => {
     const run = await producer.client.enqueue('we.payment', { key: 'gone' });
-    await pollUntil(() => stateOf(run.id), (s) => s === 'waiting-event', 'waiting for the event');
+    await pollUntil(
+      () => stateOf(run.id),
+      (s) => s === 'waiting-event',
+      'waiting for the event',
+    );
     expect(await producer.client.cancel(run.id)).toEqual({ cancelled: true, state: 'waiting-event', children: 0 });
     expect(await redis.exists(`${base}event:paid|gone`)).toBe(0);
     expect(await producer.client.sendEvent('paid', { key: 'gone' })).toBe(0);

@@ -53,9 +53,16 @@ describe('durable waits: groups, priorities, pause', () => {
   });
 
   const stateOf = async (id: string) => (await producer.client.get(id))?.state;
-  const inState = (id: string, state: string, timeoutMs?: number) => pollUntil(() => stateOf(id), (s) => s === state, `${id} ${state}`, timeoutMs);
+  const inState = (id: string, state: string, timeoutMs?: number) =>
+    pollUntil(
+      () => stateOf(id),
+      (s) => s === state,
+      `${id} ${state}`,
+      timeoutMs,
+    );
   const audit = async () => expectConsistent(await auditNamespace(redis, { namespace: ns }));
-  const groupStats = async (group: string) => (await producer.client.stats({ workflow: 'wg.tenant', groups: true })).workflows['wg.tenant'].groups?.[group];
+  const groupStats = async (group: string) =>
+    (await producer.client.stats({ workflow: 'wg.tenant', groups: true })).workflows['wg.tenant'].groups?.[group];
 
   it('a sleeping run frees its group slot; when its sleep ends with the group full it waits in the group lane', async () => {
     const sleeper = await producer.client.enqueue('wg.tenant', { sleepMs: 300 }, { group: 'g1' });
@@ -80,7 +87,9 @@ describe('durable waits: groups, priorities, pause', () => {
     await inState(waiter.id, 'waiting-signal');
     const holder = await producer.client.enqueue('wg.tenant', { hold: 'g2' }, { group: 'g2' });
     await inState(holder.id, 'active');
-    expect((await producer.client.listRuns({ workflow: 'wg.tenant', state: 'waiting-signal', group: 'g2' })).runs.map((r) => r.id)).toEqual([waiter.id]);
+    expect((await producer.client.listRuns({ workflow: 'wg.tenant', state: 'waiting-signal', group: 'g2' })).runs.map((r) => r.id)).toEqual(
+      [waiter.id],
+    );
     expect((await producer.client.listRuns({ workflow: 'wg.tenant', state: 'waiting-signal', group: 'g1' })).runs).toEqual([]);
     expect(await producer.client.signal(waiter.id, 'go', 'hello')).toEqual({ delivered: true });
     const due = await producer.client.get(waiter.id);
@@ -127,7 +136,11 @@ describe('durable waits: groups, priorities, pause', () => {
     await inState(waiter.id, 'waiting-signal');
     expect(await producer.client.cancel(waiter.id)).toEqual({ cancelled: true, state: 'waiting-signal', children: 0 });
     expect(await producer.client.listRuns({ workflow: 'wg.tenant', state: 'waiting-signal' })).toEqual({ runs: [], cursor: null });
-    await pollUntil(() => producer.client.stats({ workflow: 'wg.tenant' }), (s) => s.workflows['wg.tenant'].active === 0, 'no run active');
+    await pollUntil(
+      () => producer.client.stats({ workflow: 'wg.tenant' }),
+      (s) => s.workflows['wg.tenant'].active === 0,
+      'no run active',
+    );
     await audit();
   });
 });

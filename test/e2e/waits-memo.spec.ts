@@ -50,7 +50,12 @@ describe('durable waits: the run memo budget', () => {
 
   beforeAll(async () => {
     redis = rawRedis();
-    app = await createApp([Loop, Sleeps, Nap], { namespace: ns, worker: { concurrency: 2 }, maxRunMemoBytes: BUDGET, maxPayloadBytes: 2048 });
+    app = await createApp([Loop, Sleeps, Nap], {
+      namespace: ns,
+      worker: { concurrency: 2 },
+      maxRunMemoBytes: BUDGET,
+      maxPayloadBytes: 2048,
+    });
   });
   afterAll(async () => {
     await app.close();
@@ -60,7 +65,9 @@ describe('durable waits: the run memo budget', () => {
 
   const memoBytes = async (id: string) => {
     const fields = await redis.hgetall(`{sluice:${ns}}:run:${id}`);
-    return Object.entries(fields).filter(([key]) => key.startsWith('step:')).reduce((n, [key, value]) => n + Buffer.byteLength(key.slice(5)) + Buffer.byteLength(value), 0);
+    return Object.entries(fields)
+      .filter(([key]) => key.startsWith('step:'))
+      .reduce((n, [key, value]) => n + Buffer.byteLength(key.slice(5)) + Buffer.byteLength(value), 0);
   };
 
   /*
@@ -73,11 +80,19 @@ describe('durable waits: the run memo budget', () => {
   it('signal payloads do not take the memo past maxRunMemoBytes: the wait that would fails the run', async () => {
     const run = await app.client.enqueue('wm.loop', { n: 8 });
     for (let i = 0; i < 8; i++) {
-      const info = await pollUntil(() => app.client.get(run.id), (r) => r?.state === 'waiting-signal' || r?.state === 'failed' || r?.state === 'completed', 'waiting or done');
+      const info = await pollUntil(
+        () => app.client.get(run.id),
+        (r) => r?.state === 'waiting-signal' || r?.state === 'failed' || r?.state === 'completed',
+        'waiting or done',
+      );
       if (info?.state !== 'waiting-signal') break;
       await app.client.signal(run.id, 'tick', 'x'.repeat(1500)).catch(() => undefined);
     }
-    await pollUntil(() => app.client.get(run.id), (r) => r?.state === 'failed' || r?.state === 'completed' || r?.state === 'waiting-signal', 'the run settled');
+    await pollUntil(
+      () => app.client.get(run.id),
+      (r) => r?.state === 'failed' || r?.state === 'completed' || r?.state === 'waiting-signal',
+      'the run settled',
+    );
     expect(await memoBytes(run.id)).toBeLessThanOrEqual(BUDGET);
     const info = await app.client.get(run.id);
     expect(info?.state).toBe('failed');
@@ -94,7 +109,12 @@ describe('durable waits: the run memo budget', () => {
    */
   it('sleeps in a loop do not take the memo past maxRunMemoBytes: the sleep that would fails the run', async () => {
     const run = await app.client.enqueue('wm.sleeps', { n: 300 });
-    const info = await pollUntil(() => app.client.get(run.id), (r) => r?.state === 'failed' || r?.state === 'completed', 'the run settled', 60_000);
+    const info = await pollUntil(
+      () => app.client.get(run.id),
+      (r) => r?.state === 'failed' || r?.state === 'completed',
+      'the run settled',
+      60_000,
+    );
     expect(info?.state).toBe('failed');
     expect(info?.error?.name).toBe('StepMemoLimitError');
     expect(info?.failures).toBe(1);
@@ -107,7 +127,11 @@ describe('durable waits: the run memo budget', () => {
    */
   it('a sleep recorded without a room (an older version) resumes when its time comes', async () => {
     const run = await app.client.enqueue('wm.nap', null);
-    await pollUntil(() => app.client.get(run.id), (r) => r?.state === 'sleeping', 'sleeping');
+    await pollUntil(
+      () => app.client.get(run.id),
+      (r) => r?.state === 'sleeping',
+      'sleeping',
+    );
     const key = `{sluice:${ns}}:run:${run.id}`;
     const wait = (await redis.hget(key, 'wait')) as string;
     const [kind, , memoKey, target] = wait.split(' ');
@@ -123,7 +147,11 @@ describe('durable waits: the run memo budget', () => {
   });
 
   it('the namespace is consistent at rest', async () => {
-    await pollUntil(() => app.client.stats(), (s) => s.workflows['wm.loop'].active === 0 && s.workflows['wm.sleeps'].active === 0 && s.workflows['wm.nap'].active === 0, 'no run active');
+    await pollUntil(
+      () => app.client.stats(),
+      (s) => s.workflows['wm.loop'].active === 0 && s.workflows['wm.sleeps'].active === 0 && s.workflows['wm.nap'].active === 0,
+      'no run active',
+    );
     expectConsistent(await auditNamespace(redis, { namespace: ns }));
   });
 });

@@ -68,7 +68,10 @@ describe('durable waits: steps beside a wait', () => {
     expect(await run.result({ timeoutMs: 10_000 })).toEqual({ value: 'landed', attempt: 2 });
     expect(effects.get(`slow:${run.id}`)).toBe(1);
     expect(effects.get(`after:${run.id}`)).toBe(1);
-    expect(await finalEventsOf(run.id)).toEqual([{ event: 'suspended', attempt: 1 }, { event: 'completed', attempt: 2 }]);
+    expect(await finalEventsOf(run.id)).toEqual([
+      { event: 'suspended', attempt: 1 },
+      { event: 'completed', attempt: 2 },
+    ]);
   });
 
   it('a step failure the code catches does not stop the sleep: the run resumes and completes', async () => {

@@ -88,16 +88,28 @@ describe('durable waits: cases from the review', () => {
   it("a wait inside a step's fn fails the run without retry (it would wait for its own step)", async () => {
     const run = await worker.client.enqueue(WaitInStep, {});
     await expect(run.result({ timeoutMs: 10_000 })).rejects.toMatchObject({ causeName: 'InvalidInputError' });
-    expect(await worker.client.get(run.id)).toMatchObject({ state: 'failed', attempts: 1, error: expect.objectContaining({ message: expect.stringContaining("cannot be called inside a step's fn") }) });
+    expect(await worker.client.get(run.id)).toMatchObject({
+      state: 'failed',
+      attempts: 1,
+      error: expect.objectContaining({ message: expect.stringContaining("cannot be called inside a step's fn") }),
+    });
   });
 
   it('a caught step failure that took a fallback before the wait replays down the other branch without a NonDeterminismError', async () => {
     const id = `fallback-${ns}`;
     quoteFails.add(id);
     const run = await worker.client.enqueue(Fallback, {}, { id });
-    await pollUntil(() => worker.client.get(run.id), (r) => r?.state === 'waiting-signal', 'waiting');
+    await pollUntil(
+      () => worker.client.get(run.id),
+      (r) => r?.state === 'waiting-signal',
+      'waiting',
+    );
     // Attempt 1 recorded the failed quote, the fallback, then the wait.
-    expect(await redis.hmget(`{sluice:${ns}}:run:${id}`, 'step:@0', 'step:@1', 'step:@2')).toEqual(['step:quote#1', 'step:cached-quote#1', 'signal:signal:go#1']);
+    expect(await redis.hmget(`{sluice:${ns}}:run:${id}`, 'step:@0', 'step:@1', 'step:@2')).toEqual([
+      'step:quote#1',
+      'step:cached-quote#1',
+      'signal:signal:go#1',
+    ]);
     await worker.client.signal(run.id, 'go', 'yes');
     // The replay's quote succeeded (failures are not memoized), so the fallback is not called.
     expect(await run.result({ timeoutMs: 10_000 })).toEqual({ quote: 'live', go: 'yes' });
@@ -105,11 +117,17 @@ describe('durable waits: cases from the review', () => {
 
   it('a wait renamed under a run that waits in it fails the run with NonDeterminismError instead of stranding the signal', async () => {
     const run = await worker.client.enqueue(RenamedWait, {});
-    await pollUntil(() => worker.client.get(run.id), (r) => r?.state === 'waiting-signal', 'waiting');
+    await pollUntil(
+      () => worker.client.get(run.id),
+      (r) => r?.state === 'waiting-signal',
+      'waiting',
+    );
     renamed.add(run.id);
     expect(await worker.client.signal(run.id, 'approval', 'ok')).toEqual({ delivered: true });
     await expect(run.result({ timeoutMs: 10_000 })).rejects.toMatchObject({ causeName: 'NonDeterminismError' });
-    expect((await worker.client.get(run.id))?.error?.message).toContain('call #1 is signal:signal:approve#1, but the run recorded signal:signal:approval#1 there');
+    expect((await worker.client.get(run.id))?.error?.message).toContain(
+      'call #1 is signal:signal:approve#1, but the run recorded signal:signal:approval#1 there',
+    );
     expect(effects.get(`before:${run.id}`)).toBe(1);
   });
 
@@ -122,12 +140,20 @@ describe('durable waits: cases from the review', () => {
 
   it('step names the waits use and sleeps past 10 years are typed errors', async () => {
     expect(await worker.client.run(BadCalls, {}, { timeoutMs: 10_000 })).toEqual([
-      'InvalidNameError: @3', 'InvalidNameError: signal:x', 'InvalidNameError: event:y', 'InvalidNameError: invoke:z', 'InvalidOptionError: far',
+      'InvalidNameError: @3',
+      'InvalidNameError: signal:x',
+      'InvalidNameError: event:y',
+      'InvalidNameError: invoke:z',
+      'InvalidOptionError: far',
     ]);
   });
 
   it('the namespace is consistent at rest', async () => {
-    await pollUntil(() => worker.client.stats(), (s) => Object.values(s.workflows).every((w) => w.active === 0), 'no run active');
+    await pollUntil(
+      () => worker.client.stats(),
+      (s) => Object.values(s.workflows).every((w) => w.active === 0),
+      'no run active',
+    );
     expectConsistent(await auditNamespace(redis, { namespace: ns }));
   });
 });

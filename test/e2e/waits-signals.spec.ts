@@ -1,7 +1,16 @@
 import type Redis from 'ioredis';
 import {
-  InvalidNameError, InvalidOptionError, MAX_MAILBOX, NonRetryableError, PayloadNotSerializableError, PayloadTooLargeError, RunContext, RunNotFoundError,
-  RunStateError, SignalMailboxFullError, Workflow,
+  InvalidNameError,
+  InvalidOptionError,
+  MAX_MAILBOX,
+  NonRetryableError,
+  PayloadNotSerializableError,
+  PayloadTooLargeError,
+  RunContext,
+  RunNotFoundError,
+  RunStateError,
+  SignalMailboxFullError,
+  Workflow,
 } from '../../lib';
 import { RedisConnections } from '../../lib/redis/redis.connections';
 import { auditNamespace, expectConsistent } from '../support/audit';
@@ -34,7 +43,11 @@ class Inbox {
     for (const wait of input.waits) {
       if (wait.hold) await holds.get(wait.hold).promise;
       const outcome = await ctx.waitForSignal(wait.name, wait.timeoutMs === undefined ? undefined : { timeout: wait.timeoutMs });
-      seen.push(outcome.timedOut ? { timedOut: true } : { timedOut: false, payload: outcome.payload === undefined ? '<undefined>' : outcome.payload });
+      seen.push(
+        outcome.timedOut
+          ? { timedOut: true }
+          : { timedOut: false, payload: outcome.payload === undefined ? '<undefined>' : outcome.payload },
+      );
       reached.open(`${ctx.runId}:${seen.length}`);
     }
     return seen;
@@ -69,7 +82,12 @@ describe('durable waits: signals', () => {
     await redis.quit();
   });
 
-  const inState = (id: string, state: string) => pollUntil(() => producer.client.get(id), (run) => run?.state === state, `${id} ${state}`);
+  const inState = (id: string, state: string) =>
+    pollUntil(
+      () => producer.client.get(id),
+      (run) => run?.state === state,
+      `${id} ${state}`,
+    );
 
   it('a signal during the wait resumes the run with its payload (undefined payloads too)', async () => {
     const run = await producer.client.enqueue('ws.inbox', { waits: [{ name: 'go' }, { name: 'go' }] });
@@ -78,7 +96,10 @@ describe('durable waits: signals', () => {
     await reached.get(`${run.id}:1`).promise;
     await inState(run.id, 'waiting-signal');
     expect(await producer.client.signal(run.id, 'go')).toEqual({ delivered: true });
-    expect(await run.result({ timeoutMs: 10_000 })).toEqual([{ timedOut: false, payload: { ok: 1 } }, { timedOut: false, payload: '<undefined>' }]);
+    expect(await run.result({ timeoutMs: 10_000 })).toEqual([
+      { timedOut: false, payload: { ok: 1 } },
+      { timedOut: false, payload: '<undefined>' },
+    ]);
     expect(effects.get(`start:${run.id}`)).toBe(1);
     // Two suspends, so three claims.
     expect((await producer.client.get(run.id))?.attempts).toBe(3);
@@ -92,12 +113,18 @@ describe('durable waits: signals', () => {
     expect((await producer.client.get(run.id))?.state).toBe('waiting-signal');
     expect(await producer.client.signal(run.id, 'go', 'now')).toEqual({ delivered: true });
     // The second wait finds 'other' in the mailbox: taken at once.
-    expect(await run.result({ timeoutMs: 10_000 })).toEqual([{ timedOut: false, payload: 'now' }, { timedOut: false, payload: 'kept' }]);
+    expect(await run.result({ timeoutMs: 10_000 })).toEqual([
+      { timedOut: false, payload: 'now' },
+      { timedOut: false, payload: 'kept' },
+    ]);
     expect(await redis.exists(mailbox(run.id))).toBe(0);
   });
 
   it('signals sent before the wait are kept in the mailbox and taken oldest first per name, without suspending', async () => {
-    const run = await producer.client.enqueue('ws.inbox', { hold: 'before', waits: [{ name: 'go' }, { name: 'go' }, { name: 'x' }, { name: 'go', timeoutMs: 0 }] });
+    const run = await producer.client.enqueue('ws.inbox', {
+      hold: 'before',
+      waits: [{ name: 'go' }, { name: 'go' }, { name: 'x' }, { name: 'go', timeoutMs: 0 }],
+    });
     await inState(run.id, 'active');
     expect(await producer.client.signal(run.id, 'go', 'first')).toEqual({ delivered: false });
     expect(await producer.client.signal(run.id, 'x', 'ex')).toEqual({ delivered: false });
@@ -125,7 +152,12 @@ describe('durable waits: signals', () => {
   });
 
   it('after a timeout a signal goes to the mailbox (the next wait of that name takes it); once finished: RunStateError', async () => {
-    const run = await producer.client.enqueue('ws.inbox', { waits: [{ name: 'go', timeoutMs: 150 }, { name: 'go', hold: 'late' }] });
+    const run = await producer.client.enqueue('ws.inbox', {
+      waits: [
+        { name: 'go', timeoutMs: 150 },
+        { name: 'go', hold: 'late' },
+      ],
+    });
     await reached.get(`${run.id}:1`).promise;
     expect((await producer.client.get(run.id))?.state).toBe('active');
     expect(await producer.client.signal(run.id, 'go', 'late')).toEqual({ delivered: false });
@@ -220,13 +252,26 @@ describe('durable waits: signals', () => {
       ['sendEvent: a numeric key', () => client.sendEvent('paid', { key: 7 as unknown as string }), InvalidNameError, 'opts.key'],
       ['sendEvent: null options', () => client.sendEvent('paid', null as never), InvalidOptionError, 'opts'],
       ['sendEvent: numeric options', () => client.sendEvent('paid', 5 as never), InvalidOptionError, 'opts'],
-      ['sendEvent: a function payload', () => client.sendEvent('paid', { payload: () => 1 }), PayloadNotSerializableError, /^event payload/],
-      ['sendEvent: a payload over maxPayloadBytes', () => client.sendEvent('paid', { payload: 'y'.repeat(2000) }), PayloadTooLargeError, 'event payload'],
+      [
+        'sendEvent: a function payload',
+        () => client.sendEvent('paid', { payload: () => 1 }),
+        PayloadNotSerializableError,
+        /^event payload/,
+      ],
+      [
+        'sendEvent: a payload over maxPayloadBytes',
+        () => client.sendEvent('paid', { payload: 'y'.repeat(2000) }),
+        PayloadTooLargeError,
+        'event payload',
+      ],
     ];
     for (const [label, call, type, field] of cases) {
       let error: unknown;
       try {
-        error = await call().then(() => new Error(`${label}: resolved`), (e: unknown) => e);
+        error = await call().then(
+          () => new Error(`${label}: resolved`),
+          (e: unknown) => e,
+        );
       } catch (thrown) {
         error = new Error(`${label}: threw synchronously: ${String(thrown)}`);
       }
@@ -242,7 +287,11 @@ describe('durable waits: signals', () => {
   });
 
   it('the namespace is consistent at rest', async () => {
-    await pollUntil(() => producer.client.stats({ workflow: 'ws.inbox' }), (s) => s.workflows['ws.inbox'].active === 0, 'no run active');
+    await pollUntil(
+      () => producer.client.stats({ workflow: 'ws.inbox' }),
+      (s) => s.workflows['ws.inbox'].active === 0,
+      'no run active',
+    );
     expectConsistent(await auditNamespace(redis, { namespace: ns }));
   });
 });

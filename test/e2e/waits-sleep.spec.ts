@@ -99,7 +99,10 @@ class BadArgs {
     ];
     const errors: Record<string, string> = {};
     for (const [label, call] of calls) {
-      errors[label] = await call().then(() => 'resolved', (error: Error) => `${error.name}: ${(error as { field?: string }).field ?? ''}`);
+      errors[label] = await call().then(
+        () => 'resolved',
+        (error: Error) => `${error.name}: ${(error as { field?: string }).field ?? ''}`,
+      );
     }
     await ctx.step('first-real-call', () => 1);
     // A wait writes the position entries of the calls before it.
@@ -201,7 +204,11 @@ describe('durable waits: sleep', () => {
     });
     // None of them was numbered: the first real call is position 0, and no child was started.
     const fields = await redis.hgetall(`{sluice:${ns}}:run:${run.id}`);
-    expect(Object.keys(fields).filter((f) => f.startsWith('step:')).sort()).toEqual(['step:@0', 'step:@1', 'step:first-real-call#1', 'step:then#1']);
+    expect(
+      Object.keys(fields)
+        .filter((f) => f.startsWith('step:'))
+        .sort(),
+    ).toEqual(['step:@0', 'step:@1', 'step:first-real-call#1', 'step:then#1']);
     expect([fields['step:@0'], fields['step:@1']]).toEqual(['step:first-real-call#1', 'sleep:then#1']);
     expect(await producer.client.stats({ workflow: 'wsl.instant' }).then((s) => s.workflows['wsl.instant'].waiting)).toBe(0);
   });

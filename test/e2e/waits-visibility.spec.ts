@@ -80,11 +80,20 @@ describe('durable waits: visibility', () => {
       e2: { kind: 'event' },
       c1: { kind: 'child' },
     };
-    for (const [label, input] of Object.entries(population)) ids[label] = (await producer.client.enqueue('wv.waits', input, { id: `${ns}-${label}` })).id;
+    for (const [label, input] of Object.entries(population))
+      ids[label] = (await producer.client.enqueue('wv.waits', input, { id: `${ns}-${label}` })).id;
     ids.d1 = (await producer.client.enqueue('wv.waits', { kind: 'signal' }, { id: `${ns}-d1`, delay: HOUR })).id;
     ids.d2 = (await producer.client.enqueue('wv.waits', { kind: 'signal' }, { id: `${ns}-d2`, delay: 2 * HOUR })).id;
-    await pollUntil(() => producer.client.stats({ workflow: 'wv.waits' }), (s) => s.workflows['wv.waits'].active + s.workflows['wv.waits'].waiting === 0, 'every run in its wait');
-    await pollUntil(() => producer.client.get(`${ids.c1}/invoke:wv.child#1`), (r) => r?.state === 'sleeping', 'the child sleeps');
+    await pollUntil(
+      () => producer.client.stats({ workflow: 'wv.waits' }),
+      (s) => s.workflows['wv.waits'].active + s.workflows['wv.waits'].waiting === 0,
+      'every run in its wait',
+    );
+    await pollUntil(
+      () => producer.client.get(`${ids.c1}/invoke:wv.child#1`),
+      (r) => r?.state === 'sleeping',
+      'the child sleeps',
+    );
   });
   afterAll(async () => {
     holds.openAll();
@@ -111,16 +120,28 @@ describe('durable waits: visibility', () => {
 
     expect((await get('g1')).waitingFor).toEqual({ kind: 'signal', step: 'signal:approve', name: 'approve' });
     const g2 = await get('g2');
-    expect(g2).toMatchObject({ state: 'waiting-signal', waitingFor: { kind: 'signal', step: 'signal:approve', name: 'approve', until: expect.any(Date) } });
+    expect(g2).toMatchObject({
+      state: 'waiting-signal',
+      waitingFor: { kind: 'signal', step: 'signal:approve', name: 'approve', until: expect.any(Date) },
+    });
     near((g2.waitingFor as { until: Date }).until, HOUR);
 
     const e1 = await get('e1');
-    expect(e1).toMatchObject({ state: 'waiting-event', waitingFor: { kind: 'event', step: 'event:paid', name: 'paid', key: 'o1', until: expect.any(Date) } });
+    expect(e1).toMatchObject({
+      state: 'waiting-event',
+      waitingFor: { kind: 'event', step: 'event:paid', name: 'paid', key: 'o1', until: expect.any(Date) },
+    });
     near((e1.waitingFor as { until: Date }).until, HOUR);
-    expect(await get('e2')).toMatchObject({ state: 'waiting-event', waitingFor: { kind: 'event', step: 'event:paid', name: 'paid', key: '' } });
+    expect(await get('e2')).toMatchObject({
+      state: 'waiting-event',
+      waitingFor: { kind: 'event', step: 'event:paid', name: 'paid', key: '' },
+    });
     expect((await get('e2')).waitingFor).not.toHaveProperty('until');
 
-    expect(await get('c1')).toMatchObject({ state: 'waiting-child', waitingFor: { kind: 'child', step: 'invoke:wv.child', runIds: [`${ids.c1}/invoke:wv.child#1`] } });
+    expect(await get('c1')).toMatchObject({
+      state: 'waiting-child',
+      waitingFor: { kind: 'child', step: 'invoke:wv.child', runIds: [`${ids.c1}/invoke:wv.child#1`] },
+    });
     // A plain delayed run has no waitingFor.
     const d1 = await get('d1');
     expect(d1.state).toBe('delayed');
@@ -129,8 +150,12 @@ describe('durable waits: visibility', () => {
 
   it('stats(): a count per kind; delayed leaves out the runs in a wait (timed waits are in the delayed set too)', async () => {
     const { workflows } = await producer.client.stats();
-    expect(workflows['wv.waits']).toEqual(expect.objectContaining({ sleeping: 3, waitingSignal: 3, waitingEvent: 2, waitingChild: 1, delayed: 2, waiting: 0, active: 0 }));
-    expect(workflows['wv.child']).toEqual(expect.objectContaining({ sleeping: 1, waitingSignal: 0, waitingEvent: 0, waitingChild: 0, delayed: 0, active: 0 }));
+    expect(workflows['wv.waits']).toEqual(
+      expect.objectContaining({ sleeping: 3, waitingSignal: 3, waitingEvent: 2, waitingChild: 1, delayed: 2, waiting: 0, active: 0 }),
+    );
+    expect(workflows['wv.child']).toEqual(
+      expect.objectContaining({ sleeping: 1, waitingSignal: 0, waitingEvent: 0, waitingChild: 0, delayed: 0, active: 0 }),
+    );
     // s1, s2, s3, g2, e1 (deadlines) and d1, d2.
     expect(await redis.zcard(`${base}wf:wv.waits:delayed`)).toBe(7);
   });
@@ -169,11 +194,24 @@ describe('durable waits: visibility', () => {
 
   it('a timed wait that came due but has no slot yet shows as waiting, not in its wait (stats, listRuns)', async () => {
     const sleeper = await producer.client.enqueue('wv.capped', { sleepMs: 300 });
-    await pollUntil(() => producer.client.get(sleeper.id), (r) => r?.state === 'sleeping', 'the run sleeps');
+    await pollUntil(
+      () => producer.client.get(sleeper.id),
+      (r) => r?.state === 'sleeping',
+      'the run sleeps',
+    );
     const holder = await producer.client.enqueue('wv.capped', { hold: 'cap' });
-    await pollUntil(() => producer.client.get(holder.id), (r) => r?.state === 'active', 'the holder runs');
+    await pollUntil(
+      () => producer.client.get(holder.id),
+      (r) => r?.state === 'active',
+      'the holder runs',
+    );
     // The sleep ends while the cap of 1 is taken: the run is due (promoted), not claimed.
-    const due = await pollUntil(() => producer.client.get(sleeper.id), (r) => r?.state !== 'sleeping', 'the sleep ended', 5_000);
+    const due = await pollUntil(
+      () => producer.client.get(sleeper.id),
+      (r) => r?.state !== 'sleeping',
+      'the sleep ended',
+      5_000,
+    );
     // Observed while the slot is taken, asserted once the runs are through (so a failure leaves nothing running).
     const stats = (await producer.client.stats({ workflow: 'wv.capped' })).workflows['wv.capped'];
     const listedSleeping = (await producer.client.listRuns({ workflow: 'wv.capped', state: 'sleeping' })).runs.map((r) => r.id);
@@ -189,22 +227,38 @@ describe('durable waits: visibility', () => {
     // Regression: reserve.lua promoted the due run from wf:<name>:delayed to its lane but left it
     // in wf:<name>:sleeping until a claim (endWaitByTime): stats counted it as sleeping as well as
     // waiting ({ sleeping: 1, delayed: -1 }: ZCARD delayed - timed waits went negative).
-    expect({ waiting: stats.waiting, active: stats.active, sleeping: stats.sleeping, delayed: stats.delayed }).toEqual({ waiting: 1, active: 1, sleeping: 0, delayed: 0 });
+    expect({ waiting: stats.waiting, active: stats.active, sleeping: stats.sleeping, delayed: stats.delayed }).toEqual({
+      waiting: 1,
+      active: 1,
+      sleeping: 0,
+      delayed: 0,
+    });
     const after = (await producer.client.stats({ workflow: 'wv.capped' })).workflows['wv.capped'];
     expect({ sleeping: after.sleeping, delayed: after.delayed }).toEqual({ sleeping: 0, delayed: 0 });
   });
 
   it('cancel reports the wait state, cascades to the child; afterwards every count and index is empty', async () => {
     const expected: Record<string, [string, number]> = {
-      s1: ['sleeping', 0], s2: ['sleeping', 0], s3: ['sleeping', 0], g1: ['waiting-signal', 0], g2: ['waiting-signal', 0], g3: ['waiting-signal', 0],
-      e1: ['waiting-event', 0], e2: ['waiting-event', 0], c1: ['waiting-child', 1], d1: ['delayed', 0], d2: ['delayed', 0],
+      s1: ['sleeping', 0],
+      s2: ['sleeping', 0],
+      s3: ['sleeping', 0],
+      g1: ['waiting-signal', 0],
+      g2: ['waiting-signal', 0],
+      g3: ['waiting-signal', 0],
+      e1: ['waiting-event', 0],
+      e2: ['waiting-event', 0],
+      c1: ['waiting-child', 1],
+      d1: ['delayed', 0],
+      d2: ['delayed', 0],
     };
     for (const [key, [state, children]] of Object.entries(expected)) {
       expect({ key, result: await producer.client.cancel(ids[key]) }).toEqual({ key, result: { cancelled: true, state, children } });
     }
     const { workflows } = await producer.client.stats();
     for (const wf of ['wv.waits', 'wv.child']) {
-      expect(workflows[wf]).toEqual(expect.objectContaining({ sleeping: 0, waitingSignal: 0, waitingEvent: 0, waitingChild: 0, delayed: 0, waiting: 0, active: 0 }));
+      expect(workflows[wf]).toEqual(
+        expect.objectContaining({ sleeping: 0, waitingSignal: 0, waitingEvent: 0, waitingChild: 0, delayed: 0, waiting: 0, active: 0 }),
+      );
     }
     for (const suffix of ['sleeping', 'waiting-signal', 'waiting-event', 'waiting-child', 'delayed']) {
       expect({ suffix, n: await redis.zcard(`${base}wf:wv.waits:${suffix}`) }).toEqual({ suffix, n: 0 });

@@ -141,7 +141,11 @@ class RunObserver {
 @Module({ providers: [RunObserver] })
 class ObserverModule {}
 
-async function boot(providers: unknown[], options: Partial<QueueModuleOptions> & { namespace: string }, imports: unknown[] = [ObserverModule]) {
+async function boot(
+  providers: unknown[],
+  options: Partial<QueueModuleOptions> & { namespace: string },
+  imports: unknown[] = [ObserverModule],
+) {
   const logs = new LogCapture();
   const app: TestingModule = await Test.createTestingModule({
     imports: [QueueModule.forRoot({ connection: testConnection(), ...options }), ...(imports as never[])],
@@ -170,7 +174,10 @@ describe('@OnWorkflowEvent', () => {
     await redis.quit();
   });
 
-  async function start(options: Partial<QueueModuleOptions> = {}, providers: unknown[] = [OkWorkflow, FlakyWorkflow, OtherFlakyWorkflow, DoomedWorkflow]) {
+  async function start(
+    options: Partial<QueueModuleOptions> = {},
+    providers: unknown[] = [OkWorkflow, FlakyWorkflow, OtherFlakyWorkflow, DoomedWorkflow],
+  ) {
     const namespace = uniqueNamespace('events');
     namespaces.push(namespace);
     const booted = await boot(providers, { namespace, ...options });
@@ -185,19 +192,29 @@ describe('@OnWorkflowEvent', () => {
     const completed = await recorder.next((h) => h.handler === 'all' && h.event === 'completed' && h.payload.runId === handle.id);
 
     expect(recorder.of('all', handle.id)).toEqual(['active', 'completed']);
-    expect(recorder.heard.find((h) => h.event === 'active' && h.payload.runId === handle.id)!.payload).toEqual({ runId: handle.id, workflow: 'ev.ok', attempt: 1 });
+    expect(recorder.heard.find((h) => h.event === 'active' && h.payload.runId === handle.id)!.payload).toEqual({
+      runId: handle.id,
+      workflow: 'ev.ok',
+      attempt: 1,
+    });
     expect(completed.payload).toEqual({ runId: handle.id, workflow: 'ev.ok', attempt: 1, durationMs: expect.any(Number) });
     // The filtered handler takes ev.ok completions.
     expect(recorder.of('filtered', handle.id)).toEqual(['completed']);
 
-    expect(logs.find('warn', /The @OnWorkflowEvent\('completed'\) handler RunObserver\.explodes failed, ignored: RangeError: handler bug/)).toHaveLength(1);
-    await pollUntil(async () => logs.find('warn', 'RunObserver.rejects failed, ignored: Error: async handler bug').length, (n) => n === 1, 'the async handler rejection to be logged');
+    expect(
+      logs.find('warn', /The @OnWorkflowEvent\('completed'\) handler RunObserver\.explodes failed, ignored: RangeError: handler bug/),
+    ).toHaveLength(1);
+    await pollUntil(
+      async () => logs.find('warn', 'RunObserver.rejects failed, ignored: Error: async handler bug').length,
+      (n) => n === 1,
+      'the async handler rejection to be logged',
+    );
     expect(logs.find('warn', 'handler').every((line) => line.context === 'Sluice')).toBe(true);
     // The run itself is untouched by its handlers' failures.
     expect(await client.get(handle.id)).toMatchObject({ state: 'completed', result: 42 });
   });
 
-  it("reports a retried attempt as failed (willRetry) then retrying (with its backoff), and filters by workflow name", async () => {
+  it('reports a retried attempt as failed (willRetry) then retrying (with its backoff), and filters by workflow name', async () => {
     const { client, logs } = await start();
     const flaky = await client.enqueue(FlakyWorkflow, { key: 'a' });
     const other = await client.enqueue(OtherFlakyWorkflow, { key: 'b' });
@@ -207,7 +224,14 @@ describe('@OnWorkflowEvent', () => {
 
     expect(recorder.of('all', flaky.id)).toEqual(['active', 'failed', 'retrying', 'active', 'completed']);
     const failed = recorder.heard.find((h) => h.handler === 'all' && h.event === 'failed' && h.payload.runId === flaky.id)!.payload;
-    expect(failed).toEqual({ runId: flaky.id, workflow: 'ev.flaky', attempt: 1, durationMs: expect.any(Number), error: { name: 'TypeError', message: 'first attempt fails' }, willRetry: true });
+    expect(failed).toEqual({
+      runId: flaky.id,
+      workflow: 'ev.flaky',
+      attempt: 1,
+      durationMs: expect.any(Number),
+      error: { name: 'TypeError', message: 'first attempt fails' },
+      willRetry: true,
+    });
     const retrying = recorder.heard.find((h) => h.handler === 'all' && h.event === 'retrying' && h.payload.runId === flaky.id)!.payload;
     expect(retrying).toEqual({ ...failed, durationMs: expect.any(Number), willRetry: true, delayMs: 0 });
 
@@ -218,7 +242,9 @@ describe('@OnWorkflowEvent', () => {
     expect(recorder.of('filtered', flaky.id)).toEqual(['retrying', 'completed']);
 
     // logging.attemptFailed defaults to 'warn': one line per retried attempt, none "for good".
-    expect(logs.find('warn', new RegExp(`Run ${flaky.id} \\(ev.flaky\\) attempt 1 failed: TypeError: first attempt fails; retrying in 0 ms`))).toHaveLength(1);
+    expect(
+      logs.find('warn', new RegExp(`Run ${flaky.id} \\(ev.flaky\\) attempt 1 failed: TypeError: first attempt fails; retrying in 0 ms`)),
+    ).toHaveLength(1);
     expect(logs.find('warn', 'failed for good')).toHaveLength(0);
   });
 
@@ -229,7 +255,9 @@ describe('@OnWorkflowEvent', () => {
     const failed = await recorder.next((h) => h.handler === 'all' && h.event === 'failed' && h.payload.runId === handle.id);
     expect(failed.payload).toMatchObject({ attempt: 1, willRetry: false, error: { name: 'NonRetryableError', message: 'never works' } });
     expect(recorder.of('all', handle.id)).toEqual(['active', 'failed']);
-    expect(logs.find('warn', `Run ${handle.id} (ev.doomed) attempt 1 failed: NonRetryableError: never works; failed for good (not retryable)`)).toHaveLength(1);
+    expect(
+      logs.find('warn', `Run ${handle.id} (ev.doomed) attempt 1 failed: NonRetryableError: never works; failed for good (not retryable)`),
+    ).toHaveLength(1);
     expect(logs.find('error', handle.id)).toHaveLength(0);
   });
 
@@ -245,7 +273,9 @@ describe('@OnWorkflowEvent', () => {
       const sluice = logs.lines.slice(mark).filter((line) => line.context === 'Sluice' && !/handler RunObserver/.test(line.message));
       // Nothing at all per run at log/warn/error level: the retried attempt only at debug, or nowhere.
       expect(sluice.filter((line) => line.level !== 'debug')).toEqual([]);
-      expect(sluice.filter((line) => line.level === 'debug' && line.message.includes(`Run ${flaky.id} (ev.flaky) attempt 1 failed`))).toHaveLength(attemptFailed ? 1 : 0);
+      expect(
+        sluice.filter((line) => line.level === 'debug' && line.message.includes(`Run ${flaky.id} (ev.flaky) attempt 1 failed`)),
+      ).toHaveLength(attemptFailed ? 1 : 0);
     }
   });
 
@@ -259,7 +289,11 @@ describe('@OnWorkflowEvent', () => {
     const alive = await producer.client.enqueue(OkWorkflow, { n: 5 });
     const doomed = await producer.client.enqueue(OkWorkflow, { n: 6 });
     const scripts = scriptsOn(redis);
-    const reply = await scripts.run<unknown[]>('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [keys.base, 2, 50, 0, 3, 256, 60_000, 'dead-worker', 0, 'ev.ok']);
+    const reply = await scripts.run<unknown[]>(
+      'reserve',
+      [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
+      [keys.base, 2, 50, 0, 3, 256, 60_000, 'dead-worker', 0, 'ev.ok'],
+    );
     expect(reply.length - 1).toBe(2);
     // One of them has stalled before: this stall is one too many (maxStalls 1).
     await redis.hset(keys.run(doomed.id), 'stalls', 1);
@@ -304,7 +338,11 @@ describe('@OnWorkflowEvent', () => {
     apps.push(app);
     const handle = await app.get(QueueClient).enqueue(OkWorkflow, { n: 2 });
     await handle.result({ timeoutMs: 10_000 });
-    await pollUntil(async () => heard, (ids) => ids.includes(handle.id), 'the controller handler');
+    await pollUntil(
+      async () => heard,
+      (ids) => ids.includes(handle.id),
+      'the controller handler',
+    );
   });
 
   it('is the same stream as RunEvents.on, added before the worker starts', async () => {
@@ -325,7 +363,9 @@ describe('@OnWorkflowEvent', () => {
     }
     const namespace = uniqueNamespace('events');
     await expect(boot([PerRequest], { namespace, worker: { enabled: false } }, [])).rejects.toThrow(
-      new WorkflowDefinitionError('@OnWorkflowEvent on PerRequest.onCompleted: the provider must be a singleton (request- or transient-scoped providers are not supported)'),
+      new WorkflowDefinitionError(
+        '@OnWorkflowEvent on PerRequest.onCompleted: the provider must be a singleton (request- or transient-scoped providers are not supported)',
+      ),
     );
   });
 

@@ -101,7 +101,12 @@ export type AuditRule =
 
 /** The kinds of durable wait (lua/includes/waits.lua) and the index of each: `wf:<name>:<index>`. */
 export type WaitKind = 'sleep' | 'signal' | 'event' | 'child';
-export const WAIT_INDEX: Record<WaitKind, string> = { sleep: 'sleeping', signal: 'waiting-signal', event: 'waiting-event', child: 'waiting-child' };
+export const WAIT_INDEX: Record<WaitKind, string> = {
+  sleep: 'sleeping',
+  signal: 'waiting-signal',
+  event: 'waiting-event',
+  child: 'waiting-child',
+};
 const WAIT_KINDS = Object.keys(WAIT_INDEX) as WaitKind[];
 /** "No deadline" in a wait record and score in a wait index (NEVER in lua/includes/waits.lua, 2^52). */
 export const NO_DEADLINE = 4503599627370496;
@@ -223,12 +228,31 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
     }
   }
   // leases, limits and workflows are read even when absent (an empty reply).
-  for (const [key, read] of [['leases', 'zset'], ['limits', 'hash'], ['workflows', 'set'], ['orphans', 'list']] as const) {
+  for (const [key, read] of [
+    ['leases', 'zset'],
+    ['limits', 'hash'],
+    ['workflows', 'set'],
+    ['orphans', 'list'],
+  ] as const) {
     if (!readers.some((r) => r.kind === 'layout' && r.key === key)) readers.push({ kind: 'layout', key, read });
   }
   const multi = redis.multi();
   for (const reader of readers) {
-    if (reader.kind === 'run') multi.hmget(`${base}run:${reader.id}`, 'state', 'workflow', 'group', 'priority', 'token', 'createdAt', 'finishedAt', 'wait', 'waitLeft', 'parent', 'links');
+    if (reader.kind === 'run')
+      multi.hmget(
+        `${base}run:${reader.id}`,
+        'state',
+        'workflow',
+        'group',
+        'priority',
+        'token',
+        'createdAt',
+        'finishedAt',
+        'wait',
+        'waitLeft',
+        'parent',
+        'links',
+      );
     else if (reader.read === 'list') multi.lrange(base + reader.key, 0, -1);
     else if (reader.read === 'zset') multi.zrange(base + reader.key, 0, -1);
     else if (reader.read === 'scored') multi.zrange(base + reader.key, 0, -1, 'WITHSCORES');
@@ -260,8 +284,17 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
       if (state === null && workflow === null && token === null) return;
       const num = (v: string | null) => (v === null ? null : Number(v));
       runs.set(reader.id, {
-        state, workflow, group: group ?? '', priority: Number(priority ?? 0), token, createdAt: num(createdAt), finishedAt: num(finishedAt),
-        wait, waitLeft, parent, links,
+        state,
+        workflow,
+        group: group ?? '',
+        priority: Number(priority ?? 0),
+        token,
+        createdAt: num(createdAt),
+        finishedAt: num(finishedAt),
+        wait,
+        waitLeft,
+        parent,
+        links,
       });
     } else layout.set(reader.key, value);
   });
@@ -305,7 +338,8 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
     for (const suffix of ['active', 'queue', 'waiting']) list(`wf:${wf}:${suffix}`).forEach((id) => put(id, `wf:${wf}:${suffix}`));
     for (const id of scores(`wf:${wf}:delayed`).keys()) put(id, `wf:${wf}:delayed`);
     for (const group of groupsOf.get(wf)!) {
-      for (const suffix of ['queue', 'waiting', 'active']) list(`wf:${wf}:g:${group}:${suffix}`).forEach((id) => put(id, `wf:${wf}:g:${group}:${suffix}`));
+      for (const suffix of ['queue', 'waiting', 'active'])
+        list(`wf:${wf}:g:${group}:${suffix}`).forEach((id) => put(id, `wf:${wf}:g:${group}:${suffix}`));
     }
     for (const entry of list(`wf:${wf}:wake`)) {
       if (entry === '1') continue;
@@ -336,24 +370,38 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
     const state = run.state as RunState;
     const wf = run.workflow;
     states[state]++;
-    if (!perWorkflowStates.has(wf)) perWorkflowStates.set(wf, Object.fromEntries(RUN_STATES.map((s) => [s, 0])) as Record<RunState, number>);
+    if (!perWorkflowStates.has(wf))
+      perWorkflowStates.set(wf, Object.fromEntries(RUN_STATES.map((s) => [s, 0])) as Record<RunState, number>);
     perWorkflowStates.get(wf)![state]++;
     const lane = run.group ? `wf:${wf}:g:${run.group}:` : `wf:${wf}:`;
     const expected: string[] =
-      state === 'waiting' ? [lane + (run.priority === 0 ? 'queue' : 'waiting')]
-      : state === 'delayed' ? (untimedWait(run) ? [] : [`wf:${wf}:delayed`])
-      : state === 'active' ? ['leases', `wf:${wf}:active`, ...(run.group ? [`${lane}active`] : [])]
-      : [];
+      state === 'waiting'
+        ? [lane + (run.priority === 0 ? 'queue' : 'waiting')]
+        : state === 'delayed'
+          ? untimedWait(run)
+            ? []
+            : [`wf:${wf}:delayed`]
+          : state === 'active'
+            ? ['leases', `wf:${wf}:active`, ...(run.group ? [`${lane}active`] : [])]
+            : [];
     const actual = [...(places.get(id) ?? [])].sort();
     if (actual.join('|') !== [...expected].sort().join('|')) {
-      violate('run-place', `run ${id} (${state}, workflow ${wf}${run.group ? `, group ${run.group}` : ''}, priority ${run.priority}) is in [${actual.join(', ')}], expected [${expected.join(', ')}]`, id);
+      violate(
+        'run-place',
+        `run ${id} (${state}, workflow ${wf}${run.group ? `, group ${run.group}` : ''}, priority ${run.priority}) is in [${actual.join(', ')}], expected [${expected.join(', ')}]`,
+        id,
+      );
     }
     const handed = handoffs.get(id) ?? [];
     if (handed.length > 0) {
       if (state !== 'active') violate('handoff', `run ${id} (${state}) still has ${handed.length} handoff(s) in a wake list`, id);
       else if (handed.length > 1) violate('handoff', `run ${id} has ${handed.length} handoffs in wake lists`, id);
       else if (handed[0].token !== run.token || handed[0].workflow !== wf) {
-        violate('handoff', `run ${id}'s handoff in wf:${handed[0].workflow}:wake carries token ${handed[0].token}, the run holds ${run.token} (workflow ${wf})`, id);
+        violate(
+          'handoff',
+          `run ${id}'s handoff in wf:${handed[0].workflow}:wake carries token ${handed[0].token}, the run holds ${run.token} (workflow ${wf})`,
+          id,
+        );
       }
     }
     if (state === 'active') {
@@ -374,7 +422,8 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
   }
   for (const id of handoffs.keys()) if (!runs.has(id)) violate('handoff', `a wake list hands off ${id}, which has no run record`, id);
   const orphans = list('orphans');
-  if (orphans.length) violate('orphan-popped', `the orphans list holds ${orphans.length} id(s) popped from a lane without a run record: [${clip(orphans)}]`);
+  if (orphans.length)
+    violate('orphan-popped', `the orphans list holds ${orphans.length} id(s) popped from a lane without a run record: [${clip(orphans)}]`);
 
   // 5b. Durable waits: each wait in its indexes, each index member in its wait, children counted.
   const waitReport = await auditWaits(redis, base, runs, workflowNames, layout, list, scores, redisNowMs, violate);
@@ -396,9 +445,14 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
     const members = list(`wf:${wf}:active`);
     activeSetsTotal += members.length;
     const runsActive = activeAt.get(wf) ?? new Set<string>();
-    if (!sameSet(members, runsActive)) violate('active-count', `wf:${wf}:active has ${members.length} member(s), ${runsActive.size} run(s) of ${wf} are active;${diff(members, runsActive)}`);
+    if (!sameSet(members, runsActive))
+      violate(
+        'active-count',
+        `wf:${wf}:active has ${members.length} member(s), ${runsActive.size} run(s) of ${wf} are active;${diff(members, runsActive)}`,
+      );
     const limit = capOf(`wf:${wf}`);
-    if (checkCaps && limit !== null && members.length > limit) violate('cap-exceeded', `workflow ${wf}: ${members.length} active > cap ${limit}`);
+    if (checkCaps && limit !== null && members.length > limit)
+      violate('cap-exceeded', `workflow ${wf}: ${members.length} active > cap ${limit}`);
 
     const groups: Record<string, GroupAudit> = {};
     const ready = list(`wf:${wf}:ready`);
@@ -408,28 +462,48 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
       const groupMembers = list(`wf:${wf}:g:${group}:active`);
       const groupRunsActive = activeAt.get(`${wf}/${group}`) ?? new Set<string>();
       if (!sameSet(groupMembers, groupRunsActive)) {
-        violate('active-count', `wf:${wf}:g:${group}:active has ${groupMembers.length} member(s), ${groupRunsActive.size} run(s) of ${wf}/${group} are active;${diff(groupMembers, groupRunsActive)}`);
+        violate(
+          'active-count',
+          `wf:${wf}:g:${group}:active has ${groupMembers.length} member(s), ${groupRunsActive.size} run(s) of ${wf}/${group} are active;${diff(groupMembers, groupRunsActive)}`,
+        );
       }
       const groupLimit = groupCapOf(wf, group);
-      if (checkCaps && groupLimit !== null && groupMembers.length > groupLimit) violate('cap-exceeded', `group ${wf}/${group}: ${groupMembers.length} active > cap ${groupLimit}`);
+      if (checkCaps && groupLimit !== null && groupMembers.length > groupLimit)
+        violate('cap-exceeded', `group ${wf}/${group}: ${groupMembers.length} active > cap ${groupLimit}`);
       const due = list(`wf:${wf}:g:${group}:queue`).length + list(`wf:${wf}:g:${group}:waiting`).length;
       // A paused group, or one its rate limit holds (in rate-held until its window frees), has no room.
-      const held = limits[`wf:${wf}:g:${group}:paused`] !== undefined || list(`wf:${wf}:rate-held`).includes(group) || list(`wf:${wf}:rate-review`).includes(group);
+      const held =
+        limits[`wf:${wf}:g:${group}:paused`] !== undefined ||
+        list(`wf:${wf}:rate-held`).includes(group) ||
+        list(`wf:${wf}:rate-review`).includes(group);
       const room = !held && (groupLimit === null || groupMembers.length < groupLimit);
       const inReady = ready.includes(group);
       if (inReady && due === 0) violate('group-index', `group ${wf}/${group} is in wf:${wf}:ready with no due run`);
-      if (due > 0 && room && !inReady) violate('group-index', `group ${wf}/${group} has ${due} due run(s) and room but is not in wf:${wf}:ready`);
+      if (due > 0 && room && !inReady)
+        violate('group-index', `group ${wf}/${group} has ${due} due run(s) and room but is not in wf:${wf}:ready`);
       if (due > 0 || groupMembers.length > 0) busy.push(group);
-      if (due > 0 || groupMembers.length > 0 || groupLimit !== null) groups[group] = { active: groupMembers.length, due, limit: groupLimit };
+      if (due > 0 || groupMembers.length > 0 || groupLimit !== null)
+        groups[group] = { active: groupMembers.length, due, limit: groupLimit };
     }
-    for (const group of ready) if (!groupsOf.get(wf)!.has(group)) violate('group-index', `wf:${wf}:ready holds ${group}, a group with no lane, active set or run`);
-    if ([...groupSet].sort().join('|') !== busy.join('|')) violate('group-index', `wf:${wf}:groups is [${[...groupSet].sort().join(', ')}], the groups with due or active runs are [${busy.join(', ')}]`);
+    for (const group of ready)
+      if (!groupsOf.get(wf)!.has(group)) violate('group-index', `wf:${wf}:ready holds ${group}, a group with no lane, active set or run`);
+    if ([...groupSet].sort().join('|') !== busy.join('|'))
+      violate(
+        'group-index',
+        `wf:${wf}:groups is [${[...groupSet].sort().join(', ')}], the groups with due or active runs are [${busy.join(', ')}]`,
+      );
 
     if (list(`wf:${wf}:rate-review`).length > 0 && limits[`wf:${wf}:rate-review`] === undefined) {
-      violate('rate-review', `wf:${wf}:rate-review holds ${list(`wf:${wf}:rate-review`).length} group(s) but the limits hash has no wf:${wf}:rate-review flag`);
+      violate(
+        'rate-review',
+        `wf:${wf}:rate-review holds ${list(`wf:${wf}:rate-review`).length} group(s) but the limits hash has no wf:${wf}:rate-review flag`,
+      );
     }
     if (list(`wf:${wf}:rate-held`).length > 0 && limits.controls === undefined) {
-      violate('rate-review', `wf:${wf}:rate-held holds ${list(`wf:${wf}:rate-held`).length} group(s) but no control is set (no reserve looks at it)`);
+      violate(
+        'rate-review',
+        `wf:${wf}:rate-held holds ${list(`wf:${wf}:rate-held`).length} group(s) but no control is set (no reserve looks at it)`,
+      );
     }
     const handoffCount = list(`wf:${wf}:wake`).filter((entry) => entry !== '1').length;
     const stats = hash(`wf:${wf}:stats`);
@@ -449,10 +523,14 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
   }
   const activeRuns = [...runs.values()].filter((r) => r.state === 'active').length;
   if (leases.length !== activeSetsTotal || leases.length !== activeRuns) {
-    violate('active-count', `ZCARD leases is ${leases.length}, the workflows' active sets hold ${activeSetsTotal}, ${activeRuns} run(s) are active`);
+    violate(
+      'active-count',
+      `ZCARD leases is ${leases.length}, the workflows' active sets hold ${activeSetsTotal}, ${activeRuns} run(s) are active`,
+    );
   }
   const nsLimit = capOf('ns');
-  if (checkCaps && nsLimit !== null && leases.length > nsLimit) violate('cap-exceeded', `namespace: ${leases.length} active > cap ${nsLimit}`);
+  if (checkCaps && nsLimit !== null && leases.length > nsLimit)
+    violate('cap-exceeded', `namespace: ${leases.length} active > cap ${nsLimit}`);
 
   auditSchedules(layout, list, hash, violate);
   auditFinishIndexes(workflowNames, runs, list, violate, limits);
@@ -465,11 +543,17 @@ export async function auditNamespace(redis: Redis, options: AuditOptions): Promi
     const counted = RUN_STATES.reduce((n, s) => n + states[s], 0);
     if (counted !== acknowledged.size) {
       const extra = [...runs.keys()].filter((id) => !acknowledged.has(id));
-      violate('acknowledged', `waiting ${states.waiting} + delayed ${states.delayed} + active ${states.active} + completed ${states.completed} + failed ${states.failed} + cancelled ${states.cancelled} = ${counted} ≠ ${acknowledged.size} acknowledged${extra.length ? `; not acknowledged: [${clip(extra)}]` : ''}`);
+      violate(
+        'acknowledged',
+        `waiting ${states.waiting} + delayed ${states.delayed} + active ${states.active} + completed ${states.completed} + failed ${states.failed} + cancelled ${states.cancelled} = ${counted} ≠ ${acknowledged.size} acknowledged${extra.length ? `; not acknowledged: [${clip(extra)}]` : ''}`,
+      );
     }
     for (const [wf, audit] of Object.entries(workflows)) {
       if (audit.stats.completed !== audit.runs.completed || audit.stats.failed !== audit.runs.failed) {
-        violate('stats', `wf:${wf}:stats counts completed ${audit.stats.completed} / failed ${audit.stats.failed}, the runs are completed ${audit.runs.completed} / failed ${audit.runs.failed}`);
+        violate(
+          'stats',
+          `wf:${wf}:stats counts completed ${audit.stats.completed} / failed ${audit.stats.failed}, the runs are completed ${audit.runs.completed} / failed ${audit.runs.failed}`,
+        );
       }
     }
   }
@@ -531,8 +615,10 @@ function auditFinishIndexes(
         firstScore.set(wf, Math.min(firstScore.get(wf) ?? Infinity, score));
         const run = runs.get(id);
         if (!run || (run.createdAt !== null && run.createdAt * 1024 > score)) continue;
-        if (run.workflow !== wf || run.state !== state) violate('finish-index', `${key} lists ${id}, which is ${run.state} (workflow ${run.workflow})`, id);
-        else if (run.finishedAt !== null && score < run.finishedAt * 1024) violate('finish-index', `${key} scores ${id} ${score}, before its finish at ${run.finishedAt} ms`, id);
+        if (run.workflow !== wf || run.state !== state)
+          violate('finish-index', `${key} lists ${id}, which is ${run.state} (workflow ${run.workflow})`, id);
+        else if (run.finishedAt !== null && score < run.finishedAt * 1024)
+          violate('finish-index', `${key} scores ${id} ${score}, before its finish at ${run.finishedAt} ms`, id);
       }
     }
   }
@@ -543,7 +629,8 @@ function auditFinishIndexes(
     // Completed runs are indexed only where the workflow asks for it (indexCompleted, keep.completed).
     if (run.state === 'completed' && limits[`wf:${run.workflow}:index-completed`] === undefined) continue;
     const first = firstScore.get(run.workflow);
-    if (first !== undefined && (run.finishedAt ?? 0) * 1024 >= first) violate('finish-index', `${run.state} run ${id} is missing from ${key}`, id);
+    if (first !== undefined && (run.finishedAt ?? 0) * 1024 >= first)
+      violate('finish-index', `${run.state} run ${id} is missing from ${key}`, id);
   }
 }
 
@@ -591,7 +678,11 @@ async function auditWaits(
     if (!run.workflow) continue;
     const wf = run.workflow;
     if (run.waitLeft !== null && (run.wait === null || !run.wait.startsWith('child '))) {
-      violate('wait-record', `run ${id} (${run.state}) has waitLeft ${run.waitLeft} but ${run.wait === null ? 'no wait' : `the wait ${JSON.stringify(run.wait)}`}`, id);
+      violate(
+        'wait-record',
+        `run ${id} (${run.state}) has waitLeft ${run.waitLeft} but ${run.wait === null ? 'no wait' : `the wait ${JSON.stringify(run.wait)}`}`,
+        id,
+      );
     }
     if (run.wait === null) continue;
     const wait = parseWaitRecord(run.wait);
@@ -612,12 +703,18 @@ async function auditWaits(
       total[wait.kind]++;
       if (!byWorkflow.has(wf)) byWorkflow.set(wf, noWaits());
       byWorkflow.get(wf)![wait.kind]++;
-      if (score !== wait.deadline) violate('wait-index', `${label} is ${score === undefined ? 'missing from' : `scored ${score} in`} wf:${wf}:${WAIT_INDEX[wait.kind]}`, id);
+      if (score !== wait.deadline)
+        violate(
+          'wait-index',
+          `${label} is ${score === undefined ? 'missing from' : `scored ${score} in`} wf:${wf}:${WAIT_INDEX[wait.kind]}`,
+          id,
+        );
       // run-place checks the membership of `delayed`, this its score.
       if (wait.deadline < NO_DEADLINE && delayedScore !== undefined && delayedScore !== wait.deadline) {
         violate('wait-index', `${label} is scored ${delayedScore} in wf:${wf}:delayed`, id);
       }
-      if (wait.kind === 'event' && !inEventSets.includes(wait.target)) violate('wait-index', `${label} is missing from event:${wait.target}`, id);
+      if (wait.kind === 'event' && !inEventSets.includes(wait.target))
+        violate('wait-index', `${label} is missing from event:${wait.target}`, id);
       if (wait.kind === 'child') {
         childWaits.push({ id, wait, record: run.wait });
         if (wait.deadline < NO_DEADLINE) violate('wait-record', `${label}: a child wait has no deadline`, id);
@@ -628,9 +725,18 @@ async function auditWaits(
       // reserve did; today's ends the wait as it promotes): its claim ends the wait.
       due++;
       if (wait.deadline >= NO_DEADLINE || wait.deadline > redisNowMs) {
-        violate('wait-record', `${label} is due although its deadline ${wait.deadline >= NO_DEADLINE ? 'is none' : `is ${wait.deadline - redisNowMs} ms ahead`}`, id);
+        violate(
+          'wait-record',
+          `${label} is due although its deadline ${wait.deadline >= NO_DEADLINE ? 'is none' : `is ${wait.deadline - redisNowMs} ms ahead`}`,
+          id,
+        );
       }
-      if (score !== wait.deadline) violate('wait-index', `${label}: a wait that came due stays in wf:${wf}:${WAIT_INDEX[wait.kind]} at its deadline until its claim, found ${score === undefined ? 'none' : `score ${score}`}`, id);
+      if (score !== wait.deadline)
+        violate(
+          'wait-index',
+          `${label}: a wait that came due stays in wf:${wf}:${WAIT_INDEX[wait.kind]} at its deadline until its claim, found ${score === undefined ? 'none' : `score ${score}`}`,
+          id,
+        );
     } else {
       violate('wait-record', `${label}: a wait recorded on a run that is ${run.state}`, id);
     }
@@ -646,7 +752,11 @@ async function auditWaits(
         const wait = parsedOf.get(id);
         if (!run) violate('wait-index', `wf:${wf}:${WAIT_INDEX[kind]} holds ${id}, which has no run record`, id);
         else if (run.workflow !== wf || !wait || wait.kind !== kind) {
-          violate('wait-index', `wf:${wf}:${WAIT_INDEX[kind]} holds ${id} (score ${score}), a ${run.state} run of ${run.workflow} ${wait ? `in a ${wait.kind} wait` : 'in no wait'}`, id);
+          violate(
+            'wait-index',
+            `wf:${wf}:${WAIT_INDEX[kind]} holds ${id} (score ${score}), a ${run.state} run of ${run.workflow} ${wait ? `in a ${wait.kind} wait` : 'in no wait'}`,
+            id,
+          );
         }
       }
     }
@@ -657,7 +767,11 @@ async function auditWaits(
       const wait = parsedOf.get(id);
       if (!run) violate('wait-index', `event:${target} holds ${id}, which has no run record`, id);
       else if (!wait || wait.kind !== 'event' || wait.target !== target) {
-        violate('wait-index', `event:${target} holds ${id}, a ${run.state} run ${wait ? `in a ${wait.kind} wait for ${JSON.stringify(wait.target)}` : 'in no wait'}`, id);
+        violate(
+          'wait-index',
+          `event:${target} holds ${id}, a ${run.state} run ${wait ? `in a ${wait.kind} wait for ${JSON.stringify(wait.target)}` : 'in no wait'}`,
+          id,
+        );
       }
     }
   }
@@ -670,20 +784,29 @@ async function auditWaits(
     if (!run) violate('mailbox', `${key} belongs to no run record`, id);
     else if (finished(run.state)) violate('mailbox', `${key} outlived its run (${run.state})`, id);
     else if (run.links !== '1') violate('mailbox', `${key}: its run has no links field (its finish would not drop it)`, id);
-    for (const entry of list(key)) if (!/^\S+ \S/.test(entry)) violate('mailbox', `${key} holds a malformed entry ${JSON.stringify(entry.slice(0, 120))}`, id);
+    for (const entry of list(key))
+      if (!/^\S+ \S/.test(entry)) violate('mailbox', `${key} holds a malformed entry ${JSON.stringify(entry.slice(0, 120))}`, id);
   }
 
   // Child waits: waitLeft = the listed children whose outcome is not in the memo yet. The memo
   // fields are known only now: read with the wait again, in a second MULTI.
   if (childWaits.length > 0) {
     const plans = childWaits.map(({ id, wait, record }) => {
-      const children = wait.target.split(' ').filter(Boolean).map((child) => {
-        const row = runs.get(child);
-        const ref = row?.parent ?? null;
-        // The memo key: from the child's link to this parent, else from a default child id '<parent id>/<memo key>'.
-        const key = ref !== null && ref.startsWith(`${id} `) ? ref.slice(id.length + 1) : child.startsWith(`${id}/`) ? child.slice(id.length + 1) : undefined;
-        return { child, row, key };
-      });
+      const children = wait.target
+        .split(' ')
+        .filter(Boolean)
+        .map((child) => {
+          const row = runs.get(child);
+          const ref = row?.parent ?? null;
+          // The memo key: from the child's link to this parent, else from a default child id '<parent id>/<memo key>'.
+          const key =
+            ref !== null && ref.startsWith(`${id} `)
+              ? ref.slice(id.length + 1)
+              : child.startsWith(`${id}/`)
+                ? child.slice(id.length + 1)
+                : undefined;
+          return { child, row, key };
+        });
       return { id, wait, record, children };
     });
     const multi = redis.multi();
@@ -715,14 +838,25 @@ async function auditWaits(
         }
         if (outcome !== null) continue; // its outcome is in: done, whatever became of its record
         outstanding++;
-        if (!row) violate('wait-child', `${where} has no run record and its outcome (step:${key}) is not in the memo: the parent waits forever`, plan.id);
-        else if (finished(row.state)) violate('wait-child', `${where} is ${row.state} but its outcome (step:${key}) is not in the memo`, plan.id);
-        else if (row.parent !== `${plan.id} ${key}`) violate('wait-child', `${where} is linked to ${JSON.stringify(row.parent)}, expected "${plan.id} ${key}"`, plan.id);
+        if (!row)
+          violate(
+            'wait-child',
+            `${where} has no run record and its outcome (step:${key}) is not in the memo: the parent waits forever`,
+            plan.id,
+          );
+        else if (finished(row.state))
+          violate('wait-child', `${where} is ${row.state} but its outcome (step:${key}) is not in the memo`, plan.id);
+        else if (row.parent !== `${plan.id} ${key}`)
+          violate('wait-child', `${where} is linked to ${JSON.stringify(row.parent)}, expected "${plan.id} ${key}"`, plan.id);
         else if (row.links !== '1') violate('wait-child', `${where} has no links field: its finish would not resume the parent`, plan.id);
       }
       const left = waitLeft === null ? NaN : Number(waitLeft);
       if (!(left >= outstanding && left <= outstanding + unknown) || left < 1) {
-        violate('wait-child', `run ${plan.id} waits for ${plan.children.length} child(ren) with waitLeft ${waitLeft}; ${outstanding} have no outcome in the memo${unknown ? `, ${unknown} unknown (no record)` : ''}`, plan.id);
+        violate(
+          'wait-child',
+          `run ${plan.id} waits for ${plan.children.length} child(ren) with waitLeft ${waitLeft}; ${outstanding} have no outcome in the memo${unknown ? `, ${unknown} unknown (no record)` : ''}`,
+          plan.id,
+        );
       }
     });
   }
@@ -750,15 +884,19 @@ function auditSchedules(
         continue;
       }
       if (!all.has(id)) violate('schedule-index', `schedule ${id} is missing from schedules`, id);
-      if (!list(`wf:${h.workflow}:schedules`).includes(id)) violate('schedule-index', `schedule ${id} is missing from wf:${h.workflow}:schedules`, id);
+      if (!list(`wf:${h.workflow}:schedules`).includes(id))
+        violate('schedule-index', `schedule ${id} is missing from wf:${h.workflow}:schedules`, id);
       const score = indexOf(h.workflow).get(id);
       if (h.paused === '1' && score !== undefined) violate('schedule-index', `paused schedule ${id} is in wf:${h.workflow}:next-fires`, id);
-      if (h.paused !== '1' && score !== h.next) violate('schedule-index', `schedule ${id}: next ${h.next}, index score ${score ?? 'none'}`, id);
+      if (h.paused !== '1' && score !== h.next)
+        violate('schedule-index', `schedule ${id}: next ${h.next}, index score ${score ?? 'none'}`, id);
     }
     const derived = /^wf:([^:]+):(schedules|next-fires)$/.exec(key);
     if (derived) {
       const members = derived[2] === 'next-fires' ? [...indexOf(derived[1]).keys()] : list(key);
-      for (const id of members) if (hash(`schedule:${id}`).workflow !== derived[1]) violate('schedule-index', `${key} lists ${id}, which is no schedule of ${derived[1]}`, id);
+      for (const id of members)
+        if (hash(`schedule:${id}`).workflow !== derived[1])
+          violate('schedule-index', `${key} lists ${id}, which is no schedule of ${derived[1]}`, id);
     }
   }
   for (const id of all) if (!hash(`schedule:${id}`).workflow) violate('schedule-index', `schedules lists ${id}, which has no hash`, id);
@@ -766,7 +904,15 @@ function auditSchedules(
 
 /** The reader for a key of the layout (after the hash tag), or undefined for a key outside it. */
 function layoutType(rest: string): 'list' | 'zset' | 'scored' | 'set' | 'hash' | 'string' | undefined {
-  if (rest === 'seq' || rest === 'turn' || rest === 'stall-gate' || rest === 'schema' || rest === 'migrate-lock' || rest.startsWith('call:')) return 'string';
+  if (
+    rest === 'seq' ||
+    rest === 'turn' ||
+    rest === 'stall-gate' ||
+    rest === 'schema' ||
+    rest === 'migrate-lock' ||
+    rest.startsWith('call:')
+  )
+    return 'string';
   if (rest.startsWith('schedule:')) return 'hash';
   if (rest.startsWith('event:')) return 'set';
   if (rest.startsWith('mailbox:') || rest.startsWith('cascade:')) return 'list';

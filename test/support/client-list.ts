@@ -20,7 +20,12 @@ export async function sluiceConnectionNames(redis: Redis, namespace: string): Pr
  * Polls CLIENT LIST until `ready(names)` holds or `timeoutMs` passes (connections open lazily and
  * asynchronously, and no event tells a test when), then returns the latest names.
  */
-export async function connectionNamesWhen(redis: Redis, namespace: string, ready: (names: string[]) => boolean, timeoutMs = 5_000): Promise<string[]> {
+export async function connectionNamesWhen(
+  redis: Redis,
+  namespace: string,
+  ready: (names: string[]) => boolean,
+  timeoutMs = 5_000,
+): Promise<string[]> {
   const deadline = Date.now() + timeoutMs;
   let names = await sluiceConnectionNames(redis, namespace);
   while (!ready(names) && Date.now() < deadline) {

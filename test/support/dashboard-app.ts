@@ -25,11 +25,17 @@ export async function createDashboardApp(
   extra: { imports?: ModuleMetadata['imports']; providers?: Provider[]; controllers?: ModuleMetadata['controllers']; host?: string } = {},
 ): Promise<DashboardApp> {
   const module = await Test.createTestingModule({
-    imports: [QueueModule.forRoot({ connection: testConnection(), ...queue }), SluiceDashboardModule.forRoot(dashboard), ...(extra.imports ?? [])],
+    imports: [
+      QueueModule.forRoot({ connection: testConnection(), ...queue }),
+      SluiceDashboardModule.forRoot(dashboard),
+      ...(extra.imports ?? []),
+    ],
     providers: [...providers, ...(extra.providers ?? [])],
     controllers: extra.controllers ?? [],
   }).compile();
-  const app = module.createNestApplication(adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter(), { logger: process.env.SLUICE_TEST_LOGS ? ['log', 'warn', 'error'] : false });
+  const app = module.createNestApplication(adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter(), {
+    logger: process.env.SLUICE_TEST_LOGS ? ['log', 'warn', 'error'] : false,
+  });
   await app.listen(0, extra.host ?? '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   return { app, client: app.get(QueueClient), origin: `http://127.0.0.1:${address.port}`, close: () => app.close() };

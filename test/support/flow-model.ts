@@ -16,10 +16,29 @@ export const LOCK_MS = 600_000;
 const TTL_MS = 3_600_000;
 const MAX_STALLS = 2;
 
-export interface RunRow { state: string | null; token: string | null }
-export interface Lane { queue: string[]; waiting: string[]; active: string[] }
-export interface WorkflowState { active: string[]; delayed: string[]; ready: string[]; groups: string[]; wake: string[]; lanes: Record<string, Lane> }
-export interface Snapshot { runs: Map<string, RunRow>; leases: string[]; limits: Record<string, string>; workflows: Record<string, WorkflowState> }
+export interface RunRow {
+  state: string | null;
+  token: string | null;
+}
+export interface Lane {
+  queue: string[];
+  waiting: string[];
+  active: string[];
+}
+export interface WorkflowState {
+  active: string[];
+  delayed: string[];
+  ready: string[];
+  groups: string[];
+  wake: string[];
+  lanes: Record<string, Lane>;
+}
+export interface Snapshot {
+  runs: Map<string, RunRow>;
+  leases: string[];
+  limits: Record<string, string>;
+  workflows: Record<string, WorkflowState>;
+}
 
 export class FlowModel {
   readonly keys: RedisKeys;
@@ -44,25 +63,52 @@ export class FlowModel {
     this.known.set(id, { wf, group, priority });
     // Every other run is stored as a compact record (defaults left out): both forms go through every script.
     const compact = this.next % 2 === 0 ? ['', '', '', '', 1] : [];
-    return this.scripts.run('enqueue', this.runKeys(id), [this.base, id, wf, `{"i":${this.next}}`, priority, delayMs, '', 3, group, fast ? 1 : 0, LOCK_MS, ...compact]);
+    return this.scripts.run('enqueue', this.runKeys(id), [
+      this.base,
+      id,
+      wf,
+      `{"i":${this.next}}`,
+      priority,
+      delayMs,
+      '',
+      3,
+      group,
+      fast ? 1 : 0,
+      LOCK_MS,
+      ...compact,
+    ]);
   }
 
   reserve(n: number, workflows: string[], scan = false): Promise<unknown[]> {
     const { keys } = this;
-    return this.scripts.run('reserve', [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())], [this.base, n, LOCK_MS, scan ? 60_000 : 0, MAX_STALLS, 256, TTL_MS, 'model-worker', 0, ...workflows]);
+    return this.scripts.run(
+      'reserve',
+      [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
+      [this.base, n, LOCK_MS, scan ? 60_000 : 0, MAX_STALLS, 256, TTL_MS, 'model-worker', 0, ...workflows],
+    );
   }
 
   /** The complete script for one run and no steps; replies { run statuses, claims… }. */
   async complete(id: string, token: string, refill: number): Promise<[number[], ...unknown[]]> {
     const { keys } = this;
-    const [[completed], ...claims] = await this.scripts.run<[[number[], number[]], ...unknown[]]>('complete', [keys.leases, keys.limits, keys.seq, keys.call(newCallId())], [
-      this.base, TTL_MS, refill, LOCK_MS, 0, '', 0, WORKFLOWS.length, ...WORKFLOWS, 0, id, token, '"ok"', '',
-    ]);
+    const [[completed], ...claims] = await this.scripts.run<[[number[], number[]], ...unknown[]]>(
+      'complete',
+      [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
+      [this.base, TTL_MS, refill, LOCK_MS, 0, '', 0, WORKFLOWS.length, ...WORKFLOWS, 0, id, token, '"ok"', ''],
+    );
     return [completed, ...claims];
   }
 
   fail(id: string, token: string, retryable: boolean, backoffMs: number): Promise<string> {
-    return this.scripts.run('fail', this.runKeys(id), [this.base, id, token, '{"name":"Error","message":"boom"}', retryable ? 1 : 0, backoffMs, TTL_MS]);
+    return this.scripts.run('fail', this.runKeys(id), [
+      this.base,
+      id,
+      token,
+      '{"name":"Error","message":"boom"}',
+      retryable ? 1 : 0,
+      backoffMs,
+      TTL_MS,
+    ]);
   }
 
   release(id: string, token: string): Promise<number> {
@@ -74,9 +120,16 @@ export class FlowModel {
   }
 
   declare(fields: Record<string, number | null>): Promise<string[]> {
-    return this.scripts.run('declare-limits', [this.keys.limits, this.keys.workflows, this.keys.seq], [
-      this.base, WORKFLOWS.length, ...WORKFLOWS, ...Object.entries(fields).flatMap(([field, limit]) => [field, limit ?? '', ...scopeOf(field)]),
-    ]);
+    return this.scripts.run(
+      'declare-limits',
+      [this.keys.limits, this.keys.workflows, this.keys.seq],
+      [
+        this.base,
+        WORKFLOWS.length,
+        ...WORKFLOWS,
+        ...Object.entries(fields).flatMap(([field, limit]) => [field, limit ?? '', ...scopeOf(field)]),
+      ],
+    );
   }
 
   async stats(): Promise<QueueStats> {
@@ -105,10 +158,12 @@ export class FlowModel {
       return value;
     });
     const take = <T>() => replies.shift() as T;
-    const runs = new Map(ids.map((id) => {
-      const [state, token] = take<(string | null)[]>();
-      return [id, { state, token }];
-    }));
+    const runs = new Map(
+      ids.map((id) => {
+        const [state, token] = take<(string | null)[]>();
+        return [id, { state, token }];
+      }),
+    );
     const snapshot: Snapshot = { runs, leases: take(), limits: take(), workflows: {} };
     for (const wf of WORKFLOWS) {
       const state: WorkflowState = { active: take(), delayed: take(), ready: take(), groups: take(), wake: take(), lanes: {} };
@@ -132,7 +187,9 @@ const cap = (value: string | undefined) => (value === undefined ? null : Number(
 const sorted = (xs: string[]) => [...xs].sort();
 /** JSON with object keys sorted, so key order (e.g. SMEMBERS order) does not matter. */
 const canonical = (value: unknown): string =>
-  JSON.stringify(value, (_, v) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b))) : v));
+  JSON.stringify(value, (_, v) =>
+    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b))) : v,
+  );
 
 /**
  * Checks `next` (taken after one script call) against the invariants; `prev` is the snapshot
@@ -171,12 +228,14 @@ export function checkInvariants(model: FlowModel, prev: Snapshot, next: Snapshot
     };
     if (!state || !expected[state]) fail(`run ${id} has state ${state}`);
     const actual = sorted(places.get(id) ?? []);
-    if (actual.join() !== sorted(expected[state!]).join()) fail(`run ${id} (${state}) is in [${actual.join()}], expected [${expected[state!].join()}]`);
+    if (actual.join() !== sorted(expected[state!]).join())
+      fail(`run ${id} (${state}) is in [${actual.join()}], expected [${expected[state!].join()}]`);
   }
 
   // 2. Active counts per level equal the runs active at that level.
   const activeRuns = [...model.known].filter(([id]) => next.runs.get(id)!.state === 'active');
-  const count = (wf?: string, group?: string) => activeRuns.filter(([, r]) => (wf === undefined || r.wf === wf) && (group === undefined || r.group === group)).length;
+  const count = (wf?: string, group?: string) =>
+    activeRuns.filter(([, r]) => (wf === undefined || r.wf === wf) && (group === undefined || r.group === group)).length;
   if (next.leases.length !== count()) fail(`ZCARD leases ${next.leases.length} != ${count()} active runs`);
   for (const wf of WORKFLOWS) {
     const w = next.workflows[wf];
@@ -198,7 +257,8 @@ export function checkInvariants(model: FlowModel, prev: Snapshot, next: Snapshot
 
   // 4. The group indexes follow the lanes; 5. stats agree with the runs.
   const readyWithoutRoom: string[] = [];
-  const states = (wf: string, state: string) => [...model.known].filter(([id, r]) => r.wf === wf && next.runs.get(id)!.state === state).length;
+  const states = (wf: string, state: string) =>
+    [...model.known].filter(([id, r]) => r.wf === wf && next.runs.get(id)!.state === state).length;
   const expectedStats: QueueStats = { namespace: { active: count(), limit: cap(next.limits.ns) }, workflows: {} };
   for (const wf of WORKFLOWS) {
     const w = next.workflows[wf];
@@ -214,11 +274,25 @@ export function checkInvariants(model: FlowModel, prev: Snapshot, next: Snapshot
       if (due > 0 || count(wf, g) > 0) busy[g] = { waiting: due, active: count(wf, g), limit, paused: false };
     }
     if (w.ready.some((g) => !GROUPS.slice(1).includes(g))) fail(`ready of ${wf} holds [${w.ready.join()}]`);
-    if (sorted(w.groups).join() !== sorted(Object.keys(busy)).join()) fail(`groups of ${wf} is [${w.groups.join()}], expected [${Object.keys(busy).join()}]`);
+    if (sorted(w.groups).join() !== sorted(Object.keys(busy)).join())
+      fail(`groups of ${wf} is [${w.groups.join()}], expected [${Object.keys(busy).join()}]`);
     expectedStats.workflows[wf] = {
-      waiting: states(wf, 'waiting'), delayed: states(wf, 'delayed'), active: count(wf), limit: cap(next.limits[`wf:${wf}`]),
-      groupLimit: cap(next.limits[`wf:${wf}:group`]), completed: states(wf, 'completed'), failed: states(wf, 'failed'), groups: busy,
-      cancelled: 0, paused: false, rateLimit: null, groupRateLimit: null, sleeping: 0, waitingSignal: 0, waitingEvent: 0, waitingChild: 0,
+      waiting: states(wf, 'waiting'),
+      delayed: states(wf, 'delayed'),
+      active: count(wf),
+      limit: cap(next.limits[`wf:${wf}`]),
+      groupLimit: cap(next.limits[`wf:${wf}:group`]),
+      completed: states(wf, 'completed'),
+      failed: states(wf, 'failed'),
+      groups: busy,
+      cancelled: 0,
+      paused: false,
+      rateLimit: null,
+      groupRateLimit: null,
+      sleeping: 0,
+      waitingSignal: 0,
+      waitingEvent: 0,
+      waitingChild: 0,
     };
   }
   if (canonical(stats) !== canonical(expectedStats)) fail(`stats ${canonical(stats)} != ${canonical(expectedStats)}`);

@@ -15,9 +15,15 @@ import { deferred } from './workflows';
 /** A Nest logger that keeps every line, so a test can assert what was logged. */
 export class CapturingLogger implements LoggerService {
   readonly lines: string[] = [];
-  log(message: unknown, context?: string) { this.lines.push(`${context ?? ''}: ${String(message)}`); }
-  error(message: unknown, ...rest: unknown[]) { this.lines.push(`error: ${String(message)} ${rest.join(' ')}`); }
-  warn(message: unknown, context?: string) { this.lines.push(`${context ?? ''}: ${String(message)}`); }
+  log(message: unknown, context?: string) {
+    this.lines.push(`${context ?? ''}: ${String(message)}`);
+  }
+  error(message: unknown, ...rest: unknown[]) {
+    this.lines.push(`error: ${String(message)} ${rest.join(' ')}`);
+  }
+  warn(message: unknown, context?: string) {
+    this.lines.push(`${context ?? ''}: ${String(message)}`);
+  }
   debug() {}
   verbose() {}
 }

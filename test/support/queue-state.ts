@@ -24,7 +24,11 @@ export async function fakePark(redis: Redis, keys: RedisKeys, workflow: string, 
 
 /** Waits until some worker has announced that it is blocking on `workflow` (no event exists for it). */
 export function waitParked(redis: Redis, keys: RedisKeys, workflow: string, atLeast = 1): Promise<number> {
-  return pollUntil(() => redis.zcard(keys.workflow(workflow, 'parked')), (n) => n >= atLeast, `${atLeast} parked worker(s) on ${workflow}`);
+  return pollUntil(
+    () => redis.zcard(keys.workflow(workflow, 'parked')),
+    (n) => n >= atLeast,
+    `${atLeast} parked worker(s) on ${workflow}`,
+  );
 }
 
 /** The wake list entry the fast path leaves for a run: '<token> <id> <encoded input>', with the run's token as stored. */
@@ -44,7 +48,15 @@ export function enqueueKeys(keys: RedisKeys, id: string): string[] {
 
 /** ARGV of lua/enqueue.lua for a run due now, priority 0, 3 attempts, no group. */
 /** Arguments of the enqueue script (see its header); `waited`: publish the outcome, as run() asks. */
-export function enqueueArgs(keys: RedisKeys, workflow: string, id: string, input: unknown, fastPath: boolean, lockMs = 30_000, waited = false): (string | number)[] {
+export function enqueueArgs(
+  keys: RedisKeys,
+  workflow: string,
+  id: string,
+  input: unknown,
+  fastPath: boolean,
+  lockMs = 30_000,
+  waited = false,
+): (string | number)[] {
   return [keys.base, id, workflow, JSON.stringify(input), 0, 0, '', 3, '', fastPath ? 1 : 0, lockMs, waited ? 1 : 0];
 }
 
@@ -53,13 +65,19 @@ export function enqueueArgs(keys: RedisKeys, workflow: string, id: string, input
  * went through neither was never queued as due.
  */
 export async function dueInLane(redis: Redis, keys: RedisKeys, workflow: string, group?: string): Promise<number> {
-  const [queued, waiting] = await Promise.all([redis.llen(keys.lane(workflow, group, 'queue')), redis.zcard(keys.lane(workflow, group, 'waiting'))]);
+  const [queued, waiting] = await Promise.all([
+    redis.llen(keys.lane(workflow, group, 'queue')),
+    redis.zcard(keys.lane(workflow, group, 'waiting')),
+  ]);
   return queued + waiting;
 }
 
 /** Whether `id` is queued as due in a lane (its FIFO list or its priority zset). */
 export async function isDueInLane(redis: Redis, keys: RedisKeys, workflow: string, id: string, group?: string): Promise<boolean> {
-  const [position, score] = await Promise.all([redis.lpos(keys.lane(workflow, group, 'queue'), id), redis.zscore(keys.lane(workflow, group, 'waiting'), id)]);
+  const [position, score] = await Promise.all([
+    redis.lpos(keys.lane(workflow, group, 'queue'), id),
+    redis.zscore(keys.lane(workflow, group, 'waiting'), id),
+  ]);
   return position !== null || score !== null;
 }
 
@@ -102,7 +120,9 @@ export async function watchLane(redis: Redis, keys: RedisKeys, workflow: string,
   const subscriber = node.duplicate();
   const seen: string[] = [];
   const watched = [keys.lane(workflow, group, 'queue'), keys.lane(workflow, group, 'waiting')];
-  subscriber.on('pmessage', (_pattern: string, channel: string, event: string) => seen.push(`${event} ${channel.slice(channel.indexOf(':') + 1)}`));
+  subscriber.on('pmessage', (_pattern: string, channel: string, event: string) =>
+    seen.push(`${event} ${channel.slice(channel.indexOf(':') + 1)}`),
+  );
   await subscriber.psubscribe(...watched.map((key) => `__keyspace@*__:${key}`));
   return {
     async writes() {

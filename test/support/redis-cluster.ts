@@ -192,7 +192,11 @@ export class LocalCluster {
     const node = this.member(port);
     if (!node.alive) throw new Error(`LocalCluster: node ${port} is already dead`);
     const others = this.live().filter((n) => n !== node);
-    if (others.length) this.ownedAtKill.set(port, (await this.slotMap(others[0].port)).filter((r) => r.master === port));
+    if (others.length)
+      this.ownedAtKill.set(
+        port,
+        (await this.slotMap(others[0].port)).filter((r) => r.master === port),
+      );
     node.alive = false;
     await node.process.kill('SIGKILL');
   }
@@ -236,9 +240,12 @@ export class LocalCluster {
     await poll(`a replica of ${deadPort} (${candidates.join(', ')}) to take over its slots`, timeoutMs, async () => {
       const states = await this.liveStates();
       const map = states[0].map;
-      const owners = new Set(owned.flatMap((r) => [r.start, r.end]).map((slot) => map.find((m) => m.start <= slot && slot <= m.end)?.master));
+      const owners = new Set(
+        owned.flatMap((r) => [r.start, r.end]).map((slot) => map.find((m) => m.start <= slot && slot <= m.end)?.master),
+      );
       const [owner] = owners;
-      const done = allOk(states) && agree(states.map((s) => s.map)) && owners.size === 1 && owner !== undefined && candidates.includes(owner);
+      const done =
+        allOk(states) && agree(states.map((s) => s.map)) && owners.size === 1 && owner !== undefined && candidates.includes(owner);
       if (done) promoted = owner!;
       return { done, state: summary(states) };
     });
@@ -322,16 +329,24 @@ export class LocalCluster {
     for (const node of nodes.slice(1)) await nodes[0].admin.call('CLUSTER', 'MEET', '127.0.0.1', node.port, node.busPort);
     // REPLICATE needs the replica to know its master: wait until the handshakes are done.
     await poll(`all ${nodes.length} nodes to know each other`, this.timeoutMs, async () => {
-      const known = await Promise.all(nodes.map(async (n) => parseNodes(String(await n.admin.call('CLUSTER', 'NODES'))).filter((e) => !e.flags.includes('handshake')).length));
+      const known = await Promise.all(
+        nodes.map(
+          async (n) => parseNodes(String(await n.admin.call('CLUSTER', 'NODES'))).filter((e) => !e.flags.includes('handshake')).length,
+        ),
+      );
       return { done: known.every((k) => k === nodes.length), state: known };
     });
     for (const replica of nodes.slice(masters)) await replica.admin.call('CLUSTER', 'REPLICATE', replica.masterId!);
     const want = JSON.stringify(expected);
-    await poll('the cluster to form (cluster_state:ok and the planned slot map on every node, replicas synced)', this.timeoutMs, async () => {
-      const states = await this.liveStates();
-      const synced = states.every((s) => !s.info.includes('role:slave') || s.info.includes('master_link_status:up'));
-      return { done: allOk(states) && states.every((s) => JSON.stringify(s.map) === want) && synced, state: summary(states) };
-    });
+    await poll(
+      'the cluster to form (cluster_state:ok and the planned slot map on every node, replicas synced)',
+      this.timeoutMs,
+      async () => {
+        const states = await this.liveStates();
+        const synced = states.every((s) => !s.info.includes('role:slave') || s.info.includes('master_link_status:up'));
+        return { done: allOk(states) && states.every((s) => JSON.stringify(s.map) === want) && synced, state: summary(states) };
+      },
+    );
     await this.refreshRoles();
   }
 
@@ -380,7 +395,8 @@ export class LocalCluster {
 export async function startRedisCluster(options: StartClusterOptions = {}): Promise<LocalCluster> {
   const { masters = 3, replicasPerMaster = 0, nodeTimeoutMs = 1_000, timeoutMs = 20_000 } = options;
   if (!Number.isInteger(masters) || masters < 1) throw new Error(`startRedisCluster: masters must be a positive integer, got ${masters}`);
-  if (!Number.isInteger(replicasPerMaster) || replicasPerMaster < 0) throw new Error(`startRedisCluster: bad replicasPerMaster ${replicasPerMaster}`);
+  if (!Number.isInteger(replicasPerMaster) || replicasPerMaster < 0)
+    throw new Error(`startRedisCluster: bad replicasPerMaster ${replicasPerMaster}`);
   const count = masters * (1 + replicasPerMaster);
   const ports = await distinctFreePorts(count * 2);
   const started = await Promise.allSettled(
@@ -388,22 +404,31 @@ export async function startRedisCluster(options: StartClusterOptions = {}): Prom
       const [port, busPort] = [ports[2 * i], ports[2 * i + 1]];
       const dir = mkdtempSync(join(tmpdir(), 'sluice-cluster-node-'));
       const args = [
-        '--cluster-enabled', 'yes',
-        '--cluster-config-file', join(dir, 'nodes.conf'),
-        '--cluster-node-timeout', String(nodeTimeoutMs),
-        '--cluster-port', String(busPort),
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(dir, 'nodes.conf'),
+        '--cluster-node-timeout',
+        String(nodeTimeoutMs),
+        '--cluster-port',
+        String(busPort),
         // Without it a node learns its own address from the first MEET it receives; node 0 of
         // the bootstrap only sends MEETs.
-        '--cluster-announce-ip', '127.0.0.1',
+        '--cluster-announce-ip',
+        '127.0.0.1',
         // A replica may take over however long its link was down (the default refuses a replica
         // disconnected for > 10 × node timeout), and replicas stay where the test put them.
-        '--cluster-replica-validity-factor', '0',
-        '--cluster-allow-replica-migration', 'no',
+        '--cluster-replica-validity-factor',
+        '0',
+        '--cluster-allow-replica-migration',
+        'no',
         // Redis 7 waits 5 s by default before a diskless full sync, to batch replicas.
-        '--repl-diskless-sync-delay', '0',
+        '--repl-diskless-sync-delay',
+        '0',
         // CLUSTER SLOTS leaves out a replica whose replication offset is still 0, and an idle
         // master only advances it with its replication PING, every 10 s by default.
-        '--repl-ping-replica-period', '1',
+        '--repl-ping-replica-period',
+        '1',
       ];
       return RedisProcess.start({ port, dir, ownsDir: true, args }).then((server) => ({ server, busPort }));
     }),
@@ -535,7 +560,8 @@ async function poll(what: string, timeoutMs: number, probe: () => Promise<{ done
     } catch (error) {
       last = { error: (error as Error).message };
     }
-    if (Date.now() > deadline) throw new Error(`LocalCluster: timed out after ${timeoutMs} ms waiting for ${what}; last state: ${JSON.stringify(last, null, 1)}`);
+    if (Date.now() > deadline)
+      throw new Error(`LocalCluster: timed out after ${timeoutMs} ms waiting for ${what}; last state: ${JSON.stringify(last, null, 1)}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

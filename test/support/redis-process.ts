@@ -100,7 +100,13 @@ export class RedisProcess {
     const port = options.port ?? (await freePort());
     if (port === 6379) throw new Error('RedisProcess: refusing port 6379 (it may be a real Redis)');
     const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'sluice-chaos-redis-'));
-    const server = new RedisProcess(port, dir, options.args ?? [], options.readyTimeoutMs ?? 20_000, options.ownsDir ?? options.dir === undefined);
+    const server = new RedisProcess(
+      port,
+      dir,
+      options.args ?? [],
+      options.readyTimeoutMs ?? 20_000,
+      options.ownsDir ?? options.dir === undefined,
+    );
     try {
       await server.spawn();
     } catch (error) {
@@ -200,14 +206,18 @@ export class RedisProcess {
     child.stdout.on('data', collect);
     child.stderr.on('data', collect);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => fail(new Error(`redis-server on port ${this.port} not ready after ${this.readyTimeoutMs} ms:\n${this.output}`)), this.readyTimeoutMs);
+      const timer = setTimeout(
+        () => fail(new Error(`redis-server on port ${this.port} not ready after ${this.readyTimeoutMs} ms:\n${this.output}`)),
+        this.readyTimeoutMs,
+      );
       const onData = () => {
         if (this.output.includes('Ready to accept connections')) {
           cleanup();
           resolve();
         }
       };
-      const onExit = (code: number | null) => fail(new Error(`redis-server on port ${this.port} exited with code ${code}:\n${this.output}`));
+      const onExit = (code: number | null) =>
+        fail(new Error(`redis-server on port ${this.port} exited with code ${code}:\n${this.output}`));
       const onError = (error: Error) => fail(new Error(`cannot start redis-server (is it installed?): ${error.message}`));
       const cleanup = () => {
         clearTimeout(timer);
@@ -312,7 +322,8 @@ export class RedisAdmin {
   async clients(filter: ClientFilter = {}): Promise<ClientInfo[]> {
     const list = (await this.redis.client('LIST')) as string;
     return parseClientList(list).filter(
-      (c) => (filter.namePrefix === undefined || c.name.startsWith(filter.namePrefix)) && (filter.type === undefined || c.type === filter.type),
+      (c) =>
+        (filter.namePrefix === undefined || c.name.startsWith(filter.namePrefix)) && (filter.type === undefined || c.type === filter.type),
     );
   }
 
@@ -355,12 +366,20 @@ export class RedisAdmin {
    * Waits (polling CLIENT LIST: no event exists) until the clients matching `filter` satisfy
    * `ready`, e.g. until a worker's connections reconnected after a kill. Returns the last list.
    */
-  async clientsWhen(filter: ClientFilter, ready: (clients: ClientInfo[]) => boolean, what: string, timeoutMs = 10_000): Promise<ClientInfo[]> {
+  async clientsWhen(
+    filter: ClientFilter,
+    ready: (clients: ClientInfo[]) => boolean,
+    what: string,
+    timeoutMs = 10_000,
+  ): Promise<ClientInfo[]> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const clients = await this.clients(filter);
       if (ready(clients)) return clients;
-      if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; clients: ${JSON.stringify(clients.map((c) => `${c.name}@${c.addr}(${c.type})`))}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `timed out after ${timeoutMs} ms waiting for ${what}; clients: ${JSON.stringify(clients.map((c) => `${c.name}@${c.addr}(${c.type})`))}`,
+        );
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }

@@ -7,7 +7,11 @@ import { isCluster, serverNodes } from './nodes';
  * gets each page of keys with the connection of the node holding them, so it can act on them
  * there (a node refuses keys of slots it does not serve). Test-only: never on a hot path.
  */
-export async function scanEach(redis: Redis | Cluster, pattern: string, onPage: (keys: string[], node: Redis) => Promise<void> | void): Promise<void> {
+export async function scanEach(
+  redis: Redis | Cluster,
+  pattern: string,
+  onPage: (keys: string[], node: Redis) => Promise<void> | void,
+): Promise<void> {
   for (const node of await serverNodes(redis)) {
     let cursor = '0';
     do {

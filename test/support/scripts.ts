@@ -17,7 +17,10 @@ type Arg = string | number;
  */
 export function scriptsOn(redis: Redis, namespace?: string): LuaScripts {
   const link = new RedisLink('command', () => redis, 10_000, new Logger('test'));
-  const scripts = namespace === undefined ? new GuardPerCallScripts(link, isCluster(redis)) : new LuaScripts(link, new RedisKeys('sluice', namespace), isCluster(redis));
+  const scripts =
+    namespace === undefined
+      ? new GuardPerCallScripts(link, isCluster(redis))
+      : new LuaScripts(link, new RedisKeys('sluice', namespace), isCluster(redis));
   void link.client; // creates the link's instance (the given one), which defines the scripts on it
   return scripts;
 }
@@ -33,7 +36,12 @@ class GuardPerCallScripts extends LuaScripts {
     super(scriptLink, new RedisKeys('sluice', 'default'), sharded);
   }
 
-  override run<T = unknown>(name: ScriptName, keys: string[], args: Arg[] | ((retry: boolean) => Arg[]), options?: CallOptions): Promise<T> {
+  override run<T = unknown>(
+    name: ScriptName,
+    keys: string[],
+    args: Arg[] | ((retry: boolean) => Arg[]),
+    options?: CallOptions,
+  ): Promise<T> {
     const scripts = this.forKeys(keys);
     return scripts ? scripts.run<T>(name, keys, args, options) : super.run<T>(name, keys, args, options);
   }
@@ -50,7 +58,11 @@ class GuardPerCallScripts extends LuaScripts {
     const separator = tag?.indexOf(':') ?? -1;
     if (!tag || separator < 0) return undefined;
     let scripts = this.byTag.get(tag);
-    if (!scripts) this.byTag.set(tag, (scripts = new LuaScripts(this.scriptLink, new RedisKeys(tag.slice(0, separator), tag.slice(separator + 1)), this.sharded)));
+    if (!scripts)
+      this.byTag.set(
+        tag,
+        (scripts = new LuaScripts(this.scriptLink, new RedisKeys(tag.slice(0, separator), tag.slice(separator + 1)), this.sharded)),
+      );
     return scripts;
   }
 }

@@ -151,7 +151,13 @@ export class TcpProxy {
    */
   blackhole(match?: (connection: ProxyConnection) => boolean): number {
     if (!match) this.partitioned = true;
-    const chosen = new Set(match ? this.connections().filter(match).map((c) => c.id) : this.pipes.keys());
+    const chosen = new Set(
+      match
+        ? this.connections()
+            .filter(match)
+            .map((c) => c.id)
+        : this.pipes.keys(),
+    );
     for (const id of chosen) {
       const pipe = this.pipes.get(id)!;
       pipe.blackholed = true;
@@ -188,7 +194,13 @@ export class TcpProxy {
 
   /** Sends on every held reply (or only those of the connections `match` accepts), in order, and stops holding them. */
   releaseReplies(match?: (connection: ProxyConnection) => boolean): void {
-    const chosen = match && new Set(this.connections().filter(match).map((c) => c.id));
+    const chosen =
+      match &&
+      new Set(
+        this.connections()
+          .filter(match)
+          .map((c) => c.id),
+      );
     for (const pipe of this.pipes.values()) {
       if (chosen && !chosen.has(pipe.id)) continue;
       const held = pipe.heldReplies;

@@ -19,12 +19,18 @@ function compilerOptions(): ts.CompilerOptions {
  * Type-checks `fixture` (a file path) with `source` as its text, under the repository's
  * tsconfig; returns every diagnostic of the program (as test/unit/types.spec.ts does).
  */
-export function typeCheck(fixture: string, source: string, oldProgram?: ts.Program): { diagnostics: readonly ts.Diagnostic[]; program: ts.Program } {
+export function typeCheck(
+  fixture: string,
+  source: string,
+  oldProgram?: ts.Program,
+): { diagnostics: readonly ts.Diagnostic[]; program: ts.Program } {
   const options = compilerOptions();
   const host = ts.createCompilerHost(options, true);
   const getSourceFile = host.getSourceFile.bind(host);
   host.getSourceFile = (fileName, language, onError, shouldCreate) =>
-    resolve(fileName) === fixture ? ts.createSourceFile(fileName, source, language, true) : getSourceFile(fileName, language, onError, shouldCreate);
+    resolve(fileName) === fixture
+      ? ts.createSourceFile(fileName, source, language, true)
+      : getSourceFile(fileName, language, onError, shouldCreate);
   const readFile = host.readFile.bind(host);
   host.readFile = (fileName) => (resolve(fileName) === fixture ? source : readFile(fileName));
   const program = ts.createProgram({ rootNames: [fixture], options, host, oldProgram });
@@ -42,6 +48,8 @@ export function describeDiagnostics(diagnostics: readonly ts.Diagnostic[]): stri
 
 /** Line numbers (0-based) of the diagnostics in `fixture`. */
 export function errorLines(fixture: string, diagnostics: readonly ts.Diagnostic[]): number[] {
-  const lines = diagnostics.filter((d) => d.file && resolve(d.file.fileName) === fixture).map((d) => d.file!.getLineAndCharacterOfPosition(d.start!).line);
+  const lines = diagnostics
+    .filter((d) => d.file && resolve(d.file.fileName) === fixture)
+    .map((d) => d.file!.getLineAndCharacterOfPosition(d.start!).line);
   return [...new Set(lines)].sort((a, b) => a - b);
 }

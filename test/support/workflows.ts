@@ -106,7 +106,10 @@ export function enterMonitor(connection: IORedis): Promise<IORedis> {
  * Sluice sends all its commands); on a single server it makes no difference. `server`: a
  * connection to the server to watch, when it is not the shared test server (e.g. a test's own).
  */
-export async function monitorCommands(namespace?: string, server?: IORedis): Promise<{ next(match: (args: string[]) => boolean, timeoutMs?: number): Promise<string[]>; close(): Promise<void> }> {
+export async function monitorCommands(
+  namespace?: string,
+  server?: IORedis,
+): Promise<{ next(match: (args: string[]) => boolean, timeoutMs?: number): Promise<string[]>; close(): Promise<void> }> {
   const connection = server ? server.duplicate() : rawRedis();
   if (namespace === undefined && isCluster(connection as Redis | Cluster)) {
     connection.disconnect();

@@ -19,9 +19,17 @@ describe('Redis Cluster connection options', () => {
   });
 
   it('reads an ioredis Cluster instance without connecting it', () => {
-    const instance = new Cluster(['redis://b:7001', { host: 'c', port: 7002 }, 7003], { lazyConnect: true, redisOptions: { password: 'secret' }, natMap: { 'x:1': { host: 'y', port: 2 } } });
+    const instance = new Cluster(['redis://b:7001', { host: 'c', port: 7002 }, 7003], {
+      lazyConnect: true,
+      redisOptions: { password: 'secret' },
+      natMap: { 'x:1': { host: 'y', port: 2 } },
+    });
     expect(clusterSettings(instance)).toEqual({
-      seeds: [{ host: 'b', port: 7001 }, { host: 'c', port: 7002 }, { host: '127.0.0.1', port: 7003 }],
+      seeds: [
+        { host: 'b', port: 7001 },
+        { host: 'c', port: 7002 },
+        { host: '127.0.0.1', port: 7003 },
+      ],
       username: undefined,
       password: 'secret',
       tls: undefined,

@@ -40,7 +40,10 @@ describe('contract and Jsonified types', () => {
   });
 
   it('the decorator check is not vacuous: a wider-input workflow breaks once it narrows', () => {
-    const broken = original.replace('async run(input: { orderId: string | number }): Promise<OrderResult>', 'async run(input: { orderId: boolean }): Promise<OrderResult>');
+    const broken = original.replace(
+      'async run(input: { orderId: string | number }): Promise<OrderResult>',
+      'async run(input: { orderId: boolean }): Promise<OrderResult>',
+    );
     expect(broken).not.toBe(original);
     const { diagnostics } = typeCheck(FIXTURE, broken, first);
     expect(describeDiagnostics(diagnostics)).toMatch(/decorator/i);

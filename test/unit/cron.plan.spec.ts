@@ -1,7 +1,14 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { InvalidInputError, InvalidScheduleError } from '../../lib/errors';
-import { checkCronPattern, CronPattern, missedOccurrences, occurrencesAfter, planOccurrences, PLAN_AHEAD } from '../../lib/workflow/cron.plan';
+import {
+  checkCronPattern,
+  CronPattern,
+  missedOccurrences,
+  occurrencesAfter,
+  planOccurrences,
+  PLAN_AHEAD,
+} from '../../lib/workflow/cron.plan';
 
 /*
  * Tests that assert exact instants pass `tz` explicitly; the test at the end checks that no `tz`
@@ -144,9 +151,15 @@ describe('occurrencesAfter: daylight saving time in Europe/Berlin', () => {
 
 describe('occurrencesAfter', () => {
   it('is strictly after its start: an occurrence exactly at the start is not included', () => {
-    expect(iso(occurrencesAfter(utc('0 0 * * *'), at('2026-01-01T00:00:00Z'), 2))).toEqual(['2026-01-02T00:00:00.000Z', '2026-01-03T00:00:00.000Z']);
+    expect(iso(occurrencesAfter(utc('0 0 * * *'), at('2026-01-01T00:00:00Z'), 2))).toEqual([
+      '2026-01-02T00:00:00.000Z',
+      '2026-01-03T00:00:00.000Z',
+    ]);
     // One ms earlier, the occurrence at midnight is after the start and comes first.
-    expect(iso(occurrencesAfter(utc('0 0 * * *'), at('2025-12-31T23:59:59.999Z'), 2))).toEqual(['2026-01-01T00:00:00.000Z', '2026-01-02T00:00:00.000Z']);
+    expect(iso(occurrencesAfter(utc('0 0 * * *'), at('2025-12-31T23:59:59.999Z'), 2))).toEqual([
+      '2026-01-01T00:00:00.000Z',
+      '2026-01-02T00:00:00.000Z',
+    ]);
   });
 
   it('chains: starting from the last occurrence returned continues without a gap or repeat', () => {
@@ -178,7 +191,10 @@ describe('occurrencesAfter', () => {
   });
 
   it('reads 5 fields as minute-first', () => {
-    expect(iso(occurrencesAfter(utc('5 3 * * *'), at('2026-01-01T00:00:00Z'), 2))).toEqual(['2026-01-01T03:05:00.000Z', '2026-01-02T03:05:00.000Z']);
+    expect(iso(occurrencesAfter(utc('5 3 * * *'), at('2026-01-01T00:00:00Z'), 2))).toEqual([
+      '2026-01-01T03:05:00.000Z',
+      '2026-01-02T03:05:00.000Z',
+    ]);
   });
 
   it('reads 6 fields as seconds-first', () => {
@@ -187,16 +203,28 @@ describe('occurrencesAfter', () => {
       '2026-01-01T00:00:20.000Z',
       '2026-01-01T00:00:30.000Z',
     ]);
-    expect(iso(occurrencesAfter(utc('5 3 * * * *'), at('2026-01-01T00:00:00Z'), 2))).toEqual(['2026-01-01T00:03:05.000Z', '2026-01-01T01:03:05.000Z']);
+    expect(iso(occurrencesAfter(utc('5 3 * * * *'), at('2026-01-01T00:00:00Z'), 2))).toEqual([
+      '2026-01-01T00:03:05.000Z',
+      '2026-01-01T01:03:05.000Z',
+    ]);
   });
 
   it('starts at the next whole second after a start with milliseconds', () => {
-    expect(iso(occurrencesAfter(utc('* * * * * *'), at('2026-01-01T00:00:00.500Z'), 2))).toEqual(['2026-01-01T00:00:01.000Z', '2026-01-01T00:00:02.000Z']);
+    expect(iso(occurrencesAfter(utc('* * * * * *'), at('2026-01-01T00:00:00.500Z'), 2))).toEqual([
+      '2026-01-01T00:00:01.000Z',
+      '2026-01-01T00:00:02.000Z',
+    ]);
   });
 
   it('accepts @hourly and @daily', () => {
-    expect(iso(occurrencesAfter(utc('@hourly'), at('2026-01-01T00:30:00Z'), 2))).toEqual(['2026-01-01T01:00:00.000Z', '2026-01-01T02:00:00.000Z']);
-    expect(iso(occurrencesAfter(utc('@daily'), at('2026-01-01T00:30:00Z'), 2))).toEqual(['2026-01-02T00:00:00.000Z', '2026-01-03T00:00:00.000Z']);
+    expect(iso(occurrencesAfter(utc('@hourly'), at('2026-01-01T00:30:00Z'), 2))).toEqual([
+      '2026-01-01T01:00:00.000Z',
+      '2026-01-01T02:00:00.000Z',
+    ]);
+    expect(iso(occurrencesAfter(utc('@daily'), at('2026-01-01T00:30:00Z'), 2))).toEqual([
+      '2026-01-02T00:00:00.000Z',
+      '2026-01-03T00:00:00.000Z',
+    ]);
   });
 
   it('accepts weekday names and ranges (MON-FRI)', () => {
@@ -215,18 +243,32 @@ describe('occurrencesAfter', () => {
   });
 
   it('accepts month names (JAN)', () => {
-    expect(iso(occurrencesAfter(utc('0 0 1 JAN *'), at('2026-01-01T00:00:00Z'), 2))).toEqual(['2027-01-01T00:00:00.000Z', '2028-01-01T00:00:00.000Z']);
-    expect(iso(occurrencesAfter(utc('0 12 15 JAN,JUL *'), at('2026-02-01T00:00:00Z'), 2))).toEqual(['2026-07-15T12:00:00.000Z', '2027-01-15T12:00:00.000Z']);
+    expect(iso(occurrencesAfter(utc('0 0 1 JAN *'), at('2026-01-01T00:00:00Z'), 2))).toEqual([
+      '2027-01-01T00:00:00.000Z',
+      '2028-01-01T00:00:00.000Z',
+    ]);
+    expect(iso(occurrencesAfter(utc('0 12 15 JAN,JUL *'), at('2026-02-01T00:00:00Z'), 2))).toEqual([
+      '2026-07-15T12:00:00.000Z',
+      '2027-01-15T12:00:00.000Z',
+    ]);
   });
 
   it('accepts L and #', () => {
-    expect(iso(occurrencesAfter(utc('0 0 L * *'), at('2026-01-01T00:30:00Z'), 2))).toEqual(['2026-01-31T00:00:00.000Z', '2026-02-28T00:00:00.000Z']);
+    expect(iso(occurrencesAfter(utc('0 0 L * *'), at('2026-01-01T00:30:00Z'), 2))).toEqual([
+      '2026-01-31T00:00:00.000Z',
+      '2026-02-28T00:00:00.000Z',
+    ]);
     // Second Monday of the month.
-    expect(iso(occurrencesAfter(utc('0 0 * * 1#2'), at('2026-01-01T00:30:00Z'), 2))).toEqual(['2026-01-12T00:00:00.000Z', '2026-02-09T00:00:00.000Z']);
+    expect(iso(occurrencesAfter(utc('0 0 * * 1#2'), at('2026-01-01T00:30:00Z'), 2))).toEqual([
+      '2026-01-12T00:00:00.000Z',
+      '2026-02-09T00:00:00.000Z',
+    ]);
   });
 
   it('ignores surrounding whitespace', () => {
-    expect(occurrencesAfter(utc('  0 * * * *\n'), at('2026-01-01T00:30:00Z'), 3)).toEqual(occurrencesAfter(utc('0 * * * *'), at('2026-01-01T00:30:00Z'), 3));
+    expect(occurrencesAfter(utc('  0 * * * *\n'), at('2026-01-01T00:30:00Z'), 3)).toEqual(
+      occurrencesAfter(utc('0 * * * *'), at('2026-01-01T00:30:00Z'), 3),
+    );
   });
 
   it('reads the expression in its time zone', () => {
@@ -311,7 +353,11 @@ describe('missedOccurrences', () => {
     const floor = at('2026-01-01T00:00:00Z');
     const now = at('2026-01-01T10:30:00Z');
     expect(missedOccurrences(hourly, floor, now, 100)).toHaveLength(10);
-    expect(iso(missedOccurrences(hourly, floor, now, 3))).toEqual(['2026-01-01T08:00:00.000Z', '2026-01-01T09:00:00.000Z', '2026-01-01T10:00:00.000Z']);
+    expect(iso(missedOccurrences(hourly, floor, now, 3))).toEqual([
+      '2026-01-01T08:00:00.000Z',
+      '2026-01-01T09:00:00.000Z',
+      '2026-01-01T10:00:00.000Z',
+    ]);
     // max 1 is catchUp 'latest': the backlog collapses into its latest occurrence.
     expect(iso(missedOccurrences(hourly, floor, now, 1))).toEqual(['2026-01-01T10:00:00.000Z']);
     expect(missedOccurrences(hourly, floor, now, 0)).toEqual([]);

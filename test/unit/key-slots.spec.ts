@@ -13,7 +13,7 @@ import { checkId, checkName } from '../../lib/util/names';
 /** A small seeded generator, so a failure names a reproducible case. */
 function generator(seed: number) {
   let state = seed >>> 0 || 1;
-  const next = () => ((state = (Math.imul(state, 1_103_515_245) + 12_345) >>> 0) / 2 ** 32);
+  const next = () => (state = (Math.imul(state, 1_103_515_245) + 12_345) >>> 0) / 2 ** 32;
   const pick = (alphabet: string, min: number, max: number) =>
     Array.from({ length: min + Math.floor(next() * (max - min + 1)) }, () => alphabet[Math.floor(next() * alphabet.length)]).join('');
   return { next, pick };
@@ -23,7 +23,18 @@ const ALNUM = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 const NAME_REST = `${ALNUM}._-`;
 const ID_CHARS = `${ALNUM}._:/@#=+-`;
 const FINISHED = ['completed', 'failed', 'cancelled'] as const;
-const WORKFLOW_SUFFIXES = ['wake', 'parked', 'active', 'delayed', 'ready', 'groups', 'stats', 'schedules', 'next-fires', 'declared'] as const;
+const WORKFLOW_SUFFIXES = [
+  'wake',
+  'parked',
+  'active',
+  'delayed',
+  'ready',
+  'groups',
+  'stats',
+  'schedules',
+  'next-fires',
+  'declared',
+] as const;
 const LANE_SUFFIXES = ['queue', 'waiting', 'active'] as const;
 
 function names(seed: number, count: number) {
@@ -37,14 +48,32 @@ function names(seed: number, count: number) {
 function keysOf(n: ReturnType<typeof names>[number]): string[] {
   const k = new RedisKeys(n.prefix, n.namespace);
   return [
-    k.base, k.leases, k.limits, k.workflows, k.seq, k.stallGate, k.schema, k.migrateLock, k.schedules, k.cancel,
-    k.run(n.id), k.call(n.id), k.schedule(n.id), k.done(n.id), k.progress(n.id), k.wake(n.workflow),
+    k.base,
+    k.leases,
+    k.limits,
+    k.workflows,
+    k.seq,
+    k.stallGate,
+    k.schema,
+    k.migrateLock,
+    k.schedules,
+    k.cancel,
+    k.run(n.id),
+    k.call(n.id),
+    k.schedule(n.id),
+    k.done(n.id),
+    k.progress(n.id),
+    k.wake(n.workflow),
     ...FINISHED.map((state) => k.finished(n.workflow, state)),
     ...WORKFLOW_SUFFIXES.map((suffix) => k.workflow(n.workflow, suffix)),
     ...LANE_SUFFIXES.map((suffix) => k.lane(n.workflow, n.group, suffix)),
     ...LANE_SUFFIXES.map((suffix) => k.lane(n.workflow, undefined, suffix)),
     // Keys only the scripts build (lua/includes/*.lua), from the same base.
-    `${k.base}wf:${n.workflow}:rate-log`, `${k.base}wf:${n.workflow}:g:${n.group}:rate-log`, `${k.base}wf:${n.workflow}:rate-held`, `${k.base}wf:${n.workflow}:rate-review`, `${k.base}ns-waiting`,
+    `${k.base}wf:${n.workflow}:rate-log`,
+    `${k.base}wf:${n.workflow}:g:${n.group}:rate-log`,
+    `${k.base}wf:${n.workflow}:rate-held`,
+    `${k.base}wf:${n.workflow}:rate-review`,
+    `${k.base}ns-waiting`,
   ];
 }
 
@@ -64,16 +93,29 @@ describe('key safety on Redis Cluster', () => {
     // Mix the parts across sets too, so near-identical names meet in one namespace.
     for (const [i, n] of sets.entries()) {
       const other = sets[(i * 7 + 3) % sets.length];
-      for (const variant of [n, { ...n, namespace: other.namespace, prefix: other.prefix }, { ...n, group: other.workflow, workflow: other.group }]) {
+      for (const variant of [
+        n,
+        { ...n, namespace: other.namespace, prefix: other.prefix },
+        { ...n, group: other.workflow, workflow: other.group },
+      ]) {
         const owner = JSON.stringify(variant);
         const k = new RedisKeys(variant.prefix, variant.namespace);
         const tagged = [
-          ['run', k.run(variant.id)], ['schedule', k.schedule(variant.id)], ['done', k.done(variant.id)], ['call', k.call(variant.id)],
-          ['lane', k.lane(variant.workflow, variant.group, 'queue')], ['wf', k.workflow(variant.workflow, 'active')],
+          ['run', k.run(variant.id)],
+          ['schedule', k.schedule(variant.id)],
+          ['done', k.done(variant.id)],
+          ['call', k.call(variant.id)],
+          ['lane', k.lane(variant.workflow, variant.group, 'queue')],
+          ['wf', k.workflow(variant.workflow, 'active')],
         ] as const;
         for (const [kind, key] of tagged) {
           // The same key from another kind, or from names that differ in the parts that kind uses, is a clash.
-          const part = kind === 'lane' ? `${variant.prefix}|${variant.namespace}|${variant.workflow}|${variant.group}` : kind === 'wf' ? `${variant.prefix}|${variant.namespace}|${variant.workflow}` : `${variant.prefix}|${variant.namespace}|${variant.id}`;
+          const part =
+            kind === 'lane'
+              ? `${variant.prefix}|${variant.namespace}|${variant.workflow}|${variant.group}`
+              : kind === 'wf'
+                ? `${variant.prefix}|${variant.namespace}|${variant.workflow}`
+                : `${variant.prefix}|${variant.namespace}|${variant.id}`;
           const mine = `${kind}:${part}`;
           const seen = owners.get(key);
           if (seen !== undefined && seen !== mine) clashes.push(`${key} ← ${seen} and ${mine} (${owner})`);

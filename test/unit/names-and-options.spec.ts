@@ -1,5 +1,12 @@
 import fc from 'fast-check';
-import { InvalidInputError, InvalidNameError, InvalidOptionError, MAX_PRIORITY, PayloadNotSerializableError, QueueConfigError } from '../../lib';
+import {
+  InvalidInputError,
+  InvalidNameError,
+  InvalidOptionError,
+  MAX_PRIORITY,
+  PayloadNotSerializableError,
+  QueueConfigError,
+} from '../../lib';
 import type { EnqueueOptions } from '../../lib/interfaces/enqueue.options';
 import { buildEnqueueRequest } from '../../lib/workflow/enqueue.request';
 import { DEFAULT_BACKOFF, QueueModuleOptions, resolveQueueOptions } from '../../lib/interfaces/queue.options';
@@ -87,19 +94,35 @@ describe('toMilliseconds', () => {
 
 describe('buildEnqueueRequest', () => {
   const wf = { name: 'wf', attempts: 4 };
-  const build = (opts?: EnqueueOptions, input: unknown = { x: 1 }, max = DEFAULT_MAX_PAYLOAD_BYTES) => buildEnqueueRequest(wf, input, opts, max);
+  const build = (opts?: EnqueueOptions, input: unknown = { x: 1 }, max = DEFAULT_MAX_PAYLOAD_BYTES) =>
+    buildEnqueueRequest(wf, input, opts, max);
 
   it('fills defaults', () => {
     const request = build();
     expect(request.id).toMatch(/^[0-9a-f-]{36}$/);
-    expect(request).toMatchObject({ workflow: 'wf', input: '{"x":1}', priority: 0, delayMs: 0, runAtMs: undefined, attempts: 4, group: undefined });
+    expect(request).toMatchObject({
+      workflow: 'wf',
+      input: '{"x":1}',
+      priority: 0,
+      delayMs: 0,
+      runAtMs: undefined,
+      attempts: 4,
+      group: undefined,
+    });
     expect(build().id).not.toBe(request.id);
   });
 
   it('takes valid options', () => {
     const runAt = new Date(Date.now() + 60_000);
     const request = build({ id: 'order:1', delay: '10s', runAt, priority: MAX_PRIORITY, group: 'tenant-1', attempts: 7 });
-    expect(request).toMatchObject({ id: 'order:1', delayMs: 10_000, runAtMs: runAt.getTime(), priority: MAX_PRIORITY, group: 'tenant-1', attempts: 7 });
+    expect(request).toMatchObject({
+      id: 'order:1',
+      delayMs: 10_000,
+      runAtMs: runAt.getTime(),
+      priority: MAX_PRIORITY,
+      group: 'tenant-1',
+      attempts: 7,
+    });
   });
 
   const bad: Array<[string, EnqueueOptions, ErrorClass]> = [
@@ -158,7 +181,15 @@ describe('resolveQueueOptions', () => {
       connection,
       prefix: 'sluice',
       namespace: 'default',
-      worker: { enabled: true, concurrency: 10, lockMs: 30_000, stalledIntervalMs: 15_000, maxStalls: 3, shutdownTimeoutMs: 30_000, timeline: true },
+      worker: {
+        enabled: true,
+        concurrency: 10,
+        lockMs: 30_000,
+        stalledIntervalMs: 15_000,
+        maxStalls: 3,
+        shutdownTimeoutMs: 30_000,
+        timeline: true,
+      },
       defaults: { attempts: 3, backoff: DEFAULT_BACKOFF, resultTtlMs: 86_400_000 },
       maxPayloadBytes: DEFAULT_MAX_PAYLOAD_BYTES,
       maxRunMemoBytes: 16 * 1024 * 1024,
@@ -187,7 +218,11 @@ describe('resolveQueueOptions', () => {
     ['zero redisTimeoutMs', { connection, redisTimeoutMs: 0 }, /redisTimeoutMs/],
     ['a migrate option that is not a boolean', { connection, migrate: 'no' }, /migrate must be true or false/],
     ['a strict option that is not a boolean', { connection, strict: 1 }, /strict must be true or false/],
-    ['an unknown logging.attemptFailed level', { connection, logging: { attemptFailed: 'info' } }, /logging\.attemptFailed must be 'warn', 'debug' or false, got "info"/],
+    [
+      'an unknown logging.attemptFailed level',
+      { connection, logging: { attemptFailed: 'info' } },
+      /logging\.attemptFailed must be 'warn', 'debug' or false, got "info"/,
+    ],
     ['a logging option that is not an object', { connection, logging: 'debug' }, /logging must be an object/],
   ])('rejects %s with a QueueConfigError', (_, options, message) => {
     expect(() => resolveQueueOptions(options as QueueModuleOptions)).toThrow(QueueConfigError);

@@ -17,7 +17,10 @@ describe('@OnWorkflowEvent (metadata and checks, no app)', () => {
 
       plain(): void {}
     }
-    expect(accessor.getHandlers(Listener.prototype, 'onOutcome')).toEqual([{ event: 'failed', workflows: ['order.fulfil'] }, { event: 'completed' }]);
+    expect(accessor.getHandlers(Listener.prototype, 'onOutcome')).toEqual([
+      { event: 'failed', workflows: ['order.fulfil'] },
+      { event: 'completed' },
+    ]);
     expect(accessor.getHandlers(Listener.prototype, 'wrapped')).toEqual([{ event: 'stalled', workflows: ['a', 'b'] }]);
     expect(accessor.getHandlers(Listener.prototype, 'plain')).toEqual([]);
 
@@ -26,7 +29,12 @@ describe('@OnWorkflowEvent (metadata and checks, no app)', () => {
   });
 
   it('refuses an unknown event, a bad workflow filter, and a non-method, when the class is declared', () => {
-    expect(() => OnWorkflowEvent('done' as never)).toThrow(new InvalidOptionError('@OnWorkflowEvent event', `must be one of 'active', 'completed', 'failed', 'retrying', 'stalled', 'suspended', got "done"`));
+    expect(() => OnWorkflowEvent('done' as never)).toThrow(
+      new InvalidOptionError(
+        '@OnWorkflowEvent event',
+        `must be one of 'active', 'completed', 'failed', 'retrying', 'stalled', 'suspended', got "done"`,
+      ),
+    );
     expect(() => OnWorkflowEvent('failed', { workflow: [] })).toThrow(InvalidOptionError);
     expect(() => OnWorkflowEvent('failed', { workflow: 'has space' })).toThrow(InvalidNameError);
     expect(() => OnWorkflowEvent('failed', { workflow: ['ok', 'bad:name'] })).toThrow('@OnWorkflowEvent options.workflow[1]');

@@ -63,7 +63,14 @@ describe('OutageLog', () => {
   });
 
   it('survives a logger that throws', () => {
-    const log = new OutageLog({ warn: () => { throw new Error('logger down'); }, log: () => { throw new Error('logger down'); } });
+    const log = new OutageLog({
+      warn: () => {
+        throw new Error('logger down');
+      },
+      log: () => {
+        throw new Error('logger down');
+      },
+    });
     expect(() => log.warn('x')).not.toThrow();
     expect(() => log.recovered('y')).not.toThrow();
   });

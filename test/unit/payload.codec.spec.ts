@@ -162,7 +162,9 @@ describe('encodePayload', () => {
         },
       };
       expect(encodePayload(counter, 'input', LIMIT)).toBe('{"call":1}');
-      expect(encodePayload({ p: counter, list: [counter, counter] }, 'input', LIMIT)).toBe('{"p":{"call":2},"list":[{"call":3},{"call":4}]}');
+      expect(encodePayload({ p: counter, list: [counter, counter] }, 'input', LIMIT)).toBe(
+        '{"p":{"call":2},"list":[{"call":3},{"call":4}]}',
+      );
       expect(keys).toEqual(['', 'p', '0', '1']);
     });
 

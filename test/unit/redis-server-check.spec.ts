@@ -33,7 +33,9 @@ describe('Redis server boot checks: assessment', () => {
   });
 
   it('refuses a Redis Cluster node reached through single-server options, accepts it with cluster options', () => {
-    expect(assessRedisServer({ ...ok, clusterNode: true, clusterOptions: false }, false).fatal).toMatch(/^Redis is a Redis Cluster node but options.connection names a single server/);
+    expect(assessRedisServer({ ...ok, clusterNode: true, clusterOptions: false }, false).fatal).toMatch(
+      /^Redis is a Redis Cluster node but options.connection names a single server/,
+    );
     expect(assessRedisServer({ ...ok, clusterNode: true, clusterOptions: true }, false).fatal).toBeUndefined();
     expect(assessRedisServer({ ...ok, clusterNode: false, clusterOptions: false }, false).fatal).toBeUndefined();
   });
@@ -41,25 +43,38 @@ describe('Redis server boot checks: assessment', () => {
   it('warns about allkeys-* (data loss) and refuses it with strict; notes volatile-*', () => {
     const lru = assessRedisServer({ ...ok, policy: 'allkeys-lru', maxmemory: 1 << 30 }, false);
     expect(lru.fatal).toBeUndefined();
-    expect(lru.warnings).toEqual([expect.stringMatching(/^Redis maxmemory-policy is allkeys-lru: under memory pressure Redis may evict any key, including queued and active runs/)]);
-    expect(assessRedisServer({ ...ok, policy: 'allkeys-lfu' }, false).warnings[0]).toContain('(maxmemory is 0 now, so nothing is evicted until a limit is set)');
+    expect(lru.warnings).toEqual([
+      expect.stringMatching(
+        /^Redis maxmemory-policy is allkeys-lru: under memory pressure Redis may evict any key, including queued and active runs/,
+      ),
+    ]);
+    expect(assessRedisServer({ ...ok, policy: 'allkeys-lfu' }, false).warnings[0]).toContain(
+      '(maxmemory is 0 now, so nothing is evicted until a limit is set)',
+    );
     expect(assessRedisServer({ ...ok, policy: 'allkeys-random' }, true).fatal).toMatch(/allkeys-random.*refused because strict is true$/);
 
     const volatile = assessRedisServer({ ...ok, policy: 'volatile-lru' }, true);
-    expect(volatile).toEqual({ warnings: [], notes: [expect.stringContaining("finished runs' results may be evicted before resultTtlMs")] });
+    expect(volatile).toEqual({
+      warnings: [],
+      notes: [expect.stringContaining("finished runs' results may be evicted before resultTtlMs")],
+    });
   });
 
   it('notes a server without persistence, and says when persistence could not be checked', () => {
     expect(assessRedisServer({ ...ok, aof: false, rdb: true }, false)).toEqual({ warnings: [], notes: [] });
     expect(assessRedisServer({ ...ok, aof: false, rdb: false }, false).notes).toEqual([expect.stringMatching(/^Redis has no persistence/)]);
-    expect(assessRedisServer({ ...ok, aof: false, configRefused: 'NOPERM' }, false).notes).toEqual([expect.stringContaining('Redis refused CONFIG GET save (NOPERM)')]);
+    expect(assessRedisServer({ ...ok, aof: false, configRefused: 'NOPERM' }, false).notes).toEqual([
+      expect.stringContaining('Redis refused CONFIG GET save (NOPERM)'),
+    ]);
   });
 
   it('degrades to a warning when INFO is refused, strict or not, and when it lacks a version', () => {
     for (const strict of [false, true]) {
       const refused = assessRedisServer({ infoRefused: "NOPERM User x has no permissions to run the 'info' command" }, strict);
       expect(refused.fatal).toBeUndefined();
-      expect(refused.warnings).toEqual([expect.stringMatching(/^Redis refused INFO \(NOPERM .*\): its version, maxmemory-policy and persistence were not checked/)]);
+      expect(refused.warnings).toEqual([
+        expect.stringMatching(/^Redis refused INFO \(NOPERM .*\): its version, maxmemory-policy and persistence were not checked/),
+      ]);
     }
     expect(assessRedisServer({ ...ok, version: undefined }, true).warnings).toEqual([expect.stringContaining('reports no redis_version')]);
   });

@@ -121,7 +121,8 @@ describe('buildScheduleSpec: fingerprint', () => {
     catchUp: 'all',
     catchUpLimit: 50,
   };
-  const fingerprint = (definition: ScheduleDefinition, attempts = 3) => build(definition, 'id', 'opts', MAX_BYTES, { name: 'report', attempts }).fingerprint;
+  const fingerprint = (definition: ScheduleDefinition, attempts = 3) =>
+    build(definition, 'id', 'opts', MAX_BYTES, { name: 'report', attempts }).fingerprint;
 
   it('is equal for equal definitions', () => {
     expect(fingerprint({ ...base, input: { a: 1 } })).toBe(fingerprint({ ...base, input: { a: 1 } }));
@@ -346,7 +347,10 @@ describe('buildScheduleSpec: rejects', () => {
     });
 
     it('a nested function, naming its path', () => {
-      const error = thrown(() => build({ cron: '0 * * * *', input: { items: [1, { f: () => 1 }] } }, 'id', "@Workflow('w') schedules[0]"), PayloadNotSerializableError);
+      const error = thrown(
+        () => build({ cron: '0 * * * *', input: { items: [1, { f: () => 1 }] } }, 'id', "@Workflow('w') schedules[0]"),
+        PayloadNotSerializableError,
+      );
       expect(error.field).toBe("@Workflow('w') schedules[0].input.items[1].f");
     });
 
@@ -417,7 +421,12 @@ describe('checkDeclaredSchedules', () => {
 
   it('rejects duplicate ids', () => {
     const error = thrown(
-      () => checkDeclaredSchedules('report', [{ id: 'a', cron: '0 * * * *' }, { id: 'b', cron: '@daily' }, { id: 'a', cron: '@hourly' }]),
+      () =>
+        checkDeclaredSchedules('report', [
+          { id: 'a', cron: '0 * * * *' },
+          { id: 'b', cron: '@daily' },
+          { id: 'a', cron: '@hourly' },
+        ]),
       InvalidOptionError,
     );
     expect(error.field).toBe("@Workflow('report') schedules[2].id");
@@ -425,7 +434,14 @@ describe('checkDeclaredSchedules', () => {
   });
 
   it('validates each schedule with its index in the field', () => {
-    const error = thrown(() => checkDeclaredSchedules('report', [{ id: 'a', cron: '0 * * * *' }, { id: 'b', cron: '0 * * * *', tz: 'Mars/Olympus' }]), InvalidScheduleError);
+    const error = thrown(
+      () =>
+        checkDeclaredSchedules('report', [
+          { id: 'a', cron: '0 * * * *' },
+          { id: 'b', cron: '0 * * * *', tz: 'Mars/Olympus' },
+        ]),
+      InvalidScheduleError,
+    );
     expect(error.field).toBe("@Workflow('report') schedules[1].tz");
     expect(error.message).toContain('Mars/Olympus');
   });
@@ -438,7 +454,12 @@ describe('checkDeclaredSchedules', () => {
   // Regression: `schedule.id ?? workflow` turned an explicit `id: null` into the workflow name, so
   // with several schedules a null id slipped past "id is required".
   it('rejects an explicit null id among several schedules', () => {
-    expect(() => checkDeclaredSchedules('report', [{ id: null, cron: '0 * * * *' }, { id: 'b', cron: '@daily' }])).toThrow(InvalidInputError);
+    expect(() =>
+      checkDeclaredSchedules('report', [
+        { id: null, cron: '0 * * * *' },
+        { id: 'b', cron: '@daily' },
+      ]),
+    ).toThrow(InvalidInputError);
   });
 });
 

@@ -1,5 +1,14 @@
 import 'reflect-metadata';
-import { InvalidOptionError, LeaseLostError, NonRetryableError, RunContext, Step, StepCallOptions, TimeoutError, Workflow } from '../../lib';
+import {
+  InvalidOptionError,
+  LeaseLostError,
+  NonRetryableError,
+  RunContext,
+  Step,
+  StepCallOptions,
+  TimeoutError,
+  Workflow,
+} from '../../lib';
 import { SluiceTesting } from '../../lib/testing';
 import { LazyAbort } from '../../lib/execution/lazy.abort';
 import { AttemptGuard } from '../../lib/execution/attempt.guard';
@@ -58,8 +67,16 @@ describe('step and time limit options: bad input', () => {
     expect(resolveStepOptions(undefined, 'x')).toBeUndefined();
     expect(resolveStepOptions({}, 'x')).toBeUndefined();
     expect(resolveStepOptions({ timeoutMs: 1 }, 'x')).toEqual({ timeoutMs: 1, attempts: 1, backoff: DEFAULT_STEP_BACKOFF });
-    expect(resolveStepOptions({ timeoutMs: MAX, attempts: 1000, backoff: { delayMs: 0 } }, 'x')).toEqual({ timeoutMs: MAX, attempts: 1000, backoff: { delayMs: 0, factor: 2, maxDelayMs: 30_000 } });
-    expect(resolveStepOptions({ attempts: 2, backoff: { delayMs: 60_000 } }, 'x')?.backoff).toEqual({ delayMs: 60_000, factor: 2, maxDelayMs: 60_000 });
+    expect(resolveStepOptions({ timeoutMs: MAX, attempts: 1000, backoff: { delayMs: 0 } }, 'x')).toEqual({
+      timeoutMs: MAX,
+      attempts: 1000,
+      backoff: { delayMs: 0, factor: 2, maxDelayMs: 30_000 },
+    });
+    expect(resolveStepOptions({ attempts: 2, backoff: { delayMs: 60_000 } }, 'x')?.backoff).toEqual({
+      delayMs: 60_000,
+      factor: 2,
+      maxDelayMs: 60_000,
+    });
     expect(() => Workflow('opts.ok-timeout', { timeoutMs: MAX })(class {})).not.toThrow();
   });
 
@@ -82,13 +99,26 @@ describe('step and time limit options: bad input', () => {
 describe('step tries (the recorder, no Redis)', () => {
   function recorderWith(guard: AttemptGuard) {
     const saved = new Map<string, string>();
-    const recorder = new StepRecorder('run-1', new Map(), async (key, encoded) => (saved.set(key, encoded), true), 1024, undefined, undefined, guard);
+    const recorder = new StepRecorder(
+      'run-1',
+      new Map(),
+      async (key, encoded) => (saved.set(key, encoded), true),
+      1024,
+      undefined,
+      undefined,
+      guard,
+    );
     return { recorder, saved };
   }
 
   it('waits the backoff between tries (delayMs × factor^(n−1), from the guard), and passes each try its number', async () => {
     const waits: number[] = [];
-    const guard = new AttemptGuard('run-1', new LazyAbort(), async (ms) => void waits.push(ms), () => 0.5);
+    const guard = new AttemptGuard(
+      'run-1',
+      new LazyAbort(),
+      async (ms) => void waits.push(ms),
+      () => 0.5,
+    );
     const { recorder, saved } = recorderWith(guard);
     const tries: number[] = [];
     const value = await recorder.step(
@@ -115,10 +145,16 @@ describe('step tries (the recorder, no Redis)', () => {
     const { recorder } = recorderWith(guard);
     let calls = 0;
     const thrown = make();
-    await expect(recorder.step('s', () => {
-      calls++;
-      throw thrown;
-    }, { attempts: 5 })).rejects.toBe(thrown);
+    await expect(
+      recorder.step(
+        's',
+        () => {
+          calls++;
+          throw thrown;
+        },
+        { attempts: 5 },
+      ),
+    ).rejects.toBe(thrown);
     expect(calls).toBe(1);
   });
 
@@ -127,11 +163,17 @@ describe('step tries (the recorder, no Redis)', () => {
     const guard = new AttemptGuard('run-1', abort, async () => undefined);
     const { recorder } = recorderWith(guard);
     let calls = 0;
-    await expect(recorder.step('s', () => {
-      calls++;
-      abort.abort(new Error('lease lost'));
-      throw new Error('failed');
-    }, { attempts: 5 })).rejects.toThrow('failed');
+    await expect(
+      recorder.step(
+        's',
+        () => {
+          calls++;
+          abort.abort(new Error('lease lost'));
+          throw new Error('failed');
+        },
+        { attempts: 5 },
+      ),
+    ).rejects.toThrow('failed');
     expect(calls).toBe(1);
   });
 
@@ -139,15 +181,23 @@ describe('step tries (the recorder, no Redis)', () => {
     const abort = new LazyAbort();
     const { recorder } = recorderWith(new AttemptGuard('run-1', abort));
     const seen: unknown[] = [];
-    await recorder.step('outer', async (outer) => {
-      await recorder.step('inner', (inner) => {
-        seen.push(inner === outer, inner.attempt);
-        return 1;
-      }, { timeoutMs: 1, attempts: 3 });
-      const signal = outer.signal;
-      abort.abort(new Error('run aborted'));
-      seen.push(signal.aborted, (signal.reason as Error).message);
-    }, { attempts: 2 });
+    await recorder.step(
+      'outer',
+      async (outer) => {
+        await recorder.step(
+          'inner',
+          (inner) => {
+            seen.push(inner === outer, inner.attempt);
+            return 1;
+          },
+          { timeoutMs: 1, attempts: 3 },
+        );
+        const signal = outer.signal;
+        abort.abort(new Error('run aborted'));
+        seen.push(signal.aborted, (signal.reason as Error).message);
+      },
+      { attempts: 2 },
+    );
     expect(seen).toEqual([true, 1, true, 'run aborted']);
   });
 
@@ -175,7 +225,11 @@ describe('step tries (the recorder, no Redis)', () => {
 
   it('the guard fails at the run limit without waiting for the body, and sets no timer without one', async () => {
     const guard = new AttemptGuard('run-2', new LazyAbort());
-    await expect(guard.settle(new Promise(() => undefined), 20)).rejects.toMatchObject({ name: 'TimeoutError', runId: 'run-2', limitMs: 20 });
+    await expect(guard.settle(new Promise(() => undefined), 20)).rejects.toMatchObject({
+      name: 'TimeoutError',
+      runId: 'run-2',
+      limitMs: 20,
+    });
     const spy = jest.spyOn(global, 'setTimeout');
     try {
       await expect(new AttemptGuard('run-3', new LazyAbort()).settle(Promise.resolve(7))).resolves.toBe(7);
@@ -212,7 +266,10 @@ describe('the harness: step options, step signals and time limits', () => {
     expect(run.result).toBe('ok on 3');
     expect(run.attempts).toHaveLength(1);
     expect(run.attempts[0].stepRetryDelaysMs).toEqual([100, 200]);
-    expect(run.attempts[0].steps.map((s) => [s.key, s.outcome, s.tries])).toEqual([['first#1', 'executed', undefined], ['flaky#1', 'executed', 3]]);
+    expect(run.attempts[0].steps.map((s) => [s.key, s.outcome, s.tries])).toEqual([
+      ['first#1', 'executed', undefined],
+      ['flaky#1', 'executed', 3],
+    ]);
     expect(run.finishedAt.getTime()).toBe(300);
     expect(workflow.calls).toEqual({ first: 1, flaky: 3 });
   });

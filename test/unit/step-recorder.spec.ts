@@ -128,9 +128,15 @@ describe('StepRecorder nesting', () => {
   it('runs ctx.step inside a @Step plainly: no memo entry or occurrence of its own', async () => {
     const checkout = new Checkout();
     const first = fakeStore();
-    const body = async (ctx: RunContext) => [await checkout.reserve(ctx), await ctx.step('stamp', () => (checkout.executed.push('stamp:top'), 'top'))];
+    const body = async (ctx: RunContext) => [
+      await checkout.reserve(ctx),
+      await ctx.step('stamp', () => (checkout.executed.push('stamp:top'), 'top')),
+    ];
 
-    await expect(runWith(new StepRecorder('run-1', new Map(), first.persist, MAX_PAYLOAD), body)).resolves.toEqual(['reserved@Date', 'top']);
+    await expect(runWith(new StepRecorder('run-1', new Map(), first.persist, MAX_PAYLOAD), body)).resolves.toEqual([
+      'reserved@Date',
+      'top',
+    ]);
     expect(checkout.executed).toEqual(['reserve', 'stamp:nested', 'stamp:top']);
     expect([...first.writes]).toEqual([
       ['reserve#1', '"reserved@Date"'],
@@ -139,7 +145,10 @@ describe('StepRecorder nesting', () => {
 
     // The retry replays both from the memo: neither the parent nor its nested call executes.
     const retry = fakeStore();
-    await expect(runWith(new StepRecorder('run-1', new Map(first.writes), retry.persist, MAX_PAYLOAD), body)).resolves.toEqual(['reserved@Date', 'top']);
+    await expect(runWith(new StepRecorder('run-1', new Map(first.writes), retry.persist, MAX_PAYLOAD), body)).resolves.toEqual([
+      'reserved@Date',
+      'top',
+    ]);
     expect(checkout.executed).toEqual(['reserve', 'stamp:nested', 'stamp:top']);
     expect(retry.persist).not.toHaveBeenCalled();
   });

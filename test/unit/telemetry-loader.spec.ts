@@ -66,10 +66,18 @@ describe('the trace context stored with a run', () => {
   });
 
   it('keeps only traceparent and tracestate when baggage makes it too large', () => {
-    propagation.setGlobalPropagator(new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }));
-    const small = propagation.setBaggage(trace.setSpanContext(ROOT_CONTEXT, spanContext), propagation.createBaggage({ tenant: { value: 'a' } }));
+    propagation.setGlobalPropagator(
+      new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }),
+    );
+    const small = propagation.setBaggage(
+      trace.setSpanContext(ROOT_CONTEXT, spanContext),
+      propagation.createBaggage({ tenant: { value: 'a' } }),
+    );
     expect(Object.keys(JSON.parse(context.with(small, () => captureTrace(otel))!))).toEqual(['traceparent', 'baggage']);
-    const large = propagation.setBaggage(trace.setSpanContext(ROOT_CONTEXT, spanContext), propagation.createBaggage({ blob: { value: 'x'.repeat(MAX_TRACE_BYTES) } }));
+    const large = propagation.setBaggage(
+      trace.setSpanContext(ROOT_CONTEXT, spanContext),
+      propagation.createBaggage({ blob: { value: 'x'.repeat(MAX_TRACE_BYTES) } }),
+    );
     const stored = context.with(large, () => captureTrace(otel))!;
     expect(Object.keys(JSON.parse(stored))).toEqual(['traceparent']);
   });

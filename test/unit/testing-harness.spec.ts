@@ -1,8 +1,16 @@
 import 'reflect-metadata';
 import { Test } from '@nestjs/testing';
 import {
-  InvalidNameError, NonRetryableError, PayloadNotSerializableError, RedisUnavailableError, RunContext, StepMemoLimitError, Workflow,
-  WorkflowDefinitionError, WorkflowFailedError, WorkflowOutput,
+  InvalidNameError,
+  NonRetryableError,
+  PayloadNotSerializableError,
+  RedisUnavailableError,
+  RunContext,
+  StepMemoLimitError,
+  Workflow,
+  WorkflowDefinitionError,
+  WorkflowFailedError,
+  WorkflowOutput,
 } from '../../lib';
 import { SluiceTesting, WorkflowHarness } from '../../lib/testing';
 import { BILLING, FakeBilling, OrderInput, ParityOrderWorkflow } from '../support/order.workflow';
@@ -25,7 +33,10 @@ describe('SluiceTesting: a workflow unit test without Redis', () => {
 
   beforeEach(async () => {
     billing = new FakeBilling();
-    harness = await SluiceTesting.create(ParityOrderWorkflow, { providers: [{ provide: BILLING, useValue: billing }], now: new Date('2026-03-02T08:00:00Z') });
+    harness = await SluiceTesting.create(ParityOrderWorkflow, {
+      providers: [{ provide: BILLING, useValue: billing }],
+      now: new Date('2026-03-02T08:00:00Z'),
+    });
   });
   afterEach(() => harness.close());
 
@@ -61,7 +72,12 @@ describe('SluiceTesting: a workflow unit test without Redis', () => {
     expect(run.maxAttempts).toBe(3);
     expect(run.error).toBeInstanceOf(NonRetryableError);
     expect(run.failure).toBeInstanceOf(WorkflowFailedError);
-    expect(run.failure).toMatchObject({ runId: run.runId, workflow: 'parity.order', causeName: 'NonRetryableError', causeMessage: 'order bad-1 is invalid' });
+    expect(run.failure).toMatchObject({
+      runId: run.runId,
+      workflow: 'parity.order',
+      causeName: 'NonRetryableError',
+      causeMessage: 'order bad-1 is invalid',
+    });
     expect(run.retryDelaysMs).toEqual([]);
   });
 
@@ -91,7 +107,7 @@ describe('SluiceTesting: a workflow unit test without Redis', () => {
     expect(billing.invoices).toBe(1);
   });
 
-  it('opts.attempts overrides the workflow\'s, as on enqueue', async () => {
+  it("opts.attempts overrides the workflow's, as on enqueue", async () => {
     billing.failNextCharges = 10;
     const run = await harness.run({ orderId: 'o-3' }, { attempts: 1 });
     expect(run.attempts.map((a) => a.outcome)).toEqual(['failed']);
@@ -138,7 +154,9 @@ describe('SluiceTesting: a workflow unit test without Redis', () => {
 describe('SluiceTesting.harness on an instance from Test.createTestingModule', () => {
   it('runs the instance Nest built (e.g. with overrideProvider)', async () => {
     const billing = new FakeBilling();
-    const moduleRef = await Test.createTestingModule({ providers: [ParityOrderWorkflow, { provide: BILLING, useValue: new FakeBilling() }] })
+    const moduleRef = await Test.createTestingModule({
+      providers: [ParityOrderWorkflow, { provide: BILLING, useValue: new FakeBilling() }],
+    })
       .overrideProvider(BILLING)
       .useValue(billing)
       .compile();
@@ -175,7 +193,7 @@ class ReportWorkflow {
 }
 
 describe('schedules and the fake clock', () => {
-  it('lists the declared schedules\' next fire times for the fake now (time zone and DST as the worker plans them)', () => {
+  it("lists the declared schedules' next fire times for the fake now (time zone and DST as the worker plans them)", () => {
     // Friday 2026-03-27 10:00 UTC; Berlin moves to summer time on Sunday 2026-03-29.
     const harness = SluiceTesting.harness(new ReportWorkflow(), { now: new Date('2026-03-27T10:00:00Z') });
     const [morning, hourly] = harness.schedules(3);
@@ -186,7 +204,11 @@ describe('schedules and the fake clock', () => {
       input: { kind: 'morning' },
       next: [new Date('2026-03-30T07:00:00Z'), new Date('2026-03-31T07:00:00Z'), new Date('2026-04-01T07:00:00Z')],
     });
-    expect(hourly).toMatchObject({ id: 'report.hourly', input: null, next: [new Date('2026-03-27T11:00:00Z'), new Date('2026-03-27T12:00:00Z'), new Date('2026-03-27T13:00:00Z')] });
+    expect(hourly).toMatchObject({
+      id: 'report.hourly',
+      input: null,
+      next: [new Date('2026-03-27T11:00:00Z'), new Date('2026-03-27T12:00:00Z'), new Date('2026-03-27T13:00:00Z')],
+    });
     harness.clock.set(new Date('2026-03-31T07:00:00Z'));
     expect(harness.nextFireTimes('report.morning', 1)).toEqual([new Date('2026-04-01T07:00:00Z')]);
   });
@@ -206,7 +228,9 @@ describe('schedules and the fake clock', () => {
   });
 
   it('lists the fire times of a schedule made at runtime', () => {
-    expect(SluiceTesting.nextFireTimes({ id: 'digest', cron: '30 6 * * *', tz: 'America/New_York' }, new Date('2026-11-01T00:00:00Z'), 2)).toEqual([
+    expect(
+      SluiceTesting.nextFireTimes({ id: 'digest', cron: '30 6 * * *', tz: 'America/New_York' }, new Date('2026-11-01T00:00:00Z'), 2),
+    ).toEqual([
       new Date('2026-11-01T11:30:00Z'), // after the fall-back change: UTC-5
       new Date('2026-11-02T11:30:00Z'),
     ]);

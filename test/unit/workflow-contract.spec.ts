@@ -1,6 +1,13 @@
 import 'reflect-metadata';
 import {
-  defineWorkflow, InvalidNameError, InvalidOptionError, isWorkflowContract, jsonify, PayloadNotSerializableError, Workflow, WORKFLOW_CONTRACT,
+  defineWorkflow,
+  InvalidNameError,
+  InvalidOptionError,
+  isWorkflowContract,
+  jsonify,
+  PayloadNotSerializableError,
+  Workflow,
+  WORKFLOW_CONTRACT,
 } from '../../lib';
 import { WorkflowMetadataAccessor } from '../../lib/discovery/workflow-metadata.accessor';
 
@@ -51,7 +58,9 @@ describe('@Workflow(contract)', () => {
   });
 
   it('a contract without attempts refuses attempts on the class: producers would not know them', () => {
-    expect(() => Workflow(defineWorkflow<null, string>('contract.free'), { attempts: 7 })).toThrow(/the contract sets none \(producers would use their default\); set attempts on defineWorkflow/);
+    expect(() => Workflow(defineWorkflow<null, string>('contract.free'), { attempts: 7 })).toThrow(
+      /the contract sets none \(producers would use their default\); set attempts on defineWorkflow/,
+    );
   });
 });
 

@@ -79,7 +79,13 @@ class TickWorkflow {
 }
 
 @Module({
-  imports: [QueueModule.forRoot({ connection: { url: REDIS_URL }, namespace: `compat-${process.pid}`, worker: { concurrency: 4, shutdownTimeoutMs: 5_000 } })],
+  imports: [
+    QueueModule.forRoot({
+      connection: { url: REDIS_URL },
+      namespace: `compat-${process.pid}`,
+      worker: { concurrency: 4, shutdownTimeoutMs: 5_000 },
+    }),
+  ],
   providers: [Greeter, OrderWorkflow, TickWorkflow],
 })
 class AppModule {}
@@ -103,17 +109,29 @@ async function main(): Promise<void> {
   const requireHere = createRequire(join(process.cwd(), 'app.js'));
   const viaImport: Record<string, unknown> = await import('nest-sluice');
   const viaRequire = requireHere('nest-sluice') as Record<string, unknown>;
-  check(sluiceStatic.QueueClient === viaRequire.QueueClient, 'the static import gives the CommonJS build\'s QueueClient');
+  check(sluiceStatic.QueueClient === viaRequire.QueueClient, "the static import gives the CommonJS build's QueueClient");
   const differing = Object.keys(viaRequire).filter((name) => viaImport[name] !== viaRequire[name]);
-  check(Object.keys(viaRequire).length > 0 && differing.length === 0, 'nest-sluice: names that import and require do not give identically', differing);
+  check(
+    Object.keys(viaRequire).length > 0 && differing.length === 0,
+    'nest-sluice: names that import and require do not give identically',
+    differing,
+  );
   // The subpath entry, the same way.
   const testingViaImport: Record<string, unknown> = await import('nest-sluice/testing');
   const testingViaRequire = requireHere('nest-sluice/testing') as Record<string, unknown>;
   const testingDiffering = Object.keys(testingViaRequire).filter((name) => testingViaImport[name] !== testingViaRequire[name]);
-  check(Object.keys(testingViaRequire).length > 0 && testingDiffering.length === 0, 'nest-sluice/testing: names that import and require do not give identically', testingDiffering);
+  check(
+    Object.keys(testingViaRequire).length > 0 && testingDiffering.length === 0,
+    'nest-sluice/testing: names that import and require do not give identically',
+    testingDiffering,
+  );
   const dashboardViaImport: Record<string, unknown> = await import('nest-sluice/dashboard');
   const dashboardViaRequire = requireHere('nest-sluice/dashboard') as Record<string, unknown>;
-  check(typeof dashboardViaRequire.SluiceDashboardModule === 'function' && dashboardViaImport.SluiceDashboardModule === dashboardViaRequire.SluiceDashboardModule, 'nest-sluice/dashboard: SluiceDashboardModule missing, or not the same through import and require');
+  check(
+    typeof dashboardViaRequire.SluiceDashboardModule === 'function' &&
+      dashboardViaImport.SluiceDashboardModule === dashboardViaRequire.SluiceDashboardModule,
+    'nest-sluice/dashboard: SluiceDashboardModule missing, or not the same through import and require',
+  );
 
   const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
   const client = app.get(QueueClient);
@@ -133,11 +151,19 @@ async function main(): Promise<void> {
   const handle = await client.enqueue(OrderWorkflow, { name: 'again', amount: 1 }, { id: `order-${process.pid}` });
   const second = await handle.result({ timeoutMs: 20_000 });
   const info = await client.get(handle.id);
-  check(second.greeting === 'hello again' && info?.state === 'completed' && info.failures === 1, 'second run and its record', { second, state: info?.state, failures: info?.failures });
+  check(second.greeting === 'hello again' && info?.state === 'completed' && info.failures === 1, 'second run and its record', {
+    second,
+    state: info?.state,
+    failures: info?.failures,
+  });
 
   await within(firstTick, 10_000, 'the schedule declared on @Workflow("compat.tick") did not fire');
   const schedule = await client.getSchedule('compat.tick');
-  check(!!schedule && schedule.fired >= 1 && schedule.source === 'code' && schedule.workflow === 'compat.tick', 'schedule info', schedule && { fired: schedule.fired, source: schedule.source });
+  check(
+    !!schedule && schedule.fired >= 1 && schedule.source === 'code' && schedule.workflow === 'compat.tick',
+    'schedule info',
+    schedule && { fired: schedule.fired, source: schedule.source },
+  );
 
   const health = await app.get(QueueHealth).check(2_000);
   check(health.healthy && health.worker.state === 'running', 'health', health);
