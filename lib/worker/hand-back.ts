@@ -1,3 +1,5 @@
+import { release } from '../redis/commands/release.command';
+import type { LeaseRef } from '../redis/commands/save-steps.command';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { CallOptions } from '../redis/redis.link';
 import type { RedisKeys } from '../redis/redis.keys';
@@ -11,21 +13,14 @@ import type { RedisKeys } from '../redis/redis.keys';
 export const HAND_BACK_DELAY_MS = 1_000;
 export const MAX_HAND_BACK_DELAY_MS = 30_000;
 
-/** The run a hand-back returns: its id and the lease token of the attempt handing it back. */
-export interface LeasedRun {
-  id: string;
-  token: string;
-}
-
 /**
- * Returns a claimed run to the queue without counting a failure (lua/release.lua). `backoff`:
- * the run is delayed ({@link HAND_BACK_DELAY_MS}, doubling per hand-back of its own, jittered
- * ±20 % so runs handed back together do not return in lockstep); without it (a shutdown) the run
- * is due again at once, at the front of its priority. Resolves 1 if released, 0 if the lease was
- * already gone.
+ * Returns a claimed run (its id and the lease token of the attempt handing it back) to the queue
+ * without counting a failure (lua/release.lua). `backoff`: the run is delayed
+ * ({@link HAND_BACK_DELAY_MS}, doubling per hand-back of its own, jittered ±20 % so runs handed
+ * back together do not return in lockstep); without it (a shutdown) the run is due again at once,
+ * at the front of its priority. Resolves true if released, false if the lease was already gone.
  */
-export function handBackRun(scripts: LuaScripts, keys: RedisKeys, run: LeasedRun, options: CallOptions, backoff = false, random = Math.random): Promise<number> {
-  const args: (string | number)[] = [keys.base, run.id, run.token];
-  if (backoff) args.push(Math.round(HAND_BACK_DELAY_MS * (0.8 + 0.4 * random())), MAX_HAND_BACK_DELAY_MS);
-  return scripts.run<number>('release', [keys.run(run.id), keys.leases, keys.limits, keys.seq], args, options);
+export function handBackRun(scripts: LuaScripts, keys: RedisKeys, run: LeaseRef, options: CallOptions, backoff = false, random = Math.random): Promise<boolean> {
+  const delays = backoff ? { firstDelayMs: Math.round(HAND_BACK_DELAY_MS * (0.8 + 0.4 * random())), maxDelayMs: MAX_HAND_BACK_DELAY_MS } : undefined;
+  return release(scripts, keys, { claim: run, backoff: delays }, options);
 }

@@ -4,6 +4,7 @@ import { encodeProgress } from '../redis/progress.codec';
 import type { RedisKeys } from '../redis/redis.keys';
 import type { Claim } from '../redis/commands/claim.reply';
 import { commitPolicy } from '../redis/commands/commit.policy';
+import { storeProgress } from '../redis/commands/progress.command';
 
 /** Least time between the starts of two progress writes of one run attempt. */
 export const PROGRESS_INTERVAL_MS = 250;
@@ -46,8 +47,7 @@ export class ProgressReporter {
   /** The reporter of a claimed run: token-checked writes through lua/progress.lua, sent with the commit policy. */
   static forClaim(scripts: LuaScripts, keys: RedisKeys, options: ResolvedQueueOptions, claim: Claim, onError: (error: unknown) => void): ProgressReporter {
     const policy = commitPolicy(options);
-    const write: WriteProgress = async (encoded) =>
-      (await scripts.run<number>('progress', [keys.run(claim.id)], [keys.base, claim.id, claim.token, encoded], policy)) === 1;
+    const write: WriteProgress = (encoded) => storeProgress(scripts, keys, { claim, encoded }, policy);
     return new ProgressReporter(write, options.maxPayloadBytes, onError);
   }
 

@@ -15,6 +15,7 @@ import { RedisAttemptPorts, type RedisAttemptDeps } from './attempt.redis-ports'
 import type { Claim } from '../redis/commands/claim.reply';
 import { handBackRun } from './hand-back';
 import { commitPolicy } from '../redis/commands/commit.policy';
+import { fail } from '../redis/commands/fail.command';
 import type { RunCommits } from './run.commits';
 import type { RunEvents } from './run.events';
 
@@ -116,14 +117,13 @@ export class RunExecutor {
   }
 
   private async fail(claim: Claim, { error, retryable, journal }: FailedAttempt, abort: LazyAbort, backoff: Parameters<typeof backoffDelay>[0], startedAt: number, telemetry?: AttemptTelemetry): Promise<void> {
-    const runKeys = [this.keys.run(claim.id), this.keys.leases, this.keys.limits, this.keys.seq];
     const described = describeError(error);
     const delayMs = backoffDelay(backoff, claim.failures + 1);
     // Always asked of the token-checked script, even after a lost lease: the token decides.
-    const outcome = await this.scripts.run<string>('fail', runKeys, [
-      this.keys.base, claim.id, claim.token, JSON.stringify(described), retryable ? 1 : 0,
-      delayMs, this.options.defaults.resultTtlMs, this.journal(journal, claim, 'failed', error),
-    ], commitPolicy(this.options));
+    const outcome = await fail(this.scripts, this.keys, {
+      claim, error: JSON.stringify(described), retryable, delayMs,
+      retentionMs: this.options.defaults.resultTtlMs, journal: this.journal(journal, claim, 'failed', error),
+    }, commitPolicy(this.options));
     // 'suspended': a wait beside the failure closed the attempt first (see RunWaits); the run
     // waits, and the failed step runs again when it resumes. 'continued': the attempt's
     // continueAsNew landed although its reply was lost. Like a lost lease, nothing to report.

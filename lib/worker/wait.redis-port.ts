@@ -10,6 +10,8 @@ import type { RedisKeys } from '../redis/redis.keys';
 import type { InvokeOptions } from '../workflow/wait.types';
 import type { Claim } from '../redis/commands/claim.reply';
 import { commitPolicy } from '../redis/commands/commit.policy';
+import { continueAsNew } from '../redis/commands/continue.command';
+import { suspend } from '../redis/commands/suspend.command';
 import type { ContinuePort } from '../execution/run.continuation';
 import type { SuspendReply, SuspendRequest, WaitPort } from '../execution/wait.port';
 import type { Placed } from '../execution/step.recorder';
@@ -34,44 +36,34 @@ export class RedisWaitPort implements WaitPort, ContinuePort {
   ) {}
 
   async suspend(request: SuspendRequest, room: number, positions: Placed[], journal: AttemptJournal): Promise<SuspendReply> {
-    const { claim, keys } = this;
-    const entries = request.entries.flatMap(({ placed, child }) => {
-      const entry: (string | number)[] = [placed.key];
-      if (child) entry.push(child.id, child.workflow, child.input, child.attempts, child.group ?? '', child.priority, this.registry.has(child.workflow) ? 0 : 1);
-      return entry;
-    });
-    const args = [
-      keys.base, claim.id, claim.token, request.kind, request.afterMs ?? '', request.atMs ?? '', request.target, room,
-      this.options.worker.timeline ? journal.encode(claim.attempt, 'suspended') : '', positions.length, ...positions.flatMap(({ field, value }) => [field, value]), request.entries.length, ...entries,
-    ];
-    const call = this.scripts.run<[string, unknown, unknown?]>('suspend', [keys.run(claim.id), keys.leases, keys.limits, keys.seq], args, commitPolicy(this.options));
+    const { claim } = this;
+    const entries = request.entries.map(({ placed, child }) => ({ key: placed.key, child: child && { ...child, register: !this.registry.has(child.workflow) } }));
+    const call = suspend(this.scripts, this.keys, {
+      claim, kind: request.kind, afterMs: request.afterMs, atMs: request.atMs, target: request.target, room,
+      journal: this.options.worker.timeline ? journal.encode(claim.attempt, 'suspended') : '', positions, entries,
+    }, commitPolicy(this.options));
     const reply = await (this.commitFailures ? this.commitFailures.watch(call) : call);
-    switch (reply[0]) {
+    switch (reply.outcome) {
       case 'suspended':
         return 'suspended';
-      case 'resumed': {
-        const flat = reply[1] as string[];
-        const resumed = new Map<string, string>();
-        for (let i = 0; i < flat.length; i += 2) resumed.set(flat[i], flat[i + 1]);
-        return { resumed };
-      }
+      case 'resumed':
+        return { resumed: reply.resumed };
       case 'over':
-        return { over: { key: String(reply[1]), bytes: Number(reply[2]) } };
+        return { over: { key: reply.key, bytes: reply.bytes } };
       case 'conflict':
-        throw new ChildRunConflictError(String(reply[1]));
+        throw new ChildRunConflictError(reply.childId);
       case 'unknown':
         // Retried like any run of an unknown workflow: its worker may not have booted yet.
-        throw new UnknownWorkflowError(String(reply[1]));
-      default:
+        throw new UnknownWorkflowError(reply.workflow);
+      case 'lost':
         throw new LeaseLostError(claim.id);
     }
   }
 
   async continueAsNew(input: string): Promise<void> {
-    const { claim, keys } = this;
-    const call = this.scripts.run<string>('continue', [keys.run(claim.id), keys.leases, keys.limits, keys.seq], [keys.base, claim.id, claim.token, input], commitPolicy(this.options));
-    const reply = await (this.commitFailures ? this.commitFailures.watch(call) : call);
-    if (reply !== 'continued') throw new LeaseLostError(claim.id);
+    const { claim } = this;
+    const call = continueAsNew(this.scripts, this.keys, { claim, input }, commitPolicy(this.options));
+    if (!(await (this.commitFailures ? this.commitFailures.watch(call) : call))) throw new LeaseLostError(claim.id);
   }
 
   childRequest(workflow: unknown, input: unknown, opts: InvokeOptions | undefined): EnqueueRequest {

@@ -189,7 +189,7 @@ describe('hand-backs', () => {
     for (let handbacks = 1; handbacks <= 7; handbacks++) {
       const run = await claim();
       const before = await redisTimeMs(redis);
-      expect(await handBackRun(scripts, keys, run, {}, true, () => 0.5)).toBe(1); // no jitter: the first delay is HAND_BACK_DELAY_MS
+      expect(await handBackRun(scripts, keys, run, {}, true, () => 0.5)).toBe(true); // no jitter: the first delay is HAND_BACK_DELAY_MS
       const after = await redisTimeMs(redis);
       const [state, dueAt, count, failures] = await redis.hmget(keys.run(id), 'state', 'dueAt', 'handbacks', 'failures');
       expect([state, count, failures]).toEqual(['delayed', String(handbacks), '0']);
@@ -199,7 +199,7 @@ describe('hand-backs', () => {
       expect(Number(dueAt)).toBeLessThanOrEqual(after + expected);
       delays.push(expected);
       // A retry of the hand-back that landed is recognised and changes nothing.
-      expect(await handBackRun(scripts, keys, run, {}, true, () => 0.5)).toBe(1);
+      expect(await handBackRun(scripts, keys, run, {}, true, () => 0.5)).toBe(true);
       expect(await redis.hget(keys.run(id), 'handbacks')).toBe(String(handbacks));
       await redis.zadd(keys.workflow('hb.held', 'delayed'), 0, id); // due now, without waiting out the delay
     }
@@ -207,7 +207,7 @@ describe('hand-backs', () => {
 
     // The shutdown's hand-back: due again at once, the count untouched.
     const run = await claim();
-    expect(await handBackRun(scripts, keys, run, {})).toBe(1);
+    expect(await handBackRun(scripts, keys, run, {})).toBe(true);
     expect(await redis.hmget(keys.run(id), 'state', 'handbacks')).toEqual(['waiting', '7']);
   });
 });
