@@ -31,7 +31,7 @@ export { MAX_LIMIT } from './interfaces/rate-limit';
 export type { LimitTarget, Limits, RuntimeOverride, RuntimeOverrides } from './interfaces/limits';
 export type { RateLimit } from './interfaces/rate-limit';
 export type { CancelOptions, CancelResult, PauseTarget } from './client/run.control';
-export type { QueueStats, WorkflowStats, GroupStats } from './client/stats';
+export type { QueueStats, WorkflowStats, GroupStats } from './interfaces/queue.stats';
 export type { RunContext, InvokeTarget, WorkflowOptions, RetentionByCount, WorkflowClass, WorkflowInput, WorkflowOutput } from './workflow/workflow.types';
 export type { BackoffOptions } from './interfaces/backoff.options';
 export type { Duration } from './util/duration';

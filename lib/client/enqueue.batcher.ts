@@ -1,6 +1,6 @@
 import { OutcomeUnknownError } from '../errors';
 import type { EnqueueRequest } from '../interfaces/enqueue.options';
-import { enqueueChunks } from './enqueue.script';
+import { enqueueChunks } from '../redis/commands/enqueue-many.command';
 
 /**
  * Most runs one batch holds before it goes out: several smaller calls in flight let Node prepare

@@ -8,6 +8,8 @@ import type { LayoutMigrator, MigrationResult } from '../migration/layout.migrat
 import { createMigrator } from '../migration/migration.runner';
 import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
+import type { QueueStats } from '../interfaces/queue.stats';
+import { readStats } from '../redis/commands/stats.command';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
@@ -16,7 +18,6 @@ import { ListRunsOptions, RetryAllOptions, RetryResult, RunAdmin, RunPage } from
 import { CancelOptions, CancelResult, checkPauseTarget, PauseTarget, RunControl } from './run.control';
 import { RunLimits } from './run.limits';
 import { readTimeline, type RunTimeline } from './run.timeline';
-import { parseStats, QueueStats } from './stats';
 import type { WorkflowRef } from './workflow.ref';
 
 /**
@@ -189,8 +190,7 @@ export class QueueAdmin {
     const target = opts.workflow === undefined ? undefined : this.registry.resolve(opts.workflow);
     if (target && !target.known) await this.fleet.confirm(target.name, 'stats');
     const workflows = target ? [target.name] : [];
-    const reply = await this.scripts.get().run<unknown[]>('stats', [this.keys.leases, this.keys.limits], [this.keys.base, opts.groups ? 1 : 0, ...workflows], { idempotent: true });
-    return parseStats(reply, opts.groups === true);
+    return readStats(this.scripts.get(), this.keys, { workflows, groups: opts.groups === true });
   }
 
   /**

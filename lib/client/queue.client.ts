@@ -27,7 +27,7 @@ import { RunEnqueuer } from './run.enqueuer';
 import { RunSignals, SendEventOptions, SignalResult } from './run.signals';
 import type { RunTimeline } from './run.timeline';
 import { RunWaiter } from './run.waiter';
-import type { QueueStats } from './stats';
+import type { QueueStats } from '../interfaces/queue.stats';
 import { checkWaitValues, RUN_OPTIONS, WAIT_OPTIONS, type WaitOptions } from './wait.options';
 import type { In, Out, WorkflowRef } from './workflow.ref';
 

@@ -2,6 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { InvalidInputError, InvalidOptionError, RunNotFoundError, RunStateError } from '../errors';
 import { FleetWorkflowLookup } from '../discovery/fleet-workflows.lookup';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
+import { listRuns } from '../redis/commands/list-runs.command';
+import { removeRun } from '../redis/commands/remove.command';
+import { retryBatch, retryRun } from '../redis/commands/retry.command';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisKeys } from '../redis/redis.keys';
 import { checkInteger } from '../util/duration';
@@ -90,45 +93,21 @@ export class RunAdmin {
     const state = oneOf(opts.state, LISTABLE, 'opts.state') as ListableState;
     const group = opts.group === undefined ? '' : checkName(opts.group, 'opts.group');
     const limit = opts.limit === undefined ? 100 : checkInteger(opts.limit, 'opts.limit', 1, 1_000);
-    const order = opts.order === undefined ? 'asc' : oneOf(opts.order, ['asc', 'desc'], 'opts.order');
+    const order = opts.order === undefined ? 'asc' : (oneOf(opts.order, ['asc', 'desc'], 'opts.order') as 'asc' | 'desc');
     const cursor = opts.cursor === undefined ? '' : checkCursor(opts.cursor, state);
     if (!workflow.known) await this.fleet.confirm(workflow.name, 'listRuns');
 
-    const name = workflow.name;
-    let kind: string;
-    let keys: string[];
-    if (FINISHED.includes(state)) {
-      kind = 'finished';
-      keys = [this.keys.finished(name, state as FinishedState)];
-    } else if (state === 'delayed' || WAITS.includes(state)) {
-      // A durable wait's index is paged as the delayed set is, by deadline (no deadline: last).
-      kind = 'delayed';
-      keys = [this.keys.workflow(name, state as 'delayed' | WaitState)];
-    } else if (state === 'waiting') {
-      kind = 'waiting';
-      keys = [this.keys.lane(name, group || undefined, 'waiting'), this.keys.lane(name, group || undefined, 'queue')];
-    } else {
-      kind = 'active';
-      keys = [group ? this.keys.lane(name, group, 'active') : this.keys.workflow(name, 'active')];
+    const page = await listRuns(this.scripts.get(), this.keys, { workflow: workflow.name, state, group, cursor, limit, order, fields: RUN_FIELDS });
+    if (!page) {
+      throw new InvalidOptionError('opts.state', `completed runs of workflow "${workflow.name}" are not indexed: set @Workflow('${workflow.name}', { indexCompleted: true }) (or keep.completed) to list them`);
     }
-    if (keys.length === 1) keys.push(keys[0]);
-    // The lane or the active set is the group's own: no filter needed there.
-    const filter = kind === 'finished' || kind === 'delayed' ? group : '';
-    // Runs in a durable wait are stored as 'delayed' (see lua/includes/waits.lua).
-    const stored = kind === 'delayed' ? 'delayed' : state;
-    const [next, ...rows] = await this.scripts.get().run<[string | null, ...(string | null)[][]]>(
-      'list-runs', keys, [this.keys.base, kind, stored, cursor, limit, order, filter, ...RUN_FIELDS], { idempotent: true },
-    );
-    if (next === null) {
-      throw new InvalidOptionError('opts.state', `completed runs of workflow "${name}" are not indexed: set @Workflow('${name}', { indexCompleted: true }) (or keep.completed) to list them`);
-    }
-    const runs = rows.map(([id, ...values]) => toRunInfo(id as string, values)).filter((run): run is RunInfo => run !== null);
-    return { runs, cursor: next === '' ? null : next };
+    const runs = page.rows.map(({ id, values }) => toRunInfo(id, values)).filter((run): run is RunInfo => run !== null);
+    return { runs, cursor: page.next };
   }
 
   async retry(runId: string): Promise<RetryResult> {
     checkId(runId, 'runId');
-    const [outcome, state] = await this.scripts.get().run<[string, string]>('retry', [this.keys.limits, this.keys.seq, this.keys.run(runId)], [this.keys.base, 'one', runId]);
+    const { outcome, state } = await retryRun(this.scripts.get(), this.keys, runId);
     if (outcome === 'missing') throw new RunNotFoundError(runId);
     if (outcome === 'state') throw new RunStateError(runId, state, RETRYABLE, 'retry');
     return { id: runId, previousState: state as 'failed' | 'cancelled' };
@@ -140,21 +119,19 @@ export class RunAdmin {
     const state = oneOf(opts.state, RETRYABLE, 'opts.state') as 'failed' | 'cancelled';
     const limit = opts.limit === undefined ? MAX_RETRY_ALL : checkInteger(opts.limit, 'opts.limit', 1, MAX_RETRY_ALL);
     if (!workflow.known) await this.fleet.confirm(workflow.name, 'retryAll');
-    const keys = [this.keys.limits, this.keys.seq, this.keys.finished(workflow.name, state)];
     let retried = 0;
     let bound = '';
     for (;;) {
-      const batch = Math.min(RETRY_BATCH, limit - retried);
-      const [count, upTo, more] = await this.scripts.get().run<[number, string, number]>('retry', keys, [this.keys.base, 'batch', workflow.name, state, batch, bound]);
-      retried += count;
-      bound = upTo;
-      if (more === 0 || retried >= limit || bound === '') return retried;
+      const batch = await retryBatch(this.scripts.get(), this.keys, { workflow: workflow.name, state, max: Math.min(RETRY_BATCH, limit - retried), bound });
+      retried += batch.retried;
+      bound = batch.bound;
+      if (!batch.more || retried >= limit || bound === '') return retried;
     }
   }
 
   async remove(runId: string): Promise<boolean> {
     checkId(runId, 'runId');
-    const [outcome, state] = await this.scripts.get().run<[string, string]>('remove', [this.keys.run(runId)], [this.keys.base, runId]);
+    const { outcome, state } = await removeRun(this.scripts.get(), this.keys, runId);
     if (outcome === 'missing') return false;
     if (outcome === 'state') throw new RunStateError(runId, state, FINISHED, 'remove');
     return true;

@@ -1,15 +1,16 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { InvalidInputError, OutcomeUnknownError, RedisCommandError } from '../errors';
+import { InvalidInputError, OutcomeUnknownError } from '../errors';
 import type { EnqueueOptions, EnqueueRequest } from '../interfaces/enqueue.options';
 import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
+import { enqueueRun, type EnqueueSettings } from '../redis/commands/enqueue.command';
+import { enqueueChunk, enqueueMany } from '../redis/commands/enqueue-many.command';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisKeys } from '../redis/redis.keys';
 import { telemetryApi, type OtelApi } from '../telemetry/otel.loader';
 import { captureTrace } from '../telemetry/trace.carrier';
 import { buildEnqueueRequest } from '../workflow/enqueue.request';
 import { EnqueueBatcher } from './enqueue.batcher';
-import { enqueueArgs, enqueueChunks, enqueueKeys, enqueueManyArgs, enqueueManyKeys, EnqueueSettings, newNonce } from './enqueue.script';
 
 /**
  * Stores enqueued runs (lua/enqueue.lua, lua/enqueue-many.lua) for `QueueClient`: one by one,
@@ -60,28 +61,14 @@ export class RunEnqueuer {
 
   /** Stores one workflow's runs in one round trip (a pipeline of enqueue-many calls); resolves per run as {@link store}. */
   async storeMany(workflow: string, requests: EnqueueRequest[]): Promise<boolean[]> {
-    const scripts = this.scripts.get();
-    const nonce = newNonce();
     const trace = this.otel && captureTrace(this.otel); // one context for the whole batch
-    const chunks = enqueueChunks(requests);
-    const replies = await scripts.pipeline(
-      'enqueueMany',
-      (pipeline) => chunks.forEach((chunk) => scripts.queue(pipeline, 'enqueue-many', enqueueManyKeys(this.keys), enqueueManyArgs(this.keys, this.settings, workflow, chunk, nonce, trace))),
-      { idempotent: true },
-    );
-    return chunks.flatMap((chunk, index) => {
-      const [error, created] = replies[index] ?? [new Error('no reply')];
-      if (error) throw new RedisCommandError('enqueueMany', error);
-      return chunk.map((_, k) => (created as number[])[k] === 1);
-    });
+    return enqueueMany(this.scripts.get(), this.keys, this.settings, { workflow, runs: requests, trace });
   }
 
   /** The enqueue script for one run. */
   private async storeOne(request: EnqueueRequest, waited = false, trace?: string): Promise<boolean> {
     try {
-      const args = enqueueArgs(this.keys, this.settings, request, newNonce(), waited, trace);
-      const [created] = await this.scripts.get().run<[number, string]>('enqueue', enqueueKeys(this.keys, request), args, { idempotent: true });
-      return created === 1;
+      return (await enqueueRun(this.scripts.get(), this.keys, this.settings, { request, waited, trace })).created;
     } catch (error) {
       if (error instanceof OutcomeUnknownError) error.runId = request.id;
       throw error;
@@ -89,9 +76,7 @@ export class RunEnqueuer {
   }
 
   /** The enqueue-many script for one chunk of one workflow's runs; resolves per run as {@link storeOne}. */
-  private async storeChunk(workflow: string, chunk: EnqueueRequest[]): Promise<boolean[]> {
-    const args = enqueueManyArgs(this.keys, this.settings, workflow, chunk, newNonce());
-    const created = await this.scripts.get().run<number[]>('enqueue-many', enqueueManyKeys(this.keys), args, { idempotent: true });
-    return created.map((flag) => flag === 1);
+  private storeChunk(workflow: string, chunk: EnqueueRequest[]): Promise<boolean[]> {
+    return enqueueChunk(this.scripts.get(), this.keys, this.settings, { workflow, runs: chunk });
   }
 }

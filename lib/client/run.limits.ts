@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { checkLimit, EVERY_GROUP, limitField, runtimeFields, toRuntimeOverrides, type LimitTarget, type Limits } from '../interfaces/limits';
 import { toRateLimit } from '../interfaces/rate-limit';
 import { activateGroups } from '../redis/commands/activate-groups.command';
+import { writeCap } from '../redis/commands/set-limits.command';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
@@ -24,12 +25,10 @@ export class RunLimits {
     const field = limitField(target);
     const limit = checkLimit(target.limit);
     const scripts = this.scripts.get();
-    const [previous, cursor] = await scripts.run<[string, string]>('set-limits', [this.keys.limits, this.keys.seq], [
-      this.keys.base, field, limit ?? '', target.workflow ?? '', target.group ?? '',
-    ]);
+    const { previous, groupsCursor } = await writeCap(scripts, this.keys, { field, limit, workflow: target.workflow, group: target.group });
     // Only for every group's default: set-limits visited the first batch of groups, the rest follow.
-    if (cursor !== '0') await activateGroups(scripts, this.keys, target.workflow ?? '', cursor);
-    return previous === '' ? null : Number(previous);
+    if (groupsCursor !== null) await activateGroups(scripts, this.keys, target.workflow ?? '', groupsCursor);
+    return previous;
   }
 
   /** The caps and rate limits stored for a target (see `QueueAdmin.getLimits`). */

@@ -2,11 +2,12 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InvalidOptionError, RunNotFoundError, RunStateError, SignalMailboxFullError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
+import { EVENT_BATCH, sendEventBatch } from '../redis/commands/send-event.command';
+import { sendSignal } from '../redis/commands/signal.command';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { encodePayload } from '../redis/payload.codec';
 import { RedisKeys } from '../redis/redis.keys';
 import { checkId } from '../util/names';
-import { eventTarget } from '../redis/run.layout';
 import { MAX_MAILBOX } from '../workflow/wait.types';
 
 /** What `QueueClient.signal` did. */
@@ -22,9 +23,6 @@ export interface SendEventOptions {
   /** Handed to every run it resumes; must survive a JSON round trip. */
   payload?: unknown;
 }
-
-/** Runs one send-event call resumes at most: one short script call however many runs wait. */
-export const EVENT_BATCH = 500;
 
 /**
  * The sending side of durable waits: signals to one run (lua/signal.lua) and events to every run
@@ -43,8 +41,7 @@ export class RunSignals {
     checkId(runId, 'runId');
     checkId(name, 'signal name');
     const encoded = encodePayload(payload, 'signal payload', this.options.maxPayloadBytes);
-    // Not idempotent (a retry could queue the signal twice): a lost reply is an OutcomeUnknownError.
-    const [outcome, state] = await this.scripts.get().run<[string, string]>('signal', [this.keys.run(runId), this.keys.limits, this.keys.seq], [this.keys.base, runId, name, encoded, MAX_MAILBOX]);
+    const { outcome, state } = await sendSignal(this.scripts.get(), this.keys, { runId, name, payload: encoded, mailboxBound: MAX_MAILBOX });
     if (outcome === 'missing') throw new RunNotFoundError(runId);
     if (outcome === 'finished') throw new RunStateError(runId, state, ['unfinished'], 'signal');
     if (outcome === 'full') throw new SignalMailboxFullError(runId, MAX_MAILBOX);
@@ -56,15 +53,12 @@ export class RunSignals {
     if (opts === null || typeof opts !== 'object') throw new InvalidOptionError('opts', 'must be an object { key?, payload? }');
     const key = opts.key === undefined || opts.key === '' ? '' : checkId(opts.key, 'opts.key');
     const encoded = encodePayload(opts.payload, 'event payload', this.options.maxPayloadBytes);
-    const target = eventTarget(name, key);
-    // A batch that lands resumes its runs and takes them out of the index: a retry after a lost
-    // reply resumes no run twice.
     // Runs that start waiting while the batches go are resumed too, but only as many batches as
     // the first call found left: a steady stream of new waiters cannot keep the call going.
     let resumed = 0;
     let batches = 1;
     for (let call = 0; call < batches; call++) {
-      const [count, left] = await this.scripts.get().run<[number, number]>('send-event', [this.keys.limits, this.keys.seq], [this.keys.base, target, encoded, EVENT_BATCH], { idempotent: true });
+      const { resumed: count, left } = await sendEventBatch(this.scripts.get(), this.keys, { name, key, payload: encoded });
       resumed += count;
       if (left === 0) break;
       if (call === 0) batches = 1 + Math.ceil(left / EVENT_BATCH);

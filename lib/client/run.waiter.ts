@@ -2,6 +2,7 @@ import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { RedisConnectionError, RunNotFoundError, SluiceError, WaitTimeoutError, WorkflowFailedError, type RunErrorInfo } from '../errors';
 import { cancelledRunError } from '../errors/cancel.recorded';
+import { watchRun } from '../redis/commands/watch.command';
 import { decodePayload } from '../redis/payload.codec';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
@@ -163,9 +164,10 @@ export class RunWaiter implements BeforeApplicationShutdown {
    * published. `feed` gets the stored progress first, so it is handed over before the outcome.
    */
   private async readOutcome(runId: string, feed?: ProgressFeed): Promise<Outcome> {
-    const [state, result, error, workflow, progress, progressSeq] = await this.scripts.get().run<(string | null)[]>('watch', [this.keys.run(runId)], [1], { idempotent: true });
-    if (!state) throw new RunNotFoundError(runId);
-    feed?.read(progress, progressSeq);
+    const run = await watchRun(this.scripts.get(), this.keys, runId, true);
+    if (!run) throw new RunNotFoundError(runId);
+    const { state, result, error, workflow } = run;
+    feed?.read(run.progress, run.progressSeq);
     if (state === 'completed') return { settled: true, result: decodePayload(result) };
     if (state === 'failed') throw new WorkflowFailedError(runId, workflow ?? undefined, decodePayload<RunErrorInfo>(error) ?? unknownError());
     if (state === 'cancelled') throw cancelledRunError(runId, decodePayload<RunErrorInfo>(error));

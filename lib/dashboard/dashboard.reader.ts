@@ -3,7 +3,7 @@ import { QueueClient } from '../client/queue.client';
 import type { RunInfo } from '../client/run-info';
 import type { RunTimeline } from '../client/run.timeline';
 import type { ScheduleInfo } from '../schedule/schedule-info';
-import type { WorkflowStats } from '../client/stats';
+import type { WorkflowStats } from '../interfaces/queue.stats';
 import { InvalidOptionError } from '../errors';
 import { CompletedWatch } from './completed.watch';
 import { DASHBOARD_OPTIONS, type ResolvedDashboardOptions } from './dashboard.options';

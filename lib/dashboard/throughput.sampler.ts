@@ -1,4 +1,4 @@
-import type { QueueStats } from '../client/stats';
+import type { QueueStats } from '../interfaces/queue.stats';
 
 /** Samples kept: with the default 5 s, the last five minutes. */
 export const THROUGHPUT_SAMPLES = 61;

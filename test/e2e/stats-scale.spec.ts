@@ -1,7 +1,7 @@
 import IORedis from 'ioredis';
 import type Redis from 'ioredis';
 import { Workflow } from '../../lib';
-import { MAX_GROUP_ROWS } from '../../lib/client/stats';
+import { MAX_GROUP_ROWS } from '../../lib/interfaces/queue.stats';
 import { LuaScriptsProvider } from '../../lib/redis/lua-scripts.provider';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { uniqueNamespace } from '../support/app';

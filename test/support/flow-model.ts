@@ -1,6 +1,7 @@
 import { newCallId } from '../../lib/redis/commands/call-id';
 import type Redis from 'ioredis';
-import { parseStats, QueueStats } from '../../lib/client/stats';
+import type { QueueStats } from '../../lib/interfaces/queue.stats';
+import { readStats } from '../../lib/redis/commands/stats.command';
 import type { LuaScripts } from '../../lib/redis/lua.scripts';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 
@@ -132,8 +133,8 @@ export class FlowModel {
     );
   }
 
-  async stats(): Promise<QueueStats> {
-    return parseStats(await this.scripts.run<unknown[]>('stats', [this.keys.leases, this.keys.limits], [this.base, 1]), true);
+  stats(): Promise<QueueStats> {
+    return readStats(this.scripts, this.keys, { workflows: [], groups: true });
   }
 
   key(wf: string, suffix: 'active' | 'delayed' | 'ready' | 'groups' | 'wake' | 'parked'): string {

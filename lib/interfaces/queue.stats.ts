@@ -1,4 +1,4 @@
-import { RateLimit, toRateLimit } from '../interfaces/rate-limit';
+import type { RateLimit } from './rate-limit';
 
 /** Counts of one group of a workflow. */
 export interface GroupStats {
@@ -58,28 +58,3 @@ export interface QueueStats {
 
 /** Most groups `stats({ groups: true })` lists per workflow (GROUP_ROWS in lua/stats.lua). */
 export const MAX_GROUP_ROWS = 1000;
-
-type Cap = number | string;
-type GroupRow = [string, number, number, Cap, number];
-type WorkflowRow = [string, number, number, number, Cap, Cap, number, number, GroupRow[], number, number, Cap, Cap, Cap, Cap, number, number, number, number, number];
-
-const cap = (value: Cap): number | null => (value === '' ? null : Number(value));
-
-/** Parses the stats script's reply (see lua/stats.lua). */
-export function parseStats(reply: unknown[], withGroups: boolean): QueueStats {
-  const [active, limit, ...rows] = reply as [number, Cap, ...WorkflowRow[]];
-  const workflows: Record<string, WorkflowStats> = {};
-  for (const [name, waiting, delayed, running, wfLimit, groupLimit, completed, failed, groupRows, omitted, paused, rate, rateMs, groupRate, groupRateMs, cancelled, sleeping, waitingSignal, waitingEvent, waitingChild] of rows) {
-    workflows[name] = {
-      waiting, delayed, sleeping, waitingSignal, waitingEvent, waitingChild, active: running, limit: cap(wfLimit), groupLimit: cap(groupLimit), completed, failed, cancelled,
-      paused: paused === 1, rateLimit: toRateLimit(rate, rateMs), groupRateLimit: toRateLimit(groupRate, groupRateMs),
-      ...(withGroups && {
-        groups: Object.fromEntries(
-          groupRows.map(([group, gWaiting, gActive, gLimit, gPaused]) => [group, { waiting: gWaiting, active: gActive, limit: cap(gLimit), paused: gPaused === 1 }]),
-        ),
-      }),
-      ...(withGroups && omitted > 0 && { groupsOmitted: omitted }),
-    };
-  }
-  return { namespace: { active, limit: cap(limit) }, workflows };
-}

@@ -1,0 +1,103 @@
+import { RedisCommandError } from '../../errors';
+import type { EnqueueRequest } from '../../interfaces/enqueue.options';
+import type { LuaScripts } from '../lua.scripts';
+import type { RedisKeys } from '../redis.keys';
+import { newNonce, type EnqueueSettings } from './enqueue.command';
+
+/**
+ * Most runs one enqueue-many script call stores, and most bytes of input it carries: one call
+ * runs alone in Redis (about 5 µs a run), so a chunk keeps it to a few milliseconds. Bigger
+ * batches are several calls, pipelined in one round trip.
+ */
+export const ENQUEUE_CHUNK_RUNS = 500;
+export const ENQUEUE_CHUNK_BYTES = 1 << 20;
+
+/** Runs of one workflow to store (lua/enqueue-many.lua). */
+export interface EnqueueManyRequest {
+  workflow: string;
+  /** Each run as lua/enqueue.lua would take it, in order; its `workflow` is the request's. */
+  runs: EnqueueRequest[];
+  /** The caller's trace context (see captureTrace), stored with every run; absent for none. */
+  trace?: string;
+}
+
+/** Splits a batch into the chunks of one enqueue-many call each (see {@link ENQUEUE_CHUNK_RUNS}). */
+export function enqueueChunks(requests: EnqueueRequest[]): EnqueueRequest[][] {
+  const chunks: EnqueueRequest[][] = [];
+  let chunk: EnqueueRequest[] = [];
+  let bytes = 0;
+  for (const request of requests) {
+    if (chunk.length === ENQUEUE_CHUNK_RUNS || (chunk.length > 0 && bytes + request.input.length > ENQUEUE_CHUNK_BYTES)) {
+      chunks.push(chunk);
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(request);
+    bytes += request.input.length;
+  }
+  if (chunk.length > 0) chunks.push(chunk);
+  return chunks;
+}
+
+/**
+ * Stores one chunk (at most {@link ENQUEUE_CHUNK_RUNS} runs, see enqueueChunks) in one call.
+ * Repeating it is harmless (run ids, and the call's nonce).
+ * @returns per run: whether this call created it (false: the id existed, or came earlier in the chunk)
+ */
+export async function enqueueChunk(scripts: LuaScripts, keys: RedisKeys, settings: EnqueueSettings, request: EnqueueManyRequest): Promise<boolean[]> {
+  const created = await scripts.run<number[]>('enqueue-many', manyKeys(keys), manyArgs(keys, settings, request, newNonce()), { idempotent: true });
+  return created.map((flag) => flag === 1);
+}
+
+/**
+ * Stores any number of runs in one round trip: a pipeline of one enqueue-many call per chunk,
+ * sharing one nonce (the whole pipeline is what a retry sends again).
+ * @returns per run, in order: as {@link enqueueChunk}
+ * @throws RedisCommandError if any call of the pipeline failed
+ */
+export async function enqueueMany(scripts: LuaScripts, keys: RedisKeys, settings: EnqueueSettings, request: EnqueueManyRequest): Promise<boolean[]> {
+  const nonce = newNonce();
+  const chunks = enqueueChunks(request.runs);
+  const replies = await scripts.pipeline(
+    'enqueueMany',
+    (pipeline) => chunks.forEach((runs) => scripts.queue(pipeline, 'enqueue-many', manyKeys(keys), manyArgs(keys, settings, { ...request, runs }, nonce))),
+    { idempotent: true },
+  );
+  return chunks.flatMap((chunk, index) => {
+    const [error, created] = replies[index] ?? [new Error('no reply')];
+    if (error) throw new RedisCommandError('enqueueMany', error);
+    return chunk.map((_, k) => (created as number[])[k] === 1);
+  });
+}
+
+function manyKeys(keys: RedisKeys): string[] {
+  return [keys.leases, keys.limits, keys.seq];
+}
+
+/** A run's options as lua/enqueue-many.lua takes them, in its order. */
+function runOptions(request: EnqueueRequest): (string | number)[] {
+  return [request.priority, request.delayMs, request.runAtMs ?? '', request.attempts, request.group ?? '', request.runTimeoutMs ?? ''];
+}
+
+/** Whether every request of the chunk has the first one's options (the common batch). */
+function sameOptions(chunk: EnqueueRequest[]): boolean {
+  const [a] = chunk;
+  return chunk.every((b) => b.priority === a.priority && b.delayMs === a.delayMs && b.runAtMs === a.runAtMs && b.attempts === a.attempts && b.group === a.group && b.runTimeoutMs === a.runTimeoutMs);
+}
+
+/**
+ * ARGV of lua/enqueue-many.lua for one chunk. A chunk whose runs share their options sends them
+ * once: encoding the arguments is a large part of what a bulk enqueue costs the client.
+ */
+function manyArgs(keys: RedisKeys, settings: EnqueueSettings, request: EnqueueManyRequest, nonce: string): (string | number)[] {
+  const { runs } = request;
+  const args: (string | number)[] = [keys.base, request.workflow, settings.fastPath ? 1 : 0, settings.lockMs, nonce, request.trace ?? '', settings.compact ? 1 : 0];
+  if (sameOptions(runs)) {
+    args.push(2, ...runOptions(runs[0]));
+    for (const run of runs) args.push(run.id, run.input);
+  } else {
+    args.push(8);
+    for (const run of runs) args.push(run.id, run.input, ...runOptions(run));
+  }
+  return args;
+}
