@@ -32,7 +32,15 @@ export type { LimitTarget, Limits, RuntimeOverride, RuntimeOverrides } from './i
 export type { RateLimit } from './interfaces/rate-limit';
 export type { CancelOptions, CancelResult, PauseTarget } from './client/run.control';
 export type { QueueStats, WorkflowStats, GroupStats } from './interfaces/queue.stats';
-export type { RunContext, InvokeTarget, WorkflowOptions, RetentionByCount, WorkflowClass, WorkflowInput, WorkflowOutput } from './workflow/workflow.types';
+export type {
+  RunContext,
+  InvokeTarget,
+  WorkflowOptions,
+  RetentionByCount,
+  WorkflowClass,
+  WorkflowInput,
+  WorkflowOutput,
+} from './workflow/workflow.types';
 export type { BackoffOptions } from './interfaces/backoff.options';
 export type { Duration } from './util/duration';
 export type { MigrationResult } from './migration/layout.migrator';
@@ -51,7 +59,14 @@ export { TELEMETRY_SCOPE, TELEMETRY_METRICS, TELEMETRY_ATTRIBUTES, STEP_REPLAYED
 export type { AttemptOutcome } from './telemetry/telemetry.names';
 export { OnWorkflowEvent } from './decorators/on-workflow-event.decorator';
 export type { OnWorkflowEventOptions } from './decorators/on-workflow-event.decorator';
-export type { RunActiveEvent, RunRetryingEvent, RunStalledEvent, RunEventMap, RunEventName, RunEventPayload } from './interfaces/run.events';
+export type {
+  RunActiveEvent,
+  RunRetryingEvent,
+  RunStalledEvent,
+  RunEventMap,
+  RunEventName,
+  RunEventPayload,
+} from './interfaces/run.events';
 export { QueueHealthIndicator, QueueHealthCheckError } from './health/queue-health.indicator';
 export type { QueueHealthIndicatorResult, QueueHealthDetails } from './health/queue-health.indicator';
 export { MIN_REDIS_VERSION } from './redis/redis-server.check';

@@ -38,11 +38,19 @@ export interface QueueModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'>
 const CORE_PROVIDERS: Provider[] = [
   { provide: RESOLVED_QUEUE_OPTIONS, useFactory: resolveQueueOptions, inject: [QUEUE_MODULE_OPTIONS] },
   // The namespace's keys, made once for every provider that builds script calls or reads.
-  { provide: RedisKeys, useFactory: (options: ResolvedQueueOptions) => new RedisKeys(options.prefix, options.namespace), inject: [RESOLVED_QUEUE_OPTIONS] },
+  {
+    provide: RedisKeys,
+    useFactory: (options: ResolvedQueueOptions) => new RedisKeys(options.prefix, options.namespace),
+    inject: [RESOLVED_QUEUE_OPTIONS],
+  },
   RedisConnections,
   LuaScriptsProvider,
   // One per process, shared by the client's services: a name found is asked about once.
-  { provide: FleetWorkflowLookup, useFactory: (connections: RedisConnections, keys: RedisKeys) => new FleetWorkflowLookup(connections.command, keys), inject: [RedisConnections, RedisKeys] },
+  {
+    provide: FleetWorkflowLookup,
+    useFactory: (connections: RedisConnections, keys: RedisKeys) => new FleetWorkflowLookup(connections.command, keys),
+    inject: [RedisConnections, RedisKeys],
+  },
   WorkflowMetadataAccessor,
   WorkflowRegistry,
   WorkflowExplorer,

@@ -85,7 +85,12 @@ export async function runMigrateCli(argv: string[], output: CliOutput): Promise<
     if (!url === !cluster) throw new UsageError('give one of --url and --cluster');
     if (!namespace) throw new UsageError('--namespace is required');
     const connection = url ? { url } : { cluster: cluster!.split(',').map(seedOf) };
-    options = resolveQueueOptions({ connection, namespace, prefix: parsed.values.get('prefix'), redisTimeoutMs: parsed.values.get('redis-timeout') ?? 10_000 });
+    options = resolveQueueOptions({
+      connection,
+      namespace,
+      prefix: parsed.values.get('prefix'),
+      redisTimeoutMs: parsed.values.get('redis-timeout') ?? 10_000,
+    });
     waitTimeoutMs = toMilliseconds(parsed.values.get('wait') ?? 60_000, '--wait');
   } catch (error) {
     output.err(`nest-sluice: ${(error as Error).message}\n\n${USAGE}`);
@@ -97,7 +102,10 @@ export async function runMigrateCli(argv: string[], output: CliOutput): Promise<
   const endpoint = new RedisEndpoint(options);
   const link = endpoint.link('command', logger);
   try {
-    const migrator = new LayoutMigrator(new LuaScripts(link, keys, endpoint.channels.sharded), link, keys, logger, { waitTimeoutMs, lockTtlMs: Math.max(15_000, 3 * options.redisTimeoutMs) });
+    const migrator = new LayoutMigrator(new LuaScripts(link, keys, endpoint.channels.sharded), link, keys, logger, {
+      waitTimeoutMs,
+      lockTtlMs: Math.max(15_000, 3 * options.redisTimeoutMs),
+    });
     // failFast: a refused connection is reported at once rather than after --redis-timeout.
     const result = await migrator.migrate({ failFast: true });
     if (parsed.json) output.out(JSON.stringify({ namespace: keys.base, ...result }));

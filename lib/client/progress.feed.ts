@@ -1,11 +1,5 @@
 import { decodePayload } from '../redis/payload.codec';
-
-/** What lua/progress.lua publishes on a run's progress channel. */
-interface ProgressMessage {
-  v: 1;
-  seq: number;
-  value: unknown;
-}
+import { parseProgressMessage, type ProgressMessage } from '../redis/progress.codec';
 
 /**
  * Hands one waiter's `onProgress` the run's progress values in order, each once: first the
@@ -25,7 +19,7 @@ export class ProgressFeed {
 
   /** A message on the progress channel (anything else, e.g. a reconnect notice, is ignored). */
   readonly onMessage = (message: string): void => {
-    const record = parseProgress(message);
+    const record = parseProgressMessage(message);
     if (!record || this.stopped) return;
     if (!this.primed) this.held.push(record);
     else this.offer(record.seq, record.value);
@@ -53,18 +47,10 @@ export class ProgressFeed {
     try {
       const returned: unknown = this.onProgress(value);
       // An async callback's rejection is the caller's; it must not surface as an unhandled rejection.
-      if (returned && typeof (returned as PromiseLike<unknown>).then === 'function') (returned as Promise<unknown>).then(undefined, () => undefined);
+      if (returned && typeof (returned as PromiseLike<unknown>).then === 'function')
+        (returned as Promise<unknown>).then(undefined, () => undefined);
     } catch {
       // A throwing callback must not break the wait: progress is advisory.
     }
-  }
-}
-
-function parseProgress(message: string): ProgressMessage | undefined {
-  try {
-    const record = decodePayload<ProgressMessage>(message);
-    return record && typeof record === 'object' && record.v === 1 && typeof record.seq === 'number' ? record : undefined;
-  } catch {
-    return undefined;
   }
 }

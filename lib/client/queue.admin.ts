@@ -160,7 +160,8 @@ export class QueueAdmin {
     limitField(target); // validates the target before the rest
     if (target.rateLimit === undefined) return this.limits.setCap(target);
     if (target.limit !== undefined) throw new InvalidOptionError('target', 'set either limit or rateLimit in one call, not both');
-    if (target.workflow === undefined) throw new InvalidOptionError('target.workflow', 'rate limits are per workflow or group: name the workflow');
+    if (target.workflow === undefined)
+      throw new InvalidOptionError('target.workflow', 'rate limits are per workflow or group: name the workflow');
     const rateLimit = target.rateLimit === null ? null : checkRateLimit(target.rateLimit, 'rateLimit');
     // A typo must not write a limit (nor turn the namespace's controls on) for no workflow.
     await this.confirmWorkflow(target.workflow, 'setLimits');

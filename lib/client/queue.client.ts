@@ -70,7 +70,10 @@ export class QueueClient {
    * Enqueues many runs in one round trip. Every item is validated first: one bad item rejects
    * the whole call and nothing is written.
    */
-  async enqueueMany<W extends WorkflowRef>(workflow: W, items: Array<{ input: In<W>; opts?: EnqueueOptions }>): Promise<RunHandle<Out<W>>[]> {
+  async enqueueMany<W extends WorkflowRef>(
+    workflow: W,
+    items: Array<{ input: In<W>; opts?: EnqueueOptions }>,
+  ): Promise<RunHandle<Out<W>>[]> {
     if (!Array.isArray(items)) throw new InvalidInputError('items', 'must be an array of { input, opts? }');
     const definition = this.registry.resolve(workflow);
     const requests = this.enqueuer.requests(definition, items);
@@ -94,7 +97,12 @@ export class QueueClient {
     if (!target.known) await this.fleet.confirm(target.name, 'run');
     // Refused before anything is written: a caller retrying with a fresh id must not duplicate work.
     if (this.waiter.closed) throw new SluiceError('QueueModule is shutting down; run() was refused before enqueueing');
-    const call = { runId: request.id, enqueue: () => this.enqueuer.store(request, true), timeoutMs: opts?.timeoutMs, onProgress: opts?.onProgress };
+    const call = {
+      runId: request.id,
+      enqueue: () => this.enqueuer.store(request, true),
+      timeoutMs: opts?.timeoutMs,
+      onProgress: opts?.onProgress,
+    };
     return (await enqueueAndWait(this.waiter, call, mayOverlapEnqueue(this.registry, target.name))) as Out<W>;
   }
 
@@ -113,7 +121,9 @@ export class QueueClient {
   /** The run's stored state, or `null` if it does not exist (or its retention expired). */
   async get<T = unknown>(runId: string): Promise<RunInfo<T> | null> {
     checkId(runId, 'runId');
-    const values = await this.connections.command.call('get', (redis) => redis.hmget(this.keys.run(runId), ...RUN_FIELDS), { idempotent: true });
+    const values = await this.connections.command.call('get', (redis) => redis.hmget(this.keys.run(runId), ...RUN_FIELDS), {
+      idempotent: true,
+    });
     return toRunInfo(runId, values) as RunInfo<T> | null;
   }
 

@@ -13,7 +13,12 @@ export type WaitingFor =
   | { kind: 'event'; step: string; name: string; key: string; until?: Date }
   | { kind: 'child'; step: string; runIds: string[] };
 
-const WAIT_STATES: Record<string, WaitState> = { sleep: 'sleeping', signal: 'waiting-signal', event: 'waiting-event', child: 'waiting-child' };
+const WAIT_STATES: Record<string, WaitState> = {
+  sleep: 'sleeping',
+  signal: 'waiting-signal',
+  event: 'waiting-event',
+  child: 'waiting-child',
+};
 /** "No deadline" in a wait record (NEVER in lua/includes/waits.lua). */
 const NEVER = 4503599627370496;
 
@@ -71,9 +76,22 @@ export interface RunInfo<Out = unknown> {
 
 /** The run hash fields, in the order {@link toRunInfo} reads them. */
 export const RUN_FIELDS = [
-  'workflow', 'state', 'input', 'priority', 'group', 'attempts', 'maxAttempts', 'failures',
-  'createdAt', 'dueAt', 'startedAt', 'finishedAt', 'result', 'error',
-  'progress', 'wait',
+  'workflow',
+  'state',
+  'input',
+  'priority',
+  'group',
+  'attempts',
+  'maxAttempts',
+  'failures',
+  'createdAt',
+  'dueAt',
+  'startedAt',
+  'finishedAt',
+  'result',
+  'error',
+  'progress',
+  'wait',
 ] as const;
 
 /** Read by position, so that fields added to the list later need not shift it. */
@@ -81,7 +99,8 @@ const PROGRESS_AT = RUN_FIELDS.indexOf('progress');
 const WAIT_AT = RUN_FIELDS.indexOf('wait');
 
 export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null {
-  const [workflow, state, input, priority, group, attempts, maxAttempts, failures, createdAt, dueAt, startedAt, finishedAt, result, error] = values;
+  const [workflow, state, input, priority, group, attempts, maxAttempts, failures, createdAt, dueAt, startedAt, finishedAt, result, error] =
+    values;
   if (!state || !workflow) return null;
   // A run in a durable wait is stored as 'delayed' (what older versions know); its wait says more.
   const waitingFor = state === 'delayed' && values[WAIT_AT] ? parseWait(values[WAIT_AT]) : undefined;

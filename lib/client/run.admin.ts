@@ -88,7 +88,8 @@ export class RunAdmin {
   ) {}
 
   async listRuns(opts: ListRunsOptions): Promise<RunPage> {
-    if (opts === null || typeof opts !== 'object') throw new InvalidInputError('opts', 'must be an object { workflow, state, group?, cursor?, limit?, order? }');
+    if (opts === null || typeof opts !== 'object')
+      throw new InvalidInputError('opts', 'must be an object { workflow, state, group?, cursor?, limit?, order? }');
     const workflow = this.resolve(opts.workflow);
     const state = oneOf(opts.state, LISTABLE, 'opts.state') as ListableState;
     const group = opts.group === undefined ? '' : checkName(opts.group, 'opts.group');
@@ -97,9 +98,20 @@ export class RunAdmin {
     const cursor = opts.cursor === undefined ? '' : checkCursor(opts.cursor, state);
     if (!workflow.known) await this.fleet.confirm(workflow.name, 'listRuns');
 
-    const page = await listRuns(this.scripts.get(), this.keys, { workflow: workflow.name, state, group, cursor, limit, order, fields: RUN_FIELDS });
+    const page = await listRuns(this.scripts.get(), this.keys, {
+      workflow: workflow.name,
+      state,
+      group,
+      cursor,
+      limit,
+      order,
+      fields: RUN_FIELDS,
+    });
     if (!page) {
-      throw new InvalidOptionError('opts.state', `completed runs of workflow "${workflow.name}" are not indexed: set @Workflow('${workflow.name}', { indexCompleted: true }) (or keep.completed) to list them`);
+      throw new InvalidOptionError(
+        'opts.state',
+        `completed runs of workflow "${workflow.name}" are not indexed: set @Workflow('${workflow.name}', { indexCompleted: true }) (or keep.completed) to list them`,
+      );
     }
     const runs = page.rows.map(({ id, values }) => toRunInfo(id, values)).filter((run): run is RunInfo => run !== null);
     return { runs, cursor: page.next };
@@ -122,7 +134,12 @@ export class RunAdmin {
     let retried = 0;
     let bound = '';
     for (;;) {
-      const batch = await retryBatch(this.scripts.get(), this.keys, { workflow: workflow.name, state, max: Math.min(RETRY_BATCH, limit - retried), bound });
+      const batch = await retryBatch(this.scripts.get(), this.keys, {
+        workflow: workflow.name,
+        state,
+        max: Math.min(RETRY_BATCH, limit - retried),
+        bound,
+      });
       retried += batch.retried;
       bound = batch.bound;
       if (!batch.more || retried >= limit || bound === '') return retried;
@@ -138,21 +155,29 @@ export class RunAdmin {
   }
 
   private resolve(workflow: ListRunsOptions['workflow']) {
-    if (workflow === undefined || workflow === null) throw new InvalidInputError('opts.workflow', 'is required (a @Workflow class, a contract or a workflow name)');
+    if (workflow === undefined || workflow === null)
+      throw new InvalidInputError('opts.workflow', 'is required (a @Workflow class, a contract or a workflow name)');
     return this.registry.resolve(workflow);
   }
 }
 
 function oneOf(value: unknown, allowed: readonly string[], field: string): string {
   if (typeof value !== 'string' || !allowed.includes(value)) {
-    throw new InvalidOptionError(field, `must be one of ${allowed.map((v) => `'${v}'`).join(', ')}, got ${JSON.stringify(value) ?? String(value)}`);
+    throw new InvalidOptionError(
+      field,
+      `must be one of ${allowed.map((v) => `'${v}'`).join(', ')}, got ${JSON.stringify(value) ?? String(value)}`,
+    );
   }
   return value;
 }
 
 /** A cursor of the shape `listRuns` hands out for that state (it is sent to Redis as is). */
 function checkCursor(cursor: unknown, state: ListableState): string {
-  const bad = (shape: string) => new InvalidOptionError('opts.cursor', `must be a cursor from a previous page of state '${state}' (${shape}), got ${JSON.stringify(cursor) ?? String(cursor)}`);
+  const bad = (shape: string) =>
+    new InvalidOptionError(
+      'opts.cursor',
+      `must be a cursor from a previous page of state '${state}' (${shape}), got ${JSON.stringify(cursor) ?? String(cursor)}`,
+    );
   if (typeof cursor !== 'string') throw bad('a string');
   if (state === 'delayed' || WAITS.includes(state)) {
     const space = cursor.indexOf(' ');

@@ -70,7 +70,7 @@ export class RunControl {
     const cancelled = first.outcome === 'cancelled' || (repeated && state === 'cancelled');
     // The rest of the cascade, a batch a call; each call visits at least one run, so this ends.
     let children = first.cascaded;
-    for (let remaining = first.left; remaining > 0; ) {
+    for (let remaining = first.left; remaining > 0;) {
       const more = await sendCancel(this.scripts.get(), this.keys, runId, record);
       children += more.cascaded;
       remaining = more.left;
@@ -96,7 +96,8 @@ export class RunControl {
 export function checkPauseTarget(target: { workflow: string; group?: string }): { workflow: string; group?: string } {
   const workflow = checkName(target.workflow, 'target.workflow');
   if (target.group === undefined) return { workflow };
-  if (target.group === EVERY_GROUP) throw new InvalidOptionError('target.group', 'pause one group at a time, or the whole workflow (no group)');
+  if (target.group === EVERY_GROUP)
+    throw new InvalidOptionError('target.group', 'pause one group at a time, or the whole workflow (no group)');
   return { workflow, group: checkName(target.group, 'target.group') };
 }
 

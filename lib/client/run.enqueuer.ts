@@ -30,7 +30,10 @@ export class RunEnqueuer {
   ) {
     this.otel = telemetryApi(options);
     this.settings = { fastPath: options.fastPath, lockMs: options.worker.lockMs, compact: options.compactRunRecords };
-    this.batcher = new EnqueueBatcher({ one: (request) => this.storeOne(request), chunk: (workflow, chunk) => this.storeChunk(workflow, chunk) });
+    this.batcher = new EnqueueBatcher({
+      one: (request) => this.storeOne(request),
+      chunk: (workflow, chunk) => this.storeChunk(workflow, chunk),
+    });
   }
 
   /**

@@ -1,5 +1,13 @@
 import { Injectable } from '@nestjs/common';
-import { checkLimit, EVERY_GROUP, limitField, runtimeFields, toRuntimeOverrides, type LimitTarget, type Limits } from '../interfaces/limits';
+import {
+  checkLimit,
+  EVERY_GROUP,
+  limitField,
+  runtimeFields,
+  toRuntimeOverrides,
+  type LimitTarget,
+  type Limits,
+} from '../interfaces/limits';
 import { toRateLimit } from '../interfaces/rate-limit';
 import { activateGroups } from '../redis/commands/activate-groups.command';
 import { writeCap } from '../redis/commands/set-limits.command';
@@ -41,17 +49,32 @@ export class RunLimits {
     const origins = runtimeFields(workflow);
     const [values, setters] = await this.connections.command.call(
       'getLimits',
-      (redis) => Promise.all([redis.hmget(this.keys.limits, ...fields, ...rates), redis.hmget(this.keys.runtimeLimits, ...origins.map(([, field]) => field))]),
+      (redis) =>
+        Promise.all([
+          redis.hmget(this.keys.limits, ...fields, ...rates),
+          redis.hmget(this.keys.runtimeLimits, ...origins.map(([, field]) => field)),
+        ]),
       { idempotent: true },
     );
     const setAtRuntime = toRuntimeOverrides(origins, setters);
     const [ns, wf, groupDefault, override] = values.slice(0, fields.length).map((v) => (v === null ? null : Number(v)));
     if (!workflow) return { namespace: ns, ...(setAtRuntime && { setAtRuntime }) };
     const [rate, rateMs, groupRate, groupRateMs, groupRateOverride, groupRateOverrideMs] = values.slice(fields.length);
-    const limits: Limits = { namespace: ns, workflow: wf, groupDefault, rateLimit: toRateLimit(rate, rateMs), groupRateLimit: toRateLimit(groupRate, groupRateMs) };
+    const limits: Limits = {
+      namespace: ns,
+      workflow: wf,
+      groupDefault,
+      rateLimit: toRateLimit(rate, rateMs),
+      groupRateLimit: toRateLimit(groupRate, groupRateMs),
+    };
     if (group && group !== EVERY_GROUP) {
       const rateOverride = toRateLimit(groupRateOverride, groupRateOverrideMs);
-      Object.assign(limits, { groupOverride: override, group: override ?? groupDefault, groupRateOverride: rateOverride, groupRate: rateOverride ?? limits.groupRateLimit });
+      Object.assign(limits, {
+        groupOverride: override,
+        group: override ?? groupDefault,
+        groupRateOverride: rateOverride,
+        groupRate: rateOverride ?? limits.groupRateLimit,
+      });
     }
     if (setAtRuntime) limits.setAtRuntime = setAtRuntime;
     return limits;

@@ -41,7 +41,12 @@ export class RunSignals {
     checkId(runId, 'runId');
     checkId(name, 'signal name');
     const encoded = encodePayload(payload, 'signal payload', this.options.maxPayloadBytes);
-    const { outcome, state } = await sendSignal(this.scripts.get(), this.keys, { runId, name, payload: encoded, mailboxBound: MAX_MAILBOX });
+    const { outcome, state } = await sendSignal(this.scripts.get(), this.keys, {
+      runId,
+      name,
+      payload: encoded,
+      mailboxBound: MAX_MAILBOX,
+    });
     if (outcome === 'missing') throw new RunNotFoundError(runId);
     if (outcome === 'finished') throw new RunStateError(runId, state, ['unfinished'], 'signal');
     if (outcome === 'full') throw new SignalMailboxFullError(runId, MAX_MAILBOX);

@@ -98,7 +98,13 @@ export function parseJournal(text: string): TimelineAttempt | undefined {
     if (!match || !KINDS[match[1]] || !STATUSES[match[2]]) continue;
     const callStart = start + Number(match[3]);
     const callDuration = Number(match[4]);
-    calls.push({ kind: KINDS[match[1]], key: match[5], start: callStart, end: callDuration < 0 ? end : callStart + callDuration, status: STATUSES[match[2]] });
+    calls.push({
+      kind: KINDS[match[1]],
+      key: match[5],
+      start: callStart,
+      end: callDuration < 0 ? end : callStart + callDuration,
+      status: STATUSES[match[2]],
+    });
   }
   return { attempt, start, end, outcome, calls, more: Number(omittedText) || 0, ...(error && { error }) };
 }

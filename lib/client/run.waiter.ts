@@ -68,7 +68,12 @@ export class RunWaiter implements BeforeApplicationShutdown {
    * @param onProgress given only: the wait also subscribes to the run's progress channel, hands
    *   over the stored value its first read finds, then each published one (see {@link ProgressFeed}).
    */
-  wait(runId: string, timeoutMs: number | undefined, alongside?: Promise<unknown> | (() => Promise<unknown>), onProgress?: (value: unknown) => void): Promise<unknown> {
+  wait(
+    runId: string,
+    timeoutMs: number | undefined,
+    alongside?: Promise<unknown> | (() => Promise<unknown>),
+    onProgress?: (value: unknown) => void,
+  ): Promise<unknown> {
     if (this.shutDown) {
       if (typeof alongside !== 'function') alongside?.catch(() => undefined); // its failure is this wait's, reported below
       return Promise.reject(new SluiceError('QueueModule is shutting down; no new waits'));
@@ -102,7 +107,10 @@ export class RunWaiter implements BeforeApplicationShutdown {
       const reread = () =>
         this.readOutcome(runId, feed).then(
           (outcome) => outcome.settled && finish(() => resolve(outcome.result)),
-          (error) => !(error instanceof RedisConnectionError) && (firstReadDone || !(error instanceof RunNotFoundError)) && finish(() => reject(error)),
+          (error) =>
+            !(error instanceof RedisConnectionError) &&
+            (firstReadDone || !(error instanceof RunNotFoundError)) &&
+            finish(() => reject(error)),
         );
       const onMessage = (message: string) => {
         const record = parseDone(message);
@@ -142,7 +150,9 @@ export class RunWaiter implements BeforeApplicationShutdown {
   beforeApplicationShutdown(): void {
     this.shutDown = true;
     // One error per wait: run() names its run on the error it rejects with.
-    [...this.pending].forEach((abandon) => abandon(new SluiceError('QueueModule is shutting down; the run carries on, but this wait was abandoned')));
+    [...this.pending].forEach((abandon) =>
+      abandon(new SluiceError('QueueModule is shutting down; the run carries on, but this wait was abandoned')),
+    );
   }
 
   /**
@@ -152,10 +162,12 @@ export class RunWaiter implements BeforeApplicationShutdown {
    * to deliver, and a reconnect has every waiter read its run again).
    */
   private deliveredSoFar(): Promise<void> {
-    return this.connections.subscriber.call('ping', (redis) => redis.ping()).then(
-      () => undefined,
-      () => undefined,
-    );
+    return this.connections.subscriber
+      .call('ping', (redis) => redis.ping())
+      .then(
+        () => undefined,
+        () => undefined,
+      );
   }
 
   /**
@@ -169,7 +181,8 @@ export class RunWaiter implements BeforeApplicationShutdown {
     const { state, result, error, workflow } = run;
     feed?.read(run.progress, run.progressSeq);
     if (state === 'completed') return { settled: true, result: decodePayload(result) };
-    if (state === 'failed') throw new WorkflowFailedError(runId, workflow ?? undefined, decodePayload<RunErrorInfo>(error) ?? unknownError());
+    if (state === 'failed')
+      throw new WorkflowFailedError(runId, workflow ?? undefined, decodePayload<RunErrorInfo>(error) ?? unknownError());
     if (state === 'cancelled') throw cancelledRunError(runId, decodePayload<RunErrorInfo>(error));
     return { settled: false };
   }
@@ -178,7 +191,9 @@ export class RunWaiter implements BeforeApplicationShutdown {
   private listen(channel: string, listener: Listener): Promise<void> {
     let entry = this.listeners.get(channel);
     if (!entry) {
-      const subscribed = this.connections.subscriber.call('subscribe', (redis) => this.connections.channels.subscribe(redis, [channel])).then(() => undefined);
+      const subscribed = this.connections.subscriber
+        .call('subscribe', (redis) => this.connections.channels.subscribe(redis, [channel]))
+        .then(() => undefined);
       const created = { set: new Set<Listener>(), subscribed };
       // A failed subscription must not be reused by the next wait on the channel.
       subscribed.catch(() => this.listeners.get(channel) === created && this.listeners.delete(channel));
@@ -193,12 +208,16 @@ export class RunWaiter implements BeforeApplicationShutdown {
     if (!entry?.set.delete(listener) || entry.set.size > 0) return;
     this.listeners.delete(channel);
     if (this.shutDown) return;
-    this.connections.subscriber.call('unsubscribe', (redis) => this.connections.channels.unsubscribe(redis, [channel])).catch(() => undefined);
+    this.connections.subscriber
+      .call('unsubscribe', (redis) => this.connections.channels.unsubscribe(redis, [channel]))
+      .catch(() => undefined);
   }
 
   /** Wires a subscriber connection (a new one also after the old one was replaced). */
   private attach(redis: Redis): void {
-    redis.on(this.connections.channels.messageEvent, (channel: string, message: string) => this.listeners.get(channel)?.set.forEach((listener) => listener(message)));
+    redis.on(this.connections.channels.messageEvent, (channel: string, message: string) =>
+      this.listeners.get(channel)?.set.forEach((listener) => listener(message)),
+    );
     // Every (re)connection starts with no subscriptions: take over the live ones, through the link
     // (bounded, and following a cluster's redirects; ioredis's own resubscribe is off). Then,
     // since publishes sent in between are lost, have every waiter re-read its run.
@@ -206,7 +225,10 @@ export class RunWaiter implements BeforeApplicationShutdown {
       const reconnected = this.everReady;
       this.everReady = true;
       const channels = [...this.listeners.keys()];
-      const subscribed = channels.length > 0 ? this.connections.subscriber.call('subscribe again', (ready) => this.connections.channels.subscribe(ready, channels)) : Promise.resolve();
+      const subscribed =
+        channels.length > 0
+          ? this.connections.subscriber.call('subscribe again', (ready) => this.connections.channels.subscribe(ready, channels))
+          : Promise.resolve();
       void subscribed
         .catch(() => undefined)
         .then(() => reconnected && this.listeners.forEach(({ set }) => set.forEach((listener) => listener('reconnected'))));

@@ -23,5 +23,6 @@ export const RUN_OPTIONS: readonly string[] = [...ENQUEUE_OPTIONS, ...WAIT_OPTIO
 export function checkWaitValues(opts: WaitOptions | undefined): void {
   if (opts?.timeoutMs !== undefined) checkInteger(opts.timeoutMs, 'opts.timeoutMs', 0, 2_147_483_647);
   const onProgress: unknown = opts?.onProgress;
-  if (onProgress !== undefined && typeof onProgress !== 'function') throw new InvalidOptionError('opts.onProgress', `must be a function, got ${typeof onProgress}`);
+  if (onProgress !== undefined && typeof onProgress !== 'function')
+    throw new InvalidOptionError('opts.onProgress', `must be a function, got ${typeof onProgress}`);
 }

@@ -41,7 +41,11 @@ export class CompletedWatch {
         'dashboard completed-watch',
         async (redis) => {
           const [seconds, micros] = await redis.time();
-          await redis.hset(keys.limits, COMPLETED_WATCH_FIELD, Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) + COMPLETED_WATCH_MS);
+          await redis.hset(
+            keys.limits,
+            COMPLETED_WATCH_FIELD,
+            Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) + COMPLETED_WATCH_MS,
+          );
         },
         { idempotent: true },
       );

@@ -1,4 +1,13 @@
-import { type CanActivate, type ExecutionContext, ForbiddenException, Inject, Injectable, Logger, type OnModuleInit, type Type } from '@nestjs/common';
+import {
+  type CanActivate,
+  type ExecutionContext,
+  ForbiddenException,
+  Inject,
+  Injectable,
+  Logger,
+  type OnModuleInit,
+  type Type,
+} from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { isObservable, lastValueFrom } from 'rxjs';
 import { QueueConfigError } from '../errors';
@@ -44,11 +53,16 @@ export class DashboardAccessGuard implements CanActivate, OnModuleInit {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const { guard, hosts } = this.options;
     if (hosts) {
-      const refusal = hostRefusal(context.switchToHttp().getRequest<{ headers: Record<string, string | string[] | undefined> }>().headers, hosts);
+      const refusal = hostRefusal(
+        context.switchToHttp().getRequest<{ headers: Record<string, string | string[] | undefined> }>().headers,
+        hosts,
+      );
       if (refusal) throw new ForbiddenException(refusal);
     }
     if (!guard) return true;
-    const allowed = this.instance ? await this.instance.canActivate(context) : await (guard as DashboardGuardFn)(context.switchToHttp().getRequest(), context);
+    const allowed = this.instance
+      ? await this.instance.canActivate(context)
+      : await (guard as DashboardGuardFn)(context.switchToHttp().getRequest(), context);
     // A guard may answer with an Observable, as Nest allows.
     return (isObservable(allowed) ? await lastValueFrom(allowed) : allowed) === true;
   }

@@ -48,10 +48,13 @@ export class DashboardActionGuard implements CanActivate {
   constructor(@Inject(DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions) {}
 
   canActivate(context: ExecutionContext): boolean {
-    if (this.options.readOnly) throw new ForbiddenException('Dashboard actions are disabled: SluiceDashboardModule.forRoot({ readOnly: false }) enables them');
+    if (this.options.readOnly)
+      throw new ForbiddenException('Dashboard actions are disabled: SluiceDashboardModule.forRoot({ readOnly: false }) enables them');
     const { headers } = context.switchToHttp().getRequest<{ headers: Headers }>();
-    if (header(headers, CSRF_HEADER) !== '1') throw new ForbiddenException(`Refused: an action needs the ${CSRF_HEADER} header (sent by the dashboard's own page)`);
-    if (!(header(headers, 'content-type') ?? '').toLowerCase().startsWith('application/json')) throw new ForbiddenException('Refused: an action needs a JSON body');
+    if (header(headers, CSRF_HEADER) !== '1')
+      throw new ForbiddenException(`Refused: an action needs the ${CSRF_HEADER} header (sent by the dashboard's own page)`);
+    if (!(header(headers, 'content-type') ?? '').toLowerCase().startsWith('application/json'))
+      throw new ForbiddenException('Refused: an action needs a JSON body');
     const reason = crossSiteReason(headers);
     if (reason) throw new ForbiddenException(`Refused: ${reason}`);
     return true;

@@ -39,7 +39,8 @@ export class DashboardActions {
 
   async retryFailed(workflow: string, body: unknown): Promise<ActionReply> {
     const limit = field(body, 'limit') ?? 100;
-    if (!Number.isInteger(limit) || (limit as number) < 1 || (limit as number) > MAX_RETRY_FAILED) throw new InvalidOptionError('limit', `must be an integer from 1 to ${MAX_RETRY_FAILED}`);
+    if (!Number.isInteger(limit) || (limit as number) < 1 || (limit as number) > MAX_RETRY_FAILED)
+      throw new InvalidOptionError('limit', `must be an integer from 1 to ${MAX_RETRY_FAILED}`);
     const count = await this.client.retryAll({ workflow, state: 'failed', limit: limit as number });
     return done(`Retried ${count} failed run${count === 1 ? '' : 's'} of ${workflow}`);
   }
@@ -64,7 +65,9 @@ export class DashboardActions {
     }
     const rateLimit = field(body, 'rateLimit') as RateLimit | null;
     const previous = await this.client.setLimits({ workflow, group, rateLimit });
-    return done(`Rate limit of ${target} ${rateLimit === null ? 'removed' : `set to ${describeRate(rateLimit)}`} (it was ${previous ? describeRate(previous) : 'none'})`);
+    return done(
+      `Rate limit of ${target} ${rateLimit === null ? 'removed' : `set to ${describeRate(rateLimit)}`} (it was ${previous ? describeRate(previous) : 'none'})`,
+    );
   }
 
   async schedule(id: string, pause: boolean): Promise<ActionReply> {

@@ -30,8 +30,13 @@ export class DashboardApiController {
     const { workflow, state, group, cursor, limit, order, id } = query;
     if (order !== undefined && order !== 'asc' && order !== 'desc') throw new BadRequestException("order must be 'asc' or 'desc'");
     return this.reader.runs({
-      workflow: workflow ?? '', state: state || 'all', group: group || undefined, cursor: cursor || undefined, limit: queryInt(limit, 'limit', 1, 200, 50),
-      order: order ?? 'desc', ...(id && { id }),
+      workflow: workflow ?? '',
+      state: state || 'all',
+      group: group || undefined,
+      cursor: cursor || undefined,
+      limit: queryInt(limit, 'limit', 1, 200, 50),
+      order: order ?? 'desc',
+      ...(id && { id }),
     });
   }
 

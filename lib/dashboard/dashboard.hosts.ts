@@ -27,7 +27,8 @@ function parse(value: string): AllowedHost | undefined {
 /** Checks and normalises the `allowedHosts` option (a typed error naming the bad entry). */
 export function resolveAllowedHosts(value: unknown): AllowedHost[] | undefined {
   if (value === undefined) return undefined;
-  if (!Array.isArray(value)) throw new QueueConfigError('SluiceDashboardModule: allowedHosts must be an array of host names, e.g. [\'ops.example.com\']');
+  if (!Array.isArray(value))
+    throw new QueueConfigError("SluiceDashboardModule: allowedHosts must be an array of host names, e.g. ['ops.example.com']");
   return value.map((entry, i) => {
     const host = typeof entry === 'string' ? parse(entry) : undefined;
     if (!host) {
@@ -49,6 +50,11 @@ export function hostRefusal(headers: Record<string, string | string[] | undefine
   const hint = 'open it as localhost, or list its host in SluiceDashboardModule.forRoot({ allowedHosts })';
   if (!value) return `Refused: the request has no Host header (this dashboard answers only known hosts: ${hint})`;
   const host = parse(value);
-  if (host && (LOOPBACK.includes(host.name) || allowed.some((entry) => entry.name === host.name && (entry.port === undefined || entry.port === host.port)))) return undefined;
+  if (
+    host &&
+    (LOOPBACK.includes(host.name) ||
+      allowed.some((entry) => entry.name === host.name && (entry.port === undefined || entry.port === host.port)))
+  )
+    return undefined;
   return `Refused: this dashboard does not answer to the host ${JSON.stringify(value.slice(0, 100))} (a defence against DNS rebinding): ${hint}`;
 }

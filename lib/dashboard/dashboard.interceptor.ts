@@ -1,24 +1,26 @@
-import { BadRequestException, type CallHandler, ConflictException, type ExecutionContext, HttpException, Injectable, type NestInterceptor, NotFoundException, ServiceUnavailableException } from '@nestjs/common';
+import {
+  BadRequestException,
+  type CallHandler,
+  ConflictException,
+  type ExecutionContext,
+  HttpException,
+  Injectable,
+  type NestInterceptor,
+  NotFoundException,
+  ServiceUnavailableException,
+} from '@nestjs/common';
 import { catchError, type Observable, throwError } from 'rxjs';
-import { InvalidInputError, RedisConnectionError, RunNotFoundError, RunStateError, ScheduleConflictError, ScheduleNotFoundError, SignalMailboxFullError, UnknownWorkflowError } from '../errors';
-
-/**
- * The same headers on every dashboard answer: a strict Content-Security-Policy (the page runs only
- * its own script and style, loads nothing from elsewhere, cannot be framed), no MIME sniffing, no
- * referrer, no caching of API answers.
- */
-export const SECURITY_HEADERS: Record<string, string> = {
-  'Content-Security-Policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'self'; form-action 'none'; frame-ancestors 'none'",
-  'X-Content-Type-Options': 'nosniff',
-  'Referrer-Policy': 'no-referrer',
-  'X-Frame-Options': 'DENY',
-  'Cache-Control': 'no-store',
-};
-
-/** Sets a header on an Express response or a Fastify reply (both have `header(name, value)`). */
-export function setHeader(response: unknown, name: string, value: string): void {
-  (response as { header(name: string, value: string): unknown }).header(name, value);
-}
+import {
+  InvalidInputError,
+  RedisConnectionError,
+  RunNotFoundError,
+  RunStateError,
+  ScheduleConflictError,
+  ScheduleNotFoundError,
+  SignalMailboxFullError,
+  UnknownWorkflowError,
+} from '../errors';
+import { SECURITY_HEADERS, setHeader } from './dashboard.headers';
 
 /**
  * Sets {@link SECURITY_HEADERS} and answers Sluice's typed errors with the HTTP status they mean
@@ -36,9 +38,11 @@ export class DashboardInterceptor implements NestInterceptor {
 
 function toHttp(error: unknown): unknown {
   if (error instanceof HttpException || !(error instanceof Error)) return error;
-  if (error instanceof UnknownWorkflowError || error instanceof RunNotFoundError || error instanceof ScheduleNotFoundError) return new NotFoundException(error.message);
+  if (error instanceof UnknownWorkflowError || error instanceof RunNotFoundError || error instanceof ScheduleNotFoundError)
+    return new NotFoundException(error.message);
   if (error instanceof InvalidInputError) return new BadRequestException(error.message);
-  if (error instanceof RunStateError || error instanceof ScheduleConflictError || error instanceof SignalMailboxFullError) return new ConflictException(error.message);
+  if (error instanceof RunStateError || error instanceof ScheduleConflictError || error instanceof SignalMailboxFullError)
+    return new ConflictException(error.message);
   if (error instanceof RedisConnectionError) return new ServiceUnavailableException(error.message);
   return error;
 }

@@ -6,7 +6,12 @@ import { DashboardActionGuard, DashboardSameSiteGuard } from './dashboard-action
 import { DashboardActions } from './dashboard.actions';
 import { DashboardActionsController } from './dashboard.actions.controller';
 import { DashboardApiController } from './dashboard.api.controller';
-import { DASHBOARD_OPTIONS, resolveDashboardOptions, type SluiceDashboardAsyncOptions, type SluiceDashboardOptions } from './dashboard.options';
+import {
+  DASHBOARD_OPTIONS,
+  resolveDashboardOptions,
+  type SluiceDashboardAsyncOptions,
+  type SluiceDashboardOptions,
+} from './dashboard.options';
 import { DashboardPageController } from './dashboard.page.controller';
 import { DashboardReader } from './dashboard.reader';
 import { CompletedWatch } from './completed.watch';
@@ -28,9 +33,15 @@ export class SluiceDashboardModule {
   /** The options from a factory (e.g. `readOnly` from `ConfigService`); `path` is fixed here. */
   static forRootAsync(options: SluiceDashboardAsyncOptions): DynamicModule {
     const { path } = resolveDashboardOptions({ path: options?.path });
-    const unknown = Object.keys(options).filter((key) => !ASYNC_KEYS.includes(key) && (options as unknown as Record<string, unknown>)[key] !== undefined);
-    if (unknown.length > 0) throw new QueueConfigError(`SluiceDashboardModule.forRootAsync: unknown option(s) ${unknown.join(', ')} (the options are ${ASYNC_KEYS.join(', ')}; the others come from useFactory)`);
-    if (typeof options.useFactory !== 'function') throw new QueueConfigError('SluiceDashboardModule.forRootAsync: useFactory must be a function');
+    const unknown = Object.keys(options).filter(
+      (key) => !ASYNC_KEYS.includes(key) && (options as unknown as Record<string, unknown>)[key] !== undefined,
+    );
+    if (unknown.length > 0)
+      throw new QueueConfigError(
+        `SluiceDashboardModule.forRootAsync: unknown option(s) ${unknown.join(', ')} (the options are ${ASYNC_KEYS.join(', ')}; the others come from useFactory)`,
+      );
+    if (typeof options.useFactory !== 'function')
+      throw new QueueConfigError('SluiceDashboardModule.forRootAsync: useFactory must be a function');
     const provider: Provider = {
       provide: DASHBOARD_OPTIONS,
       useFactory: async (...args: unknown[]) => resolveDashboardOptions({ ...(await options.useFactory(...args)), path }),
@@ -44,7 +55,15 @@ export class SluiceDashboardModule {
       module: SluiceDashboardModule,
       imports: [RouterModule.register([{ path, module: SluiceDashboardModule }]), ...imports],
       controllers: [DashboardPageController, DashboardApiController, DashboardActionsController],
-      providers: [optionsProvider, DashboardAccessGuard, DashboardActionGuard, DashboardSameSiteGuard, DashboardReader, DashboardActions, CompletedWatch],
+      providers: [
+        optionsProvider,
+        DashboardAccessGuard,
+        DashboardActionGuard,
+        DashboardSameSiteGuard,
+        DashboardReader,
+        DashboardActions,
+        CompletedWatch,
+      ],
     };
   }
 }

@@ -74,21 +74,40 @@ const KEYS = ['path', 'guard', 'allowedHosts', 'readOnly', 'pollMs', 'sampleMs',
 
 /** Checks the options at import time: a typed error naming the option, before the app boots. */
 export function resolveDashboardOptions(options: SluiceDashboardOptions): ResolvedDashboardOptions {
-  if (options === null || typeof options !== 'object') throw new QueueConfigError('SluiceDashboardModule.forRoot options must be an object { path, guard?, readOnly? }');
-  const unknown = Object.keys(options).filter((key) => !KEYS.includes(key) && (options as unknown as Record<string, unknown>)[key] !== undefined);
-  if (unknown.length > 0) throw new QueueConfigError(`SluiceDashboardModule: unknown option(s) ${unknown.join(', ')} (the options are ${KEYS.join(', ')})`);
+  if (options === null || typeof options !== 'object')
+    throw new QueueConfigError('SluiceDashboardModule.forRoot options must be an object { path, guard?, readOnly? }');
+  const unknown = Object.keys(options).filter(
+    (key) => !KEYS.includes(key) && (options as unknown as Record<string, unknown>)[key] !== undefined,
+  );
+  if (unknown.length > 0)
+    throw new QueueConfigError(`SluiceDashboardModule: unknown option(s) ${unknown.join(', ')} (the options are ${KEYS.join(', ')})`);
   const path = typeof options.path === 'string' && options.path.length > 1 ? options.path.replace(/\/+$/, '') : options.path;
   if (typeof path !== 'string' || !PATH.test(path)) {
-    throw new QueueConfigError(`SluiceDashboardModule: path must look like '/sluice' (segments of letters, digits, . _ ~ -), got ${JSON.stringify(options.path)}`);
+    throw new QueueConfigError(
+      `SluiceDashboardModule: path must look like '/sluice' (segments of letters, digits, . _ ~ -), got ${JSON.stringify(options.path)}`,
+    );
   }
-  if (options.guard !== undefined && typeof options.guard !== 'function') throw new QueueConfigError('SluiceDashboardModule: guard must be a guard class or a function (request, context) => boolean');
-  if (options.readOnly !== undefined && typeof options.readOnly !== 'boolean') throw new QueueConfigError('SluiceDashboardModule: readOnly must be a boolean');
+  if (options.guard !== undefined && typeof options.guard !== 'function')
+    throw new QueueConfigError('SluiceDashboardModule: guard must be a guard class or a function (request, context) => boolean');
+  if (options.readOnly !== undefined && typeof options.readOnly !== 'boolean')
+    throw new QueueConfigError('SluiceDashboardModule: readOnly must be a boolean');
   const pollMs = options.pollMs ?? 2000;
-  if (!Number.isInteger(pollMs) || pollMs < 500 || pollMs > 60_000) throw new QueueConfigError('SluiceDashboardModule: pollMs must be an integer from 500 to 60000');
+  if (!Number.isInteger(pollMs) || pollMs < 500 || pollMs > 60_000)
+    throw new QueueConfigError('SluiceDashboardModule: pollMs must be an integer from 500 to 60000');
   const sampleMs = options.sampleMs ?? 5000;
-  if (sampleMs !== false && (!Number.isInteger(sampleMs) || sampleMs < 1000 || sampleMs > 60_000)) throw new QueueConfigError('SluiceDashboardModule: sampleMs must be false or an integer from 1000 to 60000');
-  if (options.redactStacks !== undefined && typeof options.redactStacks !== 'boolean') throw new QueueConfigError('SluiceDashboardModule: redactStacks must be a boolean');
+  if (sampleMs !== false && (!Number.isInteger(sampleMs) || sampleMs < 1000 || sampleMs > 60_000))
+    throw new QueueConfigError('SluiceDashboardModule: sampleMs must be false or an integer from 1000 to 60000');
+  if (options.redactStacks !== undefined && typeof options.redactStacks !== 'boolean')
+    throw new QueueConfigError('SluiceDashboardModule: redactStacks must be a boolean');
   const allowedHosts = resolveAllowedHosts(options.allowedHosts);
   const hosts = allowedHosts ?? (options.guard === undefined ? [] : undefined);
-  return { path, guard: options.guard, hosts, readOnly: options.readOnly ?? true, pollMs, sampleMs, redactStacks: options.redactStacks ?? process.env.NODE_ENV === 'production' };
+  return {
+    path,
+    guard: options.guard,
+    hosts,
+    readOnly: options.readOnly ?? true,
+    pollMs,
+    sampleMs,
+    redactStacks: options.redactStacks ?? process.env.NODE_ENV === 'production',
+  };
 }

@@ -1,7 +1,8 @@
 import { Controller, Get, Header, Inject, NotFoundException, Param, Req, Res, UseGuards, UseInterceptors } from '@nestjs/common';
 import { DashboardAccessGuard } from './dashboard-access.guard';
 import { basePathOf, loadAssets, pageHtml, type Asset } from './dashboard.assets';
-import { DashboardInterceptor, setHeader } from './dashboard.interceptor';
+import { setHeader } from './dashboard.headers';
+import { DashboardInterceptor } from './dashboard.interceptor';
 import { DASHBOARD_OPTIONS, type ResolvedDashboardOptions } from './dashboard.options';
 
 /** The page and its two assets, behind the dashboard's guard like everything else. */
@@ -20,7 +21,11 @@ export class DashboardPageController {
   }
 
   @Get('assets/:name')
-  asset(@Param('name') name: string, @Req() request: { headers: Record<string, string | undefined> }, @Res({ passthrough: true }) response: unknown): string {
+  asset(
+    @Param('name') name: string,
+    @Req() request: { headers: Record<string, string | undefined> },
+    @Res({ passthrough: true }) response: unknown,
+  ): string {
     const asset = (this.assets ??= loadAssets()).get(name);
     if (!asset) throw new NotFoundException(`No dashboard asset ${name}`);
     setHeader(response, 'Content-Type', asset.type);

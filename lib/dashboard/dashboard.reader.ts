@@ -92,7 +92,14 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
       .map(([name, group]) => ({ name, ...group }))
       .sort((a, b) => b.waiting + b.active - (a.waiting + a.active) || a.name.localeCompare(b.name));
     const page = all.slice(offset, offset + GROUP_PAGE);
-    return { groups: page, offset, next: offset + GROUP_PAGE < all.length ? offset + GROUP_PAGE : null, total: all.length, omitted: found?.groupsOmitted ?? 0, workflowPaused: found?.paused ?? false };
+    return {
+      groups: page,
+      offset,
+      next: offset + GROUP_PAGE < all.length ? offset + GROUP_PAGE : null,
+      total: all.length,
+      omitted: found?.groupsOmitted ?? 0,
+      workflowPaused: found?.paused ?? false,
+    };
   }
 
   /** A page of runs (one state or all), or the run of an exact id; while read, completed runs are indexed (CompletedWatch). */
@@ -131,6 +138,7 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
 export function queryInt(value: unknown, name: string, min: number, max: number, fallback: number): number {
   if (value === undefined || value === '') return fallback;
   const number = Number(value);
-  if (!Number.isInteger(number) || number < min || number > max) throw new InvalidOptionError(name, `must be an integer from ${min} to ${max}`);
+  if (!Number.isInteger(number) || number < min || number > max)
+    throw new InvalidOptionError(name, `must be an integer from ${min} to ${max}`);
   return number;
 }

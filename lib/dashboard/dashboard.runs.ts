@@ -7,7 +7,18 @@ import { InvalidOptionError } from '../errors';
 const INPUT_PREVIEW = 300;
 
 /** Every state a run can be listed in, as the runs page offers them ('all' merges them). */
-export const RUN_STATES: readonly ListableState[] = ['waiting', 'delayed', 'active', 'sleeping', 'waiting-signal', 'waiting-event', 'waiting-child', 'completed', 'failed', 'cancelled'];
+export const RUN_STATES: readonly ListableState[] = [
+  'waiting',
+  'delayed',
+  'active',
+  'sleeping',
+  'waiting-signal',
+  'waiting-event',
+  'waiting-child',
+  'completed',
+  'failed',
+  'cancelled',
+];
 
 export interface RunSummary extends Omit<RunInfo, 'input' | 'result' | 'progress' | 'error' | 'waitingFor'> {
   input: string;
@@ -47,12 +58,13 @@ export class RunLister {
 
   async list(query: RunsQuery): Promise<RunsView> {
     if (query.state !== 'all') {
-      if (!RUN_STATES.includes(query.state as ListableState)) throw new InvalidOptionError('state', `must be 'all' or one of ${RUN_STATES.join(', ')}`);
+      if (!RUN_STATES.includes(query.state as ListableState))
+        throw new InvalidOptionError('state', `must be 'all' or one of ${RUN_STATES.join(', ')}`);
       const page = await this.page(query, query.state as ListableState, query.cursor, query.limit);
       if (!page) return { runs: [], cursor: null, completedUnlisted: true };
       return { runs: page.runs.map(summarize), cursor: page.cursor };
     }
-    const cursors = query.cursor ? decodeCursors(query.cursor) : Object.fromEntries(RUN_STATES.map((state) => [state, ''])) as Cursors;
+    const cursors = query.cursor ? decodeCursors(query.cursor) : (Object.fromEntries(RUN_STATES.map((state) => [state, ''])) as Cursors);
     const states = RUN_STATES.filter((state) => cursors[state] !== undefined);
     const pages = await Promise.all(states.map((state) => this.page(query, state, cursors[state] || undefined, query.limit)));
     let completedUnlisted = false;
@@ -82,7 +94,11 @@ export class RunLister {
       }),
     );
     if (shown.length > query.limit) shown.sort((a, b) => sign(query.order) * (a.at - b.at));
-    return { runs: shown.map((row) => summarize(row.run)), cursor: Object.keys(next).length ? encodeCursors(next) : null, ...(completedUnlisted ? { completedUnlisted: true } : {}) };
+    return {
+      runs: shown.map((row) => summarize(row.run)),
+      cursor: Object.keys(next).length ? encodeCursors(next) : null,
+      ...(completedUnlisted ? { completedUnlisted: true } : {}),
+    };
   }
 
   /** One run found by its exact id (any workflow), as a one-row list. */
@@ -141,7 +157,11 @@ function decodeCursors(text: string): Cursors {
   } catch {
     parsed = undefined;
   }
-  const valid = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) && Object.entries(parsed).every(([state, cursor]) => RUN_STATES.includes(state as ListableState) && typeof cursor === 'string');
+  const valid =
+    parsed !== null &&
+    typeof parsed === 'object' &&
+    !Array.isArray(parsed) &&
+    Object.entries(parsed).every(([state, cursor]) => RUN_STATES.includes(state as ListableState) && typeof cursor === 'string');
   if (!valid) throw new InvalidOptionError('cursor', 'must be a cursor from a previous page of this list');
   return parsed as Cursors;
 }
@@ -149,5 +169,9 @@ function decodeCursors(text: string): Cursors {
 export function summarize(run: RunInfo): RunSummary {
   const { input, result: _result, progress: _progress, error, waitingFor: _waitingFor, ...rest } = run;
   const text = JSON.stringify(input) ?? 'undefined';
-  return { ...rest, input: text.length > INPUT_PREVIEW ? `${text.slice(0, INPUT_PREVIEW)}…` : text, ...(error && { error: { name: error.name, message: error.message } }) };
+  return {
+    ...rest,
+    input: text.length > INPUT_PREVIEW ? `${text.slice(0, INPUT_PREVIEW)}…` : text,
+    ...(error && { error: { name: error.name, message: error.message } }),
+  };
 }

@@ -25,6 +25,8 @@ export function redactStack(stack: string, cwd = process.cwd()): string {
 export function redactRun(found: { run: RunInfo; timeline: RunTimeline }): { run: RunInfo; timeline: RunTimeline } {
   const { run, timeline } = found;
   const error = run.error?.stack ? { ...run.error, stack: redactStack(run.error.stack) } : run.error;
-  const attempts = timeline.attempts.map((attempt) => (attempt.error?.stack ? { ...attempt, error: { ...attempt.error, stack: redactStack(attempt.error.stack) } } : attempt));
+  const attempts = timeline.attempts.map((attempt) =>
+    attempt.error?.stack ? { ...attempt, error: { ...attempt.error, stack: redactStack(attempt.error.stack) } } : attempt,
+  );
   return { run: { ...run, ...(error && { error }) }, timeline: { attempts } };
 }

@@ -39,7 +39,8 @@ export class ThroughputSampler {
     const last = this.samples[this.samples.length - 1];
     if (last && at - last.at < this.intervalMs / 2) return;
     const totals: Sample['totals'] = {};
-    for (const [name, workflow] of Object.entries(stats.workflows)) totals[name] = { completed: workflow.completed, failed: workflow.failed };
+    for (const [name, workflow] of Object.entries(stats.workflows))
+      totals[name] = { completed: workflow.completed, failed: workflow.failed };
     this.samples.push({ at, totals });
     if (this.samples.length > THROUGHPUT_SAMPLES) this.samples.shift();
   }
@@ -52,7 +53,10 @@ export class ThroughputSampler {
       const seconds = (after.at - before.at) / 1000;
       at.push(after.at);
       for (const [name, totals] of Object.entries(after.totals)) {
-        const series = (workflows[name] ??= { completed: Array<number>(at.length - 1).fill(0), failed: Array<number>(at.length - 1).fill(0) });
+        const series = (workflows[name] ??= {
+          completed: Array<number>(at.length - 1).fill(0),
+          failed: Array<number>(at.length - 1).fill(0),
+        });
         const previous = before.totals[name] ?? { completed: totals.completed, failed: totals.failed };
         // A running total that went down was reset (namespace dropped): that interval counts 0.
         series.completed.push(round(Math.max(0, totals.completed - previous.completed) / seconds));

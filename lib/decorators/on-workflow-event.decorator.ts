@@ -45,18 +45,31 @@ export interface WorkflowEventHandlerMetadata {
  */
 export function OnWorkflowEvent<E extends RunEventName>(event: E, options: OnWorkflowEventOptions = {}) {
   if (!RUN_EVENT_NAMES.includes(event)) {
-    throw new InvalidOptionError('@OnWorkflowEvent event', `must be one of ${RUN_EVENT_NAMES.map((name) => `'${name}'`).join(', ')}, got ${JSON.stringify(event)}`);
+    throw new InvalidOptionError(
+      '@OnWorkflowEvent event',
+      `must be one of ${RUN_EVENT_NAMES.map((name) => `'${name}'`).join(', ')}, got ${JSON.stringify(event)}`,
+    );
   }
-  const metadata: WorkflowEventHandlerMetadata = { event, ...(options.workflow !== undefined && { workflows: checkWorkflows(options.workflow) }) };
+  const metadata: WorkflowEventHandlerMetadata = {
+    event,
+    ...(options.workflow !== undefined && { workflows: checkWorkflows(options.workflow) }),
+  };
   // The method's type is checked against the event's payload: a handler of 'completed' cannot
   // declare a parameter the payload does not satisfy.
-  return <T extends (payload: RunEventPayload<E>) => unknown>(target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<T>): void => {
-    if (typeof descriptor?.value !== 'function') throw new TypeError(`@OnWorkflowEvent() must decorate a method, not ${String(propertyKey)}`);
+  return <T extends (payload: RunEventPayload<E>) => unknown>(
+    target: object,
+    propertyKey: string | symbol,
+    descriptor: TypedPropertyDescriptor<T>,
+  ): void => {
+    if (typeof descriptor?.value !== 'function')
+      throw new TypeError(`@OnWorkflowEvent() must decorate a method, not ${String(propertyKey)}`);
     // A static method has no provider instance to be called on: it would be silently ignored.
-    if (typeof target === 'function') throw new TypeError(`@OnWorkflowEvent() must decorate an instance method, not the static ${target.name}.${String(propertyKey)}`);
+    if (typeof target === 'function')
+      throw new TypeError(`@OnWorkflowEvent() must decorate an instance method, not the static ${target.name}.${String(propertyKey)}`);
     // On (prototype, key) rather than on the function: a decorator that wraps the method (applied
     // before or after this one) would otherwise lose the metadata.
-    const handlers = (Reflect.getOwnMetadata(WORKFLOW_EVENT_METADATA, target, propertyKey) as WorkflowEventHandlerMetadata[] | undefined) ?? [];
+    const handlers =
+      (Reflect.getOwnMetadata(WORKFLOW_EVENT_METADATA, target, propertyKey) as WorkflowEventHandlerMetadata[] | undefined) ?? [];
     Reflect.defineMetadata(WORKFLOW_EVENT_METADATA, [...handlers, metadata], target, propertyKey);
   };
 }

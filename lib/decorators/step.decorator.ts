@@ -34,7 +34,8 @@ export interface StepOptions extends StepCallOptions {
  */
 export function Step(options: StepOptions = {}): MethodDecorator {
   return (target, propertyKey, descriptor: PropertyDescriptor) => {
-    if (options === null || typeof options !== 'object') throw new InvalidOptionError(`@Step ${String(propertyKey)}`, 'must be an object { name?, timeoutMs?, attempts?, backoff? }');
+    if (options === null || typeof options !== 'object')
+      throw new InvalidOptionError(`@Step ${String(propertyKey)}`, 'must be an object { name?, timeoutMs?, attempts?, backoff? }');
     const name = checkId(options.name ?? String(propertyKey), `@Step name of ${String(propertyKey)}`);
     const { name: _name, ...callOptions } = options;
     const execution = resolveStepOptions(callOptions, `@Step ${String(propertyKey)}`);

@@ -31,14 +31,23 @@ export function Workflow(name: string, options?: WorkflowOptions): ClassDecorato
  * Producers then enqueue with the contract alone, without importing this class. The contract's
  * `attempts` is the workflow's; a different `options.attempts` throws `InvalidOptionError`.
  */
-export function Workflow<In, Out>(contract: WorkflowContract<In, Out>, options?: WorkflowOptions<In>): (target: ContractImplementation<In, Out>) => void;
+export function Workflow<In, Out>(
+  contract: WorkflowContract<In, Out>,
+  options?: WorkflowOptions<In>,
+): (target: ContractImplementation<In, Out>) => void;
 export function Workflow(nameOrContract: string | WorkflowContract<unknown, unknown>, options: WorkflowOptions = {}): ClassDecorator {
   const contract = isWorkflowContract(nameOrContract) ? nameOrContract : undefined;
   const name = checkName(contract ? contract.name : nameOrContract, '@Workflow name');
   if (contract && options.attempts !== undefined && options.attempts !== contract.attempts) {
     // Producers enqueue with the contract alone: attempts set only here would not reach them.
-    const where = contract.attempts === undefined ? 'the contract sets none (producers would use their default)' : `the contract's is ${contract.attempts}`;
-    throw new InvalidOptionError(`@Workflow('${name}') attempts`, `${options.attempts} differs from the contract: ${where}; set attempts on defineWorkflow`);
+    const where =
+      contract.attempts === undefined
+        ? 'the contract sets none (producers would use their default)'
+        : `the contract's is ${contract.attempts}`;
+    throw new InvalidOptionError(
+      `@Workflow('${name}') attempts`,
+      `${options.attempts} differs from the contract: ${where}; set attempts on defineWorkflow`,
+    );
   }
   if (contract?.attempts !== undefined) options = { ...options, attempts: contract.attempts };
   if (options.concurrency !== undefined) checkInteger(options.concurrency, `@Workflow('${name}') concurrency`, 1, MAX_LIMIT);
@@ -72,7 +81,8 @@ const MAX_KEEP = 100_000_000;
 
 function checkKeep(name: string, keep: RetentionByCount): void {
   const field = `@Workflow('${name}') keep`;
-  if (keep === null || typeof keep !== 'object' || Array.isArray(keep)) throw new InvalidOptionError(field, 'must be an object { completed?, failed? }');
+  if (keep === null || typeof keep !== 'object' || Array.isArray(keep))
+    throw new InvalidOptionError(field, 'must be an object { completed?, failed? }');
   for (const key of Object.keys(keep)) {
     if (key !== 'completed' && key !== 'failed') throw new InvalidOptionError(`${field}.${key}`, 'is not an option (completed, failed)');
     const value = keep[key];

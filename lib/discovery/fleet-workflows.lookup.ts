@@ -42,7 +42,10 @@ export class FleetWorkflowLookup {
       this.pending.set(name, lookup);
     }
     if (!(await lookup)) {
-      throw new UnknownWorkflowError(name, `no @Workflow in this application declares it, and no worker has registered it on ${this.keys.base.slice(0, -1)}`);
+      throw new UnknownWorkflowError(
+        name,
+        `no @Workflow in this application declares it, and no worker has registered it on ${this.keys.base.slice(0, -1)}`,
+      );
     }
   }
 
@@ -54,7 +57,11 @@ export class FleetWorkflowLookup {
       // A lost reply to a read changed nothing, and the write it guards was never sent: say so,
       // rather than the "may have taken effect" of OutcomeUnknownError.
       if (error instanceof OutcomeUnknownError) {
-        throw new RedisUnavailableError(operation, `checking that workflow "${name}" is registered got no reply (${error.message}); nothing was written`, { cause: error });
+        throw new RedisUnavailableError(
+          operation,
+          `checking that workflow "${name}" is registered got no reply (${error.message}); nothing was written`,
+          { cause: error },
+        );
       }
       throw error;
     }

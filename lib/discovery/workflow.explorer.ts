@@ -28,7 +28,9 @@ export class WorkflowExplorer implements OnModuleInit {
       const steps = this.accessor.getSteps(metatype);
       if (!metadata) {
         if (steps.length) {
-          throw new WorkflowDefinitionError(`${metatype.name} has @Step methods (${steps.join(', ')}) but no @Workflow decorator; steps only exist inside a workflow`);
+          throw new WorkflowDefinitionError(
+            `${metatype.name} has @Step methods (${steps.join(', ')}) but no @Workflow decorator; steps only exist inside a workflow`,
+          );
         }
         continue;
       }
@@ -46,17 +48,28 @@ export class WorkflowExplorer implements OnModuleInit {
     for (const workflow of this.registry.all()) {
       for (const { id } of workflow.schedules) {
         const owner = owners.get(id);
-        if (owner) throw new WorkflowDefinitionError(`Schedule id "${id}" is declared by both @Workflow('${owner}') and @Workflow('${workflow.name}'); schedule ids are unique per namespace`);
+        if (owner)
+          throw new WorkflowDefinitionError(
+            `Schedule id "${id}" is declared by both @Workflow('${owner}') and @Workflow('${workflow.name}'); schedule ids are unique per namespace`,
+          );
         owners.set(id, workflow.name);
       }
     }
   }
 
-  private checkDefinition(wrapper: InstanceWrapper, metatype: ProviderMetatype, name: string, steps: string[], seen: Map<string, string>): void {
+  private checkDefinition(
+    wrapper: InstanceWrapper,
+    metatype: ProviderMetatype,
+    name: string,
+    steps: string[],
+    seen: Map<string, string>,
+  ): void {
     const owner = seen.get(name);
     if (owner) throw new WorkflowDefinitionError(`Duplicate workflow name "${name}": declared by ${owner} and ${metatype.name}`);
     if (!wrapper.isDependencyTreeStatic()) {
-      throw new WorkflowDefinitionError(`@Workflow('${name}') ${metatype.name} must be a singleton provider (request- or transient-scoped dependencies are not supported)`);
+      throw new WorkflowDefinitionError(
+        `@Workflow('${name}') ${metatype.name} must be a singleton provider (request- or transient-scoped dependencies are not supported)`,
+      );
     }
     if (typeof (wrapper.instance as { run?: unknown }).run !== 'function') {
       throw new WorkflowDefinitionError(`@Workflow('${name}') ${metatype.name} has no run(input, ctx) method`);

@@ -12,7 +12,9 @@ export class MigrationTimeoutError extends SluiceError {
     readonly base: string,
     readonly waitedMs: number,
   ) {
-    super(`Namespace ${base} is being migrated by another process (it holds ${base}migrate-lock); gave up waiting after ${waitedMs} ms. Calling migrate() again is safe`);
+    super(
+      `Namespace ${base} is being migrated by another process (it holds ${base}migrate-lock); gave up waiting after ${waitedMs} ms. Calling migrate() again is safe`,
+    );
   }
 }
 
@@ -24,6 +26,8 @@ export class MigrationTimeoutError extends SluiceError {
  */
 export class MigrationLockLostError extends SluiceError {
   constructor(readonly base: string) {
-    super(`Lost the migration lock of namespace ${base} part-way (another process may have taken it over); calling migrate() again is safe`);
+    super(
+      `Lost the migration lock of namespace ${base} part-way (another process may have taken it over); calling migrate() again is safe`,
+    );
   }
 }

@@ -104,7 +104,9 @@ export class TimeoutError extends SluiceError {
     /** The step's memo key (`name#occurrence`) when a step's limit ran out; undefined for the run's. */
     readonly step?: string,
   ) {
-    super(step === undefined ? `Run ${runId} timed out after ${limitMs} ms` : `Step "${step}" of run ${runId} timed out after ${limitMs} ms`);
+    super(
+      step === undefined ? `Run ${runId} timed out after ${limitMs} ms` : `Step "${step}" of run ${runId} timed out after ${limitMs} ms`,
+    );
   }
 }
 

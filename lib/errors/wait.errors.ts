@@ -18,7 +18,9 @@ export class NonDeterminismError extends NonRetryableError {
     /** What the code called there now, in the same form. */
     readonly called: string,
   ) {
-    super(`Run ${runId} is not deterministic: call #${position} is ${called}, but the run recorded ${recorded} there (the workflow's code changed under a running run)`);
+    super(
+      `Run ${runId} is not deterministic: call #${position} is ${called}, but the run recorded ${recorded} there (the workflow's code changed under a running run)`,
+    );
   }
 }
 
@@ -48,7 +50,9 @@ export class ChildWorkflowFailedError extends SluiceError {
  */
 export class ChildRunConflictError extends NonRetryableError {
   constructor(readonly childId: string) {
-    super(`Run ${childId} cannot be this run's child: it is another run's child, this run itself, or one of its ancestors; pick another id for ctx.invoke`);
+    super(
+      `Run ${childId} cannot be this run's child: it is another run's child, this run itself, or one of its ancestors; pick another id for ctx.invoke`,
+    );
   }
 }
 

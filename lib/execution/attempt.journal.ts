@@ -26,7 +26,11 @@ export const MAX_JOURNAL_ERROR = { message: 500, stack: 2000 };
 /** `;!` and the error's JSON, URI-encoded: the journal's separators never occur in it. */
 export function encodeJournalError(error: JournalError): string {
   const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}…` : text);
-  const stored = { n: clip(error.name, 100), m: clip(error.message, MAX_JOURNAL_ERROR.message), ...(error.stack && { s: clip(error.stack, MAX_JOURNAL_ERROR.stack) }) };
+  const stored = {
+    n: clip(error.name, 100),
+    m: clip(error.message, MAX_JOURNAL_ERROR.message),
+    ...(error.stack && { s: clip(error.stack, MAX_JOURNAL_ERROR.stack) }),
+  };
   return `;!${encodeURIComponent(JSON.stringify(stored))}`;
 }
 

@@ -46,7 +46,13 @@ export interface AttemptLimits {
 export class AttemptRunner {
   constructor(private readonly limits: AttemptLimits) {}
 
-  async run(instance: WorkflowInstance, claim: AttemptSpec, limitMs: number | undefined, abort: LazyAbort, ports: AttemptPorts): Promise<AttemptOutcome> {
+  async run(
+    instance: WorkflowInstance,
+    claim: AttemptSpec,
+    limitMs: number | undefined,
+    abort: LazyAbort,
+    ports: AttemptPorts,
+  ): Promise<AttemptOutcome> {
     const guard = new AttemptGuard(claim.id, abort, ports.sleep, ports.random);
     // A cancelled run's attempt ends now, as a timed-out one does: the process's local slot frees
     // even if the code ignores its signal (its writes are refused by the token anyway). An attempt
@@ -54,12 +60,21 @@ export class AttemptRunner {
     // does not start, and whatever it writes meanwhile is refused.
     abort.onAbort = (reason) => reason instanceof RunCancelledError && guard.expire(reason);
     const { maxPayloadBytes } = this.limits;
-    const recorder = new StepRecorder(claim.id, claim.steps, (key, encoded) => ports.saveStep(key, encoded), maxPayloadBytes, this.limits.maxRunMemoBytes, ports.observer, guard);
+    const recorder = new StepRecorder(
+      claim.id,
+      claim.steps,
+      (key, encoded) => ports.saveStep(key, encoded),
+      maxPayloadBytes,
+      this.limits.maxRunMemoBytes,
+      ports.observer,
+      guard,
+    );
     const steps = ports.steps ? ports.steps(recorder) : recorder;
     // Built on the first wait: a run that never waits pays nothing. A wait that suspends the run
     // ends the attempt here (guard.settle resolves with SUSPENDED).
     let waits: RunWaits | undefined;
-    const waitsOf = () => (waits ??= new RunWaits(claim.id, recorder, guard, ports.commits(), () => guard.release(SUSPENDED), claim.generation));
+    const waitsOf = () =>
+      (waits ??= new RunWaits(claim.id, recorder, guard, ports.commits(), () => guard.release(SUSPENDED), claim.generation));
     const ctx: RunContext = {
       runId: claim.id,
       attempt: claim.attempt,
@@ -70,7 +85,8 @@ export class AttemptRunner {
       // After the attempt ended (code that ignored its signal), a report writes nothing.
       progress: (value) => (guard.ended ? Promise.resolve() : ports.progress(value)),
       ...waitMethods(waitsOf),
-      continueAsNew: (input) => new RunContinuation(recorder, guard, ports.commits(), maxPayloadBytes, () => guard.release(CONTINUED)).continueAsNew(input),
+      continueAsNew: (input) =>
+        new RunContinuation(recorder, guard, ports.commits(), maxPayloadBytes, () => guard.release(CONTINUED)).continueAsNew(input),
     };
     const { journal } = recorder;
     let result: unknown;
@@ -79,8 +95,12 @@ export class AttemptRunner {
       // Past a time limit this rejects with the TimeoutError at once, leaving code that ignores
       // its signal running in the background: the attempt fails now, its slots are freed, and
       // its later writes are refused (by the token, in a worker).
-      result = await guard.settle<unknown>(inRunScope(steps, (): unknown => instance.run(input, ctx)), limitMs);
-      if (result !== SUSPENDED && result !== CONTINUED) result = encodePayload(result, `result of workflow "${claim.workflow}"`, maxPayloadBytes);
+      result = await guard.settle<unknown>(
+        inRunScope(steps, (): unknown => instance.run(input, ctx)),
+        limitMs,
+      );
+      if (result !== SUSPENDED && result !== CONTINUED)
+        result = encodePayload(result, `result of workflow "${claim.workflow}"`, maxPayloadBytes);
     } catch (error) {
       end(guard, ports);
       // Aborted at the shutdown deadline: the worker hands the run back (lib/worker/worker.orchestrator.ts),
@@ -92,7 +112,13 @@ export class AttemptRunner {
     if (result === SUSPENDED || result === CONTINUED) {
       guard.ended = true;
       // Code still running beside the wait (not awaited) learns that the attempt is over.
-      abort.abort(new SluiceError(result === SUSPENDED ? `Run ${claim.id} suspended in a durable wait; this attempt is over` : `Run ${claim.id} continued as new; this attempt is over`));
+      abort.abort(
+        new SluiceError(
+          result === SUSPENDED
+            ? `Run ${claim.id} suspended in a durable wait; this attempt is over`
+            : `Run ${claim.id} continued as new; this attempt is over`,
+        ),
+      );
       ports.ended();
       return { kind: result === SUSPENDED ? 'suspended' : 'continued', journal };
     }

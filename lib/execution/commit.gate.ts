@@ -16,7 +16,10 @@ export function abandoned(): Promise<never> {
  * which `open` releases (never, if the attempt ended). Resolves undefined if the attempt ended
  * meanwhile (a step beside it failed it); throws if it was aborted.
  */
-export async function enterCommit(recorder: StepRecorder, guard: AttemptGuard): Promise<{ gate: Promise<void>; open: () => void } | undefined> {
+export async function enterCommit(
+  recorder: StepRecorder,
+  guard: AttemptGuard,
+): Promise<{ gate: Promise<void>; open: () => void } | undefined> {
   const previous = recorder.gate;
   let open!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
@@ -32,4 +35,3 @@ export async function enterCommit(recorder: StepRecorder, guard: AttemptGuard): 
   if (guard.abort.aborted) throw guard.abort.reason;
   return { gate, open };
 }
-

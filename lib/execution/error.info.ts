@@ -10,7 +10,11 @@ const MAX_ERROR_NAME = 200;
  */
 export function describeError(error: unknown): RunErrorInfo {
   if (error instanceof Error) {
-    return { name: clip(String(error.name), MAX_ERROR_NAME), message: clip(String(error.message)), ...(error.stack && { stack: clip(String(error.stack)) }) };
+    return {
+      name: clip(String(error.name), MAX_ERROR_NAME),
+      message: clip(String(error.message)),
+      ...(error.stack && { stack: clip(String(error.stack)) }),
+    };
   }
   return { name: 'Error', message: clip(typeof error === 'string' ? error : safeString(error)) };
 }

@@ -30,7 +30,10 @@ export class RunContinuation {
 
   async continueAsNew(input: unknown): Promise<never> {
     if (stepScope.getStore()?.runner === this.recorder) {
-      throw new InvalidInputError('ctx.continueAsNew', "cannot be called inside a step's fn: it ends the run's execution (call it from run, between steps)");
+      throw new InvalidInputError(
+        'ctx.continueAsNew',
+        "cannot be called inside a step's fn: it ends the run's execution (call it from run, between steps)",
+      );
     }
     // Checked before anything is written, with the errors an enqueue's input gets.
     const encoded = encodePayload(input, 'ctx.continueAsNew input', this.maxPayloadBytes);

@@ -3,7 +3,15 @@ import { checkId } from '../util/names';
 import { toMilliseconds, type Duration } from '../util/duration';
 import type { Jsonified } from '../workflow/json.roundtrip';
 import { stepScope } from '../workflow/run.scope';
-import { MAX_INVOKE_ALL, MAX_INVOKE_BYTES, type EventWaitOptions, type InvokeCall, type InvokeOptions, type SignalWaitOptions, type WaitOutcome } from '../workflow/wait.types';
+import {
+  MAX_INVOKE_ALL,
+  MAX_INVOKE_BYTES,
+  type EventWaitOptions,
+  type InvokeCall,
+  type InvokeOptions,
+  type SignalWaitOptions,
+  type WaitOutcome,
+} from '../workflow/wait.types';
 import type { RunContext } from '../workflow/workflow.types';
 import type { AttemptGuard } from './attempt.guard';
 import { abandoned, enterCommit } from './commit.gate';
@@ -48,8 +56,10 @@ export class RunWaits {
   async sleepUntil(name: string, until: Date): Promise<void> {
     this.topLevel('ctx.sleepUntil');
     checkId(name, 'ctx.sleepUntil name');
-    if (!(until instanceof Date) || Number.isNaN(until.getTime())) throw new InvalidOptionError(`ctx.sleepUntil("${name}") until`, 'must be a valid Date');
-    if (until.getTime() - Date.now() > MAX_SLEEP_MS) throw new InvalidOptionError(`ctx.sleepUntil("${name}") until`, 'must be at most 10 years from now');
+    if (!(until instanceof Date) || Number.isNaN(until.getTime()))
+      throw new InvalidOptionError(`ctx.sleepUntil("${name}") until`, 'must be a valid Date');
+    if (until.getTime() - Date.now() > MAX_SLEEP_MS)
+      throw new InvalidOptionError(`ctx.sleepUntil("${name}") until`, 'must be at most 10 years from now');
     await this.wait({ kind: 'sleep', atMs: until.getTime(), target: '', entries: [{ placed: this.recorder.place('sleep', name) }] });
   }
 
@@ -57,7 +67,12 @@ export class RunWaits {
     this.topLevel('ctx.waitForSignal');
     checkId(name, 'ctx.waitForSignal name');
     const afterMs = timeoutOf(opts, `ctx.waitForSignal("${name}")`);
-    const [raw] = await this.wait({ kind: 'signal', afterMs, target: name, entries: [{ placed: this.recorder.place('signal', `signal:${name}`) }] });
+    const [raw] = await this.wait({
+      kind: 'signal',
+      afterMs,
+      target: name,
+      entries: [{ placed: this.recorder.place('signal', `signal:${name}`) }],
+    });
     return toWaitOutcome<T>(raw);
   }
 
@@ -66,7 +81,12 @@ export class RunWaits {
     checkId(name, 'ctx.waitForEvent name');
     const key = opts?.key === undefined || opts.key === '' ? '' : checkId(opts.key, `ctx.waitForEvent("${name}") key`);
     const afterMs = timeoutOf(opts, `ctx.waitForEvent("${name}")`);
-    const [raw] = await this.wait({ kind: 'event', afterMs, target: eventTarget(name, key), entries: [{ placed: this.recorder.place('event', `event:${name}`) }] });
+    const [raw] = await this.wait({
+      kind: 'event',
+      afterMs,
+      target: eventTarget(name, key),
+      entries: [{ placed: this.recorder.place('event', `event:${name}`) }],
+    });
     return toWaitOutcome<T>(raw);
   }
 
@@ -82,15 +102,20 @@ export class RunWaits {
       throw new InvalidInputError('ctx.invokeAll calls', `must be an array of 1 to ${MAX_INVOKE_ALL} { workflow, input, opts? }`);
     }
     const entries = calls.map((call, index) => {
-      if (call === null || typeof call !== 'object') throw new InvalidInputError(`ctx.invokeAll calls[${index}]`, 'must be an object { workflow, input, opts? }');
+      if (call === null || typeof call !== 'object')
+        throw new InvalidInputError(`ctx.invokeAll calls[${index}]`, 'must be an object { workflow, input, opts? }');
       // Checked first; the memo key takes the workflow's name, and the id (unless given) the memo key.
       const request = this.port.childRequest(call.workflow, call.input, call.opts);
       const placed = this.recorder.place('invoke', `invoke:${request.workflow}`);
-      return { placed, child: call.opts?.id === undefined ? { ...request, id: childId(this.runId, placed.key, this.generation) } : request };
+      return {
+        placed,
+        child: call.opts?.id === undefined ? { ...request, id: childId(this.runId, placed.key, this.generation) } : request,
+      };
     });
     // One script call carries every child's input: bounded, so it stays a short call.
     const bytes = entries.reduce((sum, { child }) => sum + Buffer.byteLength(child.input), 0);
-    if (bytes > MAX_INVOKE_BYTES) throw new PayloadTooLargeError('ctx.invokeAll inputs', bytes, MAX_INVOKE_BYTES, 'MAX_INVOKE_BYTES, all inputs of one invokeAll');
+    if (bytes > MAX_INVOKE_BYTES)
+      throw new PayloadTooLargeError('ctx.invokeAll inputs', bytes, MAX_INVOKE_BYTES, 'MAX_INVOKE_BYTES, all inputs of one invokeAll');
     const ids = entries.map(({ child }) => child.id);
     if (new Set(ids).size !== ids.length) throw new InvalidInputError('ctx.invokeAll calls', 'must not give two children the same id');
     const raws = await this.wait({ kind: 'child', target: '', entries });
@@ -107,7 +132,10 @@ export class RunWaits {
    */
   private topLevel(call: string): void {
     if (stepScope.getStore()?.runner === this.recorder) {
-      throw new InvalidInputError(call, "cannot be called inside a step's fn: a wait is a top-level call of the run (call it between steps)");
+      throw new InvalidInputError(
+        call,
+        "cannot be called inside a step's fn: a wait is a top-level call of the run (call it between steps)",
+      );
     }
   }
 
@@ -152,7 +180,10 @@ export class RunWaits {
     for (const [key, raw] of reply.resumed) this.recorder.remember(key, raw);
     if (this.recorder.gate === gate) this.recorder.gate = undefined;
     open();
-    return this.fitting(request, request.entries.map(({ placed }) => reply.resumed.get(placed.key) as string));
+    return this.fitting(
+      request,
+      request.entries.map(({ placed }) => reply.resumed.get(placed.key) as string),
+    );
   }
 
   /**
@@ -172,12 +203,15 @@ export class RunWaits {
 }
 
 function timeoutOf(opts: SignalWaitOptions | EventWaitOptions | undefined, call: string): number | undefined {
-  if (opts !== undefined && (opts === null || typeof opts !== 'object')) throw new InvalidOptionError(`${call} options`, 'must be an object');
+  if (opts !== undefined && (opts === null || typeof opts !== 'object'))
+    throw new InvalidOptionError(`${call} options`, 'must be an object');
   return opts?.timeout === undefined ? undefined : toMilliseconds(opts.timeout, `${call} timeout`);
 }
 
 /** The wait methods of `RunContext`, bound to one attempt's waits (`waitsOf` makes them on the first call). */
-export function waitMethods(waitsOf: () => RunWaits): Pick<RunContext, 'sleep' | 'sleepUntil' | 'waitForSignal' | 'waitForEvent' | 'invoke' | 'invokeAll'> {
+export function waitMethods(
+  waitsOf: () => RunWaits,
+): Pick<RunContext, 'sleep' | 'sleepUntil' | 'waitForSignal' | 'waitForEvent' | 'invoke' | 'invokeAll'> {
   return {
     sleep: (name, duration) => waitsOf().sleep(name, duration),
     sleepUntil: (name, until) => waitsOf().sleepUntil(name, until),

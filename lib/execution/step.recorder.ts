@@ -47,7 +47,11 @@ export function isPositionField(key: string): boolean {
 /** Checks a step call's arguments as `ctx.step` does (its typed errors), and resolves its options. */
 export function checkStepCall(name: string, fn: unknown, options: StepCallOptions | undefined): ResolvedStepOptions | undefined {
   checkId(name, 'step name');
-  if (RESERVED_STEP_NAME.test(name)) throw new InvalidNameError('step name', `"${name}" starts with a prefix the waits' memo keys use ('@', 'signal:', 'event:', 'invoke:')`);
+  if (RESERVED_STEP_NAME.test(name))
+    throw new InvalidNameError(
+      'step name',
+      `"${name}" starts with a prefix the waits' memo keys use ('@', 'signal:', 'event:', 'invoke:')`,
+    );
   if (typeof fn !== 'function') throw new TypeError(`ctx.step("${name}", fn): fn must be a function`);
   return resolveStepOptions(options, `ctx.step("${name}") options`);
 }
@@ -108,7 +112,9 @@ export class StepRecorder implements StepRunner {
     // An attempt that is over (time limit, cancel, lost lease, shutdown) starts no new side effect,
     // even when its code ignored its signal and carries on in the background.
     if (this.guard.abort.aborted) throw this.guard.abort.reason;
-    const executing = this.observer ? this.observer.executed(name, placed.key, () => this.execute(placed, fn, resolved)) : this.execute(placed, fn, resolved);
+    const executing = this.observer
+      ? this.observer.executed(name, placed.key, () => this.execute(placed, fn, resolved))
+      : this.execute(placed, fn, resolved);
     this.executing.add(executing);
     const forget = () => this.executing.delete(executing);
     executing.then(forget, forget);
@@ -149,7 +155,10 @@ export class StepRecorder implements StepRunner {
    */
   unrecordedPositions(): { positions: Placed[]; upTo: number } {
     const upTo = this.calls.length;
-    return { positions: this.calls.slice(this.positionsWritten, upTo).filter((placed) => this.memo.get(placed.field) !== placed.value), upTo };
+    return {
+      positions: this.calls.slice(this.positionsWritten, upTo).filter((placed) => this.memo.get(placed.field) !== placed.value),
+      upTo,
+    };
   }
 
   /** A wait's commit wrote the position entries of the calls before `upTo` (see {@link unrecordedPositions}). */

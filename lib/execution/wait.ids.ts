@@ -11,5 +11,9 @@ export function childId(parentId: string, key: string, generation = 0): string {
   const suffix = generation > 0 ? `@${generation}` : '';
   const id = `${parentId}/${key}${suffix}`;
   if (id.length <= MAX_ID_LENGTH) return id;
-  return `child-${createHash('sha256').update(parentId).update('\n').update(key + suffix).digest('base64url')}`;
+  return `child-${createHash('sha256')
+    .update(parentId)
+    .update('\n')
+    .update(key + suffix)
+    .digest('base64url')}`;
 }

@@ -45,7 +45,10 @@ export function toWaitOutcome<T>(raw: string): WaitOutcome<T> {
 }
 
 /** A child's outcome: its result, or the `ChildWorkflowFailedError` the parent sees. */
-export function toChildOutcome<T>(childId: string, raw: string): { ok: true; result: Jsonified<T> } | { ok: false; error: ChildWorkflowFailedError } {
+export function toChildOutcome<T>(
+  childId: string,
+  raw: string,
+): { ok: true; result: Jsonified<T> } | { ok: false; error: ChildWorkflowFailedError } {
   const envelope = open(raw);
   if (envelope.s) return { ok: false, error: new ChildWorkflowFailedError(childId, envelope.s, envelope.e ?? null) };
   return { ok: true, result: envelope.p as Jsonified<T> };

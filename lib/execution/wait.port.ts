@@ -44,4 +44,3 @@ export interface WaitPort {
   /** Validates a child's enqueue as `QueueClient.enqueue` would (typed errors, nothing written). */
   childRequest(workflow: unknown, input: unknown, opts: InvokeOptions | undefined): ChildRequest;
 }
-

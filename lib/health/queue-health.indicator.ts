@@ -74,7 +74,10 @@ export class QueueHealthIndicator {
    *
    * @param key the key of the result in terminus's report. Default `'sluice'`.
    */
-  async isHealthy<Key extends string = 'sluice'>(key: Key = 'sluice' as Key, options: { timeoutMs?: number } = {}): Promise<QueueHealthIndicatorResult<Key>> {
+  async isHealthy<Key extends string = 'sluice'>(
+    key: Key = 'sluice' as Key,
+    options: { timeoutMs?: number } = {},
+  ): Promise<QueueHealthIndicatorResult<Key>> {
     const report = await this.health.check(options.timeoutMs);
     const details = toDetails(report);
     const service = this.indicatorService();
@@ -127,7 +130,11 @@ function toDetails(report: QueueHealthReport): QueueHealthDetails {
 function describe(report: QueueHealthReport): string {
   const parts = [
     ...(report.redis.up ? [] : [`Redis did not answer (${report.redis.error ?? 'no reply'})`]),
-    ...(report.worker.error ? [`worker ${report.worker.state}: ${report.worker.error}`] : report.worker.state === 'disabled' || report.worker.state === 'running' ? [] : [`worker ${report.worker.state}`]),
+    ...(report.worker.error
+      ? [`worker ${report.worker.state}: ${report.worker.error}`]
+      : report.worker.state === 'disabled' || report.worker.state === 'running'
+        ? []
+        : [`worker ${report.worker.state}`]),
   ];
   return parts.join('; ') || 'unhealthy';
 }

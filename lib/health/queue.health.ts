@@ -36,10 +36,12 @@ export class QueueHealth {
 
   /** Never rejects; settles within `timeoutMs` (default: `redisTimeoutMs`). */
   async check(timeoutMs = this.options.redisTimeoutMs): Promise<QueueHealthReport> {
-    const redis = await this.connections.command.call('ping', (client) => client.ping(), { timeoutMs }).then(
-      () => ({ up: true }),
-      (error: Error) => ({ up: false, error: error.message }),
-    );
+    const redis = await this.connections.command
+      .call('ping', (client) => client.ping(), { timeoutMs })
+      .then(
+        () => ({ up: true }),
+        (error: Error) => ({ up: false, error: error.message }),
+      );
     const { state, lastWakeAt, lastOkAt, lastLoopError, error } = this.orchestrator.state;
     // A loop comes round at least once per block (or stall interval), plus its calls' bounds.
     const boundMs = Math.max(MAX_BLOCK_MS, this.options.worker.stalledIntervalMs) + BLOCK_GRACE_MS + 2 * this.options.redisTimeoutMs;
@@ -61,8 +63,8 @@ export class QueueHealth {
       : failing
         ? `reserve loop failing for ${failingMs} ms (over ${boundMs} ms): ${lastLoopError}`
         : cutOff
-        ? `blocking connection down for ${cutOffMs} ms (over ${cutOffBoundMs} ms): the worker cannot be woken by new work`
-        : error;
+          ? `blocking connection down for ${cutOffMs} ms (over ${cutOffBoundMs} ms): the worker cannot be woken by new work`
+          : error;
     return {
       healthy: redis.up && workerOk,
       redis,

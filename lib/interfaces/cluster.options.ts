@@ -38,7 +38,9 @@ export function isClusterOptions(connection: unknown): connection is RedisCluste
 
 /** An ioredis `Cluster` given as `connection`. */
 export function userClusterInstance(connection: unknown): Cluster | undefined {
-  return typeof connection === 'object' && connection !== null && (connection as { isCluster?: boolean }).isCluster === true ? (connection as Cluster) : undefined;
+  return typeof connection === 'object' && connection !== null && (connection as { isCluster?: boolean }).isCluster === true
+    ? (connection as Cluster)
+    : undefined;
 }
 
 /** Checks and normalises a cluster connection (typed errors, before any I/O); undefined when `connection` is not one. */
@@ -47,13 +49,17 @@ export function clusterSettings(connection: unknown): ClusterSettings | undefine
   if (instance) return fromInstance(instance);
   if (!isClusterOptions(connection)) return undefined;
   const { cluster, username, password, tls, natMap } = connection;
-  if (!Array.isArray(cluster) || cluster.length === 0) throw new QueueConfigError('options.connection.cluster must be a non-empty array of { host, port } seed nodes');
+  if (!Array.isArray(cluster) || cluster.length === 0)
+    throw new QueueConfigError('options.connection.cluster must be a non-empty array of { host, port } seed nodes');
   const seeds = cluster.map((seed, index) => checkSeed(seed, `options.connection.cluster[${index}]`));
   for (const [field, value] of Object.entries({ username, password })) {
     if (value !== undefined && typeof value !== 'string') throw new QueueConfigError(`options.connection.${field} must be a string`);
   }
   const extra = Object.keys(connection).filter((key) => !['cluster', 'username', 'password', 'tls', 'natMap'].includes(key));
-  if (extra.length > 0) throw new QueueConfigError(`options.connection: unknown cluster option(s) ${extra.join(', ')} (cluster takes cluster, username, password, tls, natMap)`);
+  if (extra.length > 0)
+    throw new QueueConfigError(
+      `options.connection: unknown cluster option(s) ${extra.join(', ')} (cluster takes cluster, username, password, tls, natMap)`,
+    );
   return { seeds, username, password, tls: tls === true ? {} : tls || undefined, natMap: natMap && checkNatMap(natMap) };
 }
 
@@ -64,10 +70,15 @@ export function clusterSettings(connection: unknown): ClusterSettings | undefine
  */
 function fromInstance(instance: Cluster): ClusterSettings {
   const internals = instance as unknown as { startupNodes?: unknown[]; options?: { redisOptions?: RedisOptions; natMap?: NatMap } };
-  const seeds = (internals.startupNodes ?? []).map((node, index) => checkSeed(toSeed(node), `the Cluster instance's startup node ${index}`));
+  const seeds = (internals.startupNodes ?? []).map((node, index) =>
+    checkSeed(toSeed(node), `the Cluster instance's startup node ${index}`),
+  );
   if (seeds.length === 0) throw new QueueConfigError('options.connection: the ioredis Cluster instance has no startup nodes');
   const node = internals.options?.redisOptions ?? {};
-  if (node.keyPrefix) throw new QueueConfigError(`options.connection: a Cluster instance with keyPrefix "${node.keyPrefix}" is not supported; use the prefix option instead`);
+  if (node.keyPrefix)
+    throw new QueueConfigError(
+      `options.connection: a Cluster instance with keyPrefix "${node.keyPrefix}" is not supported; use the prefix option instead`,
+    );
   return { seeds, username: node.username, password: node.password, tls: node.tls, natMap: internals.options?.natMap };
 }
 
@@ -81,13 +92,15 @@ function toSeed(node: unknown): unknown {
 function checkSeed(seed: unknown, field: string): ClusterSeed {
   const { host, port } = (seed ?? {}) as Partial<ClusterSeed>;
   if (typeof host !== 'string' || host.length === 0) throw new QueueConfigError(`${field}.host must be a non-empty string`);
-  if (typeof port !== 'number' || !Number.isInteger(port) || port <= 0 || port > 65_535) throw new QueueConfigError(`${field}.port must be a port number, got ${String(port)}`);
+  if (typeof port !== 'number' || !Number.isInteger(port) || port <= 0 || port > 65_535)
+    throw new QueueConfigError(`${field}.port must be a port number, got ${String(port)}`);
   return { host, port };
 }
 
 function checkNatMap(natMap: unknown): NatMap {
   if (typeof natMap === 'function') return natMap as NatMap;
-  if (typeof natMap !== 'object' || natMap === null) throw new QueueConfigError('options.connection.natMap must be an object of "host:port" → { host, port }, or a function');
+  if (typeof natMap !== 'object' || natMap === null)
+    throw new QueueConfigError('options.connection.natMap must be an object of "host:port" → { host, port }, or a function');
   for (const [from, to] of Object.entries(natMap)) checkSeed(to, `options.connection.natMap["${from}"]`);
   return natMap as NatMap;
 }

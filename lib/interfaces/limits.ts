@@ -3,7 +3,6 @@ import { checkInteger } from '../util/duration';
 import { checkName } from '../util/names';
 import { MAX_LIMIT, type RateLimit } from './rate-limit';
 
-
 /** `group` value that addresses the default cap of every group of a workflow. */
 export const EVERY_GROUP = '*';
 
@@ -72,7 +71,8 @@ export interface Limits {
 
 /** Field of the `limits` hash holding the cap a target addresses (see lua/includes/limits.lua and caps.lua). */
 export function limitField(target: LimitTarget): string {
-  if (target === null || typeof target !== 'object') throw new InvalidInputError('target', 'must be an object: {}, { workflow } or { workflow, group }');
+  if (target === null || typeof target !== 'object')
+    throw new InvalidInputError('target', 'must be an object: {}, { workflow } or { workflow, group }');
   if (target.workflow === undefined) {
     if (target.group !== undefined) throw new InvalidInputError('target.group', 'a group cap needs its workflow');
     return 'ns';
@@ -94,11 +94,20 @@ export function checkLimit(limit: unknown): number | null {
 export function runtimeFields(workflow?: string): Array<[keyof RuntimeOverrides, string]> {
   if (workflow === undefined) return [['namespace', 'ns']];
   const wf = `wf:${workflow}`;
-  return [['namespace', 'ns'], ['workflow', wf], ['groupDefault', `${wf}:group`], ['rateLimit', `${wf}:rate`], ['groupRateLimit', `${wf}:group-rate`]];
+  return [
+    ['namespace', 'ns'],
+    ['workflow', wf],
+    ['groupDefault', `${wf}:group`],
+    ['rateLimit', `${wf}:rate`],
+    ['groupRateLimit', `${wf}:group-rate`],
+  ];
 }
 
 /** `runtime-limits` values read for {@link runtimeFields} → `Limits.setAtRuntime` (undefined when none was set at runtime). */
-export function toRuntimeOverrides(fields: Array<[keyof RuntimeOverrides, string]>, values: Array<string | null>): RuntimeOverrides | undefined {
+export function toRuntimeOverrides(
+  fields: Array<[keyof RuntimeOverrides, string]>,
+  values: Array<string | null>,
+): RuntimeOverrides | undefined {
   const overrides: Record<string, RuntimeOverride<number | RateLimit>> = {};
   fields.forEach(([key], i) => {
     const declared = values[i];

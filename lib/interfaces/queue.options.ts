@@ -164,7 +164,10 @@ export function resolveQueueOptions(options: QueueModuleOptions): ResolvedQueueO
       enabled: options.worker?.enabled ?? true,
       concurrency: positive(options.worker?.concurrency ?? 10, 'worker.concurrency'),
       lockMs,
-      stalledIntervalMs: positive(duration(options.worker?.stalledIntervalMs ?? Math.ceil(lockMs / 2), 'worker.stalledIntervalMs'), 'worker.stalledIntervalMs'),
+      stalledIntervalMs: positive(
+        duration(options.worker?.stalledIntervalMs ?? Math.ceil(lockMs / 2), 'worker.stalledIntervalMs'),
+        'worker.stalledIntervalMs',
+      ),
       maxStalls: nonNegative(options.worker?.maxStalls ?? 3, 'worker.maxStalls'),
       shutdownTimeoutMs: duration(options.worker?.shutdownTimeoutMs ?? 30_000, 'worker.shutdownTimeoutMs'),
       timeline: flag(options.worker?.timeline ?? true, 'worker.timeline'),
@@ -186,7 +189,11 @@ export function resolveQueueOptions(options: QueueModuleOptions): ResolvedQueueO
   };
 }
 
-export function resolveBackoff(backoff: BackoffOptions | undefined, fallback: Required<BackoffOptions>, field: string): Required<BackoffOptions> {
+export function resolveBackoff(
+  backoff: BackoffOptions | undefined,
+  fallback: Required<BackoffOptions>,
+  field: string,
+): Required<BackoffOptions> {
   if (!backoff) return fallback;
   return {
     delayMs: nonNegative(backoff.delayMs, `${field}.delayMs`),
@@ -201,18 +208,24 @@ export function resolveBackoff(backoff: BackoffOptions | undefined, fallback: Re
  */
 function checkConnection(connection: unknown): void {
   if (!connection || typeof connection !== 'object') {
-    throw new QueueConfigError('QueueModule options.connection is required: { url } / { host, port } / { cluster: [...] } or an ioredis instance');
+    throw new QueueConfigError(
+      'QueueModule options.connection is required: { url } / { host, port } / { cluster: [...] } or an ioredis instance',
+    );
   }
   const user = userRedisInstance(connection);
   if (user) {
     if (user.options?.keyPrefix) {
-      throw new QueueConfigError(`options.connection: an ioredis instance with keyPrefix "${user.options.keyPrefix}" is not supported (Sluice's scripts build keys a prefix would not reach); use the prefix option instead`);
+      throw new QueueConfigError(
+        `options.connection: an ioredis instance with keyPrefix "${user.options.keyPrefix}" is not supported (Sluice's scripts build keys a prefix would not reach); use the prefix option instead`,
+      );
     }
     return;
   }
   const fields = connection as RedisConnectionOptions;
   if (fields.url === undefined && fields.host === undefined && fields.port === undefined) {
-    throw new QueueConfigError('options.connection has no url, host or port (is the environment variable behind it unset?); give { url } or { host, port }');
+    throw new QueueConfigError(
+      'options.connection has no url, host or port (is the environment variable behind it unset?); give { url } or { host, port }',
+    );
   }
   if (fields.url !== undefined && (typeof fields.url !== 'string' || !/^rediss?:\/\/./.test(fields.url))) {
     throw new QueueConfigError(`options.connection.url must be a redis:// or rediss:// URL, got ${JSON.stringify(fields.url)}`);

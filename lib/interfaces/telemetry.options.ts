@@ -23,7 +23,8 @@ export interface ResolvedTelemetryOptions {
 /** Fills the default and checks the option, so a typo fails the bootstrap with a clear message. */
 export function resolveTelemetryOptions(options: TelemetryOptions | undefined): ResolvedTelemetryOptions {
   if (options === undefined) return { enabled: true };
-  if (options === null || typeof options !== 'object') throw new QueueConfigError(`telemetry must be an object { enabled? }, got ${String(options)}`);
+  if (options === null || typeof options !== 'object')
+    throw new QueueConfigError(`telemetry must be an object { enabled? }, got ${String(options)}`);
   const enabled = options.enabled ?? true;
   if (typeof enabled !== 'boolean') throw new QueueConfigError(`telemetry.enabled must be true or false, got ${String(enabled)}`);
   return { enabled };

@@ -17,7 +17,7 @@ const WORKFLOW_PAGE = 100;
 export const groupDueStep: MigrationStep = {
   from: 1,
   to: 2,
-  description: 'count the due runs of each workflow\'s group lanes (wf:<name>:stats groupDue)',
+  description: "count the due runs of each workflow's group lanes (wf:<name>:stats groupDue)",
   async run(context: MigrationContext): Promise<void> {
     for (const workflow of await registeredWorkflows(context)) await countGroupDue(context, workflow);
   },
@@ -28,7 +28,9 @@ async function registeredWorkflows({ link, keys, checkLock }: MigrationContext):
   let cursor = '0';
   do {
     checkLock();
-    const [next, page] = await link.call('migrate', (redis) => redis.sscan(keys.workflows, cursor, 'COUNT', WORKFLOW_PAGE), { idempotent: true });
+    const [next, page] = await link.call('migrate', (redis) => redis.sscan(keys.workflows, cursor, 'COUNT', WORKFLOW_PAGE), {
+      idempotent: true,
+    });
     page.forEach((name) => names.add(name));
     cursor = next;
   } while (cursor !== '0');

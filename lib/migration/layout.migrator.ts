@@ -109,14 +109,20 @@ export class LayoutMigrator {
   private async migrateLocked(lock: MigrationLock, token: string, layout: number | undefined): Promise<MigrationResult> {
     let lost = false;
     let renewing = false;
-    const renewal = setInterval(() => {
-      if (renewing) return;
-      renewing = true;
-      lock
-        .renew(this.lockTtlMs, { timeoutMs: Math.ceil(this.lockTtlMs / 3) })
-        .then((held) => void (held || (lost = true)), () => undefined)
-        .finally(() => (renewing = false));
-    }, Math.ceil(this.lockTtlMs / 3));
+    const renewal = setInterval(
+      () => {
+        if (renewing) return;
+        renewing = true;
+        lock
+          .renew(this.lockTtlMs, { timeoutMs: Math.ceil(this.lockTtlMs / 3) })
+          .then(
+            (held) => void (held || (lost = true)),
+            () => undefined,
+          )
+          .finally(() => (renewing = false));
+      },
+      Math.ceil(this.lockTtlMs / 3),
+    );
     renewal.unref();
     const context: MigrationContext = {
       scripts: this.scripts,
@@ -140,7 +146,9 @@ export class LayoutMigrator {
         await step.run(context);
         context.checkLock();
         await this.stamp(lock, step.to);
-        this.logger.log(`Migrated namespace ${this.keys.base} from key layout ${step.from} to ${step.to} in ${Date.now() - stepStarted} ms: ${step.description}`);
+        this.logger.log(
+          `Migrated namespace ${this.keys.base} from key layout ${step.from} to ${step.to} in ${Date.now() - stepStarted} ms: ${step.description}`,
+        );
       }
       return { from, to: CURRENT_LAYOUT, migrated: true };
     } finally {
@@ -159,7 +167,9 @@ export class LayoutMigrator {
     let cursor = '0';
     do {
       context.checkLock();
-      const [next, found] = await this.link.call('migrate', (redis) => redis.scan(cursor, 'MATCH', `${base}*`, 'COUNT', SCAN_COUNT), { idempotent: true });
+      const [next, found] = await this.link.call('migrate', (redis) => redis.scan(cursor, 'MATCH', `${base}*`, 'COUNT', SCAN_COUNT), {
+        idempotent: true,
+      });
       if (found.some((key) => !own.has(key))) return true;
       cursor = next;
     } while (cursor !== '0');
@@ -173,7 +183,9 @@ export class LayoutMigrator {
   private parse(value: string | null): number | undefined {
     if (value === null || value === '') return undefined;
     if (!/^[1-9]\d{0,8}$/.test(value)) {
-      throw new QueueConfigError(`${this.keys.schema} holds ${JSON.stringify(value)}, not a key layout number; this version of nest-sluice knows layouts 1 to ${CURRENT_LAYOUT}`);
+      throw new QueueConfigError(
+        `${this.keys.schema} holds ${JSON.stringify(value)}, not a key layout number; this version of nest-sluice knows layouts 1 to ${CURRENT_LAYOUT}`,
+      );
     }
     const layout = Number(value);
     if (layout > CURRENT_LAYOUT) {

@@ -135,7 +135,12 @@ export class MigrationRunner implements OnApplicationBootstrap, BeforeApplicatio
 }
 
 /** The migrator of a Nest app's namespace (shared by `MigrationRunner` and `QueueClient.migrate`). */
-export function createMigrator(options: ResolvedQueueOptions, connections: RedisConnections, scripts: LuaScriptsProvider, logger: Logger): LayoutMigrator {
+export function createMigrator(
+  options: ResolvedQueueOptions,
+  connections: RedisConnections,
+  scripts: LuaScriptsProvider,
+  logger: Logger,
+): LayoutMigrator {
   const keys = new RedisKeys(options.prefix, options.namespace);
   // A lock renewal is bounded by a third of the lock's TTL: keep that above a call's own bound.
   return new LayoutMigrator(scripts.get(), connections.command, keys, logger, { lockTtlMs: Math.max(15_000, 3 * options.redisTimeoutMs) });

@@ -32,7 +32,10 @@ export class LinkConnection {
     logger: OutageLogger,
   ) {
     this.outage = new OutageLog(logger);
-    this.calls = new InflightCalls({ idle: (redis) => this.retired.has(redis) && this.drop(redis), overdue: (redis, reason) => this.recycle(redis, reason) });
+    this.calls = new InflightCalls({
+      idle: (redis) => this.retired.has(redis) && this.drop(redis),
+      overdue: (redis, reason) => this.recycle(redis, reason),
+    });
   }
 
   get downSince(): number | undefined {
@@ -102,7 +105,13 @@ export class LinkConnection {
     this.instance = undefined;
     if (!redis) return;
     let timer: NodeJS.Timeout | undefined;
-    const quit = redis.status === 'ready' ? redis.quit().then(() => undefined, () => undefined) : Promise.resolve();
+    const quit =
+      redis.status === 'ready'
+        ? redis.quit().then(
+            () => undefined,
+            () => undefined,
+          )
+        : Promise.resolve();
     await Promise.race([quit, new Promise<void>((resolve) => (timer = setTimeout(resolve, 1_000)))]);
     clearTimeout(timer);
     destroy(redis);

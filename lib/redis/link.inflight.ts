@@ -35,7 +35,14 @@ export class InflightCalls {
    * Sends one try of a call over `redis` and tracks it until its reply, or its deadline (then it
    * fails as lost: {@link OutcomeUnknownError}). `classify` maps what ioredis rejects with.
    */
-  send<T>(operation: string, redis: Redis, send: Send<T>, deadline: number, retry: boolean, classify: (operation: string, error: Error, redis: Redis) => Error): Promise<T> {
+  send<T>(
+    operation: string,
+    redis: Redis,
+    send: Send<T>,
+    deadline: number,
+    retry: boolean,
+    classify: (operation: string, error: Error, redis: Redis) => Error,
+  ): Promise<T> {
     let calls = this.calls.get(redis);
     if (!calls) this.calls.set(redis, (calls = new Set()));
     const set = calls;
@@ -44,7 +51,8 @@ export class InflightCalls {
       const call: InFlight = {
         deadline,
         operation,
-        lost: (reason) => set.delete(call) && reject(new OutcomeUnknownError(operation, `${reason}; the call may or may not have taken effect`)),
+        lost: (reason) =>
+          set.delete(call) && reject(new OutcomeUnknownError(operation, `${reason}; the call may or may not have taken effect`)),
         fail: (error) => set.delete(call) && reject(error),
       };
       set.add(call);

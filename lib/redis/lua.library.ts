@@ -3,8 +3,26 @@ import { allScripts, includeNeeds, LUA_DIR, readInclude, type LuaScript, type Sc
 
 /** The includes in the order the library inlines them: each needs (`-- @needs`) only those before it. */
 const INCLUDE_ORDER = [
-  'time', 'util', 'lanes', 'wakes', 'limits', 'leases', 'rates', 'caps', 'groups', 'rate-reviews', 'records', 'waits', 'slots', 'finish',
-  'origins', 'claim', 'claim-pass', 'steps', 'enqueue', 'schedules',
+  'time',
+  'util',
+  'lanes',
+  'wakes',
+  'limits',
+  'leases',
+  'rates',
+  'caps',
+  'groups',
+  'rate-reviews',
+  'records',
+  'waits',
+  'slots',
+  'finish',
+  'origins',
+  'claim',
+  'claim-pass',
+  'steps',
+  'enqueue',
+  'schedules',
 ];
 
 /** A top-level `local a[, b] = <value>` of an include (a `local function` does not match). */
@@ -66,13 +84,16 @@ export function buildLibrary(scripts: readonly LuaScript[], dir = LUA_DIR): LuaL
     return { script, resets };
   });
   const hash = createHash('sha1')
-    .update([...parts, ...registrations.map(({ script, resets }) => `${script.name}:${resets.join(',')}:${script.flags.join(',')}`)].join('\n'))
+    .update(
+      [...parts, ...registrations.map(({ script, resets }) => `${script.name}:${resets.join(',')}:${script.flags.join(',')}`)].join('\n'),
+    )
     .digest('hex')
     .slice(0, 16);
   const name = `sluice_${hash}`;
   const functionName = (script: ScriptName) => `${name}_${script.replace(/-/g, '_')}`;
   const calls = registrations.map(
-    ({ script, resets }) => `register('${functionName(script.name)}', bodies['${script.name}'], { ${resets.join(', ')} }, { ${script.flags.map((flag) => `'${flag}'`).join(', ')} })`,
+    ({ script, resets }) =>
+      `register('${functionName(script.name)}', bodies['${script.name}'], { ${resets.join(', ')} }, { ${script.flags.map((flag) => `'${flag}'`).join(', ')} })`,
   );
   return { name, code: [`#!lua name=${name}`, ...parts, ...calls].join('\n'), functionName };
 }
@@ -114,6 +135,8 @@ function balanced(value: string): boolean {
 function checkIncludeOrder(script: LuaScript): void {
   const positions = script.includes.map((name) => INCLUDE_ORDER.indexOf(name));
   if (positions.some((position, i) => position < 0 || (i > 0 && position < positions[i - 1]))) {
-    throw new Error(`lua/${script.name}.lua: includes ${script.includes.join(', ')}; the library knows ${INCLUDE_ORDER.join(', ')}, in that order`);
+    throw new Error(
+      `lua/${script.name}.lua: includes ${script.includes.join(', ')}; the library knows ${INCLUDE_ORDER.join(', ')}, in that order`,
+    );
   }
 }

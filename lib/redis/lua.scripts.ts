@@ -60,7 +60,9 @@ export class LuaScripts {
     this.guard = keys.slotGuard(sharded);
     for (const script of allScripts()) this.scripts.set(script.name, script);
     this.library = luaLibrary();
-    link.onCreate((redis) => this.scripts.forEach((script) => redis.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.source })));
+    link.onCreate((redis) =>
+      this.scripts.forEach((script) => redis.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.source })),
+    );
   }
 
   /**
@@ -95,12 +97,17 @@ export class LuaScripts {
    * so it must hold only calls whose repetition is harmless (enqueueMany: run ids); so is one whose
    * functions were missing, once the library is loaded.
    */
-  pipeline(operation: string, build: (pipeline: ChainableCommander) => void, options: CallOptions & { idempotent: true }): Promise<[Error | null, unknown][]> {
+  pipeline(
+    operation: string,
+    build: (pipeline: ChainableCommander) => void,
+    options: CallOptions & { idempotent: true },
+  ): Promise<[Error | null, unknown][]> {
     return this.link.call(
       operation,
       async (redis: Redis) => {
         let replies = await this.exec(redis, build);
-        if (replies.some(([error]) => error && FUNCTION_MISSING.test(error.message)) && (await this.load(redis))) replies = await this.exec(redis, build);
+        if (replies.some(([error]) => error && FUNCTION_MISSING.test(error.message)) && (await this.load(redis)))
+          replies = await this.exec(redis, build);
         const redirect = replies.map(([error]) => error && clusterRedirect(error, redis)).find(Boolean);
         if (redirect) throw redirect;
         return replies;
@@ -159,13 +166,16 @@ export class LuaScripts {
   private fallBack(error: Error): void {
     if (!this.functions) return;
     this.functions = false;
-    new Logger('Sluice').warn(`Redis refused the Lua function library (${error.message}); the scripts run through EVALSHA instead, which costs Redis more per call. Grant FUNCTION LOAD and FCALL to use it.`);
+    new Logger('Sluice').warn(
+      `Redis refused the Lua function library (${error.message}); the scripts run through EVALSHA instead, which costs Redis more per call. Grant FUNCTION LOAD and FCALL to use it.`,
+    );
   }
 
   private get(name: ScriptName, keys: string[]): LuaScript {
     const script = this.scripts.get(name);
     if (!script) throw new Error(`unknown Lua script ${name}`);
-    if (keys.length + SLOT_GUARD_KEYS !== script.numberOfKeys) throw new Error(`script ${name} takes ${script.numberOfKeys - SLOT_GUARD_KEYS} keys (and the slot guard), got ${keys.length}`);
+    if (keys.length + SLOT_GUARD_KEYS !== script.numberOfKeys)
+      throw new Error(`script ${name} takes ${script.numberOfKeys - SLOT_GUARD_KEYS} keys (and the slot guard), got ${keys.length}`);
     return script;
   }
 }

@@ -4,7 +4,38 @@ import { join } from 'node:path';
 /** Where the scripts live, both from `lib/redis` (ts-node, tests) and `dist/redis` (published). */
 export const LUA_DIR = join(__dirname, '..', '..', 'lua');
 
-export type ScriptName = 'activate-groups' | 'migrate-group-due' | 'migrate-lock' | 'enqueue' | 'enqueue-many' | 'reserve' | 'complete' | 'fail' | 'save-steps' | 'extend-leases' | 'release' | 'declare-limits' | 'park' | 'set-limits' | 'stats' | 'watch' | 'cancel' | 'set-control' | 'progress' | 'schedule-write' | 'schedule-control' | 'schedule-plan' | 'schedule-list' | 'migrate-schedule-index' | 'list-runs' | 'retry' | 'remove' | 'suspend' | 'continue' | 'signal' | 'send-event';
+export type ScriptName =
+  | 'activate-groups'
+  | 'migrate-group-due'
+  | 'migrate-lock'
+  | 'enqueue'
+  | 'enqueue-many'
+  | 'reserve'
+  | 'complete'
+  | 'fail'
+  | 'save-steps'
+  | 'extend-leases'
+  | 'release'
+  | 'declare-limits'
+  | 'park'
+  | 'set-limits'
+  | 'stats'
+  | 'watch'
+  | 'cancel'
+  | 'set-control'
+  | 'progress'
+  | 'schedule-write'
+  | 'schedule-control'
+  | 'schedule-plan'
+  | 'schedule-list'
+  | 'migrate-schedule-index'
+  | 'list-runs'
+  | 'retry'
+  | 'remove'
+  | 'suspend'
+  | 'continue'
+  | 'signal'
+  | 'send-event';
 
 export interface LuaScript {
   name: ScriptName;
@@ -40,7 +71,8 @@ export function loadScript(name: string, dir = LUA_DIR): LuaScript {
   const raw = readFileSync(join(dir, `${name}.lua`), 'utf8');
   const source = raw.replace(INCLUDE, (_, include: string) => readInclude(include, dir));
   const header = HEADER.exec(raw)?.[1];
-  if (!header || !/Reply:/.test(header)) throw new Error(`lua/${name}.lua must start with #!lua and a --[[ … ]] header listing KEYS, ARGV and the Reply`);
+  if (!header || !/Reply:/.test(header))
+    throw new Error(`lua/${name}.lua must start with #!lua and a --[[ … ]] header listing KEYS, ARGV and the Reply`);
   const keyNumbers = [...header.matchAll(/KEYS\[(\d+)\]/g)].map((m) => Number(m[1]));
   const numberOfKeys = Math.max(0, ...keyNumbers);
   if (!new RegExp(`KEYS\\[${numberOfKeys - 1}\\], KEYS\\[${numberOfKeys}\\] the slot guard`).test(header)) {
@@ -60,7 +92,11 @@ export function readInclude(name: string, dir = LUA_DIR): string {
 
 /** The includes `lua/includes/<name>.lua` uses: its `-- @needs` line. */
 export function includeNeeds(name: string, dir = LUA_DIR): string[] {
-  return NEEDS.exec(readInclude(name, dir))?.[1].trim().split(/\s*,\s*/) ?? [];
+  return (
+    NEEDS.exec(readInclude(name, dir))?.[1]
+      .trim()
+      .split(/\s*,\s*/) ?? []
+  );
 }
 
 /**
@@ -69,13 +105,16 @@ export function includeNeeds(name: string, dir = LUA_DIR): string[] {
  * undefined global there (the library, which holds every include, would not notice).
  */
 function checkIncludes(name: string, header: string, includes: string[], dir: string): void {
-  const listed = HEADER_INCLUDES.exec(header)?.[1].split(/[\s,]+/).filter((include) => include && include !== 'none');
+  const listed = HEADER_INCLUDES.exec(header)?.[1]
+    .split(/[\s,]+/)
+    .filter((include) => include && include !== 'none');
   if (!listed || listed.join() !== includes.join()) {
     throw new Error(`lua/${name}.lua: its header must list its includes, in order (Includes: ${includes.join(', ') || 'none'})`);
   }
   includes.forEach((include, i) => {
     const missing = includeNeeds(include, dir).filter((need) => !includes.slice(0, i).includes(need));
-    if (missing.length > 0) throw new Error(`lua/${name}.lua: includes/${include}.lua needs ${missing.join(', ')}, to be included before it`);
+    if (missing.length > 0)
+      throw new Error(`lua/${name}.lua: includes/${include}.lua needs ${missing.join(', ')}, to be included before it`);
   });
 }
 

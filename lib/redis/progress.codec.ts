@@ -1,5 +1,5 @@
 import { PayloadNotSerializableError, PayloadTooLargeError } from '../errors';
-import { encodePayload } from './payload.codec';
+import { decodePayload, encodePayload } from './payload.codec';
 
 /**
  * Largest encoded `ctx.progress` value (or `maxPayloadBytes`, if that is smaller). Progress is
@@ -20,6 +20,24 @@ export function encodeProgress(value: unknown, maxPayloadBytes: number): string 
   // Bounded here rather than by encodePayload, whose error would name maxPayloadBytes.
   const encoded = encodePayload(value, 'progress', Number.POSITIVE_INFINITY);
   const bytes = Buffer.byteLength(encoded);
-  if (bytes > limit) throw new PayloadTooLargeError('progress', bytes, limit, limit === MAX_PROGRESS_BYTES ? 'MAX_PROGRESS_BYTES' : 'maxPayloadBytes');
+  if (bytes > limit)
+    throw new PayloadTooLargeError('progress', bytes, limit, limit === MAX_PROGRESS_BYTES ? 'MAX_PROGRESS_BYTES' : 'maxPayloadBytes');
   return encoded;
+}
+
+/** What lua/progress.lua publishes on a run's progress channel. */
+export interface ProgressMessage {
+  v: 1;
+  seq: number;
+  value: unknown;
+}
+
+/** Reads a message of a progress channel; `undefined` for anything else. */
+export function parseProgressMessage(message: string): ProgressMessage | undefined {
+  try {
+    const record = decodePayload<ProgressMessage>(message);
+    return record && typeof record === 'object' && record.v === 1 && typeof record.seq === 'number' ? record : undefined;
+  } catch {
+    return undefined;
+  }
 }

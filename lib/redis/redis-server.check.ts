@@ -55,18 +55,29 @@ export function assessRedisServer(facts: RedisServerFacts, strict: boolean): Red
   const warnings: string[] = [];
   const notes: string[] = [];
   if (facts.infoRefused !== undefined) {
-    warnings.push(`Redis refused INFO (${facts.infoRefused}): its version, maxmemory-policy and persistence were not checked (grant +info to check them)`);
+    warnings.push(
+      `Redis refused INFO (${facts.infoRefused}): its version, maxmemory-policy and persistence were not checked (grant +info to check them)`,
+    );
     return { warnings, notes };
   }
   if (facts.version === undefined) {
     warnings.push(`Redis INFO reports no redis_version: cannot check that the server is Redis ${MIN_REDIS_VERSION} or later`);
   } else if (compareVersions(facts.version, MIN_REDIS_VERSION) < 0) {
-    return { fatal: `Redis ${facts.version} is not supported: Sluice needs Redis ${MIN_REDIS_VERSION} or later (its scripts and blocking reads use commands and script flags older servers lack)`, warnings, notes };
+    return {
+      fatal: `Redis ${facts.version} is not supported: Sluice needs Redis ${MIN_REDIS_VERSION} or later (its scripts and blocking reads use commands and script flags older servers lack)`,
+      warnings,
+      notes,
+    };
   }
   if (facts.clusterNode && facts.clusterOptions === false) {
     // A single-server connection would fail on the first key another node serves, and the
     // scripts would publish on sharded channels nobody listens to.
-    return { fatal: 'Redis is a Redis Cluster node but options.connection names a single server: give connection: { cluster: [{ host, port }, …] } (README "Scaling out")', warnings, notes };
+    return {
+      fatal:
+        'Redis is a Redis Cluster node but options.connection names a single server: give connection: { cluster: [{ host, port }, …] } (README "Scaling out")',
+      warnings,
+      notes,
+    };
   }
   const policy = facts.policy;
   if (policy?.startsWith('allkeys-')) {
@@ -77,10 +88,14 @@ export function assessRedisServer(facts: RedisServerFacts, strict: boolean): Red
     if (strict) return { fatal: `${risk}; refused because strict is true`, warnings, notes };
     warnings.push(risk);
   } else if (policy?.startsWith('volatile-')) {
-    notes.push(`Redis maxmemory-policy is ${policy}: under memory pressure finished runs' results may be evicted before resultTtlMs; queued and active runs have no TTL and are never evicted`);
+    notes.push(
+      `Redis maxmemory-policy is ${policy}: under memory pressure finished runs' results may be evicted before resultTtlMs; queued and active runs have no TTL and are never evicted`,
+    );
   }
   if (facts.aof === false && facts.rdb === false) {
-    notes.push('Redis has no persistence (appendonly no, no save points): a Redis restart loses every queued and active run. Enable AOF (appendfsync everysec or always) where runs must survive one');
+    notes.push(
+      'Redis has no persistence (appendonly no, no save points): a Redis restart loses every queued and active run. Enable AOF (appendfsync everysec or always) where runs must survive one',
+    );
   } else if (facts.aof === false && facts.configRefused !== undefined) {
     notes.push(`Redis refused CONFIG GET save (${facts.configRefused}): whether it persists anything (AOF is off) was not checked`);
   }

@@ -39,7 +39,9 @@ export class RedisConnections implements OnApplicationShutdown {
     this.channels = endpoint.channels;
     if (!endpoint.owner) return;
     endpoint.owner.onChange((owner) => {
-      this.logger.log(`Redis Cluster: the namespace's slot ${endpoint.owner!.slot} is now served by ${owner.host}:${owner.port}; moving the connections there`);
+      this.logger.log(
+        `Redis Cluster: the namespace's slot ${endpoint.owner!.slot} is now served by ${owner.host}:${owner.port}; moving the connections there`,
+      );
       [this.command, this.blocking, this.subscriber].forEach((link) => link.retire());
     });
     // A process that only waits sends nothing that a MOVED would answer: when the slot leaves the

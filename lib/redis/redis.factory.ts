@@ -22,7 +22,8 @@ export class RedisEndpoint {
   readonly owner?: SlotOwner;
 
   constructor(private readonly options: EndpointOptions) {
-    if (options.cluster) this.owner = new SlotOwner(options.cluster, keySlot(new RedisKeys(options.prefix, options.namespace).base), options.redisTimeoutMs);
+    if (options.cluster)
+      this.owner = new SlotOwner(options.cluster, keySlot(new RedisKeys(options.prefix, options.namespace).base), options.redisTimeoutMs);
   }
 
   /** How the namespace's channels are subscribed to: sharded on a cluster, so only its shard carries them. */
@@ -41,7 +42,14 @@ export class RedisEndpoint {
     // A master that died without a reset would hold a connect for the whole call bound, past its
     // replica's promotion: give up sooner, and the next attempt looks the owner up again.
     const connectTimeout = Math.min(this.options.redisTimeoutMs, CLUSTER_CONNECT_TIMEOUT_MS);
-    return new IORedis({ username, password, tls, ...redisTuning(this.options, role), connectTimeout, Connector: slotOwnerConnector(this.owner, tls) });
+    return new IORedis({
+      username,
+      password,
+      tls,
+      ...redisTuning(this.options, role),
+      connectTimeout,
+      Connector: slotOwnerConnector(this.owner, tls),
+    });
   }
 }
 

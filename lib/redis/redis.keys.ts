@@ -120,7 +120,25 @@ export class RedisKeys {
   }
 
   /** A key of a workflow (see the table above). */
-  workflow(name: string, suffix: 'wake' | 'parked' | 'active' | 'delayed' | 'ready' | 'groups' | 'stats' | 'schedules' | 'next-fires' | 'declared' | 'declarations' | 'sleeping' | 'waiting-signal' | 'waiting-event' | 'waiting-child'): string {
+  workflow(
+    name: string,
+    suffix:
+      | 'wake'
+      | 'parked'
+      | 'active'
+      | 'delayed'
+      | 'ready'
+      | 'groups'
+      | 'stats'
+      | 'schedules'
+      | 'next-fires'
+      | 'declared'
+      | 'declarations'
+      | 'sleeping'
+      | 'waiting-signal'
+      | 'waiting-event'
+      | 'waiting-child',
+  ): string {
     return `${this.base}wf:${name}:${suffix}`;
   }
 

@@ -69,7 +69,9 @@ export class RedisLink {
     const redis = this.connection.instance;
     if (!redis || !canSend(redis) || this.connection.closed) return this.attempts(operation, send, options, deadline);
     // The common case, kept lean (it runs for every command): the connection is up, send now.
-    return this.send(operation, redis, send, replyDeadline(deadline, options), false).catch((error: Error) => this.retry(error, operation, send, options, deadline));
+    return this.send(operation, redis, send, replyDeadline(deadline, options), false).catch((error: Error) =>
+      this.retry(error, operation, send, options, deadline),
+    );
   }
 
   /** Fails every call waiting on or in flight over this link with `error` (e.g. a worker that stops). */
@@ -135,13 +137,25 @@ export class RedisLink {
     }
     const pause = redirect.movedTo ? 0 : Math.min(REDIRECT_PAUSE_MS, deadline - Date.now());
     if (pause < 0 || this.connection.closed || Date.now() >= deadline) {
-      throw lost ?? new RedisUnavailableError(operation, `Redis Cluster still answered "${redirect.message}" at the call's deadline; nothing was sent that ran`);
+      throw (
+        lost ??
+        new RedisUnavailableError(
+          operation,
+          `Redis Cluster still answered "${redirect.message}" at the call's deadline; nothing was sent that ran`,
+        )
+      );
     }
     if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
   }
 
   /** Waits for the connection, sends, and (if idempotent) sends again after a lost reply, until the deadline. */
-  private async attempts<T>(operation: string, send: Send<T>, options: CallOptions, deadline: number, lost?: OutcomeUnknownError): Promise<T> {
+  private async attempts<T>(
+    operation: string,
+    send: Send<T>,
+    options: CallOptions,
+    deadline: number,
+    lost?: OutcomeUnknownError,
+  ): Promise<T> {
     for (;;) {
       let redis: Redis;
       try {

@@ -47,7 +47,8 @@ export function toScheduleInfo(id: string, flat: string[]): ScheduleInfo | null 
   if (!h.workflow) return null;
   const date = (ms?: string) => (ms ? new Date(Number(ms)) : null);
   const paused = h.paused === '1';
-  const upcoming = paused || !h.next ? [] : [h.next, ...(h.plan ? h.plan.split(',') : [])].slice(0, UPCOMING_SHOWN).map((ms) => new Date(Number(ms)));
+  const upcoming =
+    paused || !h.next ? [] : [h.next, ...(h.plan ? h.plan.split(',') : [])].slice(0, UPCOMING_SHOWN).map((ms) => new Date(Number(ms)));
   return {
     id,
     workflow: h.workflow,

@@ -11,7 +11,9 @@ import type { ScheduleStore } from './schedule.store';
  */
 export function declaredScheduleSpecs(workflows: WorkflowDefinition[], maxPayloadBytes: number): ScheduleSpec[] {
   return workflows.flatMap((workflow) =>
-    workflow.schedules.map((schedule, index) => buildScheduleSpec(schedule.id, workflow, schedule, `@Workflow('${workflow.name}') schedules[${index}]`, maxPayloadBytes)),
+    workflow.schedules.map((schedule, index) =>
+      buildScheduleSpec(schedule.id, workflow, schedule, `@Workflow('${workflow.name}') schedules[${index}]`, maxPayloadBytes),
+    ),
   );
 }
 
@@ -39,7 +41,10 @@ export async function declareSchedules(
   logger: { log(message: string): void },
 ): Promise<void> {
   const byId = new Map(specs.map((spec) => [spec.id, spec]));
-  const declarations = workflows.map((workflow) => ({ workflow, fingerprint: declarationFingerprint(specs.filter((spec) => spec.workflow === workflow)) }));
+  const declarations = workflows.map((workflow) => ({
+    workflow,
+    fingerprint: declarationFingerprint(specs.filter((spec) => spec.workflow === workflow)),
+  }));
   for (const { id, change } of await store.declare(specs, declarations)) {
     if (change === 'unchanged') continue;
     const spec = byId.get(id);

@@ -29,16 +29,19 @@ export class SchedulePlanner {
       if (this.inFlight.has(id)) continue;
       this.inFlight.add(id);
       this.plan(redisNowMs, request)
-        .catch((error: Error) => this.log.warn(`Planning the occurrences of schedule "${id}" failed (${error.message}); a later reserve asks again`))
+        .catch((error: Error) =>
+          this.log.warn(`Planning the occurrences of schedule "${id}" failed (${error.message}); a later reserve asks again`),
+        )
         .finally(() => this.inFlight.delete(id));
     }
   }
 
   private async plan(nowMs: number, { id, cron, tz, rev, mode, seen, floor, max }: PlanRequest): Promise<void> {
     const pattern = { cron, tz: tz || undefined, seed: id };
-    const times = mode === 'extend'
-      ? occurrencesAfter(pattern, Number(seen), PLAN_AHEAD)
-      : planOccurrences(pattern, nowMs, { floorMs: Number(floor), max: Number(max) });
+    const times =
+      mode === 'extend'
+        ? occurrencesAfter(pattern, Number(seen), PLAN_AHEAD)
+        : planOccurrences(pattern, nowMs, { floorMs: Number(floor), max: Number(max) });
     await writeSchedulePlan(this.scripts, this.keys, { id, rev, mode, seen, times });
   }
 }

@@ -102,10 +102,19 @@ export class ScheduleStore {
     return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
   }
 
-  private async writeMany(mode: 'api' | 'code', specs: ScheduleSpec[], workflows: WorkflowDeclaration[]): Promise<Array<{ id: string; change: ScheduleChange }>> {
+  private async writeMany(
+    mode: 'api' | 'code',
+    specs: ScheduleSpec[],
+    workflows: WorkflowDeclaration[],
+  ): Promise<Array<{ id: string; change: ScheduleChange }>> {
     // A bootstrap that declares none still removes the ones its code dropped, but needs no plan.
     const now = specs.length > 0 ? await this.redisNow() : 0;
-    const records = specs.map(({ pattern, ...s }) => ({ ...s, cron: pattern.cron, tz: pattern.tz ?? '', plan: planOccurrences(pattern, now) }));
+    const records = specs.map(({ pattern, ...s }) => ({
+      ...s,
+      cron: pattern.cron,
+      tz: pattern.tz ?? '',
+      plan: planOccurrences(pattern, now),
+    }));
     const written = await writeSchedules(this.scripts, this.keys, mode, records, workflows);
     if ('conflict' in written) {
       const { id, owner } = written.conflict;
@@ -119,10 +128,14 @@ export class ScheduleStore {
   }
 
   private read(id: string): Promise<string[]> {
-    return this.link.call('getSchedule', async (redis) => {
-      const record = await redis.hgetall(this.keys.schedule(id));
-      return Object.entries(record).flat();
-    }, { idempotent: true });
+    return this.link.call(
+      'getSchedule',
+      async (redis) => {
+        const record = await redis.hgetall(this.keys.schedule(id));
+        return Object.entries(record).flat();
+      },
+      { idempotent: true },
+    );
   }
 
   private async getOrThrow(id: string): Promise<ScheduleInfo> {

@@ -30,13 +30,31 @@ export class RunMetrics {
   constructor(meter: Meter, workflows: readonly string[]) {
     const runs = { unit: '{run}' };
     const seconds = { unit: 's', advice: { explicitBucketBoundaries: DURATION_BUCKETS } };
-    this.started = meter.createCounter(METRICS.started, { ...runs, description: 'Run attempts this process started (each claim of a run)' });
+    this.started = meter.createCounter(METRICS.started, {
+      ...runs,
+      description: 'Run attempts this process started (each claim of a run)',
+    });
     this.completed = meter.createCounter(METRICS.completed, { ...runs, description: 'Runs this process completed (committed)' });
-    this.failed = meter.createCounter(METRICS.failed, { ...runs, description: 'Runs that failed for good in this process (no attempt follows)' });
-    this.retried = meter.createCounter(METRICS.retried, { ...runs, description: 'Attempts that failed in this process and will be retried' });
-    this.runDuration = meter.createHistogram(METRICS.runDuration, { ...seconds, description: 'Duration of a run attempt, from its claim to its committed outcome' });
-    this.stepDuration = meter.createHistogram(METRICS.stepDuration, { ...seconds, description: 'Duration of an executed step, its durable write included (replayed steps are not measured)' });
-    this.queueWait = meter.createHistogram(METRICS.queueWait, { ...seconds, description: 'Time from a run becoming due to its claim by a worker' });
+    this.failed = meter.createCounter(METRICS.failed, {
+      ...runs,
+      description: 'Runs that failed for good in this process (no attempt follows)',
+    });
+    this.retried = meter.createCounter(METRICS.retried, {
+      ...runs,
+      description: 'Attempts that failed in this process and will be retried',
+    });
+    this.runDuration = meter.createHistogram(METRICS.runDuration, {
+      ...seconds,
+      description: 'Duration of a run attempt, from its claim to its committed outcome',
+    });
+    this.stepDuration = meter.createHistogram(METRICS.stepDuration, {
+      ...seconds,
+      description: 'Duration of an executed step, its durable write included (replayed steps are not measured)',
+    });
+    this.queueWait = meter.createHistogram(METRICS.queueWait, {
+      ...seconds,
+      description: 'Time from a run becoming due to its claim by a worker',
+    });
     this.activeGauge = meter.createObservableGauge(METRICS.active, { ...runs, description: 'Run attempts executing in this process' });
     for (const workflow of workflows) this.active.set(workflow, 0);
     this.activeGauge.addCallback(this.observeActive);

@@ -156,7 +156,11 @@ export class AttemptTelemetry implements StepObserver {
     // of the workflow's own); without a context manager nothing is ever active: the attempt.
     const active = api.context.active();
     const parent = api.trace.getSpan(active) ? active : this.context;
-    const span = this.tracer.startSpan(`step ${name}`, { kind: api.SpanKind.INTERNAL, attributes: { [ATTR.stepName]: name, [ATTR.stepKey]: key } }, parent);
+    const span = this.tracer.startSpan(
+      `step ${name}`,
+      { kind: api.SpanKind.INTERNAL, attributes: { [ATTR.stepName]: name, [ATTR.stepKey]: key } },
+      parent,
+    );
     const startedAt = performance.now();
     const done = (error: unknown) => {
       let errorType: string | undefined;
@@ -185,7 +189,10 @@ export class AttemptTelemetry implements StepObserver {
     span.setAttribute(ATTR.errorType, described.name);
     if (threw) span.recordException(error instanceof Error ? error : described);
     const message = `${described.name}: ${described.message}`;
-    span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: message.length > MAX_STATUS_MESSAGE ? `${message.slice(0, MAX_STATUS_MESSAGE)}…` : message });
+    span.setStatus({
+      code: this.api.SpanStatusCode.ERROR,
+      message: message.length > MAX_STATUS_MESSAGE ? `${message.slice(0, MAX_STATUS_MESSAGE)}…` : message,
+    });
   }
 }
 
@@ -203,7 +210,7 @@ const NO_ERROR = {
 function describe(error: unknown): { name: string; message: string } {
   try {
     if (error instanceof Error) return { name: String(error.name).slice(0, 200), message: String(error.message) };
-    return { name: 'Error', message: typeof error === 'string' ? error : JSON.stringify(error) ?? String(error) };
+    return { name: 'Error', message: typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error)) };
   } catch {
     return { name: 'Error', message: 'a value that cannot be printed' };
   }

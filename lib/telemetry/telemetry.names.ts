@@ -42,4 +42,3 @@ export const STEP_REPLAYED_EVENT = 'sluice.step.replayed';
  * the stalled scan recovers the run).
  */
 export type AttemptOutcome = 'completed' | 'retry' | 'failed' | 'lost' | 'released' | 'suspended' | 'continued' | 'unknown';
-

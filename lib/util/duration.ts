@@ -10,7 +10,8 @@ export function toMilliseconds(value: Duration, field: string): number {
   if (typeof value === 'number') return checkMs(value, field);
   if (typeof value === 'string') {
     const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(value);
-    if (!match) throw new InvalidOptionError(field, `"${value}" is not a duration (use ms as a number, or e.g. '500ms', '30s', '10m', '2h', '1d')`);
+    if (!match)
+      throw new InvalidOptionError(field, `"${value}" is not a duration (use ms as a number, or e.g. '500ms', '30s', '10m', '2h', '1d')`);
     return checkMs(Number(match[1]) * UNIT_MS[match[2]], field);
   }
   throw new InvalidOptionError(field, `expected a number of ms or a duration string, got ${typeof value}`);

@@ -62,7 +62,8 @@ export class OutageLog {
    */
   recovered(message?: string): void {
     if (this.startedAt === undefined) return; // the common case: nothing to end
-    if (this.logged && message) this.write('log', `${message} after ${seconds(Date.now() - (this.startedAt ?? Date.now()))} (${this.total} failure(s))`);
+    if (this.logged && message)
+      this.write('log', `${message} after ${seconds(Date.now() - (this.startedAt ?? Date.now()))} (${this.total} failure(s))`);
     this.startedAt = undefined;
     this.lastLineAt = 0;
     this.gapMs = FIRST_SUMMARY_MS;

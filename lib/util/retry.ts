@@ -22,7 +22,6 @@ export async function retryInBackground(
     try {
       await attempt();
       return !options.stopped(); // stopped meanwhile (e.g. the app closed): do not start anything
-
     } catch (error) {
       options.log.warn(options.describe(error as Error));
     }

@@ -51,7 +51,9 @@ export class RedisAttemptPorts implements AttemptPorts {
 
   progress(value: unknown): Promise<void> {
     const { deps, claim } = this;
-    return (this.reporter ??= ProgressReporter.forClaim(deps.scripts, deps.keys, deps.options, claim, (error) => deps.onProgressError(claim, error))).report(value);
+    return (this.reporter ??= ProgressReporter.forClaim(deps.scripts, deps.keys, deps.options, claim, (error) =>
+      deps.onProgressError(claim, error),
+    )).report(value);
   }
 
   ended(): void {

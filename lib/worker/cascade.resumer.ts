@@ -25,7 +25,9 @@ export class CascadeResumer {
     if (this.running !== undefined) return;
     this.running = runId;
     this.carryOn(runId)
-      .catch((error: Error) => this.logger.warn(`Carrying on the cancel cascade of run ${runId} failed (the next stalled scan tries again): ${error.message}`))
+      .catch((error: Error) =>
+        this.logger.warn(`Carrying on the cancel cascade of run ${runId} failed (the next stalled scan tries again): ${error.message}`),
+      )
       .finally(() => (this.running = undefined));
   }
 
@@ -33,12 +35,13 @@ export class CascadeResumer {
   async carryOn(runId: string): Promise<number> {
     const record = { error: cancelledErrorJson(''), reason: '', retentionMs: this.retentionMs };
     let cancelled = 0;
-    for (let left = 1; left > 0; ) {
+    for (let left = 1; left > 0;) {
       const batch = await sendCancel(this.scripts, this.keys, runId, record);
       cancelled += batch.cascaded;
       left = batch.outcome === 'missing' ? 0 : batch.left;
     }
-    if (cancelled > 0) this.logger.log(`Carried on the cancel cascade of run ${runId}, whose caller went away: ${cancelled} more run(s) cancelled`);
+    if (cancelled > 0)
+      this.logger.log(`Carried on the cancel cascade of run ${runId}, whose caller went away: ${cancelled} more run(s) cancelled`);
     return cancelled;
   }
 }

@@ -20,7 +20,16 @@ export const MAX_HAND_BACK_DELAY_MS = 30_000;
  * back together do not return in lockstep); without it (a shutdown) the run is due again at once,
  * at the front of its priority. Resolves true if released, false if the lease was already gone.
  */
-export function handBackRun(scripts: LuaScripts, keys: RedisKeys, run: LeaseRef, options: CallOptions, backoff = false, random = Math.random): Promise<boolean> {
-  const delays = backoff ? { firstDelayMs: Math.round(HAND_BACK_DELAY_MS * (0.8 + 0.4 * random())), maxDelayMs: MAX_HAND_BACK_DELAY_MS } : undefined;
+export function handBackRun(
+  scripts: LuaScripts,
+  keys: RedisKeys,
+  run: LeaseRef,
+  options: CallOptions,
+  backoff = false,
+  random = Math.random,
+): Promise<boolean> {
+  const delays = backoff
+    ? { firstDelayMs: Math.round(HAND_BACK_DELAY_MS * (0.8 + 0.4 * random())), maxDelayMs: MAX_HAND_BACK_DELAY_MS }
+    : undefined;
   return release(scripts, keys, { claim: run, backoff: delays }, options);
 }

@@ -57,14 +57,24 @@ export class LeaseHeartbeat {
     for (let i = 0; i < runs.length; i += CHUNK) {
       try {
         // A lease must be renewed well within its length, so one beat gets a third of it.
-        const lost = await extendLeases(this.scripts, this.keys, runs.slice(i, i + CHUNK), this.lockMs, Math.max(1, Math.floor(this.lockMs / 3)));
+        const lost = await extendLeases(
+          this.scripts,
+          this.keys,
+          runs.slice(i, i + CHUNK),
+          this.lockMs,
+          Math.max(1, Math.floor(this.lockMs / 3)),
+        );
         this.failures.recovered('Lease heartbeat recovered');
         for (const lease of lost) {
           const run = this.active.get(lease.runId);
           // Normally the cancel channel told the worker already; this is the backstop if that
           // message was lost or is still on its way (so the reason comes along).
           if (run?.token !== lease.token) continue;
-          run.abort.abort(lease.cancelled ? cancelledRunError(run.id, decodePayload<RunErrorInfo | undefined>(lease.error || undefined)) : new LeaseLostError(run.id));
+          run.abort.abort(
+            lease.cancelled
+              ? cancelledRunError(run.id, decodePayload<RunErrorInfo | undefined>(lease.error || undefined))
+              : new LeaseLostError(run.id),
+          );
         }
       } catch (error) {
         this.failures.warn(`Lease heartbeat failed: ${(error as Error).message}`);

@@ -45,7 +45,13 @@ export class ProgressReporter {
   ) {}
 
   /** The reporter of a claimed run: token-checked writes through lua/progress.lua, sent with the commit policy. */
-  static forClaim(scripts: LuaScripts, keys: RedisKeys, options: ResolvedQueueOptions, claim: Claim, onError: (error: unknown) => void): ProgressReporter {
+  static forClaim(
+    scripts: LuaScripts,
+    keys: RedisKeys,
+    options: ResolvedQueueOptions,
+    claim: Claim,
+    onError: (error: unknown) => void,
+  ): ProgressReporter {
     const policy = commitPolicy(options);
     const write: WriteProgress = (encoded) => storeProgress(scripts, keys, { claim, encoded }, policy);
     return new ProgressReporter(write, options.maxPayloadBytes, onError);

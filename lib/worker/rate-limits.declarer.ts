@@ -16,12 +16,27 @@ const same = (a: RateLimit | null, b: RateLimit | undefined) => (a === null ? b 
  * stays until the code declares something else than what it overrode. Per-group overrides are
  * runtime settings, left alone. Two short calls per workflow.
  */
-export async function declareRateLimits(scripts: LuaScripts, keys: RedisKeys, workflows: WorkflowDefinition[], logger: LoggerService): Promise<void> {
+export async function declareRateLimits(
+  scripts: LuaScripts,
+  keys: RedisKeys,
+  workflows: WorkflowDefinition[],
+  logger: LoggerService,
+): Promise<void> {
   for (const wf of workflows) {
-    for (const [group, rate, label] of [[undefined, wf.rateLimit, 'rate limit'], [EVERY_GROUP, wf.groupRateLimit, 'group rate limit']] as const) {
+    for (const [group, rate, label] of [
+      [undefined, wf.rateLimit, 'rate limit'],
+      [EVERY_GROUP, wf.groupRateLimit, 'group rate limit'],
+    ] as const) {
       const { previous, outcome } = await writeRateLimit(scripts, keys, wf.name, group, rate ?? null, true);
       if (outcome !== '' || !same(previous, rate)) {
-        logDeclaration(logger, `${label} of ${wf.name}`, describe(previous), outcome === 'kept' ? describe(previous) : describe(rate), outcome, describe(rate));
+        logDeclaration(
+          logger,
+          `${label} of ${wf.name}`,
+          describe(previous),
+          outcome === 'kept' ? describe(previous) : describe(rate),
+          outcome,
+          describe(rate),
+        );
       }
     }
   }
@@ -32,7 +47,14 @@ export async function declareRateLimits(scripts: LuaScripts, keys: RedisKeys, wo
  * changed, kept as an operator set it at runtime, or that runtime value replaced by a changed
  * declaration.
  */
-export function logDeclaration(logger: LoggerService, what: string, previous: string, next: string, outcome: DeclarationOutcome, declared: string): void {
+export function logDeclaration(
+  logger: LoggerService,
+  what: string,
+  previous: string,
+  next: string,
+  outcome: DeclarationOutcome,
+  declared: string,
+): void {
   if (outcome === 'kept') {
     logger.log(`Fleet-wide ${what} kept at ${previous}, set at runtime (the code declares ${declared}, as when it was set)`);
   } else if (outcome === 'dropped') {

@@ -69,9 +69,17 @@ export class ReserveCaller {
     const repeat = this.failed;
     this.failed = true; // until the reply arrives: the next reserve may repeat this one
     const reply = await reserve(this.parts.scripts, this.parts.keys, {
-      callId: this.callId, claim: wanted, lockMs: options.worker.lockMs, stallScanMs: scan ? options.worker.stalledIntervalMs : 0,
-      maxStalls: options.worker.maxStalls, promoteCap: PROMOTE_CAP, stalledRetentionMs: options.defaults.resultTtlMs, parkEntry: park.entry,
-      repeat, extras: this.extras, workflows,
+      callId: this.callId,
+      claim: wanted,
+      lockMs: options.worker.lockMs,
+      stallScanMs: scan ? options.worker.stalledIntervalMs : 0,
+      maxStalls: options.worker.maxStalls,
+      promoteCap: PROMOTE_CAP,
+      stalledRetentionMs: options.defaults.resultTtlMs,
+      parkEntry: park.entry,
+      repeat,
+      extras: this.extras,
+      workflows,
     });
     this.failed = false;
     this.callId = newCallId();

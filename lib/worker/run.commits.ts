@@ -79,7 +79,17 @@ export class RunCommits {
     let parked = false;
     try {
       const { options } = this;
-      const request = { callId: newCallId(), resultTtlMs: options.defaults.resultTtlMs, claim: count, lockMs: options.worker.lockMs, extras: this.claimFlags, park, workflows, steps, completions };
+      const request = {
+        callId: newCallId(),
+        resultTtlMs: options.defaults.resultTtlMs,
+        claim: count,
+        lockMs: options.worker.lockMs,
+        extras: this.claimFlags,
+        park,
+        workflows,
+        steps,
+        completions,
+      };
       const reply = await complete(this.scripts, this.keys, request, this.policy);
       claims = reply.claims;
       parked = reply.parked;

@@ -56,7 +56,9 @@ export class RunExecutor {
       options,
       commits,
       onProgressError: (claim, error) =>
-        this.progressWarnings.warn(`Run ${claim.id} (${claim.workflow}): a progress value was not stored: ${error instanceof Error ? error.message : String(error)}`),
+        this.progressWarnings.warn(
+          `Run ${claim.id} (${claim.workflow}): a progress value was not stored: ${error instanceof Error ? error.message : String(error)}`,
+        ),
     };
   }
 
@@ -73,7 +75,13 @@ export class RunExecutor {
     const startedAt = Date.now();
     if (this.events.listens('active')) this.events.emit('active', { runId: claim.id, workflow: claim.workflow, attempt: claim.attempt });
     // The attempt's time limits: the run's own, else the workflow's.
-    const outcome = await this.runner.run(definition.instance, claim, claim.timeoutMs ?? definition.timeoutMs, abort, new RedisAttemptPorts(this.ports, claim, telemetry));
+    const outcome = await this.runner.run(
+      definition.instance,
+      claim,
+      claim.timeoutMs ?? definition.timeoutMs,
+      abort,
+      new RedisAttemptPorts(this.ports, claim, telemetry),
+    );
     switch (outcome.kind) {
       case 'completed':
         return this.complete(claim, outcome.result, outcome.journal, abort, startedAt, telemetry);
@@ -93,14 +101,22 @@ export class RunExecutor {
     }
   }
 
-  private async complete(claim: Claim, encoded: string, journal: AttemptJournal, abort: LazyAbort, startedAt: number, telemetry?: AttemptTelemetry): Promise<void> {
+  private async complete(
+    claim: Claim,
+    encoded: string,
+    journal: AttemptJournal,
+    abort: LazyAbort,
+    startedAt: number,
+    telemetry?: AttemptTelemetry,
+  ): Promise<void> {
     if (await this.commits.complete(claim, encoded, this.journal(journal, claim, 'completed'))) {
       telemetry?.ended('completed');
       this.events.emit('completed', this.outcome(claim, startedAt));
     } else {
       telemetry?.ended('lost');
       // A cancelled run's result is discarded by design: nothing to warn about.
-      if (!(abort.reason instanceof RunCancelledError)) this.runWarnings.warn(`Run ${claim.id} (${claim.workflow}) finished after its lease was lost; its result was discarded`);
+      if (!(abort.reason instanceof RunCancelledError))
+        this.runWarnings.warn(`Run ${claim.id} (${claim.workflow}) finished after its lease was lost; its result was discarded`);
     }
   }
 
@@ -116,14 +132,30 @@ export class RunExecutor {
     telemetry?.ended('released', error);
   }
 
-  private async fail(claim: Claim, { error, retryable, journal }: FailedAttempt, abort: LazyAbort, backoff: Parameters<typeof backoffDelay>[0], startedAt: number, telemetry?: AttemptTelemetry): Promise<void> {
+  private async fail(
+    claim: Claim,
+    { error, retryable, journal }: FailedAttempt,
+    abort: LazyAbort,
+    backoff: Parameters<typeof backoffDelay>[0],
+    startedAt: number,
+    telemetry?: AttemptTelemetry,
+  ): Promise<void> {
     const described = describeError(error);
     const delayMs = backoffDelay(backoff, claim.failures + 1);
     // Always asked of the token-checked script, even after a lost lease: the token decides.
-    const outcome = await fail(this.scripts, this.keys, {
-      claim, error: JSON.stringify(described), retryable, delayMs,
-      retentionMs: this.options.defaults.resultTtlMs, journal: this.journal(journal, claim, 'failed', error),
-    }, commitPolicy(this.options));
+    const outcome = await fail(
+      this.scripts,
+      this.keys,
+      {
+        claim,
+        error: JSON.stringify(described),
+        retryable,
+        delayMs,
+        retentionMs: this.options.defaults.resultTtlMs,
+        journal: this.journal(journal, claim, 'failed', error),
+      },
+      commitPolicy(this.options),
+    );
     // 'suspended': a wait beside the failure closed the attempt first (see RunWaits); the run
     // waits, and the failed step runs again when it resumes. 'continued': the attempt's
     // continueAsNew landed although its reply was lost. Like a lost lease, nothing to report.
@@ -151,7 +183,9 @@ export class RunExecutor {
 
   /** The attempt's journal as its committing script stores it (a failed one with its error), or '' with `worker.timeline: false`. */
   private journal(journal: AttemptJournal, claim: Claim, outcome: JournalOutcome, error?: unknown): string {
-    return this.options.worker.timeline ? journal.encode(claim.attempt, outcome, outcome === 'failed' ? describeError(error) : undefined) : '';
+    return this.options.worker.timeline
+      ? journal.encode(claim.attempt, outcome, outcome === 'failed' ? describeError(error) : undefined)
+      : '';
   }
 
   private outcome(claim: Claim, startedAt: number) {

@@ -15,7 +15,10 @@ export function reportStalled(stalled: RunStalledEvent[], events: RunEvents, log
   const requeued = stalled.filter((run) => run.requeued);
   const failed = stalled.filter((run) => !run.requeued);
   const name = (runs: RunStalledEvent[]) => {
-    const named = runs.slice(0, MAX_NAMED).map((run) => `${run.runId} (${run.workflow})`).join(', ');
+    const named = runs
+      .slice(0, MAX_NAMED)
+      .map((run) => `${run.runId} (${run.workflow})`)
+      .join(', ');
     return runs.length > MAX_NAMED ? `${named} and ${runs.length - MAX_NAMED} more` : named;
   };
   const parts = [
@@ -23,7 +26,9 @@ export function reportStalled(stalled: RunStalledEvent[], events: RunEvents, log
     ...(failed.length ? [`${failed.length} failed for good (stalled more than maxStalls times): ${name(failed)}`] : []),
   ];
   try {
-    logger.warn(`Recovered ${stalled.length} stalled run(s) whose lease ran out (their worker died, blocked its event loop, or lost Redis for longer than lockMs); ${parts.join('; ')}`);
+    logger.warn(
+      `Recovered ${stalled.length} stalled run(s) whose lease ran out (their worker died, blocked its event loop, or lost Redis for longer than lockMs); ${parts.join('; ')}`,
+    );
   } catch {
     // A logger that throws must not fail the reserve call that carried the recovery.
   }

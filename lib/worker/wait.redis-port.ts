@@ -37,11 +37,26 @@ export class RedisWaitPort implements WaitPort, ContinuePort {
 
   async suspend(request: SuspendRequest, room: number, positions: Placed[], journal: AttemptJournal): Promise<SuspendReply> {
     const { claim } = this;
-    const entries = request.entries.map(({ placed, child }) => ({ key: placed.key, child: child && { ...child, register: !this.registry.has(child.workflow) } }));
-    const call = suspend(this.scripts, this.keys, {
-      claim, kind: request.kind, afterMs: request.afterMs, atMs: request.atMs, target: request.target, room,
-      journal: this.options.worker.timeline ? journal.encode(claim.attempt, 'suspended') : '', positions, entries,
-    }, commitPolicy(this.options));
+    const entries = request.entries.map(({ placed, child }) => ({
+      key: placed.key,
+      child: child && { ...child, register: !this.registry.has(child.workflow) },
+    }));
+    const call = suspend(
+      this.scripts,
+      this.keys,
+      {
+        claim,
+        kind: request.kind,
+        afterMs: request.afterMs,
+        atMs: request.atMs,
+        target: request.target,
+        room,
+        journal: this.options.worker.timeline ? journal.encode(claim.attempt, 'suspended') : '',
+        positions,
+        entries,
+      },
+      commitPolicy(this.options),
+    );
     const reply = await (this.commitFailures ? this.commitFailures.watch(call) : call);
     switch (reply.outcome) {
       case 'suspended':

@@ -65,10 +65,14 @@ export class WakeListener {
     let popped: [string, string] | null;
     try {
       const bound = timeoutMs + BLOCK_GRACE_MS;
-      popped = await this.parts.blocking.call('wait for work', (redis) => redis.blpop(...this.wakeKeys.keys(), Math.max(timeoutMs, 1) / 1000), {
-        replyTimeoutMs: bound,
-        timeoutMs: options.redisTimeoutMs + bound,
-      });
+      popped = await this.parts.blocking.call(
+        'wait for work',
+        (redis) => redis.blpop(...this.wakeKeys.keys(), Math.max(timeoutMs, 1) / 1000),
+        {
+          replyTimeoutMs: bound,
+          timeoutMs: options.redisTimeoutMs + bound,
+        },
+      );
     } catch (error) {
       if (this.parts.stopping() || error instanceof RedisConnectionError) return undefined;
       throw error;

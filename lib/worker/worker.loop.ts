@@ -102,13 +102,34 @@ export class WorkerLoop {
   private readonly refreshLease: (run: ActiveRun) => void;
 
   constructor(parts: WorkerParts) {
-    ({ scripts: this.scripts, keys: this.keys, options: this.options, workflows: this.workflows, active: this.active, refreshLease: this.refreshLease } = parts);
-    const refill = { take: (runs: number) => this.takeRefill(runs), settle: (claims: Claim[], promised: number, parked?: CommitPark) => this.settleRefill(claims, promised, parked) };
+    ({
+      scripts: this.scripts,
+      keys: this.keys,
+      options: this.options,
+      workflows: this.workflows,
+      active: this.active,
+      refreshLease: this.refreshLease,
+    } = parts);
+    const refill = {
+      take: (runs: number) => this.takeRefill(runs),
+      settle: (claims: Claim[], promised: number, parked?: CommitPark) => this.settleRefill(claims, promised, parked),
+    };
     this.executor = parts.makeExecutor(new RunCommits(parts.scripts, parts.keys, parts.options, refill));
-    this.park = new ParkAnnouncer(parts.scripts, parts.keys, parts.workflows, parts.options.worker.lockMs, Math.min(parts.options.worker.stalledIntervalMs, MAX_BLOCK_MS));
+    this.park = new ParkAnnouncer(
+      parts.scripts,
+      parts.keys,
+      parts.workflows,
+      parts.options.worker.lockMs,
+      Math.min(parts.options.worker.stalledIntervalMs, MAX_BLOCK_MS),
+    );
     this.reserver = new ReserveCaller({ ...parts, park: this.park });
     this.wake = new WakeListener({
-      blocking: parts.connections.blocking, keys: parts.keys, workflows: parts.workflows, park: this.park, active: parts.active, options: parts.options,
+      blocking: parts.connections.blocking,
+      keys: parts.keys,
+      workflows: parts.workflows,
+      park: this.park,
+      active: parts.active,
+      options: parts.options,
       stopping: () => this.stopping,
       woke: () => (this.lastWakeAt = Date.now()),
       warn: (message) => this.failures.warn(message),
@@ -240,7 +261,11 @@ export class WorkerLoop {
     this.active.add(run);
     this.executor
       .execute(claim, abort)
-      .catch((error: Error) => this.runFailures.warn(`Run ${claim.id} (${claim.workflow}): ${error.message}; its lease will expire and another attempt will follow`))
+      .catch((error: Error) =>
+        this.runFailures.warn(
+          `Run ${claim.id} (${claim.workflow}): ${error.message}; its lease will expire and another attempt will follow`,
+        ),
+      )
       .finally(() => this.active.delete(claim.id, claim.token));
     return run;
   }

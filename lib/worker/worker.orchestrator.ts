@@ -119,14 +119,18 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     this.workerState = 'stopping';
     if (this.loop) {
       await this.loop.stop();
-      this.logger.log(`Worker stopping for ${this.where()}: draining ${this.active.size} run(s) in flight (up to ${this.options.worker.shutdownTimeoutMs} ms)`);
+      this.logger.log(
+        `Worker stopping for ${this.where()}: draining ${this.active.size} run(s) in flight (up to ${this.options.worker.shutdownTimeoutMs} ms)`,
+      );
       if (!(await this.active.drained(this.options.worker.shutdownTimeoutMs))) await this.handBack();
     }
     this.heartbeat?.stop();
     this.cancels?.stop();
     this.telemetry?.close();
     this.workerState = 'stopped';
-    this.logger.log(`Worker stopped for ${this.where()}${this.loop ? '' : ` (it never started: ${this.lastStartError ?? 'Redis did not answer'})`}`);
+    this.logger.log(
+      `Worker stopped for ${this.where()}${this.loop ? '' : ` (it never started: ${this.lastStartError ?? 'Redis did not answer'})`}`,
+    );
   }
 
   /** How the lifecycle lines name this process's queue. */
@@ -142,7 +146,10 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     this.heartbeat = new LeaseHeartbeat(scripts, this.keys, this.active, this.options.worker.lockMs);
     this.cancels = new CancelListener(this.connections.subscriber, this.connections.channels, this.keys.cancel, this.active);
     this.cancels.start();
-    const telemetry = (this.telemetry = RunTelemetry.create(this.options, this.registry.all().map((wf) => wf.name)));
+    const telemetry = (this.telemetry = RunTelemetry.create(
+      this.options,
+      this.registry.all().map((wf) => wf.name),
+    ));
     this.loop = new WorkerLoop({
       connections: this.connections,
       scripts,
@@ -188,7 +195,12 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     await this.declareLimits(failFast);
     await declareRateLimits(this.scripts.get(), this.keys, workflows, this.logger);
     const store = new ScheduleStore(this.scripts.get(), this.connections.command, this.keys);
-    await declareSchedules(store, schedules, workflows.map((wf) => wf.name), this.logger);
+    await declareSchedules(
+      store,
+      schedules,
+      workflows.map((wf) => wf.name),
+      this.logger,
+    );
   }
 
   /**
@@ -205,7 +217,12 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       { field: 'ns', limit: cap(this.options.concurrency), workflow: '', group: '' },
       ...workflows.flatMap((wf) => [
         { field: limitField({ workflow: wf.name }), limit: cap(wf.concurrency), workflow: wf.name, group: '' },
-        { field: limitField({ workflow: wf.name, group: EVERY_GROUP }), limit: cap(wf.groupConcurrency), workflow: wf.name, group: EVERY_GROUP },
+        {
+          field: limitField({ workflow: wf.name, group: EVERY_GROUP }),
+          limit: cap(wf.groupConcurrency),
+          workflow: wf.name,
+          group: EVERY_GROUP,
+        },
         // Retention by count, read by countFinished (lua/includes/finish.lua) when runs finish.
         { field: `wf:${wf.name}:keep:completed`, limit: cap(wf.keep?.completed), workflow: wf.name, group: '' },
         { field: `wf:${wf.name}:keep:failed`, limit: cap(wf.keep?.failed), workflow: wf.name, group: '' },

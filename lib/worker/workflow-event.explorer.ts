@@ -50,7 +50,9 @@ export class WorkflowEventExplorer implements OnModuleInit, OnApplicationBootstr
         // A request-scoped or transient provider has no one instance to call: say so rather than
         // call a placeholder or pick one instance silently.
         if (!wrapper.isDependencyTreeStatic() || wrapper.isTransient) {
-          throw new WorkflowDefinitionError(`@OnWorkflowEvent on ${label}: the provider must be a singleton (request- or transient-scoped providers are not supported)`);
+          throw new WorkflowDefinitionError(
+            `@OnWorkflowEvent on ${label}: the provider must be a singleton (request- or transient-scoped providers are not supported)`,
+          );
         }
         for (const { event, workflows } of handlers) this.add(instance, method, label, event, workflows);
       }
@@ -66,7 +68,9 @@ export class WorkflowEventExplorer implements OnModuleInit, OnApplicationBootstr
     for (const { label, event, workflows } of this.registered) {
       const unknown = (workflows ?? []).filter((name) => !this.registry.has(name));
       if (unknown.length) {
-        this.logger.warn(`@OnWorkflowEvent('${event}') on ${label} filters on ${unknown.map((name) => `"${name}"`).join(', ')}, which this app's worker does not run: it only hears this process's runs`);
+        this.logger.warn(
+          `@OnWorkflowEvent('${event}') on ${label} filters on ${unknown.map((name) => `"${name}"`).join(', ')}, which this app's worker does not run: it only hears this process's runs`,
+        );
       }
     }
   }

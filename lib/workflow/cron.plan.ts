@@ -23,17 +23,23 @@ export interface CronPattern {
  */
 export function checkCronPattern(pattern: CronPattern, field: string): void {
   const { cron, tz } = pattern;
-  if (typeof cron !== 'string' || cron.trim() === '') throw new InvalidScheduleError(`${field}.cron`, `must be a non-empty cron expression string, got ${JSON.stringify(cron)}`);
+  if (typeof cron !== 'string' || cron.trim() === '')
+    throw new InvalidScheduleError(`${field}.cron`, `must be a non-empty cron expression string, got ${JSON.stringify(cron)}`);
   if (cron.length > MAX_CRON_LENGTH) throw new InvalidScheduleError(`${field}.cron`, `must be at most ${MAX_CRON_LENGTH} characters`);
   if (tz !== undefined) canonicalTimeZone(tz, `${field}.tz`);
   const fields = cron.trim().split(/\s+/).length;
   if (!cron.trim().startsWith('@') && fields !== 5 && fields !== 6) {
-    throw new InvalidScheduleError(`${field}.cron`, `"${cron}" has ${fields} fields; expected 5 (minute hour day month weekday) or 6 (with seconds first)`);
+    throw new InvalidScheduleError(
+      `${field}.cron`,
+      `"${cron}" has ${fields} fields; expected 5 (minute hour day month weekday) or 6 (with seconds first)`,
+    );
   }
   try {
     iterator(pattern, Date.now()).next();
   } catch (error) {
-    throw new InvalidScheduleError(`${field}.cron`, `"${cron}" is not a valid cron expression: ${(error as Error).message}`, { cause: error });
+    throw new InvalidScheduleError(`${field}.cron`, `"${cron}" is not a valid cron expression: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
 }
 
@@ -42,7 +48,8 @@ export function checkCronPattern(pattern: CronPattern, field: string): void {
  * so equal schedules compare equal; `Intl` throws RangeError for any unknown zone.
  */
 export function canonicalTimeZone(tz: unknown, field: string): string {
-  if (typeof tz !== 'string' || tz === '') throw new InvalidScheduleError(field, `must be an IANA time zone name such as "Europe/Berlin", got ${JSON.stringify(tz)}`);
+  if (typeof tz !== 'string' || tz === '')
+    throw new InvalidScheduleError(field, `must be an IANA time zone name such as "Europe/Berlin", got ${JSON.stringify(tz)}`);
   try {
     return new Intl.DateTimeFormat('en-US', { timeZone: tz }).resolvedOptions().timeZone;
   } catch {
@@ -128,5 +135,9 @@ function offsetOf(tz: string, ms: number): string {
 
 /** Without a zone, UTC — never the process's own zone, so every worker plans the same instants. */
 function iterator(pattern: CronPattern, currentMs: number) {
-  return CronExpressionParser.parse(pattern.cron.trim(), { currentDate: new Date(currentMs), tz: pattern.tz ?? 'UTC', hashSeed: pattern.seed });
+  return CronExpressionParser.parse(pattern.cron.trim(), {
+    currentDate: new Date(currentMs),
+    tz: pattern.tz ?? 'UTC',
+    hashSeed: pattern.seed,
+  });
 }

@@ -26,11 +26,13 @@ export function buildEnqueueRequest(
   checkOptionKeys(options, allowed);
   let runAtMs: number | undefined;
   if (options.runAt !== undefined) {
-    if (!(options.runAt instanceof Date) || Number.isNaN(options.runAt.getTime())) throw new InvalidOptionError('opts.runAt', 'must be a valid Date');
+    if (!(options.runAt instanceof Date) || Number.isNaN(options.runAt.getTime()))
+      throw new InvalidOptionError('opts.runAt', 'must be a valid Date');
     runAtMs = options.runAt.getTime();
     if (runAtMs - Date.now() > MAX_DELAY_MS) throw new InvalidOptionError('opts.runAt', 'must be at most 10 years from now');
   }
-  const runTimeoutMs = options.runTimeoutMs === undefined ? undefined : checkInteger(options.runTimeoutMs, 'opts.runTimeoutMs', 1, MAX_TIMER_MS);
+  const runTimeoutMs =
+    options.runTimeoutMs === undefined ? undefined : checkInteger(options.runTimeoutMs, 'opts.runTimeoutMs', 1, MAX_TIMER_MS);
   return {
     id: options.id === undefined ? randomUUID() : checkId(options.id, 'opts.id'),
     workflow: workflow.name,

@@ -58,15 +58,15 @@ type JsonifiedValue<T> = T extends string | number | boolean | null | undefined
   ? T
   : T extends void
     ? undefined
-  : T extends HasToJSON<infer R>
-    ? Jsonified<R>
-    : T extends Unrepresentable
-      ? never
-      : T extends readonly unknown[]
-        ? JsonifiedArray<T>
-        : T extends object
-          ? JsonifiedObject<T>
-          : never;
+    : T extends HasToJSON<infer R>
+      ? Jsonified<R>
+      : T extends Unrepresentable
+        ? never
+        : T extends readonly unknown[]
+          ? JsonifiedArray<T>
+          : T extends object
+            ? JsonifiedObject<T>
+            : never;
 
 /**
  * The type a value has after the JSON round trip Sluice puts every step result, run input and

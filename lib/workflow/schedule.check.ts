@@ -38,25 +38,34 @@ export function buildScheduleSpec(
   field: string,
   maxPayloadBytes: number,
 ): ScheduleSpec {
-  if (definition === null || typeof definition !== 'object') throw new InvalidOptionError(field, 'must be an object { cron, tz?, input?, … }');
+  if (definition === null || typeof definition !== 'object')
+    throw new InvalidOptionError(field, 'must be an object { cron, tz?, input?, … }');
   checkName(id, field === 'opts' ? 'id' : `${field}.id`);
   const pattern: CronPattern = { cron: definition.cron, tz: definition.tz, seed: id };
   checkCronPattern(pattern, field);
-  if (definition.overlap !== undefined && typeof definition.overlap !== 'boolean') throw new InvalidOptionError(`${field}.overlap`, `must be a boolean, got ${String(definition.overlap)}`);
+  if (definition.overlap !== undefined && typeof definition.overlap !== 'boolean')
+    throw new InvalidOptionError(`${field}.overlap`, `must be a boolean, got ${String(definition.overlap)}`);
   if (definition.catchUp !== undefined && definition.catchUp !== 'latest' && definition.catchUp !== 'all') {
     throw new InvalidOptionError(`${field}.catchUp`, `must be 'latest' or 'all', got ${JSON.stringify(definition.catchUp)}`);
   }
   const spec: Omit<ScheduleSpec, 'fingerprint'> = {
     id,
     workflow: workflow.name,
-    pattern: { cron: definition.cron.trim(), tz: definition.tz === undefined ? undefined : canonicalTimeZone(definition.tz, `${field}.tz`), seed: id },
+    pattern: {
+      cron: definition.cron.trim(),
+      tz: definition.tz === undefined ? undefined : canonicalTimeZone(definition.tz, `${field}.tz`),
+      seed: id,
+    },
     input: encodePayload(definition.input === undefined ? null : definition.input, `${field}.input`, maxPayloadBytes),
     group: definition.group === undefined ? '' : checkName(definition.group, `${field}.group`),
     priority: definition.priority === undefined ? 0 : checkInteger(definition.priority, `${field}.priority`, 0, MAX_PRIORITY),
     attempts: workflow.attempts,
     overlap: definition.overlap ?? true,
     catchUp: definition.catchUp ?? 'latest',
-    catchUpLimit: definition.catchUpLimit === undefined ? DEFAULT_CATCH_UP_LIMIT : checkInteger(definition.catchUpLimit, `${field}.catchUpLimit`, 1, MAX_CATCH_UP_LIMIT),
+    catchUpLimit:
+      definition.catchUpLimit === undefined
+        ? DEFAULT_CATCH_UP_LIMIT
+        : checkInteger(definition.catchUpLimit, `${field}.catchUpLimit`, 1, MAX_CATCH_UP_LIMIT),
   };
   const { pattern: p, input, group, priority, attempts, overlap, catchUp, catchUpLimit } = spec;
   return { ...spec, fingerprint: JSON.stringify([p.cron, p.tz ?? '', input, group, priority, attempts, overlap, catchUp, catchUpLimit]) };
@@ -72,8 +81,10 @@ export function checkDeclaredSchedules(workflow: string, schedules: unknown): Ar
   const ids = new Set<string>();
   return schedules.map((schedule: DeclaredSchedule, index) => {
     const at = `${field}[${index}]`;
-    if (schedule === null || typeof schedule !== 'object') throw new InvalidOptionError(at, 'must be an object { cron, id?, tz?, input?, … }');
-    if (schedule.id === undefined && schedules.length > 1) throw new InvalidOptionError(`${at}.id`, 'is required when a workflow declares several schedules');
+    if (schedule === null || typeof schedule !== 'object')
+      throw new InvalidOptionError(at, 'must be an object { cron, id?, tz?, input?, … }');
+    if (schedule.id === undefined && schedules.length > 1)
+      throw new InvalidOptionError(`${at}.id`, 'is required when a workflow declares several schedules');
     const id = schedule.id === undefined ? workflow : schedule.id;
     if (ids.has(id)) throw new InvalidOptionError(`${at}.id`, `"${id}" is declared twice`);
     ids.add(id);

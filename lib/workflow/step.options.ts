@@ -78,19 +78,29 @@ export interface ResolvedStepOptions {
  */
 export function resolveStepOptions(options: StepCallOptions | undefined, field: string): ResolvedStepOptions | undefined {
   if (options === undefined) return undefined;
-  if (options === null || typeof options !== 'object') throw new InvalidOptionError(field, 'must be an object { timeoutMs?, attempts?, backoff? }');
+  if (options === null || typeof options !== 'object')
+    throw new InvalidOptionError(field, 'must be an object { timeoutMs?, attempts?, backoff? }');
   const { timeoutMs, attempts, backoff } = options;
   if (timeoutMs === undefined && attempts === undefined && backoff === undefined) return undefined;
   if (timeoutMs !== undefined) checkInteger(timeoutMs, `${field}.timeoutMs`, 1, MAX_TIMER_MS);
   if (attempts !== undefined) checkInteger(attempts, `${field}.attempts`, 1, MAX_STEP_ATTEMPTS);
-  return { timeoutMs, attempts: attempts ?? 1, backoff: backoff === undefined ? DEFAULT_STEP_BACKOFF : checkStepBackoff(backoff, `${field}.backoff`) };
+  return {
+    timeoutMs,
+    attempts: attempts ?? 1,
+    backoff: backoff === undefined ? DEFAULT_STEP_BACKOFF : checkStepBackoff(backoff, `${field}.backoff`),
+  };
 }
 
 function checkStepBackoff(backoff: BackoffOptions, field: string): Required<BackoffOptions> {
-  if (backoff === null || typeof backoff !== 'object') throw new InvalidOptionError(field, 'must be an object { delayMs, factor?, maxDelayMs? }');
+  if (backoff === null || typeof backoff !== 'object')
+    throw new InvalidOptionError(field, 'must be an object { delayMs, factor?, maxDelayMs? }');
   const delayMs = checkInteger(backoff.delayMs, `${field}.delayMs`, 0, MAX_TIMER_MS);
-  const maxDelayMs = backoff.maxDelayMs === undefined ? Math.max(delayMs, DEFAULT_STEP_BACKOFF.maxDelayMs) : checkInteger(backoff.maxDelayMs, `${field}.maxDelayMs`, 0, MAX_TIMER_MS);
+  const maxDelayMs =
+    backoff.maxDelayMs === undefined
+      ? Math.max(delayMs, DEFAULT_STEP_BACKOFF.maxDelayMs)
+      : checkInteger(backoff.maxDelayMs, `${field}.maxDelayMs`, 0, MAX_TIMER_MS);
   const factor = backoff.factor ?? DEFAULT_STEP_BACKOFF.factor;
-  if (typeof factor !== 'number' || !Number.isFinite(factor) || factor <= 0) throw new InvalidOptionError(`${field}.factor`, `must be a number > 0, got ${String(factor)}`);
+  if (typeof factor !== 'number' || !Number.isFinite(factor) || factor <= 0)
+    throw new InvalidOptionError(`${field}.factor`, `must be a number > 0, got ${String(factor)}`);
   return { delayMs, factor, maxDelayMs };
 }

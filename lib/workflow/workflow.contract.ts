@@ -52,9 +52,13 @@ export interface WorkflowContractOptions {
  * @param name the workflow name: letters, digits, `.`, `_`, `-`, at most 100 characters
  * @throws InvalidNameError, InvalidOptionError at once, so a bad contract fails where it is declared
  */
-export function defineWorkflow<In = unknown, Out = unknown>(name: string, options: WorkflowContractOptions = {}): WorkflowContract<In, Out> {
+export function defineWorkflow<In = unknown, Out = unknown>(
+  name: string,
+  options: WorkflowContractOptions = {},
+): WorkflowContract<In, Out> {
   checkName(name, 'defineWorkflow name');
-  if (options === null || typeof options !== 'object') throw new InvalidOptionError(`defineWorkflow('${name}') options`, 'must be an object { attempts? }');
+  if (options === null || typeof options !== 'object')
+    throw new InvalidOptionError(`defineWorkflow('${name}') options`, 'must be an object { attempts? }');
   if (options.attempts !== undefined) checkInteger(options.attempts, `defineWorkflow('${name}') attempts`, 1, 1_000);
   return Object.freeze({
     [WORKFLOW_CONTRACT]: true as const,

@@ -99,7 +99,11 @@ export interface RunContext<In = unknown> {
    * for good or was cancelled; uncaught, it fails this run for good at once (see
    * `QueueClient.retry` to re-drive it). Cancelling this run cancels the children it waits for.
    */
-  invoke<W extends InvokeTarget>(workflow: W, input: W extends string ? unknown : WorkflowInput<W>, opts?: InvokeOptions): Promise<W extends string ? unknown : Jsonified<WorkflowOutput<W>>>;
+  invoke<W extends InvokeTarget>(
+    workflow: W,
+    input: W extends string ? unknown : WorkflowInput<W>,
+    opts?: InvokeOptions,
+  ): Promise<W extends string ? unknown : Jsonified<WorkflowOutput<W>>>;
   /** Starts every child (at most 1,000), waits for all, and resolves with their results in call order; throws the first failure in call order. */
   invokeAll<T = unknown>(calls: InvokeCall[]): Promise<Jsonified<T>[]>;
   /**
@@ -209,12 +213,20 @@ export type ContractImplementation<In, Out> = abstract new (...args: any[]) => {
   run: (input: In, ctx: RunContext) => Out | PromiseLike<Out>;
 };
 
+/* eslint-disable @typescript-eslint/no-explicit-any -- any in infer patterns matches every contract and run signature; public API */
 /** Input type of a workflow class (the first parameter of its `run`) or of a contract. */
 export type WorkflowInput<W> =
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any in infer patterns matches every contract and run signature; public API
-  W extends WorkflowContract<infer I, any> ? I : W extends abstract new (...args: any[]) => { run(input: infer I, ...rest: any[]): any } ? I : unknown;
+  W extends WorkflowContract<infer I, any>
+    ? I
+    : W extends abstract new (...args: any[]) => { run(input: infer I, ...rest: any[]): any }
+      ? I
+      : unknown;
 
 /** Output type of a workflow class (the awaited return type of its `run`) or of a contract. */
 export type WorkflowOutput<W> =
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any in infer patterns matches every contract and run signature; public API
-  W extends WorkflowContract<any, infer O> ? O : W extends abstract new (...args: any[]) => { run(...args: any[]): infer O } ? Awaited<O> : unknown;
+  W extends WorkflowContract<any, infer O>
+    ? O
+    : W extends abstract new (...args: any[]) => { run(...args: any[]): infer O }
+      ? Awaited<O>
+      : unknown;
+/* eslint-enable @typescript-eslint/no-explicit-any */

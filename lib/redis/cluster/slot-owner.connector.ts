@@ -27,7 +27,9 @@ export function slotOwnerConnector(owner: SlotOwner, tls?: ConnectionOptions): N
       const address = await (this.connectedBefore ? owner.find() : owner.current()).catch(() => owner.fallback());
       this.connectedBefore = true;
       if (!this.connecting) throw new Error('Connection is closed.');
-      const stream = tls ? tlsConnect({ ...tls, host: address.host, port: address.port }) : createConnection({ host: address.host, port: address.port });
+      const stream = tls
+        ? tlsConnect({ ...tls, host: address.host, port: address.port })
+        : createConnection({ host: address.host, port: address.port });
       stream.once('error', (error: Error) => {
         this.firstError = error;
       });

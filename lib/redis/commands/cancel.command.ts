@@ -36,10 +36,21 @@ export interface CancelRecord {
  * finished) and visits at most {@link CANCEL_BATCH} runs of its cascade. Sent again after a lost
  * reply (the script is idempotent); `onRepeat` tells whether this call was such a repeat.
  */
-export async function sendCancel(scripts: LuaScripts, keys: RedisKeys, runId: string, record: CancelRecord, onRepeat?: (repeat: boolean) => void): Promise<CancelBatch> {
+export async function sendCancel(
+  scripts: LuaScripts,
+  keys: RedisKeys,
+  runId: string,
+  record: CancelRecord,
+  onRepeat?: (repeat: boolean) => void,
+): Promise<CancelBatch> {
   const runKeys = [keys.run(runId), keys.leases, keys.limits, keys.seq, keys.cascade(runId), keys.cascades];
   const args = [keys.base, runId, record.error, record.reason, record.retentionMs, CANCEL_BATCH, CASCADE_IDLE_MS];
-  const [outcome, state, cascaded, left] = await scripts.run<[CancelBatch['outcome'], string, number, number]>('cancel', runKeys, (repeat) => (onRepeat?.(repeat), args), { idempotent: true });
+  const [outcome, state, cascaded, left] = await scripts.run<[CancelBatch['outcome'], string, number, number]>(
+    'cancel',
+    runKeys,
+    (repeat) => (onRepeat?.(repeat), args),
+    { idempotent: true },
+  );
   return { outcome, state, cascaded: Number(cascaded), left: Number(left) };
 }
 

@@ -39,7 +39,16 @@ export const CLAIM_EXTRAS = 2;
 export function parseClaimReply<H = number>(reply: unknown[]): { head: H; claims: Claim[] } {
   const [head, ...rows] = reply as [H, ...unknown[][]];
   const claims = rows.map((row) => {
-    const [id, workflow, token, attempt, failures, input, flatSteps, timeoutMs] = row as [string, string, string, number, number, string, string[], string];
+    const [id, workflow, token, attempt, failures, input, flatSteps, timeoutMs] = row as [
+      string,
+      string,
+      string,
+      number,
+      number,
+      string,
+      string[],
+      string,
+    ];
     const steps = new Map<string, string>();
     let generation: string | undefined;
     for (let i = 0; i < flatSteps.length; i += 2) {

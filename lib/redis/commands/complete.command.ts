@@ -46,13 +46,32 @@ export interface CompleteResult {
  * Sends one complete call; `policy`: the worker's commitPolicy (every commit recognises its own
  * earlier landing by token, and the refill its claims by call id, so a retry is harmless).
  */
-export async function complete(scripts: LuaScripts, keys: RedisKeys, request: CompleteRequest, policy: CallOptions): Promise<CompleteResult> {
+export async function complete(
+  scripts: LuaScripts,
+  keys: RedisKeys,
+  request: CompleteRequest,
+  policy: CallOptions,
+): Promise<CompleteResult> {
   const { workflows, steps, completions, park } = request;
-  const rest = [workflows.length, ...workflows, steps.length, ...stepArgs(steps), ...completions.flatMap(({ claim, encoded, journal }) => [claim.id, claim.token, encoded, journal])];
+  const rest = [
+    workflows.length,
+    ...workflows,
+    steps.length,
+    ...stepArgs(steps),
+    ...completions.flatMap(({ claim, encoded, journal }) => [claim.id, claim.token, encoded, journal]),
+  ];
   const callKeys = [keys.leases, keys.limits, keys.seq, keys.call(request.callId)];
   const head = [keys.base, request.resultTtlMs, request.claim, request.lockMs];
-  const reply = await scripts.run<unknown[]>('complete', callKeys, (retry) => [...head, (retry ? 1 : 0) + request.extras, park?.entry ?? '', park?.ttlMs ?? 0, ...rest], policy);
-  const { head: [completed, saved, announced], claims } = parseClaimReply<[number[], number[], number]>(reply);
+  const reply = await scripts.run<unknown[]>(
+    'complete',
+    callKeys,
+    (retry) => [...head, (retry ? 1 : 0) + request.extras, park?.entry ?? '', park?.ttlMs ?? 0, ...rest],
+    policy,
+  );
+  const {
+    head: [completed, saved, announced],
+    claims,
+  } = parseClaimReply<[number[], number[], number]>(reply);
   return { completed: completed.map(isOne), saved: saved.map(isOne), parked: announced === 1, claims };
 }
 

@@ -16,6 +16,11 @@ export interface ContinueRequest {
  */
 export async function continueAsNew(scripts: LuaScripts, keys: RedisKeys, request: ContinueRequest, policy: CallOptions): Promise<boolean> {
   const { claim } = request;
-  const reply = await scripts.run<string>('continue', [keys.run(claim.id), keys.leases, keys.limits, keys.seq], [keys.base, claim.id, claim.token, request.input], policy);
+  const reply = await scripts.run<string>(
+    'continue',
+    [keys.run(claim.id), keys.leases, keys.limits, keys.seq],
+    [keys.base, claim.id, claim.token, request.input],
+    policy,
+  );
   return reply === 'continued';
 }

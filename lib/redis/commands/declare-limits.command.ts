@@ -31,15 +31,23 @@ export interface CapChange {
  * Registers `workflows` and writes the caps their code declares (lua/declare-limits.lua).
  * Repeating it is harmless; `failFast` at bootstrap.
  */
-export async function declareLimits(scripts: LuaScripts, keys: RedisKeys, workflows: string[], caps: CapDeclaration[], options: Pick<CallOptions, 'failFast'> = {}): Promise<CapChange[]> {
+export async function declareLimits(
+  scripts: LuaScripts,
+  keys: RedisKeys,
+  workflows: string[],
+  caps: CapDeclaration[],
+  options: Pick<CallOptions, 'failFast'> = {},
+): Promise<CapChange[]> {
   const capArgs = caps.flatMap(({ field, limit, workflow, group }) => [field, limit, workflow, group]);
-  const flat = await scripts.run<string[]>('declare-limits', [keys.limits, keys.workflows, keys.seq], [keys.base, workflows.length, ...workflows, ...capArgs], {
+  const args = [keys.base, workflows.length, ...workflows, ...capArgs];
+  const flat = await scripts.run<string[]>('declare-limits', [keys.limits, keys.workflows, keys.seq], args, {
     idempotent: true,
     failFast: options.failFast,
   });
   const changes: CapChange[] = [];
   for (let i = 0; i < flat.length; i += 5) {
-    changes.push({ field: flat[i], previous: flat[i + 1], next: flat[i + 2], outcome: flat[i + 3] as CapChange['outcome'], declared: flat[i + 4] });
+    const [field, previous, next, outcome, declared] = flat.slice(i, i + 5);
+    changes.push({ field, previous, next, outcome: outcome as CapChange['outcome'], declared });
   }
   return changes;
 }

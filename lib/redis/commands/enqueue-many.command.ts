@@ -44,8 +44,15 @@ export function enqueueChunks(requests: EnqueueRequest[]): EnqueueRequest[][] {
  * Repeating it is harmless (run ids, and the call's nonce).
  * @returns per run: whether this call created it (false: the id existed, or came earlier in the chunk)
  */
-export async function enqueueChunk(scripts: LuaScripts, keys: RedisKeys, settings: EnqueueSettings, request: EnqueueManyRequest): Promise<boolean[]> {
-  const created = await scripts.run<number[]>('enqueue-many', manyKeys(keys), manyArgs(keys, settings, request, newNonce()), { idempotent: true });
+export async function enqueueChunk(
+  scripts: LuaScripts,
+  keys: RedisKeys,
+  settings: EnqueueSettings,
+  request: EnqueueManyRequest,
+): Promise<boolean[]> {
+  const created = await scripts.run<number[]>('enqueue-many', manyKeys(keys), manyArgs(keys, settings, request, newNonce()), {
+    idempotent: true,
+  });
   return created.map((flag) => flag === 1);
 }
 
@@ -55,12 +62,20 @@ export async function enqueueChunk(scripts: LuaScripts, keys: RedisKeys, setting
  * @returns per run, in order: as {@link enqueueChunk}
  * @throws RedisCommandError if any call of the pipeline failed
  */
-export async function enqueueMany(scripts: LuaScripts, keys: RedisKeys, settings: EnqueueSettings, request: EnqueueManyRequest): Promise<boolean[]> {
+export async function enqueueMany(
+  scripts: LuaScripts,
+  keys: RedisKeys,
+  settings: EnqueueSettings,
+  request: EnqueueManyRequest,
+): Promise<boolean[]> {
   const nonce = newNonce();
   const chunks = enqueueChunks(request.runs);
   const replies = await scripts.pipeline(
     'enqueueMany',
-    (pipeline) => chunks.forEach((runs) => scripts.queue(pipeline, 'enqueue-many', manyKeys(keys), manyArgs(keys, settings, { ...request, runs }, nonce))),
+    (pipeline) =>
+      chunks.forEach((runs) =>
+        scripts.queue(pipeline, 'enqueue-many', manyKeys(keys), manyArgs(keys, settings, { ...request, runs }, nonce)),
+      ),
     { idempotent: true },
   );
   return chunks.flatMap((chunk, index) => {
@@ -82,7 +97,15 @@ function runOptions(request: EnqueueRequest): (string | number)[] {
 /** Whether every request of the chunk has the first one's options (the common batch). */
 function sameOptions(chunk: EnqueueRequest[]): boolean {
   const [a] = chunk;
-  return chunk.every((b) => b.priority === a.priority && b.delayMs === a.delayMs && b.runAtMs === a.runAtMs && b.attempts === a.attempts && b.group === a.group && b.runTimeoutMs === a.runTimeoutMs);
+  return chunk.every(
+    (b) =>
+      b.priority === a.priority &&
+      b.delayMs === a.delayMs &&
+      b.runAtMs === a.runAtMs &&
+      b.attempts === a.attempts &&
+      b.group === a.group &&
+      b.runTimeoutMs === a.runTimeoutMs,
+  );
 }
 
 /**
@@ -91,7 +114,15 @@ function sameOptions(chunk: EnqueueRequest[]): boolean {
  */
 function manyArgs(keys: RedisKeys, settings: EnqueueSettings, request: EnqueueManyRequest, nonce: string): (string | number)[] {
   const { runs } = request;
-  const args: (string | number)[] = [keys.base, request.workflow, settings.fastPath ? 1 : 0, settings.lockMs, nonce, request.trace ?? '', settings.compact ? 1 : 0];
+  const args: (string | number)[] = [
+    keys.base,
+    request.workflow,
+    settings.fastPath ? 1 : 0,
+    settings.lockMs,
+    nonce,
+    request.trace ?? '',
+    settings.compact ? 1 : 0,
+  ];
   if (sameOptions(runs)) {
     args.push(2, ...runOptions(runs[0]));
     for (const run of runs) args.push(run.id, run.input);

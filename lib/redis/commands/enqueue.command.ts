@@ -33,9 +33,16 @@ export interface EnqueueReply {
  * Stores one run (lua/enqueue.lua). Sent again after a lost reply with the same nonce, so a
  * retry that finds the run its first try created still answers `created`.
  */
-export async function enqueueRun(scripts: LuaScripts, keys: RedisKeys, settings: EnqueueSettings, call: EnqueueCall): Promise<EnqueueReply> {
+export async function enqueueRun(
+  scripts: LuaScripts,
+  keys: RedisKeys,
+  settings: EnqueueSettings,
+  call: EnqueueCall,
+): Promise<EnqueueReply> {
   const runKeys = [keys.run(call.request.id), keys.leases, keys.limits, keys.seq];
-  const [created, state] = await scripts.run<[number, string]>('enqueue', runKeys, enqueueArgs(keys, settings, call, newNonce()), { idempotent: true });
+  const [created, state] = await scripts.run<[number, string]>('enqueue', runKeys, enqueueArgs(keys, settings, call, newNonce()), {
+    idempotent: true,
+  });
   return { created: created === 1, state };
 }
 
@@ -47,9 +54,19 @@ export async function enqueueRun(scripts: LuaScripts, keys: RedisKeys, settings:
 function enqueueArgs(keys: RedisKeys, settings: EnqueueSettings, call: EnqueueCall, nonce: string): (string | number)[] {
   const { request, trace } = call;
   const args = [
-    keys.base, request.id, request.workflow, request.input, request.priority, request.delayMs,
-    request.runAtMs ?? '', request.attempts, request.group ?? '', settings.fastPath ? 1 : 0, settings.lockMs,
-    call.waited ? 1 : 0, nonce,
+    keys.base,
+    request.id,
+    request.workflow,
+    request.input,
+    request.priority,
+    request.delayMs,
+    request.runAtMs ?? '',
+    request.attempts,
+    request.group ?? '',
+    settings.fastPath ? 1 : 0,
+    settings.lockMs,
+    call.waited ? 1 : 0,
+    nonce,
   ];
   if (trace !== undefined || request.runTimeoutMs !== undefined || settings.compact) args.push(trace ?? '');
   if (request.runTimeoutMs !== undefined || settings.compact) args.push(request.runTimeoutMs ?? '');

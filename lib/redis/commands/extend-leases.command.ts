@@ -17,10 +17,17 @@ export interface LostLease {
  * Pushes out the leases of `runs` by `lockMs`, each if its token still holds it; replies the
  * ones lost. Repeating it is harmless; `timeoutMs` bounds the call.
  */
-export async function extendLeases(scripts: LuaScripts, keys: RedisKeys, runs: LeaseRef[], lockMs: number, timeoutMs: number): Promise<LostLease[]> {
+export async function extendLeases(
+  scripts: LuaScripts,
+  keys: RedisKeys,
+  runs: LeaseRef[],
+  lockMs: number,
+  timeoutMs: number,
+): Promise<LostLease[]> {
   const args = runs.flatMap((run) => [run.id, run.token]);
   const flat = await scripts.run<string[]>('extend-leases', [keys.leases], [keys.base, lockMs, ...args], { idempotent: true, timeoutMs });
   const lost: LostLease[] = [];
-  for (let i = 0; i < flat.length; i += 4) lost.push({ runId: flat[i], token: flat[i + 1], cancelled: flat[i + 2] === 'cancelled', error: flat[i + 3] });
+  for (let i = 0; i < flat.length; i += 4)
+    lost.push({ runId: flat[i], token: flat[i + 1], cancelled: flat[i + 2] === 'cancelled', error: flat[i + 3] });
   return lost;
 }

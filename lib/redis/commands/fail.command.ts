@@ -34,6 +34,15 @@ export type FailOutcome = 'retry' | 'failed' | 'lost' | 'suspended' | 'continued
 export async function fail(scripts: LuaScripts, keys: RedisKeys, request: FailRequest, policy: CallOptions): Promise<FailOutcome> {
   const { claim } = request;
   const runKeys = [keys.run(claim.id), keys.leases, keys.limits, keys.seq];
-  const args = [keys.base, claim.id, claim.token, request.error, request.retryable ? 1 : 0, request.delayMs, request.retentionMs, request.journal];
+  const args = [
+    keys.base,
+    claim.id,
+    claim.token,
+    request.error,
+    request.retryable ? 1 : 0,
+    request.delayMs,
+    request.retentionMs,
+    request.journal,
+  ];
   return scripts.run<FailOutcome>('fail', runKeys, args, policy);
 }

@@ -2,7 +2,17 @@ import type { LuaScripts } from '../lua.scripts';
 import type { RedisKeys } from '../redis.keys';
 
 /** The states whose index lua/list-runs.lua pages (`ListableState`). */
-export type IndexedState = 'completed' | 'failed' | 'cancelled' | 'delayed' | 'waiting' | 'active' | 'sleeping' | 'waiting-signal' | 'waiting-event' | 'waiting-child';
+export type IndexedState =
+  | 'completed'
+  | 'failed'
+  | 'cancelled'
+  | 'delayed'
+  | 'waiting'
+  | 'active'
+  | 'sleeping'
+  | 'waiting-signal'
+  | 'waiting-event'
+  | 'waiting-child';
 
 /** One page of a workflow's runs in one state (lua/list-runs.lua), checked by the caller. */
 export interface ListRunsRequest {
@@ -38,15 +48,21 @@ export async function listRuns(scripts: LuaScripts, keys: RedisKeys, request: Li
   const filter = kind === 'finished' || kind === 'delayed' ? request.group : '';
   // Runs in a durable wait are stored as 'delayed' (see lua/includes/waits.lua).
   const stored = kind === 'delayed' ? 'delayed' : request.state;
-  const [next, ...rows] = await scripts.run<[string | null, ...(string | null)[][]]>('list-runs', index, [
-    keys.base, kind, stored, request.cursor, request.limit, request.order, filter, ...request.fields,
-  ], { idempotent: true });
+  const [next, ...rows] = await scripts.run<[string | null, ...(string | null)[][]]>(
+    'list-runs',
+    index,
+    [keys.base, kind, stored, request.cursor, request.limit, request.order, filter, ...request.fields],
+    { idempotent: true },
+  );
   if (next === null) return null;
   return { rows: rows.map(([id, ...values]) => ({ id: id as string, values })), next: next === '' ? null : next };
 }
 
 /** The script's kind of index for a state, and its KEYS[1..2] (KEYS[2] is KEYS[1] again where unused). */
-function indexOf(keys: RedisKeys, request: ListRunsRequest): { kind: 'finished' | 'delayed' | 'waiting' | 'active'; index: [string, string] } {
+function indexOf(
+  keys: RedisKeys,
+  request: ListRunsRequest,
+): { kind: 'finished' | 'delayed' | 'waiting' | 'active'; index: [string, string] } {
   const { workflow, state } = request;
   const group = request.group || undefined;
   const one = (key: string): [string, string] => [key, key];

@@ -12,8 +12,16 @@ export type GroupDueBatch =
 const keysOf = (keys: RedisKeys, workflow: string) => [keys.migrateLock, keys.workflow(workflow, 'stats')];
 
 /** Counts the due runs of one batch of `workflow`'s group lanes, from `cursor` ('0' to start). Repeatable. */
-export async function countGroupDue(scripts: LuaScripts, keys: RedisKeys, token: string, workflow: string, cursor: string): Promise<GroupDueBatch> {
-  const reply = await scripts.run<unknown[]>('migrate-group-due', keysOf(keys, workflow), [keys.base, token, workflow, 'count', cursor], { idempotent: true });
+export async function countGroupDue(
+  scripts: LuaScripts,
+  keys: RedisKeys,
+  token: string,
+  workflow: string,
+  cursor: string,
+): Promise<GroupDueBatch> {
+  const reply = await scripts.run<unknown[]>('migrate-group-due', keysOf(keys, workflow), [keys.base, token, workflow, 'count', cursor], {
+    idempotent: true,
+  });
   if (reply[0] !== 1) return { held: false };
   if (reply[2] === 1) return { held: true, stored: true };
   const groups: Array<[string, number]> = [];
@@ -22,7 +30,15 @@ export async function countGroupDue(scripts: LuaScripts, keys: RedisKeys, token:
 }
 
 /** Stores `total` as `workflow`'s count of due grouped runs; whether the token held the lock (else nothing written). Repeatable. */
-export async function writeGroupDue(scripts: LuaScripts, keys: RedisKeys, token: string, workflow: string, total: number): Promise<boolean> {
-  const [held] = await scripts.run<number[]>('migrate-group-due', keysOf(keys, workflow), [keys.base, token, workflow, 'write', total], { idempotent: true });
+export async function writeGroupDue(
+  scripts: LuaScripts,
+  keys: RedisKeys,
+  token: string,
+  workflow: string,
+  total: number,
+): Promise<boolean> {
+  const [held] = await scripts.run<number[]>('migrate-group-due', keysOf(keys, workflow), [keys.base, token, workflow, 'write', total], {
+    idempotent: true,
+  });
   return held === 1;
 }

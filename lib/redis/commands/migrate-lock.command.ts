@@ -38,6 +38,9 @@ export class MigrationLock {
   }
 
   private send<T>(operation: 'acquire' | 'renew' | 'stamp' | 'release', args: (string | number)[], options: CallOptions = {}): Promise<T> {
-    return this.scripts.run<T>('migrate-lock', [this.keys.migrateLock, this.keys.schema], [operation, this.token, ...args], { idempotent: true, ...options });
+    return this.scripts.run<T>('migrate-lock', [this.keys.migrateLock, this.keys.schema], [operation, this.token, ...args], {
+      idempotent: true,
+      ...options,
+    });
   }
 }

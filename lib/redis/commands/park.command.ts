@@ -13,5 +13,8 @@ export interface ParkRequest {
 
 /** Announces a worker parked. Repeating it is harmless; `timeoutMs` bounds the call (default: the link's). */
 export async function park(scripts: LuaScripts, keys: RedisKeys, request: ParkRequest, timeoutMs?: number): Promise<void> {
-  await scripts.run('park', [keys.leases], [keys.base, request.entry, request.validForMs, ...request.workflows], { idempotent: true, timeoutMs });
+  await scripts.run('park', [keys.leases], [keys.base, request.entry, request.validForMs, ...request.workflows], {
+    idempotent: true,
+    timeoutMs,
+  });
 }

@@ -64,7 +64,13 @@ export interface ReserveResult {
   claims: Claim[];
 }
 
-type ReserveHead = [nextDueMs: number, redisNowMs: number, stalled: unknown[] | undefined, cascade: string | undefined, ...planRequests: unknown[][]];
+type ReserveHead = [
+  nextDueMs: number,
+  redisNowMs: number,
+  stalled: unknown[] | undefined,
+  cascade: string | undefined,
+  ...planRequests: unknown[][],
+];
 
 /**
  * Sends one reserve call. Repeating it is harmless (a retry finds its claims by call id), so a
@@ -72,8 +78,22 @@ type ReserveHead = [nextDueMs: number, redisNowMs: number, stalled: unknown[] | 
  */
 export async function reserve(scripts: LuaScripts, keys: RedisKeys, request: ReserveRequest): Promise<ReserveResult> {
   const callKeys = [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(request.callId)];
-  const head = [keys.base, request.claim, request.lockMs, request.stallScanMs, request.maxStalls, request.promoteCap, request.stalledRetentionMs, request.parkEntry];
-  const reply = await scripts.run<unknown[]>('reserve', callKeys, (retry) => [...head, (retry || request.repeat ? 1 : 0) + request.extras, ...request.workflows], { idempotent: true });
+  const head = [
+    keys.base,
+    request.claim,
+    request.lockMs,
+    request.stallScanMs,
+    request.maxStalls,
+    request.promoteCap,
+    request.stalledRetentionMs,
+    request.parkEntry,
+  ];
+  const reply = await scripts.run<unknown[]>(
+    'reserve',
+    callKeys,
+    (retry) => [...head, (retry || request.repeat ? 1 : 0) + request.extras, ...request.workflows],
+    { idempotent: true },
+  );
   const { head: parsed, claims } = parseClaimReply<ReserveHead>(reply);
   const [nextDueMs, redisNowMs, stalled, cascade, ...plans] = parsed;
   return {
@@ -90,12 +110,27 @@ export async function reserve(scripts: LuaScripts, keys: RedisKeys, request: Res
 function parseStalled(flat: unknown[]): StalledRun[] {
   const stalled: StalledRun[] = [];
   for (let i = 0; i + 3 < flat.length; i += 4) {
-    stalled.push({ runId: String(flat[i]), workflow: String(flat[i + 1]), stalls: Number(flat[i + 2]), requeued: Number(flat[i + 3]) === 1 });
+    stalled.push({
+      runId: String(flat[i]),
+      workflow: String(flat[i + 1]),
+      stalls: Number(flat[i + 2]),
+      requeued: Number(flat[i + 3]) === 1,
+    });
   }
   return stalled;
 }
 
 function toPlanRequest(row: unknown[]): PlanRequest {
-  const [id, workflow, cron, tz, rev, mode, seen, floor, max] = row as [string, string, string, string, string, PlanRequest['mode'], string, string, number];
+  const [id, workflow, cron, tz, rev, mode, seen, floor, max] = row as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    PlanRequest['mode'],
+    string,
+    string,
+    number,
+  ];
   return { id, workflow, cron, tz, rev, mode, seen, floor, max };
 }

@@ -34,15 +34,21 @@ export interface RetryBatch {
 
 /** Puts one failed or cancelled run back to waiting. */
 export async function retryRun(scripts: LuaScripts, keys: RedisKeys, runId: string): Promise<RetryOne> {
-  const [outcome, state] = await scripts.run<[RetryOne['outcome'], string]>('retry', [keys.limits, keys.seq, keys.run(runId)], [keys.base, 'one', runId]);
+  const [outcome, state] = await scripts.run<[RetryOne['outcome'], string]>(
+    'retry',
+    [keys.limits, keys.seq, keys.run(runId)],
+    [keys.base, 'one', runId],
+  );
   return { outcome, state };
 }
 
 /** Puts the oldest runs of a finish index, up to the bound the first batch fixed, back to waiting. */
 export async function retryBatch(scripts: LuaScripts, keys: RedisKeys, request: RetryBatchRequest): Promise<RetryBatch> {
   const { workflow, state } = request;
-  const [retried, bound, more] = await scripts.run<[number, string, number]>('retry', [keys.limits, keys.seq, keys.finished(workflow, state)], [
-    keys.base, 'batch', workflow, state, request.max, request.bound,
-  ]);
+  const [retried, bound, more] = await scripts.run<[number, string, number]>(
+    'retry',
+    [keys.limits, keys.seq, keys.finished(workflow, state)],
+    [keys.base, 'batch', workflow, state, request.max, request.bound],
+  );
   return { retried, bound, more: more !== 0 };
 }

@@ -10,8 +10,15 @@ export type ScheduleControl = { op: 'pause' | 'remove' } | { op: 'resume'; rev: 
 const OUTCOMES: Record<string, ScheduleControlOutcome> = { '0': 'missing', '1': 'done', '2': 'unchanged', '-1': 'stale' };
 
 /** Pauses, resumes or removes one schedule, hash and index together. Repeating it is harmless. */
-export async function controlSchedule(scripts: LuaScripts, keys: RedisKeys, id: string, control: ScheduleControl): Promise<ScheduleControlOutcome> {
+export async function controlSchedule(
+  scripts: LuaScripts,
+  keys: RedisKeys,
+  id: string,
+  control: ScheduleControl,
+): Promise<ScheduleControlOutcome> {
   const extra = control.op === 'resume' ? [control.rev, control.plan.join(',')] : [];
-  const reply = await scripts.run<number>('schedule-control', [keys.schedules, keys.schedule(id)], [keys.base, id, control.op, ...extra], { idempotent: true });
+  const reply = await scripts.run<number>('schedule-control', [keys.schedules, keys.schedule(id)], [keys.base, id, control.op, ...extra], {
+    idempotent: true,
+  });
   return OUTCOMES[String(reply)];
 }

@@ -20,6 +20,8 @@ export interface ScheduleRows {
 /** Reads one page of schedules with their hashes (a read: repeating it is harmless). */
 export async function listSchedules(scripts: LuaScripts, keys: RedisKeys, request: ScheduleListRequest): Promise<ScheduleRows> {
   const key = request.workflow === undefined ? keys.schedules : keys.workflow(request.workflow, 'schedules');
-  const [next, ...rows] = await scripts.run<[string, ...string[][]]>('schedule-list', [key], [keys.base, request.cursor, request.limit], { idempotent: true });
+  const [next, ...rows] = await scripts.run<[string, ...string[][]]>('schedule-list', [key], [keys.base, request.cursor, request.limit], {
+    idempotent: true,
+  });
   return { rows: rows.map(([id, ...flat]) => ({ id, flat })), next: next === '' ? null : next };
 }

@@ -18,6 +18,11 @@ export interface SchedulePlan {
  * written, false stale (nothing written). Repeating it is harmless.
  */
 export async function writeSchedulePlan(scripts: LuaScripts, keys: RedisKeys, plan: SchedulePlan): Promise<boolean> {
-  const reply = await scripts.run<number>('schedule-plan', [keys.schedule(plan.id)], [keys.base, plan.id, plan.rev, plan.mode, plan.seen, plan.times.join(',')], { idempotent: true });
+  const reply = await scripts.run<number>(
+    'schedule-plan',
+    [keys.schedule(plan.id)],
+    [keys.base, plan.id, plan.rev, plan.mode, plan.seen, plan.times.join(',')],
+    { idempotent: true },
+  );
   return reply === 1;
 }

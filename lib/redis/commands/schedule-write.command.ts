@@ -50,13 +50,34 @@ export interface ScheduleWritten {
  * declares ('code', which also removes the ones `declarations` no longer declare). Every
  * conflict is checked before the first write. Repeating it is harmless.
  */
-export async function writeSchedules(scripts: LuaScripts, keys: RedisKeys, mode: 'api' | 'code', schedules: ScheduleRecord[], declarations: WorkflowDeclaration[]): Promise<ScheduleConflict | ScheduleWritten> {
+export async function writeSchedules(
+  scripts: LuaScripts,
+  keys: RedisKeys,
+  mode: 'api' | 'code',
+  schedules: ScheduleRecord[],
+  declarations: WorkflowDeclaration[],
+): Promise<ScheduleConflict | ScheduleWritten> {
   const items = schedules.flatMap((s) => [
-    s.id, s.workflow, s.fingerprint, s.cron, s.tz, s.input, s.group, s.priority, s.attempts, s.overlap ? 1 : 0, s.catchUp, s.catchUpLimit, s.plan.join(','),
+    s.id,
+    s.workflow,
+    s.fingerprint,
+    s.cron,
+    s.tz,
+    s.input,
+    s.group,
+    s.priority,
+    s.attempts,
+    s.overlap ? 1 : 0,
+    s.catchUp,
+    s.catchUpLimit,
+    s.plan.join(','),
   ]);
-  const reply = await scripts.run<string[]>('schedule-write', [keys.schedules], [
-    keys.base, mode, schedules.length, declarations.length, ...declarations.flatMap((d) => [d.workflow, d.fingerprint]), ...items,
-  ], { idempotent: true });
+  const reply = await scripts.run<string[]>(
+    'schedule-write',
+    [keys.schedules],
+    [keys.base, mode, schedules.length, declarations.length, ...declarations.flatMap((d) => [d.workflow, d.fingerprint]), ...items],
+    { idempotent: true },
+  );
   if (reply[0] === 'conflict') return { conflict: { id: reply[1], owner: reply[2] } };
   const changes: ScheduleWritten['changes'] = [];
   for (let i = 0; i < reply.length; i += 2) changes.push({ id: reply[i], change: reply[i + 1] as ScheduleChange });

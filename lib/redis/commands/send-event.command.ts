@@ -27,8 +27,11 @@ export interface EventBatch {
  * that lands takes its runs out of the index, so a repeat after a lost reply resumes no run twice.
  */
 export async function sendEventBatch(scripts: LuaScripts, keys: RedisKeys, request: EventRequest): Promise<EventBatch> {
-  const [resumed, left] = await scripts.run<[number, number]>('send-event', [keys.limits, keys.seq], [
-    keys.base, eventTarget(request.name, request.key), request.payload, EVENT_BATCH,
-  ], { idempotent: true });
+  const [resumed, left] = await scripts.run<[number, number]>(
+    'send-event',
+    [keys.limits, keys.seq],
+    [keys.base, eventTarget(request.name, request.key), request.payload, EVENT_BATCH],
+    { idempotent: true },
+  );
   return { resumed, left };
 }

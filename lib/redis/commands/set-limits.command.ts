@@ -29,8 +29,10 @@ export interface CapReply {
  * the cap it set itself as the previous one.
  */
 export async function writeCap(scripts: LuaScripts, keys: RedisKeys, request: CapRequest): Promise<CapReply> {
-  const [previous, cursor] = await scripts.run<[string, string]>('set-limits', [keys.limits, keys.seq], [
-    keys.base, request.field, request.limit ?? '', request.workflow ?? '', request.group ?? '',
-  ]);
+  const [previous, cursor] = await scripts.run<[string, string]>(
+    'set-limits',
+    [keys.limits, keys.seq],
+    [keys.base, request.field, request.limit ?? '', request.workflow ?? '', request.group ?? ''],
+  );
   return { previous: previous === '' ? null : Number(previous), groupsCursor: cursor === '0' ? null : cursor };
 }

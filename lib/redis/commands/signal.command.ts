@@ -29,8 +29,10 @@ export interface SignalReply {
  */
 export async function sendSignal(scripts: LuaScripts, keys: RedisKeys, request: SignalRequest): Promise<SignalReply> {
   const { runId } = request;
-  const [outcome, state] = await scripts.run<[SignalReply['outcome'], string]>('signal', [keys.run(runId), keys.limits, keys.seq], [
-    keys.base, runId, request.name, request.payload, request.mailboxBound,
-  ]);
+  const [outcome, state] = await scripts.run<[SignalReply['outcome'], string]>(
+    'signal',
+    [keys.run(runId), keys.limits, keys.seq],
+    [keys.base, runId, request.name, request.payload, request.mailboxBound],
+  );
   return { outcome, state };
 }

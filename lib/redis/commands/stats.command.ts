@@ -13,14 +13,40 @@ export interface StatsRequest {
 
 /** Reads the counts and caps in one call (a read: repeating it is harmless). */
 export async function readStats(scripts: LuaScripts, keys: RedisKeys, request: StatsRequest): Promise<QueueStats> {
-  const reply = await scripts.run<unknown[]>('stats', [keys.leases, keys.limits], [keys.base, request.groups ? 1 : 0, ...request.workflows], { idempotent: true });
+  const reply = await scripts.run<unknown[]>(
+    'stats',
+    [keys.leases, keys.limits],
+    [keys.base, request.groups ? 1 : 0, ...request.workflows],
+    { idempotent: true },
+  );
   return parseStats(reply, request.groups);
 }
 
 /** A cap as the reply gives it: '' for none. */
 type Cap = number | string;
 type GroupRow = [string, number, number, Cap, number];
-type WorkflowRow = [string, number, number, number, Cap, Cap, number, number, GroupRow[], number, number, Cap, Cap, Cap, Cap, number, number, number, number, number];
+type WorkflowRow = [
+  string,
+  number,
+  number,
+  number,
+  Cap,
+  Cap,
+  number,
+  number,
+  GroupRow[],
+  number,
+  number,
+  Cap,
+  Cap,
+  Cap,
+  Cap,
+  number,
+  number,
+  number,
+  number,
+  number,
+];
 
 const cap = (value: Cap): number | null => (value === '' ? null : Number(value));
 
@@ -28,13 +54,50 @@ const cap = (value: Cap): number | null => (value === '' ? null : Number(value))
 function parseStats(reply: unknown[], withGroups: boolean): QueueStats {
   const [active, limit, ...rows] = reply as [number, Cap, ...WorkflowRow[]];
   const workflows: Record<string, WorkflowStats> = {};
-  for (const [name, waiting, delayed, running, wfLimit, groupLimit, completed, failed, groupRows, omitted, paused, rate, rateMs, groupRate, groupRateMs, cancelled, sleeping, waitingSignal, waitingEvent, waitingChild] of rows) {
+  for (const [
+    name,
+    waiting,
+    delayed,
+    running,
+    wfLimit,
+    groupLimit,
+    completed,
+    failed,
+    groupRows,
+    omitted,
+    paused,
+    rate,
+    rateMs,
+    groupRate,
+    groupRateMs,
+    cancelled,
+    sleeping,
+    waitingSignal,
+    waitingEvent,
+    waitingChild,
+  ] of rows) {
     workflows[name] = {
-      waiting, delayed, sleeping, waitingSignal, waitingEvent, waitingChild, active: running, limit: cap(wfLimit), groupLimit: cap(groupLimit), completed, failed, cancelled,
-      paused: paused === 1, rateLimit: toRateLimit(rate, rateMs), groupRateLimit: toRateLimit(groupRate, groupRateMs),
+      waiting,
+      delayed,
+      sleeping,
+      waitingSignal,
+      waitingEvent,
+      waitingChild,
+      active: running,
+      limit: cap(wfLimit),
+      groupLimit: cap(groupLimit),
+      completed,
+      failed,
+      cancelled,
+      paused: paused === 1,
+      rateLimit: toRateLimit(rate, rateMs),
+      groupRateLimit: toRateLimit(groupRate, groupRateMs),
       ...(withGroups && {
         groups: Object.fromEntries(
-          groupRows.map(([group, gWaiting, gActive, gLimit, gPaused]) => [group, { waiting: gWaiting, active: gActive, limit: cap(gLimit), paused: gPaused === 1 }]),
+          groupRows.map(([group, gWaiting, gActive, gLimit, gPaused]) => [
+            group,
+            { waiting: gWaiting, active: gActive, limit: cap(gLimit), paused: gPaused === 1 },
+          ]),
         ),
       }),
       ...(withGroups && omitted > 0 && { groupsOmitted: omitted }),

@@ -64,10 +64,26 @@ export async function suspend(scripts: LuaScripts, keys: RedisKeys, call: Suspen
     return entry;
   });
   const args = [
-    keys.base, claim.id, claim.token, call.kind, call.afterMs ?? '', call.atMs ?? '', call.target, call.room,
-    call.journal, call.positions.length, ...call.positions.flatMap(({ field, value }) => [field, value]), call.entries.length, ...entries,
+    keys.base,
+    claim.id,
+    claim.token,
+    call.kind,
+    call.afterMs ?? '',
+    call.atMs ?? '',
+    call.target,
+    call.room,
+    call.journal,
+    call.positions.length,
+    ...call.positions.flatMap(({ field, value }) => [field, value]),
+    call.entries.length,
+    ...entries,
   ];
-  const reply = await scripts.run<[string, unknown, unknown?]>('suspend', [keys.run(claim.id), keys.leases, keys.limits, keys.seq], args, policy);
+  const reply = await scripts.run<[string, unknown, unknown?]>(
+    'suspend',
+    [keys.run(claim.id), keys.leases, keys.limits, keys.seq],
+    args,
+    policy,
+  );
   return parseSuspendReply(reply);
 }
 

@@ -21,6 +21,11 @@ export interface WatchedRun {
  * @returns null if there is no such run
  */
 export async function watchRun(scripts: LuaScripts, keys: RedisKeys, runId: string, publish: boolean): Promise<WatchedRun | null> {
-  const [state, result, error, workflow, progress, progressSeq] = await scripts.run<(string | null)[]>('watch', [keys.run(runId)], [publish ? 1 : 0], { idempotent: true });
+  const [state, result, error, workflow, progress, progressSeq] = await scripts.run<(string | null)[]>(
+    'watch',
+    [keys.run(runId)],
+    [publish ? 1 : 0],
+    { idempotent: true },
+  );
   return state ? { state, result, error, workflow, progress, progressSeq } : null;
 }

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { type ExecutionContext, UnauthorizedException } from '@nestjs/common';
 import { QueueConfigError } from '../errors';
-import { setHeader } from './dashboard.interceptor';
+import { setHeader } from './dashboard.headers';
 import type { DashboardGuardFn } from './dashboard.options';
 
 /** Options of {@link basicAuthGuard}. */
@@ -25,9 +25,12 @@ const digest = (text: string) => createHash('sha256').update(text).digest();
  */
 export function basicAuthGuard(options: BasicAuthOptions): DashboardGuardFn {
   const { username, password, realm = 'Sluice' } = options ?? ({} as BasicAuthOptions);
-  if (typeof username !== 'string' || username === '' || username.includes(':')) throw new QueueConfigError('basicAuthGuard: username must be a non-empty string without ":"');
-  if (typeof password !== 'string' || password === '') throw new QueueConfigError('basicAuthGuard: password must be a non-empty string (e.g. from an environment variable that is set)');
-  if (typeof realm !== 'string' || /["\\\r\n]/.test(realm)) throw new QueueConfigError('basicAuthGuard: realm must be a string without quotes, backslashes or line breaks');
+  if (typeof username !== 'string' || username === '' || username.includes(':'))
+    throw new QueueConfigError('basicAuthGuard: username must be a non-empty string without ":"');
+  if (typeof password !== 'string' || password === '')
+    throw new QueueConfigError('basicAuthGuard: password must be a non-empty string (e.g. from an environment variable that is set)');
+  if (typeof realm !== 'string' || /["\\\r\n]/.test(realm))
+    throw new QueueConfigError('basicAuthGuard: realm must be a string without quotes, backslashes or line breaks');
   const expected = digest(`${username}:${password}`);
   return (request: { headers: Record<string, string | string[] | undefined> }, context: ExecutionContext) => {
     const header = request.headers.authorization;
@@ -38,18 +41,3 @@ export function basicAuthGuard(options: BasicAuthOptions): DashboardGuardFn {
     throw new UnauthorizedException('Sign in to see the Sluice dashboard');
   };
 }
-
-/** Addresses of this machine itself, as Node reports a peer's (IPv4, IPv6, IPv4-mapped IPv6). */
-const LOOPBACK = /^(?:127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
-
-/**
- * A dashboard guard that admits connections from this machine only (its peer address is a
- * loopback one): for a dashboard reached through an SSH tunnel or `kubectl port-forward`. Pair it
- * with `allowedHosts: []`: a page of another site that rebinds its name to 127.0.0.1 connects
- * from loopback too, and only the Host check refuses it. Behind a reverse proxy on the same machine
- * every request comes from loopback: use another guard there.
- */
-export const loopbackOnlyGuard: DashboardGuardFn = (request: { socket?: { remoteAddress?: string }; raw?: { socket?: { remoteAddress?: string } } }) => {
-  const address = request.socket?.remoteAddress ?? request.raw?.socket?.remoteAddress;
-  return typeof address === 'string' && LOOPBACK.test(address);
-};
