@@ -1,10 +1,14 @@
 import { randomBytes } from 'node:crypto';
 
-/** Random per process, so call ids never collide across processes; a counter within one (no random bytes per call). */
-const CALL_ID_PREFIX = randomBytes(9).toString('base64url');
-let callCount = 0;
+/**
+ * Ids unique across processes without random bytes per id: a random prefix per process (of
+ * `prefixBytes`), then a counter within it.
+ */
+export function uniqueIds(prefixBytes: number): () => string {
+  const prefix = randomBytes(prefixBytes).toString('base64url');
+  let count = 0;
+  return () => prefix + (count++).toString(36);
+}
 
 /** A fresh id for one claiming call: its claims are kept under it for a retry (see lua/includes/claim.lua). */
-export function newCallId(): string {
-  return CALL_ID_PREFIX + (callCount++).toString(36);
-}
+export const newCallId = uniqueIds(9);

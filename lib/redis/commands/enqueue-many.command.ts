@@ -9,8 +9,8 @@ import { newNonce, type EnqueueSettings } from './enqueue.command';
  * runs alone in Redis (about 5 µs a run), so a chunk keeps it to a few milliseconds. Bigger
  * batches are several calls, pipelined in one round trip.
  */
-export const ENQUEUE_CHUNK_RUNS = 500;
-export const ENQUEUE_CHUNK_BYTES = 1 << 20;
+const ENQUEUE_CHUNK_RUNS = 500;
+const ENQUEUE_CHUNK_BYTES = 1 << 20;
 
 /** Runs of one workflow to store (lua/enqueue-many.lua). */
 export interface EnqueueManyRequest {

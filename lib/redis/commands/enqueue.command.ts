@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import type { EnqueueRequest } from '../../interfaces/enqueue.options';
 import type { LuaScripts } from '../lua.scripts';
 import type { RedisKeys } from '../redis.keys';
+import { uniqueIds } from './call-id';
 
 /** What the enqueue scripts' arguments take from the module options. */
 export interface EnqueueSettings {
@@ -74,9 +74,8 @@ function enqueueArgs(keys: RedisKeys, settings: EnqueueSettings, call: EnqueueCa
   return args;
 }
 
-/** Tells one enqueue call from any other when a retry finds the run existing (see lua/enqueue.lua). */
-const NONCE_PREFIX = randomBytes(6).toString('base64url');
-let nonceCount = 0;
-export function newNonce(): string {
-  return NONCE_PREFIX + (nonceCount++).toString(36);
-}
+/**
+ * Tells one enqueue call from any other when a retry finds the run existing (see lua/enqueue.lua).
+ * Stored with each run: a shorter prefix than a call id's.
+ */
+export const newNonce = uniqueIds(6);
