@@ -64,6 +64,8 @@ local workflows = {}
 for i = 9, 8 + workflowCount do workflows[#workflows + 1] = ARGV[i] end
 
 primeLimits(KEYS[2], claimFields(workflows, true))
+-- One write per active index for the whole batch, at the end (see deferActiveWrites).
+deferActiveWrites()
 
 local stepsAt = 10 + workflowCount
 local stepsEnd = stepsAt + 4 * tonumber(ARGV[9 + workflowCount]) - 1
@@ -111,4 +113,5 @@ if ARGV[6] ~= '' and #reply - 1 < tonumber(ARGV[3]) then
   end
 end
 reply[1][3] = parked
+flushActiveWrites()
 return reply

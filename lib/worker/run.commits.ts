@@ -20,6 +20,8 @@ const COMMIT_BATCH_CAP = 32;
 
 /** Asked of the worker loop when runs complete: how many runs to claim into the freed slots. */
 export interface Refill {
+  /** The call's place in the order claims are launched in (see ClaimSequencer). */
+  ticket: number;
   count: number;
   workflows: string[];
   /**
@@ -50,7 +52,10 @@ export class RunCommits {
     private readonly keys: RedisKeys,
     private readonly options: ResolvedQueueOptions,
     /** Promises slots to the refill; `settle` hands back the claims, the promise, and the park announcement the call made, if it did. */
-    private readonly refill: { take(runs: number): Refill; settle(claims: Claim[], promised: number, parked?: CommitPark): void },
+    private readonly refill: {
+      take(runs: number): Refill;
+      settle(ticket: number, claims: Claim[], promised: number, parked?: CommitPark): void;
+    },
   ) {
     this.batcher = new TickBatcher((items) => this.flush(items), COMMIT_BATCH_CAP);
     this.policy = commitPolicy(options);
@@ -74,7 +79,7 @@ export class RunCommits {
     const steps = items.filter((item): item is Commit & { kind: 'step' } => item.kind === 'step');
     const completions = items.filter((item): item is Commit & { kind: 'complete' } => item.kind === 'complete');
     if (completions.length === 0) return saveSteps(this.scripts, this.keys, steps, this.policy);
-    const { count, workflows, park } = this.refill.take(completions.length);
+    const { ticket, count, workflows, park } = this.refill.take(completions.length);
     let claims: Claim[] = [];
     let parked = false;
     try {
@@ -97,7 +102,7 @@ export class RunCommits {
       let nextComplete = 0;
       return items.map((item) => (item.kind === 'step' ? reply.saved[nextStep++] : reply.completed[nextComplete++]));
     } finally {
-      this.refill.settle(claims, count, parked ? park : undefined);
+      this.refill.settle(ticket, claims, count, parked ? park : undefined);
     }
   }
 }

@@ -62,15 +62,18 @@ export class RunExecutor {
     };
   }
 
-  /** Runs the claim to a committed outcome (or to the discovery that its lease is gone). */
-  execute(claim: Claim, abort: LazyAbort): Promise<void> {
+  /**
+   * Runs the claim to a committed outcome (or to the discovery that its lease is gone).
+   * `codeDone` is called once the attempt's code has finished, before its outcome is committed.
+   */
+  execute(claim: Claim, abort: LazyAbort, codeDone?: () => void): Promise<void> {
     // Telemetry on: the same attempt, inside its span. Off: nothing more than the attempt.
-    if (this.telemetry) return this.telemetry.attempt(claim, (telemetry) => this.executeAttempt(claim, abort, telemetry));
-    return this.executeAttempt(claim, abort);
+    if (this.telemetry) return this.telemetry.attempt(claim, (telemetry) => this.executeAttempt(claim, abort, codeDone, telemetry));
+    return this.executeAttempt(claim, abort, codeDone);
   }
 
   /** `telemetry` is told the attempt's outcome once it is committed (or known lost). */
-  private async executeAttempt(claim: Claim, abort: LazyAbort, telemetry?: AttemptTelemetry): Promise<void> {
+  private async executeAttempt(claim: Claim, abort: LazyAbort, codeDone?: () => void, telemetry?: AttemptTelemetry): Promise<void> {
     const definition = this.registry.get(claim.workflow);
     const startedAt = Date.now();
     if (this.events.listens('active')) this.events.emit('active', { runId: claim.id, workflow: claim.workflow, attempt: claim.attempt });
@@ -82,6 +85,7 @@ export class RunExecutor {
       abort,
       new RedisAttemptPorts(this.ports, claim, telemetry),
     );
+    codeDone?.();
     switch (outcome.kind) {
       case 'completed':
         return this.complete(claim, outcome.result, outcome.journal, abort, startedAt, telemetry);

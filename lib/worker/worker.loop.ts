@@ -3,15 +3,13 @@ import { jitteredPause } from '../util/retry';
 import { OutageLog } from '../util/outage-log';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import type { Claim } from '../redis/commands/claim.reply';
-import type { PlanRequest } from '../redis/commands/reserve.command';
 import type { LuaScripts } from '../redis/lua.scripts';
-import type { RedisConnections } from '../redis/redis.connections';
 import type { RedisKeys } from '../redis/redis.keys';
 import { ActiveRun, ActiveRuns } from './active-runs';
-import { LazyAbort } from '../execution/lazy.abort';
 import { Refill, RunCommits } from './run.commits';
-import type { RunExecutor } from './run.executor';
-import type { RunEvents } from './run.events';
+import { RunLauncher } from './run.launcher';
+import { ClaimSequencer } from './claim.sequencer';
+import type { WorkerParts } from './worker.parts';
 import { CommitPark, ParkAnnouncer } from './park.announcer';
 import { RESERVE_BATCH_CAP, ReserveCaller } from './reserve.caller';
 import { MAX_BLOCK_MS, WakeListener } from './wake.listener';
@@ -27,8 +25,9 @@ import { handBackRun } from './hand-back';
  *   lists (WakeListener), the worker announced parked so an enqueue hands it runs straight away.
  *   A handoff is launched and the worker blocks again; a marker, a timeout or a due run → reserving.
  *   A complete call whose refill came up short parked the worker already: it comes here first.
- * - saturated: every slot busy (running, or promised to a refill in flight). Parked in-process on
- *   its own runs' completions, no round trip: a finishing run's complete call refills its slot.
+ * - saturated: every slot busy (running, held ready, committing, or promised to a refill in
+ *   flight; see RunLauncher). Parked in-process on its own runs' completions, no round trip: a
+ *   finishing run's complete call refills its slot.
  *   Wakes to reserve, claiming nothing, only for the stalled scan or a due delayed run or schedule.
  * - backing off: a wake failed; a jittered pause that doubles per failure in a row, then → reserving.
  * - stopping: stop() was called; no more reserves, and claims still arriving are handed back.
@@ -45,26 +44,6 @@ const STOP_GRACE_MS = 1_000;
  * by then, costs no extra call (its commit would otherwise queue behind the renewal).
  */
 const HANDOFF_REFRESH_MS = 50;
-
-/** What a worker loop is built from (see WorkerOrchestrator). */
-export interface WorkerParts {
-  connections: RedisConnections;
-  scripts: LuaScripts;
-  keys: RedisKeys;
-  options: ResolvedQueueOptions;
-  /** The workflows this process runs. */
-  workflows: string[];
-  active: ActiveRuns;
-  makeExecutor: (commits: RunCommits) => RunExecutor;
-  /** Renews a run's lease now (a handoff's lease started running at its enqueue). */
-  refreshLease: (run: ActiveRun) => void;
-  /** Answers the schedule plan requests of a reserve reply, in the background (see SchedulePlanner). */
-  answerPlanRequests: (redisNowMs: number, requests: PlanRequest[]) => void;
-  /** Where the runs this process's stalled scans recovered are reported ('stalled'). */
-  events: RunEvents;
-  /** Carries on, in the background, a cancel cascade a stalled scan found cut short (see CascadeResumer). */
-  resumeCascade: (runId: string) => void;
-}
 
 /**
  * The reserve loop of one process (its states: see the top of this file). Each wake is one
@@ -86,7 +65,9 @@ export class WorkerLoop {
   lastOkAt = Date.now();
   lastError?: string;
   private finished?: Promise<void>;
-  private readonly executor: RunExecutor;
+  /** Starts claims within the concurrency, holding a few ready while runs are short (see RunLauncher). */
+  private readonly launcher: RunLauncher;
+  private readonly sequencer: ClaimSequencer;
   /** How this worker announces itself as parked (see ParkAnnouncer). */
   private readonly park: ParkAnnouncer;
   private readonly reserver: ReserveCaller;
@@ -112,9 +93,22 @@ export class WorkerLoop {
     } = parts);
     const refill = {
       take: (runs: number) => this.takeRefill(runs),
-      settle: (claims: Claim[], promised: number, parked?: CommitPark) => this.settleRefill(claims, promised, parked),
+      settle: (ticket: number, claims: Claim[], promised: number, parked?: CommitPark) =>
+        this.settleRefill(ticket, claims, promised, parked),
     };
-    this.executor = parts.makeExecutor(new RunCommits(parts.scripts, parts.keys, parts.options, refill));
+    const executor = parts.makeExecutor(new RunCommits(parts.scripts, parts.keys, parts.options, refill));
+    this.launcher = new RunLauncher({
+      concurrency: parts.options.worker.concurrency,
+      active: parts.active,
+      execute: (claim, abort, codeDone) => executor.execute(claim, abort, codeDone),
+      handBack: (claims) => this.handBack(claims),
+      failed: (claim, error) =>
+        this.runFailures.warn(
+          `Run ${claim.id} (${claim.workflow}): ${error.message}; its lease will expire and another attempt will follow`,
+        ),
+      stopping: () => this.stopping,
+    });
+    this.sequencer = new ClaimSequencer((claim) => this.launcher.launch(claim));
     this.park = new ParkAnnouncer(
       parts.scripts,
       parts.keys,
@@ -146,6 +140,7 @@ export class WorkerLoop {
    */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.launcher.handBackHeld();
     this.active.interrupt();
     // Withdraw the park announcement first (an entry that expires at once), so no enqueue hands
     // this worker a run it will not take.
@@ -207,24 +202,32 @@ export class WorkerLoop {
       }
     }
     const wanted = Math.min(free, RESERVE_BATCH_CAP);
-    const { claims, nextDueMs } = await this.reserve(wanted, this.rotatedWorkflows());
-    for (const claim of claims) this.launch(claim);
+    const { claimed, nextDueMs } = await this.reserve(wanted, this.rotatedWorkflows());
     // A short batch means nothing more is claimable now: wait for Redis to say otherwise.
-    if (claims.length < wanted && nextDueMs !== 0) await this.idle(nextDueMs);
+    if (claimed < wanted && nextDueMs !== 0) await this.idle(nextDueMs);
     return true;
   }
 
-  /** Slots of the local semaphore neither running a run nor promised to a refill in flight. */
+  /** Room for claims: the runs the launcher may hold, less those held (running, ready or committing) and those promised to a refill in flight. */
   private freeSlots(): number {
-    return this.options.worker.concurrency - this.active.size - this.refilling;
+    return this.launcher.capacity() - this.active.size - this.refilling;
   }
 
-  /** Only calls that claim take a turn of the rotation, so refills and reserves alternate fairly. */
-  private async reserve(wanted: number, workflows: string[]): Promise<{ nextDueMs: number; claims: Claim[] }> {
-    const reserved = await this.reserver.reserve(wanted, workflows);
-    if (!this.stopping) return reserved;
-    this.handBack(reserved.claims);
-    return { nextDueMs: reserved.nextDueMs, claims: [] };
+  /**
+   * Only calls that claim take a turn of the rotation, so refills and reserves alternate fairly.
+   * What it claimed is launched in the order the calls were sent (see ClaimSequencer).
+   */
+  private async reserve(wanted: number, workflows: string[]): Promise<{ nextDueMs: number; claimed: number }> {
+    const ticket = this.sequencer.ticket();
+    let claims: Claim[] = [];
+    try {
+      const reserved = await this.reserver.reserve(wanted, workflows);
+      if (this.stopping) this.handBack(reserved.claims);
+      else claims = reserved.claims;
+      return { nextDueMs: reserved.nextDueMs, claimed: reserved.claims.length };
+    } finally {
+      this.sequencer.deliver(ticket, claims);
+    }
   }
 
   /** Claims that arrive after stop(): returned to the queue at once, without counting a failure. */
@@ -239,13 +242,14 @@ export class WorkerLoop {
   private takeRefill(runs: number): Refill {
     const count = this.stopping ? 0 : runs;
     this.refilling += count;
+    const ticket = this.sequencer.ticket();
     // Not parked (an enqueue took the announcement, or none was made): a short refill announces it.
-    return { count, workflows: this.rotatedWorkflows(), park: count > 0 ? this.park.forCommit() : undefined };
+    return { ticket, count, workflows: this.rotatedWorkflows(), park: count > 0 ? this.park.forCommit() : undefined };
   }
 
-  private settleRefill(claims: Claim[], promised: number, parked?: CommitPark): void {
+  private settleRefill(ticket: number, claims: Claim[], promised: number, parked?: CommitPark): void {
     if (parked) this.park.announcedByCommit(parked);
-    claims.forEach((claim) => this.launch(claim));
+    this.sequencer.deliver(ticket, claims);
     this.refilling -= promised;
   }
 
@@ -256,18 +260,7 @@ export class WorkerLoop {
   }
 
   private launch(claim: Claim): ActiveRun {
-    const abort = new LazyAbort();
-    const run = { id: claim.id, token: claim.token, abort };
-    this.active.add(run);
-    this.executor
-      .execute(claim, abort)
-      .catch((error: Error) =>
-        this.runFailures.warn(
-          `Run ${claim.id} (${claim.workflow}): ${error.message}; its lease will expire and another attempt will follow`,
-        ),
-      )
-      .finally(() => this.active.delete(claim.id, claim.token));
-    return run;
+    return this.launcher.launch(claim);
   }
 
   /**

@@ -11,17 +11,23 @@
 local replyBytes = 0
 local MAX_REPLY_BYTES = 8 * 1024 * 1024
 
+-- A claim row ends with the run's time limit (row[8]) unless the run has a group or the caller
+-- asked for the telemetry extras; then row[9] is its group ('' for none), which a worker reads to
+-- hold only ungrouped runs ready (lib/worker/run.launcher.ts).
+local function withGroup(row, group)
+  if group and group ~= '' then row[9] = group end
+end
+
 -- Telemetry extras, asked for by a worker with OpenTelemetry on (the calling script sets this
--- from its flags argument). With them, each claim row also carries { …, trace, waitMs, group }
--- (after the run's time limit, row[8]):
--- the run's stored trace context ('' for none; see enqueue.lua), how long it waited between
--- becoming due and this claim in ms (-1 when the record cannot tell), and its group ('' for
--- none). Without them a row carries none of this: not a command nor a reply byte more.
+-- from its flags argument). With them, each claim row also carries { …, group, trace, waitMs }
+-- (after the run's time limit, row[8]): its group ('' for none), the run's stored trace context
+-- ('' for none; see enqueue.lua) and how long it waited between becoming due and this claim in
+-- ms (-1 when the record cannot tell). Without them a row carries none of this but the group.
 local withExtras = false
 
 local function addExtras(row, trace, waitMs, group)
-  row[9], row[10], row[11] = trace or '', waitMs, group or ''
-  replyBytes = replyBytes + #row[9]
+  row[9], row[10], row[11] = group or '', trace or '', waitMs
+  replyBytes = replyBytes + #row[10]
 end
 
 -- The step memo of a run as { step, value, … }: a first attempt has none (it is not read). A run
@@ -87,6 +93,8 @@ local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply
     local dueAt = tonumber(f[9])
     if dueAt and attempts == failures then waitMs = math.max(0, now - dueAt) end
     addExtras(row, f[8], waitMs, group)
+  else
+    withGroup(row, group)
   end
   reply[#reply + 1] = row
   return true
@@ -106,7 +114,7 @@ local function replayClaims(base, leasesKey, callKey, now, lockMs, reply)
       redis.call('ZADD', leasesKey, 'XX', now + lockMs, id)
       local row = { id, f[3], token, tonumber(f[4]), tonumber(f[5]) or 0, f[6], memoOf(runKey, tonumber(f[4]), f[10]), f[9] or '' }
       -- The wait was the first execution's to report: unknown here.
-      if withExtras then addExtras(row, f[7], -1, f[8]) end
+      if withExtras then addExtras(row, f[7], -1, f[8]) else withGroup(row, f[8]) end
       reply[#reply + 1] = row
     end
   end
@@ -132,15 +140,18 @@ local function takeHandoff(base, leasesKey, workflow, now, lockMs, reply)
   local s1 = string.find(entry, ' ', 1, true)
   local s2 = string.find(entry, ' ', s1 + 1, true)
   local token, id = string.sub(entry, 1, s1 - 1), string.sub(entry, s1 + 1, s2 - 1)
-  if not leasedRun(base .. 'run:' .. id, token) then return false end
+  local leased, group = leasedRun(base .. 'run:' .. id, token)
+  if not leased then return false end
   redis.call('ZADD', leasesKey, now + lockMs, id)
   -- A run with its own time limit is never handed off (see enqueue.lua): '' for none.
   local row = { id, workflow, token, 1, 0, string.sub(entry, s2 + 1), {}, '' }
   if withExtras then
     -- Claimed by its enqueue, due then: the wait is the time it sat in the wake list.
-    local f = redis.call('HMGET', base .. 'run:' .. id, 'trace', 'dueAt', 'group')
+    local f = redis.call('HMGET', base .. 'run:' .. id, 'trace', 'dueAt')
     local dueAt = tonumber(f[2])
-    addExtras(row, f[1], dueAt and math.max(0, now - dueAt) or -1, f[3])
+    addExtras(row, f[1], dueAt and math.max(0, now - dueAt) or -1, group)
+  else
+    withGroup(row, group)
   end
   reply[#reply + 1] = row
   return true

@@ -36,6 +36,16 @@ class SlowWorkflow {
   }
 }
 
+const fastLedger = new Ledger();
+
+@Workflow('gs.fast')
+class FastWorkflow {
+  run(input: { i: number }, ctx: RunContext): number {
+    fastLedger.start(ctx.runId);
+    return input.i;
+  }
+}
+
 const MODE = 'MODE';
 interface HangMode {
   hang: boolean;
@@ -114,6 +124,35 @@ describe('graceful shutdown', () => {
     expect(results).toEqual(handles.map((_, i) => i));
     expect(slowLedger.executions.size).toBe(20);
     expect([...slowLedger.executions.entries()].filter(([, n]) => n !== 1)).toEqual([]);
+  });
+
+  it('hands the runs a worker of short runs held ready back to the queue at close, unfailed and unstarted', async () => {
+    const ns = uniqueNamespace('held');
+    const base = `{sluice:${ns}}:`;
+    const producer = await open([], { namespace: ns, worker: { enabled: false } });
+    const handles = await producer.client.enqueueMany(
+      FastWorkflow,
+      Array.from({ length: 3_000 }, (_, i) => ({ input: { i } })),
+    );
+    const worker = await open([FastWorkflow], { namespace: ns, worker: { concurrency: 2 } });
+    await fastLedger.started(1_000);
+    await close(worker);
+
+    // Nothing stays leased: the held runs went back (a lease left behind would hold them for lockMs).
+    expect(await redis.zcard(`${base}leases`)).toBe(0);
+    const infos = await Promise.all(handles.map((h) => producer.client.get(h.id)));
+    expect(infos.filter((info) => info?.state !== 'completed' && info?.state !== 'waiting')).toEqual([]);
+    const backUnstarted = infos.filter(
+      (info, i) => info?.state === 'waiting' && info.attempts === 1 && !fastLedger.executions.has(handles[i].id),
+    );
+    expect(backUnstarted.length).toBeGreaterThan(0); // some were held when the worker closed
+    expect(backUnstarted.every((info) => info?.failures === 0)).toBe(true);
+
+    await open([FastWorkflow], { namespace: ns, worker: { concurrency: 2 } });
+    const results = await Promise.all(handles.map((h) => h.result({ timeoutMs: 30_000 })));
+    expect(results).toEqual(handles.map((_, i) => i));
+    expect([...fastLedger.executions.values()].filter((n) => n !== 1)).toEqual([]);
+    expect(fastLedger.executions.size).toBe(3_000);
   });
 
   it('hands runs still going at the shutdown deadline back to the queue, unfailed, for another worker', async () => {

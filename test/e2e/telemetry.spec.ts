@@ -285,12 +285,16 @@ describe('claims (Lua)', () => {
     expect(await redis.hexists(keys.run('untraced'), 'trace')).toBe(0);
   });
 
-  it('ships claims as they were without the extras flag, and with it the trace, queue wait and group', async () => {
-    await enqueue('plain', [TRACE], 'g1');
+  it('ships claims as they were without the extras flag (a grouped one with its group), and with it the group, trace and queue wait', async () => {
+    await enqueue('plain', [TRACE]);
     const [, plain] = await reserve(0);
     // Not a byte more for a worker without telemetry: the 7 fields plus the run's time limit ('' for none), which every row has.
     expect(plain).toHaveLength(8);
     expect((plain as unknown[])[7]).toBe('');
+    // A grouped run's row carries its group (the worker holds only ungrouped runs ready).
+    await enqueue('grouped', [TRACE], 'g1');
+    const [, grouped] = await reserve(0);
+    expect((grouped as unknown[]).slice(7)).toEqual(['', 'g1']);
 
     await enqueue('extras', [TRACE], 'g1');
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -299,13 +303,13 @@ describe('claims (Lua)', () => {
     expect(row).toHaveLength(11);
     expect(row[0]).toBe('extras');
     expect(row[7]).toBe(''); // no time limit of its own
-    expect(row[8]).toBe(TRACE);
-    expect(row[9]).toBeGreaterThanOrEqual(15); // ms from due to claim, on the Redis clock
-    expect(row[10]).toBe('g1');
+    expect(row[8]).toBe('g1');
+    expect(row[9]).toBe(TRACE);
+    expect(row[10]).toBeGreaterThanOrEqual(15); // ms from due to claim, on the Redis clock
 
     // The retry of a claiming call gets the same claims back, with the extras but no wait.
     const [, replayed] = (await reserve(3, callId)) as [unknown, unknown[]];
-    expect(replayed.slice(7)).toEqual(['', TRACE, -1, 'g1']);
+    expect(replayed.slice(7)).toEqual(['', 'g1', TRACE, -1]);
   });
 
   it('gives a fast-path handoff taken by a claim its wait in the wake list, and no trace', async () => {
@@ -313,9 +317,8 @@ describe('claims (Lua)', () => {
     expect(await enqueue('handoff')).toEqual([1, 'active']);
     const [, row] = (await reserve(2)) as [unknown, unknown[]];
     expect(row[0]).toBe('handoff');
-    expect(row.slice(7, 9)).toEqual(['', '']); // no time limit (never handed off with one), no trace
-    expect(row[9]).toBeGreaterThanOrEqual(0);
-    expect(row[10]).toBe('');
+    expect(row.slice(7, 10)).toEqual(['', '', '']); // no time limit (never handed off with one), no group, no trace
+    expect(row[10]).toBeGreaterThanOrEqual(0);
   });
 });
 

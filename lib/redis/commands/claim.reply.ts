@@ -16,7 +16,7 @@ export interface Claim {
   trace?: string;
   /** With the extras: ms between the run becoming due and this claim, when the record tells. */
   queueWaitMs?: number;
-  /** With the extras: the run's group, when it has one. */
+  /** The run's group, when it has one. */
   group?: string;
   /** How many times the run continued as new (`ctx.continueAsNew`), when it did: its incarnation. */
   generation?: number;
@@ -58,21 +58,22 @@ export function parseClaimReply<H = number>(reply: unknown[]): { head: H; claims
     const claim: Claim = { id, workflow, token: String(token), attempt: Number(attempt), failures: Number(failures), input, steps };
     if (timeoutMs) claim.timeoutMs = Number(timeoutMs);
     if (generation !== undefined) claim.generation = Number(generation);
-    if (row.length > 8) addExtras(claim, row);
+    if (typeof row[8] === 'string' && row[8] !== '') claim.group = row[8];
+    if (row.length > 9) addExtras(claim, row);
     return claim;
   });
   return { head, claims };
 }
 
 /**
- * Reads the telemetry extras of a claim row: `[8]` trace ('' none), `[9]` wait ms (-1 unknown),
- * `[10]` group ('' none). (`[7]` is the run's time limit, on every row.)
+ * Reads the telemetry extras of a claim row: `[9]` trace ('' none), `[10]` wait ms (-1 unknown).
+ * (`[7]` is the run's time limit, on every row; `[8]` its group, on rows of grouped runs and
+ * rows with the extras.)
  */
 function addExtras(claim: Claim, row: unknown[]): void {
-  const [trace, waitMs, group] = [row[8], Number(row[9]), row[10]];
+  const [trace, waitMs] = [row[9], Number(row[10])];
   if (typeof trace === 'string' && trace !== '') claim.trace = trace;
   if (waitMs >= 0) claim.queueWaitMs = waitMs;
-  if (typeof group === 'string' && group !== '') claim.group = group;
 }
 
 /**

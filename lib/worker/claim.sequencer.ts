@@ -1,0 +1,28 @@
+import type { Claim } from '../redis/commands/claim.reply';
+
+/**
+ * Hands claims over in the order their calls were sent, whatever order the replies' promise
+ * chains settle in. A worker may have a reserve and a refilling commit in flight at once (while
+ * it holds runs ready): both replies can arrive in one read and resume at different depths, and
+ * a concurrency-1 worker must still start runs in the order Redis claimed them (priority, then FIFO).
+ */
+export class ClaimSequencer {
+  private sent = 0;
+  private next = 0;
+  private readonly early = new Map<number, Claim[]>();
+
+  constructor(private readonly launch: (claim: Claim) => void) {}
+
+  /** Taken when a claiming call is sent; every ticket must be {@link deliver}ed, with no claims if the call failed. */
+  ticket(): number {
+    return this.sent++;
+  }
+
+  deliver(ticket: number, claims: Claim[]): void {
+    this.early.set(ticket, claims);
+    for (let ready = this.early.get(this.next); ready; ready = this.early.get(this.next)) {
+      this.early.delete(this.next++);
+      ready.forEach(this.launch);
+    }
+  }
+}

@@ -1,0 +1,154 @@
+import { RunCancelledError } from '../../lib/errors';
+import type { Claim } from '../../lib/redis/commands/claim.reply';
+import { ActiveRuns } from '../../lib/worker/active-runs';
+import { ClaimSequencer } from '../../lib/worker/claim.sequencer';
+import { HELD_MAX_MS, MAX_HELD, RunLauncher } from '../../lib/worker/run.launcher';
+
+/** A run whose code the test ends by hand; its commit settles when the test says. */
+interface Pending {
+  claim: Claim;
+  finishCode(): void;
+  commit(): void;
+}
+
+function setup(concurrency: number) {
+  const active = new ActiveRuns();
+  const started: Pending[] = [];
+  const handedBack: string[] = [];
+  let stopping = false;
+  let executing = 0;
+  let mostExecuting = 0;
+  const launcher = new RunLauncher({
+    concurrency,
+    active,
+    execute: (claim, _abort, codeDone) =>
+      new Promise<void>((resolve) => {
+        executing++;
+        mostExecuting = Math.max(mostExecuting, executing);
+        started.push({
+          claim,
+          finishCode: () => {
+            executing--;
+            codeDone();
+          },
+          commit: resolve,
+        });
+      }),
+    handBack: (claims) => handedBack.push(...claims.map((c) => c.id)),
+    failed: () => undefined,
+    stopping: () => stopping,
+  });
+  const claim = (id: string): Claim => ({ id, token: '1', workflow: 'w', attempt: 1, failures: 0, input: '', steps: new Map() });
+  return { active, launcher, started, handedBack, claim, stop: () => (stopping = true), mostExecuting: () => mostExecuting };
+}
+
+/** Runs `n` runs through one slot, each taking `ms` of code, so the launcher learns their length. */
+async function teach(t: ReturnType<typeof setup>, n: number, ms: number) {
+  for (let i = 0; i < n; i++) {
+    t.launcher.launch(t.claim(`warm-${i}`));
+    const run = t.started.at(-1)!;
+    if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
+    run.finishCode();
+    run.commit();
+    await new Promise(setImmediate);
+  }
+}
+
+describe('RunLauncher', () => {
+  it('holds nothing until it knows how long runs take', () => {
+    const t = setup(2);
+    expect(t.launcher.capacity()).toBe(2);
+  });
+
+  it('holds runs ready while runs are short, and starts them as slots free, never beyond the concurrency', async () => {
+    const t = setup(3);
+    await teach(t, 3, 0);
+    expect(t.launcher.capacity()).toBe(3 + MAX_HELD);
+    const before = t.started.length;
+    for (let i = 0; i < 6; i++) t.launcher.launch(t.claim(`r${i}`));
+    expect(t.started.length - before).toBe(3); // three slots: three start, three held
+    expect(t.active.size).toBe(6);
+    for (let i = 0; i < 3; i++) {
+      // Its code done, the next starts before the commit of the one before settles.
+      t.started[before + i].finishCode();
+      expect(t.started.length - before).toBe(4 + i);
+    }
+    t.started.slice(before + 3).forEach((run) => run.finishCode());
+    t.started.forEach((run) => run.commit());
+    await new Promise(setImmediate);
+    expect(t.active.size).toBe(0);
+    expect(t.mostExecuting()).toBe(3);
+  });
+
+  it('holds none while its claims are grouped (held runs would start ahead of a newly arrived group)', async () => {
+    const t = setup(2);
+    await teach(t, 3, 0);
+    expect(t.launcher.capacity()).toBe(2 + MAX_HELD);
+    t.launcher.launch({ ...t.claim('tenant-run'), group: 'tenant' });
+    expect(t.launcher.capacity()).toBe(2);
+    t.launcher.launch(t.claim('plain-1'));
+    expect(t.launcher.capacity()).toBe(2);
+    t.launcher.launch(t.claim('plain-2'));
+    expect(t.launcher.capacity()).toBe(2 + MAX_HELD);
+  });
+
+  it('holds none once runs are long', async () => {
+    const t = setup(1);
+    await teach(t, 3, 30);
+    expect(t.launcher.capacity()).toBe(1);
+  });
+
+  it('drops a held run cancelled while it waited, and hands the held runs back at stop', async () => {
+    const t = setup(1);
+    await teach(t, 2, 0);
+    const first = t.started.length;
+    t.launcher.launch(t.claim('running'));
+    t.launcher.launch(t.claim('cancelled'));
+    t.launcher.launch(t.claim('held'));
+    t.active.get('cancelled')!.abort.abort(new RunCancelledError('cancelled', 'test'));
+    t.started.at(-1)!.finishCode();
+    // 'cancelled' was skipped: 'held' started.
+    expect(t.started.slice(first).map((r) => r.claim.id)).toEqual(['running', 'held']);
+    expect(t.active.get('cancelled')).toBeUndefined();
+    t.launcher.launch(t.claim('unstarted'));
+    t.stop();
+    t.launcher.handBackHeld();
+    expect(t.handedBack).toEqual(['unstarted']);
+    expect(t.active.get('unstarted')).toBeUndefined();
+  });
+
+  it(`hands back a run held longer than ${HELD_MAX_MS} ms (the run ahead of it turned long)`, async () => {
+    const t = setup(1);
+    await teach(t, 2, 0);
+    jest.useFakeTimers();
+    try {
+      t.launcher.launch(t.claim('long'));
+      t.launcher.launch(t.claim('waiting'));
+      jest.advanceTimersByTime(HELD_MAX_MS + 1);
+      expect(t.handedBack).toEqual(['waiting']);
+      expect(t.active.get('waiting')).toBeUndefined();
+      expect(t.active.get('long')).toBeDefined();
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+});
+
+describe('ClaimSequencer', () => {
+  it('launches claims in the order their calls were sent, whatever order the replies settle in', () => {
+    const launched: string[] = [];
+    const sequencer = new ClaimSequencer((claim) => launched.push(claim.id));
+    const reserve = sequencer.ticket();
+    const refill = sequencer.ticket();
+    const failed = sequencer.ticket();
+    const later = sequencer.ticket();
+    const claim = (id: string) => ({ id, token: '1', workflow: 'w', attempt: 1, failures: 0, input: '', steps: new Map<string, string>() });
+    sequencer.deliver(refill, [claim('b')]);
+    sequencer.deliver(later, [claim('d')]);
+    expect(launched).toEqual([]);
+    sequencer.deliver(reserve, [claim('a')]);
+    expect(launched).toEqual(['a', 'b']);
+    sequencer.deliver(failed, []);
+    expect(launched).toEqual(['a', 'b', 'd']);
+  });
+});
