@@ -7,7 +7,7 @@ export const MAX_PRIORITY = 1_048_575;
 export interface EnqueueOptions {
   /**
    * Run id, and idempotency key: enqueuing an id that exists returns the existing run and
-   * writes nothing. Default: a random UUID. The id is free again once the finished run expires.
+   * writes nothing. Default: a random id of 16 characters (95 random bits). The id is free again once the finished run expires.
    */
   id?: string;
   /** Start no earlier than this from now: ms, or a string such as `'30s'`, `'10m'`. */
@@ -43,4 +43,9 @@ export interface EnqueueRequest {
   group: string | undefined;
   /** Only when the enqueue set one. */
   runTimeoutMs?: number;
+  /**
+   * The id was generated for this enqueue (newRunId), so a run found under it is this enqueue's
+   * own, from a try whose reply was lost: the call sends no nonce and the record stores none.
+   */
+  idGenerated?: true;
 }

@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { InvalidOptionError } from '../errors';
 import { ENQUEUE_OPTIONS, MAX_PRIORITY, type EnqueueOptions, type EnqueueRequest } from '../interfaces/enqueue.options';
 import { encodePayload } from '../redis/payload.codec';
 import { checkInteger, toMilliseconds } from '../util/duration';
 import { checkId, checkName } from '../util/names';
 import { checkOptionKeys } from '../util/option-keys';
+import { newRunId } from './run-id';
 import { MAX_TIMER_MS } from './step.options';
 
 /** Furthest a run can be scheduled ahead, as for `delay`. */
@@ -34,7 +34,8 @@ export function buildEnqueueRequest(
   const runTimeoutMs =
     options.runTimeoutMs === undefined ? undefined : checkInteger(options.runTimeoutMs, 'opts.runTimeoutMs', 1, MAX_TIMER_MS);
   return {
-    id: options.id === undefined ? randomUUID() : checkId(options.id, 'opts.id'),
+    id: options.id === undefined ? newRunId() : checkId(options.id, 'opts.id'),
+    ...(options.id === undefined && { idGenerated: true as const }),
     workflow: workflow.name,
     input: encodePayload(input, 'input', maxPayloadBytes),
     priority: options.priority === undefined ? 0 : checkInteger(options.priority, 'opts.priority', 0, MAX_PRIORITY),

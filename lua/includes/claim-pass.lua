@@ -121,11 +121,13 @@ local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaim
     if not workflowRoom(base, limitsKey, wf) then return false end
     local lane = laneOf(base, wf, '')
     local id, group
+    -- The workflow's ungrouped lane may give every claim still to make (the rest go back).
+    local want = maxClaims - claimed
     if groupTurn[i] then
       id, group = popFromGroups(base, limitsKey, wf)
-      if not id then id, group = popDue(lane), '' end
+      if not id then id, group = popDue(lane, want), '' end
     else
-      id, group = popDue(lane), ''
+      id, group = popDue(lane, want), ''
       if not id then id, group = popFromGroups(base, limitsKey, wf) end
     end
     if not id then return false end
@@ -147,6 +149,7 @@ local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaim
       end
     end
   end
+  restorePopped()
   settleGroups(base, limitsKey, seqKey, freed or {})
 
   -- Stopped short by the namespace cap with runs still due: these workflows wait for a slot freed

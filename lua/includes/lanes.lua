@@ -54,17 +54,57 @@ end
 -- Lanes this call found dry, for the same reason as noPriorities.
 local dryLanes = {}
 
--- Takes the next due run of a lane: priorities first, then the FIFO list.
-local function popDue(lane)
+-- Runs a call popped from a lane's FIFO list ahead of claiming them (popDue with `want` > 1),
+-- per lane { ids, next }: one LPOP with a count for a batch instead of one per run. The ones
+-- left unclaimed go back to the front of the list, in order, before the call looks at the lane
+-- again (restorePopped): in between, the list's length does not count them.
+local popped = {}
+
+-- Takes the next due run of a lane: priorities first, then the FIFO list. `want` (optional) is
+-- how many the caller may take from this lane in the call: the list is popped that many at once.
+local function popDue(lane, want)
+  local buffer = popped[lane]
+  if buffer then
+    local id = buffer.ids[buffer.next]
+    if id then
+      buffer.next = buffer.next + 1
+      return id
+    end
+    popped[lane] = nil
+    if buffer.short then dryLanes[lane] = true end
+  end
   if dryLanes[lane] then return false end
   if not noPriorities[lane] then
     local top = redis.call('ZPOPMIN', lane .. 'waiting')
     if #top > 0 then return top[1] end
     noPriorities[lane] = true
   end
+  if want and want > 1 then
+    local ids = redis.call('LPOP', lane .. 'queue', want)
+    if not ids then
+      dryLanes[lane] = true
+      return false
+    end
+    popped[lane] = { ids = ids, next = 2, short = #ids < want }
+    return ids[1]
+  end
   local id = redis.call('LPOP', lane .. 'queue')
   if not id then dryLanes[lane] = true end
   return id
+end
+
+-- Puts the runs popDue popped but the call did not claim back at the front of their lists, in
+-- their order. Called when a claim pass ends, before anything reads a lane's length.
+local function restorePopped()
+  for lane, buffer in pairs(popped) do
+    local rest = {}
+    for i = #buffer.ids, buffer.next, -1 do rest[#rest + 1] = buffer.ids[i] end
+    if #rest > 0 then
+      redis.call('LPUSH', lane .. 'queue', unpack(rest))
+      dryLanes[lane] = nil
+    end
+  end
+  popped = {}
 end
 
 -- Whether a workflow has due runs in any lane.

@@ -204,6 +204,29 @@ describe('batched commits, script level', () => {
     expect(await redis.hmget(keys.run('m3'), 'state', 'result')).toEqual(['completed', '"done"']);
   });
 
+  it('a claim pops a lane many runs at once and puts back, in order, the ones it did not claim', async () => {
+    const { keys } = namespace();
+    const scripts = scriptsOn(redis);
+    await redis.hset(keys.limits, 'wf:batch.pop-b', '2'); // b's cap stops its claims after 2 of the 5 popped
+    for (const wf of ['batch.pop-a', 'batch.pop-b'])
+      for (let i = 1; i <= 5; i++) {
+        const id = `${wf.slice(-1)}${i}`;
+        await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, wf, id, { i }, false, 30_000, true));
+      }
+    const reserved = parseClaimReply(
+      await scripts.run<unknown[]>(
+        'reserve',
+        [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
+        [keys.base, 6, 30_000, 0, 3, 256, 60_000, 'w', 0, 'batch.pop-a', 'batch.pop-b'],
+      ),
+    );
+    // Round-robin over the two workflows; b stops at its cap, a fills the rest.
+    expect(reserved.claims.map((c) => c.id)).toEqual(['a1', 'b1', 'a2', 'b2', 'a3', 'a4']);
+    expect(await redis.lrange(keys.lane('batch.pop-a', undefined, 'queue'), 0, -1)).toEqual(['a5']);
+    expect(await redis.lrange(keys.lane('batch.pop-b', undefined, 'queue'), 0, -1)).toEqual(['b3', 'b4', 'b5']);
+    for (const id of ['a5', 'b3', 'b4', 'b5']) expect(await redis.hget(keys.run(id), 'state')).toBe('waiting');
+  });
+
   it('a stale token in the middle of a batch changes nothing for that run and nothing else', async () => {
     const { keys } = namespace();
     const WF = 'batch.raw';

@@ -50,10 +50,13 @@ describe('compact run records', () => {
       { input: { failFirst: false } },
       { input: { failFirst: false }, opts: { priority: 4 } },
     ]);
-    for (const id of [one.id, many.id]) {
+    const given = await producer.client.enqueue(FlakyWorkflow, { failFirst: false }, { id: `given-${namespace}` });
+    for (const id of [one.id, many.id, given.id]) {
       const fields = Object.keys(await redis.hgetall(keys.run(id)));
-      expect(fields).toEqual(expect.arrayContaining(['workflow', 'input', 'state', 'maxAttempts', 'token', 'createdAt', 'dueAt', 'nonce']));
+      expect(fields).toEqual(expect.arrayContaining(['workflow', 'input', 'state', 'maxAttempts', 'token', 'createdAt', 'dueAt']));
       expect(fields.filter((field) => DEFAULTED.includes(field))).toEqual([]);
+      // Only a caller-given id needs the enqueue's nonce: a generated one is the call's alone.
+      expect(fields.includes('nonce')).toBe(id === given.id);
     }
     expect(await redis.hget(keys.run(prioritised.id), 'priority')).toBe('4');
     expect(await producer.client.get(one.id)).toMatchObject({ state: 'waiting', priority: 0, attempts: 0, failures: 0, maxAttempts: 3 });

@@ -9,6 +9,7 @@ import {
 } from '../../lib';
 import type { EnqueueOptions } from '../../lib/interfaces/enqueue.options';
 import { buildEnqueueRequest } from '../../lib/workflow/enqueue.request';
+import { newRunId } from '../../lib/workflow/run-id';
 import { DEFAULT_BACKOFF, QueueModuleOptions, resolveQueueOptions } from '../../lib/interfaces/queue.options';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../../lib/interfaces/payload.limits';
 import { checkInteger, toMilliseconds } from '../../lib/util/duration';
@@ -92,6 +93,15 @@ describe('toMilliseconds', () => {
   });
 });
 
+describe('newRunId', () => {
+  it('gives 16 base64url characters starting with a letter, none repeated over many pools', () => {
+    const ids = Array.from({ length: 20_000 }, () => newRunId());
+    for (const id of ids) expect(id).toMatch(/^[A-Za-f][\w-]{15}$/);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(checkId(ids[0], 'opts.id')).toBe(ids[0]); // a valid id to give back as opts.id
+  });
+});
+
 describe('buildEnqueueRequest', () => {
   const wf = { name: 'wf', attempts: 4 };
   const build = (opts?: EnqueueOptions, input: unknown = { x: 1 }, max = DEFAULT_MAX_PAYLOAD_BYTES) =>
@@ -99,7 +109,8 @@ describe('buildEnqueueRequest', () => {
 
   it('fills defaults', () => {
     const request = build();
-    expect(request.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(request.id).toMatch(/^[A-Za-f][\w-]{15}$/);
+    expect(request.idGenerated).toBe(true);
     expect(request).toMatchObject({
       workflow: 'wf',
       input: '{"x":1}',

@@ -50,10 +50,20 @@ export async function enqueueChunk(
   settings: EnqueueSettings,
   request: EnqueueManyRequest,
 ): Promise<boolean[]> {
-  const created = await scripts.run<number[]>('enqueue-many', manyKeys(keys), manyArgs(keys, settings, request, newNonce()), {
+  const created = await scripts.run<number[]>('enqueue-many', manyKeys(keys), manyArgs(keys, settings, request, nonceFor(request.runs)), {
     idempotent: true,
   });
-  return created.map((flag) => flag === 1);
+  return createdFlags(request.runs, created);
+}
+
+/** A call's nonce, or '' when every id in it was generated (see EnqueueRequest.idGenerated). */
+function nonceFor(runs: EnqueueRequest[]): string {
+  return runs.every((run) => run.idGenerated) ? '' : newNonce();
+}
+
+/** The script's flags per run; a generated id found existing is this call's own, from a lost reply. */
+function createdFlags(runs: EnqueueRequest[], flags: number[]): boolean[] {
+  return runs.map((run, k) => flags[k] === 1 || run.idGenerated === true);
 }
 
 /**
@@ -68,7 +78,7 @@ export async function enqueueMany(
   settings: EnqueueSettings,
   request: EnqueueManyRequest,
 ): Promise<boolean[]> {
-  const nonce = newNonce();
+  const nonce = nonceFor(request.runs);
   const chunks = enqueueChunks(request.runs);
   const replies = await scripts.pipeline(
     'enqueueMany',
@@ -81,7 +91,7 @@ export async function enqueueMany(
   return chunks.flatMap((chunk, index) => {
     const [error, created] = replies[index] ?? [new Error('no reply')];
     if (error) throw new RedisCommandError('enqueueMany', error);
-    return chunk.map((_, k) => (created as number[])[k] === 1);
+    return createdFlags(chunk, created as number[]);
   });
 }
 

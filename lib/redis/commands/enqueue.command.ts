@@ -31,7 +31,8 @@ export interface EnqueueReply {
 
 /**
  * Stores one run (lua/enqueue.lua). Sent again after a lost reply with the same nonce, so a
- * retry that finds the run its first try created still answers `created`.
+ * retry that finds the run its first try created still answers `created`; a generated id needs
+ * no nonce (see EnqueueRequest.idGenerated).
  */
 export async function enqueueRun(
   scripts: LuaScripts,
@@ -40,10 +41,13 @@ export async function enqueueRun(
   call: EnqueueCall,
 ): Promise<EnqueueReply> {
   const runKeys = [keys.run(call.request.id), keys.leases, keys.limits, keys.seq];
-  const [created, state] = await scripts.run<[number, string]>('enqueue', runKeys, enqueueArgs(keys, settings, call, newNonce()), {
+  const generated = call.request.idGenerated === true;
+  const nonce = generated ? '' : newNonce();
+  const [created, state] = await scripts.run<[number, string]>('enqueue', runKeys, enqueueArgs(keys, settings, call, nonce), {
     idempotent: true,
   });
-  return { created: created === 1, state };
+  // A generated id is this call's alone: a run under it is from a try whose reply was lost.
+  return { created: created === 1 || generated, state };
 }
 
 /**
