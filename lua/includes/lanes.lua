@@ -58,19 +58,19 @@ local dryLanes = {}
 -- per lane { ids, next }: one LPOP with a count for a batch instead of one per run. The ones
 -- left unclaimed go back to the front of the list, in order, before the call looks at the lane
 -- again (restorePopped): in between, the list's length does not count them.
-local popped = {}
+local poppedAhead = {}
 
 -- Takes the next due run of a lane: priorities first, then the FIFO list. `want` (optional) is
 -- how many the caller may take from this lane in the call: the list is popped that many at once.
 local function popDue(lane, want)
-  local buffer = popped[lane]
+  local buffer = poppedAhead[lane]
   if buffer then
     local id = buffer.ids[buffer.next]
     if id then
       buffer.next = buffer.next + 1
       return id
     end
-    popped[lane] = nil
+    poppedAhead[lane] = nil
     if buffer.short then dryLanes[lane] = true end
   end
   if dryLanes[lane] then return false end
@@ -85,7 +85,7 @@ local function popDue(lane, want)
       dryLanes[lane] = true
       return false
     end
-    popped[lane] = { ids = ids, next = 2, short = #ids < want }
+    poppedAhead[lane] = { ids = ids, next = 2, short = #ids < want }
     return ids[1]
   end
   local id = redis.call('LPOP', lane .. 'queue')
@@ -93,10 +93,10 @@ local function popDue(lane, want)
   return id
 end
 
--- Puts the runs popDue popped but the call did not claim back at the front of their lists, in
+-- Puts the runs popDue popped ahead but the call did not claim back at the front of their lists, in
 -- their order. Called when a claim pass ends, before anything reads a lane's length.
 local function restorePopped()
-  for lane, buffer in pairs(popped) do
+  for lane, buffer in pairs(poppedAhead) do
     local rest = {}
     for i = #buffer.ids, buffer.next, -1 do rest[#rest + 1] = buffer.ids[i] end
     if #rest > 0 then
@@ -104,7 +104,7 @@ local function restorePopped()
       dryLanes[lane] = nil
     end
   end
-  popped = {}
+  poppedAhead = {}
 end
 
 -- Whether a workflow has due runs in any lane.
