@@ -23,6 +23,23 @@ local function workflowRoom(base, limitsKey, workflow)
   return not limit or activeCount(wfKey(base, workflow, 'active')) < limit
 end
 
+-- How many more runs a cap allows at the namespace and workflow level (`group` nil) or a group's
+-- level (math.huge for none): how far ahead a claim may pop a lane (see popDue). Rate limits and
+-- the other levels are checked per claim; what they leave unclaimed goes back (restorePopped).
+local function capsLeft(base, leasesKey, limitsKey, workflow, group)
+  local left = math.huge
+  if group then
+    local limit = groupLimit(limitsKey, workflow, group)
+    if limit then left = limit - activeCount(laneOf(base, workflow, group) .. 'active') end
+    return left
+  end
+  local ns = limitOf(limitsKey, 'ns')
+  if ns then left = ns - activeCount(leasesKey) end
+  local wf = limitOf(limitsKey, 'wf:' .. workflow)
+  if wf then left = math.min(left, wf - activeCount(wfKey(base, workflow, 'active'))) end
+  return left
+end
+
 -- Returns whether the group has room; when its rate limit is what holds it, also when that frees.
 local function groupRoom(base, limitsKey, workflow, group)
   local lane = laneOf(base, workflow, group)

@@ -31,8 +31,9 @@ local function ringOf(base, workflow)
 end
 
 -- Pops the next run of the workflow's groups, in round-robin. Returns id, group — or nil when
--- no group of the ring can give a run.
-local function popFromGroups(base, limitsKey, workflow)
+-- no group of the ring can give a run. `remaining`: the claims the call may still make; a group
+-- lane is popped ahead for its share of them, within its cap (see popDue).
+local function popFromGroups(base, limitsKey, workflow, remaining)
   local ring = ringOf(base, workflow)
   local size = #ring.groups
   for _ = 1, size do
@@ -41,7 +42,7 @@ local function popFromGroups(base, limitsKey, workflow)
     if not ring.out[group] then
       local lane = laneOf(base, workflow, group)
       local room, freeAt = groupRoom(base, limitsKey, workflow, group)
-      local id = room and popDue(lane)
+      local id = room and popDue(lane, math.min(math.ceil(remaining / size), capsLeft(base, nil, limitsKey, workflow, group)))
       if freeAt then ring.held[group] = freeAt end
       if id then
         ring.taken = ring.taken + 1 -- off the workflow's count of due grouped runs, once per call (settleGroups)
@@ -121,14 +122,16 @@ local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaim
     if not workflowRoom(base, limitsKey, wf) then return false end
     local lane = laneOf(base, wf, '')
     local id, group
-    -- The workflow's ungrouped lane may give every claim still to make (the rest go back).
-    local want = maxClaims - claimed
+    -- The workflow's ungrouped lane may give every claim still to make, within its caps (the
+    -- rest go back).
+    local remaining = maxClaims - claimed
+    local want = math.min(remaining, capsLeft(base, leasesKey, limitsKey, wf))
     if groupTurn[i] then
-      id, group = popFromGroups(base, limitsKey, wf)
+      id, group = popFromGroups(base, limitsKey, wf, remaining)
       if not id then id, group = popDue(lane, want), '' end
     else
       id, group = popDue(lane, want), ''
-      if not id then id, group = popFromGroups(base, limitsKey, wf) end
+      if not id then id, group = popFromGroups(base, limitsKey, wf, remaining) end
     end
     if not id then return false end
     groupTurn[i] = group == ''

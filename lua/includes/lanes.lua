@@ -46,13 +46,14 @@ local function dueCount(lane)
   return count + redis.call('ZCARD', lane .. 'waiting')
 end
 
--- Whether a lane has due runs (cheaper than dueCount: stops at the first non-empty key).
-local function laneHasDue(lane)
-  return redis.call('LLEN', lane .. 'queue') > 0 or (not noPriorities[lane] and redis.call('ZCARD', lane .. 'waiting') > 0)
-end
-
 -- Lanes this call found dry, for the same reason as noPriorities.
 local dryLanes = {}
+
+-- Whether a lane has due runs (cheaper than dueCount: stops at the first non-empty key).
+local function laneHasDue(lane)
+  if dryLanes[lane] and noPriorities[lane] then return false end
+  return redis.call('LLEN', lane .. 'queue') > 0 or (not noPriorities[lane] and redis.call('ZCARD', lane .. 'waiting') > 0)
+end
 
 -- Runs a call popped from a lane's FIFO list ahead of claiming them (popDue with `want` > 1),
 -- per lane { ids, next }: one LPOP with a count for a batch instead of one per run. The ones

@@ -227,6 +227,33 @@ describe('batched commits, script level', () => {
     for (const id of ['a5', 'b3', 'b4', 'b5']) expect(await redis.hget(keys.run(id), 'state')).toBe('waiting');
   });
 
+  it('a claim pops each group lane ahead for its share, within its cap, and puts back the rest in order', async () => {
+    const { keys } = namespace();
+    const scripts = scriptsOn(redis);
+    const WF = 'batch.pop-groups';
+    await redis.hset(keys.limits, `wf:${WF}:g:g1`, '2', `wf:${WF}:overrides`, '1'); // a group override, counted
+    for (const group of ['g1', 'g2'])
+      for (let i = 1; i <= 5; i++) {
+        const id = `${group}-${i}`;
+        const args = enqueueArgs(keys, WF, id, { i }, false, 30_000, true);
+        args[8] = group; // ARGV[9]: the run's group
+        await scripts.run('enqueue', enqueueKeys(keys, id), args);
+      }
+    const reserved = parseClaimReply(
+      await scripts.run<unknown[]>(
+        'reserve',
+        [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
+        [keys.base, 6, 30_000, 0, 3, 256, 60_000, 'w', 0, WF],
+      ),
+    );
+    // Round-robin over the groups; g1 stops at its cap of 2, g2 takes the remaining turns.
+    expect(reserved.claims.map((c) => c.id)).toEqual(['g1-1', 'g2-1', 'g1-2', 'g2-2', 'g2-3', 'g2-4']);
+    expect(await redis.lrange(keys.lane(WF, 'g1', 'queue'), 0, -1)).toEqual(['g1-3', 'g1-4', 'g1-5']);
+    expect(await redis.lrange(keys.lane(WF, 'g2', 'queue'), 0, -1)).toEqual(['g2-5']);
+    // g1 is full, so it left the round-robin; g2 still has a due run and room.
+    expect(await redis.zrange(keys.workflow(WF, 'ready'), 0, -1)).toEqual(['g2']);
+  });
+
   it('a stale token in the middle of a batch changes nothing for that run and nothing else', async () => {
     const { keys } = namespace();
     const WF = 'batch.raw';
