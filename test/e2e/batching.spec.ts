@@ -231,7 +231,8 @@ describe('batched commits, script level', () => {
     const { keys } = namespace();
     const scripts = scriptsOn(redis);
     const WF = 'batch.pop-groups';
-    await redis.hset(keys.limits, `wf:${WF}:g:g1`, '2', `wf:${WF}:overrides`, '1'); // a group override, counted
+    // The workflow's cap of 3 stops the pass before g2's share is used up.
+    await redis.hset(keys.limits, `wf:${WF}`, '3', `wf:${WF}:g:g1`, '2', `wf:${WF}:overrides`, '1'); // a group override, counted
     for (const group of ['g1', 'g2'])
       for (let i = 1; i <= 5; i++) {
         const id = `${group}-${i}`;
@@ -246,10 +247,12 @@ describe('batched commits, script level', () => {
         [keys.base, 6, 30_000, 0, 3, 256, 60_000, 'w', 0, WF],
       ),
     );
-    // Round-robin over the groups; g1 stops at its cap of 2, g2 takes the remaining turns.
-    expect(reserved.claims.map((c) => c.id)).toEqual(['g1-1', 'g2-1', 'g1-2', 'g2-2', 'g2-3', 'g2-4']);
+    // Round-robin over the groups: g1 popped 2 ahead (its cap), g2 3 (its share of 6), and the
+    // workflow's cap stopped the pass after 3 claims.
+    expect(reserved.claims.map((c) => c.id)).toEqual(['g1-1', 'g2-1', 'g1-2']);
     expect(await redis.lrange(keys.lane(WF, 'g1', 'queue'), 0, -1)).toEqual(['g1-3', 'g1-4', 'g1-5']);
-    expect(await redis.lrange(keys.lane(WF, 'g2', 'queue'), 0, -1)).toEqual(['g2-5']);
+    expect(await redis.lrange(keys.lane(WF, 'g2', 'queue'), 0, -1)).toEqual(['g2-2', 'g2-3', 'g2-4', 'g2-5']);
+    for (const id of ['g2-2', 'g2-3']) expect(await redis.hget(keys.run(id), 'state')).toBe('waiting');
     // g1 is full, so it left the round-robin; g2 still has a due run and room.
     expect(await redis.zrange(keys.workflow(WF, 'ready'), 0, -1)).toEqual(['g2']);
   });
