@@ -84,7 +84,11 @@ export class RunLauncher {
 
   private start(claim: Claim, run: ActiveRun): void {
     this.executing++;
-    const startedAt = Date.now();
+    void this.execute(claim, run, Date.now());
+  }
+
+  /** One run to its end; an async method rather than `.catch().finally()`, which cost three promises more per run. */
+  private async execute(claim: Claim, run: ActiveRun, startedAt: number): Promise<void> {
     let done = false;
     const codeDone = () => {
       if (done) return;
@@ -94,13 +98,14 @@ export class RunLauncher {
       this.averageMs = this.averageMs === Infinity ? ms : this.averageMs + AVERAGE_WEIGHT * (ms - this.averageMs);
       this.startHeld();
     };
-    this.parts
-      .execute(claim, run.abort, codeDone)
-      .catch((error: Error) => this.parts.failed(claim, error))
-      .finally(() => {
-        codeDone();
-        this.parts.active.delete(run.id, run.token);
-      });
+    try {
+      await this.parts.execute(claim, run.abort, codeDone);
+    } catch (error) {
+      this.parts.failed(claim, error as Error);
+    } finally {
+      codeDone();
+      this.parts.active.delete(run.id, run.token);
+    }
   }
 
   private startHeld(): void {

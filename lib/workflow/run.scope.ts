@@ -32,7 +32,7 @@ export function noteStepMethod(): void {
 }
 
 /**
- * Calls `fn` inside `runner`'s {@link runScope} once any `@Step` method exists in this process;
+ * Calls `fn(a, b, c)` inside `runner`'s {@link runScope} once any `@Step` method exists in this process;
  * until then, plainly. Why: the first `run` of an AsyncLocalStorage turns on Node's promise hooks
  * for every promise of the process from then on (about a fifth of a drain's throughput at
  * concurrency 50, in bench), and only `@Step` methods read the scope. Classes are defined when
@@ -40,8 +40,9 @@ export function noteStepMethod(): void {
  * can call; a class first loaded while a run executes (a dynamic `import()` inside it) has its
  * steps memoized from the run's next attempt on.
  */
-export function inRunScope<T>(runner: StepRunner, fn: () => T): T {
-  return stepMethodsDefined ? runScope.run(runner, fn) : fn();
+export function inRunScope<A, B, C, T>(runner: StepRunner, fn: (a: A, b: B, c: C) => T, a: A, b: B, c: C): T {
+  // Arguments rather than a closure: this runs once per attempt.
+  return stepMethodsDefined ? runScope.run(runner, fn, a, b, c) : fn(a, b, c);
 }
 
 /**
