@@ -14,9 +14,14 @@ export class OwnCommitFailures {
   /** `commit`, with the connection error it may reject with remembered as this attempt's own. */
   watch<T>(commit: Promise<T>): Promise<T> {
     return commit.then(undefined, (error: unknown) => {
-      if (error instanceof RedisConnectionError) (this.errors ??= new WeakSet()).add(error);
+      this.note(error);
       throw error;
     });
+  }
+
+  /** An error this attempt's own commit failed with: remembered if it is a connection error (see {@link watch}). */
+  note(error: unknown): void {
+    if (error instanceof RedisConnectionError) (this.errors ??= new WeakSet()).add(error);
   }
 
   /** Whether `error` is one this attempt's own commit rejected with (as thrown, not wrapped). */

@@ -41,7 +41,8 @@ export class RedisAttemptPorts implements AttemptPorts {
   ) {}
 
   saveStep(key: string, encoded: string): Promise<boolean> {
-    return this.commitFailures.watch(this.deps.commits.saveStep(this.claim, key, encoded));
+    // The batch's failure is noted as this attempt's own by the commit path (no promise more per step).
+    return this.deps.commits.saveStep(this.claim, key, encoded, this.commitFailures);
   }
 
   commits(): RedisWaitPort {
