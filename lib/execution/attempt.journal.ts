@@ -38,6 +38,18 @@ const STATUS_CODE: Record<JournalStatus, string> = { ok: 'o', failed: 'f', repla
 const KIND_CODE: Record<CallKind, string> = { step: 's', sleep: 'z', signal: 'g', event: 'e', invoke: 'i' };
 const OUTCOME_CODE: Record<JournalOutcome, string> = { completed: 'c', failed: 'f', suspended: 's' };
 
+/** The last time written in base 36, and its text: the attempts that start in the same millisecond share it. */
+let lastMs = -1;
+let lastMs36 = '';
+
+function base36(ms: number): string {
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastMs36 = ms.toString(36);
+  }
+  return lastMs36;
+}
+
 /** One call as stored: kind, memo key, start (ms after the attempt's start), duration (ms; -1 open), status. */
 type Entry = [string, string, number, number, string];
 
@@ -83,7 +95,7 @@ export class AttemptJournal {
    */
   encode(attempt: number, outcome: JournalOutcome, error?: JournalError): string {
     const now = Date.now() - this.startedAt;
-    let text = `${attempt % TIMELINE_SLOTS} ${attempt}|${this.startedAt.toString(36)}|${now}|${OUTCOME_CODE[outcome]}|${this.omitted}`;
+    let text = `${attempt % TIMELINE_SLOTS} ${attempt}|${base36(this.startedAt)}|${now}|${OUTCOME_CODE[outcome]}|${this.omitted}`;
     for (const [kind, key, offset, duration, status] of this.entries) {
       const interrupted = duration === -1 && kind === KIND_CODE.step;
       text += `;${kind}${interrupted ? STATUS_CODE.interrupted : status},${offset},${interrupted ? now - offset : duration},${key}`;

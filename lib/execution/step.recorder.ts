@@ -100,7 +100,8 @@ export class StepRecorder implements StepRunner {
 
   constructor(
     private readonly runId: string,
-    private readonly memo: Map<string, string>,
+    /** The memo as claimed; written into only if it holds entries (an empty one may be shared: see {@link write}). */
+    private memo: Map<string, string>,
     private readonly persist: PersistStep,
     private readonly maxPayloadBytes: number,
     private readonly maxMemoBytes: number = DEFAULT_MAX_MEMO_BYTES,
@@ -224,7 +225,7 @@ export class StepRecorder implements StepRunner {
   /** Adds what a wait's commit wrote (its outcome, position entries) to this attempt's memo. */
   remember(key: string, value: string): void {
     if (!this.memo.has(key)) this.memoBytes += entryBytes(key, value);
-    this.memo.set(key, value);
+    this.write(key, value);
   }
 
   /**
@@ -263,7 +264,7 @@ export class StepRecorder implements StepRunner {
         this.memoBytes -= bytes;
         throw new LeaseLostError(this.runId);
       }
-      this.memo.set(placed.key, encoded);
+      this.write(placed.key, encoded);
     } catch (error) {
       end('failed');
       throw error;
@@ -271,6 +272,15 @@ export class StepRecorder implements StepRunner {
     end('ok');
     // Hand back the decoded copy, so the first attempt sees exactly what a replay would.
     return decodePayload<Jsonified<T>>(encoded);
+  }
+
+  /**
+   * Adds an entry to the memo. An empty memo as claimed is never written into but replaced: claims
+   * of fresh runs share one empty map (see parseClaim), which spares a map per run.
+   */
+  private write(key: string, value: string): void {
+    if (this.memo.size === 0) this.memo = new Map();
+    this.memo.set(key, value);
   }
 
   /**

@@ -28,8 +28,7 @@ export interface RedisAttemptDeps {
  * a run that never waits nor reports progress pays for neither.
  */
 export class RedisAttemptPorts implements AttemptPorts {
-  /** Only this attempt's own commits that found Redis away hand the run back. */
-  readonly commitFailures = new OwnCommitFailures();
+  private failures?: OwnCommitFailures;
   private port?: RedisWaitPort;
   private reporter?: ProgressReporter;
 
@@ -39,6 +38,11 @@ export class RedisAttemptPorts implements AttemptPorts {
     /** The attempt's telemetry, only with it on. */
     readonly observer?: StepObserver,
   ) {}
+
+  /** Only this attempt's own commits that found Redis away hand the run back. Made on first use: most attempts commit nothing of their own. */
+  get commitFailures(): OwnCommitFailures {
+    return (this.failures ??= new OwnCommitFailures());
+  }
 
   saveStep(key: string, encoded: string): Promise<boolean> {
     // The batch's failure is noted as this attempt's own by the commit path (no promise more per step).

@@ -22,6 +22,17 @@ export interface Claim {
   generation?: number;
 }
 
+/**
+ * The memo of every claim of a run with none (most claims): one map for all rather than one per
+ * run. Nothing writes into it: the step recorder replaces an empty memo before its first write.
+ */
+class NoMemo extends Map<string, string> {
+  override set(): this {
+    throw new Error('a claim with no memo shares its empty map: it is never written into');
+  }
+}
+const NO_MEMO: Map<string, string> = new NoMemo();
+
 /** The claim reply's pseudo memo entry carrying the run's incarnation (see memoOf in lua/includes/claim.lua). */
 const GENERATION_ENTRY = '~gen';
 
@@ -46,11 +57,11 @@ export function parseClaimReply<H = number>(reply: unknown[]): { head: H; claims
 /** One claim row: id, workflow, token, attempt, failures, input, flat memo, time limit, then group and extras. */
 function parseClaim(row: unknown[]): Claim {
   const flatSteps = row[6] as string[];
-  const steps = new Map<string, string>();
+  let steps = NO_MEMO;
   let generation: string | undefined;
   for (let i = 0; i < flatSteps.length; i += 2) {
     if (flatSteps[i] === GENERATION_ENTRY) generation = flatSteps[i + 1];
-    else steps.set(flatSteps[i], flatSteps[i + 1]);
+    else (steps === NO_MEMO ? (steps = new Map()) : steps).set(flatSteps[i], flatSteps[i + 1]);
   }
   const claim: Claim = {
     id: row[0] as string,
@@ -98,7 +109,7 @@ export function parseHandoff(workflow: string, entry: string): Claim | undefined
     attempt: 1,
     failures: 0,
     input: entry.slice(second + 1),
-    steps: new Map(),
+    steps: NO_MEMO,
     queueWaitMs: 0,
   };
 }
