@@ -28,14 +28,6 @@ export interface Placed {
   value: string;
 }
 
-/**
- * Memoizes the steps of one run attempt. A step's key is its name plus its occurrence in this
- * attempt (`charge#1`, `charge#2`…), so a step called in a loop memoizes each call. Reads come
- * from the memo shipped with the claim; each executed step costs one token-checked write, done
- * before the step returns. A step called inside another step's `fn` is not a step of its own:
- * it runs plainly and its effect is covered by the parent's memo entry — its options (time
- * limit, tries) are ignored, the parent's govern it, and its `fn` gets the parent's context.
- */
 /** A {@link Placed} call whose position entry is spelled out only when a wait writes it (most calls never are). */
 class PlacedCall implements Placed {
   constructor(
@@ -53,6 +45,14 @@ class PlacedCall implements Placed {
   }
 }
 
+/**
+ * Memoizes the steps of one run attempt. A step's key is its name plus its occurrence in this
+ * attempt (`charge#1`, `charge#2`…), so a step called in a loop memoizes each call. Reads come
+ * from the memo shipped with the claim; each executed step costs one token-checked write, done
+ * before the step returns. A step called inside another step's `fn` is not a step of its own:
+ * it runs plainly and its effect is covered by the parent's memo entry — its options (time
+ * limit, tries) are ignored, the parent's govern it, and its `fn` gets the parent's context.
+ */
 /** Step names the memo keeps for position entries and waits (see Placed and lib/execution/run.waits.ts). */
 const RESERVED_STEP_NAME = /^(@|signal:|event:|invoke:)/;
 

@@ -79,7 +79,7 @@ export class ActiveRuns {
     const { waiters } = this;
     // Runs once per finished run, mostly with the one loop waiting: no copy of the list for it.
     if (waiters.length === 1) {
-      const [waiter] = waiters;
+      const waiter = waiters[0];
       if (!waiter.until || waiter.until()) waiter.wake();
       return;
     }
