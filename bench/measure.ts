@@ -11,6 +11,14 @@ export interface RunResult {
   opsPerSec?: number;
   latency?: Latency;
   cost?: RedisCost;
+  /**
+   * CPU time (user + system, µs) of the measuring process during the timed part: the system's
+   * client side (for a drain, the worker: its bootstrap, then its per-run JavaScript, GC and
+   * socket writes). Divide by `jobs` for µs per run.
+   */
+  nodeCpuMicros?: number;
+  /** The part of {@link nodeCpuMicros} spent in the kernel (socket writes and reads). */
+  nodeSysMicros?: number;
   /** Scenario-specific figures (see bench.types `Details`). */
   details?: Details;
   note?: string;
@@ -46,12 +54,14 @@ export async function measure(
     const waitingBytes = memory ? (await usedMemory(admin)) - empty : 0;
     const before = await snapshot(admin);
     const started = performance.now();
+    const cpuBefore = process.cpuUsage();
     const { latency, details } = await withTimeout(
       profiled(profileDir, `${scenario}-${system.name}-${repeat}`, () => prepared!.timed()),
       `${system.name} ${scenario}`,
       runTimeoutMs(jobs),
     );
     const elapsedMs = performance.now() - started;
+    const cpu = process.cpuUsage(cpuBefore);
     const cost = costBetween(before, await snapshot(admin));
     const committed = await prepared.committed();
     if (committed !== jobs)
@@ -62,7 +72,16 @@ export async function measure(
         ? await prepared.probe()
         : undefined;
     const all = details || probed ? { ...details, ...probed } : undefined;
-    return { ...base, note: prepared.note, opsPerSec: (jobs * 1000) / elapsedMs, latency, cost, ...(all && { details: all }) };
+    return {
+      ...base,
+      note: prepared.note,
+      opsPerSec: (jobs * 1000) / elapsedMs,
+      nodeCpuMicros: cpu.user + cpu.system,
+      nodeSysMicros: cpu.system,
+      latency,
+      cost,
+      ...(all && { details: all }),
+    };
   } catch (error) {
     return { ...base, error: (error as Error).message };
   } finally {

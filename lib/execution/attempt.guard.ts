@@ -37,6 +37,11 @@ export class AttemptGuard {
     readonly random: () => number = Math.random,
   ) {}
 
+  /** Whether the attempt was ended by {@link expire}: a body that is a plain value must still go through {@link settle}, which rejects. */
+  get over(): boolean {
+    return this.expired !== undefined;
+  }
+
   /**
    * Resolves or rejects as `body` does, unless `limitMs` passes first or {@link expire} is
    * called: then it rejects with that `TimeoutError` and leaves `body` to run on, unobserved.

@@ -38,6 +38,18 @@ const STATUS_CODE: Record<JournalStatus, string> = { ok: 'o', failed: 'f', repla
 const KIND_CODE: Record<CallKind, string> = { step: 's', sleep: 'z', signal: 'g', event: 'e', invoke: 'i' };
 const OUTCOME_CODE: Record<JournalOutcome, string> = { completed: 'c', failed: 'f', suspended: 's' };
 
+/** The last time written in base 36, and its text: the attempts that start in the same millisecond share it. */
+let lastMs = -1;
+let lastMs36 = '';
+
+function base36(ms: number): string {
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastMs36 = ms.toString(36);
+  }
+  return lastMs36;
+}
+
 /** One call as stored: kind, memo key, start (ms after the attempt's start), duration (ms; -1 open), status. */
 type Entry = [string, string, number, number, string];
 
@@ -51,12 +63,14 @@ type Entry = [string, string, number, number, string];
 export class AttemptJournal {
   private readonly startedAt = Date.now();
   private readonly entries: Entry[] = [];
-  private readonly used = { run: 0, replayed: 0 };
+  /** Bytes kept of executed calls, and of replayed ones (see {@link MAX_JOURNAL_BYTES}). */
+  private usedRun = 0;
+  private usedReplayed = 0;
   private omitted = 0;
 
   /** A call that starts now; the function returned ends it (calls the journal has no room for are only counted). */
   begin(kind: CallKind, key: string): (status: JournalStatus) => void {
-    const entry = this.add(kind, key, 'waiting', 'run', MAX_JOURNAL_BYTES);
+    const entry = this.add(kind, key, 'waiting', false);
     if (!entry) return () => undefined;
     return (status) => {
       entry[3] = Date.now() - this.startedAt - entry[2];
@@ -66,7 +80,7 @@ export class AttemptJournal {
 
   /** A call answered from the memo (a replayed step or wait). */
   replayed(kind: CallKind, key: string): void {
-    const entry = this.add(kind, key, 'replayed', 'replayed', MAX_REPLAY_BYTES);
+    const entry = this.add(kind, key, 'replayed', true);
     if (entry) entry[3] = 0;
   }
 
@@ -81,20 +95,23 @@ export class AttemptJournal {
    */
   encode(attempt: number, outcome: JournalOutcome, error?: JournalError): string {
     const now = Date.now() - this.startedAt;
-    const calls = this.entries.map(([kind, key, offset, duration, status]) => {
+    let text = `${attempt % TIMELINE_SLOTS} ${attempt}|${base36(this.startedAt)}|${now}|${OUTCOME_CODE[outcome]}|${this.omitted}`;
+    for (const [kind, key, offset, duration, status] of this.entries) {
       const interrupted = duration === -1 && kind === KIND_CODE.step;
-      return `;${kind}${interrupted ? STATUS_CODE.interrupted : status},${offset},${interrupted ? now - offset : duration},${key}`;
-    });
-    return `${attempt % TIMELINE_SLOTS} ${attempt}|${this.startedAt.toString(36)}|${now}|${OUTCOME_CODE[outcome]}|${this.omitted}${calls.join('')}${error ? encodeJournalError(error) : ''}`;
+      text += `;${kind}${interrupted ? STATUS_CODE.interrupted : status},${offset},${interrupted ? now - offset : duration},${key}`;
+    }
+    return error ? text + encodeJournalError(error) : text;
   }
 
-  private add(kind: CallKind, key: string, status: JournalStatus, budget: 'run' | 'replayed', max: number): Entry | undefined {
+  private add(kind: CallKind, key: string, status: JournalStatus, replayed: boolean): Entry | undefined {
     const size = key.length + 24;
-    if (this.used[budget] + size > max) {
+    const used = replayed ? this.usedReplayed : this.usedRun;
+    if (used + size > (replayed ? MAX_REPLAY_BYTES : MAX_JOURNAL_BYTES)) {
       this.omitted++;
       return undefined;
     }
-    this.used[budget] += size;
+    if (replayed) this.usedReplayed += size;
+    else this.usedRun += size;
     const entry: Entry = [KIND_CODE[kind], key, Date.now() - this.startedAt, -1, STATUS_CODE[status]];
     this.entries.push(entry);
     return entry;

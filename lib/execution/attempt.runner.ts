@@ -7,8 +7,7 @@ import type { AttemptJournal } from './attempt.journal';
 import type { AttemptPorts, AttemptSpec } from './attempt.ports';
 import type { LazyAbort } from './lazy.abort';
 import { attemptRetryable } from './retry.policy';
-import { RunContinuation } from './run.continuation';
-import { RunWaits, waitMethods } from './run.waits';
+import { AttemptContext } from './attempt.context';
 import { StepRecorder } from './step.recorder';
 
 /** What the race in an attempt settles with when the run suspended in a durable wait. */
@@ -70,35 +69,22 @@ export class AttemptRunner {
       guard,
     );
     const steps = ports.steps ? ports.steps(recorder) : recorder;
-    // Built on the first wait: a run that never waits pays nothing. A wait that suspends the run
-    // ends the attempt here (guard.settle resolves with SUSPENDED).
-    let waits: RunWaits | undefined;
-    const waitsOf = () =>
-      (waits ??= new RunWaits(claim.id, recorder, guard, ports.commits(), () => guard.release(SUSPENDED), claim.generation));
-    const ctx: RunContext = {
-      runId: claim.id,
-      attempt: claim.attempt,
-      get signal() {
-        return abort.signal;
-      },
-      step: (name, fn, options) => steps.step(name, fn, options),
-      // After the attempt ended (code that ignored its signal), a report writes nothing.
-      progress: (value) => (guard.ended ? Promise.resolve() : ports.progress(value)),
-      ...waitMethods(waitsOf),
-      continueAsNew: (input) =>
-        new RunContinuation(recorder, guard, ports.commits(), maxPayloadBytes, () => guard.release(CONTINUED)).continueAsNew(input),
-    };
+    // A wait that suspends the run, or continueAsNew, ends the attempt here (guard.settle resolves
+    // with SUSPENDED or CONTINUED).
+    const ctx = new AttemptContext(claim, abort, steps, recorder, guard, ports, maxPayloadBytes, {
+      suspended: () => guard.release(SUSPENDED),
+      continued: () => guard.release(CONTINUED),
+    });
     const { journal } = recorder;
     let result: unknown;
     try {
       const input = decodePayload(claim.input);
+      const body = inRunScope(steps, callRun, instance, input, ctx);
       // Past a time limit this rejects with the TimeoutError at once, leaving code that ignores
       // its signal running in the background: the attempt fails now, its slots are freed, and
-      // its later writes are refused (by the token, in a worker).
-      result = await guard.settle<unknown>(
-        inRunScope(steps, (): unknown => instance.run(input, ctx)),
-        limitMs,
-      );
+      // its later writes are refused (by the token, in a worker). A `run` that returned a value
+      // (not async) has nothing to race: it is taken as is, unless the attempt ended meanwhile.
+      result = isThenable(body) || guard.over ? await guard.settle<unknown>(body, limitMs) : body;
       if (result !== SUSPENDED && result !== CONTINUED)
         result = encodePayload(result, `result of workflow "${claim.workflow}"`, maxPayloadBytes);
     } catch (error) {
@@ -125,6 +111,15 @@ export class AttemptRunner {
     end(guard, ports);
     return { kind: 'completed', result: result as string, journal };
   }
+}
+
+/** The workflow's `run`, called with its instance as `this` (a function, so the run scope needs no closure per attempt). */
+function callRun(instance: WorkflowInstance, input: unknown, ctx: RunContext): unknown {
+  return instance.run(input, ctx);
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
 
 /** The attempt's outcome is decided: late calls of abandoned code write nothing, the last progress value lands first. */

@@ -8,20 +8,24 @@ import { RedisConnectionError } from '../errors';
  * a `failed` event — or a run that keeps hitting it would be handed back, uncounted, for ever.
  */
 export class OwnCommitFailures {
-  private readonly errors = new WeakSet<object>();
+  /** Made at the first such failure: most attempts never see one. */
+  private errors?: WeakSet<object>;
 
   /** `commit`, with the connection error it may reject with remembered as this attempt's own. */
-  async watch<T>(commit: Promise<T>): Promise<T> {
-    try {
-      return await commit;
-    } catch (error) {
-      if (error instanceof RedisConnectionError) this.errors.add(error);
+  watch<T>(commit: Promise<T>): Promise<T> {
+    return commit.then(undefined, (error: unknown) => {
+      this.note(error);
       throw error;
-    }
+    });
+  }
+
+  /** An error this attempt's own commit failed with: remembered if it is a connection error (see {@link watch}). */
+  note(error: unknown): void {
+    if (error instanceof RedisConnectionError) (this.errors ??= new WeakSet()).add(error);
   }
 
   /** Whether `error` is one this attempt's own commit rejected with (as thrown, not wrapped). */
   has(error: unknown): boolean {
-    return typeof error === 'object' && error !== null && this.errors.has(error);
+    return typeof error === 'object' && error !== null && this.errors !== undefined && this.errors.has(error);
   }
 }

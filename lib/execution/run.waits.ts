@@ -12,7 +12,6 @@ import {
   type SignalWaitOptions,
   type WaitOutcome,
 } from '../workflow/wait.types';
-import type { RunContext } from '../workflow/workflow.types';
 import type { AttemptGuard } from './attempt.guard';
 import { abandoned, enterCommit } from './commit.gate';
 import type { StepRecorder } from './step.recorder';
@@ -206,18 +205,4 @@ function timeoutOf(opts: SignalWaitOptions | EventWaitOptions | undefined, call:
   if (opts !== undefined && (opts === null || typeof opts !== 'object'))
     throw new InvalidOptionError(`${call} options`, 'must be an object');
   return opts?.timeout === undefined ? undefined : toMilliseconds(opts.timeout, `${call} timeout`);
-}
-
-/** The wait methods of `RunContext`, bound to one attempt's waits (`waitsOf` makes them on the first call). */
-export function waitMethods(
-  waitsOf: () => RunWaits,
-): Pick<RunContext, 'sleep' | 'sleepUntil' | 'waitForSignal' | 'waitForEvent' | 'invoke' | 'invokeAll'> {
-  return {
-    sleep: (name, duration) => waitsOf().sleep(name, duration),
-    sleepUntil: (name, until) => waitsOf().sleepUntil(name, until),
-    waitForSignal: (name, opts) => waitsOf().waitForSignal(name, opts),
-    waitForEvent: (name, opts) => waitsOf().waitForEvent(name, opts),
-    invoke: (workflow, input, opts) => waitsOf().invoke(workflow, input, opts) as never,
-    invokeAll: (calls) => waitsOf().invokeAll(calls) as never,
-  };
 }

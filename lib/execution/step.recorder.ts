@@ -28,6 +28,23 @@ export interface Placed {
   value: string;
 }
 
+/** A {@link Placed} call whose position entry is spelled out only when a wait writes it (most calls never are). */
+class PlacedCall implements Placed {
+  constructor(
+    private readonly kind: CallKind,
+    readonly key: string,
+    private readonly position: number,
+  ) {}
+
+  get field(): string {
+    return `@${this.position}`;
+  }
+
+  get value(): string {
+    return `${this.kind}:${this.key}`;
+  }
+}
+
 /**
  * Memoizes the steps of one run attempt. A step's key is its name plus its occurrence in this
  * attempt (`charge#1`, `charge#2`…), so a step called in a loop memoizes each call. Reads come
@@ -57,14 +74,19 @@ export function checkStepCall(name: string, fn: unknown, options: StepCallOption
 }
 
 export class StepRecorder implements StepRunner {
-  private readonly occurrences = new Map<string, number>();
+  /**
+   * Made on first use, as the executing set and the determinism guard are: a run that makes no
+   * call pays for the recorder alone (its maps were a fifth of an attempt's allocations).
+   */
+  private occurrences?: Map<string, number>;
   /** This attempt's top-level calls, in the order they were made (see {@link place}). */
   private readonly calls: Placed[] = [];
   /** Calls before this index have their position entries in the memo (see {@link unrecordedPositions}). */
   private positionsWritten = 0;
-  private readonly determinism: DeterminismGuard;
+  /** Only for a memo that holds entries: a fresh run has no recorded call to follow. */
+  private readonly determinism?: DeterminismGuard;
   /** Steps executing now: a wait lets them land before the run gives up its lease. */
-  private readonly executing = new Set<Promise<unknown>>();
+  private executing?: Set<Promise<unknown>>;
   /**
    * Set by a wait being committed (lib/execution/run.waits.ts): a step executed meanwhile first
    * waits for it. It opens if the wait ended at once and never if the run suspended: a step
@@ -78,7 +100,8 @@ export class StepRecorder implements StepRunner {
 
   constructor(
     private readonly runId: string,
-    private readonly memo: Map<string, string>,
+    /** The memo as claimed; written into only if it holds entries (an empty one may be shared: see {@link write}). */
+    private memo: Map<string, string>,
     private readonly persist: PersistStep,
     private readonly maxPayloadBytes: number,
     private readonly maxMemoBytes: number = DEFAULT_MAX_MEMO_BYTES,
@@ -89,41 +112,68 @@ export class StepRecorder implements StepRunner {
   ) {
     this.memoBytes = 0;
     for (const [key, value] of memo) this.memoBytes += entryBytes(key, value);
-    this.determinism = new DeterminismGuard(runId, memo);
+    if (memo.size > 0) this.determinism = new DeterminismGuard(runId, memo);
   }
 
-  async step<T>(name: string, fn: StepFn<T>, options?: StepCallOptions): Promise<Jsonified<T>> {
-    const resolved = checkStepCall(name, fn, options);
-    // Nested in another step of this run: part of the parent. Numbering it would make the
-    // occurrence numbers depend on whether the parent executed or was replayed; its own limit
-    // and tries would multiply the parent's. (Typed as the round trip although returned as is:
-    // a call site cannot know it is nested.)
-    const frame = stepScope.getStore();
-    if (frame?.runner === this) return fn(frame.context) as unknown as Jsonified<T>;
+  /**
+   * Not an async function: a step that executes returns the promise of its execution itself, one
+   * async function and three promises less per step than an async wrapper (errors thrown before
+   * it starts still reject the returned promise, never throw).
+   */
+  step<T>(name: string, fn: StepFn<T>, options?: StepCallOptions): Promise<Jsonified<T>> {
+    try {
+      const resolved = checkStepCall(name, fn, options);
+      // Nested in another step of this run: part of the parent. Numbering it would make the
+      // occurrence numbers depend on whether the parent executed or was replayed; its own limit
+      // and tries would multiply the parent's. (Typed as the round trip although returned as is:
+      // a call site cannot know it is nested.)
+      const frame = stepScope.getStore();
+      if (frame?.runner === this) return Promise.resolve(fn(frame.context) as unknown as Jsonified<T>);
 
-    const placed = this.place('step', name);
-    const saved = this.memo.get(placed.key);
-    if (saved !== undefined) {
-      this.observer?.replayed(name, placed.key);
-      this.journal.replayed('step', placed.key);
-      return decodePayload<Jsonified<T>>(saved);
+      const placed = this.place('step', name);
+      const saved = this.memo.get(placed.key);
+      if (saved !== undefined) {
+        this.observer?.replayed(name, placed.key);
+        this.journal.replayed('step', placed.key);
+        return Promise.resolve(decodePayload<Jsonified<T>>(saved));
+      }
+      if (this.gate) return this.startAfterGate(this.gate, name, placed, fn, resolved);
+      return this.start(name, placed, fn, resolved);
+    } catch (error) {
+      return Promise.reject(error);
     }
-    if (this.gate) await this.gate;
+  }
+
+  /** A wait is being committed: the step starts once its gate opens (see {@link gate}). */
+  private async startAfterGate<T>(
+    gate: Promise<void>,
+    name: string,
+    placed: Placed,
+    fn: StepFn<T>,
+    resolved: ResolvedStepOptions | undefined,
+  ): Promise<Jsonified<T>> {
+    await gate;
+    return await this.start(name, placed, fn, resolved);
+  }
+
+  /** Executes the step now, tracked among the executing ones until it settles. */
+  private start<T>(name: string, placed: Placed, fn: StepFn<T>, resolved: ResolvedStepOptions | undefined): Promise<Jsonified<T>> {
     // An attempt that is over (time limit, cancel, lost lease, shutdown) starts no new side effect,
     // even when its code ignored its signal and carries on in the background.
-    if (this.guard.abort.aborted) throw this.guard.abort.reason;
+    if (this.guard.abort.aborted) return Promise.reject(this.guard.abort.reason);
     const executing = this.observer
       ? this.observer.executed(name, placed.key, () => this.execute(placed, fn, resolved))
       : this.execute(placed, fn, resolved);
-    this.executing.add(executing);
-    const forget = () => this.executing.delete(executing);
+    const running = (this.executing ??= new Set());
+    running.add(executing);
+    const forget = () => running.delete(executing);
     executing.then(forget, forget);
     return executing;
   }
 
   /** The occurrence number the next top-level call of `name` gets (see {@link place}). */
   nextOccurrence(name: string): number {
-    return (this.occurrences.get(name) ?? 0) + 1;
+    return (this.occurrences?.get(name) ?? 0) + 1;
   }
 
   /**
@@ -134,16 +184,16 @@ export class StepRecorder implements StepRunner {
    */
   place(kind: CallKind, name: string): Placed {
     const occurrence = this.nextOccurrence(name);
-    this.occurrences.set(name, occurrence);
+    (this.occurrences ??= new Map()).set(name, occurrence);
     const key = `${name}#${occurrence}`;
     const position = this.calls.length;
     try {
-      this.determinism.check(kind, key, position);
+      this.determinism?.check(kind, key, position);
     } catch (error) {
       this.guard.expire(error as Error);
       throw error;
     }
-    const placed = { key, field: `@${position}`, value: `${kind}:${key}` };
+    const placed = new PlacedCall(kind, key, position);
     this.calls.push(placed);
     return placed;
   }
@@ -175,7 +225,7 @@ export class StepRecorder implements StepRunner {
   /** Adds what a wait's commit wrote (its outcome, position entries) to this attempt's memo. */
   remember(key: string, value: string): void {
     if (!this.memo.has(key)) this.memoBytes += entryBytes(key, value);
-    this.memo.set(key, value);
+    this.write(key, value);
   }
 
   /**
@@ -194,7 +244,7 @@ export class StepRecorder implements StepRunner {
   /** Resolves once every step executing now has settled (landed, or failed): true if one failed. */
   async settled(): Promise<boolean> {
     let failed = false;
-    while (this.executing.size > 0) {
+    while (this.executing && this.executing.size > 0) {
       const outcomes = await Promise.allSettled([...this.executing]);
       failed ||= outcomes.some((outcome) => outcome.status === 'rejected');
     }
@@ -208,7 +258,13 @@ export class StepRecorder implements StepRunner {
     try {
       const value = await runStepTries(placed.key, options, this.guard, (context) => stepScope.run({ runner: this, context }, fn, context));
       encoded = encodePayload(value, `step "${placed.key}" result`, this.maxPayloadBytes);
-      await this.save(placed.key, encoded);
+      // The write, here rather than in a method of its own: one async function less per step.
+      const bytes = this.reserve(placed.key, encoded);
+      if (!(await this.persist(placed.key, encoded))) {
+        this.memoBytes -= bytes;
+        throw new LeaseLostError(this.runId);
+      }
+      this.write(placed.key, encoded);
     } catch (error) {
       end('failed');
       throw error;
@@ -218,20 +274,28 @@ export class StepRecorder implements StepRunner {
     return decodePayload<Jsonified<T>>(encoded);
   }
 
-  /** Writes one memo entry within the run's memo budget, or throws having written nothing. */
-  private async save(key: string, encoded: string): Promise<void> {
+  /**
+   * Adds an entry to the memo. An empty memo as claimed is never written into but replaced: claims
+   * of fresh runs share one empty map (see parseClaim), which spares a map per run.
+   */
+  private write(key: string, value: string): void {
+    if (this.memo.size === 0) this.memo = new Map();
+    this.memo.set(key, value);
+  }
+
+  /**
+   * Takes a memo entry's bytes from the run's memo budget before it is written (the caller gives
+   * them back if the lease was lost), or throws having taken nothing: reserved before the write
+   * is awaited, so steps running in parallel can't together overshoot. A write that throws stays
+   * counted: it may have landed before the error reached us.
+   */
+  private reserve(key: string, encoded: string): number {
     const bytes = entryBytes(key, encoded);
     if (this.memoBytes + bytes > this.maxMemoBytes) {
       throw new StepMemoLimitError(this.runId, key, bytes, this.memoBytes + bytes, this.maxMemoBytes);
     }
-    // Reserve before awaiting the write, so steps running in parallel can't together overshoot.
-    // A write that throws stays counted: it may have landed before the error reached us.
     this.memoBytes += bytes;
-    if (!(await this.persist(key, encoded))) {
-      this.memoBytes -= bytes;
-      throw new LeaseLostError(this.runId);
-    }
-    this.memo.set(key, encoded);
+    return bytes;
   }
 }
 

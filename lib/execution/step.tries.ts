@@ -11,13 +11,24 @@ import { backoffDelay, stepRetryable } from './retry.policy';
  * When the last try fails on its time limit, the whole attempt is ended through the guard
  * (`ctx.signal` aborts, the attempt fails at once), even if the caller catches the error.
  */
-export async function runStepTries<T>(
+export function runStepTries<T>(
   key: string,
   options: ResolvedStepOptions | undefined,
   guard: AttemptGuard,
   invoke: (step: StepContext) => Promise<T> | T,
+): Promise<T> | T {
+  // Without options (most steps): the call itself, no promise of its own. Its caller awaits it,
+  // so a synchronous throw is handled as a rejection would be.
+  if (!options) return invoke(new SignalContext(guard.abort, 1));
+  return runTries(key, options, guard, invoke);
+}
+
+async function runTries<T>(
+  key: string,
+  options: ResolvedStepOptions,
+  guard: AttemptGuard,
+  invoke: (step: StepContext) => Promise<T> | T,
 ): Promise<T> {
-  if (!options) return invoke(runContext(guard.abort));
   let lastError: unknown;
   for (let attempt = 1; ; attempt++) {
     const stepAbort = new StepAbort(guard.abort);
@@ -61,14 +72,24 @@ function withinLimit<T>(running: Promise<T> | T, ms: number, expire: () => Timeo
   });
 }
 
-/** The context of a step without options: its signal is the run's. */
-function runContext(run: RunAbort): StepContext {
-  return {
-    get signal() {
-      return run.signal;
-    },
-    attempt: 1,
-  };
+/**
+ * A step's context, its signal read from `source` when asked for (the run's abort, or the try's
+ * {@link StepAbort}). A class: an object literal with a getter is a dictionary-mode object,
+ * several times as costly to make, once per step.
+ */
+class SignalContext implements StepContext {
+  readonly #source: { readonly signal: AbortSignal };
+
+  constructor(
+    source: { readonly signal: AbortSignal },
+    readonly attempt: number,
+  ) {
+    this.#source = source;
+  }
+
+  get signal(): AbortSignal {
+    return this.#source.signal;
+  }
 }
 
 /**
@@ -85,13 +106,7 @@ class StepAbort {
   constructor(private readonly run: RunAbort) {}
 
   context(attempt: number): StepContext {
-    const signal = () => this.signal;
-    return {
-      get signal() {
-        return signal();
-      },
-      attempt,
-    };
+    return new SignalContext(this, attempt);
   }
 
   get signal(): AbortSignal {

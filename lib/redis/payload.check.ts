@@ -16,6 +16,8 @@ export const MAX_PAYLOAD_DEPTH = 256;
  * @throws PayloadNotSerializableError naming the path of the first value JSON would drop or change
  */
 export function jsonSafe(value: unknown, field: string): unknown {
+  // A primitive (most results are) needs no walk: no path to track, nothing to allocate.
+  if ((typeof value !== 'object' || value === null) && primitiveProblem(value) === undefined) return value;
   return resolve(value, new Walk(field));
 }
 

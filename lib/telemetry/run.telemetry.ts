@@ -52,10 +52,7 @@ export class RunTelemetry {
    * is given) inside the attempt's span, and ends the span when `body` settles.
    */
   attempt(claim: Claim, body: (attempt?: AttemptTelemetry) => Promise<void>): Promise<void> {
-    // The API installed (a dependency of many packages) but no SDK registered: every span and
-    // instrument would be a no-op, so the attempt skips them and allocates nothing for them.
-    // Looked at per attempt: a tracer provider may come later.
-    if (!this.metered && !this.tracing()) return body(undefined);
+    if (!this.recording()) return body(undefined);
     let attempt: AttemptTelemetry;
     try {
       attempt = new AttemptTelemetry(this.api, this.tracer, this.metrics, this.namespace, claim);
@@ -64,6 +61,15 @@ export class RunTelemetry {
       return body(undefined);
     }
     return attempt.run(body);
+  }
+
+  /**
+   * Whether attempts get spans and metrics. Not with the API installed (a dependency of many
+   * packages) but no SDK registered: every span and instrument would be a no-op, so the attempt
+   * skips them and allocates nothing for them. Asked per attempt: a tracer provider may come later.
+   */
+  recording(): boolean {
+    return this.metered || this.tracing();
   }
 
   /** Whether a tracer provider is registered (the global one is a proxy that delegates to it, or to a no-op). */

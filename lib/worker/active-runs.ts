@@ -8,13 +8,19 @@ export interface ActiveRun {
   abort: LazyAbort;
 }
 
+/** One wait of {@link ActiveRuns.whenOneFinishes}. */
+interface Waiter {
+  until?: () => boolean;
+  wake(): void;
+}
+
 /**
  * The runs in flight in this process: the local semaphore (its size against the worker
  * concurrency), the heartbeat's list, and what shutdown drains.
  */
 export class ActiveRuns {
   private readonly runs = new Map<string, ActiveRun>();
-  private waiters: Array<() => void> = [];
+  private waiters: Waiter[] = [];
 
   get size(): number {
     return this.runs.size;
@@ -49,25 +55,35 @@ export class ActiveRuns {
     return [...this.runs.values()];
   }
 
-  /** Resolves when any run finishes, or after `timeoutMs`; `interrupt()` resolves it early. */
-  whenOneFinishes(timeoutMs: number): Promise<void> {
+  /**
+   * Resolves when any run finishes, or after `timeoutMs`; `interrupt()` resolves it early. With
+   * `until`, a finish resolves it only once `until()` holds (the timeout still does): a saturated
+   * worker waits for a free slot, and most finishes find theirs refilled already — waking, and
+   * arming a timer for the next wait, at each one cost a timer per run.
+   */
+  whenOneFinishes(timeoutMs: number, until?: () => boolean): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, timeoutMs);
-      const forget = (waiter: () => void) => (this.waiters = this.waiters.filter((w) => w !== waiter));
-      function done() {
+      const waiter: Waiter = { until, wake: () => undefined };
+      const timer = setTimeout(() => waiter.wake(), timeoutMs);
+      waiter.wake = () => {
         clearTimeout(timer);
-        forget(done);
+        this.waiters = this.waiters.filter((w) => w !== waiter);
         resolve();
-      }
-      this.waiters.push(done);
+      };
+      this.waiters.push(waiter);
     });
   }
 
-  /** Wakes everyone in {@link whenOneFinishes} now. */
+  /** Wakes everyone in {@link whenOneFinishes} now (those waiting `until` something, if it holds). */
   interrupt(): void {
-    const waiters = this.waiters;
-    this.waiters = [];
-    waiters.forEach((wake) => wake());
+    const { waiters } = this;
+    // Runs once per finished run, mostly with the one loop waiting: no copy of the list for it.
+    if (waiters.length === 1) {
+      const waiter = waiters[0];
+      if (!waiter.until || waiter.until()) waiter.wake();
+      return;
+    }
+    for (const waiter of waiters.slice()) if (!waiter.until || waiter.until()) waiter.wake();
   }
 
   /** Resolves true once no run is in flight, false if `timeoutMs` passes first. */

@@ -28,8 +28,7 @@ export interface RedisAttemptDeps {
  * a run that never waits nor reports progress pays for neither.
  */
 export class RedisAttemptPorts implements AttemptPorts {
-  /** Only this attempt's own commits that found Redis away hand the run back. */
-  readonly commitFailures = new OwnCommitFailures();
+  private failures?: OwnCommitFailures;
   private port?: RedisWaitPort;
   private reporter?: ProgressReporter;
 
@@ -40,8 +39,14 @@ export class RedisAttemptPorts implements AttemptPorts {
     readonly observer?: StepObserver,
   ) {}
 
+  /** Only this attempt's own commits that found Redis away hand the run back. Made on first use: most attempts commit nothing of their own. */
+  get commitFailures(): OwnCommitFailures {
+    return (this.failures ??= new OwnCommitFailures());
+  }
+
   saveStep(key: string, encoded: string): Promise<boolean> {
-    return this.commitFailures.watch(this.deps.commits.saveStep(this.claim, key, encoded));
+    // The batch's failure is noted as this attempt's own by the commit path (no promise more per step).
+    return this.deps.commits.saveStep(this.claim, key, encoded, this.commitFailures);
   }
 
   commits(): RedisWaitPort {

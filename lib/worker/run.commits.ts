@@ -9,6 +9,7 @@ import { complete } from '../redis/commands/complete.command';
 import { saveSteps } from '../redis/commands/save-steps.command';
 import { telemetryApi } from '../telemetry/otel.loader';
 import { TickBatcher } from './tick.batcher';
+import type { OwnCommitFailures } from '../execution/commit.failures';
 import type { CommitPark } from './park.announcer';
 
 /**
@@ -32,8 +33,13 @@ export interface Refill {
   park?: CommitPark;
 }
 
-/** One token-checked write of a worker: a finished step, or a finished run. */
-type Commit = { claim: Claim; encoded: string } & ({ kind: 'complete'; journal: string } | { kind: 'step'; key: string });
+/**
+ * One token-checked write of a worker: a finished run, or a finished step (with the attempt's
+ * record of its own commit failures, told of a connection error that fails the write).
+ */
+type Commit = { claim: Claim; encoded: string } & (
+  { kind: 'complete'; journal: string } | { kind: 'step'; key: string; failures?: OwnCommitFailures }
+);
 
 /**
  * The worker's token-checked writes, batched per event-loop turn: step results and completions
@@ -70,12 +76,24 @@ export class RunCommits {
     return this.batcher.add({ kind: 'complete', claim, encoded, journal });
   }
 
-  /** Resolves true once the step result is persisted, false if the lease was lost (nothing written). */
-  saveStep(claim: Claim, key: string, encoded: string): Promise<boolean> {
-    return this.batcher.add({ kind: 'step', claim, key, encoded });
+  /**
+   * Resolves true once the step result is persisted, false if the lease was lost (nothing written).
+   * A connection error that fails it is noted in `failures` (see OwnCommitFailures) before it rejects.
+   */
+  saveStep(claim: Claim, key: string, encoded: string, failures?: OwnCommitFailures): Promise<boolean> {
+    return this.batcher.add({ kind: 'step', claim, key, encoded, failures });
   }
 
   private async flush(items: Commit[]): Promise<boolean[]> {
+    try {
+      return await this.send(items);
+    } catch (error) {
+      for (const item of items) if (item.kind === 'step') item.failures?.note(error);
+      throw error;
+    }
+  }
+
+  private async send(items: Commit[]): Promise<boolean[]> {
     const steps = items.filter((item): item is Commit & { kind: 'step' } => item.kind === 'step');
     const completions = items.filter((item): item is Commit & { kind: 'complete' } => item.kind === 'complete');
     if (completions.length === 0) return saveSteps(this.scripts, this.keys, steps, this.policy);

@@ -23,11 +23,25 @@ export class RunEvents {
   private readonly labels = new WeakMap<AnyListener, string>();
   /** Failure lines of each listener, throttled (see listenerFailed). */
   private readonly failureLogs = new WeakMap<AnyListener, ThrottledLog>();
+  /**
+   * Each event's listeners as of the last change (a copy the emitter made then): emitted per
+   * run, so emit copies nothing. A listener added or removed during an emit counts from the next
+   * one, as with EventEmitter's own emit.
+   */
+  private readonly current = new Map<keyof RunEventMap, AnyListener[]>();
 
   /** Adds a listener; returns a function that removes it. */
   on<E extends keyof RunEventMap>(event: E, listener: (...args: RunEventMap[E]) => void): () => void {
     this.emitter.on(event, listener as (...args: unknown[]) => void);
-    return () => this.emitter.off(event, listener as (...args: unknown[]) => void);
+    this.changed(event);
+    return () => {
+      this.emitter.off(event, listener as (...args: unknown[]) => void);
+      this.changed(event);
+    };
+  }
+
+  private changed(event: keyof RunEventMap): void {
+    this.current.set(event, this.emitter.rawListeners(event) as AnyListener[]);
   }
 
   /** @internal `on`, with the name a failure warning gives the listener (see WorkflowEventExplorer). */
@@ -38,15 +52,15 @@ export class RunEvents {
 
   /** @internal Whether anyone listens, so the hot path builds no payload for nobody. */
   listens(event: keyof RunEventMap): boolean {
-    return this.emitter.listenerCount(event) > 0;
+    return (this.current.get(event)?.length ?? 0) > 0;
   }
 
   /** @internal */
   emit<E extends keyof RunEventMap>(event: E, ...args: RunEventMap[E]): void {
-    if (this.emitter.listenerCount(event) === 0) return;
-    // Not emitter.emit(), which stops at the first listener that throws. rawListeners() is a copy,
-    // so (as with emit()) a listener added or removed meanwhile only counts from the next event.
-    for (const listener of this.emitter.rawListeners(event) as AnyListener[]) {
+    const listeners = this.current.get(event);
+    if (listeners === undefined || listeners.length === 0) return;
+    // Not emitter.emit(), which stops at the first listener that throws.
+    for (const listener of listeners) {
       try {
         const returned: unknown = Reflect.apply(listener, this.emitter, args);
         // An async listener's rejection would otherwise be unhandled, which can end the process.

@@ -67,8 +67,9 @@ export class RunExecutor {
    * `codeDone` is called once the attempt's code has finished, before its outcome is committed.
    */
   execute(claim: Claim, abort: LazyAbort, codeDone?: () => void): Promise<void> {
-    // Telemetry on: the same attempt, inside its span. Off: nothing more than the attempt.
-    if (this.telemetry) return this.telemetry.attempt(claim, (telemetry) => this.executeAttempt(claim, abort, codeDone, telemetry));
+    // Telemetry recording: the same attempt, inside its span. Off (or no SDK registered): nothing more than the attempt.
+    const { telemetry } = this;
+    if (telemetry?.recording()) return telemetry.attempt(claim, (attempt) => this.executeAttempt(claim, abort, codeDone, attempt));
     return this.executeAttempt(claim, abort, codeDone);
   }
 
@@ -86,13 +87,20 @@ export class RunExecutor {
       new RedisAttemptPorts(this.ports, claim, telemetry),
     );
     codeDone?.();
+    // Each branch awaits rather than returns its promise: an async function that returns a
+    // promise settles two microtask turns later, through a promise more (this runs per run).
+    // The common outcome is committed here rather than in a method of its own, for the same reason.
     switch (outcome.kind) {
       case 'completed':
-        return this.complete(claim, outcome.result, outcome.journal, abort, startedAt, telemetry);
+        if (await this.commits.complete(claim, outcome.result, this.journal(outcome.journal, claim, 'completed'))) {
+          telemetry?.ended('completed');
+          if (this.events.listens('completed')) this.events.emit('completed', this.outcome(claim, startedAt));
+        } else this.lost(claim, abort, telemetry);
+        return;
       case 'failed':
-        return this.fail(claim, outcome, abort, definition.backoff, startedAt, telemetry);
+        return await this.fail(claim, outcome, abort, definition.backoff, startedAt, telemetry);
       case 'handed-back':
-        return this.handBack(claim, outcome.error, telemetry);
+        return await this.handBack(claim, outcome.error, telemetry);
       case 'released':
         // Aborted at the shutdown deadline: the orchestrator hands the run back, so whatever the
         // code threw on its signal is not the run's failure — no fail call, no event.
@@ -105,23 +113,12 @@ export class RunExecutor {
     }
   }
 
-  private async complete(
-    claim: Claim,
-    encoded: string,
-    journal: AttemptJournal,
-    abort: LazyAbort,
-    startedAt: number,
-    telemetry?: AttemptTelemetry,
-  ): Promise<void> {
-    if (await this.commits.complete(claim, encoded, this.journal(journal, claim, 'completed'))) {
-      telemetry?.ended('completed');
-      this.events.emit('completed', this.outcome(claim, startedAt));
-    } else {
-      telemetry?.ended('lost');
-      // A cancelled run's result is discarded by design: nothing to warn about.
-      if (!(abort.reason instanceof RunCancelledError))
-        this.runWarnings.warn(`Run ${claim.id} (${claim.workflow}) finished after its lease was lost; its result was discarded`);
-    }
+  /** A result whose complete call found the lease gone: nothing was written. */
+  private lost(claim: Claim, abort: LazyAbort, telemetry?: AttemptTelemetry): void {
+    telemetry?.ended('lost');
+    // A cancelled run's result is discarded by design: nothing to warn about.
+    if (!(abort.reason instanceof RunCancelledError))
+      this.runWarnings.warn(`Run ${claim.id} (${claim.workflow}) finished after its lease was lost; its result was discarded`);
   }
 
   /**

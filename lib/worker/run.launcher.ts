@@ -94,13 +94,26 @@ export class RunLauncher {
       this.averageMs = this.averageMs === Infinity ? ms : this.averageMs + AVERAGE_WEIGHT * (ms - this.averageMs);
       this.startHeld();
     };
-    this.parts
-      .execute(claim, run.abort, codeDone)
-      .catch((error: Error) => this.parts.failed(claim, error))
-      .finally(() => {
-        codeDone();
-        this.parts.active.delete(run.id, run.token);
-      });
+    const finish = () => {
+      codeDone();
+      this.parts.active.delete(run.id, run.token);
+    };
+    const failed = (error: Error) => {
+      try {
+        this.parts.failed(claim, error);
+      } finally {
+        finish();
+      }
+    };
+    // One reaction on the run's promise, not an async wrapper nor a .catch().finally() chain:
+    // this runs per run, and each promise and async frame is allocated and collected.
+    let executed: Promise<void>;
+    try {
+      executed = this.parts.execute(claim, run.abort, codeDone);
+    } catch (error) {
+      return failed(error as Error);
+    }
+    executed.then(finish, failed);
   }
 
   private startHeld(): void {

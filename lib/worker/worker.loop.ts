@@ -182,10 +182,11 @@ export class WorkerLoop {
       // Saturated: our own completion is the event that matters; wake at least once per stall
       // interval to take part in promotion and the stalled scan, and when a schedule is due to
       // fire (firing needs no slot), or MAX_BLOCK_MS passed (a schedule added since).
+      // Runs that finish wake it only once a slot is free: most find theirs refilled already, by
+      // their complete call, which claimed what a reserve would.
       const dueIn = Math.max(0, this.reserver.untilDueMs());
-      await this.active.whenOneFinishes(Math.min(this.options.worker.stalledIntervalMs, MAX_BLOCK_MS, dueIn));
-      // Still saturated: the finished run's complete call refilled its slot, and claimed what a
-      // reserve would. A reserve that claims nothing is only worth it for what else it does.
+      await this.active.whenOneFinishes(Math.min(this.options.worker.stalledIntervalMs, MAX_BLOCK_MS, dueIn), this.slotFreed);
+      // Still saturated (the timeout): a reserve that claims nothing is only worth it for what else it does.
       if (this.stopping || this.freeSlots() > 0 || !this.reserver.saturatedReserveDue()) return false;
       await this.reserve(0, this.workflows);
       return true;
@@ -207,6 +208,8 @@ export class WorkerLoop {
     if (claimed < wanted && nextDueMs !== 0) await this.idle(nextDueMs);
     return true;
   }
+
+  private readonly slotFreed = () => this.stopping || this.freeSlots() > 0;
 
   /** Room for claims: the runs the launcher may hold, less those held (running, ready or committing) and those promised to a refill in flight. */
   private freeSlots(): number {

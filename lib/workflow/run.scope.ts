@@ -18,11 +18,39 @@ export interface StepFrame {
   context: StepContext;
 }
 
+/** One of the two scopes below: an AsyncLocalStorage's `run` and `getStore`. */
+export interface Scope<S> {
+  run<R, A extends unknown[]>(store: S, fn: (...args: A) => R, ...args: A): R;
+  getStore(): S | undefined;
+}
+
+/** What the storage holds inside a step's `fn`: the run's runner (for `@Step`) and the step's frame. */
+class InStep {
+  constructor(
+    readonly runner: StepRunner | undefined,
+    readonly frame: StepFrame,
+  ) {}
+}
+
+/**
+ * Both scopes below live in one AsyncLocalStorage: in Node 20 every promise created anywhere in
+ * the process copies every enabled storage's value (a promise hook per storage), so two storages
+ * cost each promise twice what one does. At the top level of a run it holds the runner itself,
+ * inside a step's `fn` an {@link InStep}.
+ */
+const storage = new AsyncLocalStorage<StepRunner | InStep>();
+
 /**
  * The run a piece of code executes in. `@Step` methods look it up here, so they memoize inside a
  * run and simply execute outside one (e.g. in a unit test).
  */
-export const runScope = new AsyncLocalStorage<StepRunner>();
+export const runScope: Scope<StepRunner> = {
+  run: (runner, fn, ...args) => storage.run(runner, fn, ...args),
+  getStore: () => {
+    const store = storage.getStore();
+    return store instanceof InStep ? store.runner : store;
+  },
+};
 
 let stepMethodsDefined = false;
 
@@ -32,7 +60,7 @@ export function noteStepMethod(): void {
 }
 
 /**
- * Calls `fn` inside `runner`'s {@link runScope} once any `@Step` method exists in this process;
+ * Calls `fn(a, b, c)` inside `runner`'s {@link runScope} once any `@Step` method exists in this process;
  * until then, plainly. Why: the first `run` of an AsyncLocalStorage turns on Node's promise hooks
  * for every promise of the process from then on (about a fifth of a drain's throughput at
  * concurrency 50, in bench), and only `@Step` methods read the scope. Classes are defined when
@@ -40,8 +68,9 @@ export function noteStepMethod(): void {
  * can call; a class first loaded while a run executes (a dynamic `import()` inside it) has its
  * steps memoized from the run's next attempt on.
  */
-export function inRunScope<T>(runner: StepRunner, fn: () => T): T {
-  return stepMethodsDefined ? runScope.run(runner, fn) : fn();
+export function inRunScope<A, B, C, T>(runner: StepRunner, fn: (a: A, b: B, c: C) => T, a: A, b: B, c: C): T {
+  // Arguments rather than a closure: this runs once per attempt.
+  return stepMethodsDefined ? runScope.run(runner, fn, a, b, c) : fn(a, b, c);
 }
 
 /**
@@ -49,9 +78,16 @@ export function inRunScope<T>(runner: StepRunner, fn: () => T): T {
  * inside it — through `@Step`, which goes through {@link runScope}, or through `ctx.step`, which
  * calls the runner directly — sees it and runs plainly as part of its parent: were it numbered
  * and memoized, a retry that replays the parent from the memo would skip it, and every later
- * step of the same name would shift onto the wrong memo entry. It is a separate store from
- * `runScope` because sibling steps started in parallel at the top level (`Promise.all`) share
- * the run's context and must each stay a top-level, memoized step; only code *inside* a step's
- * `fn` inherits this store.
+ * step of the same name would shift onto the wrong memo entry. It is a separate scope from
+ * `runScope` (in the same storage) because sibling steps started in parallel at the top level
+ * (`Promise.all`) share the run's context and must each stay a top-level, memoized step; only
+ * code *inside* a step's `fn` inherits this one.
  */
-export const stepScope = new AsyncLocalStorage<StepFrame>();
+export const stepScope: Scope<StepFrame> = {
+  // Inside the step, @Step methods still find the run's runner (which then runs them plainly).
+  run: (frame, fn, ...args) => storage.run(new InStep(runScope.getStore(), frame), fn, ...args),
+  getStore: () => {
+    const store = storage.getStore();
+    return store instanceof InStep ? store.frame : undefined;
+  },
+};

@@ -22,6 +22,17 @@ export interface Claim {
   generation?: number;
 }
 
+/**
+ * The memo of every claim of a run with none (most claims): one map for all rather than one per
+ * run. Nothing writes into it: the step recorder replaces an empty memo before its first write.
+ */
+class NoMemo extends Map<string, string> {
+  override set(): this {
+    throw new Error('a claim with no memo shares its empty map: it is never written into');
+  }
+}
+const NO_MEMO: Map<string, string> = new NoMemo();
+
 /** The claim reply's pseudo memo entry carrying the run's incarnation (see memoOf in lua/includes/claim.lua). */
 const GENERATION_ENTRY = '~gen';
 
@@ -37,32 +48,36 @@ export const CLAIM_EXTRAS = 2;
  * head is the ms until the next delayed run, complete's the statuses of its runs and steps.
  */
 export function parseClaimReply<H = number>(reply: unknown[]): { head: H; claims: Claim[] } {
-  const [head, ...rows] = reply as [H, ...unknown[][]];
-  const claims = rows.map((row) => {
-    const [id, workflow, token, attempt, failures, input, flatSteps, timeoutMs] = row as [
-      string,
-      string,
-      string,
-      number,
-      number,
-      string,
-      string[],
-      string,
-    ];
-    const steps = new Map<string, string>();
-    let generation: string | undefined;
-    for (let i = 0; i < flatSteps.length; i += 2) {
-      if (flatSteps[i] === GENERATION_ENTRY) generation = flatSteps[i + 1];
-      else steps.set(flatSteps[i], flatSteps[i + 1]);
-    }
-    const claim: Claim = { id, workflow, token: String(token), attempt: Number(attempt), failures: Number(failures), input, steps };
-    if (timeoutMs) claim.timeoutMs = Number(timeoutMs);
-    if (generation !== undefined) claim.generation = Number(generation);
-    if (typeof row[8] === 'string' && row[8] !== '') claim.group = row[8];
-    if (row.length > 9) addExtras(claim, row);
-    return claim;
-  });
-  return { head, claims };
+  // Indexed loops, not destructuring: this runs once per claimed run.
+  const claims: Claim[] = [];
+  for (let i = 1; i < reply.length; i++) claims.push(parseClaim(reply[i] as unknown[]));
+  return { head: reply[0] as H, claims };
+}
+
+/** One claim row: id, workflow, token, attempt, failures, input, flat memo, time limit, then group and extras. */
+function parseClaim(row: unknown[]): Claim {
+  const flatSteps = row[6] as string[];
+  let steps = NO_MEMO;
+  let generation: string | undefined;
+  for (let i = 0; i < flatSteps.length; i += 2) {
+    if (flatSteps[i] === GENERATION_ENTRY) generation = flatSteps[i + 1];
+    else (steps === NO_MEMO ? (steps = new Map()) : steps).set(flatSteps[i], flatSteps[i + 1]);
+  }
+  const claim: Claim = {
+    id: row[0] as string,
+    workflow: row[1] as string,
+    token: String(row[2]),
+    attempt: Number(row[3]),
+    failures: Number(row[4]),
+    input: row[5] as string,
+    steps,
+  };
+  const timeoutMs = row[7] as string;
+  if (timeoutMs) claim.timeoutMs = Number(timeoutMs);
+  if (generation !== undefined) claim.generation = Number(generation);
+  if (typeof row[8] === 'string' && row[8] !== '') claim.group = row[8];
+  if (row.length > 9) addExtras(claim, row);
+  return claim;
 }
 
 /**
@@ -94,7 +109,7 @@ export function parseHandoff(workflow: string, entry: string): Claim | undefined
     attempt: 1,
     failures: 0,
     input: entry.slice(second + 1),
-    steps: new Map(),
+    steps: NO_MEMO,
     queueWaitMs: 0,
   };
 }

@@ -2,7 +2,7 @@ import type { LuaScripts } from '../lua.scripts';
 import type { CallOptions } from '../redis.link';
 import type { RedisKeys } from '../redis.keys';
 import { type Claim, parseClaimReply } from './claim.reply';
-import { type LeaseRef, type StepWrite, stepArgs } from './save-steps.command';
+import type { LeaseRef, StepWrite } from './save-steps.command';
 
 /** A finished run's result, written only while `claim` still holds its lease. */
 export interface RunCompletion {
@@ -53,19 +53,24 @@ export async function complete(
   policy: CallOptions,
 ): Promise<CompleteResult> {
   const { workflows, steps, completions, park } = request;
-  const rest = [
-    workflows.length,
-    ...workflows,
-    steps.length,
-    ...stepArgs(steps),
-    ...completions.flatMap(({ claim, encoded, journal }) => [claim.id, claim.token, encoded, journal]),
-  ];
+  // Built with pushes, in one array: the call carries four values per run (up to 32 runs).
+  const rest: (string | number)[] = [workflows.length, ...workflows, steps.length];
+  for (const { claim, key, encoded } of steps) rest.push(claim.id, claim.token, key, encoded);
+  for (const { claim, encoded, journal } of completions) rest.push(claim.id, claim.token, encoded, journal);
   const callKeys = [keys.leases, keys.limits, keys.seq, keys.call(request.callId)];
-  const head = [keys.base, request.resultTtlMs, request.claim, request.lockMs];
   const reply = await scripts.run<unknown[]>(
     'complete',
     callKeys,
-    (retry) => [...head, (retry ? 1 : 0) + request.extras, park?.entry ?? '', park?.ttlMs ?? 0, ...rest],
+    (retry) => [
+      keys.base,
+      request.resultTtlMs,
+      request.claim,
+      request.lockMs,
+      (retry ? 1 : 0) + request.extras,
+      park?.entry ?? '',
+      park?.ttlMs ?? 0,
+      ...rest,
+    ],
     policy,
   );
   const {

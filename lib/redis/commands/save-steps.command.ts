@@ -17,16 +17,14 @@ export interface StepWrite {
   encoded: string;
 }
 
-/** The ARGV of a batch of step writes, four values each (as save-steps and complete take them). */
-export function stepArgs(steps: StepWrite[]): string[] {
-  return steps.flatMap(({ claim, key, encoded }) => [claim.id, claim.token, key, encoded]);
-}
-
 /**
  * Saves a batch of step results (lua/save-steps.lua): per step, true once saved, false if its
  * lease was lost (nothing written). `policy`: the worker's commitPolicy.
  */
 export async function saveSteps(scripts: LuaScripts, keys: RedisKeys, steps: StepWrite[], policy: CallOptions): Promise<boolean[]> {
-  const saved = await scripts.run<number[]>('save-steps', [keys.leases], [keys.base, ...stepArgs(steps)], policy);
+  // Four values per step (as complete takes them too), pushed into one array.
+  const args: string[] = [keys.base];
+  for (const { claim, key, encoded } of steps) args.push(claim.id, claim.token, key, encoded);
+  const saved = await scripts.run<number[]>('save-steps', [keys.leases], args, policy);
   return saved.map((status) => status === 1);
 }
