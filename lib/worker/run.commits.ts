@@ -8,16 +8,10 @@ import { commitPolicy } from '../redis/commands/commit.policy';
 import { complete } from '../redis/commands/complete.command';
 import { saveSteps } from '../redis/commands/save-steps.command';
 import { telemetryApi } from '../telemetry/otel.loader';
+import { COMMIT_BATCH_CAP } from './run.launcher';
 import { TickBatcher } from './tick.batcher';
 import type { OwnCommitFailures } from '../execution/commit.failures';
 import type { CommitPark } from './park.announcer';
-
-/**
- * Most commits one script call carries. Short calls keep Redis responsive, and several calls in
- * flight let Node prepare one batch while Redis runs the previous. 32: half the calls of 16, the
- * fastest drain at concurrency 50 in bench (8, 48 and 64 are slower).
- */
-const COMMIT_BATCH_CAP = 32;
 
 /** Asked of the worker loop when runs complete: how many runs to claim into the freed slots. */
 export interface Refill {

@@ -13,8 +13,24 @@ export const HOLD_BUDGET_MS = 5;
  * together in the next call (up to 32, see RunCommits).
  */
 export const MAX_HELD = 32;
+/**
+ * Most commits one script call carries (RunCommits). Short calls keep Redis responsive, and several
+ * calls in flight let Node prepare one batch while Redis runs the previous. 32: half the calls of
+ * 16, the fastest drain at concurrency 50 in bench (8, 48 and 64 are slower). A worker holding runs
+ * keeps whole batches of them in flight (see capacity).
+ */
+export const COMMIT_BATCH_CAP = 32;
 /** A held run not started by then goes back to the queue (the runs became long): another worker may take it. */
 export const HELD_MAX_MS = 1_000;
+/**
+ * Most claimed runs a worker of `concurrency` holds, executing or held ready: its slots and
+ * {@link MAX_HELD}, rounded up to whole commit batches. 33 (one slot and 32 held) commit as 32 + 1,
+ * and the batch of one keeps going round with a whole call's overhead; 64 go round as two full ones.
+ */
+export function mostInFlight(concurrency: number): number {
+  return Math.ceil((concurrency + MAX_HELD) / COMMIT_BATCH_CAP) * COMMIT_BATCH_CAP;
+}
+
 /** Weight of the latest run in the running average of run lengths. */
 const AVERAGE_WEIGHT = 0.1;
 
@@ -64,7 +80,8 @@ export class RunLauncher {
   capacity(): number {
     const { concurrency } = this.parts;
     if (this.averageMs === Infinity || this.ungroupedInRow < concurrency) return concurrency;
-    return concurrency + Math.min(MAX_HELD, Math.floor((concurrency * HOLD_BUDGET_MS) / Math.max(this.averageMs, 0.01)));
+    const held = Math.min(MAX_HELD, Math.floor((concurrency * HOLD_BUDGET_MS) / Math.max(this.averageMs, 0.01)));
+    return held < MAX_HELD ? concurrency + held : mostInFlight(concurrency);
   }
 
   /** Takes a claimed run: it starts now if a slot is free, else it is held ready. */

@@ -2,7 +2,7 @@ import { RunCancelledError } from '../../lib/errors';
 import type { Claim } from '../../lib/redis/commands/claim.reply';
 import { ActiveRuns } from '../../lib/worker/active-runs';
 import { ClaimSequencer } from '../../lib/worker/claim.sequencer';
-import { HELD_MAX_MS, MAX_HELD, RunLauncher } from '../../lib/worker/run.launcher';
+import { COMMIT_BATCH_CAP, HELD_MAX_MS, RunLauncher } from '../../lib/worker/run.launcher';
 
 /** A run whose code the test ends by hand; its commit settles when the test says. */
 interface Pending {
@@ -63,7 +63,7 @@ describe('RunLauncher', () => {
   it('holds runs ready while runs are short, and starts them as slots free, never beyond the concurrency', async () => {
     const t = setup(3);
     await teach(t, 3, 0);
-    expect(t.launcher.capacity()).toBe(3 + MAX_HELD);
+    expect(t.launcher.capacity()).toBe(2 * COMMIT_BATCH_CAP); // 3 + 32 held, rounded up to whole commit batches
     const before = t.started.length;
     for (let i = 0; i < 6; i++) t.launcher.launch(t.claim(`r${i}`));
     expect(t.started.length - before).toBe(3); // three slots: three start, three held
@@ -83,13 +83,13 @@ describe('RunLauncher', () => {
   it('holds none while its claims are grouped (held runs would start ahead of a newly arrived group)', async () => {
     const t = setup(2);
     await teach(t, 3, 0);
-    expect(t.launcher.capacity()).toBe(2 + MAX_HELD);
+    expect(t.launcher.capacity()).toBe(2 * COMMIT_BATCH_CAP);
     t.launcher.launch({ ...t.claim('tenant-run'), group: 'tenant' });
     expect(t.launcher.capacity()).toBe(2);
     t.launcher.launch(t.claim('plain-1'));
     expect(t.launcher.capacity()).toBe(2);
     t.launcher.launch(t.claim('plain-2'));
-    expect(t.launcher.capacity()).toBe(2 + MAX_HELD);
+    expect(t.launcher.capacity()).toBe(2 * COMMIT_BATCH_CAP);
   });
 
   it('holds none once runs are long', async () => {
