@@ -132,7 +132,7 @@ if scanInterval > 0 and redis.call('SET', KEYS[4], '1', 'NX', 'PX', scanInterval
       if stalls > tonumber(ARGV[5]) then
         finishRun(base, runKey, id, f[1], 'failed', 'error',
           '{"name":"StalledError","message":"lease expired ' .. stalls .. ' times (worker died or blocked the event loop)"}',
-          now, tonumber(ARGV[7]), f[7] == '1', f[8] == '1')
+          now, tonumber(ARGV[7]), f[7], f[8] == '1')
         tallyFinished(tally, f[1], 'failed', id)
       else
         redis.call('HSET', runKey, 'state', 'waiting')

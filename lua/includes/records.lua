@@ -9,25 +9,31 @@
 
 -- Writes a new run record (enqueue, or a schedule's fire) and returns its token base.
 -- `tag`/`tagValue`: one more field, where the run came from ('nonce' of its enqueue call, or
--- 'schedule' that fired it).
-local function storeRun(runKey, workflow, input, state, priority, maxAttempts, group, now, due, tag, tagValue, compact)
+-- 'schedule' that fired it). `extra`: optional further field/value pairs, in the same HSET and
+-- after the others, so one of the same name wins (the enqueue fast path's first lease).
+local function storeRun(runKey, workflow, input, state, priority, maxAttempts, group, now, due, tag, tagValue, compact, extra)
   local tokenBase = now * 1000
   -- Text for the common case (stored at the call's time): no number formatting per run.
   local token, created
   if now == nowMs() then token, created = nowText() .. '000', nowText() else token, created = string.format('%.0f', tokenBase), now end
   if due == now then due = created end
+  local fields
   if compact then
     -- The compact record leaves out what a reader defaults: attempts, failures and stalls 0, and
     -- priority 0 (every reader of this version defaults them; older versions need them: README, Migrations).
-    redis.call('HSET', runKey, 'workflow', workflow, 'input', input, 'state', state, 'maxAttempts', maxAttempts,
-      'token', token, 'createdAt', created, 'dueAt', due, tag, tagValue)
-    if tonumber(priority) ~= 0 then redis.call('HSET', runKey, 'priority', priority) end
+    fields = { 'workflow', workflow, 'input', input, 'state', state, 'maxAttempts', maxAttempts,
+      'token', token, 'createdAt', created, 'dueAt', due, tag, tagValue }
+    if tonumber(priority) ~= 0 then fields[#fields + 1], fields[#fields + 2] = 'priority', priority end
   else
-    redis.call('HSET', runKey, 'workflow', workflow, 'input', input, 'state', state, 'priority', priority,
+    fields = { 'workflow', workflow, 'input', input, 'state', state, 'priority', priority,
       'maxAttempts', maxAttempts, 'attempts', '0', 'failures', '0', 'stalls', '0', 'token', token,
-      'createdAt', created, 'dueAt', due, tag, tagValue)
+      'createdAt', created, 'dueAt', due, tag, tagValue }
   end
-  if group ~= '' then redis.call('HSET', runKey, 'group', group) end
+  if group ~= '' then fields[#fields + 1], fields[#fields + 2] = 'group', group end
+  if extra then
+    for _, value in ipairs(extra) do fields[#fields + 1] = value end
+  end
+  redis.call('HSET', runKey, unpack(fields))
   return tokenBase
 end
 
