@@ -250,8 +250,7 @@ export class LinkConnection {
   }
 
   private checkAgain(redis: Redis): void {
-    // Unref'd: the connection's socket keeps the process alive, not this timer, once it is closed.
-    setTimeout(() => this.instance === redis && canSend(redis) && this.check(redis), LOADING_POLL_MS).unref();
+    setTimeout(() => this.instance === redis && canSend(redis) && this.check(redis), LOADING_POLL_MS);
   }
 
   private sendName(redis: Redis): void {
