@@ -306,10 +306,13 @@ describe('dashboard in Chromium', () => {
     console.log(
       `open overview page, polling every 500 ms, 2 workflows: +${perPage.scripts.toFixed(2)} script calls/s, +${perPage.commands.toFixed(1)} Redis commands/s (idle fleet: ${idle.scripts.toFixed(2)} / ${idle.commands.toFixed(1)})`,
     );
-    // Two refreshes a second, each one stats call (the background sampler stands down while a page polls).
-    expect(perPage.scripts).toBeGreaterThan(1);
+    // Two refreshes a second, each one stats call. The idle window has the background sampler in it
+    // (it samples for 15 minutes after the last view, and the earlier tests viewed pages); it stands
+    // down while a page polls, so the page's calls replace the sampler's: the open window itself shows
+    // the two calls a second, and the difference stays under one call per refresh.
+    expect(open.scripts).toBeGreaterThan(1.5);
     expect(perPage.scripts).toBeLessThan(3);
-    expect(perPage.commands / perPage.scripts).toBeLessThan(40);
+    expect(open.commands / open.scripts).toBeLessThan(40);
   });
 
   it('draws the throughput of the last minutes', async () => {
