@@ -23,21 +23,23 @@ local function workflowRoom(base, limitsKey, workflow)
   return not limit or activeCount(wfKey(base, workflow, 'active')) < limit
 end
 
--- How many more runs a cap allows at the namespace and workflow level (`group` nil) or a group's
--- level (math.huge for none): how far ahead a claim may pop a lane (see popDue). Rate limits and
--- the other levels are checked per claim; what they leave unclaimed goes back (restorePopped).
-local function capsLeft(base, leasesKey, limitsKey, workflow, group)
+-- How many more runs the namespace's and the workflow's caps allow (math.huge for none): how far
+-- ahead a claim may pop the workflow's ungrouped lane (see popDue). Rate limits are checked per
+-- claim; what they leave unclaimed goes back (restorePopped).
+local function capsLeft(base, leasesKey, limitsKey, workflow)
   local left = math.huge
-  if group then
-    local limit = groupLimit(limitsKey, workflow, group)
-    if limit then left = limit - activeCount(laneOf(base, workflow, group) .. 'active') end
-    return left
-  end
   local ns = limitOf(limitsKey, 'ns')
   if ns then left = ns - activeCount(leasesKey) end
   local wf = limitOf(limitsKey, 'wf:' .. workflow)
   if wf then left = math.min(left, wf - activeCount(wfKey(base, workflow, 'active'))) end
   return left
+end
+
+-- How many more runs a group's cap allows (math.huge for none).
+local function groupLeft(base, limitsKey, workflow, group)
+  local limit = groupLimit(limitsKey, workflow, group)
+  if not limit then return math.huge end
+  return limit - activeCount(laneOf(base, workflow, group) .. 'active')
 end
 
 -- Returns whether the group has room; when its rate limit is what holds it, also when that frees.
@@ -51,6 +53,5 @@ local function groupRoom(base, limitsKey, workflow, group)
     local freeAt = max and rateFreeAt(lane .. 'rate-log', max, perMs)
     if freeAt then return false, freeAt end
   end
-  local limit = groupLimit(limitsKey, workflow, group)
-  return not limit or activeCount(lane .. 'active') < limit
+  return groupLeft(base, limitsKey, workflow, group) > 0
 end

@@ -42,7 +42,7 @@ local function popFromGroups(base, limitsKey, workflow, remaining)
     if not ring.out[group] then
       local lane = laneOf(base, workflow, group)
       local room, freeAt = groupRoom(base, limitsKey, workflow, group)
-      local id = room and popDue(lane, math.min(math.ceil(remaining / size), capsLeft(base, nil, limitsKey, workflow, group)))
+      local id = room and popDue(lane, math.min(math.ceil(remaining / size), groupLeft(base, limitsKey, workflow, group)))
       if freeAt then ring.held[group] = freeAt end
       if id then
         ring.taken = ring.taken + 1 -- off the workflow's count of due grouped runs, once per call (settleGroups)

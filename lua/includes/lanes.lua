@@ -80,18 +80,14 @@ local function popDue(lane, want)
     if #top > 0 then return top[1] end
     noPriorities[lane] = true
   end
-  if want and want > 1 then
-    local ids = redis.call('LPOP', lane .. 'queue', want)
-    if not ids then
-      dryLanes[lane] = true
-      return false
-    end
-    poppedAhead[lane] = { ids = ids, next = 2, short = #ids < want }
-    return ids[1]
+  want = math.max(want or 1, 1)
+  local ids = redis.call('LPOP', lane .. 'queue', want)
+  if not ids then
+    dryLanes[lane] = true
+    return false
   end
-  local id = redis.call('LPOP', lane .. 'queue')
-  if not id then dryLanes[lane] = true end
-  return id
+  if want > 1 then poppedAhead[lane] = { ids = ids, next = 2, short = #ids < want } end
+  return ids[1]
 end
 
 -- Puts the runs popDue popped ahead but the call did not claim back at the front of their lists, in
