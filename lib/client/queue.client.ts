@@ -5,7 +5,7 @@ import { InvalidInputError, SluiceError } from '../errors';
 import type { EnqueueOptions } from '../interfaces/enqueue.options';
 import type { LimitTarget, Limits } from '../interfaces/limits';
 import type { RateLimit } from '../interfaces/rate-limit';
-import type { MigrationResult } from '../migration/layout.migrator';
+import type { MigrateOptions, MigrationResult } from '../migration/layout.migrator';
 import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { RedisConnections } from '../redis/redis.connections';
@@ -239,8 +239,8 @@ export class QueueClient {
   }
 
   /** Moves this namespace's Redis data to the key layout this version uses. @see {@link QueueAdmin.migrate} */
-  migrate(): Promise<MigrationResult> {
-    return this.admin.migrate();
+  migrate(options?: MigrateOptions): Promise<MigrationResult> {
+    return this.admin.migrate(options);
   }
 
   private handle<T>(id: string, created: boolean): RunHandle<T> {

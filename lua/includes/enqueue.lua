@@ -5,7 +5,7 @@
 -- it in its workflow's delayed set, or claims it for a parked worker (the fast path). Idempotent
 -- on the run id. Returns created (1 new run, or the retry of this very enqueue call whose reply
 -- was lost, told by its nonce | 0 existing run) and the run's state ('active' = fast-pathed).
--- `compact`: store the compact record (see storeRun).
+-- `compact`: store the lean record whatever the layout (see storeRun).
 -- Lanes this call made runs due in: they have due runs for the rest of it (enqueues claim
 -- nothing), so a batch's later runs skip the look.
 local lanesMadeDue = {}
@@ -39,7 +39,8 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
     end
   end
 
-  local tokenBase = storeRun(runKey, workflow, input, state, priority, maxAttempts, group, now, due, 'nonce', nonce, compact)
+  -- Only an enqueue of generated ids sends no nonce (lib/redis/commands): its id carries the time.
+  local tokenBase = storeRun(base, id, workflow, input, state, priority, maxAttempts, group, now, due, 'nonce', nonce, compact, nonce == '')
   if waited then redis.call('HSET', runKey, 'waited', 1) end
   if trace ~= '' then redis.call('HSET', runKey, 'trace', trace) end
   if timeoutMs ~= '' then redis.call('HSET', runKey, 'timeoutMs', timeoutMs) end

@@ -231,7 +231,7 @@ describe('migrate() across a fleet (own redis-server)', () => {
     expect(await admin.hmget(keys.workflow('fleet.w', 'stats'), 'groupDue', 'groupDueExact')).toEqual(['10', '1']);
 
     expect(newerRun.code).toBe(1);
-    expect(newerRun.stderr).toMatch(/QueueConfigError: .*key layout 99, newer than layout 3/);
+    expect(newerRun.stderr).toMatch(/QueueConfigError: .*key layout 99, newer than layout 4/);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/--namespace is required[\s\S]*Usage: nest-sluice migrate/);
     expect(unreachable.code).toBe(1);
@@ -240,5 +240,16 @@ describe('migrate() across a fleet (own redis-server)', () => {
     const again = await runCli(['migrate', '--url', server.url, '--namespace', ns, '--json']);
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toEqual({ namespace: `{sluice:${ns}}:`, from: 3, to: 3, migrated: false });
+
+    // Layout 4 only when asked; a layout it cannot move to is a usage error.
+    const [lean, badLayout] = await Promise.all([
+      runCli(['migrate', '--url', server.url, '--namespace', ns, '--to', '4', '--json']),
+      runCli(['migrate', '--url', server.url, '--namespace', ns, '--to=5']),
+    ]);
+    expect(lean.code).toBe(0);
+    expect(JSON.parse(lean.stdout)).toEqual({ namespace: `{sluice:${ns}}:`, from: 3, to: 4, migrated: true });
+    expect(await admin.get(keys.schema)).toBe('4');
+    expect(badLayout.code).toBe(2);
+    expect(badLayout.stderr).toMatch(/--to: "5" is not a layout/);
   });
 });
