@@ -10,7 +10,9 @@
 -- Writes a new run record (enqueue, or a schedule's fire) and returns its token base.
 -- `tag`/`tagValue`: one more field, where the run came from ('nonce' of its enqueue call, or
 -- 'schedule' that fired it), not stored when '' (an enqueue of a generated id sends no nonce).
-local function storeRun(runKey, workflow, input, state, priority, maxAttempts, group, now, due, tag, tagValue, compact)
+-- `extra`: optional further field/value pairs, in the same HSET and after the others, so one of
+-- the same name wins (the enqueue fast path's first lease).
+local function storeRun(runKey, workflow, input, state, priority, maxAttempts, group, now, due, tag, tagValue, compact, extra)
   local tokenBase = now * 1000
   -- Text for the common case (stored at the call's time): no number formatting per run.
   local token, created
@@ -29,6 +31,9 @@ local function storeRun(runKey, workflow, input, state, priority, maxAttempts, g
   end
   if tagValue ~= '' then fields[#fields + 1], fields[#fields + 2] = tag, tagValue end
   if group ~= '' then fields[#fields + 1], fields[#fields + 2] = 'group', group end
+  if extra then
+    for _, value in ipairs(extra) do fields[#fields + 1] = value end
+  end
   redis.call('HSET', runKey, unpack(fields))
   return tokenBase
 end
