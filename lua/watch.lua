@@ -15,14 +15,17 @@
   Reply: { state, result, error, workflow, progress, progressSeq } (state nil: no such run;
          progress nil: none reported; see progress.lua)
 ]]
-if ARGV[1] ~= '0' then
-  local f = redis.call('HMGET', KEYS[1], 'state', 'waited')
-  if f[1] and f[2] ~= '1' then
-    local waited = '1'
-    if ARGV[1] == '1' and f[2] then
-      if string.find(' ' .. f[2] .. ' ', ' 1 ', 1, true) then waited = nil else waited = f[2] .. ' 1' end
-    end
-    if waited then redis.call('HSET', KEYS[1], 'waited', waited) end
+-- One read of the record, 'waited' included: the HSET below changes only that field, so the
+-- fields returned are as they stand after the call. (A waiter's read is one HMGET, as a test
+-- watching MONITOR for it relies on.)
+local f = redis.call('HMGET', KEYS[1], 'state', 'result', 'error', 'workflow', 'progress', 'progressSeq', 'waited')
+local was = f[7]
+f[7] = nil
+if ARGV[1] ~= '0' and f[1] and was ~= '1' then
+  local waited = '1'
+  if ARGV[1] == '1' and was then
+    if string.find(' ' .. was .. ' ', ' 1 ', 1, true) then waited = nil else waited = was .. ' 1' end
   end
+  if waited then redis.call('HSET', KEYS[1], 'waited', waited) end
 end
-return redis.call('HMGET', KEYS[1], 'state', 'result', 'error', 'workflow', 'progress', 'progressSeq')
+return f
