@@ -17,7 +17,7 @@ import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, dropNamespace, rawRedis, redisUrl, TestApp, uniqueNamespace } from '../support/app';
 import { connectionNamesWhen, sluiceConnectionNames } from '../support/client-list';
 import { channelSubscribers } from '../support/pubsub';
-import { Counter, enterMonitor, Gates, namespaceKeys, pollUntil } from '../support/workflows';
+import { Counter, enterMonitor, Gates, monitorCommands, namespaceKeys, pollUntil } from '../support/workflows';
 
 /**
  * Regression tests for client-side defects (one test per defect; each fails on the code before
@@ -221,20 +221,30 @@ describe('regressions: QueueClient and module', () => {
         const channel = onChannel ? keys.done(id) : inbox;
         await enqueueSent.promise;
         expect(await channelSubscribers(redis, channel)).toBe(1);
-        const killed = await new RedisAdmin(redis).killClients({ namePrefix: sluiceConnectionName(namespace, 'subscriber') });
-        expect(killed.length).toBeGreaterThan(0);
-        await pollUntil(
-          async () => (await new RedisAdmin(redis).clients({ namePrefix: sluiceConnectionName(namespace, 'subscriber') })).length,
-          (n) => n === 1,
-          'the subscriber reconnected',
-        );
-        await pollUntil(
-          () => channelSubscribers(redis, channel),
-          (n) => n === 1,
-          'subscribed again after the reconnect',
-        );
-        // The re-read the reconnect triggers goes on the command connection: a call sent after it answers after it.
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        // Nothing has read the run's record yet (the enqueue is held): the next read is the
+        // re-read the reconnect triggers.
+        const monitor = await monitorCommands(namespace);
+        try {
+          // Both apps' subscribers go (the worker's listens for cancels): each is replaced by a new connection.
+          const subscribers = { namePrefix: sluiceConnectionName(namespace, 'subscriber') };
+          const killed = await new RedisAdmin(redis).killClients(subscribers);
+          expect(killed.length).toBeGreaterThan(0);
+          const killedIds = new Set(killed.map((client) => client.id));
+          await pollUntil(
+            async () => (await new RedisAdmin(redis).clients(subscribers)).filter((client) => !killedIds.has(client.id)).length,
+            (n) => n === killed.length,
+            'the subscribers reconnected',
+          );
+          await pollUntil(
+            () => channelSubscribers(redis, channel),
+            (n) => n === 1,
+            'subscribed again after the reconnect',
+          );
+          await monitor.next((args) => args[0] === 'hmget' && args[1] === keys.run(id)); // the re-read: no run yet
+        } finally {
+          await monitor.close();
+        }
+        // That re-read went over the command connection: a call sent after it answers after it.
         await producer.client.get(id);
         expect(settled).toBeUndefined(); // before the fix: RunNotFoundError
         enqueueGate.resolve();
