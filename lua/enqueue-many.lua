@@ -63,7 +63,7 @@ for i = first, #ARGV, stride do
       priority, delayMs, runAt, attempts, group, timeoutMs = ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]
     end
     created[#created + 1] = enqueueRun(base, id, workflow, ARGV[i + 1], priority, delayMs, runAt, attempts, group, fastPath,
-      lockMs, false, nonce, trace, timeoutMs, compact)
+      lockMs, '', nonce, trace, timeoutMs, compact)
   end
 end
 return created

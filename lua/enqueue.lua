@@ -35,7 +35,9 @@
   ARGV[9] group, or ''
   ARGV[10] 1 to allow the fast path, 0 not to
   ARGV[11] lease length in ms of a fast-pathed run, if the parked worker's announcement names none
-  ARGV[12] 1 if the caller will wait on the run (run()): its outcome is to be published
+  ARGV[12] who will wait on the run (run()), whose outcome is then to be published (stored as the
+           field 'waited', see finishRun in finish.lua): '1' on the run's done channel, or the
+           caller's inbox id (its process's inbox channel); '0' or '' for nobody
   ARGV[13] nonce of the enqueue call: a retry after a lost reply finds the run its own first
            attempt created and still answers 'created'; '' for a generated id (lib/workflow/run-id.ts),
            which carries its creation time: a lean record then stores no createdAt
@@ -63,5 +65,5 @@
 -- @include enqueue
 
 local created, state = enqueueRun(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9],
-  ARGV[10] == '1', ARGV[11], ARGV[12] == '1', ARGV[13] or '', ARGV[14] or '', ARGV[15] or '', ARGV[16] == '1')
+  ARGV[10] == '1', ARGV[11], ARGV[12] ~= '0' and ARGV[12] or '', ARGV[13] or '', ARGV[14] or '', ARGV[15] or '', ARGV[16] == '1')
 return { created, state }

@@ -85,8 +85,10 @@ export class QueueClient {
 
   /**
    * Enqueues a run and waits for its result: `enqueue(...).then(h => h.result({ timeoutMs }))`,
-   * with the subscribe overlapping the enqueue where that is safe (see mayOverlapEnqueue), else
-   * live before it. Every error it rejects with once the enqueue was acknowledged carries the run's
+   * in one round trip: the enqueue names this process's inbox, a channel subscribed once, on
+   * which the run's end is announced with its outcome (see RunWaiter). The first call (or one
+   * made while the inbox is not subscribed, or with `onProgress`) waits on the run's own channel,
+   * subscribed alongside the enqueue where that is safe (see mayOverlapEnqueue), else before it. Every error it rejects with once the enqueue was acknowledged carries the run's
    * id as `error.runId` (see {@link SluiceError.runId}): `wait` for it or enqueue again with that id
    * rather than starting a second run.
    */
@@ -99,7 +101,7 @@ export class QueueClient {
     if (this.waiter.closed) throw new SluiceError('QueueModule is shutting down; run() was refused before enqueueing');
     const call = {
       runId: request.id,
-      enqueue: () => this.enqueuer.store(request, true),
+      enqueue: (waitedBy: string) => this.enqueuer.storeWaited(request, waitedBy),
       timeoutMs: opts?.timeoutMs,
       onProgress: opts?.onProgress,
     };

@@ -31,27 +31,31 @@ local function createdOf(id, createdAt)
   return tonumber(createdAt) or runIdTime(id)
 end
 
--- Writes a new run record (enqueue, or a schedule's fire) and returns its token base.
+-- Writes a new run record (enqueue, or a schedule's fire).
 -- `tag`/`tagValue`: one more field, where the run came from ('nonce' of its enqueue call, or
 -- 'schedule' that fired it), not stored when '' (an enqueue of a generated id sends no nonce).
 -- `lean` (compactRunRecords) or a namespace at layout 4 stores the lean record: no field a
 -- reader of this version derives (attempts, failures, stalls, priority 0; maxAttempts 3; the
 -- token base; dueAt when due at once; createdAt when `idTimed`: the id was generated here and
 -- carries the time). Older versions cannot read it: hence the layout (lib/migration).
-local function storeRun(base, id, workflow, input, state, priority, maxAttempts, group, now, due, tag, tagValue, lean, idTimed)
+-- `extra`: optional further field/value pairs, in the same HSET. `leased`: the run is claimed by
+-- this call (the enqueue fast path): its first lease (token, attempt, start) rides along too.
+-- Returns the first lease's token when `leased`.
+local function storeRun(base, id, workflow, input, state, priority, maxAttempts, group, now, due, tag, tagValue, lean, idTimed, extra, leased)
   if not lean then
     if leanLayout == nil then leanLayout = (tonumber(redis.call('GET', base .. 'schema')) or 0) >= 4 end
     lean = leanLayout
   end
   -- Text for the common case (stored at the call's time): no number formatting per run.
   local created = now == nowMs() and nowText() or string.format('%.0f', now)
+  local createdMs = now
   local fields
   if lean then
     fields = { 'workflow', workflow, 'input', input, 'state', state }
     local n = 6
     if due ~= now then fields[n + 1], fields[n + 2], n = 'dueAt', due, n + 2 end
     local fromId = idTimed and runIdTime(id)
-    if fromId then now = fromId else fields[n + 1], fields[n + 2], n = 'createdAt', created, n + 2 end
+    if fromId then createdMs = fromId else fields[n + 1], fields[n + 2], n = 'createdAt', created, n + 2 end
     if tostring(maxAttempts) ~= DEFAULT_MAX_ATTEMPTS then fields[n + 1], fields[n + 2], n = 'maxAttempts', maxAttempts, n + 2 end
     if tonumber(priority) ~= 0 then fields[n + 1], fields[n + 2] = 'priority', priority end
   else
@@ -61,8 +65,18 @@ local function storeRun(base, id, workflow, input, state, priority, maxAttempts,
   end
   if tagValue ~= '' then fields[#fields + 1], fields[#fields + 2] = tag, tagValue end
   if group ~= '' then fields[#fields + 1], fields[#fields + 2] = 'group', group end
+  if extra then
+    for _, value in ipairs(extra) do fields[#fields + 1] = value end
+  end
+  local token
+  if leased then
+    token = string.format('%.0f', createdMs * 1000 + 1)
+    fields[#fields + 1], fields[#fields + 2] = 'token', token
+    fields[#fields + 1], fields[#fields + 2] = 'attempts', 1
+    fields[#fields + 1], fields[#fields + 2] = 'startedAt', now
+  end
   redis.call('HSET', base .. 'run:' .. id, unpack(fields))
-  return now * 1000
+  return token
 end
 
 local JOURNAL_CHUNK = 60
