@@ -169,7 +169,8 @@ async function checkRuns(
   const problems: string[] = [];
   const known = new Set<string>();
   runs.forEach(({ id, i, result }, index) => {
-    const [state, attempts, stalls, failures] = rows[index];
+    // A lean run record has no `stalls` or `failures` while they are 0.
+    const [state, attempts, stalls = '0', failures = '0'] = rows[index].map((value) => value ?? undefined);
     if (state !== 'completed' || attempts !== '2' || stalls !== '0' || failures !== '0') {
       problems.push(`${id}: ${state}, ${attempts} attempts, ${stalls} stalls, ${failures} failures`);
     }
