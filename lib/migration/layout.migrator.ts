@@ -86,9 +86,10 @@ export class LayoutMigrator {
    * Brings the namespace to the current layout (see the class comment); safe to call any number
    * of times, from any number of processes at once.
    * @param options.failFast the first read gives up at the connection's first error (bootstrap)
+   * @param options.layout a {@link check} started already (the bootstrap sends it with the server check), read instead of a new one
    */
-  async migrate(options: Pick<CallOptions, 'failFast'> = {}): Promise<MigrationResult> {
-    const found = await this.check(options);
+  async migrate(options: Pick<CallOptions, 'failFast'> & { layout?: Promise<number | undefined> } = {}): Promise<MigrationResult> {
+    const found = await (options.layout ?? this.check(options));
     if (found === CURRENT_LAYOUT) return { from: found, to: found, migrated: false };
     const token = randomBytes(12).toString('base64url');
     const lock = new MigrationLock(this.scripts, this.keys, token);
