@@ -96,7 +96,7 @@ export class WorkerLoop {
       settle: (ticket: number, claims: Claim[], promised: number, parked?: CommitPark) =>
         this.settleRefill(ticket, claims, promised, parked),
     };
-    const executor = parts.makeExecutor(new RunCommits(parts.scripts, parts.keys, parts.options, refill));
+    const executor = parts.makeExecutor(new RunCommits(parts.scripts, parts.keys, parts.options, refill, () => this.active.size));
     this.launcher = new RunLauncher({
       concurrency: parts.options.worker.concurrency,
       active: parts.active,
