@@ -125,7 +125,7 @@ export function compareVersions(a: string, b: string): number {
 
 /**
  * Boot checks of the Redis server: version, eviction policy, persistence (`INFO`, and
- * `CONFIG GET save` for when AOF is off, sent together), once per process, before the first migration or worker
+ * `CONFIG GET save` for when AOF is off), once per process, before the first migration or worker
  * start (see `MigrationRunner`). Each read is one call under the usual bound (`redisTimeoutMs`),
  * fail-fast at bootstrap: when Redis is down, the check rejects with the connection error and the
  * bootstrap goes on as it does without Redis; the check then runs before the deferred migration
@@ -169,9 +169,9 @@ export class RedisServerCheck {
   private async read(failFast: boolean): Promise<RedisServerFacts> {
     const link = this.connections.command;
     const bound = { idempotent: true, failFast };
-    // Both reads go out at once (one round trip): CONFIG GET save only matters when AOF is off,
-    // which INFO tells, and the default Redis configuration has it off.
-    // The connection's ready check read INFO a moment ago (see LinkConnection): read that reply.
+    // INFO is the reply the connection's ready check read a moment ago, when there is one (see
+    // LinkConnection). CONFIG GET save goes out at once rather than after INFO says AOF is off
+    // (as in Redis's default configuration), when alone it matters: one round trip, not two.
     const infoRead = link.call('server check (INFO)', (redis) => Promise.resolve(link.takeReadyInfo(redis) ?? redis.info()), bound);
     const saveRead = link.call('server check (CONFIG GET save)', (redis) => redis.config('GET', 'save'), bound) as Promise<string[]>;
     saveRead.catch(() => undefined); // read below only when AOF is off
