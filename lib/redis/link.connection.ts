@@ -250,7 +250,8 @@ export class LinkConnection {
   }
 
   private checkAgain(redis: Redis): void {
-    setTimeout(() => this.instance === redis && canSend(redis) && this.check(redis), LOADING_POLL_MS);
+    // Unref'd: the connection's socket keeps the process alive, not this timer, once it is closed.
+    setTimeout(() => this.instance === redis && canSend(redis) && this.check(redis), LOADING_POLL_MS).unref();
   }
 
   private sendName(redis: Redis): void {
