@@ -22,6 +22,7 @@ const E2E_ON_CLUSTER = [
   'smoke.spec.ts',
   'client.spec.ts',
   'producer-worker.spec.ts',
+  'run-inbox.spec.ts',
   // step replay and retries
   'steps-and-retries.spec.ts',
   'nested-steps.spec.ts',

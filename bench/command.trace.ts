@@ -1,15 +1,19 @@
 /**
- * What one run costs Redis, command by command: a drain of Sluice alone on a private redis-server
- * with MONITOR on, printed as script calls per run and, per script, the commands it ran per run.
+ * What one run costs Redis, command by command: a drain (or round trips) of Sluice alone on a
+ * private redis-server with MONITOR on, printed as script calls per run and, per script, the
+ * commands it ran per run.
  *
- * `npx ts-node --transpile-only bench/command.trace.ts [--scenario drain-c1] [--jobs 2000]`
+ * `npx ts-node --transpile-only bench/command.trace.ts [--scenario drain-c1|roundtrip|roundtrip-c1] [--jobs 2000]`
  *
- * MONITOR slows Redis down, so this counts and never times. The counts are of the drain's
- * steady state: the first and last 10 % of completions are left out (boot, the tail's parking).
+ * MONITOR slows Redis down, so this counts and never times. The counts are of the steady state:
+ * the first and last 10 % of completions are left out (boot, the tail's parking). A round-trip
+ * scenario also prints one round trip from the middle, command by command, each with its
+ * connection and its time (Redis's clock, relative to the enqueue) — the order of events, not a
+ * timing: MONITOR itself stretches the gaps.
  */
 import Redis from 'ioredis';
 import { startRedisServer } from '../test/support/redis-server';
-import { isDrain, type ScenarioName } from './bench.types';
+import { isDrain, isRoundtrip, type ScenarioName } from './bench.types';
 import { SluiceSystem } from './sluice.system';
 
 interface Trace {
@@ -70,12 +74,46 @@ function print(trace: Trace, runs: number): void {
   console.log(`${perRun(total)} commands per run in all`);
 }
 
+/** Each client's address to its connection name (`sluice:<namespace>:<role>`), from CLIENT LIST. */
+async function connectionNames(redis: Redis): Promise<Map<string, string>> {
+  const list = (await redis.client('LIST')) as string;
+  return new Map(
+    list
+      .split('\n')
+      .map((line) => [/addr=(\S+)/.exec(line)?.[1], /name=(\S*)/.exec(line)?.[1]])
+      .filter((pair): pair is [string, string] => !!pair[0] && !!pair[1]),
+  );
+}
+
+/**
+ * One round trip from the middle of the run: every command from one enqueue call to the next,
+ * with its connection (a script's own commands indented under it) and its time in µs from the
+ * enqueue, by Redis's clock.
+ */
+function printOneRoundTrip(lines: string[], names: Map<string, string>): void {
+  const enqueues = lines.flatMap((line, i) => (/"fcall" "sluice_[0-9a-f]+_enqueue"/.test(line) ? [i] : []));
+  const middle = Math.floor(enqueues.length / 2);
+  // From a little before the enqueue, so a subscribe sent alongside it shows.
+  const from = Math.max(enqueues[middle - 1] ?? 0, enqueues[middle] - 8);
+  const window = lines.slice(from + (from === enqueues[middle - 1] ? 1 : 0), enqueues[middle + 1] ?? lines.length);
+  const start = Number(lines[enqueues[middle]].split(' ')[0]);
+  console.log('\none round trip (µs from the enqueue, Redis clock; MONITOR stretches the gaps):');
+  for (const line of window) {
+    const match = /^(\S+) \[\d+ (\S+)\] (.*)$/.exec(line);
+    if (!match) continue;
+    const at = ((Number(match[1]) - start) * 1e6).toFixed(0).padStart(6);
+    const who = match[2] === 'lua' ? '    lua' : (names.get(match[2]) ?? match[2]).replace(/^sluice:[^:]+:/, '');
+    const command = match[3].replace(/sluice_[0-9a-f]+_/, '').slice(0, 140);
+    console.log(`${at}  ${who.padEnd(11)} ${command}`);
+  }
+}
+
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const value = (flag: string) => (argv.includes(flag) ? argv[argv.indexOf(flag) + 1] : undefined);
   const scenario = (value('--scenario') ?? 'drain-c1') as ScenarioName;
   const jobs = Number(value('--jobs') ?? 2_000);
-  if (!isDrain(scenario)) throw new Error(`--scenario: a drain scenario, got ${scenario}`);
+  if (!isDrain(scenario) && !isRoundtrip(scenario)) throw new Error(`--scenario: a drain or round-trip scenario, got ${scenario}`);
   const server = await startRedisServer();
   const monitor = new Redis(server.url);
   const lines: string[] = [];
@@ -86,6 +124,7 @@ async function main(): Promise<void> {
       lines.push(`${time} [0 ${source.includes('lua') ? 'lua' : source}] ${args.map((a) => `"${a}"`).join(' ')}`);
     });
     await prepared.timed();
+    const names = await connectionNames(monitor);
     feed.disconnect();
     await prepared.cleanup?.();
     const trace: Trace = { calls: new Map(), inside: new Map(), direct: new Map() };
@@ -96,6 +135,7 @@ async function main(): Promise<void> {
     const runs = record(trace, lines.slice(from, to));
     console.log(`${scenario}, ${jobs} runs; the ${runs} finished between the 10 % and 90 % marks of its complete calls, per run:`);
     print(trace, runs);
+    if (isRoundtrip(scenario)) printOneRoundTrip(lines, names);
   } finally {
     monitor.disconnect();
     await server.stop();

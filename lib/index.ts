@@ -43,8 +43,8 @@ export type {
 } from './workflow/workflow.types';
 export type { BackoffOptions } from './interfaces/backoff.options';
 export type { Duration } from './util/duration';
-export type { MigrationResult } from './migration/layout.migrator';
-export { CURRENT_LAYOUT } from './migration/layout.versions';
+export type { MigrateOptions, MigrationResult } from './migration/layout.migrator';
+export { CURRENT_LAYOUT, ROLLING_LAYOUT } from './migration/layout.versions';
 export * from './errors';
 export type { ScheduleDefinition, DeclaredSchedule, ScheduleOptions } from './interfaces/schedule.options';
 export type { ScheduleInfo } from './schedule/schedule-info';

@@ -93,7 +93,7 @@ local function cancelRun(runKey, id, f, err, reason)
     if redis.call('LLEN', wakeKey) > 0 then redis.call('LREM', wakeKey, 1, handoffEntry(f[5], id, f[6])) end
     publish(base .. 'cancel', id .. ' ' .. f[5] .. ' ' .. reason)
   end
-  finishRun(base, runKey, id, workflow, 'cancelled', 'error', err, now, tonumber(ARGV[5]), f[7] == '1', f[9] == '1')
+  finishRun(base, runKey, id, workflow, 'cancelled', 'error', err, now, tonumber(ARGV[5]), f[7], f[9] == '1')
   tallyFinished(tally, workflow, 'cancelled', id)
   return shown, children
 end

@@ -108,7 +108,7 @@ local parked = 0
 if ARGV[6] ~= '' and #reply - 1 < tonumber(ARGV[3]) then
   noteHeldGroups(base, KEYS[2], workflows)
   if not rateWakeAt then
-    parkWorker(base, ARGV[6], tonumber(ARGV[7]), workflows)
+    parkWorker(base, ARGV[6], tonumber(ARGV[7]), workflows, false)
     parked = 1
   end
 end

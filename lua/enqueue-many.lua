@@ -17,9 +17,10 @@
   ARGV[2] workflow name
   ARGV[3] 1 to allow the fast path, 0 not to
   ARGV[4] lease length in ms of a fast-pathed run, if the parked worker's announcement names none
-  ARGV[5] nonce of the call (as enqueue.lua's ARGV[13]; a retry after a lost reply sends it again)
+  ARGV[5] nonce of the call (as enqueue.lua's ARGV[13]; a retry after a lost reply sends it again);
+          '' when every id of the call was generated (each carries its creation time)
   ARGV[6] the call's trace context or '' (as enqueue.lua's ARGV[14])
-  ARGV[7] 1 to store compact run records (as enqueue.lua's ARGV[16]), 0 for full ones
+  ARGV[7] 1 to store lean run records even below layout 4 (as enqueue.lua's ARGV[16]), 0: the layout decides
   ARGV[8] S, the values given per run: 8 (each run its own options) or 2 (the chunk's runs share
           their options, given once: the common batch, which then sends a quarter of the values)
   with S = 8: ARGV[9 ..] per run, eight values: run id, encoded input, priority, delay in ms, due
@@ -62,7 +63,7 @@ for i = first, #ARGV, stride do
       priority, delayMs, runAt, attempts, group, timeoutMs = ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]
     end
     created[#created + 1] = enqueueRun(base, id, workflow, ARGV[i + 1], priority, delayMs, runAt, attempts, group, fastPath,
-      lockMs, false, nonce, trace, timeoutMs, compact)
+      lockMs, '', nonce, trace, timeoutMs, compact)
   end
 end
 return created

@@ -35,17 +35,21 @@
   ARGV[9] group, or ''
   ARGV[10] 1 to allow the fast path, 0 not to
   ARGV[11] lease length in ms of a fast-pathed run, if the parked worker's announcement names none
-  ARGV[12] 1 if the caller will wait on the run (run()): its outcome is to be published
+  ARGV[12] who will wait on the run (run()), whose outcome is then to be published (stored as the
+           field 'waited', see finishRun in finish.lua): '1' on the run's done channel, or the
+           caller's inbox id (its process's inbox channel); '0' or '' for nobody
   ARGV[13] nonce of the enqueue call: a retry after a lost reply finds the run its own first
-           attempt created and still answers 'created'
+           attempt created and still answers 'created'; '' for a generated id (lib/workflow/run-id.ts),
+           which carries its creation time: a lean record then stores no createdAt
   ARGV[14] optional: the enqueuing call's trace context (an OpenTelemetry propagation carrier as
            JSON), stored as the run field 'trace' for the workers' spans; absent or '' for none.
            Old processes neither send nor read it (a compatible layout change)
   ARGV[15] optional: the run's time limit per attempt in ms (EnqueueOptions.runTimeoutMs), stored
            as the run field 'timeoutMs' (only when set) and shipped with every claim of the run
            (see claimRun in claim.lua); absent or '' for none (the workflow's limit applies)
-  ARGV[16] optional: 1 to store the compact run record (QueueModuleOptions.compactRunRecords; see
-           storeRun in records.lua); absent or '' for the full one
+  ARGV[16] optional: 1 to store the lean run record even below layout 4
+           (QueueModuleOptions.compactRunRecords; see storeRun in records.lua); absent or '': the
+           namespace's layout decides (its `schema` key, read once per call)
   Reply: { created: 1 new run | 0 existing run, state } (state 'active' = fast-pathed)
 ]]
 -- @include time
@@ -61,5 +65,5 @@
 -- @include enqueue
 
 local created, state = enqueueRun(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9],
-  ARGV[10] == '1', ARGV[11], ARGV[12] == '1', ARGV[13] or '', ARGV[14] or '', ARGV[15] or '', ARGV[16] == '1')
+  ARGV[10] == '1', ARGV[11], ARGV[12] ~= '0' and ARGV[12] or '', ARGV[13] or '', ARGV[14] or '', ARGV[15] or '', ARGV[16] == '1')
 return { created, state }

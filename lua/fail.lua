@@ -54,7 +54,8 @@ releaseSlots(base, KEYS[2], KEYS[3], KEYS[4], id, workflow, group, freed)
 local now = nowMs()
 local outcome = 'failed'
 local failures = redis.call('HINCRBY', KEYS[1], 'failures', 1)
-local maxAttempts = tonumber(redis.call('HGET', KEYS[1], 'maxAttempts'))
+-- A lean run record (records.lua) leaves out maxAttempts at its default, 3.
+local maxAttempts = tonumber(redis.call('HGET', KEYS[1], 'maxAttempts')) or 3
 if ARGV[5] == '1' and failures < maxAttempts then
   outcome = 'retry'
   local delay = tonumber(ARGV[6])

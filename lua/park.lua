@@ -2,7 +2,8 @@
 --[[
   park: record that a worker is about to block on its workflows' wake lists, so the enqueue fast
   path knows a handoff will be taken at once. Entries expire by score (Redis time + ttl), so a
-  worker that dies while parked is forgotten without cleanup.
+  worker that dies while parked is forgotten without cleanup; expired ones are dropped here (and
+  by the stalled scan, see reserve.lua), not by a complete call's announcement.
 
   Includes: time, util, wakes
 
@@ -20,5 +21,5 @@
 
 local workflows = {}
 for i = 4, #ARGV do workflows[#workflows + 1] = ARGV[i] end
-parkWorker(ARGV[1], ARGV[2], tonumber(ARGV[3]), workflows)
+parkWorker(ARGV[1], ARGV[2], tonumber(ARGV[3]), workflows, true)
 return 1

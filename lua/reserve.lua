@@ -3,7 +3,8 @@
   reserve: one call per worker wake. Promotes the worker's workflows' due delayed runs, fires
   their due cron schedules (both bounded; see schedules.lua), brings back the groups whose rate
   window freed and a batch of a rate review under way, recovers stalled runs and sweeps
-  the schedule index for stale entries (at most once per interval fleet-wide), then claims up to ARGV[2] due
+  the schedule index for stale entries and the parked sets for expired announcements (at most
+  once per interval fleet-wide), then claims up to ARGV[2] due
   runs fairly and under every cap (see claim-pass.lua). Each claim carries the run's step memo, so
   step reads during the run cost no round trip.
 
@@ -132,7 +133,7 @@ if scanInterval > 0 and redis.call('SET', KEYS[4], '1', 'NX', 'PX', scanInterval
       if stalls > tonumber(ARGV[5]) then
         finishRun(base, runKey, id, f[1], 'failed', 'error',
           '{"name":"StalledError","message":"lease expired ' .. stalls .. ' times (worker died or blocked the event loop)"}',
-          now, tonumber(ARGV[7]), f[7] == '1', f[8] == '1')
+          now, tonumber(ARGV[7]), f[7], f[8] == '1')
         tallyFinished(tally, f[1], 'failed', id)
       else
         redis.call('HSET', runKey, 'state', 'waiting')
@@ -148,7 +149,10 @@ if scanInterval > 0 and redis.call('SET', KEYS[4], '1', 'NX', 'PX', scanInterval
   end
   countFinished(base, KEYS[2], tally, now, tonumber(ARGV[7]))
   wakeCapped(base, KEYS[2], freed)
-  for _, wf in ipairs(workflows) do sweepSchedules(base, wf, now) end
+  for _, wf in ipairs(workflows) do
+    sweepSchedules(base, wf, now)
+    sweepParked(base, wf, now)
+  end
   -- A cancel cascade whose caller went away (a crash between its batched calls).
   head[4] = redis.call('ZRANGEBYSCORE', base .. 'cascades', '-inf', now - scanInterval, 'LIMIT', 0, 1)[1] or ''
 end

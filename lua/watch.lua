@@ -1,16 +1,31 @@
 #!lua
 --[[
-  watch: a waiter's read of a run, which can also ask for the run's outcome to be published (the
-  `waited` flag; see finishRun). Called after subscribing to the run's done channel, so a run
-  that finishes later is announced and one that finished already is read here.
+  watch: a waiter's read of a run, which can also ask for the run's outcome to be published on
+  its done channel: '1' in the run's `waited` field, beside the inbox it may name (see finishRun).
+  Called after subscribing to the run's done channel, so a run that finishes later is announced
+  and one that finished already is read here.
 
   Includes: none
 
   KEYS[1] run:<id>  hash
   KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
-  ARGV[1] 1 to ask for the outcome to be published, 0 just to read
+  ARGV[1] 0 just to read; 1 to have the outcome published on the done channel too; 2 to have it
+          published there only: the caller is the run() whose inbox the field names, moving to
+          the done channel (older versions publish only for a field of exactly '1')
   Reply: { state, result, error, workflow, progress, progressSeq } (state nil: no such run;
          progress nil: none reported; see progress.lua)
 ]]
-if ARGV[1] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'waited', 1) end
-return redis.call('HMGET', KEYS[1], 'state', 'result', 'error', 'workflow', 'progress', 'progressSeq')
+-- One read of the record, 'waited' included: the HSET below changes only that field, so the
+-- fields returned are as they stand after the call. (A waiter's read is one HMGET, as a test
+-- watching MONITOR for it relies on.)
+local f = redis.call('HMGET', KEYS[1], 'state', 'result', 'error', 'workflow', 'progress', 'progressSeq', 'waited')
+local was = f[7]
+f[7] = nil
+if ARGV[1] ~= '0' and f[1] and was ~= '1' then
+  local waited = '1'
+  if ARGV[1] == '1' and was then
+    if string.find(' ' .. was .. ' ', ' 1 ', 1, true) then waited = nil else waited = was .. ' 1' end
+  end
+  if waited then redis.call('HSET', KEYS[1], 'waited', waited) end
+end
+return f

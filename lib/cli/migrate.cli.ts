@@ -17,7 +17,9 @@ import { toMilliseconds } from '../util/duration';
 const USAGE = `Usage: nest-sluice migrate (--url <redis://[user:password@]host:port[/db]> | --cluster <host:port,…>) --namespace <namespace> [options]
 
 Moves the namespace's Redis data to the key layout of this version of nest-sluice, once, under
-a lock (other processes migrating at the same time wait for it). Safe to run again.
+a lock (other processes migrating at the same time wait for it). Safe to run again. A namespace
+that holds data goes to layout 3 (shared with older releases) unless --to 4 asks for layout 4
+(lean run records): ask for it only once no older process uses the namespace.
 
 Options:
   --url <url>              Redis URL (redis:// or rediss://)
@@ -25,6 +27,7 @@ Options:
                            for those, run QueueClient.migrate() from an app)
   --namespace <name>       the QueueModule namespace
   --prefix <prefix>        the QueueModule prefix (default: sluice)
+  --to <layout>            3 or 4 (default: 3 for a namespace with data, 4 for a new one)
   --wait <duration>        longest wait for another process's migration (default: 60s)
   --redis-timeout <dur.>   bound of each Redis call (default: 10s)
   --json                   print the result as JSON: {"namespace","from","to","migrated"}
@@ -38,7 +41,7 @@ export interface CliOutput {
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = new Set(['url', 'cluster', 'namespace', 'prefix', 'wait', 'redis-timeout']);
+const VALUE_FLAGS = new Set(['url', 'cluster', 'namespace', 'prefix', 'to', 'wait', 'redis-timeout']);
 
 function parseArgs(argv: string[]): { help: boolean; json: boolean; values: Map<string, string> } {
   const values = new Map<string, string>();
@@ -73,6 +76,7 @@ export async function runMigrateCli(argv: string[], output: CliOutput): Promise<
   let parsed: ReturnType<typeof parseArgs>;
   let options: ReturnType<typeof resolveQueueOptions>;
   let waitTimeoutMs: number;
+  let to: number | undefined;
   try {
     parsed = parseArgs(argv);
     if (parsed.help) {
@@ -92,6 +96,10 @@ export async function runMigrateCli(argv: string[], output: CliOutput): Promise<
       redisTimeoutMs: parsed.values.get('redis-timeout') ?? 10_000,
     });
     waitTimeoutMs = toMilliseconds(parsed.values.get('wait') ?? 60_000, '--wait');
+    const layout = parsed.values.get('to');
+    if (layout !== undefined && !/^[34]$/.test(layout))
+      throw new UsageError(`--to: "${layout}" is not a layout this version migrates to (3 or 4)`);
+    to = layout === undefined ? undefined : Number(layout);
   } catch (error) {
     output.err(`nest-sluice: ${(error as Error).message}\n\n${USAGE}`);
     return 2;
@@ -107,7 +115,7 @@ export async function runMigrateCli(argv: string[], output: CliOutput): Promise<
       lockTtlMs: Math.max(15_000, 3 * options.redisTimeoutMs),
     });
     // failFast: a refused connection is reported at once rather than after --redis-timeout.
-    const result = await migrator.migrate({ failFast: true });
+    const result = await migrator.migrate({ failFast: true, to });
     if (parsed.json) output.out(JSON.stringify({ namespace: keys.base, ...result }));
     else if (result.migrated) output.out(`nest-sluice: migrated ${keys.base} from key layout ${result.from} to ${result.to}`);
     else output.out(`nest-sluice: ${keys.base} is at key layout ${result.to}; nothing to migrate`);

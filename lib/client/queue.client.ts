@@ -5,7 +5,7 @@ import { InvalidInputError, SluiceError } from '../errors';
 import type { EnqueueOptions } from '../interfaces/enqueue.options';
 import type { LimitTarget, Limits } from '../interfaces/limits';
 import type { RateLimit } from '../interfaces/rate-limit';
-import type { MigrationResult } from '../migration/layout.migrator';
+import type { MigrateOptions, MigrationResult } from '../migration/layout.migrator';
 import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { RedisConnections } from '../redis/redis.connections';
@@ -85,8 +85,10 @@ export class QueueClient {
 
   /**
    * Enqueues a run and waits for its result: `enqueue(...).then(h => h.result({ timeoutMs }))`,
-   * with the subscribe overlapping the enqueue where that is safe (see mayOverlapEnqueue), else
-   * live before it. Every error it rejects with once the enqueue was acknowledged carries the run's
+   * in one round trip: the enqueue names this process's inbox, a channel subscribed once, on
+   * which the run's end is announced with its outcome (see RunWaiter). The first call (or one
+   * made while the inbox is not subscribed, or with `onProgress`) waits on the run's own channel,
+   * subscribed alongside the enqueue where that is safe (see mayOverlapEnqueue), else before it. Every error it rejects with once the enqueue was acknowledged carries the run's
    * id as `error.runId` (see {@link SluiceError.runId}): `wait` for it or enqueue again with that id
    * rather than starting a second run.
    */
@@ -99,7 +101,7 @@ export class QueueClient {
     if (this.waiter.closed) throw new SluiceError('QueueModule is shutting down; run() was refused before enqueueing');
     const call = {
       runId: request.id,
-      enqueue: () => this.enqueuer.store(request, true),
+      enqueue: (waitedBy: string) => this.enqueuer.storeWaited(request, waitedBy),
       timeoutMs: opts?.timeoutMs,
       onProgress: opts?.onProgress,
     };
@@ -239,8 +241,8 @@ export class QueueClient {
   }
 
   /** Moves this namespace's Redis data to the key layout this version uses. @see {@link QueueAdmin.migrate} */
-  migrate(): Promise<MigrationResult> {
-    return this.admin.migrate();
+  migrate(options?: MigrateOptions): Promise<MigrationResult> {
+    return this.admin.migrate(options);
   }
 
   private handle<T>(id: string, created: boolean): RunHandle<T> {

@@ -1,5 +1,6 @@
 import type { RunErrorInfo } from '../errors';
 import { decodePayload } from '../redis/payload.codec';
+import { runIdTime } from '../workflow/run-id';
 
 export type RunState = 'waiting' | 'delayed' | 'active' | 'completed' | 'failed' | 'cancelled' | WaitState;
 
@@ -94,6 +95,9 @@ export const RUN_FIELDS = [
   'wait',
 ] as const;
 
+/** The `maxAttempts` of a record that has none: a lean record's default (lua/includes/records.lua). */
+const LEAN_DEFAULT_MAX_ATTEMPTS = 3;
+
 /** Read by position, so that fields added to the list later need not shift it. */
 const PROGRESS_AT = RUN_FIELDS.indexOf('progress');
 const WAIT_AT = RUN_FIELDS.indexOf('wait');
@@ -102,6 +106,7 @@ export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null
   const [workflow, state, input, priority, group, attempts, maxAttempts, failures, createdAt, dueAt, startedAt, finishedAt, result, error] =
     values;
   if (!state || !workflow) return null;
+  const created = createdAt ? Number(createdAt) : (runIdTime(id) ?? NaN);
   // A run in a durable wait is stored as 'delayed' (what older versions know); its wait says more.
   const waitingFor = state === 'delayed' && values[WAIT_AT] ? parseWait(values[WAIT_AT]) : undefined;
   return {
@@ -113,10 +118,11 @@ export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null
     priority: Number(priority ?? 0),
     ...(group && { group }),
     attempts: Number(attempts ?? 0),
-    maxAttempts: Number(maxAttempts ?? 1),
+    // A lean record (layout 4, lua/includes/records.lua) leaves out what these defaults give.
+    maxAttempts: Number(maxAttempts ?? LEAN_DEFAULT_MAX_ATTEMPTS),
     failures: Number(failures ?? 0),
-    createdAt: new Date(Number(createdAt)),
-    dueAt: new Date(Number(dueAt ?? createdAt)),
+    createdAt: new Date(created),
+    dueAt: new Date(dueAt ? Number(dueAt) : created),
     ...(startedAt && { startedAt: new Date(Number(startedAt)) }),
     ...(finishedAt && { finishedAt: new Date(Number(finishedAt)) }),
     ...(state === 'completed' && { result: decodePayload(result) }),

@@ -1,11 +1,14 @@
 import type { WorkflowRegistry } from '../discovery/workflow.registry';
-import type { RunWaiter } from './run.waiter';
+import type { InboxEnqueueReply, RunWaiter } from './run.waiter';
 
 /** What `run()` hands over: the run's id, its enqueue (not yet sent), and the wait's options. */
 export interface RunCall {
   runId: string;
-  /** Sends the enqueue; resolves once Redis acknowledged it. */
-  enqueue: () => Promise<unknown>;
+  /**
+   * Sends the enqueue, naming who waits on the run (its 'waited' field: '1' for its done
+   * channel, or an inbox id); resolves once Redis acknowledged it.
+   */
+  enqueue: (waitedBy: string) => Promise<InboxEnqueueReply>;
   timeoutMs?: number;
   onProgress?: (value: unknown) => void;
 }
@@ -25,16 +28,21 @@ export function mayOverlapEnqueue(registry: WorkflowRegistry, workflow: string):
 }
 
 /**
- * Enqueues and waits. Once the enqueue was acknowledged, whatever the wait rejects with names the
- * run (`error.runId`), so that a caller retrying does not start a second run: it can `wait` for
- * this one, or enqueue again with its id. A wait that fails while the enqueue is still in flight
- * waits for the enqueue to settle (it is bounded by `redisTimeoutMs`) to know which it is; if the
- * enqueue failed, its error is the one reported (an `OutcomeUnknownError` names the run already).
+ * Enqueues and waits: on this process's inbox when it is live and no progress is asked for (the
+ * enqueue is then the only call), else on the run's done channel. Once the enqueue was
+ * acknowledged, whatever the wait rejects with names the run (`error.runId`), so that a caller
+ * retrying does not start a second run: it can `wait` for this one, or enqueue again with its
+ * id. A wait that fails while the enqueue is still in flight waits for the enqueue to settle (it
+ * is bounded by `redisTimeoutMs`) to know which it is; if the enqueue failed, its error is the
+ * one reported (an `OutcomeUnknownError` names the run already).
  */
 export async function enqueueAndWait(waiter: RunWaiter, call: RunCall, overlap: boolean): Promise<unknown> {
   let enqueued: Promise<unknown> | undefined;
-  const enqueue = () => (enqueued = call.enqueue());
   try {
+    if (!call.onProgress && waiter.inboxReady()) {
+      return await waiter.waitOnInbox(call.runId, call.timeoutMs, (inbox) => (enqueued = call.enqueue(inbox)));
+    }
+    const enqueue = () => (enqueued = call.enqueue('1'));
     return await waiter.wait(call.runId, call.timeoutMs, overlap ? enqueue() : enqueue, call.onProgress);
   } catch (error) {
     if (enqueued === undefined) throw error; // the subscribe failed first: nothing was sent

@@ -3,7 +3,7 @@ import { InvalidInputError, OutcomeUnknownError } from '../errors';
 import type { EnqueueOptions, EnqueueRequest } from '../interfaces/enqueue.options';
 import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
-import { enqueueRun, type EnqueueSettings } from '../redis/commands/enqueue.command';
+import { enqueueRun, type EnqueueReply, type EnqueueSettings } from '../redis/commands/enqueue.command';
 import { enqueueChunk, enqueueMany } from '../redis/commands/enqueue-many.command';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisKeys } from '../redis/redis.keys';
@@ -31,19 +31,27 @@ export class RunEnqueuer {
     this.otel = telemetryApi(options);
     this.settings = { fastPath: options.fastPath, lockMs: options.worker.lockMs, compact: options.compactRunRecords };
     this.batcher = new EnqueueBatcher({
-      one: (request) => this.storeOne(request),
+      one: (request) => this.storeOne(request).then((reply) => reply.created),
       chunk: (workflow, chunk) => this.storeChunk(workflow, chunk),
     });
   }
 
   /**
-   * Stores one run; resolves true if it is new, false if the id existed. `waited`: publish its
-   * outcome. Concurrent calls without those extras share script calls (see EnqueueBatcher).
+   * Stores one run; resolves true if it is new, false if the id existed. Concurrent calls share
+   * script calls (see EnqueueBatcher), unless there is a trace context to store with the run.
    */
-  store(request: EnqueueRequest, waited = false): Promise<boolean> {
+  store(request: EnqueueRequest): Promise<boolean> {
     const trace = this.otel && captureTrace(this.otel);
-    if (waited || trace !== undefined) return this.storeOne(request, waited, trace);
+    if (trace !== undefined) return this.storeOne(request, '', trace).then((reply) => reply.created);
     return this.batcher.store(request);
+  }
+
+  /**
+   * Stores one run that `waitedBy` waits on (run()): its outcome is to be published, on its done
+   * channel ('1') or that inbox (see finishRun in lua/includes/finish.lua). Never batched.
+   */
+  storeWaited(request: EnqueueRequest, waitedBy: string): Promise<EnqueueReply> {
+    return this.storeOne(request, waitedBy, this.otel && captureTrace(this.otel));
   }
 
   /**
@@ -68,10 +76,10 @@ export class RunEnqueuer {
     return enqueueMany(this.scripts.get(), this.keys, this.settings, { workflow, runs: requests, trace });
   }
 
-  /** The enqueue script for one run. */
-  private async storeOne(request: EnqueueRequest, waited = false, trace?: string): Promise<boolean> {
+  /** The enqueue script for one run; `waited`: see {@link storeWaited} ('' for nobody). */
+  private async storeOne(request: EnqueueRequest, waited = '', trace?: string): Promise<EnqueueReply> {
     try {
-      return (await enqueueRun(this.scripts.get(), this.keys, this.settings, { request, waited, trace })).created;
+      return await enqueueRun(this.scripts.get(), this.keys, this.settings, { request, waited, trace });
     } catch (error) {
       if (error instanceof OutcomeUnknownError) error.runId = request.id;
       throw error;

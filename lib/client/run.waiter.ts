@@ -1,47 +1,57 @@
 import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import { RedisConnectionError, RunNotFoundError, SluiceError, WaitTimeoutError, WorkflowFailedError, type RunErrorInfo } from '../errors';
+import { RunNotFoundError, SluiceError, WorkflowFailedError, type RunErrorInfo } from '../errors';
 import { cancelledRunError } from '../errors/cancel.recorded';
-import { watchRun } from '../redis/commands/watch.command';
+import { watchRun, type WatchPublish } from '../redis/commands/watch.command';
 import { decodePayload } from '../redis/payload.codec';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
+import { type Outcome, PendingWait, unknownError } from './pending.wait';
 import { ProgressFeed } from './progress.feed';
-
-/** The record a worker publishes on a run's done channel (see finishRun in lua/includes/finish.lua). */
-interface DoneMessage {
-  v: 1;
-  state: 'completed' | 'failed' | 'cancelled';
-  workflow?: string;
-  result?: unknown;
-  error?: RunErrorInfo;
-  undef?: boolean;
-}
-
-type Outcome = { settled: true; result: unknown } | { settled: false };
-
-/**
- * Not a sleep standing in for an event: pub/sub is only a doorbell, and a publish sent while the
- * subscriber was reconnecting is gone. Re-reading the stored record this often bounds how long
- * such a loss can delay a waiter.
- */
-const BACKSTOP_MS = 10_000;
+import { RunInbox } from './run.inbox';
 
 type Listener = (message: string) => void;
 
+/** Run states after which nothing more is announced. */
+const FINAL_STATES = new Set(['completed', 'failed', 'cancelled']);
+
 /**
- * Waits for runs to finish over one shared subscriber connection: subscribe to the run's done
- * channel, then read the stored record (a run that finished before the subscription resolves at
- * once). The publish carries the outcome, so the usual wait costs those two round trips only.
- * Those two calls are bounded like every call (a failure rejects the wait with a typed error);
- * the re-reads after a reconnect and every {@link BACKSTOP_MS} only ever settle a wait with an
- * outcome: while Redis is away they fail quietly and the wait carries on.
+ * When an inbox wait first reads its run's record if no announcement came: a worker of an older
+ * version (a rolling deploy) announces nothing on an inbox, so its runs are found by this read;
+ * then every BACKSTOP_MS, as any wait.
+ */
+export const INBOX_FIRST_READ_MS = 1_000;
+
+/** What an enqueue made for an inbox wait answers (see lua/enqueue.lua). */
+export interface InboxEnqueueReply {
+  /** This call created the run (so its inbox is the one named in it). */
+  created: boolean;
+  /** The run's state after the call. */
+  state: string;
+}
+
+/**
+ * Waits for runs to finish over one shared subscriber connection, in one of two ways:
+ *
+ * - the run's done channel ({@link wait}): subscribe, then read the stored record (a run that
+ *   finished before the subscription resolves at once). The publish carries the outcome, so the
+ *   usual wait costs those two round trips, and an unsubscribe.
+ * - the process's inbox ({@link waitOnInbox}, for `run()`): subscribed once and kept live, it is
+ *   named in the enqueue itself, which is then the wait's only call: the announcement the run's
+ *   finish publishes there carries the outcome.
+ *
+ * The calls a wait makes are bounded like every call (a failure rejects the wait with a typed
+ * error); the re-reads after a reconnect and every BACKSTOP_MS only ever settle a wait with an
+ * outcome: while Redis is away they fail quietly and the wait carries on (see PendingWait).
  */
 @Injectable()
 export class RunWaiter implements BeforeApplicationShutdown {
   private readonly listeners = new Map<string, { set: Set<Listener>; subscribed: Promise<void> }>();
   private readonly pending = new Set<(error: Error) => void>();
+  private readonly inbox: RunInbox;
+  /** The inbox's subscription, once asked for (again after a failure). */
+  private inboxSubscribed?: Promise<void>;
   private everReady = false;
   private shutDown = false;
 
@@ -50,7 +60,13 @@ export class RunWaiter implements BeforeApplicationShutdown {
     private readonly scripts: LuaScriptsProvider,
     private readonly keys: RedisKeys,
   ) {
+    this.inbox = new RunInbox(keys);
     connections.subscriber.onCreate((redis) => this.attach(redis));
+  }
+
+  /** This process's inbox channel (see RunInbox). */
+  get inboxChannel(): string {
+    return this.inbox.channel;
   }
 
   /** Whether the application is shutting down: no new waits (and no `run()`) are accepted. */
@@ -59,6 +75,67 @@ export class RunWaiter implements BeforeApplicationShutdown {
   }
 
   /**
+   * Whether {@link waitOnInbox} may be used now: the inbox is subscribed over a connection that
+   * is up. If not, asks for the subscription (once at a time), for the calls that come later.
+   */
+  inboxReady(): boolean {
+    if (this.inbox.live) return true;
+    if (!this.inboxSubscribed && !this.shutDown) {
+      const subscribed = (this.inboxSubscribed = this.listen(this.inbox.channel, this.inbox.onMessage));
+      subscribed.catch(() => {
+        this.unlisten(this.inbox.channel, this.inbox.onMessage);
+        if (this.inboxSubscribed === subscribed) this.inboxSubscribed = undefined;
+      });
+    }
+    return false;
+  }
+
+  /**
+   * Waits for a run that `enqueue` creates, naming this process's inbox (its argument: the run's
+   * 'waited' field) as where to announce its end. Call only when {@link inboxReady}. The wait
+   * listens before the enqueue is sent, so the announcement cannot come too early, and usually
+   * costs nothing but that enqueue. Any read of the record it makes (see `read` below) first
+   * subscribes to the run's done channel and moves the announcement there, as {@link wait} does:
+   * after a subscriber reconnect (the announcement may be lost), when the enqueue found the run
+   * finished or someone else's (its record names their waiters, not this inbox), and when no
+   * announcement came within {@link INBOX_FIRST_READ_MS} (a worker of an older version sends
+   * none to an inbox; every BACKSTOP_MS after that).
+   */
+  waitOnInbox(runId: string, timeoutMs: number | undefined, enqueue: (waitedBy: string) => Promise<InboxEnqueueReply>): Promise<unknown> {
+    if (this.shutDown) return Promise.reject(new SluiceError('QueueModule is shutting down; no new waits'));
+    return new Promise((resolve, reject) => {
+      let onChannel: Promise<void> | undefined;
+      /** The enqueue created the run: a read may take this inbox's name off it (see lua/watch.lua). */
+      let ours = false;
+      const read = async (): Promise<Outcome> => {
+        if (!onChannel) {
+          const channel = this.keys.done(runId);
+          onChannel = this.listen(channel, wait.onMessage);
+          wait.onSettle(() => this.unlisten(channel, wait.onMessage));
+          onChannel.catch(() => (onChannel = undefined)); // the next read subscribes again
+        }
+        await onChannel;
+        return this.readOutcome(runId, undefined, ours ? 'only' : 'add');
+      };
+      const wait = this.track(runId, timeoutMs, read, resolve, reject);
+      this.inbox.add(runId, wait.onMessage);
+      wait.onSettle(() => this.inbox.remove(runId, wait.onMessage));
+      const epoch = this.inbox.epoch;
+      enqueue(this.inbox.id)
+        .then(async ({ created, state }) => {
+          ours = created;
+          if (wait.settled) return;
+          // The announcement will reach the inbox: no read, unless none comes for a while.
+          if (created && epoch === this.inbox.epoch && !FINAL_STATES.has(state))
+            return wait.firstRead({ settled: false }, INBOX_FIRST_READ_MS);
+          wait.firstRead(await read());
+        })
+        .catch((error) => wait.firstReadFailed(error));
+    });
+  }
+
+  /**
+   * Waits on the run's done channel: subscribes, then reads the stored record.
    * @param alongside work started together with the subscription (the enqueue of `run()`), so its
    *   round trip overlaps the subscribe instead of preceding it. The stored record is read once
    *   both are done, which still closes the race with a run that finished before the subscription.
@@ -82,68 +159,38 @@ export class RunWaiter implements BeforeApplicationShutdown {
     const feed = onProgress && new ProgressFeed(onProgress);
     const progressChannel = feed && this.keys.progress(runId);
     return new Promise((resolve, reject) => {
-      let done = false;
-      let firstReadDone = false;
-      let timedOut = false;
-      const timers: NodeJS.Timeout[] = [];
-      const finish = (settle: () => void) => {
-        if (done) return;
-        done = true;
-        timers.forEach(clearTimeout);
-        this.pending.delete(abandon);
-        this.unlisten(channel, onMessage);
+      const wait = this.track(runId, timeoutMs, () => this.readOutcome(runId, feed), resolve, reject);
+      wait.onSettle(() => {
+        this.unlisten(channel, wait.onMessage);
         if (feed) {
           feed.stop();
           this.unlisten(progressChannel!, feed.onMessage);
         }
-        settle();
-      };
-      const abandon = (error: Error) => finish(() => reject(error));
-      this.pending.add(abandon);
-      const expire = () => finish(() => reject(new WaitTimeoutError(runId, timeoutMs!)));
-      // A background re-read settles the wait only with an outcome; a failed read is retried later.
-      // Before the first read, "no such run" means nothing: run() enqueues once it is subscribed,
-      // so a re-read on a subscriber reconnect may come before the enqueue lands.
-      const reread = () =>
-        this.readOutcome(runId, feed).then(
-          (outcome) => outcome.settled && finish(() => resolve(outcome.result)),
-          (error) =>
-            !(error instanceof RedisConnectionError) &&
-            (firstReadDone || !(error instanceof RunNotFoundError)) &&
-            finish(() => reject(error)),
-        );
-      const onMessage = (message: string) => {
-        const record = parseDone(message);
-        if (!record) return void reread(); // a peer on an older build publishes a bare "1", or a reconnect
-        if (record.state === 'completed') finish(() => resolve(record.undef ? undefined : record.result));
-        else if (record.state === 'cancelled') finish(() => reject(cancelledRunError(runId, record.error)));
-        else finish(() => reject(new WorkflowFailedError(runId, record.workflow, record.error ?? unknownError())));
-      };
-      // The clock runs from the call, but a run the first read finds finished always resolves.
-      const onTimeout = () => {
-        timedOut = true;
-        if (firstReadDone) expire();
-      };
-      if (timeoutMs !== undefined) timers.push(setTimeout(onTimeout, timeoutMs));
-      const backstop = () => timers.push(setTimeout(() => void reread().then(() => !done && backstop()), BACKSTOP_MS));
-      const listening = Promise.all([this.listen(channel, onMessage), feed && this.listen(progressChannel!, feed.onMessage)]);
+      });
+      const listening = Promise.all([this.listen(channel, wait.onMessage), feed && this.listen(progressChannel!, feed.onMessage)]);
       // A wait abandoned meanwhile (shutdown) sends nothing more: its caller was told no enqueue was sent.
-      const started = typeof alongside === 'function' ? listening.then(() => !done && alongside()) : Promise.all([listening, alongside]);
+      const started =
+        typeof alongside === 'function' ? listening.then(() => !wait.settled && alongside()) : Promise.all([listening, alongside]);
       started
-        .then(() => (done ? { settled: false as const } : this.readOutcome(runId, feed)))
-        .then((outcome) => {
-          firstReadDone = true;
-          if (outcome.settled) finish(() => resolve(outcome.result));
-          else if (timedOut) expire();
-          else if (!done) backstop();
-        })
-        .catch(async (error) => {
-          // The record may have been deleted (retention by count) by the very call that announced
-          // the run to this live subscription: let that announcement arrive before saying "no such run".
-          if (error instanceof RunNotFoundError && !done) await this.deliveredSoFar();
-          finish(() => reject(error));
-        });
+        .then(() => (wait.settled ? { settled: false as const } : this.readOutcome(runId, feed)))
+        .then((outcome) => wait.firstRead(outcome))
+        .catch((error) => wait.firstReadFailed(error));
     });
+  }
+
+  /** A wait of `runId` that reads the record with `read`, rejected by a shutdown until it settles. */
+  private track(
+    runId: string,
+    timeoutMs: number | undefined,
+    read: () => Promise<Outcome>,
+    resolve: (value: unknown) => void,
+    reject: (error: unknown) => void,
+  ): PendingWait {
+    const reads = { read, deliveredSoFar: () => this.deliveredSoFar() };
+    const wait = new PendingWait(runId, timeoutMs, reads, resolve, reject);
+    this.pending.add(wait.fail);
+    wait.onSettle(() => this.pending.delete(wait.fail));
+    return wait;
   }
 
   /** The connections close after this: settle every wait now rather than leave it hanging. */
@@ -172,11 +219,12 @@ export class RunWaiter implements BeforeApplicationShutdown {
 
   /**
    * The stored record decides: completed resolves, failed rejects, missing is an error, else keep
-   * waiting. The read also marks the run as waited on, so its outcome (and progress) will be
-   * published. `feed` gets the stored progress first, so it is handed over before the outcome.
+   * waiting. The read also marks the run as waited on its done channel, so its outcome (and
+   * progress) will be published there (`publish`: see watchRun). `feed` gets the stored progress
+   * first, so it is handed over before the outcome.
    */
-  private async readOutcome(runId: string, feed?: ProgressFeed): Promise<Outcome> {
-    const run = await watchRun(this.scripts.get(), this.keys, runId, true);
+  private async readOutcome(runId: string, feed?: ProgressFeed, publish: WatchPublish = 'add'): Promise<Outcome> {
+    const run = await watchRun(this.scripts.get(), this.keys, runId, publish);
     if (!run) throw new RunNotFoundError(runId);
     const { state, result, error, workflow } = run;
     feed?.read(run.progress, run.progressSeq);
@@ -191,9 +239,10 @@ export class RunWaiter implements BeforeApplicationShutdown {
   private listen(channel: string, listener: Listener): Promise<void> {
     let entry = this.listeners.get(channel);
     if (!entry) {
+      let via: Redis;
       const subscribed = this.connections.subscriber
-        .call('subscribe', (redis) => this.connections.channels.subscribe(redis, [channel]))
-        .then(() => undefined);
+        .call('subscribe', (redis) => this.connections.channels.subscribe((via = redis), [channel]))
+        .then(() => void (channel === this.inbox.channel && this.inbox.subscribedOn(via)));
       const created = { set: new Set<Listener>(), subscribed };
       // A failed subscription must not be reused by the next wait on the channel.
       subscribed.catch(() => this.listeners.get(channel) === created && this.listeners.delete(channel));
@@ -218,6 +267,8 @@ export class RunWaiter implements BeforeApplicationShutdown {
     redis.on(this.connections.channels.messageEvent, (channel: string, message: string) =>
       this.listeners.get(channel)?.set.forEach((listener) => listener(message)),
     );
+    // Announcements sent to the inbox from now until it is subscribed again are lost.
+    redis.on('close', () => this.inbox.closed(redis));
     // Every (re)connection starts with no subscriptions: take over the live ones, through the link
     // (bounded, and following a cluster's redirects; ioredis's own resubscribe is off). Then,
     // since publishes sent in between are lost, have every waiter re-read its run.
@@ -225,26 +276,16 @@ export class RunWaiter implements BeforeApplicationShutdown {
       const reconnected = this.everReady;
       this.everReady = true;
       const channels = [...this.listeners.keys()];
+      let via: Redis;
       const subscribed =
         channels.length > 0
-          ? this.connections.subscriber.call('subscribe again', (ready) => this.connections.channels.subscribe(ready, channels))
+          ? this.connections.subscriber
+              .call('subscribe again', (ready) => this.connections.channels.subscribe((via = ready), channels))
+              .then(() => channels.includes(this.inbox.channel) && this.inbox.subscribedOn(via))
           : Promise.resolve();
       void subscribed
         .catch(() => undefined)
         .then(() => reconnected && this.listeners.forEach(({ set }) => set.forEach((listener) => listener('reconnected'))));
     });
   }
-}
-
-function parseDone(message: string): DoneMessage | undefined {
-  try {
-    const record = decodePayload<DoneMessage>(message);
-    return record && typeof record === 'object' && record.v === 1 ? record : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function unknownError(): RunErrorInfo {
-  return { name: 'Error', message: 'unknown error' };
 }

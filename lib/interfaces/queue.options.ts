@@ -94,11 +94,11 @@ export interface QueueModuleOptions {
    */
   fastPath?: boolean;
   /**
-   * Store new runs as compact records: fields that hold their default (`attempts`, `failures` and
-   * `stalls` 0, `priority` 0) are left out: about 32 bytes less Redis memory per waiting run and
-   * 64 per completed one (README, Options).
+   * Store new runs as lean records (layout 4: fields a reader derives left out, about 120 bytes
+   * less Redis memory per waiting run) even in a namespace at layout 3. A namespace at layout 4
+   * (every new one, or one moved with `migrate({ to: 4 })`) stores them anyway.
    * Every process of this version reads both forms, but older versions (0.1.0 included) cannot
-   * claim a compact record: turn it on only once none shares the namespace (README, Migrations).
+   * claim a lean record: turn it on only once none shares the namespace (README, Migrations).
    * Default `false`.
    */
   compactRunRecords?: boolean;

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { MigrationLockLostError, MigrationTimeoutError, QueueConfigError } from '../errors';
+import { InvalidOptionError, MigrationLockLostError, MigrationTimeoutError, QueueConfigError } from '../errors';
 import { MigrationLock } from '../redis/commands/migrate-lock.command';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import type { CallOptions, RedisLink } from '../redis/redis.link';
-import { CURRENT_LAYOUT, MIGRATION_STEPS } from './layout.versions';
+import { CURRENT_LAYOUT, MIGRATION_STEPS, ROLLING_LAYOUT } from './layout.versions';
 import type { MigrationContext } from './migration.step';
 import { jitteredPause } from '../util/retry';
 
@@ -16,7 +16,11 @@ export interface MigrationResult {
    * for another process's migration reports what it read before (an unmarked namespace as 1).
    */
   from: number;
-  /** The layout the namespace is at now: always the current one ({@link CURRENT_LAYOUT}). */
+  /**
+   * The layout the namespace is at now: the one asked for, else {@link ROLLING_LAYOUT} for a
+   * namespace that holds data (or whatever newer layout it was at) and {@link CURRENT_LAYOUT} for
+   * a new one.
+   */
   to: number;
   /** Whether this call moved data to a newer layout (`false`: already current, fresh, or another process did it). */
   migrated: boolean;
@@ -26,6 +30,18 @@ export interface MigrationResult {
 export interface MigrationLogger {
   log(message: string): void;
   warn(message: string): void;
+}
+
+/** What a `migrate()` call may ask for. */
+export interface MigrateOptions {
+  /**
+   * The layout to move the namespace to, from {@link ROLLING_LAYOUT} to {@link CURRENT_LAYOUT}.
+   * Default: {@link ROLLING_LAYOUT} for a namespace that holds data, {@link CURRENT_LAYOUT} for a
+   * new one. Ask for 4 only once no process older than this version shares the namespace: older
+   * versions cannot read its lean run records (and refuse to start on it). A namespace already
+   * at or past it is left as it is.
+   */
+  to?: number;
 }
 
 export interface LayoutMigratorOptions {
@@ -88,18 +104,22 @@ export class LayoutMigrator {
    * @param options.failFast the first read gives up at the connection's first error (bootstrap)
    * @param options.layout a {@link check} started already (the bootstrap sends it with the server check), read instead of a new one
    */
-  async migrate(options: Pick<CallOptions, 'failFast'> & { layout?: Promise<number | undefined> } = {}): Promise<MigrationResult> {
+  async migrate(
+    options: Pick<CallOptions, 'failFast'> & MigrateOptions & { layout?: Promise<number | undefined> } = {},
+  ): Promise<MigrationResult> {
+    const asked = checkTarget(options.to);
     const found = await (options.layout ?? this.check(options));
-    if (found === CURRENT_LAYOUT) return { from: found, to: found, migrated: false };
+    const target = asked ?? ROLLING_LAYOUT;
+    if (found !== undefined && found >= target) return { from: found, to: found, migrated: false };
     const token = randomBytes(12).toString('base64url');
     const lock = new MigrationLock(this.scripts, this.keys, token);
     const started = Date.now();
     for (let attempt = 0; ; attempt++) {
-      const { taken, schema } = await lock.acquire(this.lockTtlMs, CURRENT_LAYOUT);
+      const { taken, schema } = await lock.acquire(this.lockTtlMs, target);
       const layout = this.parse(schema);
-      if (layout !== undefined && layout >= CURRENT_LAYOUT) return { from: found ?? 1, to: CURRENT_LAYOUT, migrated: false };
-      if (taken) return await this.migrateLocked(lock, token, layout);
-      if (attempt === 0) this.logger.log(`Waiting for another process's migration of ${this.keys.base} to key layout ${CURRENT_LAYOUT}`);
+      if (layout !== undefined && layout >= target) return { from: found ?? 1, to: layout, migrated: false };
+      if (taken) return await this.migrateLocked(lock, token, layout, target, asked ?? CURRENT_LAYOUT);
+      if (attempt === 0) this.logger.log(`Waiting for another process's migration of ${this.keys.base} to key layout ${target}`);
       const waited = Date.now() - started;
       if (waited >= this.waitTimeoutMs) throw new MigrationTimeoutError(this.keys.base, waited);
       const pause = Math.min(jitteredPause(attempt, 50, MAX_POLL_MS), this.waitTimeoutMs - waited);
@@ -107,7 +127,14 @@ export class LayoutMigrator {
     }
   }
 
-  private async migrateLocked(lock: MigrationLock, token: string, layout: number | undefined): Promise<MigrationResult> {
+  /** `target`: where a namespace holding data goes; `fresh`: where a new one starts. */
+  private async migrateLocked(
+    lock: MigrationLock,
+    token: string,
+    layout: number | undefined,
+    target: number,
+    fresh: number,
+  ): Promise<MigrationResult> {
     let lost = false;
     let renewing = false;
     const renewal = setInterval(
@@ -137,12 +164,12 @@ export class LayoutMigrator {
     try {
       const from = layout ?? ((await this.holdsData(context)) ? 1 : undefined);
       if (from === undefined) {
-        await this.stamp(lock, CURRENT_LAYOUT);
-        this.logger.log(`Namespace ${this.keys.base} is new: marked with key layout ${CURRENT_LAYOUT}`);
-        return { from: CURRENT_LAYOUT, to: CURRENT_LAYOUT, migrated: false };
+        await this.stamp(lock, fresh);
+        this.logger.log(`Namespace ${this.keys.base} is new: marked with key layout ${fresh}`);
+        return { from: fresh, to: fresh, migrated: false };
       }
-      this.logger.log(`Migrating namespace ${this.keys.base} from key layout ${from} to ${CURRENT_LAYOUT}`);
-      for (const step of MIGRATION_STEPS.filter((s) => s.from >= from)) {
+      this.logger.log(`Migrating namespace ${this.keys.base} from key layout ${from} to ${target}`);
+      for (const step of MIGRATION_STEPS.filter((s) => s.from >= from && s.to <= target)) {
         const stepStarted = Date.now();
         await step.run(context);
         context.checkLock();
@@ -151,7 +178,7 @@ export class LayoutMigrator {
           `Migrated namespace ${this.keys.base} from key layout ${step.from} to ${step.to} in ${Date.now() - stepStarted} ms: ${step.description}`,
         );
       }
-      return { from, to: CURRENT_LAYOUT, migrated: true };
+      return { from, to: target, migrated: true };
     } finally {
       clearInterval(renewal);
       // Best effort: a lock left behind lapses after its TTL, and `schema` already says what was done.
@@ -197,4 +224,13 @@ export class LayoutMigrator {
     }
     return layout;
   }
+}
+
+/** `to` checked: a layout this version can move a namespace to, or undefined for the default. */
+function checkTarget(to: number | undefined): number | undefined {
+  if (to === undefined) return undefined;
+  if (!Number.isInteger(to) || to < ROLLING_LAYOUT || to > CURRENT_LAYOUT) {
+    throw new InvalidOptionError('migrate.to', `must be a key layout from ${ROLLING_LAYOUT} to ${CURRENT_LAYOUT}, got ${String(to)}`);
+  }
+  return to;
 }

@@ -10,7 +10,7 @@ import { RedisServerCheck } from '../redis/redis-server.check';
 import { retryInBackground } from '../util/retry';
 import { OutageLog } from '../util/outage-log';
 import { LayoutMigrator } from './layout.migrator';
-import { CURRENT_LAYOUT } from './layout.versions';
+import { CURRENT_LAYOUT, ROLLING_LAYOUT } from './layout.versions';
 
 /** Retry pauses of a producer-only process whose bootstrap could not migrate: doubling, jittered, up to this. */
 const MAX_RETRY_PAUSE_MS = 10_000;
@@ -114,16 +114,18 @@ export class MigrationRunner implements OnApplicationBootstrap, BeforeApplicatio
     const read = this.migrator.check({ failFast });
     read.catch(() => undefined); // a refused server's verdict is what fails; the read's own error, if any, surfaces below
     await checked;
-    if (this.options.migrate) {
-      await this.migrator.migrate({ failFast, layout: read });
-    } else {
-      const layout = await read;
-      if (layout !== CURRENT_LAYOUT) {
-        this.logger.warn(
-          `Namespace ${this.options.namespace} is at key layout ${layout ?? '1 (or new)'}, not ${CURRENT_LAYOUT}, and migrate is false: ` +
-            'run `nest-sluice migrate` (or QueueClient.migrate()) from your deploy pipeline',
-        );
-      }
+    const layout = this.options.migrate ? (await this.migrator.migrate({ failFast, layout: read })).to : await read;
+    if ((layout ?? 1) < ROLLING_LAYOUT) {
+      this.logger.warn(
+        `Namespace ${this.options.namespace} is at key layout ${layout ?? '1 (or new)'}, not ${ROLLING_LAYOUT}, and migrate is false: ` +
+          'run `nest-sluice migrate` (or QueueClient.migrate()) from your deploy pipeline',
+      );
+    } else if (layout! < CURRENT_LAYOUT) {
+      this.logger.log(
+        `Namespace ${this.options.namespace} is at key layout ${layout}, which older releases share. Layout ${CURRENT_LAYOUT} stores lean run records ` +
+          `(about 120 bytes less Redis memory per waiting run): once no older process uses the namespace, run \`nest-sluice migrate --to ${CURRENT_LAYOUT}\` ` +
+          `(or QueueClient.migrate({ to: ${CURRENT_LAYOUT} }))`,
+      );
     }
     this.done = true;
   }

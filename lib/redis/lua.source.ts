@@ -29,6 +29,7 @@ export type ScriptName =
   | 'schedule-plan'
   | 'schedule-list'
   | 'migrate-schedule-index'
+  | 'migrate-lean-records'
   | 'list-runs'
   | 'retry'
   | 'remove'

@@ -6,8 +6,9 @@
  *
  * | key | type | holds |
  * |---|---|---|
- * | `run:<id>` | hash | the run record (state, input, attempts, result…, `waited`, `trace`: the enqueue's trace context, only with OpenTelemetry on and a span active; `timeoutMs`: the enqueue's `runTimeoutMs`, only when set; `progress` and `progressSeq`: the latest `ctx.progress` value and its number) and its step memo (`step:<name>#<n>`, and, written with each durable wait, the position of every top-level call before it: `step:@<p>` = `<kind>:<name>#<n>`); in a durable wait, `wait` and `waitLeft`; a child run's `parent` (`<parent id> <memo key>`); `links` when it has a parent or a mailbox |
- * | `done:<id>` | channel | finished-run announcement, carrying the result |
+ * | `run:<id>` | hash | the run record (state, input, attempts, result…, `waited`: where its end is announced, `1` for its done channel and/or an inbox id, `trace`: the enqueue's trace context, only with OpenTelemetry on and a span active; `timeoutMs`: the enqueue's `runTimeoutMs`, only when set; `progress` and `progressSeq`: the latest `ctx.progress` value and its number) and its step memo (`step:<name>#<n>`, and, written with each durable wait, the position of every top-level call before it: `step:@<p>` = `<kind>:<name>#<n>`); in a durable wait, `wait` and `waitLeft`; a child run's `parent` (`<parent id> <memo key>`); `links` when it has a parent or a mailbox |
+ * | `done:<id>` | channel | finished-run announcement, carrying the result, for `wait()` (and `run()` with `onProgress`, or before its process's inbox is live) |
+ * | `inbox:<inbox id>` | channel | one per process that calls `run()`: the announcements of the runs its calls enqueued, `<run id> <announcement>` (lib/client/run.inbox.ts) |
  * | `cancel` | channel | `<id> <token> <reason>` of each active run cancelled, for the worker running it (lua/cancel.lua) |
  * | `cascade:<id>` | list | the children a cancel of run `<id>` has still to visit, `<parent id> <child id>`, breadth first (lua/cancel.lua: a cascade is batched) |
  * | `cascades` | zset | runs whose cancel cascade is unfinished, score = when it last moved (ms): a cancel call with budget to spare carries on those left still |
@@ -112,6 +113,11 @@ export class RedisKeys {
 
   done(id: string): string {
     return `${this.base}done:${id}`;
+  }
+
+  /** A process's inbox channel, where the runs its run() calls enqueued are announced (see RunInbox). */
+  inbox(id: string): string {
+    return `${this.base}inbox:${id}`;
   }
 
   /** The channel a run's progress values are published on (see lua/progress.lua). */

@@ -17,7 +17,8 @@ export interface CommitPark {
 /**
  * A worker's park announcements (lua/park.lua), which tell the enqueue fast path that a run can
  * be handed straight to this worker. Announced by a park call before the worker blocks, or by
- * the complete call whose refill came up short (see lua/complete.lua); withdrawn by an enqueue
+ * the complete call whose refill came up short (see lua/complete.lua), which is left to do it
+ * after a handoff (see {@link ParkAnnouncer.defer}); withdrawn by an enqueue
  * that hands a run over, and by every reserve call of the worker (lua/reserve.lua). Remembers
  * until when the latest one holds, so a live one is not announced again, and whether it was a
  * complete call's (which spares the worker's next wake its reserve).
@@ -34,6 +35,10 @@ export class ParkAnnouncer {
   private epoch = 0;
   /** The latest change was a complete call's announcement, not yet taken (see {@link takeCommitPark}). */
   private byCommit = false;
+  /** The announcement is left to the complete call of a run just handed over (see {@link defer}). */
+  private deferred = false;
+  /** Counts deferrals, so that a timer ends only its own (see {@link endDeferral}). */
+  private deferrals = 0;
 
   constructor(
     private readonly scripts: LuaScripts,
@@ -72,6 +77,36 @@ export class ParkAnnouncer {
     if (park.epoch !== this.epoch) return false;
     this.parkedUntil = Date.now() + park.ttlMs;
     this.byCommit = true;
+    this.deferred = false;
+    return true;
+  }
+
+  /**
+   * Leaves the announcement to come to the complete call of the run just handed over (an enqueue
+   * took the entry to hand it): the worker blocks again without a park call of its own, and that
+   * complete call, which would otherwise find nothing to announce, parks it when its refill comes
+   * up short — a round trip less per handed-over run. Until then enqueues take the queue, and
+   * the blocked worker the wake marker they leave; so a deferral is short: it ends with an
+   * announcement, or with {@link endDeferral} (that call claimed runs or failed, or the run is
+   * still going after a few ms), after which the blocked worker announces itself again.
+   */
+  defer(): number {
+    this.deferred = true;
+    return ++this.deferrals;
+  }
+
+  /** Whether the announcement is left to a complete call now (see {@link defer}). */
+  get deferring(): boolean {
+    return this.deferred;
+  }
+
+  /**
+   * Ends the deferral under way — only if it is the one numbered `deferral` (as {@link defer}
+   * returned it), when given. Returns whether one ended (the worker is to announce itself if blocked).
+   */
+  endDeferral(deferral?: number): boolean {
+    if (!this.deferred || (deferral !== undefined && deferral !== this.deferrals)) return false;
+    this.deferred = false;
     return true;
   }
 
@@ -99,6 +134,7 @@ export class ParkAnnouncer {
     this.parkedUntil = parkedUntil;
     this.epoch++;
     this.byCommit = false;
+    this.deferred = false;
   }
 
   private commitTtlMs(): number {

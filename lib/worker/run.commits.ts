@@ -51,10 +51,13 @@ export class RunCommits {
     private readonly scripts: LuaScripts,
     private readonly keys: RedisKeys,
     private readonly options: ResolvedQueueOptions,
-    /** Promises slots to the refill; `settle` hands back the claims, the promise, and the park announcement the call made, if it did. */
+    /**
+     * Promises slots to the refill; `settle` hands back the claims, the promise, the park
+     * announcement the call carried, if any, and whether it made it.
+     */
     private readonly refill: {
       take(runs: number): Refill;
-      settle(ticket: number, claims: Claim[], promised: number, parked?: CommitPark): void;
+      settle(ticket: number, claims: Claim[], promised: number, park: CommitPark | undefined, parked: boolean): void;
     },
     /** How many runs the worker holds (running, held ready, committing): see TickBatcher's `full`. */
     private readonly holding: () => number = () => Infinity,
@@ -124,7 +127,7 @@ export class RunCommits {
       let nextComplete = 0;
       return items.map((item) => (item.kind === 'step' ? reply.saved[nextStep++] : reply.completed[nextComplete++]));
     } finally {
-      this.refill.settle(ticket, claims, count, parked ? park : undefined);
+      this.refill.settle(ticket, claims, count, park, parked);
     }
   }
 }

@@ -39,6 +39,8 @@ export interface WakeListenerParts {
 export class WakeListener {
   /** Wake list key → workflow name. */
   private readonly wakeKeys: Map<string, string>;
+  /** When the blocking read under way times out (local clock); undefined when none is. */
+  private blockEndsAt?: number;
 
   constructor(private readonly parts: WakeListenerParts) {
     this.wakeKeys = new Map(parts.workflows.map((wf) => [parts.keys.wake(wf), wf]));
@@ -58,11 +60,11 @@ export class WakeListener {
     const timeoutMs = Math.min(untilDueMs, options.worker.stalledIntervalMs, MAX_BLOCK_MS);
     // Announce the park alongside the block (order does not matter: a handoff pushed before the
     // BLPOP starts is popped at once), so the enqueue fast path knows to hand runs over; unless
-    // an announcement still holds for the whole block (a complete call made it).
-    if (!park.holdsFor(timeoutMs)) {
-      park.announce(timeoutMs + PARK_SLACK_MS).catch((error: Error) => this.parts.warn(`Park announcement failed: ${error.message}`));
-    }
+    // an announcement still holds for the whole block (a complete call made it), or one is left
+    // to the complete call of the run just handed over (see ParkAnnouncer.defer).
+    if (!park.holdsFor(timeoutMs) && !park.deferring) this.announce(timeoutMs + PARK_SLACK_MS);
     let popped: [string, string] | null;
+    this.blockEndsAt = Date.now() + timeoutMs;
     try {
       const bound = timeoutMs + BLOCK_GRACE_MS;
       popped = await this.parts.blocking.call(
@@ -76,6 +78,8 @@ export class WakeListener {
     } catch (error) {
       if (this.parts.stopping() || error instanceof RedisConnectionError) return undefined;
       throw error;
+    } finally {
+      this.blockEndsAt = undefined;
     }
     this.parts.woke();
     if (!popped) return undefined;
@@ -85,6 +89,21 @@ export class WakeListener {
     // the run waiting for the next block's timeout, the marker that would end it just taken).
     park.cleared();
     return parseHandoff(this.wakeKeys.get(popped[0])!, popped[1]);
+  }
+
+  /**
+   * Announces the park for the rest of the blocking read under way, if there is one and no
+   * announcement holds for it: a deferred announcement that no complete call made (see
+   * ParkAnnouncer.defer).
+   */
+  announceIfBlocked(): void {
+    if (this.blockEndsAt === undefined || this.parts.stopping()) return;
+    const left = this.blockEndsAt - Date.now();
+    if (left > 0 && !this.parts.park.holdsFor(left)) this.announce(left + PARK_SLACK_MS);
+  }
+
+  private announce(validForMs: number): void {
+    this.parts.park.announce(validForMs).catch((error: Error) => this.parts.warn(`Park announcement failed: ${error.message}`));
   }
 
   /** Ends a blocked read without popping anything: only closing its connection does that. */

@@ -23,7 +23,8 @@ import { handBackRun } from './hand-back';
  *   one means nothing more is claimable now → blocked.
  * - blocked on Redis: free slots and nothing to claim. A blocking read on the workflows' wake
  *   lists (WakeListener), the worker announced parked so an enqueue hands it runs straight away.
- *   A handoff is launched and the worker blocks again; a marker, a timeout or a due run → reserving.
+ *   A handoff is launched and the worker blocks again, its announcement left to that run's
+ *   complete call (ParkAnnouncer.defer); a marker, a timeout or a due run → reserving.
  *   A complete call whose refill came up short parked the worker already: it comes here first.
  * - saturated: every slot busy (running, held ready, committing, or promised to a refill in
  *   flight; see RunLauncher). Parked in-process on its own runs' completions, no round trip: a
@@ -93,8 +94,8 @@ export class WorkerLoop {
     } = parts);
     const refill = {
       take: (runs: number) => this.takeRefill(runs),
-      settle: (ticket: number, claims: Claim[], promised: number, parked?: CommitPark) =>
-        this.settleRefill(ticket, claims, promised, parked),
+      settle: (ticket: number, claims: Claim[], promised: number, park: CommitPark | undefined, parked: boolean) =>
+        this.settleRefill(ticket, claims, promised, park, parked),
     };
     const executor = parts.makeExecutor(new RunCommits(parts.scripts, parts.keys, parts.options, refill, () => this.active.size));
     this.launcher = new RunLauncher({
@@ -250,10 +251,17 @@ export class WorkerLoop {
     return { ticket, count, workflows: this.rotatedWorkflows(), park: count > 0 ? this.park.forCommit() : undefined };
   }
 
-  private settleRefill(ticket: number, claims: Claim[], promised: number, parked?: CommitPark): void {
-    if (parked) this.park.announcedByCommit(parked);
+  /** `park`: the announcement the call carried, if any; `parked`: whether it made it. */
+  private settleRefill(ticket: number, claims: Claim[], promised: number, park: CommitPark | undefined, parked: boolean): void {
+    if (park && parked) this.park.announcedByCommit(park);
+    else if (park) this.endDeferral(); // the refill claimed runs (or the call failed): no announcement came
     this.sequencer.deliver(ticket, claims);
     this.refilling -= promised;
+  }
+
+  /** A deferred announcement (see ParkAnnouncer.defer) that no complete call made: the blocked worker makes it. */
+  private endDeferral(deferral?: number): void {
+    if (this.park.endDeferral(deferral)) this.wake.announceIfBlocked();
   }
 
   /** Each call starts the round-robin at the next workflow, so none is always served first. */
@@ -278,9 +286,15 @@ export class WorkerLoop {
       if (!handoff) return;
       if (this.stopping) return this.handBack([handoff]);
       // Its lease has run since the enqueue, with the length the parked worker announced (maybe
-      // not this worker's): renew it soon — unless the run is over by then, as most are.
+      // not this worker's): renew it soon — unless the run is over by then, as most are. The
+      // enqueue took the park announcement: leave it to the run's complete call, which makes it
+      // with no round trip of its own; if the run is still going by then, announce it now.
       const run = this.launch(handoff);
-      setTimeout(() => this.active.get(run.id) === run && this.refreshLease(run), HANDOFF_REFRESH_MS).unref();
+      const deferral = this.park.defer();
+      setTimeout(() => {
+        if (this.active.get(run.id) === run) this.refreshLease(run);
+        this.endDeferral(deferral);
+      }, HANDOFF_REFRESH_MS).unref();
     }
   }
 }

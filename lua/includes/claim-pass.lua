@@ -10,10 +10,14 @@
 
 local rings = {}
 
+local function newRing(groups)
+  return { groups = groups, pos = 0, out = {}, served = {}, order = 0, pending = {}, taken = 0, held = {} }
+end
+
 local function ringOf(base, workflow)
   local ring = rings[workflow]
   if not ring then
-    ring = { groups = redis.call('ZRANGE', wfKey(base, workflow, 'ready'), 0, 63), pos = 0, out = {}, served = {}, order = 0, pending = {}, taken = 0, held = {} }
+    ring = newRing(redis.call('ZRANGE', wfKey(base, workflow, 'ready'), 0, 63))
     -- Groups whose slots this call freed take their turn after the ones already waiting.
     local known = {}
     for _, group in ipairs(ring.groups) do known[group] = true end
@@ -115,7 +119,20 @@ local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaim
   local open, groupTurn = {}, {}
   for i, wf in ipairs(workflows) do
     open[i] = true
-    if claimed < maxClaims and takeHandoff(base, leasesKey, wf, now, lockMs, reply) then claimed = claimed + 1 end
+    -- Nothing due at all (an idle worker's refill, most often): one look at every key a claim
+    -- would take from (empty lists and zsets do not exist) spares the look-ups that would find
+    -- them empty, one per key. Not for a workflow with groups this call freed a slot of: they may
+    -- rejoin (see ringOf).
+    local dry = false
+    if maxClaims > 0 and not (deferredGroups and deferredGroups[wf]) then
+      local lane = laneOf(base, wf, '')
+      dry = redis.call('EXISTS', lane .. 'queue', lane .. 'waiting', wfKey(base, wf, 'wake'), wfKey(base, wf, 'ready')) == 0
+      if dry then
+        noPriorities[lane], dryLanes[lane] = true, true
+        rings[wf] = newRing({})
+      end
+    end
+    if claimed < maxClaims and not dry and takeHandoff(base, leasesKey, wf, now, lockMs, reply) then claimed = claimed + 1 end
   end
 
   local function claimOne(i, wf)

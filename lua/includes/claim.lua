@@ -2,7 +2,7 @@
 -- call whose reply was lost; taking the enqueue fast path's handoffs (`-- @include claim`).
 -- Shared by reserve (a worker's wake) and complete (the slots finished runs free are refilled in
 -- the same call).
--- @needs util, lanes, leases, waits
+-- @needs util, lanes, leases, records, waits
 --
 -- Bytes of inputs and memos in this call's reply so far: claiming stops once past the budget, so
 -- one reply stays bounded however large runs' memos grow (each memo is bounded on its own by the
@@ -62,11 +62,12 @@ local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply
   local runKey = base .. 'run:' .. id
   local f
   if withExtras then
-    f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input', 'timeoutMs', 'wait', 'gen', 'trace', 'dueAt')
+    f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input', 'timeoutMs', 'wait', 'gen', 'createdAt', 'trace', 'dueAt')
   else
-    f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input', 'timeoutMs', 'wait', 'gen')
+    f = redis.call('HMGET', runKey, 'token', 'attempts', 'failures', 'input', 'timeoutMs', 'wait', 'gen', 'createdAt')
   end
-  if not f[1] then
+  -- Every record has its input; a lean one (see storeRun) has no token before its first claim.
+  if not f[4] then
     redis.call('LPUSH', base .. 'orphans', workflow .. ' ' .. id)
     redis.call('LTRIM', base .. 'orphans', 0, 999)
     return false
@@ -75,8 +76,8 @@ local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply
   -- leaves the wait recorded (reserve ends it as it promotes; see waits.lua): its outcome joins
   -- the memo below.
   if f[6] then endWaitByTime(base, runKey, id, workflow, f[6]) end
-  local token = string.format('%.0f', tonumber(f[1]) + 1)
-  -- A compact run record (see storeRun) omits attempts and failures while they are 0.
+  local token = string.format('%.0f', (tonumber(f[1]) or (createdOf(id, f[8]) or now) * 1000) + 1)
+  -- A lean run record (see storeRun) omits attempts and failures while they are 0.
   local attempts, failures = tonumber(f[2]) or 0, tonumber(f[3]) or 0
   local attempt = attempts + 1
   redis.call('HSET', runKey, 'state', 'active', 'token', token, 'attempts', attempt, 'startedAt', now)
@@ -90,9 +91,9 @@ local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply
     -- sets it for the retry); a stall recovery or a hand-back makes the run due again without
     -- recording when, so its wait is unknown.
     local waitMs = -1
-    local dueAt = tonumber(f[9])
+    local dueAt = tonumber(f[10]) or createdOf(id, f[8])
     if dueAt and attempts == failures then waitMs = math.max(0, now - dueAt) end
-    addExtras(row, f[8], waitMs, group)
+    addExtras(row, f[9], waitMs, group)
   else
     withGroup(row, group)
   end
@@ -147,8 +148,8 @@ local function takeHandoff(base, leasesKey, workflow, now, lockMs, reply)
   local row = { id, workflow, token, 1, 0, string.sub(entry, s2 + 1), {}, '' }
   if withExtras then
     -- Claimed by its enqueue, due then: the wait is the time it sat in the wake list.
-    local f = redis.call('HMGET', base .. 'run:' .. id, 'trace', 'dueAt')
-    local dueAt = tonumber(f[2])
+    local f = redis.call('HMGET', base .. 'run:' .. id, 'trace', 'dueAt', 'createdAt')
+    local dueAt = tonumber(f[2]) or createdOf(id, f[3])
     addExtras(row, f[1], dueAt and math.max(0, now - dueAt) or -1, group)
   else
     withGroup(row, group)

@@ -3,9 +3,11 @@
 --
 -- Stores one new run (see lua/enqueue.lua for what each argument means) and makes it due, parks
 -- it in its workflow's delayed set, or claims it for a parked worker (the fast path). Idempotent
--- on the run id. Returns created (1 new run, or the retry of this very enqueue call whose reply
+-- on the run id. `waited`: who waits on the run's outcome, stored as its 'waited' field (see
+-- finishRun: '1' for the run's done channel, else a run() caller's inbox), '' for nobody.
+-- Returns created (1 new run, or the retry of this very enqueue call whose reply
 -- was lost, told by its nonce | 0 existing run) and the run's state ('active' = fast-pathed).
--- `compact`: store the compact record (see storeRun).
+-- `compact`: store the lean record whatever the layout (see storeRun).
 -- Lanes this call made runs due in: they have due runs for the rest of it (enqueues claim
 -- nothing), so a batch's later runs skip the look.
 local lanesMadeDue = {}
@@ -25,12 +27,15 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
   local leaseMs = tonumber(lockMs)
   if due > now then
     state = 'delayed'
-  elseif fastPath and trace == '' and timeoutMs == '' and not lanesMadeDue[lane] and not laneHasDue(lane) and redis.call('LLEN', wakeKey) == 0
-      and primeLimits(limitsKey, claimFields({ workflow })) and namespaceRoom(KEYS_LEASES, limitsKey) and workflowRoom(base, limitsKey, workflow)
-      and (group == '' or groupRoom(base, limitsKey, workflow, group)) then
+  elseif fastPath and trace == '' and timeoutMs == '' and not lanesMadeDue[lane] then
+    -- A parked worker first: without one (a producer's usual case) nothing else is worth a look.
+    -- Then nothing due ahead in the lane, nor in the wake list (one EXISTS: empty lists and
+    -- zsets do not exist), and room under every cap.
     local parkedKey = wfKey(base, workflow, 'parked')
     local parked = redis.call('ZRANGEBYSCORE', parkedKey, now, '+inf', 'LIMIT', 0, 1)
-    if #parked > 0 then
+    if #parked > 0 and redis.call('EXISTS', lane .. 'queue', lane .. 'waiting', wakeKey) == 0
+        and primeLimits(limitsKey, claimFields({ workflow })) and namespaceRoom(KEYS_LEASES, limitsKey) and workflowRoom(base, limitsKey, workflow)
+        and (group == '' or groupRoom(base, limitsKey, workflow, group)) then
       -- That worker is about to be woken by this handoff: count it as parked no longer. Its
       -- announcement ends in its lease length, which the handed-off run gets from the start.
       redis.call('ZREM', parkedKey, parked[1])
@@ -39,14 +44,20 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
     end
   end
 
-  local tokenBase = storeRun(runKey, workflow, input, state, priority, maxAttempts, group, now, due, 'nonce', nonce, compact)
-  if waited then redis.call('HSET', runKey, 'waited', 1) end
-  if trace ~= '' then redis.call('HSET', runKey, 'trace', trace) end
-  if timeoutMs ~= '' then redis.call('HSET', runKey, 'timeoutMs', timeoutMs) end
+  -- One HSET for the whole record: who waits on it and, for a fast-pathed run, its first lease
+  -- (storeRun) ride along with the fields every run has.
+  local extra = nil
+  if waited ~= '' or trace ~= '' or timeoutMs ~= '' then
+    extra = {}
+    if waited ~= '' then extra[#extra + 1], extra[#extra + 2] = 'waited', waited end
+    if trace ~= '' then extra[#extra + 1], extra[#extra + 2] = 'trace', trace end
+    if timeoutMs ~= '' then extra[#extra + 1], extra[#extra + 2] = 'timeoutMs', timeoutMs end
+  end
+  -- Only an enqueue of generated ids sends no nonce (lib/redis/commands): its id carries the time.
+  local token = storeRun(base, id, workflow, input, state, priority, maxAttempts, group, now, due, 'nonce', nonce, compact, nonce == '', extra,
+    state == 'active')
 
   if state == 'active' then
-    local token = string.format('%.0f', tokenBase + 1)
-    redis.call('HSET', runKey, 'token', token, 'attempts', 1, 'startedAt', now)
     redis.call('SADD', wfKey(base, workflow, 'active'), id)
     if group ~= '' then
       redis.call('SADD', lane .. 'active', id)

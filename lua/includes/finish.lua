@@ -8,12 +8,15 @@
 -- retention trims by score. listRuns pages by score.
 
 -- Records a final state and starts the retention clock. If someone waits on the run (`waited`,
--- set by run() at enqueue or by wait() through watch.lua), announces it on the run's done
--- channel; the announcement carries the outcome itself (`field` is 'result' or 'error',
--- `payload` already JSON) so the waiter needs no further read. The stored record stays the truth;
--- a run nobody waits on costs no publish. A `linked` run (field 'links': it is a child workflow,
--- or signals wait in its mailbox; see waits.lua) also resumes its parent and drops its mailbox:
--- the common run pays nothing for either. `journal`: the attempt's, stored with the outcome.
+-- the run's 'waited' field: set by run() at enqueue, or by wait() through watch.lua), announces
+-- it; the announcement carries the outcome itself (`field` is 'result' or 'error', `payload`
+-- already JSON) so the waiter needs no further read. `waited` lists where, space-separated: '1'
+-- is the run's done channel (wait(); run() of older versions), anything else the inbox of the
+-- process whose run() enqueued it, one channel per process (see RunWaiter), announced there as
+-- '<id> <message>'. The stored record stays the truth; a run nobody waits on costs no publish.
+-- A `linked` run (field 'links': it is a child workflow, or signals wait in its mailbox; see
+-- waits.lua) also resumes its parent and drops its mailbox: the common run pays nothing for
+-- either. `journal`: the attempt's, stored with the outcome.
 local function finishRun(base, runKey, id, workflow, state, field, payload, now, ttlMs, waited, linked, journal)
   hsetRun(runKey, journal, 'state', state, field, payload, 'finishedAt', now)
   redis.call('PEXPIRE', runKey, ttlMs)
@@ -28,9 +31,15 @@ local function finishRun(base, runKey, id, workflow, state, field, payload, now,
   if not waited then return end
   local body = payload
   if body == '' then body = 'null' end
-  publish(base .. 'done:' .. id,
-    '{"v":1,"state":"' .. state .. '","workflow":"' .. workflow .. '","' .. field .. '":' .. body
-      .. ',"undef":' .. (payload == '' and 'true' or 'false') .. '}')
+  local message = '{"v":1,"state":"' .. state .. '","workflow":"' .. workflow .. '","' .. field .. '":' .. body
+    .. ',"undef":' .. (payload == '' and 'true' or 'false') .. '}'
+  for target in string.gmatch(waited, '%S+') do
+    if target == '1' then
+      publish(base .. 'done:' .. id, message)
+    else
+      publish(base .. 'inbox:' .. target, id .. ' ' .. message)
+    end
+  end
 end
 
 local FINISH_SCALE = 1024

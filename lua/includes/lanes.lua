@@ -25,7 +25,7 @@ end
 -- Makes a run due in its lane: at the back of its priority, or at the front (a run that was
 -- already started once: stalled, or handed back at shutdown).
 local function pushDue(lane, seqKey, id, priority, front)
-  priority = tonumber(priority) or 0 -- a compact run record omits priority 0 (see storeRun)
+  priority = tonumber(priority) or 0 -- a lean run record omits priority 0 (see storeRun)
   if priority == 0 then
     redis.call(front and 'LPUSH' or 'RPUSH', lane .. 'queue', id)
   else

@@ -86,9 +86,10 @@ end
 
 -- Returns the run's workflow and group if `token` holds its lease, else nil. A stale worker
 -- changes nothing.
--- Also returns whether someone waits on the run and whether it is linked (see finishRun).
+-- Also returns who waits on the run (its 'waited' field, or false: see finishRun) and whether it
+-- is linked.
 local function leasedRun(runKey, token)
   local f = redis.call('HMGET', runKey, 'state', 'token', 'workflow', 'group', 'waited', 'links')
-  if f[1] == 'active' and f[2] == token then return f[3], f[4] or '', f[5] == '1', f[6] == '1' end
+  if f[1] == 'active' and f[2] == token then return f[3], f[4] or '', f[5], f[6] == '1' end
   return nil
 end

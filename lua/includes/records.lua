@@ -7,30 +7,76 @@
 -- Bytes of a journal per hash field: under Redis's hash-max-listpack-value (64), so a run's hash
 -- keeps its compact encoding (one longer field turns it into a hashtable, about 3× the bytes).
 
--- Writes a new run record (enqueue, or a schedule's fire) and returns its token base.
+-- The letters of a generated run id, by value (lib/workflow/run-id.ts).
+local ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+-- A lean record (layout 4) leaves out maxAttempts at this value.
+local DEFAULT_MAX_ATTEMPTS = '3'
+
+-- Whether this namespace stores lean run records (layout 4): read once per call.
+local leanLayout = nil
+
+-- The creation time a generated run id carries in its first 7 characters (ms since the epoch).
+local function runIdTime(id)
+  local ms = 0
+  for i = 1, 7 do
+    local digit = string.find(ID_ALPHABET, string.sub(id, i, i), 1, true)
+    if not digit then return nil end
+    ms = ms * 64 + digit - 1
+  end
+  return ms
+end
+
+-- A run's creation time: its `createdAt` field, or (a lean record of a generated id) its id's.
+local function createdOf(id, createdAt)
+  return tonumber(createdAt) or runIdTime(id)
+end
+
+-- Writes a new run record (enqueue, or a schedule's fire).
 -- `tag`/`tagValue`: one more field, where the run came from ('nonce' of its enqueue call, or
 -- 'schedule' that fired it), not stored when '' (an enqueue of a generated id sends no nonce).
-local function storeRun(runKey, workflow, input, state, priority, maxAttempts, group, now, due, tag, tagValue, compact)
-  local tokenBase = now * 1000
+-- `lean` (compactRunRecords) or a namespace at layout 4 stores the lean record: no field a
+-- reader of this version derives (attempts, failures, stalls, priority 0; maxAttempts 3; the
+-- token base; dueAt when due at once; createdAt when `idTimed`: the id was generated here and
+-- carries the time). Older versions cannot read it: hence the layout (lib/migration).
+-- `extra`: optional further field/value pairs, in the same HSET. `leased`: the run is claimed by
+-- this call (the enqueue fast path): its first lease (token, attempt, start) rides along too.
+-- Returns the first lease's token when `leased`.
+local function storeRun(base, id, workflow, input, state, priority, maxAttempts, group, now, due, tag, tagValue, lean, idTimed, extra, leased)
+  if not lean then
+    if leanLayout == nil then leanLayout = (tonumber(redis.call('GET', base .. 'schema')) or 0) >= 4 end
+    lean = leanLayout
+  end
   -- Text for the common case (stored at the call's time): no number formatting per run.
-  local token, created
-  if now == nowMs() then token, created = nowText() .. '000', nowText() else token, created = string.format('%.0f', tokenBase), now end
-  if due == now then due = created end
+  local created = now == nowMs() and nowText() or string.format('%.0f', now)
+  local createdMs = now
   local fields
-  if compact then
-    -- The compact record leaves out what a reader defaults: attempts, failures and stalls 0, and
-    -- priority 0 (every reader of this version defaults them; older versions need them: README, Migrations).
-    fields = { 'workflow', workflow, 'input', input, 'state', state, 'maxAttempts', maxAttempts, 'token', token,
-      'createdAt', created, 'dueAt', due }
-    if tonumber(priority) ~= 0 then fields[#fields + 1], fields[#fields + 2] = 'priority', priority end
+  if lean then
+    fields = { 'workflow', workflow, 'input', input, 'state', state }
+    local n = 6
+    if due ~= now then fields[n + 1], fields[n + 2], n = 'dueAt', due, n + 2 end
+    local fromId = idTimed and runIdTime(id)
+    if fromId then createdMs = fromId else fields[n + 1], fields[n + 2], n = 'createdAt', created, n + 2 end
+    if tostring(maxAttempts) ~= DEFAULT_MAX_ATTEMPTS then fields[n + 1], fields[n + 2], n = 'maxAttempts', maxAttempts, n + 2 end
+    if tonumber(priority) ~= 0 then fields[n + 1], fields[n + 2] = 'priority', priority end
   else
+    if due == now then due = created end
     fields = { 'workflow', workflow, 'input', input, 'state', state, 'priority', priority, 'maxAttempts', maxAttempts,
-      'attempts', '0', 'failures', '0', 'stalls', '0', 'token', token, 'createdAt', created, 'dueAt', due }
+      'attempts', '0', 'failures', '0', 'stalls', '0', 'token', created .. '000', 'createdAt', created, 'dueAt', due }
   end
   if tagValue ~= '' then fields[#fields + 1], fields[#fields + 2] = tag, tagValue end
   if group ~= '' then fields[#fields + 1], fields[#fields + 2] = 'group', group end
-  redis.call('HSET', runKey, unpack(fields))
-  return tokenBase
+  if extra then
+    for _, value in ipairs(extra) do fields[#fields + 1] = value end
+  end
+  local token
+  if leased then
+    token = string.format('%.0f', createdMs * 1000 + 1)
+    fields[#fields + 1], fields[#fields + 2] = 'token', token
+    fields[#fields + 1], fields[#fields + 2] = 'attempts', 1
+    fields[#fields + 1], fields[#fields + 2] = 'startedAt', now
+  end
+  redis.call('HSET', base .. 'run:' .. id, unpack(fields))
+  return token
 end
 
 local JOURNAL_CHUNK = 60

@@ -18,14 +18,21 @@ local function wake(wakeKey)
   markedWakeLists[wakeKey] = true
 end
 
+-- Drops the expired entries of workers parked on `workflow` (the enqueue fast path skips them
+-- anyway): a worker that died parked leaves one.
+local function sweepParked(base, workflow, now)
+  redis.call('ZREMRANGEBYSCORE', wfKey(base, workflow, 'parked'), '-inf', now)
+end
+
 -- Announces a worker as about to block on its workflows' wake lists until now + ttlMs (see
--- park.lua), so the enqueue fast path hands it runs. Expired entries go as a new one comes.
-local function parkWorker(base, workerEntry, ttlMs, workflows)
+-- park.lua), so the enqueue fast path hands it runs. `sweep`: expired entries go as a new one
+-- comes (park calls do; a complete call's announcement, on the hot path, leaves that to them
+-- and to the stalled scan, see reserve.lua).
+local function parkWorker(base, workerEntry, ttlMs, workflows, sweep)
   local now = nowMs()
   for _, wf in ipairs(workflows) do
-    local parkedKey = wfKey(base, wf, 'parked')
-    redis.call('ZREMRANGEBYSCORE', parkedKey, '-inf', now)
-    redis.call('ZADD', parkedKey, now + ttlMs, workerEntry)
+    if sweep then sweepParked(base, wf, now) end
+    redis.call('ZADD', wfKey(base, wf, 'parked'), now + ttlMs, workerEntry)
   end
 end
 

@@ -211,6 +211,31 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
     }
   });
 
+  it("a waiter's read of the record is one HMGET (and an HSET of 'waited' the first time): the test above counts reads", async () => {
+    const id = unique('one-read');
+    const runKey = `{sluice:${namespace}}:run:${id}`;
+    await redis.hset(runKey, 'workflow', 'client.echo', 'state', 'waiting', 'attempts', '0', 'createdAt', String(Date.now()));
+    const monitor = await monitorCommands(namespace);
+    try {
+      const commandsOfReads = async () => {
+        await expect(t.client.wait(id, { timeoutMs: 1 })).rejects.toBeInstanceOf(WaitTimeoutError);
+        // A read of a key of the namespace's slot, sent after the wait settled: seen after its read.
+        const marker = `{sluice:${namespace}}:${unique('marker')}`;
+        await redis.get(marker);
+        const seen: string[] = [];
+        for (;;) {
+          const args = await monitor.next((a) => a[1] === runKey || (a[0] === 'get' && a[1] === marker));
+          if (args[1] === marker) return seen;
+          seen.push(args[0]);
+        }
+      };
+      expect(await commandsOfReads()).toEqual(['hmget', 'hset']); // marked as waited on its done channel
+      expect(await commandsOfReads()).toEqual(['hmget']); // marked already
+    } finally {
+      await monitor.close();
+    }
+  });
+
   it('a producer-only app enqueues but runs nothing', async () => {
     const handle = await t.client.enqueue(EchoWorkflow, { value: 1 });
     expect((await t.client.get(handle.id))?.state).toBe('waiting');

@@ -31,7 +31,7 @@ describe('an enqueue sent again after a lost reply', () => {
 
   it('of a generated id answers created both times and stores no nonce', async () => {
     const scripts = scriptsOn(redis);
-    const call = { request: request(), waited: false };
+    const call = { request: request(), waited: '' };
     expect(await enqueueRun(scripts, keys, settings, call)).toEqual({ created: true, state: 'waiting' });
     expect(await enqueueRun(scripts, keys, settings, call)).toEqual({ created: true, state: 'waiting' });
     expect(await redis.hexists(keys.run(call.request.id), 'nonce')).toBe(0);
@@ -45,7 +45,7 @@ describe('an enqueue sent again after a lost reply', () => {
 
   it('of a caller-given id: a second enqueue of that id is told apart (created false)', async () => {
     const scripts = scriptsOn(redis);
-    const call = { request: request(`given-${namespace}`), waited: false };
+    const call = { request: request(`given-${namespace}`), waited: '' };
     expect(await enqueueRun(scripts, keys, settings, call)).toEqual({ created: true, state: 'waiting' });
     expect(await redis.hexists(keys.run(call.request.id), 'nonce')).toBe(1);
     expect(await enqueueRun(scripts, keys, settings, call)).toEqual({ created: false, state: 'waiting' });

@@ -81,7 +81,7 @@ describe('the Lua function library', () => {
         `register('${library.functionName('park')}', bodies['park'], { resetCallState_time, resetCallState_wakes }, {  })`,
       );
       expect(library.code).toContain(
-        `register('${library.functionName('complete')}', bodies['complete'], { resetCallState_time, resetCallState_lanes, resetCallState_wakes, resetCallState_limits, resetCallState_leases, resetCallState_rates, resetCallState_groups, resetCallState_slots, resetCallState_claim, resetCallState_claim_pass }, {  })`,
+        `register('${library.functionName('complete')}', bodies['complete'], { resetCallState_time, resetCallState_lanes, resetCallState_wakes, resetCallState_limits, resetCallState_leases, resetCallState_rates, resetCallState_groups, resetCallState_records, resetCallState_slots, resetCallState_claim, resetCallState_claim_pass }, {  })`,
       );
       expect(library.code).toContain(`register('${library.functionName('watch')}', bodies['watch'], {  }, {  })`);
     });

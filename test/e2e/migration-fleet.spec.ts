@@ -12,7 +12,7 @@ import { CapturingLogger } from '../support/flow';
 import { Layout1Writer } from '../support/layout-1';
 import { RedisProcess } from '../support/redis-process';
 import { freePort, LocalRedis, startRedisServer } from '../support/redis-server';
-import { pollUntil } from '../support/workflows';
+import { monitorCommands, pollUntil } from '../support/workflows';
 
 /**
  * migrate() across a fleet, on a redis-server of this file's own so that `INFO commandstats`
@@ -168,11 +168,27 @@ describe('migrate() across a fleet (own redis-server)', () => {
     apps.push(...producers);
     expect(await commandCounts(admin)).toEqual({ get: 3 });
     const gets = (await admin.info('commandstats')).match(/^cmdstat_get:calls=(\d+)/m)?.[1];
-    const worker = await appOn(server.url, [FleetWorkflow], { namespace: ns });
-    apps.push(worker);
-    const after = await commandCounts(admin);
+    const monitor = await monitorCommands(undefined, admin);
+    let after: Record<string, number>;
+    const existing: string[][] = [];
+    try {
+      const worker = await appOn(server.url, [FleetWorkflow], { namespace: ns });
+      apps.push(worker);
+      after = await commandCounts(admin);
+      const sentinel = `${keys.base}sentinel`;
+      await admin.exists(sentinel);
+      for (let args = await monitor.next(() => true); args[1] !== sentinel; args = await monitor.next(() => true)) {
+        if (args[0] === 'exists') existing.push(args.slice(1));
+      }
+    } finally {
+      await monitor.close();
+    }
     expect(after.get).toBe(Number(gets) + 1);
-    for (const scan of ['scan', 'sscan', 'exists']) expect(after[scan] ?? 0).toBe(0);
+    for (const scan of ['scan', 'sscan']) expect(after[scan] ?? 0).toBe(0);
+    // No probe for layout-1 keys: the one EXISTS per claiming call is the claim pass's look at the
+    // keys it would take runs from (see claimRuns in lua/includes/claim-pass.lua).
+    for (const looked of existing) expect(looked.every((key) => /:(queue|waiting|wake|ready)$/.test(key))).toBe(true);
+    expect(existing.length).toBe(after.exists ?? 0);
     // The one SMEMBERS is the schedule declaration's, of the workflow's (empty) set of code-declared schedules.
     expect(after.smembers).toBe(1);
   });
@@ -231,7 +247,7 @@ describe('migrate() across a fleet (own redis-server)', () => {
     expect(await admin.hmget(keys.workflow('fleet.w', 'stats'), 'groupDue', 'groupDueExact')).toEqual(['10', '1']);
 
     expect(newerRun.code).toBe(1);
-    expect(newerRun.stderr).toMatch(/QueueConfigError: .*key layout 99, newer than layout 3/);
+    expect(newerRun.stderr).toMatch(/QueueConfigError: .*key layout 99, newer than layout 4/);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/--namespace is required[\s\S]*Usage: nest-sluice migrate/);
     expect(unreachable.code).toBe(1);
@@ -240,5 +256,16 @@ describe('migrate() across a fleet (own redis-server)', () => {
     const again = await runCli(['migrate', '--url', server.url, '--namespace', ns, '--json']);
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toEqual({ namespace: `{sluice:${ns}}:`, from: 3, to: 3, migrated: false });
+
+    // Layout 4 only when asked; a layout it cannot move to is a usage error.
+    const [lean, badLayout] = await Promise.all([
+      runCli(['migrate', '--url', server.url, '--namespace', ns, '--to', '4', '--json']),
+      runCli(['migrate', '--url', server.url, '--namespace', ns, '--to=5']),
+    ]);
+    expect(lean.code).toBe(0);
+    expect(JSON.parse(lean.stdout)).toEqual({ namespace: `{sluice:${ns}}:`, from: 3, to: 4, migrated: true });
+    expect(await admin.get(keys.schema)).toBe('4');
+    expect(badLayout.code).toBe(2);
+    expect(badLayout.stderr).toMatch(/--to: "5" is not a layout/);
   });
 });

@@ -1,7 +1,17 @@
 import { Logger } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
-import { CURRENT_LAYOUT, MigrationTimeoutError, QueueConfigError, QueueModule, QueueModuleOptions, RunContext, Workflow } from '../../lib';
+import {
+  CURRENT_LAYOUT,
+  InvalidOptionError,
+  MigrationTimeoutError,
+  QueueConfigError,
+  QueueModule,
+  QueueModuleOptions,
+  ROLLING_LAYOUT,
+  RunContext,
+  Workflow,
+} from '../../lib';
 import { LayoutMigrator } from '../../lib/migration/layout.migrator';
 import { LuaScripts } from '../../lib/redis/lua.scripts';
 import { RedisKeys } from '../../lib/redis/redis.keys';
@@ -144,8 +154,9 @@ describe('migrate()', () => {
 
     // --- migrate() from a producer of the current code that does not migrate at bootstrap.
     const producer = await open(ns, { worker: { enabled: false }, migrate: false });
-    await expect(producer.client.migrate()).resolves.toEqual({ from: 1, to: CURRENT_LAYOUT, migrated: true });
-    expect(await redis.get(keys.schema)).toBe(String(CURRENT_LAYOUT));
+    // A namespace with data goes to the layout older releases share, no further unless asked.
+    await expect(producer.client.migrate()).resolves.toEqual({ from: 1, to: ROLLING_LAYOUT, migrated: true });
+    expect(await redis.get(keys.schema)).toBe(String(ROLLING_LAYOUT));
     // The due grouped runs, counted by the migration (not by stats' lazy fallback: stats was not called).
     expect(await redis.hmget(keys.workflow('mig.grouped', 'stats'), 'groupDue', 'groupDueExact')).toEqual(['5', '1']);
     expect(await redis.hmget(keys.workflow('mig.plain', 'stats'), 'groupDue', 'groupDueExact')).toEqual(['0', '1']);
@@ -156,6 +167,28 @@ describe('migrate()', () => {
     expect(before.namespace).toEqual({ active: 2, limit: 50 });
     expect(before.workflows['mig.plain']).toMatchObject({ waiting: 2, delayed: 1, active: 1, limit: 5, completed: 1 });
     expect(before.workflows['mig.grouped']).toMatchObject({ waiting: 5, delayed: 0, active: 1, groupLimit: 2, completed: 0 });
+
+    // --- Asked for layout 4: every record is rewritten lean (what a reader derives is dropped),
+    // and reads the same; a second call is a no-op.
+    const full = await Promise.all(ids.map((id) => producer.client.get(id)));
+    await expect(producer.client.migrate({ to: CURRENT_LAYOUT })).resolves.toEqual({
+      from: ROLLING_LAYOUT,
+      to: CURRENT_LAYOUT,
+      migrated: true,
+    });
+    expect(await redis.get(keys.schema)).toBe(String(CURRENT_LAYOUT));
+    expect(await Promise.all(ids.map((id) => producer.client.get(id)))).toEqual(full);
+    expect(Object.keys(await redis.hgetall(keys.run('w1'))).sort()).toEqual(['createdAt', 'input', 'state', 'workflow']);
+    expect(await redis.hmget(keys.run('w2'), 'priority', 'token', 'attempts')).toEqual(['5', null, null]);
+    // A claimed run keeps its lease token (past its base) and its counts.
+    expect(await redis.hmget(keys.run('active'), 'token', 'attempts')).toEqual([active.token, '1']);
+    await expect(producer.client.migrate({ to: CURRENT_LAYOUT })).resolves.toEqual({
+      from: CURRENT_LAYOUT,
+      to: CURRENT_LAYOUT,
+      migrated: false,
+    });
+    await expect(producer.client.migrate({ to: 5 })).rejects.toBeInstanceOf(InvalidOptionError);
+    await expect(producer.client.migrate({ layout: 4 } as never)).rejects.toBeInstanceOf(InvalidOptionError);
 
     // --- A current worker: the active runs come back after their lease expired, the rest in turn.
     const worker = await open(ns, { worker: { lockMs: 3_000, stalledIntervalMs: 200 } });
@@ -196,9 +229,9 @@ describe('migrate()', () => {
     const fresh = namespace('mig-fresh');
     const freshKeys = new RedisKeys('sluice', fresh);
     const producer = await open(fresh, { worker: { enabled: false } });
-    expect(await redis.get(freshKeys.schema)).toBe('3');
+    expect(await redis.get(freshKeys.schema)).toBe(String(CURRENT_LAYOUT));
     expect(await redis.exists(freshKeys.migrateLock)).toBe(0);
-    await expect(producer.client.migrate()).resolves.toEqual({ from: 3, to: 3, migrated: false });
+    await expect(producer.client.migrate()).resolves.toEqual({ from: CURRENT_LAYOUT, to: CURRENT_LAYOUT, migrated: false });
   });
 
   it('a worker bootstrap migrates before the worker starts', async () => {
@@ -221,17 +254,17 @@ describe('migrate()', () => {
   it('a namespace at a newer layout fails the bootstrap with QueueConfigError naming both layouts, and writes nothing', async () => {
     const ns = namespace('mig-newer');
     const keys = new RedisKeys('sluice', ns);
-    const producer = await open(ns, { worker: { enabled: false } }); // a fresh namespace: marked 2
-    expect(await redis.get(keys.schema)).toBe('3');
+    const producer = await open(ns, { worker: { enabled: false } }); // a fresh namespace: marked current
+    expect(await redis.get(keys.schema)).toBe(String(CURRENT_LAYOUT));
     await redis.set(keys.schema, '99'); // a newer version migrated it since
     const error = await rejection(producer.client.migrate());
     expect(error).toBeInstanceOf(QueueConfigError);
-    expect((error as Error).message).toMatch(/layout 99, newer than layout 3/);
+    expect((error as Error).message).toMatch(/layout 99, newer than layout 4/);
 
     for (const options of [{}, { worker: { enabled: false } }, { migrate: false }]) {
       const refused = await tryApp({ namespace: ns, ...options });
       expect(refused).toBeInstanceOf(QueueConfigError);
-      expect((refused as Error).message).toMatch(/layout 99, newer than layout 3/);
+      expect((refused as Error).message).toMatch(/layout 99, newer than layout 4/);
     }
     expect(await namespaceKeys(redis, ns)).toEqual([keys.schema]); // no lock, no caps, nothing else
     expect(await redis.get(keys.schema)).toBe('99');

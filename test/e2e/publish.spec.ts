@@ -2,7 +2,8 @@ import type Redis from 'ioredis';
 import { RunContext, SluiceError, Workflow } from '../../lib';
 import { randomUUID } from 'node:crypto';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
-import { listenToChannels, publishOn } from '../support/pubsub';
+import { RunWaiter } from '../../lib/client/run.waiter';
+import { channelSubscribers, listenToChannels, publishOn } from '../support/pubsub';
 import { Gates, pollUntil } from '../support/workflows';
 
 const gates = new Gates();
@@ -79,12 +80,24 @@ describe('done-channel announcements', () => {
     expect(await listener.heard()).toEqual([watched.id]);
   });
 
-  it('is sent for run(), which asks for it at enqueue', async () => {
-    const id = randomUUID();
-    const listener = await listen([id]);
+  it("is sent for run(), which asks for it at enqueue: on the run's channel while the process's inbox is not subscribed yet, then on the inbox", async () => {
+    const first = randomUUID();
+    const second = randomUUID();
+    const inbox = t.app.get(RunWaiter).inboxChannel;
+    const listener = await listen([first, second]);
     gates.open('run');
-    await expect(t.client.run(GateWorkflow, { key: 'run' }, { id, timeoutMs: 5_000 })).resolves.toBe('opened run');
-    expect(await listener.heard()).toEqual([id]);
+    // The app's first run(): its inbox is not live yet (that call subscribes it), so the done channel.
+    await expect(t.client.run(GateWorkflow, { key: 'run' }, { id: first, timeoutMs: 5_000 })).resolves.toBe('opened run');
+    await pollUntil(
+      () => channelSubscribers(redis, inbox),
+      (n) => n === 1,
+      'the inbox subscribed',
+    );
+    const inboxListener = await listenToChannels(redis, inbox, [inbox]);
+    await expect(t.client.run(GateWorkflow, { key: 'run' }, { id: second, timeoutMs: 5_000 })).resolves.toBe('opened run');
+    expect(await listener.heard()).toEqual([first]); // the second run's end went to the inbox only
+    await inboxListener.close();
+    expect(inboxListener.heard).toEqual([inbox]);
   });
 });
 

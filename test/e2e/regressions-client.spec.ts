@@ -16,7 +16,8 @@ import { RedisAdmin, sluiceConnectionName } from '../support/redis-process';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, dropNamespace, rawRedis, redisUrl, TestApp, uniqueNamespace } from '../support/app';
 import { connectionNamesWhen, sluiceConnectionNames } from '../support/client-list';
-import { Counter, enterMonitor, Gates, namespaceKeys, pollUntil } from '../support/workflows';
+import { channelSubscribers } from '../support/pubsub';
+import { Counter, enterMonitor, Gates, monitorCommands, namespaceKeys, pollUntil } from '../support/workflows';
 
 /**
  * Regression tests for client-side defects (one test per defect; each fails on the code before
@@ -178,52 +179,83 @@ describe('regressions: QueueClient and module', () => {
     ).toMatchObject({ result: `opened:${key}` });
   });
 
-  it('run() of a workflow it does not declare survives a subscriber reconnect before its enqueue lands (the re-read finds no run yet)', async () => {
-    const { namespace, keys } = await open('rc-resub');
-    const producer = await createApp([], { namespace, worker: { enabled: false } });
-    apps.push(producer);
-    expect(await producer.client.run('rc.echo', { value: 1 })).toEqual({ doubled: 2 }); // both connections open
-    // The enqueue is held until the subscriber has reconnected and the waiter has re-read its run.
-    const enqueueGate = gates.get(unique('enqueue'));
-    const send = LuaScripts.prototype.run;
-    const spy = jest.spyOn(LuaScripts.prototype, 'run').mockImplementation(async function (
-      this: LuaScripts,
-      ...args: Parameters<LuaScripts['run']>
-    ) {
-      if (args[0] === 'enqueue') await enqueueGate.promise;
-      return send.apply(this, args);
-    });
-    try {
-      const id = unique('resub');
-      let settled: unknown;
-      const result = producer.client.run('rc.echo', { value: 21 }, { id }).then(
-        (value) => (settled = { value }),
-        (error: unknown) => (settled = { error }),
-      );
-      const channel = keys.done(id);
+  it.each([
+    ["the run's done channel (onProgress)", true],
+    ["the process's inbox", false],
+  ])(
+    'run() of a workflow it does not declare, waiting on %s, survives a subscriber reconnect before its enqueue lands (the re-read finds no run yet)',
+    async (_path, onChannel) => {
+      const { namespace, keys } = await open('rc-resub');
+      const producer = await createApp([], { namespace, worker: { enabled: false } });
+      apps.push(producer);
+      expect(await producer.client.run('rc.echo', { value: 1 })).toEqual({ doubled: 2 }); // both connections open
+      const inbox = producer.app.get(RunWaiter).inboxChannel;
       await pollUntil(
-        async () => Number((await redis.pubsub('NUMSUB', channel))[1]),
+        () => channelSubscribers(redis, inbox),
         (n) => n === 1,
-        'subscribed',
+        'the inbox subscribed',
       );
-      const killed = await new RedisAdmin(redis).killClients({ namePrefix: sluiceConnectionName(namespace, 'subscriber') });
-      expect(killed.length).toBeGreaterThan(0);
-      await pollUntil(
-        async () => Number((await redis.pubsub('NUMSUB', channel))[1]),
-        (n) => n === 1,
-        'subscribed again after the reconnect',
-      );
-      // The re-read the reconnect triggers goes on the command connection: a call sent after it answers after it.
-      await producer.client.get(id);
-      expect(settled).toBeUndefined(); // before the fix: RunNotFoundError
-      enqueueGate.resolve();
-      await result;
-      expect(settled).toEqual({ value: { doubled: 42 } });
-    } finally {
-      spy.mockRestore();
-      enqueueGate.resolve();
-    }
-  });
+      // The enqueue is held until the subscriber has reconnected and the waiter has re-read its run.
+      const enqueueGate = gates.get(unique('enqueue'));
+      const enqueueSent = gates.get(unique('enqueue-sent'));
+      const send = LuaScripts.prototype.run;
+      const spy = jest.spyOn(LuaScripts.prototype, 'run').mockImplementation(async function (
+        this: LuaScripts,
+        ...args: Parameters<LuaScripts['run']>
+      ) {
+        if (args[0] === 'enqueue') {
+          enqueueSent.resolve();
+          await enqueueGate.promise;
+        }
+        return send.apply(this, args);
+      });
+      try {
+        const id = unique('resub');
+        let settled: unknown;
+        const options = onChannel ? { id, onProgress: () => undefined } : { id };
+        const result = producer.client.run('rc.echo', { value: 21 }, options).then(
+          (value) => (settled = { value }),
+          (error: unknown) => (settled = { error }),
+        );
+        // Listening (on the run's channel, or the inbox, subscribed already) before the enqueue is sent.
+        const channel = onChannel ? keys.done(id) : inbox;
+        await enqueueSent.promise;
+        expect(await channelSubscribers(redis, channel)).toBe(1);
+        // Nothing has read the run's record yet (the enqueue is held): the next read is the
+        // re-read the reconnect triggers.
+        const monitor = await monitorCommands(namespace);
+        try {
+          // Both apps' subscribers go (the worker's listens for cancels): each is replaced by a new connection.
+          const subscribers = { namePrefix: sluiceConnectionName(namespace, 'subscriber') };
+          const killed = await new RedisAdmin(redis).killClients(subscribers);
+          expect(killed.length).toBeGreaterThan(0);
+          const killedIds = new Set(killed.map((client) => client.id));
+          await pollUntil(
+            async () => (await new RedisAdmin(redis).clients(subscribers)).filter((client) => !killedIds.has(client.id)).length,
+            (n) => n === killed.length,
+            'the subscribers reconnected',
+          );
+          await pollUntil(
+            () => channelSubscribers(redis, channel),
+            (n) => n === 1,
+            'subscribed again after the reconnect',
+          );
+          await monitor.next((args) => args[0] === 'hmget' && args[1] === keys.run(id)); // the re-read: no run yet
+        } finally {
+          await monitor.close();
+        }
+        // That re-read went over the command connection: a call sent after it answers after it.
+        await producer.client.get(id);
+        expect(settled).toBeUndefined(); // before the fix: RunNotFoundError
+        enqueueGate.resolve();
+        await result;
+        expect(settled).toEqual({ value: { doubled: 42 } });
+      } finally {
+        spy.mockRestore();
+        enqueueGate.resolve();
+      }
+    },
+  );
 
   it("a run completed on a retry does not report the earlier attempt's error", async () => {
     const { app } = await open('rc-retried');

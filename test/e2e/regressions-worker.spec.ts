@@ -7,7 +7,7 @@ import { parseClaimReply } from '../../lib/redis/commands/claim.reply';
 import { LeaseHeartbeat } from '../../lib/worker/lease.heartbeat';
 import { newCallId } from '../../lib/redis/commands/call-id';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
-import { dueInLane, enqueueArgs, enqueueKeys, FAKE_WORKER, fakePark, firstToken, waitParked } from '../support/queue-state';
+import { createdAtOf, dueInLane, enqueueArgs, enqueueKeys, FAKE_WORKER, fakePark, firstToken, waitParked } from '../support/queue-state';
 import { scriptsOn } from '../support/scripts';
 import { Counter, Gates, pollUntil } from '../support/workflows';
 
@@ -213,7 +213,7 @@ describe('regressions: worker', () => {
     expect((await producer.client.get(handle.id))?.state).toBe('active'); // fast-pathed
     expect(await redis.zscore(parked, FAKE_WORKER)).toBeNull(); // its lease came from the fake entry: 300 ms
     await begun.get('handoff').promise;
-    const createdAt = Number(await redis.hget(s.keys.run(handle.id), 'createdAt'));
+    const createdAt = await createdAtOf(redis, s.keys, handle.id);
 
     // No periodic heartbeat can have run before this deadline, nor a stalled scan: only the
     // renewal on pop can move the lease past createdAt + the worker's lockMs.
@@ -231,7 +231,7 @@ describe('regressions: worker', () => {
       'active',
       firstToken(createdAt),
       '1',
-      '0',
+      null, // a lean record: no stall counted
     ]);
 
     gates.open('handoff');

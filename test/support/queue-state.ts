@@ -1,5 +1,6 @@
 import type Redis from 'ioredis';
 import type { RedisKeys } from '../../lib/redis/redis.keys';
+import { runIdTime } from '../../lib/workflow/run-id';
 import { nodeFor } from './nodes';
 import { pollUntil } from './workflows';
 
@@ -37,6 +38,12 @@ export async function handoffEntry(redis: Redis, keys: RedisKeys, id: string, in
 }
 
 /** The first lease token of a run created at `createdAt` (ms): tokens count up from createdAt × 1000. */
+/** A run's creation time as its readers derive it: the record's `createdAt`, or (a lean record of a generated id) the id's. */
+export async function createdAtOf(redis: Redis, keys: RedisKeys, id: string): Promise<number> {
+  const stored = await redis.hget(keys.run(id), 'createdAt');
+  return stored === null ? runIdTime(id)! : Number(stored);
+}
+
 export function firstToken(createdAt: string | number): string {
   return String(BigInt(createdAt) * 1000n + 1n);
 }

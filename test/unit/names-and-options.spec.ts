@@ -9,7 +9,7 @@ import {
 } from '../../lib';
 import type { EnqueueOptions } from '../../lib/interfaces/enqueue.options';
 import { buildEnqueueRequest } from '../../lib/workflow/enqueue.request';
-import { newRunId } from '../../lib/workflow/run-id';
+import { newRunId, runIdTime } from '../../lib/workflow/run-id';
 import { DEFAULT_BACKOFF, QueueModuleOptions, resolveQueueOptions } from '../../lib/interfaces/queue.options';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../../lib/interfaces/payload.limits';
 import { checkInteger, toMilliseconds } from '../../lib/util/duration';
@@ -96,9 +96,20 @@ describe('toMilliseconds', () => {
 describe('newRunId', () => {
   it('gives 16 base64url characters starting with a letter, none repeated over many pools', () => {
     const ids = Array.from({ length: 20_000 }, () => newRunId());
-    for (const id of ids) expect(id).toMatch(/^[A-Za-f][\w-]{15}$/);
+    for (const id of ids) expect(id).toMatch(/^[A-Za-z][\w-]{15}$/);
     expect(new Set(ids).size).toBe(ids.length);
     expect(checkId(ids[0], 'opts.id')).toBe(ids[0]); // a valid id to give back as opts.id
+  });
+
+  it('carries its creation time in its first 7 characters, and a letter first until 2083', () => {
+    const now = Date.now();
+    expect(runIdTime(newRunId(now))).toBe(now);
+    const lastLetter = Date.UTC(2083, 0, 1);
+    expect(newRunId(lastLetter)).toMatch(/^z/);
+    expect(runIdTime(newRunId(lastLetter))).toBe(lastLetter);
+    expect(runIdTime('order-42')).toBeUndefined();
+    expect(runIdTime('with space inside')).toBeUndefined();
+    expect(runIdTime('abc def ghijklmn')).toBeUndefined();
   });
 });
 
@@ -109,7 +120,7 @@ describe('buildEnqueueRequest', () => {
 
   it('fills defaults', () => {
     const request = build();
-    expect(request.id).toMatch(/^[A-Za-f][\w-]{15}$/);
+    expect(request.id).toMatch(/^[A-Za-z][\w-]{15}$/);
     expect(request.idGenerated).toBe(true);
     expect(request).toMatchObject({
       workflow: 'wf',

@@ -56,4 +56,30 @@ describe('ParkAnnouncer', () => {
     expect(park.announcedByCommit(sent)).toBe(false);
     expect(park.holdsFor(BLOCK_MS)).toBe(false); // the shorter park call's validity stands
   });
+  it('a deferral (after a handoff) is ended by the announcement that comes, or by its own timer only', async () => {
+    const { park } = announcer();
+    const first = park.defer();
+    expect(park.deferring).toBe(true);
+    const sent = park.forCommit(); // the handed-over run's complete call carries the announcement
+    expect(sent).toBeDefined();
+    expect(park.announcedByCommit(sent!)).toBe(true);
+    expect(park.deferring).toBe(false);
+    expect(park.endDeferral(first)).toBe(false); // that run's timer, later: nothing left to end
+
+    park.cleared(); // the next handoff took the entry
+    const second = park.defer();
+    expect(park.endDeferral(first)).toBe(false); // an earlier handoff's timer does not end this one
+    expect(park.deferring).toBe(true);
+    expect(park.endDeferral(second)).toBe(true); // its own does: the worker announces itself
+    expect(park.deferring).toBe(false);
+
+    park.defer();
+    expect(park.endDeferral()).toBe(true); // a complete call that claimed runs instead ends any
+    park.defer();
+    await park.announce(200);
+    expect(park.deferring).toBe(false);
+    park.defer();
+    park.cleared(); // a marker popped: the reserve that follows announces at the next block
+    expect(park.deferring).toBe(false);
+  });
 });

@@ -8,15 +8,18 @@ export interface EnqueueSettings {
   fastPath: boolean;
   /** Lease length of a fast-pathed run, if the parked worker's announcement names none. */
   lockMs: number;
-  /** Store compact run records (QueueModuleOptions.compactRunRecords). */
+  /** Store lean run records whatever the namespace's layout (QueueModuleOptions.compactRunRecords). */
   compact: boolean;
 }
 
 /** One call of lua/enqueue.lua: one run, and what its caller asks on top. */
 export interface EnqueueCall {
   request: EnqueueRequest;
-  /** The caller waits on the run (run()): its outcome is to be published. */
-  waited: boolean;
+  /**
+   * Who waits on the run (run()), whose outcome is then to be published: '1' on its done channel,
+   * or an inbox id (see RunInbox); '' for nobody.
+   */
+  waited: string;
   /** The caller's trace context (see captureTrace), stored with the run; absent for none. */
   trace?: string;
 }
@@ -69,7 +72,7 @@ function enqueueArgs(keys: RedisKeys, settings: EnqueueSettings, call: EnqueueCa
     request.group ?? '',
     settings.fastPath ? 1 : 0,
     settings.lockMs,
-    call.waited ? 1 : 0,
+    call.waited || 0,
     nonce,
   ];
   if (trace !== undefined || request.runTimeoutMs !== undefined || settings.compact) args.push(trace ?? '');

@@ -16,15 +16,24 @@ export interface WatchedRun {
 }
 
 /**
- * Reads a run for a waiter and, with `publish`, marks it waited on so its outcome (and progress)
- * will be published. A read and a flag: repeating it is harmless.
+ * What a waiter's read asks to be published on the run's done channel: nothing more ('none'),
+ * its outcome (and progress) there too ('add'), or there instead of the inbox the run's record
+ * names ('only': the caller's own inbox, see lua/watch.lua).
+ */
+export type WatchPublish = 'none' | 'add' | 'only';
+
+const PUBLISH_ARG: Record<WatchPublish, number> = { none: 0, add: 1, only: 2 };
+
+/**
+ * Reads a run for a waiter and marks it waited on as `publish` says, so its outcome (and
+ * progress) will be published on its done channel. A read and a flag: repeating it is harmless.
  * @returns null if there is no such run
  */
-export async function watchRun(scripts: LuaScripts, keys: RedisKeys, runId: string, publish: boolean): Promise<WatchedRun | null> {
+export async function watchRun(scripts: LuaScripts, keys: RedisKeys, runId: string, publish: WatchPublish): Promise<WatchedRun | null> {
   const [state, result, error, workflow, progress, progressSeq] = await scripts.run<(string | null)[]>(
     'watch',
     [keys.run(runId)],
-    [publish ? 1 : 0],
+    [PUBLISH_ARG[publish]],
     { idempotent: true },
   );
   return state ? { state, result, error, workflow, progress, progressSeq } : null;
