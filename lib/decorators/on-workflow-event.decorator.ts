@@ -5,6 +5,13 @@ import { RUN_EVENT_NAMES, type RunEventName, type RunEventPayload } from '../int
 /** Where `@OnWorkflowEvent` records its handlers: on the class prototype, per method. */
 export const WORKFLOW_EVENT_METADATA = 'sluice:workflow-events';
 
+/**
+ * The prototypes `@OnWorkflowEvent` decorated a method of: the explorer looks for handlers only
+ * on providers with one of these in their prototype chain, instead of reading the metadata of
+ * every method of every provider at each bootstrap.
+ */
+export const WORKFLOW_EVENT_PROTOTYPES = new WeakSet<object>();
+
 /** Options of {@link OnWorkflowEvent}. */
 export interface OnWorkflowEventOptions {
   /**
@@ -71,6 +78,7 @@ export function OnWorkflowEvent<E extends RunEventName>(event: E, options: OnWor
     const handlers =
       (Reflect.getOwnMetadata(WORKFLOW_EVENT_METADATA, target, propertyKey) as WorkflowEventHandlerMetadata[] | undefined) ?? [];
     Reflect.defineMetadata(WORKFLOW_EVENT_METADATA, [...handlers, metadata], target, propertyKey);
+    WORKFLOW_EVENT_PROTOTYPES.add(target);
   };
 }
 

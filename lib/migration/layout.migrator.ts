@@ -102,10 +102,13 @@ export class LayoutMigrator {
    * Brings the namespace to the current layout (see the class comment); safe to call any number
    * of times, from any number of processes at once.
    * @param options.failFast the first read gives up at the connection's first error (bootstrap)
+   * @param options.layout a {@link check} started already (the bootstrap sends it with the server check), read instead of a new one
    */
-  async migrate(options: Pick<CallOptions, 'failFast'> & MigrateOptions = {}): Promise<MigrationResult> {
+  async migrate(
+    options: Pick<CallOptions, 'failFast'> & MigrateOptions & { layout?: Promise<number | undefined> } = {},
+  ): Promise<MigrationResult> {
     const asked = checkTarget(options.to);
-    const found = await this.check(options);
+    const found = await (options.layout ?? this.check(options));
     const target = asked ?? ROLLING_LAYOUT;
     if (found !== undefined && found >= target) return { from: found, to: found, migrated: false };
     const token = randomBytes(12).toString('base64url');

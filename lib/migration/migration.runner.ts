@@ -107,9 +107,14 @@ export class MigrationRunner implements OnApplicationBootstrap, BeforeApplicatio
   private async run(failFast: boolean): Promise<void> {
     // The server's boot checks come first, as the first Redis work of every process: an
     // unsupported Redis fails here with a clear QueueConfigError rather than in a script. Only
-    // the bootstrap passes failFast, so it also tells a refusal that fails the bootstrap.
-    await this.serverCheck.ensure(failFast, failFast);
-    const layout = this.options.migrate ? (await this.migrator.migrate({ failFast })).to : await this.migrator.check({ failFast });
+    // the bootstrap passes failFast, so it also tells a refusal that fails the bootstrap. The
+    // layout's read (a GET, harmless on any server) goes out with the check's reads, in the same
+    // round trip, and is looked at only once the server passed.
+    const checked = this.serverCheck.ensure(failFast, failFast);
+    const read = this.migrator.check({ failFast });
+    read.catch(() => undefined); // a refused server's verdict is what fails; the read's own error, if any, surfaces below
+    await checked;
+    const layout = this.options.migrate ? (await this.migrator.migrate({ failFast, layout: read })).to : await read;
     if ((layout ?? 1) < ROLLING_LAYOUT) {
       this.logger.warn(
         `Namespace ${this.options.namespace} is at key layout ${layout ?? '1 (or new)'}, not ${ROLLING_LAYOUT}, and migrate is false: ` +

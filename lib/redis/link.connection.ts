@@ -3,14 +3,29 @@ import { RedisUnavailableError, SluiceError } from '../errors';
 import { OutageLog, type OutageLogger } from '../util/outage-log';
 import { isSlotLeftPush } from './cluster/cluster.redirects';
 import { InflightCalls } from './link.inflight';
-import { canSend, destroy, type Role } from './link.options';
+import { canSend, destroy, inOneWrite, type Role } from './link.options';
 import { ReadyWaiters } from './link.waiters';
+
+/** Pause between two ready checks of a server that is loading its data (or refused one for now). */
+const LOADING_POLL_MS = 200;
+/** An INFO refused for good (an ACL without +info, a proxy without the command): the ready check cannot tell, so it passes. */
+const INFO_REFUSED = /^(NOPERM|ERR unknown command)/;
 
 /**
  * The connection of a {@link RedisLink} and its replacements: opened on first use, reconnected
  * by ioredis after an error, replaced whole when it stops answering (a silent network loss: no
  * reset, so ioredis never notices, and the old socket may never close), retired when a cluster
  * slot moves. Tracks the calls waiting for it and the calls in flight over it.
+ *
+ * Ready check: a server still loading its data answers most commands with an error, so a
+ * connection is used only once an `INFO` says it is not loading. Sluice's own connections make
+ * that check here rather than in ioredis (`enableReadyCheck: false`, see redis.factory.ts): the
+ * command connection's check reads the whole `INFO`, which the boot's server check reads instead
+ * of asking again (see {@link takeReadyInfo}), and a check whose reply never comes replaces the
+ * connection like any overdue call. The subscriber is never checked: (S)SUBSCRIBE and
+ * UNSUBSCRIBE work while Redis loads. A connection whose ioredis makes the check itself (a user's
+ * instance, duplicated with its own settings: a Sentinel's checks the master's role too) is
+ * ready when ioredis says so.
  */
 export class LinkConnection {
   instance?: Redis;
@@ -25,11 +40,22 @@ export class LinkConnection {
   private lastError = 'not connected yet';
   /** Connections left for a new one, closed once the calls sent over them have their replies (see {@link retire}). */
   private readonly retired = new Set<Redis>();
+  /** The connection whose ready check passed since it last connected (see the class comment). */
+  private checked?: Redis;
+  /** That check's `INFO` reply (command connection), until the server check takes it; kept only until it first does. */
+  private readyInfo?: { redis: Redis; text: string };
+  private readyInfoTaken = false;
 
+  /**
+   * @param checkTimeoutMs bound of a ready check's reply: past it the connection is replaced
+   * @param name the connection's name (CLIENT SETNAME), sent with the ready check's INFO in one write
+   */
   constructor(
     readonly role: Role,
     private readonly create: () => Redis,
     logger: OutageLogger,
+    private readonly checkTimeoutMs = 10_000,
+    private readonly name?: string,
   ) {
     this.outage = new OutageLog(logger);
     this.calls = new InflightCalls({
@@ -41,12 +67,29 @@ export class LinkConnection {
   get downSince(): number | undefined {
     if (this.closed || (!this.instance && this.waiting.size === 0)) return undefined;
     // An 'error' event while the connection stays ready (not a connection fault) is no outage.
-    return this.instance?.status === 'ready' ? undefined : this.downAt;
+    return this.instance && this.usable(this.instance) ? undefined : this.downAt;
+  }
+
+  /** Whether a call can go over `redis` now: ioredis would send it, and its ready check passed. */
+  usable(redis: Redis): boolean {
+    return canSend(redis) && (this.checked === redis || !this.checksItself(redis));
+  }
+
+  /**
+   * The `INFO` reply of `redis`'s ready check, if it is this link's checked connection and the
+   * reply was not taken yet: the boot's server check reads it instead of asking Redis again.
+   */
+  takeReadyInfo(redis: Redis): string | undefined {
+    const info = this.readyInfo;
+    if (info?.redis !== redis || this.checked !== redis) return undefined;
+    this.readyInfo = undefined;
+    this.readyInfoTaken = true;
+    return info.text;
   }
 
   get client(): Redis {
     if (this.closed) throw new SluiceError(`QueueModule has shut down; its Redis ${this.role} connection is closed`);
-    return (this.instance ??= this.open());
+    return (this.instance ??= this.createInstance());
   }
 
   onCreate(hook: (redis: Redis) => void): void {
@@ -57,13 +100,20 @@ export class LinkConnection {
   /** The connection once ready, waiting at most until `deadline` ({@link RedisUnavailableError}: nothing was sent). */
   whenReady(operation: string, deadline: number, failFast = false): Promise<Redis> {
     const redis = this.client;
-    if (canSend(redis)) return Promise.resolve(redis);
+    if (this.usable(redis)) return Promise.resolve(redis);
     if (redis.status === 'wait' || redis.status === 'end') redis.connect().catch(() => undefined);
     return this.waiting.wait(operation, deadline, failFast, (op) => this.unavailable(op));
   }
 
   unavailable(operation: string): RedisUnavailableError {
     return new RedisUnavailableError(operation, `Redis ${this.role} connection not ready in time (${this.lastError}); nothing was sent`);
+  }
+
+  /** See RedisLink.open. */
+  open(): void {
+    if (this.closed) return;
+    const redis = this.client;
+    if (redis.status === 'wait' || redis.status === 'end') redis.connect().catch(() => undefined);
   }
 
   /** See RedisLink.retire. */
@@ -117,13 +167,15 @@ export class LinkConnection {
     destroy(redis);
   }
 
-  private open(): Redis {
+  private createInstance(): Redis {
     const redis = this.create();
     redis.on('ready', () => {
       if (this.instance !== redis) return;
-      this.downAt = undefined;
-      this.outage.recovered(`Redis ${this.role} connection back`);
-      this.waiting.ready(redis);
+      // The name goes with the ready check rather than before it (ioredis's connectionName waits
+      // for its reply): one round trip to a usable connection, not two.
+      if (this.checksItself(redis)) return inOneWrite(redis, () => (this.sendName(redis), this.check(redis)));
+      // Ready at once (the subscriber; or ioredis checked it): the name goes with the calls that waited.
+      inOneWrite(redis, () => (this.sendName(redis), this.becameReady(redis)));
     });
     redis.on('error', (error: Error) => {
       if (this.instance !== redis || isSlotLeftPush(error)) return;
@@ -134,6 +186,8 @@ export class LinkConnection {
       this.waiting.failFast((operation) => this.unavailable(operation));
     });
     redis.on('close', () => {
+      // The next connect is checked again (a restarted server may be loading).
+      if (this.checked === redis) this.checked = undefined;
       if (this.instance === redis) {
         if (this.lastError === 'not connected yet') this.lastError = 'connection closed';
         // A close alone (CLIENT KILL, a restart) is not logged: a reconnect that works at once
@@ -145,7 +199,77 @@ export class LinkConnection {
       if (this.retired.has(redis)) this.drop(redis);
     });
     this.hooks.forEach((hook) => hook(redis));
+    // A given instance may be connected already: its 'ready' has been and gone.
+    if (redis.status === 'ready' && this.checksItself(redis)) queueMicrotask(() => this.instance === redis && this.check(redis));
     return redis;
+  }
+
+  /** Whether this link makes `redis`'s ready check (ioredis does not; see the class comment). */
+  private checksItself(redis: Redis): boolean {
+    return this.role !== 'subscriber' && redis.options.enableReadyCheck === false;
+  }
+
+  /**
+   * The ready check: an `INFO` (the whole of it on the command connection, for the server check;
+   * else its persistence section), sent again while Redis is loading. Bounded like a call: no
+   * reply in time replaces the connection. A refused `INFO` (an ACL without +info, a proxy)
+   * cannot tell, and is taken as ready, as ioredis does.
+   */
+  private check(redis: Redis): void {
+    const whole = this.role === 'command';
+    const deadline = Date.now() + this.checkTimeoutMs;
+    this.calls
+      .send(
+        'ready check (INFO)',
+        redis,
+        (r) => (whole ? r.info() : r.info('persistence')),
+        deadline,
+        false,
+        (_, error) => error,
+      )
+      .then(
+        (text) => {
+          if (this.instance !== redis || !canSend(redis)) return;
+          const loading = /^loading:1\r?$/m.test(text);
+          if (!loading) {
+            if (whole && !this.readyInfoTaken) this.readyInfo = { redis, text };
+            return this.becameReady(redis);
+          }
+          this.lastError = 'Redis is loading its data';
+          this.checkAgain(redis);
+        },
+        (error: Error) => {
+          // A lost reply or a closed connection: its close (or replacement) starts over.
+          if (this.instance !== redis || !canSend(redis) || error?.name !== 'ReplyError') return;
+          if (INFO_REFUSED.test(error.message)) return this.becameReady(redis);
+          // Any other refusal (BUSY: a script runs too long) says nothing about loading: ask again.
+          this.lastError = `ready check: ${error.message}`;
+          this.checkAgain(redis);
+        },
+      );
+  }
+
+  private checkAgain(redis: Redis): void {
+    // Unref'd: the connection's socket keeps the process alive, not this timer, once it is closed.
+    setTimeout(() => this.instance === redis && canSend(redis) && this.check(redis), LOADING_POLL_MS).unref();
+  }
+
+  private sendName(redis: Redis): void {
+    // Like ioredis's own: a server or proxy that refuses it still serves the connection.
+    if (this.name) redis.client('SETNAME', this.name).catch(() => undefined);
+  }
+
+  private becameReady(redis: Redis): void {
+    if (this.checksItself(redis)) this.checked = redis;
+    this.downAt = undefined;
+    this.outage.recovered(`Redis ${this.role} connection back`);
+    if (this.waiting.size === 0) return;
+    // The calls that waited for the connection go out in one write: each resumes one microtask
+    // after this (see RedisLink.attempts), before the microtask queued after them ends the write.
+    const stream = (redis as unknown as { stream?: { cork?: () => void; uncork?: () => void } }).stream;
+    stream?.cork?.();
+    this.waiting.ready(redis);
+    queueMicrotask(() => stream?.uncork?.());
   }
 
   private drop(redis: Redis): void {

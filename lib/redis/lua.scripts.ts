@@ -50,6 +50,8 @@ export class LuaScripts {
   private readonly library: LuaLibrary;
   private functions = true;
   private readonly loading = new WeakMap<object, Promise<boolean>>();
+  /** Connections the scripts are defined on as ioredis commands (the EVALSHA path), once it is taken. */
+  private readonly defined = new WeakSet<Redis>();
 
   /** @param sharded on a Redis Cluster: the scripts publish on sharded channels (see RedisKeys.slotGuard). */
   constructor(
@@ -60,9 +62,6 @@ export class LuaScripts {
     this.guard = keys.slotGuard(sharded);
     for (const script of allScripts()) this.scripts.set(script.name, script);
     this.library = luaLibrary();
-    link.onCreate((redis) =>
-      this.scripts.forEach((script) => redis.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.source })),
-    );
   }
 
   /**
@@ -85,7 +84,7 @@ export class LuaScripts {
             else if ((await this.load(redis)) && this.functions) return (await this.fcall(redis, script, argv)) as T;
           }
         }
-        return (await (redis as unknown as Caller)[script.command](...argv)) as T;
+        return (await (this.commands(redis) as unknown as Caller)[script.command](...argv)) as T;
       },
       options,
     );
@@ -125,9 +124,24 @@ export class LuaScripts {
   }
 
   private async exec(redis: Redis, build: (pipeline: ChainableCommander) => void): Promise<[Error | null, unknown][]> {
-    const pipeline = redis.pipeline();
+    // A pipeline has the commands its connection had when it was made (the EVALSHA path's too).
+    const pipeline = (this.functions ? redis : this.commands(redis)).pipeline();
     build(pipeline);
     return (await pipeline.exec()) ?? [];
+  }
+
+  /**
+   * `redis` with every script defined as an ioredis command (EVALSHA, falling back to EVAL on
+   * NOSCRIPT), defined on first use: only where functions are refused. Defining them hashes every
+   * script's whole source (about a millisecond for all), which a connection on the library never
+   * needs, so a new connection, the first of a worker's boot included, does not pay for it.
+   */
+  private commands(redis: Redis): Redis {
+    if (!this.defined.has(redis)) {
+      this.scripts.forEach((script) => redis.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.source }));
+      this.defined.add(redis);
+    }
+    return redis;
   }
 
   private fcall(redis: Redis, script: LuaScript, argv: Arg[]): Promise<unknown> {

@@ -32,7 +32,14 @@ export class RedisEndpoint {
   }
 
   link(role: Role, logger: OutageLogger): RedisLink {
-    return new RedisLink(role, () => this.client(role), this.options.redisTimeoutMs, logger, this.owner);
+    return new RedisLink(
+      role,
+      () => this.client(role),
+      this.options.redisTimeoutMs,
+      logger,
+      this.owner,
+      `sluice:${this.options.namespace}:${role}`,
+    );
   }
 
   private client(role: Role): Redis {
@@ -67,7 +74,8 @@ export const MAX_RECONNECT_DELAY_MS = 2_000;
 function createRedisClient(options: Pick<ResolvedQueueOptions, 'connection' | 'namespace' | 'redisTimeoutMs'>, role: Role): Redis {
   const tuning = redisTuning(options, role);
   const user = userRedisInstance(options.connection);
-  if (user) return user.duplicate(tuning);
+  // A user's instance keeps its own ready check (a Sentinel's also checks that it reached the master).
+  if (user) return user.duplicate({ ...tuning, enableReadyCheck: user.options.enableReadyCheck });
   const connection = options.connection as RedisConnectionOptions;
   const fields: RedisOptions = {
     ...(connection.host !== undefined && { host: connection.host }),
@@ -82,10 +90,19 @@ function createRedisClient(options: Pick<ResolvedQueueOptions, 'connection' | 'n
 }
 
 /** Sluice's settings for one of its connections (see {@link createRedisClient}). */
-function redisTuning(options: Pick<ResolvedQueueOptions, 'namespace' | 'redisTimeoutMs'>, role: Role): RedisOptions {
+function redisTuning(options: Pick<ResolvedQueueOptions, 'redisTimeoutMs'>, role: Role): RedisOptions {
   return {
     lazyConnect: true,
-    connectionName: `sluice:${options.namespace}:${role}`,
+    // The link names the connection (`sluice:<namespace>:<role>`), in the write of its ready
+    // check (see LinkConnection); ioredis would wait for that reply first. Not the user's name either.
+    connectionName: undefined,
+    // No CLIENT SETINFO lib-name/lib-ver at each connect: the name says whose connection it is,
+    // and the two commands (errors before Redis 7.2, counted in its errorstats) are work for
+    // both sides, three times over in every worker's boot.
+    disableClientInfo: true,
+    // Sluice's link makes the ready check (one INFO; none on the subscriber), and the command
+    // connection's INFO serves the boot's server check too (see LinkConnection).
+    enableReadyCheck: false,
     // A call made while the connection is down waits for it in RedisLink (with a bound), not in
     // ioredis's offline queue, so a call that times out there is known never to have been sent.
     // The subscriber keeps the queue: subscriptions must follow their unsubscriptions in order.

@@ -3,7 +3,7 @@ import { OutcomeUnknownError, RedisCommandError, RedisUnavailableError, SluiceEr
 import type { OutageLogger } from '../util/outage-log';
 import { ClusterRedirect, clusterRedirect } from './cluster/cluster.redirects';
 import { LinkConnection } from './link.connection';
-import { type CallOptions, canSend, pauseUntil, type RedirectListener, replyDeadline, type Role, type Send } from './link.options';
+import { type CallOptions, inOneWrite, pauseUntil, type RedirectListener, replyDeadline, type Role, type Send } from './link.options';
 
 export type { CallOptions, RedirectListener, Role } from './link.options';
 
@@ -27,15 +27,19 @@ const UNSENT_PAUSE_MS = 10;
 export class RedisLink {
   private readonly connection: LinkConnection;
 
-  /** @param redirects set on a Redis Cluster: the link then sends again the calls a node redirected (nothing ran). */
+  /**
+   * @param redirects set on a Redis Cluster: the link then sends again the calls a node redirected (nothing ran).
+   * @param name the connection's name (CLIENT SETNAME), set on every connect
+   */
   constructor(
     readonly role: Role,
     create: () => Redis,
     private readonly timeoutMs: number,
     logger: OutageLogger,
     private readonly redirects?: RedirectListener,
+    name?: string,
   ) {
-    this.connection = new LinkConnection(role, create, logger);
+    this.connection = new LinkConnection(role, create, logger, timeoutMs, name);
   }
 
   /**
@@ -58,16 +62,43 @@ export class RedisLink {
     return this.connection.client;
   }
 
+  /**
+   * The `INFO` reply of `redis`'s ready check (see LinkConnection), once: the boot's server check
+   * reads it instead of asking again. Undefined if that check did not read it (a user's instance
+   * checked by ioredis, a refused INFO) or it was taken already.
+   */
+  takeReadyInfo(redis: Redis): string | undefined {
+    return this.connection.takeReadyInfo(redis);
+  }
+
+  /**
+   * Connects now, if the link has no connection open or opening: for a caller that will need it in
+   * a moment, so its handshake overlaps other work instead of delaying the first call.
+   */
+  open(): void {
+    this.connection.open();
+  }
+
   /** Runs `hook` on every instance this link creates (now, if one exists): listeners, script definitions. */
   onCreate(hook: (redis: Redis) => void): void {
     this.connection.onCreate(hook);
+  }
+
+  /**
+   * Runs `calls`, and the calls it makes synchronously over a ready connection leave in one socket
+   * write (independent calls sent together, e.g. a worker's bootstrap declarations). Their
+   * bounds and outcomes are each their own.
+   */
+  together<T>(calls: () => T): T {
+    const redis = this.connection.instance;
+    return redis && this.connection.usable(redis) ? inOneWrite(redis, calls) : calls();
   }
 
   /** Sends one call under the link's bounds; see {@link CallOptions}. */
   call<T>(operation: string, send: Send<T>, options: CallOptions = {}): Promise<T> {
     const deadline = Date.now() + (options.timeoutMs ?? this.timeoutMs);
     const redis = this.connection.instance;
-    if (!redis || !canSend(redis) || this.connection.closed) return this.attempts(operation, send, options, deadline);
+    if (!redis || !this.connection.usable(redis) || this.connection.closed) return this.attempts(operation, send, options, deadline);
     // The common case, kept lean (it runs for every command): the connection is up, send now.
     return this.send(operation, redis, send, replyDeadline(deadline, options), false).catch((error: Error) =>
       this.retry(error, operation, send, options, deadline),

@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import { RunCancelledError } from '../errors';
 import type { Channels } from '../redis/pubsub.channels';
 import type { RedisLink } from '../redis/redis.link';
@@ -18,6 +19,11 @@ const RECHECK_MS = 5_000;
 export class CancelListener {
   private listening = false;
   private timer?: NodeJS.Timeout;
+  /**
+   * The connection subscribed (or being subscribed) since it last connected: the first connect's
+   * 'ready' and start()'s own call would otherwise subscribe twice.
+   */
+  private subscribedOn?: Redis;
 
   constructor(
     private readonly subscriber: RedisLink,
@@ -34,6 +40,7 @@ export class CancelListener {
         if (this.listening && channel === this.channel) this.onCancel(message);
       });
       // Every (re)connection starts with no subscriptions (ioredis's own resubscribe is off).
+      redis.on('close', () => this.subscribedOn === redis && (this.subscribedOn = undefined));
       redis.on('ready', () => this.listening && this.subscribe());
     });
     this.subscribe();
@@ -50,7 +57,16 @@ export class CancelListener {
   }
 
   private subscribe(): void {
-    this.subscriber.call('subscribe to cancellations', (redis) => this.channels.subscribe(redis, [this.channel])).catch(() => undefined);
+    let sentOn: Redis | undefined;
+    this.subscriber
+      .call('subscribe to cancellations', (redis) => {
+        if (this.subscribedOn === redis) return Promise.resolve(undefined);
+        this.subscribedOn = sentOn = redis;
+        return this.channels.subscribe(redis, [this.channel]);
+      })
+      .catch(() => {
+        if (sentOn && this.subscribedOn === sentOn) this.subscribedOn = undefined;
+      });
   }
 
   private onCancel(message: string): void {

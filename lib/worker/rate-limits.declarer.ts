@@ -14,7 +14,7 @@ const same = (a: RateLimit | null, b: RateLimit | undefined) => (a === null ? b 
  * groupRateLimit })`), like the caps: the latest bootstrap wins among declarations and logs what
  * it changed, and a limit dropped from the code is removed; a limit an operator set at runtime
  * stays until the code declares something else than what it overrode. Per-group overrides are
- * runtime settings, left alone. Two short calls per workflow.
+ * runtime settings, left alone. Two short calls per workflow, all sent at once.
  */
 export async function declareRateLimits(
   scripts: LuaScripts,
@@ -22,24 +22,29 @@ export async function declareRateLimits(
   workflows: WorkflowDefinition[],
   logger: LoggerService,
 ): Promise<void> {
-  for (const wf of workflows) {
-    for (const [group, rate, label] of [
-      [undefined, wf.rateLimit, 'rate limit'],
-      [EVERY_GROUP, wf.groupRateLimit, 'group rate limit'],
-    ] as const) {
-      const { previous, outcome } = await writeRateLimit(scripts, keys, wf.name, group, rate ?? null, true);
-      if (outcome !== '' || !same(previous, rate)) {
-        logDeclaration(
-          logger,
-          `${label} of ${wf.name}`,
-          describe(previous),
-          outcome === 'kept' ? describe(previous) : describe(rate),
-          outcome,
-          describe(rate),
-        );
-      }
+  const declarations = workflows.flatMap((wf) =>
+    (
+      [
+        [undefined, wf.rateLimit, 'rate limit'],
+        [EVERY_GROUP, wf.groupRateLimit, 'group rate limit'],
+      ] as const
+    ).map(([group, rate, label]) => ({ wf, rate, label, write: writeRateLimit(scripts, keys, wf.name, group, rate ?? null, true) })),
+  );
+  // Written side by side (one round trip for all), logged in order.
+  const written = await Promise.all(declarations.map(({ write }) => write));
+  declarations.forEach(({ wf, rate, label }, i) => {
+    const { previous, outcome } = written[i];
+    if (outcome !== '' || !same(previous, rate)) {
+      logDeclaration(
+        logger,
+        `${label} of ${wf.name}`,
+        describe(previous),
+        outcome === 'kept' ? describe(previous) : describe(rate),
+        outcome,
+        describe(rate),
+      );
     }
-  }
+  });
 }
 
 /**

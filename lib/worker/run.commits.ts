@@ -59,8 +59,18 @@ export class RunCommits {
       take(runs: number): Refill;
       settle(ticket: number, claims: Claim[], promised: number, park: CommitPark | undefined, parked: boolean): void;
     },
+    /** How many runs the worker holds (running, held ready, committing): see TickBatcher's `full`. */
+    private readonly holding: () => number = () => Infinity,
   ) {
-    this.batcher = new TickBatcher((items) => this.flush(items), COMMIT_BATCH_CAP);
+    this.batcher = new TickBatcher(
+      (items) => this.flush(items),
+      COMMIT_BATCH_CAP,
+      (pending) => {
+        // Full when every run the worker holds waits on this batch: waiting for the turn's end would add none.
+        const holding = this.holding();
+        return pending.length >= holding && new Set(pending.map(({ item }) => item.claim.id)).size >= holding;
+      },
+    );
     this.policy = commitPolicy(options);
     this.claimFlags = telemetryApi(options) ? CLAIM_EXTRAS : 0;
   }

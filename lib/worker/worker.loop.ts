@@ -97,7 +97,7 @@ export class WorkerLoop {
       settle: (ticket: number, claims: Claim[], promised: number, park: CommitPark | undefined, parked: boolean) =>
         this.settleRefill(ticket, claims, promised, park, parked),
     };
-    const executor = parts.makeExecutor(new RunCommits(parts.scripts, parts.keys, parts.options, refill));
+    const executor = parts.makeExecutor(new RunCommits(parts.scripts, parts.keys, parts.options, refill, () => this.active.size));
     this.launcher = new RunLauncher({
       concurrency: parts.options.worker.concurrency,
       active: parts.active,

@@ -88,7 +88,14 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     // no worker starts on an older layout. A newer layout rejects it (the bootstrap fails).
     const migrated = await this.migration.atBootstrap();
     this.workerState = 'waiting-for-redis';
-    if (!migrated) {
+    if (migrated) {
+      // Redis answered: open the worker's other connections now, so their handshakes overlap the
+      // declarations and the first reserve rather than follow them. The subscriber's first write
+      // carries the cancel channel's subscription; the blocking one waits for work once a reserve
+      // comes up short.
+      this.listenForCancels();
+      this.connections.blocking.open();
+    } else {
       this.lastStartError = 'the key layout migration is pending (see the warning logged at bootstrap)';
       void this.startWhenRedisAnswers();
       return;
@@ -100,6 +107,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       if (!(error instanceof RedisConnectionError)) {
         // The bootstrap fails (e.g. ScheduleConflictError). Nest's app.close() would rethrow it
         // without the shutdown hooks: close the connections here (see MigrationRunner).
+        this.cancels?.stop();
         await this.connections.onApplicationShutdown().catch(() => undefined);
         throw error;
       }
@@ -144,8 +152,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     const planner = new SchedulePlanner(scripts, this.keys);
     const cascades = new CascadeResumer(scripts, this.keys, this.options.defaults.resultTtlMs);
     this.heartbeat = new LeaseHeartbeat(scripts, this.keys, this.active, this.options.worker.lockMs);
-    this.cancels = new CancelListener(this.connections.subscriber, this.connections.channels, this.keys.cancel, this.active);
-    this.cancels.start();
+    this.listenForCancels();
     const telemetry = (this.telemetry = RunTelemetry.create(
       this.options,
       this.registry.all().map((wf) => wf.name),
@@ -171,6 +178,13 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     this.logger.log(`Worker started for ${this.where()}: workflows ${names.join(', ')}; concurrency ${this.options.worker.concurrency}`);
   }
 
+  /** Subscribes to the cancel channel, once: before the first reserve, so a run it claims can be cancelled at once. */
+  private listenForCancels(): void {
+    if (this.cancels) return;
+    this.cancels = new CancelListener(this.connections.subscriber, this.connections.channels, this.keys.cancel, this.active);
+    this.cancels.start();
+  }
+
   /** Retries the bootstrap's Redis work until it succeeds or the app shuts down; never throws. */
   private async startWhenRedisAnswers(): Promise<void> {
     const started = await retryInBackground(
@@ -188,18 +202,27 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     if (started) this.startWorking();
   }
 
-  /** The bootstrap's writes: caps, then schedules (both checked before the first write). */
+  /**
+   * The bootstrap's writes: caps, rate limits and schedules (all checked before the first write).
+   * They touch separate fields and keys, so their calls go out together over the command
+   * connection, in that order and in one write, and are waited for together: one round trip, not
+   * one each.
+   */
   private async declare(failFast: boolean): Promise<void> {
     const workflows = this.registry.all();
     const schedules = declaredScheduleSpecs(workflows, this.options.maxPayloadBytes);
-    await this.declareLimits(failFast);
-    await declareRateLimits(this.scripts.get(), this.keys, workflows, this.logger);
     const store = new ScheduleStore(this.scripts.get(), this.connections.command, this.keys);
-    await declareSchedules(
-      store,
-      schedules,
-      workflows.map((wf) => wf.name),
-      this.logger,
+    await this.connections.command.together(() =>
+      Promise.all([
+        this.declareLimits(failFast),
+        declareRateLimits(this.scripts.get(), this.keys, workflows, this.logger),
+        declareSchedules(
+          store,
+          schedules,
+          workflows.map((wf) => wf.name),
+          this.logger,
+        ),
+      ]),
     );
   }
 

@@ -42,7 +42,7 @@ export class WorkflowEventExplorer implements OnModuleInit, OnApplicationBootstr
       if (!instance || typeof instance !== 'object' || seen.has(instance)) continue;
       seen.add(instance);
       const prototype = Object.getPrototypeOf(instance) as object | null;
-      if (!prototype || prototype === Object.prototype) continue;
+      if (!prototype || prototype === Object.prototype || !this.accessor.declaresHandlers(prototype)) continue;
       for (const method of this.scanner.getAllMethodNames(prototype)) {
         const handlers = this.accessor.getHandlers(prototype, method);
         if (handlers.length === 0) continue;

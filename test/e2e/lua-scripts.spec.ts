@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -168,11 +169,16 @@ describe('lua scripts', () => {
     }
   });
 
-  it('registers every script as an ioredis command (the EVALSHA path, where functions are refused) and runs one', async () => {
-    const scripts = scriptsOn(redis);
-    for (const name of ALL) {
-      expect(typeof (redis as unknown as Record<string, unknown>)[`sluice_${name.replace(/-/g, '_')}`]).toBe('function');
-    }
+  it('registers every script as an ioredis command only once the EVALSHA path is taken (functions refused), and runs one there', async () => {
+    const defined = (connection: Redis) =>
+      ALL.filter((name) => typeof (connection as unknown as Record<string, unknown>)[`sluice_${name.replace(/-/g, '_')}`] === 'function');
+    // Through the library (FCALL) nothing is defined: a definition hashes the script's whole source, on every new connection.
+    const library = scriptsOn(redis);
+    // A connection whose FCALL is refused, as for an ACL user without it: the scripts fall back to EVALSHA.
+    const refusing = redis.duplicate();
+    (refusing as unknown as { fcall: () => Promise<never> }).fcall = () =>
+      Promise.reject(new Error("NOPERM User test has no permissions to run the 'fcall' command"));
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     // declare-limits on a throwaway hash and set: an observable effect proves the script really ran.
     const base = `{sluice:lua-${Date.now()}}:`;
     const key = `${base}limits`;
@@ -180,13 +186,26 @@ describe('lua scripts', () => {
     const seq = `${base}seq`;
     try {
       const declare = [base, 1, 'a', 'wf:a', '3', 'a', ''];
-      const changed = await scripts.run<string[]>('declare-limits', [key, workflows, seq], declare);
+      const changed = await library.run<string[]>('declare-limits', [key, workflows, seq], declare);
       expect(changed).toEqual(['wf:a', '', '3', '', '3']); // field, previous, new, outcome (the code's), declared
+      expect(defined(redis)).toEqual([]);
       expect(await redis.hget(key, 'wf:a')).toBe('3');
       expect(await redis.smembers(workflows)).toEqual(['a']);
-      expect(await scripts.run<string[]>('declare-limits', [key, workflows, seq], declare)).toEqual([]);
-      expect(() => scripts.run('declare-limits', [key], [])).toThrow(/keys/);
+      expect(() => library.run('declare-limits', [key], [])).toThrow(/keys/);
+
+      const evalsha = scriptsOn(refusing);
+      expect(defined(refusing)).toEqual([]);
+      expect(await evalsha.run<string[]>('declare-limits', [key, workflows, seq], declare)).toEqual([]);
+      expect(defined(refusing)).toEqual(ALL);
+      const raised = [base, 1, 'a', 'wf:a', '4', 'a', ''];
+      expect(await evalsha.run<string[]>('declare-limits', [key, workflows, seq], raised)).toEqual(['wf:a', '3', '4', '', '4']);
+      expect(await redis.hget(key, 'wf:a')).toBe('4');
+      expect(warn.mock.calls.map(([message]) => String(message))).toEqual([
+        expect.stringMatching(/^Redis refused the Lua function library \(NOPERM/),
+      ]);
     } finally {
+      warn.mockRestore();
+      refusing.disconnect();
       await redis.del(key, workflows, seq);
     }
   });

@@ -1,8 +1,11 @@
 import { Inject } from '@nestjs/common';
 import Redis from 'ioredis';
-import { RunContext, Workflow } from '../../lib';
+import { RunCancelledError, RunContext, Workflow } from '../../lib';
+import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { connectionNamesWhen, sluiceConnectionNames } from '../support/client-list';
+import { RedisAdmin, sluiceConnectionName } from '../support/redis-process';
+import { pollUntil } from '../support/workflows';
 
 const TRACKER = 'TRACKER';
 
@@ -91,6 +94,47 @@ describe('producer-only app and worker app', () => {
       `sluice:${ns}:subscriber`,
       `sluice:${ns}:subscriber`,
     ]);
+  });
+
+  it('after their subscriber connections are killed, each app has one subscriber again, named, each channel subscribed once', async () => {
+    const ns = uniqueNamespace('pw-resub');
+    const keys = new RedisKeys('sluice', ns);
+    // The worker subscribes to the cancel channel at boot (its subscriber is opened early); the
+    // producer waits on a run delayed past the test, so its subscriber holds the run's done channel.
+    await open([DoubleWorkflow, { provide: TRACKER, useValue: { executed: [] } }], { namespace: ns });
+    const producer = await open([], { namespace: ns, worker: { enabled: false } });
+    const handle = await producer.client.enqueue(DoubleWorkflow, { n: 1 }, { runAt: new Date(Date.now() + 3_600_000) });
+    const waited = producer.client.wait(handle.id, { timeoutMs: 20_000 });
+    waited.catch(() => undefined);
+    const numsub = async () => {
+      const reply = (await redis.pubsub('NUMSUB', keys.cancel, keys.done(handle.id))) as Array<string | number>;
+      return [Number(reply[1]), Number(reply[3])];
+    };
+    await pollUntil(numsub, ([cancel, done]) => cancel === 1 && done === 1, 'both channels subscribed');
+
+    const admin = new RedisAdmin(redis);
+    const killed = await admin.killClients({ namePrefix: sluiceConnectionName(ns, 'subscriber') });
+    expect(killed).toHaveLength(2);
+    // Each app reconnects on its own, and the link names the new connection (CLIENT SETNAME in the
+    // write that follows its connect): the two named subscribers and both subscriptions are back.
+    await pollUntil(
+      async () => [(await admin.clients({ namePrefix: sluiceConnectionName(ns, 'subscriber') })).length, ...(await numsub())],
+      ([named, cancel, done]) => named === 2 && cancel === 1 && done === 1,
+      'two named subscribers, each channel subscribed again',
+    );
+    // No other connection of either app: a leaked or duplicated subscriber would be a third name,
+    // or a second subscription of a channel.
+    expect(await sluiceConnectionNames(redis, ns)).toEqual([
+      `sluice:${ns}:blocking`,
+      `sluice:${ns}:command`,
+      `sluice:${ns}:command`,
+      `sluice:${ns}:subscriber`,
+      `sluice:${ns}:subscriber`,
+    ]);
+    expect(await numsub()).toEqual([1, 1]);
+    // The producer's new subscription delivers: the cancel's done message settles the wait.
+    await producer.client.cancel(handle.id);
+    await expect(waited).rejects.toBeInstanceOf(RunCancelledError);
   });
 
   it('opens exactly three connections per app, whether it has 1 or 6 workflows', async () => {

@@ -26,6 +26,11 @@ describe('@OnWorkflowEvent (metadata and checks, no app)', () => {
 
     class Child extends Listener {}
     expect(accessor.getHandlers(Child.prototype, 'onOutcome')).toHaveLength(2);
+    // The explorer reads method metadata only of classes that declare (or inherit) a handler.
+    class Unrelated {
+      plain(): void {}
+    }
+    expect([Listener, Child, Unrelated].map((cls) => accessor.declaresHandlers(cls.prototype))).toEqual([true, true, false]);
   });
 
   it('refuses an unknown event, a bad workflow filter, and a non-method, when the class is declared', () => {

@@ -123,6 +123,7 @@ export class SlotOwner {
       password: this.settings.password,
       tls: this.settings.tls,
       connectionName: 'sluice:cluster-lookup',
+      disableClientInfo: true,
       lazyConnect: true,
       enableReadyCheck: false,
       enableOfflineQueue: false,
