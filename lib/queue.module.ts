@@ -17,6 +17,7 @@ import { WorkflowRegistry } from './discovery/workflow.registry';
 import { QUEUE_MODULE_OPTIONS, RESOLVED_QUEUE_OPTIONS } from './interfaces/queue.constants';
 import { QueueModuleOptions, ResolvedQueueOptions, resolveQueueOptions } from './interfaces/queue.options';
 import { MigrationRunner } from './migration/migration.runner';
+import { NamespaceLayout } from './migration/namespace.layout';
 import { LuaScriptsProvider } from './redis/lua-scripts.provider';
 import { RedisConnections } from './redis/redis.connections';
 import { RedisKeys } from './redis/redis.keys';
@@ -65,6 +66,7 @@ const CORE_PROVIDERS: Provider[] = [
   QueueClient,
   RunEvents,
   MigrationRunner,
+  NamespaceLayout,
   WorkerOrchestrator,
   QueueHealth,
   WorkflowEventAccessor,

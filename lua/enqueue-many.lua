@@ -20,7 +20,7 @@
   ARGV[5] nonce of the call (as enqueue.lua's ARGV[13]; a retry after a lost reply sends it again);
           '' when every id of the call was generated (each carries its creation time)
   ARGV[6] the call's trace context or '' (as enqueue.lua's ARGV[14])
-  ARGV[7] 1 to store lean run records even below layout 4 (as enqueue.lua's ARGV[16]), 0: the layout decides
+  ARGV[7] 1 to store lean run records (as enqueue.lua's ARGV[16]), 0 for full ones
   ARGV[8] S, the values given per run: 8 (each run its own options) or 2 (the chunk's runs share
           their options, given once: the common batch, which then sends a quarter of the values)
   with S = 8: ARGV[9 ..] per run, eight values: run id, encoded input, priority, delay in ms, due

@@ -47,9 +47,9 @@
   ARGV[15] optional: the run's time limit per attempt in ms (EnqueueOptions.runTimeoutMs), stored
            as the run field 'timeoutMs' (only when set) and shipped with every claim of the run
            (see claimRun in claim.lua); absent or '' for none (the workflow's limit applies)
-  ARGV[16] optional: 1 to store the lean run record even below layout 4
-           (QueueModuleOptions.compactRunRecords; see storeRun in records.lua); absent or '': the
-           namespace's layout decides (its `schema` key, read once per call)
+  ARGV[16] optional: 1 to store the lean run record (see storeRun in records.lua): the caller
+           found the namespace at layout 4, or has QueueModuleOptions.compactRunRecords; absent
+           or '' for the full one
   Reply: { created: 1 new run | 0 existing run, state } (state 'active' = fast-pathed)
 ]]
 -- @include time

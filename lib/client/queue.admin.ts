@@ -6,6 +6,7 @@ import { limitField, type LimitTarget, type Limits } from '../interfaces/limits'
 import { checkRateLimit, type RateLimit } from '../interfaces/rate-limit';
 import type { LayoutMigrator, MigrateOptions, MigrationResult } from '../migration/layout.migrator';
 import { checkOptionKeys } from '../util/option-keys';
+import { NamespaceLayout } from '../migration/namespace.layout';
 import { createMigrator } from '../migration/migration.runner';
 import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
@@ -40,6 +41,7 @@ export class QueueAdmin {
     private readonly runs: RunAdmin,
     private readonly control: RunControl,
     private readonly limits: RunLimits,
+    private readonly layout: NamespaceLayout,
   ) {}
 
   /**
@@ -219,7 +221,9 @@ export class QueueAdmin {
   async migrate(options: MigrateOptions = {}): Promise<MigrationResult> {
     checkOptionKeys(options, ['to'], 'migrate opts');
     this.migrator ??= createMigrator(this.options, this.connections, this.scripts, new Logger('Sluice'));
-    return this.migrator.migrate({ to: options.to });
+    const result = await this.migrator.migrate({ to: options.to });
+    this.layout.found(result.to); // this process's own enqueues follow the layout it moved to
+    return result;
   }
 
   /** Checks a pause target completely, then (for a workflow this process does not declare) that the fleet knows it. */

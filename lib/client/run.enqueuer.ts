@@ -10,6 +10,7 @@ import { RedisKeys } from '../redis/redis.keys';
 import { telemetryApi, type OtelApi } from '../telemetry/otel.loader';
 import { captureTrace } from '../telemetry/trace.carrier';
 import { buildEnqueueRequest } from '../workflow/enqueue.request';
+import { NamespaceLayout } from '../migration/namespace.layout';
 import { EnqueueBatcher } from './enqueue.batcher';
 
 /**
@@ -27,9 +28,10 @@ export class RunEnqueuer {
     @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
     private readonly scripts: LuaScriptsProvider,
     private readonly keys: RedisKeys,
+    layout: NamespaceLayout,
   ) {
     this.otel = telemetryApi(options);
-    this.settings = { fastPath: options.fastPath, lockMs: options.worker.lockMs, compact: options.compactRunRecords };
+    this.settings = new LayoutAwareSettings(options, layout);
     this.batcher = new EnqueueBatcher({
       one: (request) => this.storeOne(request).then((reply) => reply.created),
       chunk: (workflow, chunk) => this.storeChunk(workflow, chunk),
@@ -89,5 +91,23 @@ export class RunEnqueuer {
   /** The enqueue-many script for one chunk of one workflow's runs; resolves per run as {@link storeOne}. */
   private storeChunk(workflow: string, chunk: EnqueueRequest[]): Promise<boolean[]> {
     return enqueueChunk(this.scripts.get(), this.keys, this.settings, { workflow, runs: chunk });
+  }
+}
+
+/** The enqueue scripts' settings; `compact` follows the layout the bootstrap found (see NamespaceLayout). */
+class LayoutAwareSettings implements EnqueueSettings {
+  readonly fastPath: boolean;
+  readonly lockMs: number;
+
+  constructor(
+    private readonly options: ResolvedQueueOptions,
+    private readonly layout: NamespaceLayout,
+  ) {
+    this.fastPath = options.fastPath;
+    this.lockMs = options.worker.lockMs;
+  }
+
+  get compact(): boolean {
+    return this.options.compactRunRecords || this.layout.leanRecords;
   }
 }

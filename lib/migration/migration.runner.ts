@@ -11,6 +11,7 @@ import { retryInBackground } from '../util/retry';
 import { OutageLog } from '../util/outage-log';
 import { LayoutMigrator } from './layout.migrator';
 import { CURRENT_LAYOUT, ROLLING_LAYOUT } from './layout.versions';
+import { NamespaceLayout } from './namespace.layout';
 
 /** Retry pauses of a producer-only process whose bootstrap could not migrate: doubling, jittered, up to this. */
 const MAX_RETRY_PAUSE_MS = 10_000;
@@ -46,6 +47,7 @@ export class MigrationRunner implements OnApplicationBootstrap, BeforeApplicatio
     private readonly connections: RedisConnections,
     private readonly scripts: LuaScriptsProvider,
     private readonly serverCheck: RedisServerCheck,
+    private readonly namespaceLayout: NamespaceLayout,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -115,6 +117,7 @@ export class MigrationRunner implements OnApplicationBootstrap, BeforeApplicatio
     read.catch(() => undefined); // a refused server's verdict is what fails; the read's own error, if any, surfaces below
     await checked;
     const layout = this.options.migrate ? (await this.migrator.migrate({ failFast, layout: read })).to : await read;
+    this.namespaceLayout.found(layout);
     if ((layout ?? 1) < ROLLING_LAYOUT) {
       this.logger.warn(
         `Namespace ${this.options.namespace} is at key layout ${layout ?? '1 (or new)'}, not ${ROLLING_LAYOUT}, and migrate is false: ` +

@@ -34,7 +34,8 @@ end
 -- Writes a new run record (enqueue, or a schedule's fire).
 -- `tag`/`tagValue`: one more field, where the run came from ('nonce' of its enqueue call, or
 -- 'schedule' that fired it), not stored when '' (an enqueue of a generated id sends no nonce).
--- `lean` (compactRunRecords) or a namespace at layout 4 stores the lean record: no field a
+-- `lean` true stores the lean record, false the full one; nil: the namespace's layout decides
+-- (its `schema` key, read once per call; 4 = lean). The lean record leaves out every field a
 -- reader of this version derives (attempts, failures, stalls, priority 0; maxAttempts 3; the
 -- token base; dueAt when due at once; createdAt when `idTimed`: the id was generated here and
 -- carries the time). Older versions cannot read it: hence the layout (lib/migration).
@@ -42,7 +43,7 @@ end
 -- this call (the enqueue fast path): its first lease (token, attempt, start) rides along too.
 -- Returns the first lease's token when `leased`.
 local function storeRun(base, id, workflow, input, state, priority, maxAttempts, group, now, due, tag, tagValue, lean, idTimed, extra, leased)
-  if not lean then
+  if lean == nil then
     if leanLayout == nil then leanLayout = (tonumber(redis.call('GET', base .. 'schema')) or 0) >= 4 end
     lean = leanLayout
   end

@@ -149,6 +149,9 @@ describe('lean run records', () => {
       // Asked for layout 4 once the fleet is upgraded: new runs are lean (a process booted before
       // the move keeps writing full records until it restarts; both read the same).
       await expect(current.client.migrate({ to: CURRENT_LAYOUT })).resolves.toMatchObject({ from: 3, to: CURRENT_LAYOUT, migrated: true });
+      // The process that moved it follows at once.
+      const own = await current.client.enqueue(FlakyWorkflow, { fail: 'never' });
+      expect(await redis.hexists(l3.run(own.id), 'createdAt')).toBe(0);
       const restarted = await createApp([FlakyWorkflow], { namespace: ns, worker: { enabled: false } });
       try {
         const lean = await restarted.client.enqueue(FlakyWorkflow, { fail: 'never' });

@@ -8,7 +8,7 @@ export interface EnqueueSettings {
   fastPath: boolean;
   /** Lease length of a fast-pathed run, if the parked worker's announcement names none. */
   lockMs: number;
-  /** Store lean run records whatever the namespace's layout (QueueModuleOptions.compactRunRecords). */
+  /** Store lean run records: the namespace is at layout 4, or QueueModuleOptions.compactRunRecords. */
   compact: boolean;
 }
 
