@@ -5,6 +5,8 @@ import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { connectionNamesWhen, sluiceConnectionNames } from '../support/client-list';
 import { RedisAdmin, sluiceConnectionName } from '../support/redis-process';
+import { serverNodes } from '../support/nodes';
+import { channelSubscribers } from '../support/pubsub';
 import { pollUntil } from '../support/workflows';
 
 const TRACKER = 'TRACKER';
@@ -106,19 +108,18 @@ describe('producer-only app and worker app', () => {
     const handle = await producer.client.enqueue(DoubleWorkflow, { n: 1 }, { runAt: new Date(Date.now() + 3_600_000) });
     const waited = producer.client.wait(handle.id, { timeoutMs: 20_000 });
     waited.catch(() => undefined);
-    const numsub = async () => {
-      const reply = (await redis.pubsub('NUMSUB', keys.cancel, keys.done(handle.id))) as Array<string | number>;
-      return [Number(reply[1]), Number(reply[3])];
-    };
+    const numsub = async () => [await channelSubscribers(redis, keys.cancel), await channelSubscribers(redis, keys.done(handle.id))];
     await pollUntil(numsub, ([cancel, done]) => cancel === 1 && done === 1, 'both channels subscribed');
 
-    const admin = new RedisAdmin(redis);
-    const killed = await admin.killClients({ namePrefix: sluiceConnectionName(ns, 'subscriber') });
+    // Every server of the test's Redis (each master of a cluster holds some of the connections).
+    const admins = (await serverNodes(redis)).map((node) => new RedisAdmin(node));
+    const subscribers = { namePrefix: sluiceConnectionName(ns, 'subscriber') };
+    const killed = (await Promise.all(admins.map((admin) => admin.killClients(subscribers)))).flat();
     expect(killed).toHaveLength(2);
     // Each app reconnects on its own, and the link names the new connection (CLIENT SETNAME in the
     // write that follows its connect): the two named subscribers and both subscriptions are back.
     await pollUntil(
-      async () => [(await admin.clients({ namePrefix: sluiceConnectionName(ns, 'subscriber') })).length, ...(await numsub())],
+      async () => [(await Promise.all(admins.map((admin) => admin.clients(subscribers)))).flat().length, ...(await numsub())],
       ([named, cancel, done]) => named === 2 && cancel === 1 && done === 1,
       'two named subscribers, each channel subscribed again',
     );
