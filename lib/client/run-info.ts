@@ -59,6 +59,10 @@ export interface RunInfo<Out = unknown> {
   maxAttempts: number;
   /** Failed attempts so far. */
   failures: number;
+  /**
+   * When the run was created, by the Redis clock; for a run whose id was generated in a namespace
+   * at key layout 4, the producer's clock when it made the id (which carries it).
+   */
   createdAt: Date;
   /** When the run is (or was) due to start. */
   dueAt: Date;
