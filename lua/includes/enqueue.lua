@@ -31,16 +31,20 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
     -- A parked worker first: without one (a producer's usual case) nothing else is worth a look.
     -- Then nothing due ahead in the lane, nor in the wake list (one EXISTS: empty lists and
     -- zsets do not exist), and room under every cap.
+    -- The worker parked last is taken off at once (it is woken by this handoff, so it counts as
+    -- parked no longer): if its announcement lapsed, every other one has too, and it is garbage.
     local parkedKey = wfKey(base, workflow, 'parked')
-    local parked = redis.call('ZRANGEBYSCORE', parkedKey, now, '+inf', 'LIMIT', 0, 1)
-    if #parked > 0 and redis.call('EXISTS', lane .. 'queue', lane .. 'waiting', wakeKey) == 0
-        and primeLimits(limitsKey, claimFields({ workflow })) and namespaceRoom(KEYS_LEASES, limitsKey) and workflowRoom(base, limitsKey, workflow)
-        and (group == '' or groupRoom(base, limitsKey, workflow, group)) then
-      -- That worker is about to be woken by this handoff: count it as parked no longer. Its
-      -- announcement ends in its lease length, which the handed-off run gets from the start.
-      redis.call('ZREM', parkedKey, parked[1])
-      leaseMs = tonumber(string.match(parked[1], ':(%d+)$')) or leaseMs
-      state = 'active'
+    local parked = redis.call('ZPOPMAX', parkedKey)
+    if #parked > 0 and tonumber(parked[2]) >= now then
+      if redis.call('EXISTS', lane .. 'queue', lane .. 'waiting', wakeKey) == 0
+          and primeLimits(limitsKey, claimFields({ workflow })) and namespaceRoom(KEYS_LEASES, limitsKey) and workflowRoom(base, limitsKey, workflow)
+          and (group == '' or groupRoom(base, limitsKey, workflow, group)) then
+        -- Its announcement ends in its lease length, which the handed-off run gets from the start.
+        leaseMs = tonumber(string.match(parked[1], ':(%d+)$')) or leaseMs
+        state = 'active'
+      else
+        redis.call('ZADD', parkedKey, parked[2], parked[1]) -- still parked: no handoff after all
+      end
     end
   end
 

@@ -198,16 +198,16 @@ describe('regressions: worker', () => {
     await s.worker({ lockMs: WORKER_LOCK_MS, stalledIntervalMs: 120_000 }); // its one stalled scan runs at start
     const producer = await s.producer({ lockMs: HANDOFF_LOCK_MS });
     await waitParked(redis, s.keys, 'rw.hold');
-    // An announcement without a lease length, expiring before the real worker's, so the enqueue
-    // picks it: the handoff then gets the enqueuer's 300 ms lease. The real worker, blocked on
-    // the wake list, takes the handoff.
+    // An announcement without a lease length, expiring after the real worker's, so the enqueue
+    // picks it (it takes the worker parked last): the handoff then gets the enqueuer's 300 ms
+    // lease. The real worker, blocked on the wake list, takes the handoff.
     const parked = s.keys.workflow('rw.hold', 'parked');
     const [, realExpiry] = await pollUntil(
       () => redis.zrange(parked, 0, 0, 'WITHSCORES'),
       (entry) => entry.length === 2,
       "the worker's park entry",
     );
-    await fakePark(redis, s.keys, 'rw.hold', Number(realExpiry) - 1);
+    await fakePark(redis, s.keys, 'rw.hold', Number(realExpiry) + 1);
 
     const handle = await producer.client.enqueue(HoldWorkflow, { key: 'handoff' });
     expect((await producer.client.get(handle.id))?.state).toBe('active'); // fast-pathed
