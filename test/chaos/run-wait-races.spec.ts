@@ -133,7 +133,11 @@ describe('run() and the order of its replies', () => {
 
   it("run() by name on the run's done channel whose first read is lost after the enqueue landed rejects with the run id, and the run is there", async () => {
     const { producer, worker } = await fleet({ redisTimeoutMs: 1_000 });
-    expect(await producer.run('rwr.none', { key: 'warm' })).toBe('done:warm'); // the name confirmed
+    expect(await producer.run('rwr.none', { key: 'warm' }, { id: 'warm' })).toBe('done:warm'); // the name confirmed
+    // That run() resolved on its announcement, which can beat the reply to its own read: a call
+    // sent after it on the command connection is answered after that reply, so once it is, no
+    // read is on its way to be caught by the blackhole (which would take this enqueue with it).
+    await producer.get('warm');
     redis.proxy.blackholeOn('_watch\r\n'); // the waiter's read, on whatever connection sends it
     const error = await rejection(() => producer.run('rwr.none', { key: 'lost', hold: true }, { onProgress: () => undefined }));
     expect(error).toBeInstanceOf(RedisConnectionError);
