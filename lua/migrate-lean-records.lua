@@ -18,7 +18,7 @@
   ARGV[3] the SCAN pattern of the namespace's run records ('<key base, glob-escaped>run:*')
   ARGV[4] keys looked at per call (SCAN COUNT)
   Reply: { 0 } when the token does not hold the lock (nothing written); otherwise
-         { 1, next cursor ('0' = done), records rewritten }
+         { 1, next cursor ('0' = done) }
 ]]
 
 local DEFAULTS = { attempts = '0', failures = '0', stalls = '0', priority = '0', maxAttempts = '3' }
@@ -26,7 +26,6 @@ local FIELDS = { 'attempts', 'failures', 'stalls', 'priority', 'maxAttempts', 'c
 
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return { 0 } end
 local page = redis.call('SCAN', ARGV[2], 'MATCH', ARGV[3], 'COUNT', ARGV[4], 'TYPE', 'hash')
-local rewritten = 0
 for _, key in ipairs(page[2]) do
   local f = redis.call('HMGET', key, unpack(FIELDS))
   local drop = {}
@@ -38,9 +37,6 @@ for _, key in ipairs(page[2]) do
     if f[7] == created then drop[#drop + 1] = 'dueAt' end
     if f[8] == created .. '000' then drop[#drop + 1] = 'token' end
   end
-  if #drop > 0 then
-    redis.call('HDEL', key, unpack(drop))
-    rewritten = rewritten + 1
-  end
+  if #drop > 0 then redis.call('HDEL', key, unpack(drop)) end
 end
-return { 1, page[1], rewritten }
+return { 1, page[1] }

@@ -31,7 +31,7 @@ local seq = redis.call('HINCRBY', KEYS[1], 'progressSeq', 1)
 redis.call('HSET', KEYS[1], 'progress', ARGV[4])
 -- Only a waiter on the done channel ('1' in `waited`, see finishRun) hears progress: an inbox
 -- waiter (run() without onProgress) does not listen for it.
-if waited and string.find(' ' .. waited .. ' ', ' 1 ', 1, true) then
+if waitedOnDone(waited) then
   publish(ARGV[1] .. 'progress:' .. ARGV[2], '{"v":1,"seq":' .. seq .. ',"value":' .. ARGV[4] .. '}')
 end
 return 1

@@ -5,7 +5,7 @@
   Called after subscribing to the run's done channel, so a run that finishes later is announced
   and one that finished already is read here.
 
-  Includes: none
+  Includes: util
 
   KEYS[1] run:<id>  hash
   KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
@@ -15,16 +15,17 @@
   Reply: { state, result, error, workflow, progress, progressSeq } (state nil: no such run;
          progress nil: none reported; see progress.lua)
 ]]
+-- @include util
+
 -- One read of the record, 'waited' included: the HSET below changes only that field, so the
--- fields returned are as they stand after the call. (A waiter's read is one HMGET, as a test
--- watching MONITOR for it relies on.)
+-- fields returned are as they stand after the call, and a read costs one command.
 local f = redis.call('HMGET', KEYS[1], 'state', 'result', 'error', 'workflow', 'progress', 'progressSeq', 'waited')
 local was = f[7]
 f[7] = nil
 if ARGV[1] ~= '0' and f[1] and was ~= '1' then
   local waited = '1'
   if ARGV[1] == '1' and was then
-    if string.find(' ' .. was .. ' ', ' 1 ', 1, true) then waited = nil else waited = was .. ' 1' end
+    if waitedOnDone(was) then waited = nil else waited = was .. ' 1' end
   end
   if waited then redis.call('HSET', KEYS[1], 'waited', waited) end
 end

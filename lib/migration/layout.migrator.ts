@@ -99,8 +99,9 @@ export class LayoutMigrator {
   }
 
   /**
-   * Brings the namespace to the current layout (see the class comment); safe to call any number
-   * of times, from any number of processes at once.
+   * Brings the namespace to layout `options.to` (default: {@link ROLLING_LAYOUT} for a namespace
+   * that holds data, {@link CURRENT_LAYOUT} for a new one; see the class comment); safe to call
+   * any number of times, from any number of processes at once.
    * @param options.failFast the first read gives up at the connection's first error (bootstrap)
    * @param options.layout a {@link check} started already (the bootstrap sends it with the server check), read instead of a new one
    */

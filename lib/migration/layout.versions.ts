@@ -24,5 +24,8 @@ export const CURRENT_LAYOUT = 4;
  */
 export const ROLLING_LAYOUT = 3;
 
+/** The first layout whose new runs are stored as lean records (lua/includes/records.lua reads `schema` the same way). */
+export const LEAN_RECORDS_LAYOUT = 4;
+
 /** The steps from layout 1 up to {@link CURRENT_LAYOUT}, in order: step i moves layout i + 1 to i + 2. */
 export const MIGRATION_STEPS: readonly MigrationStep[] = [groupDueStep, scheduleIndexStep, leanRecordsStep];

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { CURRENT_LAYOUT } from './layout.versions';
+import { LEAN_RECORDS_LAYOUT } from './layout.versions';
 
 /**
  * The key layout this process found its namespace at when it bootstrapped (`MigrationRunner`), so
@@ -19,6 +19,6 @@ export class NamespaceLayout {
 
   /** Whether new runs are stored as lean records (see lua/includes/records.lua). */
   get leanRecords(): boolean {
-    return this.layout === CURRENT_LAYOUT;
+    return (this.layout ?? 0) >= LEAN_RECORDS_LAYOUT;
   }
 }

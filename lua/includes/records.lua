@@ -12,7 +12,8 @@ local ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 -- A lean record (layout 4) leaves out maxAttempts at this value.
 local DEFAULT_MAX_ATTEMPTS = '3'
 
--- Whether this namespace stores lean run records (layout 4): read once per call.
+-- Whether this namespace stores lean run records (layout 4, LEAN_RECORDS_LAYOUT in
+-- lib/migration/layout.versions.ts): read once per call.
 local leanLayout = nil
 
 -- The creation time a generated run id carries in its first 7 characters (ms since the epoch).

@@ -25,3 +25,9 @@ local function publish(channel, message)
   end
   return redis.call('PUBLISH', channel, message)
 end
+
+-- Whether a run's 'waited' field (space-separated targets, see finishRun) has its end announced
+-- on the run's done channel, the target '1'.
+local function waitedOnDone(waited)
+  return waited and string.find(' ' .. waited .. ' ', ' 1 ', 1, true) ~= nil
+end

@@ -7,21 +7,21 @@ const SCAN_COUNT = 500;
 /**
  * Rewrites the run records of one SCAN page as lean records (lua/migrate-lean-records.lua), from
  * `cursor` ('0' to start). `held: false`: the token lost the lock, nothing written; else `next`
- * ('0' = done) and how many records it rewrote. Repeatable.
+ * ('0' = done). Repeatable.
  */
 export async function migrateLeanRecords(
   scripts: LuaScripts,
   keys: RedisKeys,
   token: string,
   cursor: string,
-): Promise<{ held: boolean; next: string; rewritten: number }> {
-  const [held, next, rewritten] = await scripts.run<[number, string, number]>(
+): Promise<{ held: boolean; next: string }> {
+  const [held, next] = await scripts.run<[number, string]>(
     'migrate-lean-records',
     [keys.migrateLock],
     [token, cursor, `${globEscape(keys.base)}run:*`, SCAN_COUNT],
     { idempotent: true },
   );
-  return { held: held === 1, next: next ?? '0', rewritten: rewritten ?? 0 };
+  return { held: held === 1, next: next ?? '0' };
 }
 
 /** `text` matched literally by a SCAN pattern. */
