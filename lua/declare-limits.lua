@@ -39,13 +39,21 @@
 local base = ARGV[1]
 local workflowCount = tonumber(ARGV[2])
 
--- Every read and decision first.
+-- Every read and decision first: each hash's fields in one HMGET (a worker's boot declares
+-- seven fields per workflow).
+local fields = {}
+for i = 3 + workflowCount, #ARGV, 4 do fields[#fields + 1] = ARGV[i] end
+local overrides, previous = {}, {}
+if #fields > 0 then
+  overrides = redis.call('HMGET', runtimeLimitsKey(base), unpack(fields))
+  previous = redis.call('HMGET', KEYS[1], unpack(fields))
+end
 local caps = {}
-for i = 3 + workflowCount, #ARGV, 4 do
-  local field, limit = ARGV[i], ARGV[i + 1]
-  local overridden = overriddenDeclaration(base, field)
+for n, field in ipairs(fields) do
+  local i = 3 + workflowCount + 4 * (n - 1)
+  local limit, overridden = ARGV[i + 1], overrides[n] or false
   caps[#caps + 1] = { field = field, limit = limit, workflow = ARGV[i + 2], group = ARGV[i + 3], overridden = overridden,
-    previous = redis.call('HGET', KEYS[1], field) or '', outcome = declarationOutcome(overridden, limit) }
+    previous = previous[n] or '', outcome = declarationOutcome(overridden, limit) }
 end
 
 for i = 3, 2 + workflowCount do

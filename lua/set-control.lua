@@ -61,6 +61,13 @@ if kind == 'rate' and (group == '' or group == '*') then
   end
 end
 
+-- A bootstrap declaring no rate limit where none is set and no review is under way (every
+-- boot of a workflow without one): nothing to write, nothing held back to wake for.
+if originField and byCode and value == '' and overridden == false then
+  local current = redis.call('HMGET', KEYS[1], originField, originField .. '-ms', wf .. ':rate-review')
+  if not current[1] and not current[2] and not current[3] then return { '', '', 0, '' } end
+end
+
 if kind == 'rate-review' then
   local left = reviewRateHeld(base, KEYS[1], KEYS[2], workflow, REVIEW_BATCH)
   if left > 0 or hasDue(base, workflow) then wake(wfKey(base, workflow, 'wake')) end

@@ -130,6 +130,30 @@ describe('caps and rate limits set at runtime', () => {
   });
 });
 
+// The same workflow's code once it declares no rate limit.
+@Workflow('dc.caps', { concurrency: 8, groupConcurrency: 2 })
+class CapsNoRate {
+  run() {
+    return 3;
+  }
+}
+
+describe('a rate limit the code stops declaring', () => {
+  const { ns, keys } = space();
+
+  it('is removed by the next boot; later boots find nothing to remove', async () => {
+    const { app } = await boot([CapsV1], ns);
+    expect(await app.client.getLimits({ workflow: 'dc.caps' })).toMatchObject({ rateLimit: { max: 10, perMs: 1_000 } });
+    await restart(app);
+    for (let boots = 0; boots < 2; boots++) {
+      const { app: next } = await boot([CapsNoRate], ns);
+      expect(await next.client.getLimits({ workflow: 'dc.caps' })).toMatchObject({ workflow: 8, rateLimit: null, groupRateLimit: null });
+      expect(await redis.hmget(keys.limits, 'wf:dc.caps:rate', 'wf:dc.caps:rate-ms')).toEqual([null, null]);
+      await restart(next);
+    }
+  });
+});
+
 // Three versions of one workflow's schedules: V2 adds dc.b, V3 drops it again and changes dc.a.
 @Workflow('dc.sched', { schedules: [{ id: 'dc.a', cron: '0 * * * *' }] })
 class SchedV1 {
