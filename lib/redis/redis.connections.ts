@@ -58,6 +58,25 @@ export class RedisConnections implements OnApplicationShutdown {
     });
   }
 
+  /**
+   * Opens the blocking and subscriber connections as soon as the command connection reaches Redis
+   * (a worker's boot: their handshakes then overlap the server check and the migration instead of
+   * following them). Not before: while Redis is down, one connection waiting for it is enough.
+   */
+  openAllOnceReachable(): void {
+    let opened = false;
+    const openOthers = () => {
+      if (opened) return;
+      opened = true;
+      this.blocking.open();
+      this.subscriber.open();
+    };
+    this.command.onCreate((redis) => {
+      if (redis.status === 'connect' || redis.status === 'ready') openOthers();
+      else redis.once('connect', openOthers);
+    });
+  }
+
   private followSlot(key: string): void {
     this.following ??= this.command
       .call('follow the namespace slot', (redis) => redis.exists(key), { idempotent: true })

@@ -31,7 +31,11 @@ export function mostInFlight(concurrency: number): number {
   return Math.ceil((concurrency + MAX_HELD) / COMMIT_BATCH_CAP) * COMMIT_BATCH_CAP;
 }
 
-/** Weight of the latest run in the running average of run lengths. */
+/**
+ * Weight of the latest run in the running average of run lengths, once it has seen 10 runs;
+ * before, each of the runs so far weighs the same (their plain mean), so a worker's first run,
+ * slowed by cold code, does not hold the average up for the next twenty.
+ */
 const AVERAGE_WEIGHT = 0.1;
 
 /** What the launcher is built from (see WorkerLoop). */
@@ -66,6 +70,8 @@ export class RunLauncher {
   private executing = 0;
   private held: HeldRun[] = [];
   private averageMs = Infinity;
+  /** Runs the average is taken over so far (counted up to 1 / AVERAGE_WEIGHT). */
+  private averaged = 0;
   /**
    * Claims in a row without a group: the worker holds runs only after `concurrency` of them, so
    * grouped runs are not held — runs held before another group's first run arrived would start
@@ -108,7 +114,8 @@ export class RunLauncher {
       done = true;
       this.executing--;
       const ms = Date.now() - startedAt;
-      this.averageMs = this.averageMs === Infinity ? ms : this.averageMs + AVERAGE_WEIGHT * (ms - this.averageMs);
+      if (this.averaged * AVERAGE_WEIGHT < 1) this.averaged++;
+      this.averageMs = this.averaged === 1 ? ms : this.averageMs + Math.max(AVERAGE_WEIGHT, 1 / this.averaged) * (ms - this.averageMs);
       this.startHeld();
     };
     const finish = () => {

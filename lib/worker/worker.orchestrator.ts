@@ -84,17 +84,15 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       this.logger.log(`Producer started for ${this.where()}: no worker in this process (${why})`);
       return;
     }
+    this.connections.openAllOnceReachable();
     // Nest runs the module's bootstrap hooks side by side: await the migration's own promise, so
     // no worker starts on an older layout. A newer layout rejects it (the bootstrap fails).
     const migrated = await this.migration.atBootstrap();
     this.workerState = 'waiting-for-redis';
     if (migrated) {
-      // Redis answered: open the worker's other connections now, so their handshakes overlap the
-      // declarations and the first reserve rather than follow them. The subscriber's first write
-      // carries the cancel channel's subscription; the blocking one waits for work once a reserve
-      // comes up short.
+      // Redis answered (the worker's other connections are open or opening, see
+      // openAllOnceReachable): subscribe to cancels before the first reserve.
       this.listenForCancels();
-      this.connections.blocking.open();
     } else {
       this.lastStartError = 'the key layout migration is pending (see the warning logged at bootstrap)';
       void this.startWhenRedisAnswers();
