@@ -1,5 +1,15 @@
 import Redis from 'ioredis';
-import { BenchSystem, inBatches, inParallel, isDrain, isRoundtrip, latencyOf, PreparedRun, ScenarioName } from './bench.types';
+import {
+  BenchSystem,
+  inBatches,
+  inParallel,
+  isDrain,
+  isRoundtrip,
+  latencyOf,
+  PreparedRun,
+  ScenarioName,
+  warmUpRoundTrips,
+} from './bench.types';
 
 /**
  * The cheapest Redis work that still looks like a queue: the ceiling nothing can beat here.
@@ -38,6 +48,7 @@ export class FloorSystem implements BenchSystem {
     }
     if (!isDrain(scenario) || scenario === 'drain-c1') {
       const inFlight = scenario === 'enqueue-c50' ? 50 : 1;
+      if (isRoundtrip(scenario)) await warmUpRoundTrips(() => redis.ping());
       return {
         note: `floor: PING, ${inFlight} in flight`,
         cleanup,

@@ -12,6 +12,7 @@ import {
   isRoundtrip,
   timeFirstClaims,
   timeRoundTrips,
+  warmUpRoundTrips,
   PreparedRun,
   ScenarioName,
 } from './bench.types';
@@ -119,9 +120,9 @@ export class SluiceSystem implements BenchSystem {
       };
     }
     if (isRoundtrip(scenario)) {
-      await client.run(EchoWorkflow, -1); // warm the connections and the worker
+      const warm = await warmUpRoundTrips((i) => client.run(EchoWorkflow, i));
       return {
-        committed: async () => (await committed()) - 1,
+        committed: async () => (await committed()) - warm,
         cleanup,
         timed: () => timeRoundTrips(jobs, (i) => client.run(EchoWorkflow, i)),
       };
