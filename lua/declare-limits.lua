@@ -43,11 +43,17 @@ local workflowCount = tonumber(ARGV[2])
 -- seven fields per workflow).
 local fields = {}
 for i = 3 + workflowCount, #ARGV, 4 do fields[#fields + 1] = ARGV[i] end
-local overrides, previous = {}, {}
-if #fields > 0 then
-  overrides = redis.call('HMGET', runtimeLimitsKey(base), unpack(fields))
-  previous = redis.call('HMGET', KEYS[1], unpack(fields))
+-- In chunks of 500 fields: Lua's unpack is bounded.
+local function readAll(key)
+  local values = {}
+  for i = 1, #fields, 500 do
+    local last = math.min(i + 499, #fields)
+    local chunk = redis.call('HMGET', key, unpack(fields, i, last))
+    for k = 1, last - i + 1 do values[i + k - 1] = chunk[k] end
+  end
+  return values
 end
+local overrides, previous = readAll(runtimeLimitsKey(base)), readAll(KEYS[1])
 local caps = {}
 for n, field in ipairs(fields) do
   local i = 3 + workflowCount + 4 * (n - 1)
