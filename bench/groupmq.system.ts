@@ -11,6 +11,7 @@ import {
   timeFirstClaims,
   timeRoundTrips,
   warmUpRoundTrips,
+  ROUNDTRIP_WARMUP_RUNS,
 } from './bench.types';
 
 /** Groups the drains spread their jobs over: groupmq runs one job per group at a time, so a drain at 50 needs at least 50. */
@@ -37,7 +38,7 @@ export class GroupmqSystem implements BenchSystem {
     const queue = new Queue<number | { n: number; step: string }>({
       redis,
       namespace: `bench-${randomUUID().slice(0, 8)}`,
-      keepCompleted: jobs + 10,
+      keepCompleted: jobs + ROUNDTRIP_WARMUP_RUNS + 10, // the round trips' warm-up too
     });
     const workers: Worker<number | { n: number; step: string }>[] = [];
     const cleanup = async () => {
