@@ -51,6 +51,8 @@ if shared then
   first = 15
 end
 local created, seen = {}, {}
+-- One RPUSH per lane for the whole batch (see flushDuePushes).
+deferDuePushes()
 for i = first, #ARGV, stride do
   local id = ARGV[i]
   -- An id twice in one call (two callers batched together, or one batch listing it twice): the
@@ -66,4 +68,5 @@ for i = first, #ARGV, stride do
       lockMs, '', nonce, trace, timeoutMs, compact)
   end
 end
+flushDuePushes()
 return created

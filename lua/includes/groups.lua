@@ -38,8 +38,9 @@ end
 
 -- Makes a run due (see pushDue) and announces it to its workflow's workers.
 local function makeDue(base, limitsKey, seqKey, workflow, group, id, priority, front)
-  pushDue(laneOf(base, workflow, group), seqKey, id, priority, front)
-  if group and group ~= '' then
+  local grouped = group and group ~= ''
+  pushDue(laneOf(base, workflow, group), seqKey, id, priority, front, not grouped)
+  if grouped then
     redis.call('HINCRBY', wfKey(base, workflow, 'stats'), 'groupDue', 1)
     redis.call('SADD', wfKey(base, workflow, 'groups'), group)
     activateGroup(base, limitsKey, seqKey, workflow, group)

@@ -22,11 +22,32 @@ local function bandScore(priority, seq)
   return string.format('%.0f', (MAX_PRIORITY - tonumber(priority)) * 4294967296 + seq)
 end
 
+-- Runs of priority 0 a batch enqueue (enqueue-many) made due, per ungrouped lane, in order:
+-- pushed with one RPUSH per lane at the end of the call (flushDuePushes) rather than one each.
+-- Nil unless the call asked for it (deferDuePushes); nothing in such a call reads those lists.
+local duePushes = nil
+local function deferDuePushes()
+  duePushes = {}
+end
+local function flushDuePushes()
+  for lane, ids in pairs(duePushes) do callChunked('RPUSH', lane .. 'queue', ids, 500) end
+  duePushes = nil
+end
+
 -- Makes a run due in its lane: at the back of its priority, or at the front (a run that was
--- already started once: stalled, or handed back at shutdown).
-local function pushDue(lane, seqKey, id, priority, front)
+-- already started once: stalled, or handed back at shutdown). `deferrable`: the lane is a
+-- workflow's ungrouped one, whose push may wait for flushDuePushes (a group's lane is read by
+-- activateGroup right after).
+local function pushDue(lane, seqKey, id, priority, front, deferrable)
   priority = tonumber(priority) or 0 -- a lean run record omits priority 0 (see storeRun)
-  if priority == 0 then
+  if priority == 0 and duePushes and deferrable and not front then
+    local ids = duePushes[lane]
+    if not ids then
+      ids = {}
+      duePushes[lane] = ids
+    end
+    ids[#ids + 1] = id
+  elseif priority == 0 then
     redis.call(front and 'LPUSH' or 'RPUSH', lane .. 'queue', id)
   else
     local seq = 0
