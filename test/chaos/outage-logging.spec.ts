@@ -1,8 +1,10 @@
 import 'reflect-metadata';
 import { Test } from '@nestjs/testing';
+import Redis from 'ioredis';
 import { QueueClient, QueueHealth, QueueModule, RunContext, Workflow } from '../../lib';
 import { uniqueNamespace } from '../support/app';
 import { LogCapture } from '../support/log-capture';
+import { RedisKeys } from '../../lib/redis/redis.keys';
 import { RedisProcess } from '../support/redis-process';
 import { pollUntil } from '../support/workflows';
 
@@ -46,11 +48,12 @@ describe('logging during a Redis outage', () => {
 
   it(`a ${OUTAGE_MS / 1000} s outage with ${RUNS} runs in flight and a pending wait logs a handful of WARN lines, and says when each connection is back`, async () => {
     const logs = new LogCapture();
+    const namespace = uniqueNamespace('noise');
     const app = await Test.createTestingModule({
       imports: [
         QueueModule.forRoot({
           connection: { url: server.url },
-          namespace: uniqueNamespace('noise'),
+          namespace,
           redisTimeoutMs: 1_000,
           worker: { concurrency: RUNS, lockMs: 4_000, stalledIntervalMs: 1_000 },
         }),
@@ -70,6 +73,19 @@ describe('logging during a Redis outage', () => {
         (runs) => runs.every((run) => run?.state === 'active'),
         'every run active',
       );
+      // Each wait's first read is in (it marks the run waited on): a wait whose first read finds
+      // Redis gone fails at once by design, and this test is about waits already established.
+      const keys = new RedisKeys('sluice', namespace);
+      const admin = new Redis(server.url);
+      try {
+        await pollUntil(
+          () => Promise.all(handles.map((h) => admin.hget(keys.run(h.id), 'waited'))),
+          (flags) => flags.every((flag) => flag !== null),
+          'every wait past its first read',
+        );
+      } finally {
+        admin.disconnect();
+      }
 
       const mark = logs.mark();
       await server.kill('SIGKILL');
