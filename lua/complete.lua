@@ -63,7 +63,7 @@ local workflowCount = tonumber(ARGV[8])
 local workflows = {}
 for i = 9, 8 + workflowCount do workflows[#workflows + 1] = ARGV[i] end
 
-primeLimits(KEYS[2], claimFields(workflows, true))
+primeLimits(KEYS[2], workflows, true)
 -- One write per active index for the whole batch, at the end (see deferActiveWrites).
 deferActiveWrites()
 

@@ -80,7 +80,7 @@ for _, cap in ipairs(caps) do
     if cap.outcome == 'dropped' then recordSetter(base, cap.field, true, cap.overridden, cap.previous, cap.limit) end
     if cap.previous ~= cap.limit then
       if cap.limit == '' then redis.call('HDEL', KEYS[1], cap.field) else redis.call('HSET', KEYS[1], cap.field, cap.limit) end
-      limitCache = {}
+      forgetLimits()
       afterCapChange(base, KEYS[1], KEYS[3], cap.workflow, cap.group)
     end
     if cap.previous ~= cap.limit or cap.outcome == 'dropped' then

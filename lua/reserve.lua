@@ -64,7 +64,7 @@ for i = 10, #ARGV do
   redis.call('ZREM', wfKey(base, ARGV[i], 'parked'), ARGV[8])
 end
 
-primeLimits(KEYS[2], claimFields(workflows, false, true))
+primeLimits(KEYS[2], workflows, false, true)
 local flags = tonumber(ARGV[9]) or 0
 withExtras = flags >= 2
 local replayed = { { 0, now } }

@@ -60,6 +60,36 @@ local function popFromGroups(base, limitsKey, workflow, remaining)
   return nil
 end
 
+local NO_GROUPS = {}
+-- A ring's groups back in `ready`: those served to the back in serving order, those out leave it.
+local function settleRing(base, limitsKey, workflow, ring, freed)
+  local readyKey = wfKey(base, workflow, 'ready')
+  local served = {}
+  for _, group in ipairs(ring.groups) do
+    local lane = laneOf(base, workflow, group)
+    if ring.out[group] then
+      redis.call('ZREM', readyKey, group)
+      -- Held back by its rate limit with runs due: reserve brings it back when the window frees.
+      if ring.held[group] and laneHasDue(lane) then holdForRate(base, workflow, group, ring.held[group]) end
+    elseif ring.served[group] or ring.pending[group] then
+      local room, freeAt = groupRoom(base, limitsKey, workflow, group)
+      local due = (room or freeAt) and laneHasDue(lane)
+      if room and due then
+        served[#served + 1] = group
+      else
+        redis.call('ZREM', readyKey, group)
+        if freeAt and due then holdForRate(base, workflow, group, freeAt) end
+      end
+    end
+  end
+  -- Served groups go to the back in the order they were served; pending ones nobody served after them.
+  table.sort(served, function(a, b) return (ring.served[a] or math.huge) < (ring.served[b] or math.huge) end)
+  for _, group in ipairs(served) do
+    redis.call('ZADD', readyKey, nextTurn(base), group)
+    if ring.pending[group] then freed[workflow] = 'rejoined' end
+  end
+end
+
 -- Writes each ring's outcome back to its workflow's `ready` zset and the runs it took off the
 -- workflow's count of due grouped runs (see makeDue), then reviews the deferred groups (see
 -- releaseSlots): a group that can run again is in `ready`, one that is idle has left the list of
@@ -67,33 +97,10 @@ end
 local function settleGroups(base, limitsKey, seqKey, freed)
   for workflow, ring in pairs(rings) do
     if ring.taken > 0 then redis.call('HINCRBY', wfKey(base, workflow, 'stats'), 'groupDue', -ring.taken) end
-    local readyKey = wfKey(base, workflow, 'ready')
-    local served = {}
-    for _, group in ipairs(ring.groups) do
-      local lane = laneOf(base, workflow, group)
-      if ring.out[group] then
-        redis.call('ZREM', readyKey, group)
-        -- Held back by its rate limit with runs due: reserve brings it back when the window frees.
-        if ring.held[group] and laneHasDue(lane) then holdForRate(base, workflow, group, ring.held[group]) end
-      elseif ring.served[group] or ring.pending[group] then
-        local room, freeAt = groupRoom(base, limitsKey, workflow, group)
-        local due = (room or freeAt) and laneHasDue(lane)
-        if room and due then
-          served[#served + 1] = group
-        else
-          redis.call('ZREM', readyKey, group)
-          if freeAt and due then holdForRate(base, workflow, group, freeAt) end
-        end
-      end
-    end
-    -- Served groups go to the back in the order they were served; pending ones nobody served after them.
-    table.sort(served, function(a, b) return (ring.served[a] or math.huge) < (ring.served[b] or math.huge) end)
-    for _, group in ipairs(served) do
-      redis.call('ZADD', readyKey, nextTurn(base), group)
-      if ring.pending[group] then freed[workflow] = 'rejoined' end
-    end
+    -- A ring of no groups (a workflow without any, or found dry) has nothing to settle.
+    if #ring.groups > 0 then settleRing(base, limitsKey, workflow, ring, freed) end
   end
-  for workflow, groups in pairs(deferredGroups or {}) do
+  for workflow, groups in pairs(deferredGroups or NO_GROUPS) do
     local ring = rings[workflow]
     for group in pairs(groups) do
       if ring and (ring.out[group] or ring.served[group] or ring.pending[group]) then
@@ -130,6 +137,7 @@ local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaim
       if dry then
         noPriorities[lane], dryLanes[lane] = true, true
         rings[wf] = newRing({})
+        open[i] = false -- nothing to take: the pass below skips its caps and lanes
       end
     end
     if claimed < maxClaims and not dry and takeHandoff(base, leasesKey, wf, now, lockMs, reply) then claimed = claimed + 1 end

@@ -2,7 +2,7 @@
 -- call whose reply was lost; taking the enqueue fast path's handoffs (`-- @include claim`).
 -- Shared by reserve (a worker's wake) and complete (the slots finished runs free are refilled in
 -- the same call).
--- @needs util, lanes, leases, records, waits
+-- @needs time, util, lanes, leases, records, waits
 --
 -- Bytes of inputs and memos in this call's reply so far: claiming stops once past the budget, so
 -- one reply stays bounded however large runs' memos grow (each memo is bounded on its own by the
@@ -76,11 +76,11 @@ local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply
   -- leaves the wait recorded (reserve ends it as it promotes; see waits.lua): its outcome joins
   -- the memo below.
   if f[6] then endWaitByTime(base, runKey, id, workflow, f[6]) end
-  local token = string.format('%.0f', (tonumber(f[1]) or (createdOf(id, f[8]) or now) * 1000) + 1)
+  local token = intText((tonumber(f[1]) or (createdOf(id, f[8]) or now) * 1000) + 1)
   -- A lean run record (see storeRun) omits attempts and failures while they are 0.
   local attempts, failures = tonumber(f[2]) or 0, tonumber(f[3]) or 0
   local attempt = attempts + 1
-  redis.call('HSET', runKey, 'state', 'active', 'token', token, 'attempts', attempt, 'startedAt', now)
+  redis.call('HSET', runKey, 'state', 'active', 'token', token, 'attempts', intText(attempt), 'startedAt', intText(now))
   addActive(wfKey(base, workflow, 'active'), id)
   if group ~= '' then addActive(laneOf(base, workflow, group) .. 'active', id) end
   addActive(leasesKey, id, now + lockMs)
@@ -112,7 +112,7 @@ local function replayClaims(base, leasesKey, callKey, now, lockMs, reply)
     local runKey = base .. 'run:' .. id
     local f = redis.call('HMGET', runKey, 'state', 'token', 'workflow', 'attempts', 'failures', 'input', 'trace', 'group', 'timeoutMs', 'gen')
     if f[1] == 'active' and f[2] == token then
-      redis.call('ZADD', leasesKey, 'XX', now + lockMs, id)
+      redis.call('ZADD', leasesKey, 'XX', intText(now + lockMs), id)
       local row = { id, f[3], token, tonumber(f[4]), tonumber(f[5]) or 0, f[6], memoOf(runKey, tonumber(f[4]), f[10]), f[9] or '' }
       -- The wait was the first execution's to report: unknown here.
       if withExtras then addExtras(row, f[7], -1, f[8]) else withGroup(row, f[8]) end
@@ -143,7 +143,7 @@ local function takeHandoff(base, leasesKey, workflow, now, lockMs, reply)
   local token, id = string.sub(entry, 1, s1 - 1), string.sub(entry, s1 + 1, s2 - 1)
   local leased, group = leasedRun(base .. 'run:' .. id, token)
   if not leased then return false end
-  redis.call('ZADD', leasesKey, now + lockMs, id)
+  redis.call('ZADD', leasesKey, intText(now + lockMs), id)
   -- A run with its own time limit is never handed off (see enqueue.lua): '' for none.
   local row = { id, workflow, token, 1, 0, string.sub(entry, s2 + 1), {}, '' }
   if withExtras then

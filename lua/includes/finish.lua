@@ -1,6 +1,6 @@
 -- finish: a run's end (its final state, and who hears of it), then the finish indexes and their
 -- retention (`-- @include finish`).
--- @needs util, limits, records, waits
+-- @needs time, util, limits, records, waits
 --
 -- Finish indexes: per workflow, one zset per final state (wf:<name>:completed, :failed,
 -- :cancelled), member = run id, score = finish order: max(the index's last score + 1, now * 1024).
@@ -18,8 +18,8 @@
 -- waits.lua) also resumes its parent and drops its mailbox: the common run pays nothing for
 -- either. `journal`: the attempt's, stored with the outcome.
 local function finishRun(base, runKey, id, workflow, state, field, payload, now, ttlMs, waited, linked, journal)
-  hsetRun(runKey, journal, 'state', state, field, payload, 'finishedAt', now)
-  redis.call('PEXPIRE', runKey, ttlMs)
+  hsetRun(runKey, journal, 'state', state, field, payload, 'finishedAt', intText(now))
+  redis.call('PEXPIRE', runKey, intText(ttlMs))
   if linked then
     redis.call('DEL', base .. 'mailbox:' .. id)
     local parent = redis.call('HGET', runKey, 'parent')
@@ -84,6 +84,19 @@ local function trimToKeep(base, workflow, indexKey, state, keep, budget)
   for i = 1, #doomed, 500 do redis.call('DEL', unpack(doomed, i, math.min(i + 499, #doomed))) end
 end
 
+-- The longest retention of any process that indexed `workflow`'s finished runs, `ttlMs` (this
+-- call's) included: written to the limits hash when this call's is longer.
+local function indexRetention(limitsKey, workflow, ttlMs)
+  local ttlField = 'wf:' .. workflow .. ':ttl-max'
+  local ttlMax = limitOf(limitsKey, ttlField) or 0
+  if ttlMs > ttlMax then
+    ttlMax = ttlMs
+    redis.call('HSET', limitsKey, ttlField, intText(ttlMax))
+    limitCache[ttlField] = ttlMax
+  end
+  return ttlMax
+end
+
 -- Writes a call's tally: per workflow, the running totals, one sequence read and write, the
 -- index entries (one ZADD per state), then the bounded trims (retention by time, then by count:
 -- `wf:<name>:keep:<state>` in the limits hash, completed and failed only). Call it after the
@@ -91,16 +104,6 @@ end
 local function countFinished(base, limitsKey, tally, now, ttlMs)
   for workflow, runs in pairs(tally) do
     local statsKey = wfKey(base, workflow, 'stats')
-    -- Trim by the longest retention any process finishing this workflow's runs uses: an entry is
-    -- dropped only once no record it can point at is left. Kept in the limits hash, so a
-    -- claiming call reads it with its other limits (see primeLimits), written only when it grows.
-    local ttlField = 'wf:' .. workflow .. ':ttl-max'
-    local ttlMax = limitOf(limitsKey, ttlField) or 0
-    if ttlMs > ttlMax then
-      ttlMax = ttlMs
-      redis.call('HSET', limitsKey, ttlField, ttlMax)
-      limitCache[ttlField] = ttlMax
-    end
     local byState, states = {}, {}
     for i, state in ipairs(runs.states) do
       local ids = byState[state]
@@ -114,13 +117,18 @@ local function countFinished(base, limitsKey, tally, now, ttlMs)
     for _, state in ipairs(states) do
       local ids = byState[state]
       local added = #ids
-      local total = redis.call('HINCRBY', statsKey, state, added)
+      local total = redis.call('HINCRBY', statsKey, state, intText(added))
       local indexKey = wfKey(base, workflow, state)
       -- Completed runs are indexed only where asked for (@Workflow indexCompleted, or keep.completed),
       -- or while a dashboard is open ('completed-watch': until when, in ms, renewed by the page's
       -- reads): the one finish every run has, so the index costs the hot path only when used.
       if state ~= 'completed' or limitOf(limitsKey, 'wf:' .. workflow .. ':index-completed')
           or (limitOf(limitsKey, 'completed-watch') or 0) > now then
+        -- Trim by the longest retention any process indexing this workflow's runs uses: an entry
+        -- is dropped only once no record it can point at is left. Kept in the limits hash, so a
+        -- claiming call reads it with its other limits (see primeLimits), written only when it
+        -- grows, and only here: runs that are not indexed need none.
+        local ttlMax = indexRetention(limitsKey, workflow, ttlMs)
         -- Strict finish order: after the index's last entry, and about the finish time.
         local last = redis.call('ZRANGE', indexKey, -1, -1, 'WITHSCORES')
         local score = math.max(#last > 0 and tonumber(last[2]) + 1 or 0, now * FINISH_SCALE)

@@ -12,6 +12,11 @@
 -- (the common case), a claiming call pays that one read for all of this.
 
 local limitCache = {}
+-- True once a call found the limits hash missing (a namespace with no caps, controls or kept
+-- settings): every field reads as absent without a command. A script that writes the hash calls
+-- forgetLimits (or sets the field in limitCache, which is looked at first).
+local limitsAbsent = nil
+
 local function cacheLimit(field, raw)
   if raw then raw = tonumber(raw) end
   limitCache[field] = raw
@@ -20,17 +25,17 @@ end
 
 local function limitOf(limitsKey, field)
   local limit = limitCache[field]
-  if limit == nil then limit = cacheLimit(field, redis.call('HGET', limitsKey, field)) end
+  if limit == nil then
+    if limitsAbsent then return false end
+    limit = cacheLimit(field, redis.call('HGET', limitsKey, field))
+  end
   return limit
 end
 
--- Reads several fields of the limits hash in one HMGET into the per-call cache: a call that
--- will need them (a claim pass: the namespace cap, the controls count, each workflow's cap…)
--- pays one command instead of one each. Returns true (usable inside a condition).
-local function primeLimits(limitsKey, fields)
-  local values = redis.call('HMGET', limitsKey, unpack(fields))
-  for i, field in ipairs(fields) do cacheLimit(field, values[i]) end
-  return true
+-- After a write to the limits hash: the next reads go to Redis.
+local function forgetLimits()
+  limitCache = {}
+  limitsAbsent = nil
 end
 
 -- The fields a claim pass over these workflows reads in the common case (see primeLimits), with
@@ -51,6 +56,19 @@ local function claimFields(workflows, finishing, reserving)
     end
   end
   return fields
+end
+
+-- Reads the fields a claim pass over `workflows` needs (see claimFields) in one HMGET into the
+-- per-call cache: one command instead of one each. A namespace without a limits hash (nothing
+-- capped, controlled or kept) pays one EXISTS and builds no field names. Returns true (usable
+-- inside a condition).
+local function primeLimits(limitsKey, workflows, finishing, reserving)
+  if limitsAbsent == nil then limitsAbsent = redis.call('EXISTS', limitsKey) == 0 end
+  if limitsAbsent then return true end
+  local fields = claimFields(workflows, finishing, reserving)
+  local values = redis.call('HMGET', limitsKey, unpack(fields))
+  for i, field in ipairs(fields) do cacheLimit(field, values[i]) end
+  return true
 end
 
 -- A group's cap: its own override, else the workflow's default for every group. The field
@@ -78,6 +96,6 @@ local function writeControl(limitsKey, field, value, counters)
       if redis.call('HINCRBY', limitsKey, counter, value == '' and -1 or 1) <= 0 then redis.call('HDEL', limitsKey, counter) end
     end
   end
-  limitCache = {}
+  forgetLimits()
   return previous
 end

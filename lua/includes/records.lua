@@ -56,7 +56,7 @@ local function storeRun(base, id, workflow, input, state, priority, maxAttempts,
     lean = leanLayout
   end
   -- Text for the common case (stored at the call's time): no number formatting per run.
-  local created = now == nowMs() and nowText() or string.format('%.0f', now)
+  local created = intText(now)
   local createdMs = now
   local fields
   if lean then
@@ -79,10 +79,10 @@ local function storeRun(base, id, workflow, input, state, priority, maxAttempts,
   end
   local token
   if leased then
-    token = string.format('%.0f', createdMs * 1000 + 1)
+    token = intText(createdMs * 1000 + 1)
     fields[#fields + 1], fields[#fields + 2] = 'token', token
-    fields[#fields + 1], fields[#fields + 2] = 'attempts', 1
-    fields[#fields + 1], fields[#fields + 2] = 'startedAt', now
+    fields[#fields + 1], fields[#fields + 2] = 'attempts', '1'
+    fields[#fields + 1], fields[#fields + 2] = 'startedAt', created
   end
   redis.call('HSET', base .. 'run:' .. id, unpack(fields))
   return token

@@ -16,6 +16,13 @@ end
 -- each time (an snprintf), and a batch of enqueues writes the time into every run.
 local callNowText = nil
 local function nowText()
-  if not callNowText then callNowText = string.format('%.0f', nowMs()) end
+  if not callNowText then callNowText = string.format('%d', nowMs()) end
   return callNowText
+end
+
+-- An integer (a time in ms, a score, a count) as text for redis.call: '%d' prints it as an
+-- integer, where a number handed over as is goes through '%.17g', several times the work.
+local function intText(n)
+  if n == callNow then return nowText() end
+  return string.format('%d', n)
 end

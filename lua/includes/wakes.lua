@@ -32,7 +32,7 @@ local function parkWorker(base, workerEntry, ttlMs, workflows, sweep)
   local now = nowMs()
   for _, wf in ipairs(workflows) do
     if sweep then sweepParked(base, wf, now) end
-    redis.call('ZADD', wfKey(base, wf, 'parked'), now + ttlMs, workerEntry)
+    redis.call('ZADD', wfKey(base, wf, 'parked'), intText(now + ttlMs), workerEntry)
   end
 end
 

@@ -1,0 +1,108 @@
+import 'reflect-metadata';
+import type Redis from 'ioredis';
+import { NonRetryableError, QueueAdmin, Workflow } from '../../lib';
+import { RedisKeys } from '../../lib/redis/redis.keys';
+import { createApp, isCluster, rawRedis, uniqueNamespace, type TestApp } from '../support/app';
+import { LiveGauge } from '../support/flow';
+import { monitorCommands } from '../support/workflows';
+
+/**
+ * Pay for what you use: a namespace with no caps, controls or kept settings has no limits hash,
+ * and its claiming calls look for that hash once (EXISTS) instead of reading a field of it per
+ * cap they would check. A cap set later, between two calls, is honoured by the next one.
+ */
+
+const live = new LiveGauge();
+
+@Workflow('plain.echo')
+class EchoWorkflow {
+  async run(input: { n: number; hold?: boolean }) {
+    if (!input.hold) return input.n;
+    live.enter('echo');
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    } finally {
+      live.leave('echo');
+    }
+    return input.n;
+  }
+}
+
+@Workflow('plain.failing', { attempts: 1 })
+class FailingWorkflow {
+  async run() {
+    throw new NonRetryableError('no');
+  }
+}
+
+describe('the plain path (no limits hash)', () => {
+  let app: TestApp;
+  let redis: Redis;
+  let keys: RedisKeys;
+  let namespace: string;
+
+  beforeAll(async () => {
+    namespace = uniqueNamespace('plain');
+    keys = new RedisKeys('sluice', namespace);
+    redis = rawRedis();
+    app = await createApp([EchoWorkflow, FailingWorkflow], { namespace, worker: { concurrency: 8 } });
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    redis?.disconnect();
+  });
+
+  it('runs without a limits hash, and never reads a field of one', async () => {
+    const monitor = isCluster(redis) ? undefined : await monitorCommands();
+    try {
+      const results = await Promise.all(Array.from({ length: 20 }, (_, n) => app.client.run(EchoWorkflow, { n }, { timeoutMs: 10_000 })));
+      expect(results).toEqual(Array.from({ length: 20 }, (_, n) => n));
+      expect(await redis.exists(keys.limits)).toBe(0);
+      if (monitor) {
+        // The sentinel marks the end of what the runs above sent; a field read would come before it.
+        const sentinel = `${keys.base}sentinel`;
+        await redis.exists(sentinel);
+        const reads = await collectUntil(monitor, sentinel, (args) => ['hget', 'hmget'].includes(args[0]) && args[1] === keys.limits);
+        expect(reads).toEqual([]);
+      }
+    } finally {
+      await monitor?.close();
+    }
+  });
+
+  it('a cap set between two calls holds from the next one on', async () => {
+    await app.app.get(QueueAdmin).setLimits({ workflow: 'plain.echo', limit: 2 });
+    live.resetMax('echo');
+    const handles = await Promise.all(Array.from({ length: 12 }, (_, n) => app.client.enqueue(EchoWorkflow, { n, hold: true })));
+    await Promise.all(handles.map((handle) => handle.result({ timeoutMs: 10_000 })));
+    expect(live.max('echo')).toBe(2);
+    await app.app.get(QueueAdmin).setLimits({ workflow: 'plain.echo', limit: null });
+  });
+
+  it('a failed run is indexed with the retention it was kept for', async () => {
+    const other = uniqueNamespace('plain-failed');
+    const otherKeys = new RedisKeys('sluice', other);
+    const second = await createApp([FailingWorkflow], { namespace: other, worker: { concurrency: 1 } });
+    try {
+      const handle = await second.client.enqueue(FailingWorkflow, {});
+      await expect(handle.result({ timeoutMs: 10_000 })).rejects.toThrow('no');
+      // The failure index is trimmed by the longest retention of the records it points at.
+      expect(Number(await redis.hget(otherKeys.limits, 'wf:plain.failing:ttl-max'))).toBeGreaterThan(0);
+    } finally {
+      await second.close();
+    }
+  });
+});
+
+async function collectUntil(
+  monitor: Awaited<ReturnType<typeof monitorCommands>>,
+  sentinel: string,
+  keep: (args: string[]) => boolean,
+): Promise<string[][]> {
+  const kept: string[][] = [];
+  for (let args = await monitor.next(() => true); !(args[0] === 'exists' && args[1] === sentinel); args = await monitor.next(() => true)) {
+    if (keep(args)) kept.push(args);
+  }
+  return kept;
+}
