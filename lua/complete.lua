@@ -58,6 +58,7 @@
 
 local base = ARGV[1]
 local ttl = tonumber(ARGV[2])
+local wanted, lockMs = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = nowMs()
 local workflowCount = tonumber(ARGV[8])
 local workflows = {}
@@ -96,16 +97,16 @@ local reply = { { statuses, saved } }
 -- (even of nothing) settles the groups whose slots freed above.
 local flags = tonumber(ARGV[5]) or 0
 withExtras = flags >= 2
-if flags % 2 == 1 and replayClaims(base, KEYS[1], KEYS[4], now, tonumber(ARGV[4]), reply) then
+if flags % 2 == 1 and replayClaims(base, KEYS[1], KEYS[4], now, lockMs, reply) then
   settleGroups(base, KEYS[2], KEYS[3], freed)
 else
-  claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, tonumber(ARGV[3]), now, tonumber(ARGV[4]), reply, false, freed)
-  rememberClaims(KEYS[4], reply, 2, tonumber(ARGV[4]))
+  claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, wanted, now, lockMs, reply, false, freed)
+  rememberClaims(KEYS[4], reply, 2, lockMs)
 end
 -- Only now, after the refill took what it could, is leftover room worth waking a worker for.
 wakeCapped(base, KEYS[2], freed)
 local parked = 0
-if ARGV[6] ~= '' and #reply - 1 < tonumber(ARGV[3]) then
+if ARGV[6] ~= '' and #reply - 1 < wanted then
   noteHeldGroups(base, KEYS[2], workflows)
   if not rateWakeAt then
     parkWorker(base, ARGV[6], tonumber(ARGV[7]), workflows, false)
