@@ -7,6 +7,11 @@ import { basicAuthGuard, loopbackOnlyGuard } from '../../lib/dashboard';
 import { dropNamespace, rawRedis, uniqueNamespace } from '../support/app';
 import { createDashboardApp, type DashboardApp } from '../support/dashboard-app';
 
+/** What a function run in the page reads (the tests compile without the DOM library). */
+interface BrowserGlobals {
+  document: { querySelectorAll(selector: string): { length: number } };
+}
+
 /**
  * What a new user meets in the first hour, in a real Chromium: the runs of every state newest
  * first, found by id and paged; completed runs listed with the defaults; the error of an attempt
@@ -167,7 +172,9 @@ describe('dashboard in Chromium: the first hour', () => {
     // The run is on the oldest-first page already: wait for the search's list of one, not the row.
     await page.getByTestId('filter-id').fill(done[7].id);
     await page.getByTestId('filter-apply').click();
-    await page.waitForFunction(() => document.querySelectorAll('[data-testid="run-row"]').length === 1);
+    await page.waitForFunction(
+      () => (globalThis as unknown as BrowserGlobals).document.querySelectorAll('[data-testid="run-row"]').length === 1,
+    );
     expect(await page.getByTestId('run-row').getAttribute('data-run')).toBe(done[7].id);
     await page.getByTestId('filter-id').fill('no-such-run');
     await page.getByTestId('filter-apply').click();
