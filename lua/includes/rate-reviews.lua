@@ -24,7 +24,6 @@ local function startRateReview(base, limitsKey, workflow)
   end
   local flag = 'wf:' .. workflow .. ':rate-review'
   redis.call('HSET', limitsKey, flag, 1)
-  limitsAbsent = false
   limitCache[flag] = 1
 end
 

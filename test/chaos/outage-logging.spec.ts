@@ -2,9 +2,9 @@ import 'reflect-metadata';
 import { Test } from '@nestjs/testing';
 import Redis from 'ioredis';
 import { QueueClient, QueueHealth, QueueModule, RunContext, Workflow } from '../../lib';
+import { RedisKeys } from '../../lib/redis/redis.keys';
 import { uniqueNamespace } from '../support/app';
 import { LogCapture } from '../support/log-capture';
-import { RedisKeys } from '../../lib/redis/redis.keys';
 import { RedisProcess } from '../support/redis-process';
 import { pollUntil } from '../support/workflows';
 

@@ -12,7 +12,7 @@ import { CapturingLogger } from '../support/flow';
 import { Layout1Writer } from '../support/layout-1';
 import { RedisProcess } from '../support/redis-process';
 import { freePort, LocalRedis, startRedisServer } from '../support/redis-server';
-import { monitorCommands, pollUntil } from '../support/workflows';
+import { commandsBefore, monitorCommands, pollUntil } from '../support/workflows';
 
 /**
  * migrate() across a fleet, on a redis-server of this file's own so that `INFO commandstats`
@@ -170,16 +170,13 @@ describe('migrate() across a fleet (own redis-server)', () => {
     const gets = (await admin.info('commandstats')).match(/^cmdstat_get:calls=(\d+)/m)?.[1];
     const monitor = await monitorCommands(undefined, admin);
     let after: Record<string, number>;
-    const existing: string[][] = [];
+    let existing: string[][];
     try {
       const worker = await appOn(server.url, [FleetWorkflow], { namespace: ns });
       apps.push(worker);
       after = await commandCounts(admin);
-      const sentinel = `${keys.base}sentinel`;
-      await admin.exists(sentinel);
-      for (let args = await monitor.next(() => true); args[1] !== sentinel; args = await monitor.next(() => true)) {
-        if (args[0] === 'exists') existing.push(args.slice(1));
-      }
+      const seen = await commandsBefore(monitor, admin, `${keys.base}sentinel`);
+      existing = seen.filter((args) => args[0] === 'exists').map((args) => args.slice(1));
     } finally {
       await monitor.close();
     }

@@ -145,5 +145,22 @@ export async function monitorCommands(
   };
 }
 
+/**
+ * Every command the monitor saw before `redis` sent `EXISTS <sentinel>` (sent here): all the
+ * commands the server ran up to now, with no timing guess.
+ */
+export async function commandsBefore(
+  monitor: Awaited<ReturnType<typeof monitorCommands>>,
+  redis: Pick<IORedis, 'exists'>,
+  sentinel: string,
+): Promise<string[][]> {
+  await redis.exists(sentinel);
+  const seen: string[][] = [];
+  for (let args = await monitor.next(() => true); !(args[0] === 'exists' && args[1] === sentinel); args = await monitor.next(() => true)) {
+    seen.push(args);
+  }
+  return seen;
+}
+
 /** A workflow's stats counts of runs in durable waits, when it has none. */
 export const NO_WAITS = { sleeping: 0, waitingSignal: 0, waitingEvent: 0, waitingChild: 0 };
