@@ -35,9 +35,9 @@
   ARGV[10+W .. 9+W+4S] per step, four values: run id, lease token, step key, encoded result
   ARGV[10+W+4S ..] per run, four values: run id, lease token, encoded result ('' = undefined),
           the attempt's journal '<slot> <json>' or '' (see hsetRun in records.lua)
-  Reply: { { { per run: 1 completed | 0 lease lost }, { per step: 1 saved | 0 lease lost },
-           1 if the caller was announced parked | 0 }, claims… } with claims as in claim.lua
-           (with the extras if asked for); a lost lease writes nothing
+  Reply: flat, { 1 if the caller was announced parked | 0, R, per run: 1 completed | 0 lease
+         lost, S, per step: 1 saved | 0 lease lost, claims… } with the claims as appendClaim
+         (claim.lua) lays them out (with the extras if asked for); a lost lease writes nothing
 ]]
 -- @include time
 -- @include util
@@ -92,7 +92,11 @@ for i = stepsEnd + 1, #ARGV, 4 do
 end
 countFinished(base, KEYS[2], tally, now, ttl)
 
-local reply = { { statuses, saved } }
+-- The reply, flat: parked (known at the end), the statuses, then the claims (appendClaim).
+local reply = { 0, #statuses }
+for i = 1, #statuses do reply[i + 2] = statuses[i] end
+reply[#reply + 1] = #saved
+for i = 1, #saved do reply[#reply + 1] = saved[i] end
 -- No wake to pass on: this worker comes back for more with its next completions. Claiming
 -- (even of nothing) settles the groups whose slots freed above.
 local flags = tonumber(ARGV[5]) or 0
@@ -101,18 +105,18 @@ if flags % 2 == 1 and replayClaims(base, KEYS[1], KEYS[4], now, lockMs, reply) t
   settleGroups(base, KEYS[2], KEYS[3], freed)
 else
   claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, wanted, now, lockMs, reply, false, freed)
-  rememberClaims(KEYS[4], reply, 2, lockMs)
+  rememberClaims(KEYS[4], lockMs)
 end
 -- Only now, after the refill took what it could, is leftover room worth waking a worker for.
 wakeCapped(base, KEYS[2], freed)
 local parked = 0
-if ARGV[6] ~= '' and #reply - 1 < wanted then
+if ARGV[6] ~= '' and claimCount < wanted then
   noteHeldGroups(base, KEYS[2], workflows)
   if not rateWakeAt then
     parkWorker(base, ARGV[6], tonumber(ARGV[7]), workflows, false)
     parked = 1
   end
 end
-reply[1][3] = parked
+reply[1] = parked
 flushActiveWrites()
 return reply

@@ -29,7 +29,8 @@
   ARGV[9] flags, added up: 1 if this call repeats one whose reply was lost (look for its claims
           first); 2 to have each claim carry the telemetry extras (see withExtras in claim.lua)
   ARGV[10..] workflow names this worker runs (rotated by the caller, so no workflow always goes first)
-  Reply: { head, claims… } with claims as in claim.lua (with the extras if asked for); head = { ms until the worker's next
+  Reply: { head, claims… } with the claims flat as appendClaim (claim.lua) lays them out (with
+         the extras if asked for); head = { ms until the worker's next
          delayed run, schedule fire or freeing rate window, or -1, Redis time in ms, stalled,
          cascade, plan requests… } (see
          askPlan in schedules.lua), where stalled lists the runs this call's stalled scan
@@ -161,7 +162,7 @@ end
 head[1] = nextDue
 local reply = { head }
 claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, tonumber(ARGV[2]), now, tonumber(ARGV[3]), reply, true)
-rememberClaims(KEYS[5], reply, 2, tonumber(ARGV[3]))
+rememberClaims(KEYS[5], tonumber(ARGV[3]))
 -- Room left under the namespace cap: the workers of workflows it held back are next.
 wakeNamespaceWaiters(base, KEYS[2])
 -- A rate limit that held runs back: come back when its window frees, not before (no polling).

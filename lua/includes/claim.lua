@@ -11,53 +11,60 @@
 local replyBytes = 0
 local MAX_REPLY_BYTES = 8 * 1024 * 1024
 
--- A claim row ends with the run's time limit (row[8]) unless the run has a group or the caller
--- asked for the telemetry extras; then row[9] is its group ('' for none), which a worker reads to
--- hold only ungrouped runs ready (lib/worker/run.launcher.ts).
-local function withGroup(row, group)
-  if group and group ~= '' then row[9] = group end
-end
-
 -- Telemetry extras, asked for by a worker with OpenTelemetry on (the calling script sets this
--- from its flags argument). With them, each claim row also carries { …, group, trace, waitMs }
--- (after the run's time limit, row[8]): its group ('' for none), the run's stored trace context
--- ('' for none; see enqueue.lua) and how long it waited between becoming due and this claim in
--- ms (-1 when the record cannot tell). Without them a row carries none of this but the group.
+-- from its flags argument): each claim then also carries the run's stored trace context ('' for
+-- none; see enqueue.lua) and how long it waited between becoming due and this claim in ms (-1
+-- when the record cannot tell). Without them a claim carries neither.
 local withExtras = false
 
-local function addExtras(row, trace, waitMs, group)
-  row[9], row[10], row[11] = group or '', trace or '', waitMs
-  replyBytes = replyBytes + #row[10]
-end
+-- This call's claims: how many, and 'id token' of each (for rememberClaims); none is nil.
+local claimCount = 0
+local claimParts = nil
 
--- The step memo of a run as { step, value, … }: a first attempt has none (it is not read). A run
--- that continued as new (continue.lua) has its incarnation, `gen`, as a first pseudo-entry
--- '~gen' (no memo key has a '~'), so the worker tells its children's ids from an earlier
--- incarnation's; nothing else changes for the runs that never continued.
-local function memoOf(runKey, attempt, gen)
-  local memo = {}
+-- Appends one claim to the script's reply, flat (Redis converts every table of a reply with a
+-- handful of field lookups, so a claim as a row with a memo table cost two conversions, most of
+-- what its reply cost): id, workflow, token, attempt, failures, input, its own time limit ('' for
+-- none: the workflow's applies; see enqueue.lua), group ('' for none), the memo's length, the
+-- memo as step, value, …, then with the extras trace and waitMs (lib/redis/commands/claim.reply.ts
+-- reads it). A first attempt has no memo (it is not read). A run that continued as new
+-- (continue.lua) has its incarnation, `gen`, as a first pseudo-entry '~gen' (no memo key has a
+-- '~'), so the worker tells its children's ids from an earlier incarnation's.
+local function appendClaim(reply, runKey, id, workflow, token, attempt, failures, input, timeoutMs, group, gen, trace, waitMs)
+  local n = #reply
+  reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = id, workflow, token, attempt, failures
+  reply[n + 6], reply[n + 7], reply[n + 8] = input, timeoutMs or '', group or ''
+  local lengthAt = n + 9
+  n = lengthAt
+  replyBytes = replyBytes + #input
   if gen then
-    memo[1], memo[2] = '~gen', gen
+    reply[n + 1], reply[n + 2] = '~gen', gen
+    n = n + 2
     replyBytes = replyBytes + 4 + #gen
   end
   if attempt > 1 then
     local fields = redis.call('HGETALL', runKey)
     for i = 1, #fields, 2 do
       if string.sub(fields[i], 1, 5) == 'step:' then
-        memo[#memo + 1] = string.sub(fields[i], 6)
-        memo[#memo + 1] = fields[i + 1]
+        reply[n + 1], reply[n + 2] = string.sub(fields[i], 6), fields[i + 1]
+        n = n + 2
         replyBytes = replyBytes + #fields[i] + #fields[i + 1]
       end
     end
   end
-  return memo
+  reply[lengthAt] = n - lengthAt
+  if withExtras then
+    reply[n + 1], reply[n + 2] = trace or '', waitMs
+    replyBytes = replyBytes + #reply[n + 1]
+  end
+  claimCount = claimCount + 1
+  claimParts = claimParts or {}
+  claimParts[claimCount] = id .. ' ' .. token
 end
 
--- Takes the lease of a due run popped from a lane: the writes every claim makes, whatever path.
--- Appends the claim to `reply` as { id, workflow, token, attempt, failures, input, memo, timeoutMs }
--- where memo is { step, value, … } and timeoutMs the run's own time limit ('' for none: the
--- workflow's applies; see enqueue.lua) (plus the extras, see withExtras). An id without a record (it expired, or was written under another
--- key prefix) is not dropped silently: it goes to the `orphans` list (the latest 1,000).
+-- Takes the lease of a due run popped from a lane: the writes every claim makes, whatever path,
+-- and the claim appended to `reply` (see appendClaim). An id without a record (it expired, or was
+-- written under another key prefix) is not dropped silently: it goes to the `orphans` list (the
+-- latest 1,000).
 local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply)
   local runKey = base .. 'run:' .. id
   local f
@@ -84,20 +91,15 @@ local function claimRun(base, leasesKey, id, workflow, group, now, lockMs, reply
   addActive(wfKey(base, workflow, 'active'), id)
   if group ~= '' then addActive(laneOf(base, workflow, group) .. 'active', id) end
   addActive(leasesKey, id, now + lockMs)
-  replyBytes = replyBytes + #f[4]
-  local row = { id, workflow, token, attempt, failures, f[4], memoOf(runKey, attempt, f[7]), f[5] or '' }
+  local waitMs = -1
   if withExtras then
     -- `dueAt` is when the run last became due only if every earlier attempt failed (fail.lua
     -- sets it for the retry); a stall recovery or a hand-back makes the run due again without
     -- recording when, so its wait is unknown.
-    local waitMs = -1
     local dueAt = tonumber(f[10]) or createdOf(id, f[8])
     if dueAt and attempts == failures then waitMs = math.max(0, now - dueAt) end
-    addExtras(row, f[9], waitMs, group)
-  else
-    withGroup(row, group)
   end
-  reply[#reply + 1] = row
+  appendClaim(reply, runKey, id, workflow, token, attempt, failures, f[4], f[5], group, f[7], f[9], waitMs)
   return true
 end
 
@@ -113,22 +115,18 @@ local function replayClaims(base, leasesKey, callKey, now, lockMs, reply)
     local f = redis.call('HMGET', runKey, 'state', 'token', 'workflow', 'attempts', 'failures', 'input', 'trace', 'group', 'timeoutMs', 'gen')
     if f[1] == 'active' and f[2] == token then
       redis.call('ZADD', leasesKey, 'XX', intText(now + lockMs), id)
-      local row = { id, f[3], token, tonumber(f[4]), tonumber(f[5]) or 0, f[6], memoOf(runKey, tonumber(f[4]), f[10]), f[9] or '' }
       -- The wait was the first execution's to report: unknown here.
-      if withExtras then addExtras(row, f[7], -1, f[8]) else withGroup(row, f[8]) end
-      reply[#reply + 1] = row
+      appendClaim(reply, runKey, id, f[3], token, tonumber(f[4]), tonumber(f[5]) or 0, f[6], f[9], f[8], f[10], f[7], -1)
     end
   end
   return true
 end
 
--- Keeps the claims of reply[from ..] under the call key for a retry (see replayClaims), for one
--- lease length: a claim older than that has been recovered by the stalled scan anyway.
-local function rememberClaims(callKey, reply, from, ttlMs)
-  if #reply < from then return end
-  local parts = {}
-  for i = from, #reply do parts[#parts + 1] = reply[i][1] .. ' ' .. reply[i][3] end
-  redis.call('SET', callKey, table.concat(parts, ' '), 'PX', ttlMs)
+-- Keeps this call's claims under the call key for a retry (see replayClaims), for one lease
+-- length: a claim older than that has been recovered by the stalled scan anyway.
+local function rememberClaims(callKey, ttlMs)
+  if claimCount == 0 then return end
+  redis.call('SET', callKey, table.concat(claimParts, ' '), 'PX', ttlMs)
 end
 
 -- A run the enqueue fast path handed off is older than anything due: take it first. Its lease
@@ -144,16 +142,15 @@ local function takeHandoff(base, leasesKey, workflow, now, lockMs, reply)
   local leased, group = leasedRun(base .. 'run:' .. id, token)
   if not leased then return false end
   redis.call('ZADD', leasesKey, intText(now + lockMs), id)
-  -- A run with its own time limit is never handed off (see enqueue.lua): '' for none.
-  local row = { id, workflow, token, 1, 0, string.sub(entry, s2 + 1), {}, '' }
+  local trace, waitMs = nil, -1
   if withExtras then
     -- Claimed by its enqueue, due then: the wait is the time it sat in the wake list.
     local f = redis.call('HMGET', base .. 'run:' .. id, 'trace', 'dueAt', 'createdAt')
     local dueAt = tonumber(f[2]) or createdOf(id, f[3])
-    addExtras(row, f[1], dueAt and math.max(0, now - dueAt) or -1, group)
-  else
-    withGroup(row, group)
+    trace, waitMs = f[1], dueAt and math.max(0, now - dueAt) or -1
   end
-  reply[#reply + 1] = row
+  -- A run with its own time limit is never handed off (see enqueue.lua): '' for none.
+  appendClaim(reply, nil, id, workflow, token, 1, 0, string.sub(entry, s2 + 1), '', group, nil, trace, waitMs)
   return true
 end
+

@@ -1,3 +1,5 @@
+import { parseCompleteReply } from '../../lib/redis/commands/complete.command';
+import { parseReserveReply } from '../../lib/redis/commands/reserve.command';
 import type { TestingModule } from '@nestjs/testing';
 import Redis from 'ioredis';
 import { NonRetryableError, OutcomeUnknownError, QueueClient, RunContext, Step, Workflow, WorkflowFailedError } from '../../lib';
@@ -359,8 +361,7 @@ describe('retries of commits that did land are recognised (script level)', () =>
 
   it('complete sent twice answers completed both times, counts once, and hands back the same refill', async () => {
     const scripts = scriptsOn(redis);
-    const [, claim] = (await reserve(scripts, newCallId(), 1)) as [number, string[]];
-    const [id, , token] = claim;
+    const [{ id, token }] = parseReserveReply(await reserve(scripts, newCallId(), 1)).claims;
     const callId = newCallId();
     const complete = (repeat: number) =>
       scripts.run<unknown[]>(
@@ -368,19 +369,20 @@ describe('retries of commits that did land are recognised (script level)', () =>
         [keys.leases, keys.limits, keys.seq, keys.call(callId)],
         [keys.base, 60_000, 1, 30_000, repeat, '', 0, 1, 'wf', 0, id, token, '"ok"', ''],
       );
-    const [[statuses1], ...refill1] = (await complete(0)) as [[number[]], ...unknown[]];
-    const [[statuses2], ...refill2] = (await complete(1)) as [[number[]], ...unknown[]];
-    expect(statuses1).toEqual([1]);
-    expect(statuses2).toEqual([1]);
-    expect(refill2).toEqual(refill1);
+    const first = parseCompleteReply(await complete(0));
+    const again = parseCompleteReply(await complete(1));
+    expect(first.completed).toEqual([true]);
+    expect(again.completed).toEqual([true]);
+    expect(first.claims).toHaveLength(1);
+    expect(again.claims).toEqual(first.claims);
     expect(await redis.hget(keys.workflow('wf', 'stats'), 'completed')).toBe('1');
   });
 
   it('fail sent twice answers the recorded outcome; a stale token still answers lost', async () => {
     const scripts = scriptsOn(redis);
     await enqueue(scripts, 'c');
-    const claims = (await reserve(scripts, newCallId(), 5)).slice(1) as string[][];
-    const [id, , token] = claims.find((c) => c[0] === 'c')!;
+    const { claims } = parseReserveReply(await reserve(scripts, newCallId(), 5));
+    const { id, token } = claims.find((c) => c.id === 'c')!;
     const fail = (t: string) =>
       scripts.run(
         'fail',

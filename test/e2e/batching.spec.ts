@@ -3,7 +3,8 @@ import type Redis from 'ioredis';
 import { setTimeout as delay } from 'node:timers/promises';
 import { RunContext, RunEvents, Workflow } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
-import { parseClaimReply } from '../../lib/redis/commands/claim.reply';
+import { parseCompleteReply } from '../../lib/redis/commands/complete.command';
+import { parseReserveReply } from '../../lib/redis/commands/reserve.command';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { listenToChannels } from '../support/pubsub';
 import { scriptsOn } from '../support/scripts';
@@ -100,7 +101,7 @@ describe('batched commits, script level', () => {
     const ids = ['b1', 'b2', 'b3', 'b4'];
     for (const id of ids) await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, {}, false));
     const reserve = async (n: number) =>
-      parseClaimReply(
+      parseReserveReply(
         await scripts.run<unknown[]>(
           'reserve',
           [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
@@ -126,7 +127,7 @@ describe('batched commits, script level', () => {
     const WF = 'batch.reuse';
     const scripts = scriptsOn(redis);
     const reserve = async () =>
-      parseClaimReply(
+      parseReserveReply(
         await scripts.run<unknown[]>(
           'reserve',
           [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
@@ -159,7 +160,7 @@ describe('batched commits, script level', () => {
     const WF = 'batch.mixed';
     const scripts = scriptsOn(redis);
     for (const id of ['m1', 'm2', 'm3']) await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, { id }, false));
-    const claimed = parseClaimReply(
+    const claimed = parseReserveReply(
       await scripts.run<unknown[]>(
         'reserve',
         [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
@@ -168,7 +169,7 @@ describe('batched commits, script level', () => {
     );
     const token = Object.fromEntries(claimed.claims.map((c) => [c.id, c.token]));
     await redis.hincrby(keys.run('m2'), 'token', 1); // m2 was taken over: its step must not land
-    const reply = parseClaimReply<[number[], number[]]>(
+    const reply = parseCompleteReply(
       await scripts.run<unknown[]>(
         'complete',
         [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
@@ -198,7 +199,7 @@ describe('batched commits, script level', () => {
         ],
       ),
     );
-    expect(reply.head).toEqual([[1], [1, 0], 0]);
+    expect(reply).toMatchObject({ completed: [true], saved: [true, false], parked: false });
     expect(await redis.hmget(keys.run('m1'), 'state', 'step:a#1')).toEqual(['active', '"one"']);
     expect(await redis.hmget(keys.run('m2'), 'state', 'step:a#1')).toEqual(['active', null]);
     expect(await redis.hmget(keys.run('m3'), 'state', 'result')).toEqual(['completed', '"done"']);
@@ -213,7 +214,7 @@ describe('batched commits, script level', () => {
         const id = `${wf.slice(-1)}${i}`;
         await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, wf, id, { i }, false, 30_000, true));
       }
-    const reserved = parseClaimReply(
+    const reserved = parseReserveReply(
       await scripts.run<unknown[]>(
         'reserve',
         [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
@@ -240,7 +241,7 @@ describe('batched commits, script level', () => {
         args[8] = group; // ARGV[9]: the run's group
         await scripts.run('enqueue', enqueueKeys(keys, id), args);
       }
-    const reserved = parseClaimReply(
+    const reserved = parseReserveReply(
       await scripts.run<unknown[]>(
         'reserve',
         [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
@@ -268,7 +269,7 @@ describe('batched commits, script level', () => {
         1,
         'waiting',
       ]);
-    const reserved = parseClaimReply(
+    const reserved = parseReserveReply(
       await scripts.run<unknown[]>(
         'reserve',
         [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
@@ -302,7 +303,7 @@ describe('batched commits, script level', () => {
       `${keys.base}done:*`,
       ids.map((id) => keys.done(id)),
     );
-    const completed = parseClaimReply<[number[], number[]]>(
+    const completed = parseCompleteReply(
       await scripts.run<unknown[]>(
         'complete',
         [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
@@ -334,7 +335,7 @@ describe('batched commits, script level', () => {
     );
     await listener.close(); // every publish of that call has arrived
     const announced = listener.heard.map((channel) => channel.slice(keys.base.length));
-    expect(completed.head).toEqual([[1, 0, 1], [], 0]);
+    expect(completed).toMatchObject({ completed: [true, false, true], saved: [], parked: false });
     expect(announced.sort()).toEqual(['done:r1', 'done:r3']);
     for (const id of ['r1', 'r3']) {
       expect(await redis.hmget(keys.run(id), 'state', 'result')).toEqual(['completed', `"done-${id.slice(1)}"`]);

@@ -1,3 +1,4 @@
+import { parseCompleteReply } from '../../lib/redis/commands/complete.command';
 import { newCallId } from '../../lib/redis/commands/call-id';
 import type Redis from 'ioredis';
 import { LuaScripts } from '../../lib/redis/lua.scripts';
@@ -41,13 +42,15 @@ describe('group round-robin, script level', () => {
     expect(before.indexOf(group(70))).toBe(70);
 
     // Completing A frees a slot of g70 and refills one slot: the ring serves g00, not g70.
-    const [head, ...claims] = await scripts.run<[unknown, ...string[][]]>(
-      'complete',
-      [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
-      [keys.base, 60_000, 1, 30_000, 0, '', 0, 1, 'w', 0, 'A', (await redis.hget(keys.run('A'), 'token'))!, '"ok"', ''],
+    const reply = parseCompleteReply(
+      await scripts.run<unknown[]>(
+        'complete',
+        [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
+        [keys.base, 60_000, 1, 30_000, 0, '', 0, 1, 'w', 0, 'A', (await redis.hget(keys.run('A'), 'token'))!, '"ok"', ''],
+      ),
     );
-    expect(head).toEqual([[1], [], 0]);
-    expect(claims.map((claim) => claim[0])).toEqual(['r0']);
+    expect(reply).toMatchObject({ completed: [true], saved: [], parked: false });
+    expect(reply.claims.map((claim) => claim.id)).toEqual(['r0']);
     const after = await redis.zrange(keys.workflow('w', 'ready'), 0, -1);
     expect(after).not.toContain(group(0)); // its one run was claimed: it ran dry and left
     expect(after.indexOf(group(70))).toBe(69); // g70 kept its place, ahead of g71..g79

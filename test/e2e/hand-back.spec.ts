@@ -12,7 +12,7 @@ import {
   WorkflowFailedError,
 } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
-import { parseClaimReply } from '../../lib/redis/commands/claim.reply';
+import { parseReserveReply } from '../../lib/redis/commands/reserve.command';
 import { HAND_BACK_DELAY_MS, handBackRun, MAX_HAND_BACK_DELAY_MS } from '../../lib/worker/hand-back';
 import { newCallId } from '../../lib/redis/commands/call-id';
 import { WorkerOrchestrator } from '../../lib/worker/worker.orchestrator';
@@ -181,7 +181,7 @@ describe('hand-backs', () => {
         [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
         [keys.base, 1, 60_000, 0, 3, 256, 60_000, 'hand-back-test', 0, 'hb.held'],
       );
-      const { claims } = parseClaimReply(reply);
+      const { claims } = parseReserveReply(reply);
       expect(claims.map((c) => c.id)).toEqual([id]);
       return claims[0];
     };

@@ -1,3 +1,4 @@
+import { parseCompleteReply } from '../../lib/redis/commands/complete.command';
 import type Redis from 'ioredis';
 import { RunContext, RunInfo, Workflow } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
@@ -158,12 +159,14 @@ describe('listRuns', () => {
         await redis.sadd(keys.workflow('lr.ok', 'active'), id);
         await redis.zadd(keys.leases, Date.now() + 60_000, id);
       }
-      const reply = await scripts.run<[[number[], number[]]]>(
-        'complete',
-        [keys.leases, keys.limits, keys.seq, keys.call('same-ms')],
-        [keys.base, 60_000, 0, 30_000, 0, '', 0, 0, 0, ...ids.flatMap((id) => [id, '7', '"done"', ''])],
+      const reply = parseCompleteReply(
+        await scripts.run<unknown[]>(
+          'complete',
+          [keys.leases, keys.limits, keys.seq, keys.call('same-ms')],
+          [keys.base, 60_000, 0, 30_000, 0, '', 0, 0, 0, ...ids.flatMap((id) => [id, '7', '"done"', ''])],
+        ),
       );
-      expect(reply[0][0]).toEqual(ids.map(() => 1));
+      expect(reply.completed).toEqual(ids.map(() => true));
       const index = await redis.zrange(keys.finished('lr.ok', 'completed'), 0, -1, 'WITHSCORES');
       const listed = index.filter((_, i) => i % 2 === 0).filter((id) => id.startsWith('same-ms-'));
       expect(listed).toEqual(ids);

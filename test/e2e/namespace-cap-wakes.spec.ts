@@ -3,7 +3,8 @@ import type Redis from 'ioredis';
 import { Workflow } from '../../lib';
 import type { LuaScripts } from '../../lib/redis/lua.scripts';
 import { RedisKeys } from '../../lib/redis/redis.keys';
-import { parseClaimReply } from '../../lib/redis/commands/claim.reply';
+import { parseCompleteReply } from '../../lib/redis/commands/complete.command';
+import { parseReserveReply } from '../../lib/redis/commands/reserve.command';
 import { newCallId } from '../../lib/redis/commands/call-id';
 import { uniqueNamespace } from '../support/app';
 import { auditNamespace, expectConsistent } from '../support/audit';
@@ -84,7 +85,7 @@ describe('the namespace cap, slots freed', () => {
     const names = Array.from({ length: count }, (_, i) => `w${i}`);
     await scripts.run('declare-limits', [keys.limits, keys.workflows, keys.seq], [keys.base, count, ...names, 'ns', '1', '', '']);
     for (const name of names) await scripts.run('enqueue', enqueueKeys(keys, `${name}-r`), enqueueArgs(keys, name, `${name}-r`, {}, false));
-    const reserved = parseClaimReply(
+    const reserved = parseReserveReply(
       await scripts.run<unknown[]>(
         'reserve',
         [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
@@ -99,14 +100,14 @@ describe('the namespace cap, slots freed', () => {
   /** Completes a claimed run (refilling nothing) and returns the commands the call ran. */
   async function complete(keys: RedisKeys, claim: { id: string; token: string; workflow: string }): Promise<number> {
     const before = await scriptRunCommands(admin);
-    const reply = parseClaimReply<[number[]]>(
+    const reply = parseCompleteReply(
       await scripts.run<unknown[]>(
         'complete',
         [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
         [keys.base, 60_000, 0, 30_000, 0, '', 5_000, 1, claim.workflow, 0, claim.id, claim.token, '"ok"', ''],
       ),
     );
-    expect(reply.head[0]).toEqual([1]);
+    expect(reply.completed).toEqual([true]);
     return (await scriptRunCommands(admin)) - before;
   }
 
@@ -138,7 +139,7 @@ describe('the namespace cap, slots freed', () => {
       expect(next).toEqual([names[turn]]);
       // Its worker wakes and claims the slot.
       await admin.del(keys.workflow(next[0], 'wake'));
-      const reserved = parseClaimReply(
+      const reserved = parseReserveReply(
         await scripts.run<unknown[]>(
           'reserve',
           [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],

@@ -2,7 +2,8 @@ import type Redis from 'ioredis';
 import { InvalidOptionError, RateLimit, UnknownWorkflowError, Workflow } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { newCallId } from '../../lib/redis/commands/call-id';
-import { parseClaimReply } from '../../lib/redis/commands/claim.reply';
+import { parseCompleteReply } from '../../lib/redis/commands/complete.command';
+import { parseReserveReply } from '../../lib/redis/commands/reserve.command';
 import { auditNamespace, expectConsistent } from '../support/audit';
 import { enqueueArgs, enqueueKeys } from '../support/queue-state';
 import { scriptsOn } from '../support/scripts';
@@ -252,9 +253,9 @@ describe('rate limits, the complete call (script level)', () => {
   });
 
   /** Claims `id` with a reserve, then completes it asking to refill one slot and to be announced parked if short. */
-  async function completeAndRefill(id: string): Promise<{ parkedFlag: unknown; claims: number }> {
+  async function completeAndRefill(id: string): Promise<{ parked: boolean; claims: number }> {
     const scripts = scriptsOn(redis);
-    const reserved = parseClaimReply(
+    const reserved = parseReserveReply(
       await scripts.run<unknown[]>(
         'reserve',
         [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
@@ -262,22 +263,22 @@ describe('rate limits, the complete call (script level)', () => {
       ),
     );
     expect(reserved.claims.map((claim) => claim.id)).toEqual([id]);
-    const reply = parseClaimReply<[number[], number[], number]>(
+    const reply = parseCompleteReply(
       await scripts.run<unknown[]>(
         'complete',
         [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
         [keys.base, 60_000, 1, 30_000, 0, 'w:30000', 5_000, 1, 'rl.single', 0, id, reserved.claims[0].token, '"ok"', ''],
       ),
     );
-    expect(reply.head[0]).toEqual([1]);
-    return { parkedFlag: reply.head[2], claims: reply.claims.length };
+    expect(reply.completed).toEqual([true]);
+    return { parked: reply.parked, claims: reply.claims.length };
   }
 
   it('a refill the rate limit held back does not announce the worker parked (only a reserve says when the window frees)', async () => {
     await producer.client.setLimits({ workflow: 'rl.single', rateLimit: { max: 1, perMs: 60_000 } });
     const scripts = scriptsOn(redis);
     for (const id of ['p1', 'p2']) await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, 'rl.single', id, {}, false));
-    expect(await completeAndRefill('p1')).toEqual({ parkedFlag: 0, claims: 0 });
+    expect(await completeAndRefill('p1')).toEqual({ parked: false, claims: 0 });
     expect(await redis.zscore(keys.workflow('rl.single', 'parked'), 'w:30000')).toBeNull();
   });
 
@@ -286,7 +287,7 @@ describe('rate limits, the complete call (script level)', () => {
     const scripts = scriptsOn(redis);
     expect((await completeAndRefill('p2')).claims).toBe(0); // p2 from the test above, now free of the limit
     await scripts.run('enqueue', enqueueKeys(keys, 'p3'), enqueueArgs(keys, 'rl.single', 'p3', {}, false));
-    expect(await completeAndRefill('p3')).toEqual({ parkedFlag: 1, claims: 0 });
+    expect(await completeAndRefill('p3')).toEqual({ parked: true, claims: 0 });
     expect(await redis.zscore(keys.workflow('rl.single', 'parked'), 'w:30000')).not.toBeNull();
   });
 });

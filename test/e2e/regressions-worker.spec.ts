@@ -3,7 +3,7 @@ import { LeaseLostError, QueueModuleOptions, RunContext, Workflow, WorkflowFaile
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { ActiveRun, ActiveRuns } from '../../lib/worker/active-runs';
 import { LazyAbort } from '../../lib/execution/lazy.abort';
-import { parseClaimReply } from '../../lib/redis/commands/claim.reply';
+import { parseReserveReply } from '../../lib/redis/commands/reserve.command';
 import { LeaseHeartbeat } from '../../lib/worker/lease.heartbeat';
 import { newCallId } from '../../lib/redis/commands/call-id';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
@@ -116,7 +116,7 @@ describe('regressions: worker', () => {
         [s.keys.leases, s.keys.limits, s.keys.seq, s.keys.stallGate, s.keys.call(newCallId())],
         [s.keys.base, 1, LOCK_MS, 0, 3, 256, 60_000, 'regression-worker', 0, 'rw.hold'],
       );
-      const { claims } = parseClaimReply(reply);
+      const { claims } = parseReserveReply(reply);
       expect(claims).toHaveLength(1);
       return claims[0];
     };

@@ -287,38 +287,37 @@ describe('claims (Lua)', () => {
 
   it('ships claims as they were without the extras flag (a grouped one with its group), and with it the group, trace and queue wait', async () => {
     await enqueue('plain', [TRACE]);
-    const [, plain] = await reserve(0);
-    // Not a byte more for a worker without telemetry: the 7 fields plus the run's time limit ('' for none), which every row has.
-    expect(plain).toHaveLength(8);
-    expect((plain as unknown[])[7]).toBe('');
-    // A grouped run's row carries its group (the worker holds only ungrouped runs ready).
+    // A claim follows the reply's head, flat: id, workflow, token, attempt, failures, input, time
+    // limit ('' for none), group ('' for none), memo length and entries, then the extras if asked for.
+    const [, ...plain] = await reserve(0);
+    // Not a byte more for a worker without telemetry: no trace, no wait.
+    expect(plain).toEqual(['plain', WF, expect.any(String), 1, 0, expect.any(String), '', '', 0]);
+    // A grouped run's claim carries its group (the worker holds only ungrouped runs ready).
     await enqueue('grouped', [TRACE], 'g1');
-    const [, grouped] = await reserve(0);
-    expect((grouped as unknown[]).slice(7)).toEqual(['', 'g1']);
+    const [, ...grouped] = await reserve(0);
+    expect(grouped.slice(6)).toEqual(['', 'g1', 0]);
 
     await enqueue('extras', [TRACE], 'g1');
     await new Promise((resolve) => setTimeout(resolve, 20));
     const callId = newCallId();
-    const [, row] = (await reserve(2, callId)) as [unknown, unknown[]];
-    expect(row).toHaveLength(11);
-    expect(row[0]).toBe('extras');
-    expect(row[7]).toBe(''); // no time limit of its own
-    expect(row[8]).toBe('g1');
-    expect(row[9]).toBe(TRACE);
-    expect(row[10]).toBeGreaterThanOrEqual(15); // ms from due to claim, on the Redis clock
+    const [, ...claim] = await reserve(2, callId);
+    expect(claim).toHaveLength(11);
+    expect(claim[0]).toBe('extras');
+    expect(claim.slice(6, 10)).toEqual(['', 'g1', 0, TRACE]); // no time limit of its own, its group, no memo, its trace
+    expect(claim[10]).toBeGreaterThanOrEqual(15); // ms from due to claim, on the Redis clock
 
     // The retry of a claiming call gets the same claims back, with the extras but no wait.
-    const [, replayed] = (await reserve(3, callId)) as [unknown, unknown[]];
-    expect(replayed.slice(7)).toEqual(['', 'g1', TRACE, -1]);
+    const [, ...replayed] = await reserve(3, callId);
+    expect(replayed.slice(6)).toEqual(['', 'g1', 0, TRACE, -1]);
   });
 
   it('gives a fast-path handoff taken by a claim its wait in the wake list, and no trace', async () => {
     await fakePark(redis, keys, WF);
     expect(await enqueue('handoff')).toEqual([1, 'active']);
-    const [, row] = (await reserve(2)) as [unknown, unknown[]];
-    expect(row[0]).toBe('handoff');
-    expect(row.slice(7, 10)).toEqual(['', '', '']); // no time limit (never handed off with one), no group, no trace
-    expect(row[10]).toBeGreaterThanOrEqual(0);
+    const [, ...claim] = await reserve(2);
+    expect(claim[0]).toBe('handoff');
+    expect(claim.slice(6, 10)).toEqual(['', '', 0, '']); // no time limit (never handed off with one), no group, no memo, no trace
+    expect(claim[10]).toBeGreaterThanOrEqual(0);
   });
 });
 

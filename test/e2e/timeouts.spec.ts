@@ -1,7 +1,7 @@
 import type Redis from 'ioredis';
 import { InvalidOptionError, RunContext, RunEvents, RunFailedEvent, TimeoutError, Workflow, WorkflowFailedError } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
-import { parseClaimReply } from '../../lib/redis/commands/claim.reply';
+import { parseReserveReply } from '../../lib/redis/commands/reserve.command';
 import { newCallId } from '../../lib/redis/commands/call-id';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { enqueueArgs, enqueueKeys, fakePark } from '../support/queue-state';
@@ -217,18 +217,21 @@ describe('the run time limit in claims (Lua)', () => {
     expect(await redis.hget(keys.run('limited'), 'timeoutMs')).toBe('250');
     const callId = newCallId();
     const reply = await reserve(0, callId);
-    expect((reply[1] as unknown[]).slice(7)).toEqual(['250']);
-    expect(parseClaimReply(reply).claims[0]).toMatchObject({ id: 'limited', timeoutMs: 250 });
+    // Flat after the head: id, workflow, token, attempt, failures, input, limit, group, memo length.
+    expect(reply.slice(7, 10)).toEqual(['250', '', 0]);
+    expect(parseReserveReply(reply).claims[0]).toMatchObject({ id: 'limited', timeoutMs: 250 });
     // The retry of that call (its reply lost) hands the same claim back, with its limit.
     const replayed = await reserve(1, callId);
-    expect(parseClaimReply(replayed).claims[0]).toMatchObject({ id: 'limited', timeoutMs: 250 });
+    expect(parseReserveReply(replayed).claims[0]).toMatchObject({ id: 'limited', timeoutMs: 250 });
 
-    // With the telemetry extras: the limit first, then trace, wait and group.
+    // With the telemetry extras: the limit, group and memo, then trace and wait.
     expect(await enqueue('limited-2', 400)).toEqual([1, 'waiting']);
-    const [, row] = (await reserve(2)) as [unknown, unknown[]];
-    expect(row.slice(7, 9)).toEqual(['400', '']);
-    expect(parseClaimReply([0, row]).claims[0]).toMatchObject({ id: 'limited-2', timeoutMs: 400 });
-    expect(parseClaimReply([0, row]).claims[0].trace).toBeUndefined();
+    const withExtras = await reserve(2);
+    expect(withExtras.slice(7, 11)).toEqual(['400', '', 0, '']);
+    expect(withExtras).toHaveLength(12);
+    const [claim] = parseReserveReply(withExtras, true).claims;
+    expect(claim).toMatchObject({ id: 'limited-2', timeoutMs: 400 });
+    expect(claim.trace).toBeUndefined();
   });
 
   it('a run without a limit keeps the fast path and has none in its claim', async () => {
@@ -236,7 +239,7 @@ describe('the run time limit in claims (Lua)', () => {
     expect(await enqueue('plain')).toEqual([1, 'active']);
     expect(await redis.hexists(keys.run('plain'), 'timeoutMs')).toBe(0);
     const reply = await reserve(0);
-    expect((reply[1] as unknown[]).slice(7)).toEqual(['']);
-    expect(parseClaimReply(reply).claims[0].timeoutMs).toBeUndefined();
+    expect(reply.slice(7)).toEqual(['', '', 0]);
+    expect(parseReserveReply(reply).claims[0].timeoutMs).toBeUndefined();
   });
 });

@@ -1,3 +1,4 @@
+import { parseCompleteReply } from '../../lib/redis/commands/complete.command';
 import { newCallId } from '../../lib/redis/commands/call-id';
 import type Redis from 'ioredis';
 import type { QueueStats } from '../../lib/interfaces/queue.stats';
@@ -92,12 +93,14 @@ export class FlowModel {
   /** The complete script for one run and no steps; replies { run statuses, claims… }. */
   async complete(id: string, token: string, refill: number): Promise<[number[], ...unknown[]]> {
     const { keys } = this;
-    const [[completed], ...claims] = await this.scripts.run<[[number[], number[]], ...unknown[]]>(
-      'complete',
-      [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
-      [this.base, TTL_MS, refill, LOCK_MS, 0, '', 0, WORKFLOWS.length, ...WORKFLOWS, 0, id, token, '"ok"', ''],
+    const { completed, claims } = parseCompleteReply(
+      await this.scripts.run<unknown[]>(
+        'complete',
+        [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
+        [this.base, TTL_MS, refill, LOCK_MS, 0, '', 0, WORKFLOWS.length, ...WORKFLOWS, 0, id, token, '"ok"', ''],
+      ),
     );
-    return [completed, ...claims];
+    return [completed.map(Number), ...claims];
   }
 
   fail(id: string, token: string, retryable: boolean, backoffMs: number): Promise<string> {

@@ -44,51 +44,44 @@ const GENERATION_ENTRY = '~gen';
 export const CLAIM_EXTRAS = 2;
 
 /**
- * Parses a reply that carries claims after a head value (see lua/includes/claim.lua): reserve's
- * head is the ms until the next delayed run, complete's the statuses of its runs and steps.
+ * Parses the claims of a claiming call's reply (see flattenClaims in lua/includes/claim.lua),
+ * which follow its head from `reply[from]` on, flat: per claim id, workflow, token, attempt,
+ * failures, input, time limit ('' none), group ('' none), the memo's length and entries, then,
+ * when the call asked for them (`extras`), trace ('' none) and wait ms (-1 unknown).
  */
-export function parseClaimReply<H = number>(reply: unknown[]): { head: H; claims: Claim[] } {
-  // Indexed loops, not destructuring: this runs once per claimed run.
+export function parseClaims(reply: unknown[], from: number, extras: boolean): Claim[] {
+  // Indexed reads, not destructuring: this runs once per claimed run.
   const claims: Claim[] = [];
-  for (let i = 1; i < reply.length; i++) claims.push(parseClaim(reply[i] as unknown[]));
-  return { head: reply[0] as H, claims };
-}
-
-/** One claim row: id, workflow, token, attempt, failures, input, flat memo, time limit, then group and extras. */
-function parseClaim(row: unknown[]): Claim {
-  const flatSteps = row[6] as string[];
-  let steps = NO_MEMO;
-  let generation: string | undefined;
-  for (let i = 0; i < flatSteps.length; i += 2) {
-    if (flatSteps[i] === GENERATION_ENTRY) generation = flatSteps[i + 1];
-    else (steps === NO_MEMO ? (steps = new Map()) : steps).set(flatSteps[i], flatSteps[i + 1]);
+  let i = from;
+  while (i < reply.length) {
+    const claim: Claim = {
+      id: reply[i] as string,
+      workflow: reply[i + 1] as string,
+      token: String(reply[i + 2]),
+      attempt: Number(reply[i + 3]),
+      failures: Number(reply[i + 4]),
+      input: reply[i + 5] as string,
+      steps: NO_MEMO,
+    };
+    const timeoutMs = reply[i + 6] as string;
+    if (timeoutMs) claim.timeoutMs = Number(timeoutMs);
+    const group = reply[i + 7] as string;
+    if (group) claim.group = group;
+    const memoEnd = i + 9 + Number(reply[i + 8]);
+    for (let k = i + 9; k < memoEnd; k += 2) {
+      if (reply[k] === GENERATION_ENTRY) claim.generation = Number(reply[k + 1]);
+      else (claim.steps === NO_MEMO ? (claim.steps = new Map()) : claim.steps).set(reply[k], reply[k + 1]);
+    }
+    i = memoEnd;
+    if (extras) {
+      const [trace, waitMs] = [reply[i], Number(reply[i + 1])];
+      if (typeof trace === 'string' && trace !== '') claim.trace = trace;
+      if (waitMs >= 0) claim.queueWaitMs = waitMs;
+      i += 2;
+    }
+    claims.push(claim);
   }
-  const claim: Claim = {
-    id: row[0] as string,
-    workflow: row[1] as string,
-    token: String(row[2]),
-    attempt: Number(row[3]),
-    failures: Number(row[4]),
-    input: row[5] as string,
-    steps,
-  };
-  const timeoutMs = row[7] as string;
-  if (timeoutMs) claim.timeoutMs = Number(timeoutMs);
-  if (generation !== undefined) claim.generation = Number(generation);
-  if (typeof row[8] === 'string' && row[8] !== '') claim.group = row[8];
-  if (row.length > 9) addExtras(claim, row);
-  return claim;
-}
-
-/**
- * Reads the telemetry extras of a claim row: `[9]` trace ('' none), `[10]` wait ms (-1 unknown).
- * (`[7]` is the run's time limit, on every row; `[8]` its group, on rows of grouped runs and
- * rows with the extras.)
- */
-function addExtras(claim: Claim, row: unknown[]): void {
-  const [trace, waitMs] = [row[9], Number(row[10])];
-  if (typeof trace === 'string' && trace !== '') claim.trace = trace;
-  if (waitMs >= 0) claim.queueWaitMs = waitMs;
+  return claims;
 }
 
 /**

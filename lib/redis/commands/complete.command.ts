@@ -1,7 +1,7 @@
 import type { LuaScripts } from '../lua.scripts';
 import type { CallOptions } from '../redis.link';
 import type { RedisKeys } from '../redis.keys';
-import { type Claim, parseClaimReply } from './claim.reply';
+import { type Claim, CLAIM_EXTRAS, parseClaims } from './claim.reply';
 import type { LeaseRef, StepWrite } from './save-steps.command';
 
 /** A finished run's result, written only while `claim` still holds its lease. */
@@ -73,11 +73,24 @@ export async function complete(
     ],
     policy,
   );
-  const {
-    head: [completed, saved, announced],
-    claims,
-  } = parseClaimReply<[number[], number[], number]>(reply);
-  return { completed: completed.map(isOne), saved: saved.map(isOne), parked: announced === 1, claims };
+  return parseCompleteReply(reply, request.extras === CLAIM_EXTRAS);
 }
 
-const isOne = (status: number) => status === 1;
+/** Reads complete's flat reply (see lua/complete.lua): parked, the runs' statuses and the steps' (each after its count), then the claims. */
+export function parseCompleteReply(reply: unknown[], extras = false): CompleteResult {
+  const completedEnd = 2 + Number(reply[1]);
+  const savedEnd = completedEnd + 1 + Number(reply[completedEnd]);
+  return {
+    completed: statuses(reply, 2, completedEnd),
+    saved: statuses(reply, completedEnd + 1, savedEnd),
+    parked: reply[0] === 1,
+    claims: parseClaims(reply, savedEnd, extras),
+  };
+}
+
+/** reply[from, to) as booleans: 1 done, 0 its lease was lost. */
+function statuses(reply: unknown[], from: number, to: number): boolean[] {
+  const done: boolean[] = [];
+  for (let i = from; i < to; i++) done.push(reply[i] === 1);
+  return done;
+}

@@ -1,6 +1,6 @@
 import type { LuaScripts } from '../lua.scripts';
 import type { RedisKeys } from '../redis.keys';
-import { type Claim, parseClaimReply } from './claim.reply';
+import { type Claim, CLAIM_EXTRAS, parseClaims } from './claim.reply';
 
 /** One reserve call of a worker wake (lua/reserve.lua). */
 export interface ReserveRequest {
@@ -94,15 +94,19 @@ export async function reserve(scripts: LuaScripts, keys: RedisKeys, request: Res
     (retry) => [...head, (retry || request.repeat ? 1 : 0) + request.extras, ...request.workflows],
     { idempotent: true },
   );
-  const { head: parsed, claims } = parseClaimReply<ReserveHead>(reply);
-  const [nextDueMs, redisNowMs, stalled, cascade, ...plans] = parsed;
+  return parseReserveReply(reply, request.extras === CLAIM_EXTRAS);
+}
+
+/** Reads reserve's reply (see lua/reserve.lua): its head, then the claims, flat. */
+export function parseReserveReply(reply: unknown[], extras = false): ReserveResult {
+  const [nextDueMs, redisNowMs, stalled, cascade, ...plans] = reply[0] as ReserveHead;
   return {
     nextDueMs,
     redisNowMs,
     stalled: stalled?.length ? parseStalled(stalled) : [],
     cascade: cascade ? String(cascade) : undefined,
     planRequests: plans.map(toPlanRequest),
-    claims,
+    claims: parseClaims(reply, 1, extras),
   };
 }
 
