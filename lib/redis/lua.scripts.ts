@@ -3,6 +3,7 @@ import type { ChainableCommander, Cluster, Redis } from 'ioredis';
 import type { CallOptions, RedisLink } from './redis.link';
 import type { RedisKeys } from './redis.keys';
 import { clusterRedirect } from './cluster/cluster.redirects';
+import { flatFcall } from './fcall.command';
 import { luaLibrary, type LuaLibrary } from './lua.library';
 import { allScripts, type LuaScript, type ScriptName } from './lua.source';
 
@@ -119,8 +120,14 @@ export class LuaScripts {
   queue(pipeline: ChainableCommander, name: ScriptName, keys: string[], args: Arg[]): void {
     const script = this.get(name, keys);
     const argv = [...keys, ...this.guard, ...args];
-    if (this.functions) pipeline.fcall(this.library.functionName(name), script.numberOfKeys, ...argv);
-    else void (pipeline as unknown as Caller)[script.command](...argv);
+    if (this.functions) {
+      const fn = this.library.functionName(name);
+      // A pipeline (ioredis's Pipeline) builds commands with its connection's options.
+      const queued = pipeline as ChainableCommander & Pick<Redis, 'options' | 'sendCommand'>;
+      const command = flatFcall(queued.options, fn, script.numberOfKeys, argv);
+      if (command) queued.sendCommand(command);
+      else pipeline.fcall(fn, script.numberOfKeys, ...argv);
+    } else void (pipeline as unknown as Caller)[script.command](...argv);
   }
 
   private async exec(redis: Redis, build: (pipeline: ChainableCommander) => void): Promise<[Error | null, unknown][]> {
@@ -145,7 +152,11 @@ export class LuaScripts {
   }
 
   private fcall(redis: Redis, script: LuaScript, argv: Arg[]): Promise<unknown> {
-    return redis.fcall(this.library.functionName(script.name), script.numberOfKeys, ...argv);
+    const name = this.library.functionName(script.name);
+    const command = flatFcall(redis.options, name, script.numberOfKeys, argv);
+    if (!command) return redis.fcall(name, script.numberOfKeys, ...argv);
+    redis.sendCommand(command);
+    return command.promise;
   }
 
   /**

@@ -174,10 +174,10 @@ describe('lua scripts', () => {
       ALL.filter((name) => typeof (connection as unknown as Record<string, unknown>)[`sluice_${name.replace(/-/g, '_')}`] === 'function');
     // Through the library (FCALL) nothing is defined: a definition hashes the script's whole source, on every new connection.
     const library = scriptsOn(redis);
-    // A connection whose FCALL is refused, as for an ACL user without it: the scripts fall back to EVALSHA.
-    const refusing = redis.duplicate();
-    (refusing as unknown as { fcall: () => Promise<never> }).fcall = () =>
-      Promise.reject(new Error("NOPERM User test has no permissions to run the 'fcall' command"));
+    // A connection of an ACL user without FCALL: the scripts fall back to EVALSHA.
+    const user = `sluice-no-fcall-${Date.now()}`;
+    await redis.call('ACL', 'SETUSER', user, 'on', '>secret', '~*', '&*', '+@all', '-fcall', '-fcall_ro');
+    const refusing = redis.duplicate({ username: user, password: 'secret' });
     const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     // declare-limits on a throwaway hash and set: an observable effect proves the script really ran.
     const base = `{sluice:lua-${Date.now()}}:`;
@@ -206,6 +206,7 @@ describe('lua scripts', () => {
     } finally {
       warn.mockRestore();
       refusing.disconnect();
+      await redis.call('ACL', 'DELUSER', user);
       await redis.del(key, workflows, seq);
     }
   });
