@@ -3,11 +3,11 @@ import { createHash } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type Redis from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { loadScript, LUA_DIR, scriptNames, SLOT_GUARD_KEYS } from '../../lib/redis/lua.scripts';
 import { rawRedis } from '../support/app';
 import { includesUsed, luaIncludeIndex, withNeeds } from '../support/lua-references';
-import { serverNodes } from '../support/nodes';
+import { isCluster, serverNodes } from '../support/nodes';
 import { scriptsOn } from '../support/scripts';
 
 /** The scripts the worker and client need; new ones are covered too through scriptNames(). */
@@ -176,8 +176,11 @@ describe('lua scripts', () => {
     const library = scriptsOn(redis);
     // A connection of an ACL user without FCALL: the scripts fall back to EVALSHA.
     const user = `sluice-no-fcall-${Date.now()}`;
-    await redis.call('ACL', 'SETUSER', user, 'on', '>secret', '~*', '&*', '+@all', '-fcall', '-fcall_ro');
-    const refusing = redis.duplicate({ username: user, password: 'secret' });
+    const nodes = await serverNodes(redis);
+    for (const node of nodes) await node.call('ACL', 'SETUSER', user, 'on', '>secret', '~*', '&*', '+@all', '-fcall', '-fcall_ro');
+    const credentials = { username: user, password: 'secret' };
+    const raw = redis as Redis | Cluster;
+    const refusing = isCluster(raw) ? (raw.duplicate([], { redisOptions: credentials }) as unknown as Redis) : raw.duplicate(credentials);
     const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     // declare-limits on a throwaway hash and set: an observable effect proves the script really ran.
     const base = `{sluice:lua-${Date.now()}}:`;
@@ -206,7 +209,7 @@ describe('lua scripts', () => {
     } finally {
       warn.mockRestore();
       refusing.disconnect();
-      await redis.call('ACL', 'DELUSER', user);
+      for (const node of nodes) await node.call('ACL', 'DELUSER', user);
       await redis.del(key, workflows, seq);
     }
   });
