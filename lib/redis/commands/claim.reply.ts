@@ -44,7 +44,7 @@ const GENERATION_ENTRY = '~gen';
 export const CLAIM_EXTRAS = 2;
 
 /**
- * Parses the claims of a claiming call's reply (see flattenClaims in lua/includes/claim.lua),
+ * Parses the claims of a claiming call's reply (see appendClaim in lua/includes/claim.lua),
  * which follow its head from `reply[from]` on, flat: per claim id, workflow, token, attempt,
  * failures, input, time limit ('' none), group ('' none), the memo's length and entries, then,
  * when the call asked for them (`extras`), trace ('' none) and wait ms (-1 unknown).
