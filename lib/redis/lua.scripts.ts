@@ -3,7 +3,7 @@ import type { ChainableCommander, Cluster, Redis } from 'ioredis';
 import type { CallOptions, RedisLink } from './redis.link';
 import type { RedisKeys } from './redis.keys';
 import { clusterRedirect } from './cluster/cluster.redirects';
-import { flatFcall } from './fcall.command';
+import { sendFcall } from './fcall.command';
 import { luaLibrary, type LuaLibrary } from './lua.library';
 import { allScripts, type LuaScript, type ScriptName } from './lua.source';
 
@@ -121,12 +121,9 @@ export class LuaScripts {
     const script = this.get(name, keys);
     const argv = [...keys, ...this.guard, ...args];
     if (this.functions) {
-      const fn = this.library.functionName(name);
-      // A pipeline (ioredis's Pipeline) builds commands with its connection's options.
       const queued = pipeline as ChainableCommander & Pick<Redis, 'options' | 'sendCommand'>;
-      const command = flatFcall(queued.options, fn, script.numberOfKeys, argv);
-      if (command) queued.sendCommand(command);
-      else pipeline.fcall(fn, script.numberOfKeys, ...argv);
+      // Queued: the pipeline's exec gives the reply (and handles its command's rejection).
+      void sendFcall(queued, this.library.functionName(name), script.numberOfKeys, argv);
     } else void (pipeline as unknown as Caller)[script.command](...argv);
   }
 
@@ -152,11 +149,7 @@ export class LuaScripts {
   }
 
   private fcall(redis: Redis, script: LuaScript, argv: Arg[]): Promise<unknown> {
-    const name = this.library.functionName(script.name);
-    const command = flatFcall(redis.options, name, script.numberOfKeys, argv);
-    if (!command) return redis.fcall(name, script.numberOfKeys, ...argv);
-    redis.sendCommand(command);
-    return command.promise;
+    return sendFcall(redis, this.library.functionName(script.name), script.numberOfKeys, argv);
   }
 
   /**

@@ -153,4 +153,3 @@ local function takeHandoff(base, leasesKey, workflow, now, lockMs, reply)
   appendClaim(reply, nil, id, workflow, token, 1, 0, string.sub(entry, s2 + 1), '', group, nil, trace, waitMs)
   return true
 end
-
