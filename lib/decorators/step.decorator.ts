@@ -11,11 +11,13 @@ export interface StepOptions extends StepCallOptions {
 }
 
 /**
- * Makes a method of a `@Workflow` class a durable step: inside a run, each call (name plus
- * occurrence) executes at most once and its result is persisted before the call returns; a
- * retried run gets the persisted result back without executing. Outside a run the method simply
- * runs, so it stays unit-testable. Arguments do not take part in the memo key — a step's
- * identity is its position in the run, so keep the run's control flow deterministic.
+ * Makes a method of a `@Workflow` class (or of a service its runs call) a durable step: inside a
+ * run, each call (name plus occurrence) executes at most once and its result is persisted before
+ * the call returns; a retried run gets the persisted result back without executing. Outside a run
+ * the method simply runs, so it stays unit-testable; so does a `@Step` method of another
+ * `@Workflow` class called from a run (put steps several workflows share in a service). Arguments
+ * do not take part in the memo key — a step's identity is its position in the run, so keep the
+ * run's control flow deterministic.
  *
  * A step called inside another step (at any depth, through `@Step` or `ctx.step`) is not a step
  * of its own: it runs plainly as part of its parent, takes no occurrence number, is not memoized
@@ -46,7 +48,7 @@ export function Step(options: StepOptions = {}): MethodDecorator {
       return run ? run.step(name, () => original.apply(this, args), execution) : original.apply(this, args);
     };
     Object.defineProperty(descriptor.value, 'name', { value: original.name });
-    noteStepMethod();
+    noteStepMethod(typeof target === 'function' ? target : target.constructor);
     const steps = (Reflect.getMetadata(STEP_METADATA, target.constructor) as string[] | undefined) ?? [];
     Reflect.defineMetadata(STEP_METADATA, [...steps, name], target.constructor);
   };

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { checkRateLimit, MAX_LIMIT } from '../interfaces/rate-limit';
 import { WORKFLOW_METADATA } from '../interfaces/queue.constants';
+import { noteWorkflowClass } from '../workflow/run.scope';
 import { checkName } from '../util/names';
 import { InvalidOptionError } from '../errors';
 import { checkInteger } from '../util/duration';
@@ -72,6 +73,7 @@ export function Workflow(nameOrContract: string | WorkflowContract<unknown, unkn
   const metadata: WorkflowMetadata = { name, options: { ...options, ...(schedules && { schedules }) } };
   return (target) => {
     Reflect.defineMetadata(WORKFLOW_METADATA, metadata, target);
+    noteWorkflowClass(target);
     Injectable()(target);
   };
 }

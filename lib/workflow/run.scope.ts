@@ -45,32 +45,118 @@ const storage = new AsyncLocalStorage<StepRunner | InStep>();
  * run and simply execute outside one (e.g. in a unit test).
  */
 export const runScope: Scope<StepRunner> = {
-  run: (runner, fn, ...args) => storage.run(runner, fn, ...args),
+  run: (runner, fn, ...args) => runOpen(runner, fn, args),
   getStore: () => {
     const store = storage.getStore();
     return store instanceof InStep ? store.runner : store;
   },
 };
 
-let stepMethodsDefined = false;
+/** Classes that declare `@Step` methods (see {@link noteStepMethod}). */
+const stepClasses = new Set<object>();
+/** Classes declared `@Workflow` (see {@link noteWorkflowClass}). */
+const workflowClasses = new WeakSet<object>();
+/** Whether some `@Step` class is not a `@Workflow` class (a service of steps): undefined until asked again after a class was noted. */
+let foreignSteps: boolean | undefined = false;
+/** Per prototype of a workflow instance: whether its runs enter the scope; cleared when a class is noted. */
+let decisions = new WeakMap<object, boolean>();
 
-/** Called by `@Step` as it decorates a method: from then on, runs execute in {@link runScope}. */
-export function noteStepMethod(): void {
-  stepMethodsDefined = true;
+function forgetDecisions(): void {
+  foreignSteps = undefined;
+  decisions = new WeakMap();
+}
+
+/** Called by `@Step` as it decorates a method of `owner` (the class, for a static method the class itself). */
+export function noteStepMethod(owner: object): void {
+  if (stepClasses.has(owner)) return;
+  stepClasses.add(owner);
+  forgetDecisions();
+}
+
+/** Called by `@Workflow` as it decorates a class. */
+export function noteWorkflowClass(workflowClass: object): void {
+  workflowClasses.add(workflowClass);
+  forgetDecisions();
 }
 
 /**
- * Calls `fn(a, b, c)` inside `runner`'s {@link runScope} once any `@Step` method exists in this process;
- * until then, plainly. Why: the first `run` of an AsyncLocalStorage turns on Node's promise hooks
- * for every promise of the process from then on (about a fifth of a drain's throughput at
- * concurrency 50, in bench), and only `@Step` methods read the scope. Classes are defined when
- * their module loads, before the application starts, so a run sees every `@Step` method its code
- * can call; a class first loaded while a run executes (a dynamic `import()` inside it) has its
- * steps memoized from the run's next attempt on.
+ * Whether a run of `instance` enters the run scope: when a class of its prototype chain declares
+ * `@Step` methods, or when any class that is not a `@Workflow` declares one (a service of steps
+ * any run may call). A `@Step` method of another `@Workflow` class is no step of this run's.
  */
-export function inRunScope<A, B, C, T>(runner: StepRunner, fn: (a: A, b: B, c: C) => T, a: A, b: B, c: C): T {
+function needsRunScope(instance: object): boolean {
+  if (stepClasses.size === 0) return false;
+  foreignSteps ??= [...stepClasses].some((owner) => !workflowClasses.has(owner));
+  if (foreignSteps) return true;
+  const prototype = Object.getPrototypeOf(instance) as object | null;
+  if (!prototype) return false;
+  let needs = decisions.get(prototype);
+  if (needs === undefined) {
+    needs = false;
+    for (let p: object | null = prototype; p && p !== Object.prototype; p = Object.getPrototypeOf(p) as object | null) {
+      if (stepClasses.has((p as { constructor: object }).constructor)) needs = true;
+    }
+    decisions.set(prototype, needs);
+  }
+  return needs;
+}
+
+/** Scopes entered (runs' attempts and steps' functions) whose code has not settled yet. */
+let scopesOpen = 0;
+let disableQueued = false;
+
+/**
+ * Runs `fn` in the storage holding `store`, counted open until what it returns settles. When the
+ * last one settles, the storage is disabled (on the next turn of the event loop, if none opened
+ * meanwhile): in Node 20 that turns the promise hooks off again, so a run that needs no scope (and
+ * every other promise of the process) stops paying for them; the next `run` turns them back on.
+ */
+function runOpen<S extends StepRunner | InStep, R, A extends unknown[]>(store: S, fn: (...args: A) => R, args: A): R {
+  scopesOpen++;
+  let result: R;
+  try {
+    result = storage.run(store, fn, ...args);
+  } catch (error) {
+    closeOne();
+    throw error;
+  }
+  if (isThenable(result)) Promise.resolve(result).then(closeOne, closeOne);
+  else closeOne();
+  return result;
+}
+
+function closeOne(): void {
+  if (--scopesOpen > 0 || disableQueued) return;
+  disableQueued = true;
+  setImmediate(disableIfIdle);
+}
+
+function disableIfIdle(): void {
+  disableQueued = false;
+  if (scopesOpen === 0) storage.disable();
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
+}
+
+/** Scopes open now, for tests: a run that needs none leaves it at 0. */
+export function openRunScopes(): number {
+  return scopesOpen;
+}
+
+/**
+ * Calls `fn(instance, b, c)` inside `runner`'s {@link runScope} when the run needs it (see
+ * needsRunScope); otherwise plainly. Why: an AsyncLocalStorage in use turns on Node 20's promise
+ * hooks for every promise of the process (about a fifth of a drain's throughput at concurrency
+ * 50, in bench), and only `@Step` methods read the scope. Classes are defined when their module
+ * loads, before the application starts, so a run sees every `@Step` method its code can call; a
+ * class first loaded while a run executes (a dynamic `import()` inside it) has its steps memoized
+ * from the run's next attempt on.
+ */
+export function inRunScope<I extends object, B, C, T>(runner: StepRunner, fn: (instance: I, b: B, c: C) => T, instance: I, b: B, c: C): T {
   // Arguments rather than a closure: this runs once per attempt.
-  return stepMethodsDefined ? runScope.run(runner, fn, a, b, c) : fn(a, b, c);
+  return needsRunScope(instance) ? runScope.run(runner, fn, instance, b, c) : fn(instance, b, c);
 }
 
 /**
@@ -85,7 +171,7 @@ export function inRunScope<A, B, C, T>(runner: StepRunner, fn: (a: A, b: B, c: C
  */
 export const stepScope: Scope<StepFrame> = {
   // Inside the step, @Step methods still find the run's runner (which then runs them plainly).
-  run: (frame, fn, ...args) => storage.run(new InStep(runScope.getStore(), frame), fn, ...args),
+  run: (frame, fn, ...args) => runOpen(new InStep(runScope.getStore(), frame), fn, args),
   getStore: () => {
     const store = storage.getStore();
     return store instanceof InStep ? store.frame : undefined;
