@@ -94,7 +94,7 @@ local function cancelRun(runKey, id, f, err, reason)
     publish(base .. 'cancel', id .. ' ' .. f[5] .. ' ' .. reason)
   end
   finishRun(base, runKey, id, workflow, 'cancelled', 'error', err, now, tonumber(ARGV[5]), f[7], f[9] == '1')
-  tallyFinished(tally, workflow, 'cancelled', id)
+  tallyFinished(tally, workflow, id)
   return shown, children
 end
 
@@ -189,6 +189,6 @@ if budget > 0 then
     settle(other, listKey)
   end
 end
-countFinished(base, KEYS[3], tally, now, tonumber(ARGV[5]))
+countFinished(base, KEYS[3], tally, 'cancelled', now, tonumber(ARGV[5]))
 wakeCapped(base, KEYS[3], freed)
 return { outcome, shown, cascaded, left }

@@ -78,19 +78,18 @@ for i = stepsEnd + 1, #ARGV, 4 do
   local id = ARGV[i]
   local runKey = base .. 'run:' .. id
   local workflow, group, waited, linked = leasedRun(runKey, ARGV[i + 1])
-  local f = workflow and {} or redis.call('HMGET', runKey, 'state', 'token')
-  if f[1] == 'completed' and f[2] == ARGV[i + 1] then
-    statuses[#statuses + 1] = 1
-  elseif workflow then
+  if workflow then
     releaseSlots(base, KEYS[1], KEYS[2], KEYS[3], id, workflow, group, freed)
     finishRun(base, runKey, id, workflow, 'completed', 'result', ARGV[i + 2], now, ttl, waited, linked, ARGV[i + 3])
-    tallyFinished(tally, workflow, 'completed', id)
+    tallyFinished(tally, workflow, id)
     statuses[#statuses + 1] = 1
   else
-    statuses[#statuses + 1] = 0
+    -- Completed by this very token already: a resent call whose first reply was lost.
+    local f = redis.call('HMGET', runKey, 'state', 'token')
+    statuses[#statuses + 1] = (f[1] == 'completed' and f[2] == ARGV[i + 1]) and 1 or 0
   end
 end
-countFinished(base, KEYS[2], tally, now, ttl)
+countFinished(base, KEYS[2], tally, 'completed', now, ttl)
 
 -- The reply, flat: parked (known at the end), the statuses, then the claims (appendClaim).
 local reply = { 0, #statuses }

@@ -75,9 +75,7 @@ end
 hsetRun(KEYS[1], ARGV[8], 'ended', ARGV[3] .. ':' .. outcome)
 -- After the last write to the run: retention by count may delete its hash right here.
 if outcome == 'failed' then
-  local tally = {}
-  tallyFinished(tally, workflow, 'failed', id)
-  countFinished(base, KEYS[3], tally, now, tonumber(ARGV[7]))
+  countFinished(base, KEYS[3], { [workflow] = { id } }, 'failed', now, tonumber(ARGV[7]))
 end
 wakeCapped(base, KEYS[3], freed)
 return outcome

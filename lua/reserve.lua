@@ -135,7 +135,7 @@ if scanInterval > 0 and redis.call('SET', KEYS[4], '1', 'NX', 'PX', scanInterval
         finishRun(base, runKey, id, f[1], 'failed', 'error',
           '{"name":"StalledError","message":"lease expired ' .. stalls .. ' times (worker died or blocked the event loop)"}',
           now, tonumber(ARGV[7]), f[7], f[8] == '1')
-        tallyFinished(tally, f[1], 'failed', id)
+        tallyFinished(tally, f[1], id)
       else
         redis.call('HSET', runKey, 'state', 'waiting')
         makeDue(base, KEYS[2], KEYS[3], f[1], group, id, f[2], true)
@@ -148,7 +148,7 @@ if scanInterval > 0 and redis.call('SET', KEYS[4], '1', 'NX', 'PX', scanInterval
       redis.call('ZREM', KEYS[1], id)
     end
   end
-  countFinished(base, KEYS[2], tally, now, tonumber(ARGV[7]))
+  countFinished(base, KEYS[2], tally, 'failed', now, tonumber(ARGV[7]))
   wakeCapped(base, KEYS[2], freed)
   for _, wf in ipairs(workflows) do
     sweepSchedules(base, wf, now)

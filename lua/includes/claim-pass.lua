@@ -13,6 +13,8 @@ local rings = {}
 local function newRing(groups)
   return { groups = groups, pos = 0, out = {}, served = {}, order = 0, pending = {}, taken = 0, held = {} }
 end
+-- The ring of every workflow found dry (see claimRuns): no groups, nothing taken, never written.
+local DRY_RING = newRing({})
 
 local function ringOf(base, workflow)
   local ring = rings[workflow]
@@ -136,7 +138,7 @@ local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaim
       dry = redis.call('EXISTS', lane .. 'queue', lane .. 'waiting', wfKey(base, wf, 'wake'), wfKey(base, wf, 'ready')) == 0
       if dry then
         noPriorities[lane], dryLanes[lane] = true, true
-        rings[wf] = newRing({})
+        rings[wf] = DRY_RING
         open[i] = false -- nothing to take: the pass below skips its caps and lanes
       end
     end
@@ -179,7 +181,6 @@ local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaim
   end
   restorePopped()
   settleGroups(base, limitsKey, seqKey, freed or {})
-
   -- Stopped short by the namespace cap with runs still due: these workflows wait for a slot freed
   -- anywhere in the namespace (wakeNamespaceWaiters). Not when the caller's own slots ran out: it
   -- comes back by itself (a full batch, or its next completion).
@@ -188,7 +189,6 @@ local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaim
       if open[i] and hasDue(base, wf) then redis.call('ZADD', base .. 'ns-waiting', 'NX', nextTurn(base), wf) end
     end
   end
-
   -- A batch cut short by the reply budget is a full batch too: its worker must come back at once.
   local full = claimed >= maxClaims or replyBytes >= MAX_REPLY_BYTES
   if passWake and full and maxClaims > 0 and namespaceRoom(leasesKey, limitsKey) then

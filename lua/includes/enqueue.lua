@@ -37,7 +37,7 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
     local parked = redis.call('ZPOPMAX', parkedKey)
     if #parked > 0 and tonumber(parked[2]) >= now then
       if redis.call('EXISTS', lane .. 'queue', lane .. 'waiting', wakeKey) == 0
-          and primeLimits(limitsKey, { workflow }) and namespaceRoom(KEYS_LEASES, limitsKey) and workflowRoom(base, limitsKey, workflow)
+          and primeLimits(limitsKey, workflow) and namespaceRoom(KEYS_LEASES, limitsKey) and workflowRoom(base, limitsKey, workflow)
           and (group == '' or groupRoom(base, limitsKey, workflow, group)) then
         -- Its announcement ends in its lease length, which the handed-off run gets from the start.
         leaseMs = tonumber(string.match(parked[1], ':(%d+)$')) or leaseMs

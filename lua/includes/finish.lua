@@ -46,16 +46,15 @@ local FINISH_SCALE = 1024
 -- How many finishes of a state pass between two looks for expired index entries.
 local TRIM_EVERY = 64
 
--- Adds one finished run to a per-call tally (in finish order), written once per workflow by
--- countFinished.
-local function tallyFinished(tally, workflow, state, id)
-  local runs = tally[workflow]
-  if not runs then
-    runs = { states = {}, ids = {} }
-    tally[workflow] = runs
+-- Adds one finished run to a per-call tally (workflow -> ids in finish order), written once per
+-- workflow by countFinished. Every run a call tallies ends in the same state.
+local function tallyFinished(tally, workflow, id)
+  local ids = tally[workflow]
+  if not ids then
+    tally[workflow] = { id }
+  else
+    ids[#ids + 1] = id
   end
-  runs.states[#runs.states + 1] = state
-  runs.ids[#runs.ids + 1] = id
 end
 
 -- Index entries older than the retention point at run hashes that expired: dropped, at most
@@ -97,57 +96,43 @@ local function indexRetention(limitsKey, workflow, ttlMs)
   return ttlMax
 end
 
--- Writes a call's tally: per workflow, the running totals, one sequence read and write, the
--- index entries (one ZADD per state), then the bounded trims (retention by time, then by count:
--- `wf:<name>:keep:<state>` in the limits hash, completed and failed only). Call it after the
--- call's last write to a finished run's hash: a count of 0 deletes the hash here.
-local function countFinished(base, limitsKey, tally, now, ttlMs)
-  for workflow, runs in pairs(tally) do
-    local statsKey = wfKey(base, workflow, 'stats')
-    local byState, states = {}, {}
-    for i, state in ipairs(runs.states) do
-      local ids = byState[state]
-      if not ids then
-        ids = {}
-        byState[state] = ids
-        states[#states + 1] = state
+-- Writes a call's tally of runs that ended in `state`: per workflow, the running total, one
+-- sequence read and write, the index entries (one ZADD), then the bounded trims (retention by
+-- time, then by count: `wf:<name>:keep:<state>` in the limits hash, completed and failed only).
+-- Call it after the call's last write to a finished run's hash: a count of 0 deletes the hash here.
+local function countFinished(base, limitsKey, tally, state, now, ttlMs)
+  for workflow, ids in pairs(tally) do
+    local added = #ids
+    local total = redis.call('HINCRBY', wfKey(base, workflow, 'stats'), state, intText(added))
+    local indexKey = wfKey(base, workflow, state)
+    -- Completed runs are indexed only where asked for (@Workflow indexCompleted, or keep.completed),
+    -- or while a dashboard is open ('completed-watch': until when, in ms, renewed by the page's
+    -- reads): the one finish every run has, so the index costs the hot path only when used.
+    if state ~= 'completed' or limitOf(limitsKey, 'wf:' .. workflow .. ':index-completed')
+        or (limitOf(limitsKey, 'completed-watch') or 0) > now then
+      -- Trim by the longest retention any process indexing this workflow's runs uses: an entry
+      -- is dropped only once no record it can point at is left. Kept in the limits hash, so a
+      -- claiming call reads it with its other limits (see primeLimits), written only when it
+      -- grows, and only here: runs that are not indexed need none.
+      local ttlMax = indexRetention(limitsKey, workflow, ttlMs)
+      -- Strict finish order: after the index's last entry, and about the finish time.
+      local last = redis.call('ZRANGE', indexKey, -1, -1, 'WITHSCORES')
+      local score = math.max(#last > 0 and tonumber(last[2]) + 1 or 0, now * FINISH_SCALE)
+      local members = {}
+      for k, id in ipairs(ids) do
+        members[2 * k - 1] = string.format('%.0f', score + k - 1)
+        members[2 * k] = id
       end
-      ids[#ids + 1] = runs.ids[i]
-    end
-    for _, state in ipairs(states) do
-      local ids = byState[state]
-      local added = #ids
-      local total = redis.call('HINCRBY', statsKey, state, intText(added))
-      local indexKey = wfKey(base, workflow, state)
-      -- Completed runs are indexed only where asked for (@Workflow indexCompleted, or keep.completed),
-      -- or while a dashboard is open ('completed-watch': until when, in ms, renewed by the page's
-      -- reads): the one finish every run has, so the index costs the hot path only when used.
-      if state ~= 'completed' or limitOf(limitsKey, 'wf:' .. workflow .. ':index-completed')
-          or (limitOf(limitsKey, 'completed-watch') or 0) > now then
-        -- Trim by the longest retention any process indexing this workflow's runs uses: an entry
-        -- is dropped only once no record it can point at is left. Kept in the limits hash, so a
-        -- claiming call reads it with its other limits (see primeLimits), written only when it
-        -- grows, and only here: runs that are not indexed need none.
-        local ttlMax = indexRetention(limitsKey, workflow, ttlMs)
-        -- Strict finish order: after the index's last entry, and about the finish time.
-        local last = redis.call('ZRANGE', indexKey, -1, -1, 'WITHSCORES')
-        local score = math.max(#last > 0 and tonumber(last[2]) + 1 or 0, now * FINISH_SCALE)
-        local members = {}
-        for k, id in ipairs(ids) do
-          members[2 * k - 1] = string.format('%.0f', score + k - 1)
-          members[2 * k] = id
-        end
-        callChunked('ZADD', indexKey, members, 1000)
-        local budget = 2 * added + 64
-        -- Expired entries: looked for once per TRIM_EVERY finishes of the state (the running total
-        -- crossing a multiple), with room for all that can have expired since.
-        if math.floor(total / TRIM_EVERY) ~= math.floor((total - added) / TRIM_EVERY) then
-          trimExpired(indexKey, now, ttlMax, 4 * TRIM_EVERY + budget)
-        end
-        if state ~= 'cancelled' then
-          local keep = limitOf(limitsKey, 'wf:' .. workflow .. ':keep:' .. state)
-          if keep then trimToKeep(base, workflow, indexKey, state, keep, budget) end
-        end
+      callChunked('ZADD', indexKey, members, 1000)
+      local budget = 2 * added + 64
+      -- Expired entries: looked for once per TRIM_EVERY finishes of the state (the running total
+      -- crossing a multiple), with room for all that can have expired since.
+      if math.floor(total / TRIM_EVERY) ~= math.floor((total - added) / TRIM_EVERY) then
+        trimExpired(indexKey, now, ttlMax, 4 * TRIM_EVERY + budget)
+      end
+      if state ~= 'cancelled' then
+        local keep = limitOf(limitsKey, 'wf:' .. workflow .. ':keep:' .. state)
+        if keep then trimToKeep(base, workflow, indexKey, state, keep, budget) end
       end
     end
   end

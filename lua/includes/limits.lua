@@ -42,6 +42,7 @@ end
 -- `finishing` those countFinished reads too, and with `reserving` the flag of a rate review
 -- under way (see startRateReview).
 local function claimFields(workflows, finishing, reserving)
+  if type(workflows) == 'string' then workflows = { workflows } end
   local fields = { 'ns', 'controls' }
   if finishing then fields[#fields + 1] = 'completed-watch' end
   for _, wf in ipairs(workflows) do
@@ -58,7 +59,7 @@ local function claimFields(workflows, finishing, reserving)
   return fields
 end
 
--- Reads the fields a claim pass over `workflows` needs (see claimFields) in one HMGET into the
+-- Reads the fields a claim pass over `workflows` (a list, or one name) needs (see claimFields) in one HMGET into the
 -- per-call cache: one command instead of one each. A namespace without a limits hash (nothing
 -- capped, controlled or kept) pays one EXISTS and builds no field names. Returns true (usable
 -- inside a condition).

@@ -98,14 +98,15 @@ local function hsetRun(runKey, journal, ...)
   local space = journal and string.find(journal, ' ', 1, true)
   if not space then return redis.call('HSET', runKey, ...) end
   local slot = 'tl:' .. string.sub(journal, 1, space - 1)
-  local args = { slot, 0 }
+  local args = { ... }
+  local countAt = #args + 2
+  args[countAt - 1], args[countAt] = slot, 0
   local chunks = 0
   for i = space + 1, #journal, JOURNAL_CHUNK do
     args[#args + 1] = slot .. '.' .. chunks
     args[#args + 1] = string.sub(journal, i, i + JOURNAL_CHUNK - 1)
     chunks = chunks + 1
   end
-  args[2] = chunks
-  for _, value in ipairs({ ... }) do args[#args + 1] = value end
+  args[countAt] = chunks
   return redis.call('HSET', runKey, unpack(args))
 end

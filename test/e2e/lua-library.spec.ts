@@ -58,17 +58,20 @@ describe('the Lua function library', () => {
     });
 
     it("declares the includes' per-call state bare and sets it again at the start of each call; constants stay", () => {
-      expect(library.code).toMatch(/^local limitCache$/m);
+      // State that starts as empty tables is made at load, and replaced at a call's start only if the last call left something in it.
+      expect(library.code).toMatch(/^local limitCache = \{\}$/m);
+      expect(library.code).toMatch(/^local pendingAdds, pendingRemovals, pendingDelta = \{\}, \{\}, \{\}$/m);
       expect(library.code).toMatch(/^local KEYS_LEASES$/m);
       expect(library.code).toMatch(/^local turnNext, turnLast$/m);
       const reset = (include: string) =>
         new RegExp(`local function resetCallState_${include}\\(\\)\\n([\\s\\S]*?)\\nend`).exec(library.code)?.[1];
-      expect(reset('limits')).toContain('limitCache = {}');
+      expect(reset('limits')).toContain('if next(limitCache) ~= nil then limitCache = {} end');
+      expect(reset('leases')).toContain('if next(pendingRemovals) ~= nil then pendingRemovals = {} end');
       expect(reset('leases')).toContain("KEYS_LEASES = ARGV[1] .. 'leases'");
       expect(reset('groups')).toContain('turnNext, turnLast = 1, 0');
       expect(reset('time')).toContain('callNow = nil');
       // An include's name with a hyphen makes a Lua name all the same.
-      expect(reset('claim_pass')).toBe('rings = {}');
+      expect(reset('claim_pass')).toBe('if next(rings) ~= nil then rings = {} end');
       // An include without per-call state has nothing to reset.
       expect(library.code).not.toContain('resetCallState_util');
       expect(library.code).toMatch(/^local MAX_PRIORITY = 1048575$/m);
@@ -152,6 +155,22 @@ describe('the Lua function library', () => {
       const stats = await admin.info('commandstats');
       return Number(new RegExp(`^cmdstat_${command.replace('|', '\\|')}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
     }
+
+    it('gives every call empty per-call tables, though a table left empty is kept for the next', async () => {
+      const probed = withLuaCopy((dir) => {
+        edit(join(dir, 'includes', 'time.lua'), (text) => `${text}\nlocal probeSeen = {}\n`);
+        edit(join(dir, 'park.lua'), (text) =>
+          text.replace(
+            '-- @include wakes\n',
+            "-- @include wakes\nif ARGV[1] == 'probe' then local seen = #probeSeen; probeSeen[seen + 1] = 1; return seen end\n",
+          ),
+        );
+      })();
+      await admin.call('FUNCTION', 'LOAD', probed.code);
+      const probe = () => admin.call('FCALL', probed.functionName('park'), 3, 'a', 'b', 'c', 'probe');
+      // Each call left an entry: the next one starts from an empty table all the same.
+      expect([await probe(), await probe(), await probe()]).toEqual([0, 0, 0]);
+    });
 
     it('is loaded by the first call, every call starts from fresh state, and a FUNCTION FLUSH is recovered from', async () => {
       const app = await start();
