@@ -50,6 +50,8 @@ export interface ResolvedWorkflow {
 @Injectable()
 export class WorkflowRegistry {
   private readonly byName = new Map<string, WorkflowDefinition>();
+  /** Registered classes as `resolve` answers for them: the same for the process's life, asked on every enqueue. */
+  private readonly resolvedClasses = new WeakMap<object, ResolvedWorkflow>();
 
   constructor(
     @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
@@ -107,10 +109,18 @@ export class WorkflowRegistry {
       const attempts = typeof workflow === 'string' ? undefined : workflow.attempts;
       return { name, attempts: attempts ?? this.options.defaults.attempts, known: false };
     }
+    const resolved = this.resolvedClasses.get(workflow);
+    if (resolved) return resolved;
     const metadata = this.accessor.getWorkflow(workflow);
     const label: unknown = (workflow as { name?: string } | null)?.name ?? workflow; // a JS caller may pass anything
     if (!metadata) throw new UnknownWorkflowError(String(label));
     const local = this.byName.get(metadata.name);
-    return { name: metadata.name, attempts: local?.attempts ?? metadata.options.attempts ?? this.options.defaults.attempts, known: true };
+    const answer = {
+      name: metadata.name,
+      attempts: local?.attempts ?? metadata.options.attempts ?? this.options.defaults.attempts,
+      known: true,
+    };
+    if (local) this.resolvedClasses.set(workflow, answer);
+    return answer;
   }
 }

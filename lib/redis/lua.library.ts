@@ -90,7 +90,9 @@ export function buildLibrary(scripts: readonly LuaScript[], dir = LUA_DIR): LuaL
     .digest('hex')
     .slice(0, 16);
   const name = `sluice_${hash}`;
-  const functionName = (script: ScriptName) => `${name}_${script.replace(/-/g, '_')}`;
+  const names = new Map(scripts.map((script) => [script.name, `${name}_${script.name.replace(/-/g, '_')}`]));
+  // Asked on every call: looked up, not built.
+  const functionName = (script: ScriptName) => names.get(script) ?? `${name}_${script.replace(/-/g, '_')}`;
   const calls = registrations.map(
     ({ script, resets }) =>
       `register('${functionName(script.name)}', bodies['${script.name}'], { ${resets.join(', ')} }, { ${script.flags.map((flag) => `'${flag}'`).join(', ')} })`,
