@@ -65,11 +65,12 @@ local workflows = {}
 for i = 9, 8 + workflowCount do workflows[#workflows + 1] = ARGV[i] end
 
 primeLimits(KEYS[2], workflows, true)
--- One write per active index for the whole batch, at the end (see deferActiveWrites).
-deferActiveWrites()
-
 local stepsAt = 10 + workflowCount
 local stepsEnd = stepsAt + 4 * tonumber(ARGV[9 + workflowCount]) - 1
+-- A batch writes each active index once, at the end (see deferActiveWrites); a single run's
+-- writes are as many commands either way.
+if #ARGV - stepsEnd > 4 then deferActiveWrites() end
+
 local saved = saveSteps(base, stepsAt, stepsEnd)
 
 local statuses, freed, tally = {}, {}, {}

@@ -115,8 +115,30 @@ local function settleGroups(base, limitsKey, seqKey, freed)
       end
     end
   end
-  rings = {}
+  if next(rings) ~= nil then rings = {} end
   deferredGroups = nil
+end
+
+-- One claim of claimRuns' pass from `wf` (the i-th workflow) of at most `remaining`. Returns
+-- whether the workflow gave a run, and whether its claim was taken (see claimRun).
+local function claimOne(base, leasesKey, limitsKey, wf, i, groupTurn, remaining, now, lockMs, reply)
+  if not workflowRoom(base, limitsKey, wf) then return false, false end
+  local lane = laneOf(base, wf, '')
+  local id, group
+  -- The workflow's ungrouped lane may give every claim still to make, within its caps (the rest go back).
+  local want = math.min(remaining, capsLeft(base, leasesKey, limitsKey, wf))
+  if groupTurn[i] then
+    id, group = popFromGroups(base, limitsKey, wf, remaining)
+    if not id then id, group = popDue(lane, want), '' end
+  else
+    id, group = popDue(lane, want), ''
+    if not id then id, group = popFromGroups(base, limitsKey, wf, remaining) end
+  end
+  if not id then return false, false end
+  groupTurn[i] = group == ''
+  if not claimRun(base, leasesKey, id, wf, group, now, lockMs, reply) then return true, false end
+  noteStart(base, limitsKey, wf, group)
+  return true, true
 end
 
 -- Claims up to maxClaims due runs, fairly: round-robin over `workflows`, one run per workflow per
@@ -145,36 +167,14 @@ local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaim
     if claimed < maxClaims and not dry and takeHandoff(base, leasesKey, wf, now, lockMs, reply) then claimed = claimed + 1 end
   end
 
-  local function claimOne(i, wf)
-    if not workflowRoom(base, limitsKey, wf) then return false end
-    local lane = laneOf(base, wf, '')
-    local id, group
-    -- The workflow's ungrouped lane may give every claim still to make, within its caps (the
-    -- rest go back).
-    local remaining = maxClaims - claimed
-    local want = math.min(remaining, capsLeft(base, leasesKey, limitsKey, wf))
-    if groupTurn[i] then
-      id, group = popFromGroups(base, limitsKey, wf, remaining)
-      if not id then id, group = popDue(lane, want), '' end
-    else
-      id, group = popDue(lane, want), ''
-      if not id then id, group = popFromGroups(base, limitsKey, wf, remaining) end
-    end
-    if not id then return false end
-    groupTurn[i] = group == ''
-    if claimRun(base, leasesKey, id, wf, group, now, lockMs, reply) then
-      claimed = claimed + 1
-      noteStart(base, limitsKey, wf, group)
-    end
-    return true
-  end
-
   local progress = true
   while progress and claimed < maxClaims and replyBytes < MAX_REPLY_BYTES and namespaceRoom(leasesKey, limitsKey) do
     progress = false
     for i, wf in ipairs(workflows) do
       if open[i] and claimed < maxClaims and replyBytes < MAX_REPLY_BYTES and namespaceRoom(leasesKey, limitsKey) then
-        open[i] = claimOne(i, wf)
+        local took
+        open[i], took = claimOne(base, leasesKey, limitsKey, wf, i, groupTurn, maxClaims - claimed, now, lockMs, reply)
+        if took then claimed = claimed + 1 end
         progress = progress or open[i]
       end
     end

@@ -7,6 +7,16 @@
 -- Strict even for runs finishing in the same millisecond, and about the finish time, so
 -- retention trims by score. listRuns pages by score.
 
+-- Tells one waiter of a run's end (see finishRun): '1' is the run's done channel, anything else a
+-- process's inbox.
+local function announceFinish(base, id, target, message)
+  if target == '1' then
+    publish(base .. 'done:' .. id, message)
+  else
+    publish(base .. 'inbox:' .. target, id .. ' ' .. message)
+  end
+end
+
 -- Records a final state and starts the retention clock. If someone waits on the run (`waited`,
 -- the run's 'waited' field: set by run() at enqueue, or by wait() through watch.lua), announces
 -- it; the announcement carries the outcome itself (`field` is 'result' or 'error', `payload`
@@ -33,12 +43,11 @@ local function finishRun(base, runKey, id, workflow, state, field, payload, now,
   if body == '' then body = 'null' end
   local message = '{"v":1,"state":"' .. state .. '","workflow":"' .. workflow .. '","' .. field .. '":' .. body
     .. ',"undef":' .. (payload == '' and 'true' or 'false') .. '}'
-  for target in string.gmatch(waited, '%S+') do
-    if target == '1' then
-      publish(base .. 'done:' .. id, message)
-    else
-      publish(base .. 'inbox:' .. target, id .. ' ' .. message)
-    end
+  -- Most runs have one waiter: no iterator for it.
+  if string.find(waited, ' ', 1, true) then
+    for target in string.gmatch(waited, '%S+') do announceFinish(base, id, target, message) end
+  elseif waited ~= '' then
+    announceFinish(base, id, waited, message)
   end
 end
 

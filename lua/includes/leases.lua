@@ -63,6 +63,7 @@ end
 -- Sends the deferred writes: per key its removals, then its additions, in chunks that stay
 -- within Lua's argument limit.
 local function flushActiveWrites()
+  if not deferred then return end
   local CHUNK = 1000
   for key, ids in pairs(pendingRemovals) do
     for i = 1, #ids, CHUNK do
