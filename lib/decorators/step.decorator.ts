@@ -1,7 +1,8 @@
 import { STEP_METADATA } from '../interfaces/queue.constants';
 import { InvalidOptionError } from '../errors';
 import { checkId } from '../util/names';
-import { noteStepMethod, runScope } from '../workflow/run.scope';
+import { runScope } from '../workflow/run.scope';
+import { noteStepMethod } from '../workflow/step-classes.registry';
 import { resolveStepOptions, type StepCallOptions } from '../workflow/step.options';
 
 /** Options of `@Step`: its memo key, plus how it executes (time limit, tries; see {@link StepCallOptions}). */

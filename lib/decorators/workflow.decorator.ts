@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { checkRateLimit, MAX_LIMIT } from '../interfaces/rate-limit';
 import { WORKFLOW_METADATA } from '../interfaces/queue.constants';
-import { noteWorkflowClass } from '../workflow/run.scope';
+import { noteWorkflowClass } from '../workflow/step-classes.registry';
 import { checkName } from '../util/names';
 import { InvalidOptionError } from '../errors';
 import { checkInteger } from '../util/duration';
