@@ -1,3 +1,4 @@
+import { setImmediate as afterThisTurn } from 'node:timers/promises';
 import { Logger } from '@nestjs/common';
 import { jitteredPause } from '../util/retry';
 import { OutageLog } from '../util/outage-log';
@@ -295,6 +296,9 @@ export class WorkerLoop {
         if (this.active.get(run.id) === run) this.refreshLease(run);
         this.endDeferral(deferral);
       }, HANDOFF_REFRESH_MS).unref();
+      // Block again only after this turn's I/O: a short run then sends its complete call first,
+      // and the blocking read's write is off the path from the enqueue to the run's result.
+      if (!this.stopping && this.freeSlots() > 0) await afterThisTurn();
     }
   }
 }
