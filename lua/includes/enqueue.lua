@@ -20,11 +20,12 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
   local lane = laneOf(base, workflow, group)
   local wakeKey = wfKey(base, workflow, 'wake')
   local now = nowMs()
-  local due = now + tonumber(delayMs)
-  if runAt ~= '' then due = tonumber(runAt) end
+  -- Numbers arrive as text, and tonumber is a strtod: the common '0' is told by comparison.
+  local due = now
+  if runAt ~= '' then due = tonumber(runAt) elseif delayMs ~= '0' then due = now + tonumber(delayMs) end
 
   local state = 'waiting'
-  local leaseMs = tonumber(lockMs)
+  local leaseMs
   if due > now then
     state = 'delayed'
   elseif fastPath and trace == '' and timeoutMs == '' and not lanesMadeDue[lane] then
@@ -40,7 +41,7 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
           and primeLimits(limitsKey, workflow) and namespaceRoom(KEYS_LEASES, limitsKey) and workflowRoom(base, limitsKey, workflow)
           and (group == '' or groupRoom(base, limitsKey, workflow, group)) then
         -- Its announcement ends in its lease length, which the handed-off run gets from the start.
-        leaseMs = tonumber(string.match(parked[1], ':(%d+)$')) or leaseMs
+        leaseMs = tonumber(string.match(parked[1], ':(%d+)$')) or tonumber(lockMs)
         state = 'active'
       else
         redis.call('ZADD', parkedKey, parked[2], parked[1]) -- still parked: no handoff after all

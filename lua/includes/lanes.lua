@@ -39,7 +39,8 @@ end
 -- workflow's ungrouped one, whose push may wait for flushDuePushes (a group's lane is read by
 -- activateGroup right after).
 local function pushDue(lane, seqKey, id, priority, front, deferrable)
-  priority = tonumber(priority) or 0 -- a lean run record omits priority 0 (see storeRun)
+  -- A lean run record omits priority 0 (see storeRun); '0' is told without a strtod.
+  priority = (priority ~= '0' and tonumber(priority)) or 0
   if priority == 0 and duePushes and deferrable and not front then
     local ids = duePushes[lane]
     if not ids then

@@ -66,7 +66,7 @@ local function storeRun(base, id, workflow, input, state, priority, maxAttempts,
     local fromId = idTimed and runIdTime(id)
     if fromId then createdMs = fromId else fields[n + 1], fields[n + 2], n = 'createdAt', created, n + 2 end
     if tostring(maxAttempts) ~= DEFAULT_MAX_ATTEMPTS then fields[n + 1], fields[n + 2], n = 'maxAttempts', maxAttempts, n + 2 end
-    if tonumber(priority) ~= 0 then fields[n + 1], fields[n + 2] = 'priority', priority end
+    if priority ~= '0' and tonumber(priority) ~= 0 then fields[n + 1], fields[n + 2] = 'priority', priority end
   else
     if due == now then due = created end
     fields = { 'workflow', workflow, 'input', input, 'state', state, 'priority', priority, 'maxAttempts', maxAttempts,
