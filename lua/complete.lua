@@ -58,15 +58,15 @@
 
 local base = ARGV[1]
 local ttl = tonumber(ARGV[2])
-local wanted, lockMs = tonumber(ARGV[3]), tonumber(ARGV[4])
+local wanted, lockMs = smallNumber(ARGV[3]), tonumber(ARGV[4])
 local now = nowMs()
-local workflowCount = tonumber(ARGV[8])
+local workflowCount = smallNumber(ARGV[8])
 local workflows = {}
 for i = 9, 8 + workflowCount do workflows[#workflows + 1] = ARGV[i] end
 
 primeLimits(KEYS[2], workflows, true)
 local stepsAt = 10 + workflowCount
-local stepsEnd = stepsAt + 4 * tonumber(ARGV[9 + workflowCount]) - 1
+local stepsEnd = stepsAt + 4 * smallNumber(ARGV[9 + workflowCount]) - 1
 -- A batch writes each active index once, at the end (see deferActiveWrites); a single run's
 -- writes are as many commands either way.
 if #ARGV - stepsEnd > 4 then deferActiveWrites() end
@@ -99,7 +99,7 @@ reply[#reply + 1] = #saved
 for i = 1, #saved do reply[#reply + 1] = saved[i] end
 -- No wake to pass on: this worker comes back for more with its next completions. Claiming
 -- (even of nothing) settles the groups whose slots freed above.
-local flags = tonumber(ARGV[5]) or 0
+local flags = smallNumber(ARGV[5]) or 0
 withExtras = flags >= 2
 if flags % 2 == 1 and replayClaims(base, KEYS[1], KEYS[4], now, lockMs, reply) then
   settleGroups(base, KEYS[2], KEYS[3], freed)

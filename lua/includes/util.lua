@@ -14,6 +14,12 @@ local function callChunked(command, key, items, per)
   end
 end
 
+-- A count or flag an argument carries as text: tonumber is a strtod, and most are '0' or '1'.
+local function smallNumber(text)
+  if text == '0' then return 0 elseif text == '1' then return 1 end
+  return tonumber(text)
+end
+
 -- Publishes on one of the namespace's channels. On a Redis Cluster they are sharded channels
 -- (SPUBLISH: the channel lives in the namespace's slot, so only its shard carries the message,
 -- where PUBLISH would copy it to every node); subscribers match (lib/redis/pubsub.channels.ts).
