@@ -59,8 +59,8 @@ local function claimFields(workflows, finishing, reserving)
   return fields
 end
 
--- Reads the fields a claim pass over `workflows` (a list, or one name) needs (see claimFields) in one HMGET into the
--- per-call cache: one command instead of one each. A namespace without a limits hash (nothing
+-- Reads the fields a claim pass over `workflows` (a list, or one name) needs (see claimFields)
+-- in one HMGET into the per-call cache: one command instead of one each. A namespace without a limits hash (nothing
 -- capped, controlled or kept) pays one EXISTS and builds no field names. Returns true (usable
 -- inside a condition).
 local function primeLimits(limitsKey, workflows, finishing, reserving)
