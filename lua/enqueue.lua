@@ -12,10 +12,10 @@
   handoffEntry), so it starts without a reserve round trip. The data is exactly what a reserve
   claim writes: complete, fail, retry and stall recovery treat it alike. A handoff is taken by a
   blocked worker, or by any claim of the workflow (takeHandoff); if its worker dies, the stalled
-  scan recovers it. A run with a trace context (ARGV[14]) is never fast-pathed: a handoff entry
+  scan recovers it. A run with a trace context ('trace') is never fast-pathed: a handoff entry
   has no room for it that older workers, which read the same wake lists, would not misparse, so
   it goes through a claim, whose row carries it (see withExtras in claim.lua). Nor is a run with
-  its own time limit (ARGV[15]), for the same reason: its claim row carries the limit.
+  its own time limit ('timeout'), for the same reason: its claim row carries the limit.
 
   Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, enqueue
 
@@ -28,29 +28,32 @@
   ARGV[2] run id
   ARGV[3] workflow name
   ARGV[4] encoded input
-  ARGV[5] priority, 0..1048575 (higher runs first)
-  ARGV[6] delay in ms from now (>= 0)
-  ARGV[7] due time in ms since the epoch, or '' (wins over the delay)
-  ARGV[8] max attempts
-  ARGV[9] group, or ''
-  ARGV[10] 1 to allow the fast path, 0 not to
-  ARGV[11] lease length in ms of a fast-pathed run, if the parked worker's announcement names none
-  ARGV[12] who will wait on the run (run()), whose outcome is then to be published (stored as the
-           field 'waited', see finishRun in finish.lua): '1' on the run's done channel, or the
-           caller's inbox id (its process's inbox channel); '0' or '' for nobody
-  ARGV[13] nonce of the enqueue call: a retry after a lost reply finds the run its own first
-           attempt created and still answers 'created'; '' for a generated id (lib/workflow/run-id.ts),
-           which carries its creation time: a lean record then stores no createdAt
-  ARGV[14] optional: the enqueuing call's trace context (an OpenTelemetry propagation carrier as
-           JSON), stored as the run field 'trace' for the workers' spans; absent or '' for none.
-           Old processes neither send nor read it (a compatible layout change)
-  ARGV[15] optional: the run's time limit per attempt in ms (EnqueueOptions.runTimeoutMs), stored
-           as the run field 'timeoutMs' (only when set) and shipped with every claim of the run
-           (see claimRun in claim.lua); absent or '' for none (the workflow's limit applies)
-  ARGV[16] optional: 1 to store the lean run record (see storeRun in records.lua): the caller
-           found the namespace at layout 4, or has QueueModuleOptions.compactRunRecords; absent
-           or '' for the full one
-  Reply: { created: 1 new run | 0 existing run, state } (state 'active' = fast-pathed)
+  ARGV[5] who will wait on the run (run()), whose outcome is then to be published (stored as the
+          field 'waited', see finishRun in finish.lua): '1' on the run's done channel, or the
+          caller's inbox id (its process's inbox channel); '' for nobody
+  ARGV[6] nonce of the enqueue call: a retry after a lost reply finds the run its own first
+          attempt created and still answers 'created'; '' for a generated id (lib/workflow/run-id.ts),
+          which carries its creation time: a lean record then stores no createdAt
+  ARGV[7] three flags, each '1' or '0': allow the fast path; store the lean run record (see
+          storeRun in records.lua: the caller found the namespace at layout 4, or has
+          QueueModuleOptions.compactRunRecords); look for an existing run first ('0' only for a
+          generated id's first try: no run can have it yet, and the look is a command)
+  ARGV[8] lease length in ms of a fast-pathed run, if the parked worker's announcement names none
+  ARGV[9 ..] the options that differ from their defaults, as name/value pairs (each argument sent
+          costs Redis about as much as a small command):
+          'priority' 0..1048575, higher runs first (default 0);
+          'delay' in ms from now (default 0);
+          'at' due time in ms since the epoch (wins over the delay);
+          'attempts' max attempts (default 3, DEFAULT_MAX_ATTEMPTS in records.lua);
+          'group' the run's group;
+          'trace' the enqueuing call's trace context (an OpenTelemetry propagation carrier as
+            JSON), stored as the run field 'trace' for the workers' spans;
+          'timeout' the run's time limit per attempt in ms (EnqueueOptions.runTimeoutMs), stored
+            as the run field 'timeoutMs' and shipped with every claim of the run (see claimRun
+            in claim.lua)
+  Reply: the run's state ('active' = fast-pathed), after '+' if this call created the run (or is
+         the retry of the call that did) and '=' if the id existed: a string, which Redis turns
+         into a reply for a fraction of what a table costs it
 ]]
 -- @include time
 -- @include util
@@ -64,6 +67,19 @@
 -- @include records
 -- @include enqueue
 
-local created, state = enqueueRun(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9],
-  ARGV[10] == '1', ARGV[11], ARGV[12] ~= '0' and ARGV[12] or '', ARGV[13] or '', ARGV[14] or '', ARGV[15] or '', ARGV[16] == '1')
-return { created, state }
+local priority, delayMs, runAt, attempts, group, trace, timeoutMs = '0', '0', '', DEFAULT_MAX_ATTEMPTS, '', '', ''
+for i = 9, #ARGV, 2 do
+  local name, value = ARGV[i], ARGV[i + 1]
+  if name == 'priority' then priority = value
+  elseif name == 'delay' then delayMs = value
+  elseif name == 'at' then runAt = value
+  elseif name == 'attempts' then attempts = value
+  elseif name == 'group' then group = value
+  elseif name == 'trace' then trace = value
+  elseif name == 'timeout' then timeoutMs = value
+  else return redis.error_reply('ERR enqueue: unknown option ' .. tostring(name)) end
+end
+local fastPath, lean, check = string.byte(ARGV[7], 1, 3)
+local created, state = enqueueRun(ARGV[1], ARGV[2], ARGV[3], ARGV[4], priority, delayMs, runAt, attempts, group, fastPath == 49,
+  ARGV[8], ARGV[5], ARGV[6], trace, timeoutMs, lean == 49, check == 49)
+return (created == 1 and '+' or '=') .. state

@@ -186,7 +186,7 @@ else
       else
         local at = child.entry.at
         local childWorkflow, childGroup, priority = ARGV[at + 2], ARGV[at + 5], ARGV[at + 6]
-        storeRun(base, child.id, childWorkflow, ARGV[at + 3], 'waiting', priority, ARGV[at + 4], childGroup, now, now, 'parent', child.ref)
+        storeRun(base, child.id, childWorkflow, ARGV[at + 3], 'waiting', priority, ARGV[at + 4], childGroup, nil, 'parent', child.ref)
         redis.call('HSET', childKey, 'links', 1)
         makeDue(base, KEYS[3], KEYS[4], childWorkflow, childGroup, child.id, priority, false)
       end

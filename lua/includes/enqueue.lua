@@ -7,37 +7,40 @@
 -- finishRun: '1' for the run's done channel, else a run() caller's inbox), '' for nobody.
 -- Returns created (1 new run, or the retry of this very enqueue call whose reply
 -- was lost, told by its nonce | 0 existing run) and the run's state ('active' = fast-pathed).
--- `compact`: store the lean record whatever the layout (see storeRun).
+-- `compact`: store the lean record whatever the layout (see storeRun). `check`: look for an
+-- existing run first; false only for a generated id's first try, which no run can have yet.
 -- Lanes this call made runs due in: they have due runs for the rest of it (enqueues claim
 -- nothing), so a batch's later runs skip the look.
 local lanesMadeDue = {}
 
-local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, maxAttempts, group, fastPath, lockMs, waited, nonce, trace, timeoutMs, compact)
+local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, maxAttempts, group, fastPath, lockMs, waited, nonce, trace, timeoutMs, compact, check)
   local runKey, limitsKey = base .. 'run:' .. id, base .. 'limits'
-  local existing = redis.call('HMGET', runKey, 'state', 'nonce')
-  if existing[1] then return (nonce ~= '' and existing[2] == nonce) and 1 or 0, existing[1] end
+  if check then
+    local existing = redis.call('HMGET', runKey, 'state', 'nonce')
+    if existing[1] then return (nonce ~= '' and existing[2] == nonce) and 1 or 0, existing[1] end
+  end
 
   local lane = laneOf(base, workflow, group)
   local wakeKey = wfKey(base, workflow, 'wake')
-  local now = nowMs()
-  -- Numbers arrive as text, and tonumber is a strtod: the common '0' is told by comparison.
-  local due = now
-  if runAt ~= '' then due = tonumber(runAt) elseif delayMs ~= '0' then due = now + tonumber(delayMs) end
+  -- nil: due at once, which needs no clock. Numbers arrive as text, and tonumber is a strtod:
+  -- the common '0' is told by comparison.
+  local due = nil
+  if runAt ~= '' then due = tonumber(runAt) elseif delayMs ~= '0' then due = nowMs() + tonumber(delayMs) end
 
   local state = 'waiting'
   local leaseMs
-  if due > now then
+  if due and due > nowMs() then
     state = 'delayed'
   elseif fastPath and trace == '' and timeoutMs == '' and not lanesMadeDue[lane] then
     -- A parked worker first: without one (a producer's usual case) nothing else is worth a look.
-    -- Then nothing due ahead in the lane, nor in the wake list (one EXISTS: empty lists and
-    -- zsets do not exist), and room under every cap.
+    -- Then nothing due ahead in the lane, nor in the wake list (empty lists and zsets do not
+    -- exist), and room under every cap: one EXISTS answers for the keys and the limits hash.
     -- The worker parked last is taken off at once (it is woken by this handoff, so it counts as
     -- parked no longer): if its announcement lapsed, every other one has too, and it is garbage.
     local parkedKey = wfKey(base, workflow, 'parked')
     local parked = redis.call('ZPOPMAX', parkedKey)
-    if #parked > 0 and tonumber(parked[2]) >= now then
-      if redis.call('EXISTS', lane .. 'queue', lane .. 'waiting', wakeKey) == 0
+    if #parked > 0 and tonumber(parked[2]) >= nowMs() then
+      if noneExist(limitsKey, lane .. 'queue', lane .. 'waiting', wakeKey)
           and primeLimits(limitsKey, workflow) and namespaceRoom(KEYS_LEASES, limitsKey) and workflowRoom(base, limitsKey, workflow)
           and (group == '' or groupRoom(base, limitsKey, workflow, group)) then
         -- Its announcement ends in its lease length, which the handed-off run gets from the start.
@@ -59,7 +62,7 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
     if timeoutMs ~= '' then extra[#extra + 1], extra[#extra + 2] = 'timeoutMs', timeoutMs end
   end
   -- Only an enqueue of generated ids sends no nonce (lib/redis/commands): its id carries the time.
-  local token = storeRun(base, id, workflow, input, state, priority, maxAttempts, group, now, due, 'nonce', nonce, compact, nonce == '', extra,
+  local token = storeRun(base, id, workflow, input, state, priority, maxAttempts, group, due, 'nonce', nonce, compact, nonce == '', extra,
     state == 'active')
 
   if state == 'active' then
@@ -68,7 +71,7 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
       redis.call('SADD', lane .. 'active', id)
       redis.call('SADD', wfKey(base, workflow, 'groups'), group)
     end
-    redis.call('ZADD', KEYS_LEASES, intText(now + leaseMs), id)
+    redis.call('ZADD', KEYS_LEASES, intText(nowMs() + leaseMs), id)
     noteStart(base, limitsKey, workflow, group)
     redis.call('RPUSH', wakeKey, handoffEntry(token, id, input))
   elseif state == 'delayed' then

@@ -72,6 +72,16 @@ local function primeLimits(limitsKey, workflows, finishing, reserving)
   return true
 end
 
+-- Whether none of the keys `a`, `b`, `c` exists, learning in the same EXISTS whether the limits
+-- hash does (see primeLimits) if no command of this call has yet: the hash is named once more
+-- than there are keys, so its count and theirs read apart.
+local function noneExist(limitsKey, a, b, c)
+  if limitsAbsent ~= nil then return redis.call('EXISTS', a, b, c) == 0 end
+  local count = redis.call('EXISTS', limitsKey, limitsKey, limitsKey, limitsKey, a, b, c)
+  limitsAbsent = count < 4
+  return count % 4 == 0
+end
+
 -- A group's cap: its own override, else the workflow's default for every group. The field
 -- 'wf:<name>:overrides' counts a workflow's overrides (see set-limits), so the common case — no
 -- overrides — costs one read per workflow, not one per group.

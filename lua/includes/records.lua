@@ -40,6 +40,7 @@ local function createdOf(id, createdAt)
 end
 
 -- Writes a new run record (enqueue, or a schedule's fire).
+-- `due`: when the run is due (ms), or nil for at once.
 -- `tag`/`tagValue`: one more field, where the run came from ('nonce' of its enqueue call, or
 -- 'schedule' that fired it), not stored when '' (an enqueue of a generated id sends no nonce).
 -- `lean` true stores the lean record, false the full one; nil: the namespace's layout decides
@@ -49,28 +50,33 @@ end
 -- carries the time). Older versions cannot read it: hence the layout (lib/migration).
 -- `extra`: optional further field/value pairs, in the same HSET. `leased`: the run is claimed by
 -- this call (the enqueue fast path): its first lease (token, attempt, start) rides along too.
+-- The clock is read only for a field that needs it: a lean record of a generated id, due at
+-- once and not leased, needs none (a producer's common enqueue sends no TIME).
 -- Returns the first lease's token when `leased`.
-local function storeRun(base, id, workflow, input, state, priority, maxAttempts, group, now, due, tag, tagValue, lean, idTimed, extra, leased)
+local function storeRun(base, id, workflow, input, state, priority, maxAttempts, group, due, tag, tagValue, lean, idTimed, extra, leased)
   if lean == nil then
     if leanLayout == nil then leanLayout = (tonumber(redis.call('GET', base .. 'schema')) or 0) >= 4 end
     lean = leanLayout
   end
-  -- Text for the common case (stored at the call's time): no number formatting per run.
-  local created = intText(now)
-  local createdMs = now
+  local createdMs
   local fields
   if lean then
     fields = { 'workflow', workflow, 'input', input, 'state', state }
     local n = 6
-    if due ~= now then fields[n + 1], fields[n + 2], n = 'dueAt', due, n + 2 end
-    local fromId = idTimed and runIdTime(id)
-    if fromId then createdMs = fromId else fields[n + 1], fields[n + 2], n = 'createdAt', created, n + 2 end
+    if due then fields[n + 1], fields[n + 2], n = 'dueAt', due, n + 2 end
+    createdMs = idTimed and runIdTime(id)
+    if not createdMs then
+      createdMs = nowMs()
+      fields[n + 1], fields[n + 2], n = 'createdAt', nowText(), n + 2
+    end
     if tostring(maxAttempts) ~= DEFAULT_MAX_ATTEMPTS then fields[n + 1], fields[n + 2], n = 'maxAttempts', maxAttempts, n + 2 end
     if priority ~= '0' and tonumber(priority) ~= 0 then fields[n + 1], fields[n + 2] = 'priority', priority end
   else
-    if due == now then due = created end
+    -- Text for the common case (stored at the call's time): no number formatting per run.
+    local created = nowText()
+    createdMs = nowMs()
     fields = { 'workflow', workflow, 'input', input, 'state', state, 'priority', priority, 'maxAttempts', maxAttempts,
-      'attempts', '0', 'failures', '0', 'stalls', '0', 'token', created .. '000', 'createdAt', created, 'dueAt', due }
+      'attempts', '0', 'failures', '0', 'stalls', '0', 'token', created .. '000', 'createdAt', created, 'dueAt', due or created }
   end
   if tagValue ~= '' then fields[#fields + 1], fields[#fields + 2] = tag, tagValue end
   if group ~= '' then fields[#fields + 1], fields[#fields + 2] = 'group', group end
@@ -82,7 +88,7 @@ local function storeRun(base, id, workflow, input, state, priority, maxAttempts,
     token = intText(createdMs * 1000 + 1)
     fields[#fields + 1], fields[#fields + 2] = 'token', token
     fields[#fields + 1], fields[#fields + 2] = 'attempts', '1'
-    fields[#fields + 1], fields[#fields + 2] = 'startedAt', created
+    fields[#fields + 1], fields[#fields + 2] = 'startedAt', nowText()
   end
   redis.call('HSET', base .. 'run:' .. id, unpack(fields))
   return token

@@ -76,7 +76,7 @@ local function fireOccurrence(base, limitsKey, seqKey, id, s, occurrence, now)
   local runId = id .. '@' .. msText(occurrence)
   local runKey = base .. 'run:' .. runId
   if redis.call('EXISTS', runKey) == 0 then
-    storeRun(base, runId, s.workflow, s.input, 'waiting', s.priority, s.attempts, s.group or '', now, now, 'schedule', id)
+    storeRun(base, runId, s.workflow, s.input, 'waiting', s.priority, s.attempts, s.group or '', nil, 'schedule', id)
     makeDue(base, limitsKey, seqKey, s.workflow, s.group or '', runId, s.priority, false)
   end
   s.lastRun = runId

@@ -12,6 +12,7 @@ import { appOn, ConnectionFaults } from '../support/fault';
 import { LocalRedis, startRedisServer } from '../support/redis-server';
 import { scriptsOn } from '../support/scripts';
 import { Counter, Gates, pollUntil } from '../support/workflows';
+import { enqueueArgs, enqueueKeys } from '../support/queue-state';
 
 /**
  * A connection killed while one of Sluice's scripts is in flight (held by CLIENT PAUSE WRITE, so
@@ -333,11 +334,7 @@ describe('retries of commits that did land are recognised (script level)', () =>
   const ns = uniqueNamespace('replay');
   const keys = new RedisKeys('sluice', ns);
   const enqueue = (scripts: ReturnType<typeof scriptsOn>, id: string) =>
-    scripts.run(
-      'enqueue',
-      [keys.run(id), keys.leases, keys.limits, keys.seq],
-      [keys.base, id, 'wf', '{}', 0, 0, '', 3, '', 0, 30_000, 0, 'n-' + id],
-    );
+    scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, 'wf', id, {}, false, 30_000, false, { nonce: 'n-' + id }));
   const reserve = (scripts: ReturnType<typeof scriptsOn>, callId: string, n: number, repeat = false) =>
     scripts.run<unknown[]>(
       'reserve',

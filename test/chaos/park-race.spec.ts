@@ -79,10 +79,7 @@ describe("a worker's park announcement and the order of its replies", () => {
       for (const key of ['handed', 'queued']) {
         scripts.queue(multi, 'enqueue', enqueueKeys(keys, key), enqueueArgs(keys, wf, key, { key, hold: key === 'handed' }, true));
       }
-      expect(((await multi.exec()) ?? []).map(([, reply]) => reply)).toEqual([
-        [1, 'active'],
-        [1, 'waiting'],
-      ]);
+      expect(((await multi.exec()) ?? []).map(([, reply]) => reply)).toEqual(['+active', '+waiting']);
       expect(await producer.client.wait('queued', { timeoutMs: 2_000 })).toBe('queued');
     } finally {
       gates.openAll();

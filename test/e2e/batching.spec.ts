@@ -237,9 +237,7 @@ describe('batched commits, script level', () => {
     for (const group of ['g1', 'g2'])
       for (let i = 1; i <= 5; i++) {
         const id = `${group}-${i}`;
-        const args = enqueueArgs(keys, WF, id, { i }, false, 30_000, true);
-        args[8] = group; // ARGV[9]: the run's group
-        await scripts.run('enqueue', enqueueKeys(keys, id), args);
+        await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, { i }, false, 30_000, true, { group }));
       }
     const reserved = parseReserveReply(
       await scripts.run<unknown[]>(
@@ -265,10 +263,7 @@ describe('batched commits, script level', () => {
     await redis.hset(keys.limits, `wf:${WF}`, '3');
     const ids = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6'];
     for (const id of ids)
-      expect(await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, { id }, false, 30_000, true))).toEqual([
-        1,
-        'waiting',
-      ]);
+      expect(await scripts.run('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, WF, id, { id }, false, 30_000, true))).toBe('+waiting');
     const reserved = parseReserveReply(
       await scripts.run<unknown[]>(
         'reserve',

@@ -337,9 +337,9 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
         [1, 2, 3].map((value) => ({ input: { value }, opts })),
       );
       const call = await monitor.next(isChunkCall);
-      // ARGV[8] = 2 values per run, after the six shared options (see lua/enqueue-many.lua).
-      expect(call.slice(15, 22)).toEqual(['2', '7', '60000', '', '4', 'tenant-s', '90000']);
-      expect(call.slice(22)).toEqual(handles.flatMap((h, i) => [h.id, JSON.stringify({ value: i + 1 })]));
+      // ARGV[7] = 2 values per run, after the six shared options (see lua/enqueue-many.lua).
+      expect(call.slice(14, 21)).toEqual(['2', '7', '60000', '', '4', 'tenant-s', '90000']);
+      expect(call.slice(21)).toEqual(handles.flatMap((h, i) => [h.id, JSON.stringify({ value: i + 1 })]));
       const infos = await Promise.all(handles.map((h) => t.client.get(h.id)));
       for (const info of infos) expect(info).toMatchObject({ state: 'delayed', priority: 7, group: 'tenant-s', maxAttempts: 4 });
       const raw = await Promise.all(handles.map((h) => redis.hget(`${base}run:${h.id}`, 'timeoutMs')));

@@ -394,10 +394,7 @@ describe('enqueue fast path', () => {
         enqueueArgs(s.keys, 'fp.hold', key, { key, hold: key === 'burst-1' }, true),
       );
     }
-    expect(((await multi.exec()) ?? []).map(([, reply]) => reply)).toEqual([
-      [1, 'active'],
-      [1, 'waiting'],
-    ]);
+    expect(((await multi.exec()) ?? []).map(([, reply]) => reply)).toEqual(['+active', '+waiting']);
     await begun.get('burst-1').promise;
     expect(await app.client.wait('burst-2', { timeoutMs: 2_000 })).toEqual({ key: 'burst-2', attempt: 1 });
   });

@@ -5,6 +5,7 @@ import { LuaScripts } from '../../lib/redis/lua.scripts';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { dropNamespace, rawRedis, uniqueNamespace } from '../support/app';
 import { scriptsOn } from '../support/scripts';
+import { enqueueArgs, enqueueKeys } from '../support/queue-state';
 
 /** The group round-robin past the 64 groups one call reads at a time. */
 describe('group round-robin, script level', () => {
@@ -27,15 +28,11 @@ describe('group round-robin, script level', () => {
     const keys = new RedisKeys('sluice', ns);
     const group = (i: number) => `g${String(i).padStart(2, '0')}`;
     const enqueue = (id: string, g: string, fastPath: boolean) =>
-      scripts.run<[number, string]>(
-        'enqueue',
-        [keys.run(id), keys.leases, keys.limits, keys.seq],
-        [keys.base, id, 'w', '{}', 0, 0, '', 3, g, fastPath ? 1 : 0, 30_000, 0],
-      );
+      scripts.run<string>('enqueue', enqueueKeys(keys, id), enqueueArgs(keys, 'w', id, {}, fastPath, 30_000, false, { group: g }));
     await scripts.run('set-limits', [keys.limits, keys.seq], [keys.base, 'wf:w:group', 5, 'w', '*']);
     // g70 gets an active run (through the fast path, the one way to start a run without claiming from the ring).
     await scripts.run('park', [keys.leases], [keys.base, 'worker-1', 10_000, 'w']);
-    expect(await enqueue('A', group(70), true)).toEqual([1, 'active']);
+    expect(await enqueue('A', group(70), true)).toBe('+active');
     await redis.lpop(keys.wake('w'));
     for (let i = 0; i < 80; i++) await enqueue(`r${i}`, group(i), false);
     const before = await redis.zrange(keys.workflow('w', 'ready'), 0, -1);

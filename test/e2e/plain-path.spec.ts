@@ -69,6 +69,29 @@ describe('the plain path (no limits hash)', () => {
     }
   });
 
+  it("a producer's enqueue of a generated id, due at once, reads nothing first: no look for the record, no clock", async () => {
+    const producerKeys = new RedisKeys('sluice', uniqueNamespace('plain-producer'));
+    const producer = await createApp([EchoWorkflow], { namespace: producerKeys.namespace, worker: { enabled: false } });
+    const monitor = isCluster(redis) ? undefined : await monitorCommands();
+    try {
+      const generated = await producer.client.enqueue(EchoWorkflow, { n: 1 });
+      const given = await producer.client.enqueue(EchoWorkflow, { n: 2 }, { id: 'given-1' });
+      expect([generated.created, given.created]).toEqual([true, true]);
+      if (monitor) {
+        const seen = await commandsBefore(monitor, redis, `${keys.base}sentinel`);
+        const onRecord = (id: string) => seen.filter((args) => args[1] === producerKeys.run(id)).map((args) => args[0]);
+        expect(onRecord(generated.id)).toEqual(['hset']);
+        // A caller-given id may exist: it is looked for (and its record is lean or not by the layout, hence the clock).
+        expect(onRecord('given-1')).toEqual(['hmget', 'hset']);
+        expect(seen.filter((args) => args[0] === 'time')).toHaveLength(1);
+      }
+      expect(await producer.client.get(generated.id)).toMatchObject({ state: 'waiting', input: { n: 1 } });
+    } finally {
+      await monitor?.close();
+      await producer.close();
+    }
+  });
+
   it('a cap set between two calls holds from the next one on', async () => {
     await app.app.get(QueueAdmin).setLimits({ workflow: 'plain.echo', limit: 2 });
     live.resetMax('echo');

@@ -15,7 +15,7 @@ import { QueueModuleOptions, RunContext, Step, TELEMETRY_METRICS, Workflow, Work
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { newCallId } from '../../lib/redis/commands/call-id';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
-import { enqueueArgs, enqueueKeys, fakePark } from '../support/queue-state';
+import { enqueueArgs, enqueueKeys, enqueueReply, fakePark } from '../support/queue-state';
 import { scriptsOn } from '../support/scripts';
 import { Gates, pollUntil } from '../support/workflows';
 
@@ -263,11 +263,14 @@ describe('claims (Lua)', () => {
       [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(callId)],
       [keys.base, 10, 30_000, 0, 3, 256, 60_000, 'w', flags, WF],
     );
-  const enqueue = (id: string, extra: (string | number)[] = [], group = '', workflow = WF) => {
-    const args = enqueueArgs(keys, workflow, id, { id }, true);
-    args[8] = group;
-    return scriptsOn(redis).run<[number, string]>('enqueue', enqueueKeys(keys, id), [...args, `nonce-${id}`, ...extra]);
-  };
+  const enqueue = async (id: string, trace?: string, group = '', workflow = WF) =>
+    enqueueReply(
+      await scriptsOn(redis).run<string>(
+        'enqueue',
+        enqueueKeys(keys, id),
+        enqueueArgs(keys, workflow, id, { id }, true, 30_000, false, { nonce: `nonce-${id}`, trace, group }),
+      ),
+    );
 
   beforeEach(() => {
     const namespace = uniqueNamespace('otel-raw');
@@ -277,27 +280,27 @@ describe('claims (Lua)', () => {
 
   it('never fast-paths a run with a trace context, and stores it as the run field trace', async () => {
     await fakePark(redis, keys, WF);
-    expect(await enqueue('traced', [TRACE])).toEqual([1, 'waiting']);
+    expect(await enqueue('traced', TRACE)).toEqual([1, 'waiting']);
     expect(await redis.hget(keys.run('traced'), 'trace')).toBe(TRACE);
     // The same conditions without a trace context: the fast path, as before.
     await fakePark(redis, keys, `${WF}.2`);
-    expect(await enqueue('untraced', [], '', `${WF}.2`)).toEqual([1, 'active']);
+    expect(await enqueue('untraced', undefined, '', `${WF}.2`)).toEqual([1, 'active']);
     expect(await redis.hexists(keys.run('untraced'), 'trace')).toBe(0);
   });
 
   it('ships claims as they were without the extras flag (a grouped one with its group), and with it the group, trace and queue wait', async () => {
-    await enqueue('plain', [TRACE]);
+    await enqueue('plain', TRACE);
     // A claim follows the reply's head, flat: id, workflow, token, attempt, failures, input, time
     // limit ('' for none), group ('' for none), memo length and entries, then the extras if asked for.
     const [, ...plain] = await reserve(0);
     // Not a byte more for a worker without telemetry: no trace, no wait.
     expect(plain).toEqual(['plain', WF, expect.any(String), 1, 0, expect.any(String), '', '', 0]);
     // A grouped run's claim carries its group (the worker holds only ungrouped runs ready).
-    await enqueue('grouped', [TRACE], 'g1');
+    await enqueue('grouped', TRACE, 'g1');
     const [, ...grouped] = await reserve(0);
     expect(grouped.slice(6)).toEqual(['', 'g1', 0]);
 
-    await enqueue('extras', [TRACE], 'g1');
+    await enqueue('extras', TRACE, 'g1');
     await new Promise((resolve) => setTimeout(resolve, 20));
     const callId = newCallId();
     const [, ...claim] = await reserve(2, callId);

@@ -4,7 +4,7 @@ import { RedisKeys } from '../../lib/redis/redis.keys';
 import { parseReserveReply } from '../../lib/redis/commands/reserve.command';
 import { newCallId } from '../../lib/redis/commands/call-id';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
-import { enqueueArgs, enqueueKeys, fakePark } from '../support/queue-state';
+import { enqueueArgs, enqueueKeys, enqueueReply, fakePark } from '../support/queue-state';
 import { scriptsOn } from '../support/scripts';
 import { deferred, Deferred, Gates, namespaceKeys } from '../support/workflows';
 
@@ -193,13 +193,15 @@ describe('the run time limit in claims (Lua)', () => {
       [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(callId)],
       [keys.base, 10, 30_000, 0, 3, 256, 60_000, 'w', flags, WF],
     );
-  /** ARGV[14] trace '' and ARGV[15] the limit, as enqueueArgs sends them for a run with runTimeoutMs. */
-  const enqueue = (id: string, limit?: number) =>
-    scriptsOn(redis).run<[number, string]>('enqueue', enqueueKeys(keys, id), [
-      ...enqueueArgs(keys, WF, id, { id }, true),
-      `nonce-${id}`,
-      ...(limit === undefined ? [] : ['', limit]),
-    ]);
+  /** The limit as the 'timeout' option, as the client sends it for a run with runTimeoutMs. */
+  const enqueue = async (id: string, limit?: number) =>
+    enqueueReply(
+      await scriptsOn(redis).run<string>(
+        'enqueue',
+        enqueueKeys(keys, id),
+        enqueueArgs(keys, WF, id, { id }, true, 30_000, false, { nonce: `nonce-${id}`, timeoutMs: limit }),
+      ),
+    );
 
   beforeAll(() => {
     redis = rawRedis();

@@ -5,6 +5,7 @@ import type { QueueStats } from '../../lib/interfaces/queue.stats';
 import { readStats } from '../../lib/redis/commands/stats.command';
 import type { LuaScripts } from '../../lib/redis/lua.scripts';
 import { RedisKeys } from '../../lib/redis/redis.keys';
+import { enqueueReply } from './queue-state';
 
 /**
  * A namespace driven through the Lua scripts directly (no app), and the invariants that must
@@ -60,25 +61,16 @@ export class FlowModel {
     return this.keys.base;
   }
 
-  enqueue(wf: string, group: string, priority: number, delayMs: number, fast: boolean): Promise<[number, string]> {
+  async enqueue(wf: string, group: string, priority: number, delayMs: number, fast: boolean): Promise<[number, string]> {
     const id = `r${this.next++}`;
     this.known.set(id, { wf, group, priority });
     // Every other run is stored as a compact record (defaults left out): both forms go through every script.
-    const compact = this.next % 2 === 0 ? ['', '', '', '', 1] : [];
-    return this.scripts.run('enqueue', this.runKeys(id), [
-      this.base,
-      id,
-      wf,
-      `{"i":${this.next}}`,
-      priority,
-      delayMs,
-      '',
-      3,
-      group,
-      fast ? 1 : 0,
-      LOCK_MS,
-      ...compact,
-    ]);
+    const compact = this.next % 2 === 0 ? 1 : 0;
+    const args: (string | number)[] = [this.base, id, wf, `{"i":${this.next}}`, '', '', `${fast ? 1 : 0}${compact}1`, LOCK_MS];
+    if (priority) args.push('priority', priority);
+    if (delayMs) args.push('delay', delayMs);
+    if (group) args.push('group', group);
+    return enqueueReply(await this.scripts.run<string>('enqueue', this.runKeys(id), args));
   }
 
   reserve(n: number, workflows: string[], scan = false): Promise<unknown[]> {

@@ -53,8 +53,22 @@ export function enqueueKeys(keys: RedisKeys, id: string): string[] {
   return [keys.run(id), keys.leases, keys.limits, keys.seq];
 }
 
-/** ARGV of lua/enqueue.lua for a run due now, priority 0, 3 attempts, no group. */
-/** Arguments of the enqueue script (see its header); `waited`: publish the outcome, as run() asks. */
+/** What {@link enqueueArgs} sends beyond a plain run: the script's optional name/value pairs and its nonce. */
+export interface EnqueueExtras {
+  nonce?: string;
+  group?: string;
+  priority?: number;
+  delayMs?: number;
+  attempts?: number;
+  trace?: string;
+  timeoutMs?: number;
+}
+
+/**
+ * ARGV of lua/enqueue.lua (see its header) for a full (not lean) record of a caller-given id, due
+ * now, priority 0, 3 attempts, no group unless `extras` says otherwise; `waited`: publish the
+ * outcome, as run() asks.
+ */
 export function enqueueArgs(
   keys: RedisKeys,
   workflow: string,
@@ -63,8 +77,30 @@ export function enqueueArgs(
   fastPath: boolean,
   lockMs = 30_000,
   waited = false,
+  extras: EnqueueExtras = {},
 ): (string | number)[] {
-  return [keys.base, id, workflow, JSON.stringify(input), 0, 0, '', 3, '', fastPath ? 1 : 0, lockMs, waited ? 1 : 0];
+  const args: (string | number)[] = [
+    keys.base,
+    id,
+    workflow,
+    JSON.stringify(input),
+    waited ? '1' : '',
+    extras.nonce ?? '',
+    `${fastPath ? 1 : 0}01`,
+    lockMs,
+  ];
+  if (extras.priority) args.push('priority', extras.priority);
+  if (extras.delayMs) args.push('delay', extras.delayMs);
+  if (extras.attempts !== undefined) args.push('attempts', extras.attempts);
+  if (extras.group) args.push('group', extras.group);
+  if (extras.trace) args.push('trace', extras.trace);
+  if (extras.timeoutMs !== undefined) args.push('timeout', extras.timeoutMs);
+  return args;
+}
+
+/** lua/enqueue.lua's reply as [created 1 | 0, state] ('+active' is [1, 'active']). */
+export function enqueueReply(reply: string): [number, string] {
+  return [reply[0] === '+' ? 1 : 0, reply.slice(1)];
 }
 
 /**

@@ -2,7 +2,7 @@ import { RedisCommandError } from '../../errors';
 import type { EnqueueRequest } from '../../interfaces/enqueue.options';
 import type { LuaScripts } from '../lua.scripts';
 import type { RedisKeys } from '../redis.keys';
-import { newNonce, type EnqueueSettings } from './enqueue.command';
+import { enqueueFlags, firstTryOnly, newNonce, type EnqueueSettings } from './enqueue.command';
 
 /**
  * Most runs one enqueue-many script call stores, and most bytes of input it carries: one call
@@ -50,7 +50,9 @@ export async function enqueueChunk(
   settings: EnqueueSettings,
   request: EnqueueManyRequest,
 ): Promise<boolean[]> {
-  const created = await scripts.run<number[]>('enqueue-many', manyKeys(keys), manyArgs(keys, settings, request, nonceFor(request.runs)), {
+  const nonce = nonceFor(request.runs);
+  const firstTry = firstTryOnly(nonce === '');
+  const created = await scripts.run<number[]>('enqueue-many', manyKeys(keys), () => manyArgs(keys, settings, request, nonce, firstTry()), {
     idempotent: true,
   });
   return createdFlags(request.runs, created);
@@ -80,12 +82,16 @@ export async function enqueueMany(
 ): Promise<boolean[]> {
   const nonce = nonceFor(request.runs);
   const chunks = enqueueChunks(request.runs);
+  // Every chunk of a pipeline sent again looks for existing runs: some may have run the first time.
+  const firstTry = firstTryOnly(nonce === '');
   const replies = await scripts.pipeline(
     'enqueueMany',
-    (pipeline) =>
+    (pipeline) => {
+      const skipLook = firstTry();
       chunks.forEach((runs) =>
-        scripts.queue(pipeline, 'enqueue-many', manyKeys(keys), manyArgs(keys, settings, { ...request, runs }, nonce)),
-      ),
+        scripts.queue(pipeline, 'enqueue-many', manyKeys(keys), manyArgs(keys, settings, { ...request, runs }, nonce, skipLook)),
+      );
+    },
     { idempotent: true },
   );
   return chunks.flatMap((chunk, index) => {
@@ -122,16 +128,21 @@ function sameOptions(chunk: EnqueueRequest[]): boolean {
  * ARGV of lua/enqueue-many.lua for one chunk. A chunk whose runs share their options sends them
  * once: encoding the arguments is a large part of what a bulk enqueue costs the client.
  */
-function manyArgs(keys: RedisKeys, settings: EnqueueSettings, request: EnqueueManyRequest, nonce: string): (string | number)[] {
+function manyArgs(
+  keys: RedisKeys,
+  settings: EnqueueSettings,
+  request: EnqueueManyRequest,
+  nonce: string,
+  skipLook: boolean,
+): (string | number)[] {
   const { runs } = request;
   const args: (string | number)[] = [
     keys.base,
     request.workflow,
-    settings.fastPath ? 1 : 0,
+    enqueueFlags(settings, skipLook),
     settings.lockMs,
     nonce,
     request.trace ?? '',
-    settings.compact ? 1 : 0,
   ];
   if (sameOptions(runs)) {
     args.push(2, ...runOptions(runs[0]));

@@ -35,7 +35,7 @@ export interface EnqueueReply {
 /**
  * Stores one run (lua/enqueue.lua). Sent again after a lost reply with the same nonce, so a
  * retry that finds the run its first try created still answers `created`; a generated id needs
- * no nonce (see EnqueueRequest.idGenerated).
+ * no nonce (see EnqueueRequest.idGenerated), and its first try no look for an existing run.
  */
 export async function enqueueRun(
   scripts: LuaScripts,
@@ -46,38 +46,55 @@ export async function enqueueRun(
   const runKeys = [keys.run(call.request.id), keys.leases, keys.limits, keys.seq];
   const generated = call.request.idGenerated === true;
   const nonce = generated ? '' : newNonce();
-  const [created, state] = await scripts.run<[number, string]>('enqueue', runKeys, enqueueArgs(keys, settings, call, nonce), {
+  const firstTry = firstTryOnly(generated);
+  const reply = await scripts.run<string>('enqueue', runKeys, () => enqueueArgs(keys, settings, call, nonce, firstTry()), {
     idempotent: true,
   });
   // A generated id is this call's alone: a run under it is from a try whose reply was lost.
-  return { created: created === 1 || generated, state };
+  return { created: reply[0] === '+' || generated, state: reply.slice(1) };
 }
 
 /**
- * ARGV of lua/enqueue.lua. The trace is sent as ARGV[14] only when there is one, the run's time
- * limit as ARGV[15] and the compact flag as ARGV[16] (those before then '' if unused), so an
- * enqueue using none sends none of them.
+ * Whether each try of a call may skip the look for an existing run: only the first try of a call
+ * whose ids were all generated (no run can have one before it). Every later try looks, whatever
+ * the reason it is sent again (a lost reply, a redirect, a library loaded meanwhile).
  */
-function enqueueArgs(keys: RedisKeys, settings: EnqueueSettings, call: EnqueueCall, nonce: string): (string | number)[] {
+export function firstTryOnly(generated: boolean): () => boolean {
+  let tries = 0;
+  return () => generated && tries++ === 0;
+}
+
+/** The flags lua/enqueue.lua and lua/enqueue-many.lua take: fast path, lean record, look for an existing run. */
+export function enqueueFlags(settings: EnqueueSettings, skipLook: boolean): string {
+  return `${settings.fastPath ? 1 : 0}${settings.compact ? 1 : 0}${skipLook ? 0 : 1}`;
+}
+
+/** A run's max attempts when it has none of its own (DEFAULT_MAX_ATTEMPTS in lua/includes/records.lua). */
+const SCRIPT_DEFAULT_ATTEMPTS = 3;
+
+/**
+ * ARGV of lua/enqueue.lua: eight values, then only the options that differ from their defaults,
+ * as name/value pairs (each argument costs Redis about what a small command does).
+ */
+function enqueueArgs(keys: RedisKeys, settings: EnqueueSettings, call: EnqueueCall, nonce: string, skipLook: boolean): (string | number)[] {
   const { request, trace } = call;
   const args = [
     keys.base,
     request.id,
     request.workflow,
     request.input,
-    request.priority,
-    request.delayMs,
-    request.runAtMs ?? '',
-    request.attempts,
-    request.group ?? '',
-    settings.fastPath ? 1 : 0,
-    settings.lockMs,
-    call.waited || 0,
+    call.waited,
     nonce,
+    enqueueFlags(settings, skipLook),
+    settings.lockMs,
   ];
-  if (trace !== undefined || request.runTimeoutMs !== undefined || settings.compact) args.push(trace ?? '');
-  if (request.runTimeoutMs !== undefined || settings.compact) args.push(request.runTimeoutMs ?? '');
-  if (settings.compact) args.push(1);
+  if (request.priority !== 0) args.push('priority', request.priority);
+  if (request.delayMs !== 0) args.push('delay', request.delayMs);
+  if (request.runAtMs !== undefined) args.push('at', request.runAtMs);
+  if (request.attempts !== SCRIPT_DEFAULT_ATTEMPTS) args.push('attempts', request.attempts);
+  if (request.group) args.push('group', request.group);
+  if (trace !== undefined) args.push('trace', trace);
+  if (request.runTimeoutMs !== undefined) args.push('timeout', request.runTimeoutMs);
   return args;
 }
 
