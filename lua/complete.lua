@@ -37,7 +37,10 @@
           the attempt's journal '<slot> <json>' or '' (see hsetRun in records.lua)
   Reply: flat, { 1 if the caller was announced parked | 0, R, per run: 1 completed | 0 lease
          lost, S, per step: 1 saved | 0 lease lost, claims… } with the claims as appendClaim
-         (claim.lua) lays them out (with the extras if asked for); a lost lease writes nothing
+         (claim.lua) lays them out (with the extras if asked for); a lost lease writes nothing.
+         Without claims (an idle worker's commit, the common case at low load), those numbers
+         as one string, separated by spaces: Redis turns a table into a reply at several times
+         the cost of a string (a deferred length and one reply write per element)
 ]]
 -- @include time
 -- @include util
@@ -57,8 +60,8 @@
 -- @include steps
 
 local base = ARGV[1]
-local ttl = tonumber(ARGV[2])
-local wanted, lockMs = smallNumber(ARGV[3]), tonumber(ARGV[4])
+local ttl = steadyNumber(ARGV[2])
+local wanted, lockMs = smallNumber(ARGV[3]), steadyNumber(ARGV[4])
 local now = nowMs()
 local workflowCount = smallNumber(ARGV[8])
 local workflows = {}
@@ -97,6 +100,7 @@ local reply = { 0, #statuses }
 for i = 1, #statuses do reply[i + 2] = statuses[i] end
 reply[#reply + 1] = #saved
 for i = 1, #saved do reply[#reply + 1] = saved[i] end
+local unclaimed = #reply
 -- No wake to pass on: this worker comes back for more with its next completions. Claiming
 -- (even of nothing) settles the groups whose slots freed above.
 local flags = smallNumber(ARGV[5]) or 0
@@ -113,10 +117,11 @@ local parked = 0
 if ARGV[6] ~= '' and claimCount < wanted then
   noteHeldGroups(base, KEYS[2], workflows)
   if not rateWakeAt then
-    parkWorker(base, ARGV[6], tonumber(ARGV[7]), workflows, false)
+    parkWorker(base, ARGV[6], steadyNumber(ARGV[7]), workflows, false)
     parked = 1
   end
 end
 reply[1] = parked
 flushActiveWrites()
+if #reply == unclaimed then return table.concat(reply, ' ') end
 return reply

@@ -44,7 +44,7 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
           and primeLimits(limitsKey, workflow) and namespaceRoom(KEYS_LEASES, limitsKey) and workflowRoom(base, limitsKey, workflow)
           and (group == '' or groupRoom(base, limitsKey, workflow, group)) then
         -- Its announcement ends in its lease length, which the handed-off run gets from the start.
-        leaseMs = tonumber(string.match(parked[1], ':(%d+)$')) or tonumber(lockMs)
+        leaseMs = steadyNumber(string.match(parked[1], ':(%d+)$') or lockMs)
         state = 'active'
       else
         redis.call('ZADD', parkedKey, parked[2], parked[1]) -- still parked: no handoff after all

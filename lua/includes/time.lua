@@ -3,11 +3,17 @@
 -- Milliseconds from the Redis clock: workers' clocks may be skewed, the server's is the one truth.
 -- Read once per call: every time a call records (a start, a lease, a rate window) is the same.
 
+-- The seconds of the last TIME any call read, as text and as a number, kept by the library: a
+-- call within the same second (most) skips one of the two strtods. Strings are interned, so the
+-- comparison is a pointer's.
+local LAST_SECOND = { text = '', ms = 0 }
+
 local callNow = nil
 local function nowMs()
   if not callNow then
     local t = redis.call('TIME')
-    callNow = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    if t[1] ~= LAST_SECOND.text then LAST_SECOND.text, LAST_SECOND.ms = t[1], tonumber(t[1]) * 1000 end
+    callNow = LAST_SECOND.ms + math.floor(tonumber(t[2]) / 1000)
   end
   return callNow
 end

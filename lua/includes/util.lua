@@ -1,4 +1,5 @@
--- util: key names, chunked commands and publishing (`-- @include util`). No needs, no state.
+-- util: key names, numbers, chunked commands and publishing (`-- @include util`). No needs; no
+-- per-call state (STEADY_NUMBERS is a cache of pure parses, kept across calls).
 --
 -- Key names follow lib/redis/redis.keys.ts; keep the two in step.
 
@@ -12,6 +13,20 @@ local function callChunked(command, key, items, per)
   for i = 1, #items, per do
     redis.call(command, key, unpack(items, i, math.min(i + per - 1, #items)))
   end
+end
+
+-- A number a caller sends unchanged call after call (a retention, a lease length), by its text:
+-- one strtod per text, kept by the library, instead of one per call. Bounded: a cache that
+-- reaches CACHED_NUMBERS texts starts over.
+local CACHED_NUMBERS = 64
+local STEADY_NUMBERS = { count = 0 }
+local function steadyNumber(text)
+  local n = STEADY_NUMBERS[text]
+  if n then return n end
+  n = tonumber(text)
+  if STEADY_NUMBERS.count >= CACHED_NUMBERS then STEADY_NUMBERS = { count = 0 } end
+  STEADY_NUMBERS[text], STEADY_NUMBERS.count = n, STEADY_NUMBERS.count + 1
+  return n
 end
 
 -- A count or flag an argument carries as text: tonumber is a strtod, and most are '0' or '1'.

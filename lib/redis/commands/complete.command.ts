@@ -58,7 +58,7 @@ export async function complete(
   for (const { claim, key, encoded } of steps) rest.push(claim.id, claim.token, key, encoded);
   for (const { claim, encoded, journal } of completions) rest.push(claim.id, claim.token, encoded, journal);
   const callKeys = [keys.leases, keys.limits, keys.seq, keys.call(request.callId)];
-  const reply = await scripts.run<unknown[]>(
+  const reply = await scripts.run<unknown[] | string>(
     'complete',
     callKeys,
     (retry) => [
@@ -76,8 +76,12 @@ export async function complete(
   return parseCompleteReply(reply, request.extras === CLAIM_EXTRAS);
 }
 
-/** Reads complete's flat reply (see lua/complete.lua): parked, the runs' statuses and the steps' (each after its count), then the claims. */
-export function parseCompleteReply(reply: unknown[], extras = false): CompleteResult {
+/**
+ * Reads complete's flat reply (see lua/complete.lua): parked, the runs' statuses and the steps'
+ * (each after its count), then the claims; without claims, those numbers as one string.
+ */
+export function parseCompleteReply(flat: unknown[] | string, extras = false): CompleteResult {
+  const reply = typeof flat === 'string' ? flat.split(' ').map(Number) : flat;
   const completedEnd = 2 + Number(reply[1]);
   const savedEnd = completedEnd + 1 + Number(reply[completedEnd]);
   return {
