@@ -1,5 +1,6 @@
 import type { RunErrorInfo } from '../errors';
 import { decodePayload } from '../redis/payload.codec';
+import { RECORD_DEFAULT_MAX_ATTEMPTS } from '../redis/run.layout';
 import { runIdTime } from '../workflow/run-id';
 
 export type RunState = 'waiting' | 'delayed' | 'active' | 'completed' | 'failed' | 'cancelled' | WaitState;
@@ -99,9 +100,6 @@ export const RUN_FIELDS = [
   'wait',
 ] as const;
 
-/** The `maxAttempts` of a record that has none: a lean record's default (lua/includes/records.lua). */
-const LEAN_DEFAULT_MAX_ATTEMPTS = 3;
-
 /** Read by position, so that fields added to the list later need not shift it. */
 const PROGRESS_AT = RUN_FIELDS.indexOf('progress');
 const WAIT_AT = RUN_FIELDS.indexOf('wait');
@@ -123,7 +121,7 @@ export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null
     ...(group && { group }),
     attempts: Number(attempts ?? 0),
     // A lean record (layout 4, lua/includes/records.lua) leaves out what these defaults give.
-    maxAttempts: Number(maxAttempts ?? LEAN_DEFAULT_MAX_ATTEMPTS),
+    maxAttempts: Number(maxAttempts ?? RECORD_DEFAULT_MAX_ATTEMPTS),
     failures: Number(failures ?? 0),
     createdAt: new Date(created),
     dueAt: new Date(dueAt ? Number(dueAt) : created),

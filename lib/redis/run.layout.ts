@@ -9,6 +9,12 @@
  */
 export const TIMELINE_SLOTS = 50;
 
+/**
+ * The max attempts a lean record leaves out, and an enqueue sends only when it differs
+ * (DEFAULT_MAX_ATTEMPTS in lua/includes/records.lua).
+ */
+export const RECORD_DEFAULT_MAX_ATTEMPTS = 3;
+
 /** An event wait's target as the scripts index it: `<name>|<key>` (`|` is in neither). */
 export function eventTarget(name: string, key: string): string {
   return `${name}|${key}`;

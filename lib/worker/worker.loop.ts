@@ -271,10 +271,6 @@ export class WorkerLoop {
     return start === 0 ? this.workflows : [...this.workflows.slice(start), ...this.workflows.slice(0, start)];
   }
 
-  private launch(claim: Claim): ActiveRun {
-    return this.launcher.launch(claim);
-  }
-
   /**
    * Waits on Redis until work arrives. A fast-path handoff is a claimed run, started at once;
    * the worker then blocks again without a reserve: runs queued since come with a marker behind
@@ -290,7 +286,7 @@ export class WorkerLoop {
       // not this worker's): renew it soon — unless the run is over by then, as most are. The
       // enqueue took the park announcement: leave it to the run's complete call, which makes it
       // with no round trip of its own; if the run is still going by then, announce it now.
-      const run = this.launch(handoff);
+      const run = this.launcher.launch(handoff);
       const deferral = this.park.defer();
       setTimeout(() => {
         if (this.active.get(run.id) === run) this.refreshLease(run);

@@ -59,10 +59,10 @@ local function claimFields(workflows, finishing, reserving)
   return fields
 end
 
--- Reads the fields a claim pass over `workflows` (a list, or one name) needs (see claimFields)
--- in one HMGET into the per-call cache: one command instead of one each. A namespace without a limits hash (nothing
--- capped, controlled or kept) pays one EXISTS and builds no field names. Returns true (usable
--- inside a condition).
+-- Reads the fields a claim pass over `workflows` (a list, or one name) needs (see claimFields) in
+-- one HMGET into the per-call cache: one command instead of one each. A namespace without a
+-- limits hash (nothing capped, controlled or kept) pays one EXISTS and builds no field names.
+-- Returns true (usable inside a condition).
 local function primeLimits(limitsKey, workflows, finishing, reserving)
   if limitsAbsent == nil then limitsAbsent = redis.call('EXISTS', limitsKey) == 0 end
   if limitsAbsent then return true end

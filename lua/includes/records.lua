@@ -9,7 +9,8 @@
 
 -- The letters of a generated run id, by value (lib/workflow/run-id.ts).
 local ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
--- A lean record (layout 4) leaves out maxAttempts at this value.
+-- A lean record (layout 4) leaves out maxAttempts at this value (RECORD_DEFAULT_MAX_ATTEMPTS in
+-- lib/redis/run.layout.ts, which the enqueue's caller sends only when it differs).
 local DEFAULT_MAX_ATTEMPTS = '3'
 
 -- Whether this namespace stores lean run records (layout 4, LEAN_RECORDS_LAYOUT in

@@ -1,6 +1,7 @@
 import type { EnqueueRequest } from '../../interfaces/enqueue.options';
 import type { LuaScripts } from '../lua.scripts';
 import type { RedisKeys } from '../redis.keys';
+import { RECORD_DEFAULT_MAX_ATTEMPTS } from '../run.layout';
 import { uniqueIds } from './call-id';
 
 /** What the enqueue scripts' arguments take from the module options. */
@@ -69,9 +70,6 @@ export function enqueueFlags(settings: EnqueueSettings, skipLook: boolean): stri
   return `${settings.fastPath ? 1 : 0}${settings.compact ? 1 : 0}${skipLook ? 0 : 1}`;
 }
 
-/** A run's max attempts when it has none of its own (DEFAULT_MAX_ATTEMPTS in lua/includes/records.lua). */
-const SCRIPT_DEFAULT_ATTEMPTS = 3;
-
 /**
  * ARGV of lua/enqueue.lua: eight values, then only the options that differ from their defaults,
  * as name/value pairs (each argument costs Redis about what a small command does).
@@ -91,7 +89,7 @@ function enqueueArgs(keys: RedisKeys, settings: EnqueueSettings, call: EnqueueCa
   if (request.priority !== 0) args.push('priority', request.priority);
   if (request.delayMs !== 0) args.push('delay', request.delayMs);
   if (request.runAtMs !== undefined) args.push('at', request.runAtMs);
-  if (request.attempts !== SCRIPT_DEFAULT_ATTEMPTS) args.push('attempts', request.attempts);
+  if (request.attempts !== RECORD_DEFAULT_MAX_ATTEMPTS) args.push('attempts', request.attempts);
   if (request.group) args.push('group', request.group);
   if (trace !== undefined) args.push('trace', trace);
   if (request.runTimeoutMs !== undefined) args.push('timeout', request.runTimeoutMs);
