@@ -69,48 +69,45 @@ export function buildLibrary(scripts: readonly LuaScript[], dir = LUA_DIR): LuaL
     if (later.length > 0) throw new Error(`lua/includes/${name}.lua needs ${later.join(', ')}, which INCLUDE_ORDER must put before it`);
   });
   const includes = INCLUDE_ORDER.map((name) => perCallState(name, readInclude(name, dir)));
-  const resetters = includes.filter((include) => include.resets.length > 0);
+  const resetsOf = new Map(includes.filter((include) => include.resets.length > 0).map((include) => [include.name, include.resets]));
   const parts = [
     'local KEYS, ARGV',
     ...includes.map((include) => include.text),
-    ...resetters.map((include) => `local function ${resetName(include.name)}()\n${include.resets.join('\n')}\nend`),
     'local bodies = {}',
     ...scripts.map((script) => `bodies['${script.name}'] = function()\n${script.body}\nend`),
-    REGISTER,
   ];
   const registrations = scripts.map((script) => {
     checkIncludeOrder(script);
-    const resets = script.includes.filter((name) => resetters.some((include) => include.name === name)).map(resetName);
+    const resets = script.includes.flatMap((name) => (resetsOf.has(name) ? [`-- resets ${name}`, ...resetsOf.get(name)!] : []));
     return { script, resets };
   });
+  // The hash covers the registrations too (the function names left out: they hold the hash).
   const hash = createHash('sha1')
-    .update(
-      [...parts, ...registrations.map(({ script, resets }) => `${script.name}:${resets.join(',')}:${script.flags.join(',')}`)].join('\n'),
-    )
+    .update([...parts, ...registrations.map(({ script, resets }) => registration(script.name, script, resets))].join('\n'))
     .digest('hex')
     .slice(0, 16);
   const name = `sluice_${hash}`;
   const names = new Map(scripts.map((script) => [script.name, `${name}_${script.name.replace(/-/g, '_')}`]));
   // Asked on every call: looked up, not built.
   const functionName = (script: ScriptName) => names.get(script) ?? `${name}_${script.replace(/-/g, '_')}`;
-  const calls = registrations.map(
-    ({ script, resets }) =>
-      `register('${functionName(script.name)}', bodies['${script.name}'], { ${resets.join(', ')} }, { ${script.flags.map((flag) => `'${flag}'`).join(', ')} })`,
-  );
+  const calls = registrations.map(({ script, resets }) => registration(functionName(script.name), script, resets));
   return { name, code: [`#!lua name=${name}`, ...parts, ...calls].join('\n'), functionName };
 }
 
-/** Registers one script's function: set KEYS and ARGV, reset its includes' per-call state, run its body. */
-const REGISTER = `local function register(name, body, resets, flags)
-  redis.register_function{ function_name = name, flags = flags, callback = function(keys, args)
-    KEYS, ARGV = keys, args
-    for i = 1, #resets do resets[i]() end
-    return body()
-  end }
-end`;
-
-function resetName(include: string): string {
-  return `resetCallState_${include.replace(/-/g, '_')}`;
+/**
+ * Registers one script's function: set KEYS and ARGV, reset its includes' per-call state, run its
+ * body. The resets are written out in each function rather than called (one function per include,
+ * in a loop): a call of complete then made 12 Lua calls and as many global reads before its body.
+ */
+function registration(functionName: string, script: LuaScript, resets: string[]): string {
+  return [
+    `do local body = bodies['${script.name}']`,
+    `redis.register_function{ function_name = '${functionName}', flags = { ${script.flags.map((flag) => `'${flag}'`).join(', ')} }, callback = function(keys, args)`,
+    'KEYS, ARGV = keys, args',
+    ...resets,
+    'return body()',
+    'end } end',
+  ].join('\n');
 }
 
 /**

@@ -42,6 +42,12 @@ function edit(file: string, replace: (text: string) => string): void {
 describe('the Lua function library', () => {
   describe('as built from lua/', () => {
     const library = luaLibrary();
+    /** A script's registration, from `do local body` to its `end } end`. */
+    const callback = (script: string) => {
+      const start = library.code.indexOf(`do local body = bodies['${script}']\n`);
+      expect(start).toBeGreaterThanOrEqual(0);
+      return library.code.slice(start, library.code.indexOf('\nend } end', start));
+    };
 
     it('registers every script under a name carrying the hash of the code, with its flags', () => {
       expect(library.name).toMatch(/^sluice_[0-9a-f]{16}$/);
@@ -51,9 +57,10 @@ describe('the Lua function library', () => {
         expect(library.functionName(name as never)).toBe(`${library.name}_${name.replace(/-/g, '_')}`);
         const registration = library.code
           .split('\n')
-          .find((line) => line.startsWith(`register('${library.functionName(name as never)}', bodies['${name}'],`));
+          .find((line) => line.startsWith(`redis.register_function{ function_name = '${library.functionName(name as never)}',`));
         expect(registration).toBeDefined();
-        expect(registration).toMatch(new RegExp(`\\{ ${flags.map((flag) => `'${flag}'`).join(', ')} ?\\}\\)$`));
+        expect(registration).toContain(`flags = { ${flags.map((flag) => `'${flag}'`).join(', ')} }`);
+        expect(callback(name)).toMatch(new RegExp(`^do local body = bodies\\['${name}'\\]\\n`));
       }
     });
 
@@ -63,30 +70,40 @@ describe('the Lua function library', () => {
       expect(library.code).toMatch(/^local pendingAdds, pendingRemovals, pendingDelta = \{\}, \{\}, \{\}$/m);
       expect(library.code).toMatch(/^local KEYS_LEASES$/m);
       expect(library.code).toMatch(/^local turnNext, turnLast$/m);
-      const reset = (include: string) =>
-        new RegExp(`local function resetCallState_${include}\\(\\)\\n([\\s\\S]*?)\\nend`).exec(library.code)?.[1];
+      // Each function resets its includes' state inline, under a comment naming the include.
+      const reset = (include: string, script = 'complete') =>
+        new RegExp(`-- resets ${include}\\n([\\s\\S]*?)\\n(?:-- resets|return body\\(\\))`).exec(callback(script))?.[1];
       expect(reset('limits')).toContain('if next(limitCache) ~= nil then limitCache = {} end');
       expect(reset('leases')).toContain('if next(pendingRemovals) ~= nil then pendingRemovals = {} end');
       expect(reset('leases')).toContain("KEYS_LEASES = ARGV[1] .. 'leases'");
       expect(reset('groups')).toContain('turnNext, turnLast = 1, 0');
       expect(reset('time')).toContain('callNow = nil');
       // An include's name with a hyphen makes a Lua name all the same.
-      expect(reset('claim_pass')).toBe('if next(rings) ~= nil then rings = {} end');
+      expect(reset('claim-pass')).toBe('if next(rings) ~= nil then rings = {} end');
       // An include without per-call state has nothing to reset.
-      expect(library.code).not.toContain('resetCallState_util');
+      expect(library.code).not.toContain('-- resets util');
       expect(library.code).toMatch(/^local MAX_PRIORITY = 1048575$/m);
       expect(library.code).not.toMatch(/^MAX_PRIORITY = /m);
       // Set once at load by waits.lua, so not reset per call.
       expect(library.code).toMatch(/^local onChildFinished$/m);
       expect(library.code).not.toMatch(/^onChildFinished = nil$/m);
       // A script resets only the state of the includes it names.
-      expect(library.code).toContain(
-        `register('${library.functionName('park')}', bodies['park'], { resetCallState_time, resetCallState_wakes }, {  })`,
-      );
-      expect(library.code).toContain(
-        `register('${library.functionName('complete')}', bodies['complete'], { resetCallState_time, resetCallState_lanes, resetCallState_wakes, resetCallState_limits, resetCallState_leases, resetCallState_rates, resetCallState_groups, resetCallState_records, resetCallState_slots, resetCallState_claim, resetCallState_claim_pass }, {  })`,
-      );
-      expect(library.code).toContain(`register('${library.functionName('watch')}', bodies['watch'], {  }, {  })`);
+      const resets = (script: string) => [...callback(script).matchAll(/^-- resets (\S+)$/gm)].map((match) => match[1]);
+      expect(resets('park')).toEqual(['time', 'wakes']);
+      expect(resets('complete')).toEqual([
+        'time',
+        'lanes',
+        'wakes',
+        'limits',
+        'leases',
+        'rates',
+        'groups',
+        'records',
+        'slots',
+        'claim',
+        'claim-pass',
+      ]);
+      expect(resets('watch')).toEqual([]);
     });
 
     it('gets another name when any script changes, so two versions stand side by side on one server', () => {
