@@ -91,6 +91,11 @@ export class RunCommits {
     return this.batcher.add({ kind: 'step', claim, key, encoded, failures });
   }
 
+  /** How many completions wait for this turn's call (which refills slots: see Refill). */
+  completing(): number {
+    return this.batcher.count((item) => item.kind === 'complete');
+  }
+
   private async flush(items: Commit[]): Promise<boolean[]> {
     try {
       return await this.send(items);

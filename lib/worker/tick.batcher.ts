@@ -38,6 +38,13 @@ export class TickBatcher<I, R> {
     });
   }
 
+  /** How many items that `match` accepts wait for this turn's flush. */
+  count(match: (item: I) => boolean): number {
+    let count = 0;
+    for (const pending of this.pending) if (match(pending.item)) count++;
+    return count;
+  }
+
   private run(): void {
     this.scheduled = false;
     this.soon = false;

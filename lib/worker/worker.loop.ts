@@ -74,6 +74,7 @@ export class WorkerLoop {
   private readonly park: ParkAnnouncer;
   private readonly reserver: ReserveCaller;
   private readonly wake: WakeListener;
+  private readonly commits: RunCommits;
   /** Slots promised to complete calls in flight that refill them (see {@link takeRefill}). */
   private refilling = 0;
   private rotation = 0;
@@ -98,7 +99,8 @@ export class WorkerLoop {
       settle: (ticket: number, claims: Claim[], promised: number, park: CommitPark | undefined, parked: boolean) =>
         this.settleRefill(ticket, claims, promised, park, parked),
     };
-    const executor = parts.makeExecutor(new RunCommits(parts.scripts, parts.keys, parts.options, refill, () => this.active.size));
+    this.commits = new RunCommits(parts.scripts, parts.keys, parts.options, refill, () => this.active.size);
+    const executor = parts.makeExecutor(this.commits);
     this.launcher = new RunLauncher({
       concurrency: parts.options.worker.concurrency,
       active: parts.active,
@@ -193,6 +195,13 @@ export class WorkerLoop {
       await this.reserve(0, this.workflows);
       return true;
     }
+    // A complete call going out this turn with every run held claims for the free slots too (see
+    // takeRefill): no reserve of their own (a worker of 1 that learns its runs are short holds more).
+    const completing = this.commits.completing();
+    if (completing > 0 && completing >= this.active.size) {
+      await afterThisTurn();
+      return false;
+    }
     if (this.park.takeCommitPark()) {
       // The complete call that freed the slot found nothing to claim and parked this worker, so
       // a reserve now would most likely find nothing too: block at once, unless a delayed run or
@@ -241,11 +250,13 @@ export class WorkerLoop {
   }
 
   /**
-   * Finishing runs refill their own slots in their complete call, saving a reserve round trip.
+   * Finishing runs refill their own slots in their complete call, saving a reserve round trip; with
+   * every run held in the call, the free slots too, up to what one reserve claims (see tick).
    * The promised slots count as taken until {@link settleRefill} hands over what was claimed.
    */
   private takeRefill(runs: number): Refill {
-    const count = this.stopping ? 0 : runs;
+    const free = runs >= this.active.size ? Math.max(0, Math.min(this.freeSlots(), RESERVE_BATCH_CAP - runs)) : 0;
+    const count = this.stopping ? 0 : runs + free;
     this.refilling += count;
     const ticket = this.sequencer.ticket();
     // Not parked (an enqueue took the announcement, or none was made): a short refill announces it.

@@ -9,7 +9,7 @@ import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '..
 import { listenToChannels } from '../support/pubsub';
 import { scriptsOn } from '../support/scripts';
 import { enqueueArgs, enqueueKeys, firstToken, sampleActive } from '../support/queue-state';
-import { deferred, pollUntil } from '../support/workflows';
+import { commandsBefore, deferred, monitorCommands, pollUntil } from '../support/workflows';
 
 /**
  * What batching the worker's commits could break silently: one `complete` / `save-steps` call
@@ -55,6 +55,13 @@ class AWorkflow {
 class BWorkflow {
   run(input: { i: number }) {
     starts.push(`b${input.i}`);
+    return input.i;
+  }
+}
+
+@Workflow('batch.instant')
+class InstantWorkflow {
+  run(input: { i: number }) {
     return input.i;
   }
 }
@@ -399,6 +406,48 @@ describe('batched commits, one worker app', () => {
     expect(results).toEqual(handles.map((_, i) => i));
     expect(live.max).toBeLessThanOrEqual(3);
     expect(live.max).toBe(3);
+  });
+
+  it("a worker of 1 learning from its first run that its runs are short claims the runs to hold in that run's complete call", async () => {
+    const { ns, keys } = namespace();
+    const producer = await app(ns, [InstantWorkflow], { enabled: false });
+    const enqueue = (count: number) =>
+      producer.client.enqueueMany(
+        InstantWorkflow,
+        Array.from({ length: count }, (_, i) => ({ input: { i } })),
+      );
+    // A worker app first, so that the measured worker's first run is not slowed by code run for
+    // the first time in this process: it learns from that run how long runs are.
+    const warmUp = await app(ns, [InstantWorkflow], { concurrency: 1 });
+    await Promise.all((await enqueue(50)).map((h) => h.result({ timeoutMs: 30_000 })));
+    await warmUp.close();
+    const handles = await enqueue(200);
+    const monitor = await monitorCommands(ns);
+    try {
+      await app(ns, [InstantWorkflow], { concurrency: 1 });
+      await Promise.all(handles.map((h) => h.result({ timeoutMs: 30_000 })));
+      const seen = await commandsBefore(monitor, redis, `${keys.base}sentinel`);
+      // The namespace's script calls, each with what it claimed (its lease entries).
+      const calls: Array<{ script: string; claimed: number }> = [];
+      for (const args of seen) {
+        if (args[0] === 'fcall') {
+          const ours = args.slice(3).some((arg) => arg.startsWith(keys.base));
+          calls.push({ script: ours ? args[1].replace(/^sluice_[0-9a-f]+_/, '') : 'other', claimed: 0 });
+        } else if (args[0] === 'zadd' && args[1] === keys.leases && calls.length > 0) {
+          calls[calls.length - 1].claimed += (args.length - 2) / 2;
+        }
+      }
+      // Its claiming calls (the boot's declarations left out).
+      const ours = calls.filter((call) => call.script === 'reserve' || call.script === 'complete');
+      const firstComplete = ours.findIndex((call) => call.script === 'complete');
+      // One reserve claims the first run; no reserve of its own for the slots learnt: the first
+      // run's complete call, which carries every run the worker holds, claims for them.
+      expect(ours.slice(0, firstComplete).map((call) => call.script)).toEqual(['reserve']);
+      expect(ours[0].claimed).toBe(1);
+      expect(ours[firstComplete].claimed).toBeGreaterThan(1);
+    } finally {
+      await monitor.close();
+    }
   });
 
   it('one worker serves its workflows round-robin, not one backlog after the other', async () => {
