@@ -75,7 +75,7 @@ export class WorkerLoop {
   private readonly reserver: ReserveCaller;
   private readonly wake: WakeListener;
   private readonly commits: RunCommits;
-  /** Slots promised to complete calls in flight that refill them (see {@link takeRefill}). */
+  /** Slots promised to calls in flight that claim for them: refills (see {@link takeRefill}) and reserves. */
   private refilling = 0;
   private rotation = 0;
   private readonly scripts: LuaScripts;
@@ -234,6 +234,7 @@ export class WorkerLoop {
   private async reserve(wanted: number, workflows: string[]): Promise<{ nextDueMs: number; claimed: number }> {
     const ticket = this.sequencer.ticket();
     let claims: Claim[] = [];
+    this.refilling += wanted; // a complete call sent meanwhile must not claim for these slots too
     try {
       const reserved = await this.reserver.reserve(wanted, workflows);
       if (this.stopping) this.handBack(reserved.claims);
@@ -241,6 +242,7 @@ export class WorkerLoop {
       return { nextDueMs: reserved.nextDueMs, claimed: reserved.claims.length };
     } finally {
       this.sequencer.deliver(ticket, claims);
+      this.refilling -= wanted;
     }
   }
 
