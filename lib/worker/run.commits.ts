@@ -52,12 +52,12 @@ export class RunCommits {
     private readonly keys: RedisKeys,
     private readonly options: ResolvedQueueOptions,
     /**
-     * Promises slots to the refill; `settle` hands back the claims, the promise, the park
-     * announcement the call carried, if any, and whether it made it.
+     * Promises slots to the refill; `settle` hands back the claims, the park announcement the
+     * call carried, if any, and whether it made it.
      */
     private readonly refill: {
       take(runs: number): Refill;
-      settle(ticket: number, claims: Claim[], promised: number, park: CommitPark | undefined, parked: boolean): void;
+      settle(ticket: number, claims: Claim[], park: CommitPark | undefined, parked: boolean): void;
     },
     /** How many runs the worker holds (running, held ready, committing): see TickBatcher's `full`. */
     private readonly holding: () => number = () => Infinity,
@@ -132,7 +132,7 @@ export class RunCommits {
       let nextComplete = 0;
       return items.map((item) => (item.kind === 'step' ? reply.saved[nextStep++] : reply.completed[nextComplete++]));
     } finally {
-      this.refill.settle(ticket, claims, count, park, parked);
+      this.refill.settle(ticket, claims, park, parked);
     }
   }
 }

@@ -27,7 +27,7 @@ import { handBackRun } from './hand-back';
  *   A handoff is launched and the worker blocks again, its announcement left to that run's
  *   complete call (ParkAnnouncer.defer); a marker, a timeout or a due run → reserving.
  *   A complete call whose refill came up short parked the worker already: it comes here first.
- * - saturated: every slot busy (running, held ready, committing, or promised to a refill in
+ * - saturated: every slot busy (running, held ready, committing, or promised to a claiming call in
  *   flight; see RunLauncher). Parked in-process on its own runs' completions, no round trip: a
  *   finishing run's complete call refills its slot.
  *   Wakes to reserve, claiming nothing, only for the stalled scan or a due delayed run or schedule.
@@ -75,8 +75,6 @@ export class WorkerLoop {
   private readonly reserver: ReserveCaller;
   private readonly wake: WakeListener;
   private readonly commits: RunCommits;
-  /** Slots promised to calls in flight that claim for them: refills (see {@link takeRefill}) and reserves. */
-  private refilling = 0;
   private rotation = 0;
   private readonly scripts: LuaScripts;
   private readonly keys: RedisKeys;
@@ -96,8 +94,8 @@ export class WorkerLoop {
     } = parts);
     const refill = {
       take: (runs: number) => this.takeRefill(runs),
-      settle: (ticket: number, claims: Claim[], promised: number, park: CommitPark | undefined, parked: boolean) =>
-        this.settleRefill(ticket, claims, promised, park, parked),
+      settle: (ticket: number, claims: Claim[], park: CommitPark | undefined, parked: boolean) =>
+        this.settleRefill(ticket, claims, park, parked),
     };
     this.commits = new RunCommits(parts.scripts, parts.keys, parts.options, refill, () => this.active.size);
     const executor = parts.makeExecutor(this.commits);
@@ -222,9 +220,9 @@ export class WorkerLoop {
 
   private readonly slotFreed = () => this.stopping || this.freeSlots() > 0;
 
-  /** Room for claims: the runs the launcher may hold, less those held (running, ready or committing) and those promised to a refill in flight. */
+  /** Room for claims: the runs the launcher may hold, less those held (running, ready or committing) and those promised to a claiming call in flight. */
   private freeSlots(): number {
-    return this.launcher.capacity() - this.active.size - this.refilling;
+    return this.launcher.capacity() - this.active.size - this.sequencer.promised;
   }
 
   /**
@@ -232,9 +230,8 @@ export class WorkerLoop {
    * What it claimed is launched in the order the calls were sent (see ClaimSequencer).
    */
   private async reserve(wanted: number, workflows: string[]): Promise<{ nextDueMs: number; claimed: number }> {
-    const ticket = this.sequencer.ticket();
+    const ticket = this.sequencer.ticket(wanted);
     let claims: Claim[] = [];
-    this.refilling += wanted; // a complete call sent meanwhile must not claim for these slots too
     try {
       const reserved = await this.reserver.reserve(wanted, workflows);
       if (this.stopping) this.handBack(reserved.claims);
@@ -242,7 +239,6 @@ export class WorkerLoop {
       return { nextDueMs: reserved.nextDueMs, claimed: reserved.claims.length };
     } finally {
       this.sequencer.deliver(ticket, claims);
-      this.refilling -= wanted;
     }
   }
 
@@ -254,23 +250,21 @@ export class WorkerLoop {
   /**
    * Finishing runs refill their own slots in their complete call, saving a reserve round trip; with
    * every run held in the call, the free slots too, up to what one reserve claims (see tick).
-   * The promised slots count as taken until {@link settleRefill} hands over what was claimed.
+   * The promised slots count as taken until what was claimed is launched (ClaimSequencer).
    */
   private takeRefill(runs: number): Refill {
     const free = runs >= this.active.size ? Math.max(0, Math.min(this.freeSlots(), RESERVE_BATCH_CAP - runs)) : 0;
     const count = this.stopping ? 0 : runs + free;
-    this.refilling += count;
-    const ticket = this.sequencer.ticket();
+    const ticket = this.sequencer.ticket(count);
     // Not parked (an enqueue took the announcement, or none was made): a short refill announces it.
     return { ticket, count, workflows: this.rotatedWorkflows(), park: count > 0 ? this.park.forCommit() : undefined };
   }
 
   /** `park`: the announcement the call carried, if any; `parked`: whether it made it. */
-  private settleRefill(ticket: number, claims: Claim[], promised: number, park: CommitPark | undefined, parked: boolean): void {
+  private settleRefill(ticket: number, claims: Claim[], park: CommitPark | undefined, parked: boolean): void {
     if (park && parked) this.park.announcedByCommit(park);
     else if (park) this.endDeferral(); // the refill claimed runs (or the call failed): no announcement came
     this.sequencer.deliver(ticket, claims);
-    this.refilling -= promised;
   }
 
   /** A deferred announcement (see ParkAnnouncer.defer) that no complete call made: the blocked worker makes it. */

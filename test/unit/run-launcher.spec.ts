@@ -160,4 +160,15 @@ describe('ClaimSequencer', () => {
     sequencer.deliver(failed, []);
     expect(launched).toEqual(['a', 'b', 'd']);
   });
+
+  it("counts a call's slots as promised until its claims are launched, not when they arrive early", () => {
+    const sequencer = new ClaimSequencer(() => undefined);
+    const reserve = sequencer.ticket(5);
+    const refill = sequencer.ticket(3);
+    expect(sequencer.promised).toBe(8);
+    sequencer.deliver(refill, []);
+    expect(sequencer.promised).toBe(8); // waiting behind the reserve: its claims are not launched yet
+    sequencer.deliver(reserve, []);
+    expect(sequencer.promised).toBe(0);
+  });
 });
