@@ -27,6 +27,7 @@ import { WorkflowEventAccessor } from './discovery/workflow-event.accessor';
 import { WorkflowEventExplorer } from './worker/workflow-event.explorer';
 import { RedisServerCheck } from './redis/redis-server.check';
 import { QueueHealthIndicator } from './health/queue-health.indicator';
+import { builtProvider } from './util/built.provider';
 
 /** Options of `QueueModule.forRootAsync`, e.g. to read the connection from `ConfigService`. */
 export interface QueueModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
@@ -36,6 +37,7 @@ export interface QueueModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'>
   inject?: any[];
 }
 
+// Sluice's own services are factory providers (see builtProvider): Nest need not scan them.
 const CORE_PROVIDERS: Provider[] = [
   { provide: RESOLVED_QUEUE_OPTIONS, useFactory: resolveQueueOptions, inject: [QUEUE_MODULE_OPTIONS] },
   // The namespace's keys, made once for every provider that builds script calls or reads.
@@ -44,35 +46,35 @@ const CORE_PROVIDERS: Provider[] = [
     useFactory: (options: ResolvedQueueOptions) => new RedisKeys(options.prefix, options.namespace),
     inject: [RESOLVED_QUEUE_OPTIONS],
   },
-  RedisConnections,
-  LuaScriptsProvider,
+  builtProvider(RedisConnections),
+  builtProvider(LuaScriptsProvider),
   // One per process, shared by the client's services: a name found is asked about once.
   {
     provide: FleetWorkflowLookup,
     useFactory: (connections: RedisConnections, keys: RedisKeys) => new FleetWorkflowLookup(connections.command, keys),
     inject: [RedisConnections, RedisKeys],
   },
-  WorkflowMetadataAccessor,
-  WorkflowRegistry,
-  WorkflowExplorer,
-  RunWaiter,
-  RunEnqueuer,
-  RunSignals,
-  RunAdmin,
-  RunControl,
-  RunLimits,
-  QueueAdmin,
-  QueueSchedules,
-  QueueClient,
-  RunEvents,
-  MigrationRunner,
-  NamespaceLayout,
-  WorkerOrchestrator,
-  QueueHealth,
-  WorkflowEventAccessor,
-  WorkflowEventExplorer,
-  RedisServerCheck,
-  QueueHealthIndicator,
+  builtProvider(WorkflowMetadataAccessor),
+  builtProvider(WorkflowRegistry),
+  builtProvider(WorkflowExplorer),
+  builtProvider(RunWaiter),
+  builtProvider(RunEnqueuer),
+  builtProvider(RunSignals),
+  builtProvider(RunAdmin),
+  builtProvider(RunControl),
+  builtProvider(RunLimits),
+  builtProvider(QueueAdmin),
+  builtProvider(QueueSchedules),
+  builtProvider(QueueClient),
+  builtProvider(RunEvents),
+  builtProvider(MigrationRunner),
+  builtProvider(NamespaceLayout),
+  builtProvider(WorkerOrchestrator),
+  builtProvider(QueueHealth),
+  builtProvider(WorkflowEventAccessor),
+  builtProvider(WorkflowEventExplorer),
+  builtProvider(RedisServerCheck),
+  builtProvider(QueueHealthIndicator),
 ];
 
 /**
