@@ -59,6 +59,21 @@
 -- @include claim-pass
 -- @include steps
 
+-- One EXISTS for the limits hash (see primeLimits) and, for a refill of one workflow, the keys a
+-- claim of it would take from (see claimRuns): the hash is named once more than there are other
+-- keys, so the two counts read apart. Returns true if that workflow has nothing due.
+local function lookAhead(limitsKey, base, workflows, wanted)
+  if wanted == 0 or #workflows ~= 1 then
+    limitsAbsent = redis.call('EXISTS', limitsKey) == 0
+    return false
+  end
+  local lane = laneOf(base, workflows[1], '')
+  local count = redis.call('EXISTS', limitsKey, limitsKey, limitsKey, limitsKey, limitsKey,
+    lane .. 'queue', lane .. 'waiting', lane .. 'wake', lane .. 'ready')
+  limitsAbsent = count < 5
+  return count % 5 == 0
+end
+
 local base = ARGV[1]
 local ttl = steadyNumber(ARGV[2])
 local wanted, lockMs = smallNumber(ARGV[3]), steadyNumber(ARGV[4])
@@ -66,10 +81,22 @@ local now = nowMs()
 local workflowCount = smallNumber(ARGV[8])
 local workflows = {}
 for i = 9, 8 + workflowCount do workflows[#workflows + 1] = ARGV[i] end
-
-primeLimits(KEYS[2], workflows, true)
 local stepsAt = 10 + workflowCount
 local stepsEnd = stepsAt + 4 * smallNumber(ARGV[9 + workflowCount]) - 1
+
+-- A plain commit, a low load's usual one: one run, no steps, the run ungrouped and unlinked, in
+-- a namespace without a limits hash (no cap, control or kept index). It finishes in straight
+-- lines, and when nothing is due (lookAhead: nothing a plain finish writes makes a run due), it
+-- ends there, as the general path would, without its work. `lone`: the lease of a call's one run.
+local lone, plain, dry = nil, false, false
+if #ARGV == stepsEnd + 4 then
+  lone = { leasedRun(base .. 'run:' .. ARGV[stepsEnd + 1], ARGV[stepsEnd + 2]) }
+  if lone[1] and lone[2] == '' and not lone[4] then
+    dry = lookAhead(KEYS[2], base, workflows, wanted)
+    plain = limitsAbsent
+  end
+end
+primeLimits(KEYS[2], workflows, true)
 -- A batch writes each active index once, at the end (see deferActiveWrites); a single run's
 -- writes are as many commands either way.
 if #ARGV - stepsEnd > 4 then deferActiveWrites() end
@@ -77,23 +104,47 @@ if #ARGV - stepsEnd > 4 then deferActiveWrites() end
 local saved = saveSteps(base, stepsAt, stepsEnd)
 
 local statuses, freed, tally = {}, {}, {}
-deferredGroups = {}
-for i = stepsEnd + 1, #ARGV, 4 do
-  local id = ARGV[i]
-  local runKey = base .. 'run:' .. id
-  local workflow, group, waited, linked = leasedRun(runKey, ARGV[i + 1])
-  if workflow then
-    releaseSlots(base, KEYS[1], KEYS[2], KEYS[3], id, workflow, group, freed)
-    finishRun(base, runKey, id, workflow, 'completed', 'result', ARGV[i + 2], now, ttl, waited, linked, ARGV[i + 3])
-    tallyFinished(tally, workflow, id)
-    statuses[#statuses + 1] = 1
-  else
-    -- Completed by this very token already: a resent call whose first reply was lost.
-    local f = redis.call('HMGET', runKey, 'state', 'token')
-    statuses[#statuses + 1] = (f[1] == 'completed' and f[2] == ARGV[i + 1]) and 1 or 0
+if plain then
+  local id, workflow = ARGV[stepsEnd + 1], lone[1]
+  removeActive(KEYS[1], id)
+  removeActive(wfKey(base, workflow, 'active'), id)
+  finishRun(base, base .. 'run:' .. id, id, workflow, 'completed', 'result', ARGV[stepsEnd + 3], now, ttl, lone[3], false, ARGV[stepsEnd + 4])
+  -- countFinished without a limits hash: no finish index is kept, only the total.
+  redis.call('HINCRBY', wfKey(base, workflow, 'stats'), 'completed', '1')
+  if dry or wanted == 0 then
+    local parked = 0
+    if wanted > 0 and ARGV[6] ~= '' then
+      parkWorker(base, ARGV[6], steadyNumber(ARGV[7]), workflows, false)
+      parked = 1
+    end
+    if #saved == 0 then return parked .. ' 1 1 0' end
+    return parked .. ' 1 1 ' .. #saved .. ' ' .. table.concat(saved, ' ')
   end
+  statuses[1], freed[workflow] = 1, true
+else
+  deferredGroups = {}
+  for i = stepsEnd + 1, #ARGV, 4 do
+    local id = ARGV[i]
+    local runKey = base .. 'run:' .. id
+    local workflow, group, waited, linked
+    if lone then
+      workflow, group, waited, linked = lone[1], lone[2], lone[3], lone[4]
+    else
+      workflow, group, waited, linked = leasedRun(runKey, ARGV[i + 1])
+    end
+    if workflow then
+      releaseSlots(base, KEYS[1], KEYS[2], KEYS[3], id, workflow, group, freed)
+      finishRun(base, runKey, id, workflow, 'completed', 'result', ARGV[i + 2], now, ttl, waited, linked, ARGV[i + 3])
+      tallyFinished(tally, workflow, id)
+      statuses[#statuses + 1] = 1
+    else
+      -- Completed by this very token already: a resent call whose first reply was lost.
+      local f = redis.call('HMGET', runKey, 'state', 'token')
+      statuses[#statuses + 1] = (f[1] == 'completed' and f[2] == ARGV[i + 1]) and 1 or 0
+    end
+  end
+  countFinished(base, KEYS[2], tally, 'completed', now, ttl)
 end
-countFinished(base, KEYS[2], tally, 'completed', now, ttl)
 
 -- The reply, flat: parked (known at the end), the statuses, then the claims (appendClaim).
 local reply = { 0, #statuses }
@@ -108,7 +159,7 @@ withExtras = flags >= 2
 if flags % 2 == 1 and replayClaims(base, KEYS[1], KEYS[4], now, lockMs, reply) then
   settleGroups(base, KEYS[2], KEYS[3], freed)
 else
-  claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, wanted, now, lockMs, reply, false, freed)
+  claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, wanted, now, lockMs, reply, false, freed, (plain and #workflows == 1) and workflows[1] or nil)
   rememberClaims(KEYS[4], lockMs)
 end
 -- Only now, after the refill took what it could, is leftover room worth waking a worker for.

@@ -5,8 +5,7 @@
 -- turn; a call reads its head once (up to 64 groups) and cycles through that ring locally,
 -- one run per group per turn, then writes the outcome back once (settleGroups): groups that
 -- ran dry or hit their cap leave `ready` (activateGroup brings them back), groups served go
--- to the back in the order they were last served. Groups past the first 64 keep their turn
--- for the next call.
+-- to the back in the order they were last served. Groups past the first 64 wait a call.
 
 local rings = {}
 
@@ -144,18 +143,19 @@ end
 -- Claims up to maxClaims due runs, fairly: round-robin over `workflows`, one run per workflow per
 -- pass; within a workflow, its ungrouped runs and its runnable groups take turns. Every cap —
 -- namespace, workflow, group — is checked for each claim. With passWake, if the batch filled up
--- while runs are still claimable, passes the wake marker on to the next idle worker.
-local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaims, now, lockMs, reply, passWake, freed)
+-- while runs are still claimable, passes the wake marker on to the next idle worker. `wet`: the
+-- workflow the caller found something due in, after its last write (see complete.lua), or nil.
+local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaims, now, lockMs, reply, passWake, freed, wet)
   local claimed = 0
   local open, groupTurn = {}, {}
   for i, wf in ipairs(workflows) do
     open[i] = true
     -- Nothing due at all (an idle worker's refill, most often): one look at every key a claim
     -- would take from (empty lists and zsets do not exist) spares the look-ups that would find
-    -- them empty, one per key. Not for a workflow with groups this call freed a slot of: they may
-    -- rejoin (see ringOf).
+    -- them empty, one per key. Not for a workflow with groups this call freed a slot of (they may
+    -- rejoin, see ringOf), nor for the one the caller looked at.
     local dry = false
-    if maxClaims > 0 and not (deferredGroups and deferredGroups[wf]) then
+    if maxClaims > 0 and wf ~= wet and not (deferredGroups and deferredGroups[wf]) then
       local lane = laneOf(base, wf, '')
       dry = redis.call('EXISTS', lane .. 'queue', lane .. 'waiting', wfKey(base, wf, 'wake'), wfKey(base, wf, 'ready')) == 0
       if dry then

@@ -65,12 +65,16 @@ local function storeRun(base, id, workflow, input, state, priority, maxAttempts,
     fields = { 'workflow', workflow, 'input', input, 'state', state }
     local n = 6
     if due then fields[n + 1], fields[n + 2], n = 'dueAt', due, n + 2 end
-    createdMs = idTimed and runIdTime(id)
-    if not createdMs then
-      createdMs = nowMs()
-      fields[n + 1], fields[n + 2], n = 'createdAt', nowText(), n + 2
+    -- A generated id carries its time: decoded only for a first lease's token (a producer's
+    -- common enqueue decodes nothing).
+    if not idTimed or leased then
+      createdMs = idTimed and runIdTime(id)
+      if not createdMs then
+        createdMs = nowMs()
+        fields[n + 1], fields[n + 2], n = 'createdAt', nowText(), n + 2
+      end
     end
-    if tostring(maxAttempts) ~= DEFAULT_MAX_ATTEMPTS then fields[n + 1], fields[n + 2], n = 'maxAttempts', maxAttempts, n + 2 end
+    if maxAttempts ~= DEFAULT_MAX_ATTEMPTS and tostring(maxAttempts) ~= DEFAULT_MAX_ATTEMPTS then fields[n + 1], fields[n + 2], n = 'maxAttempts', maxAttempts, n + 2 end
     if priority ~= '0' and tonumber(priority) ~= 0 then fields[n + 1], fields[n + 2] = 'priority', priority end
   else
     -- Text for the common case (stored at the call's time): no number formatting per run.

@@ -4,7 +4,7 @@ import { NonRetryableError, QueueAdmin, Workflow } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, isCluster, rawRedis, uniqueNamespace, type TestApp } from '../support/app';
 import { LiveGauge } from '../support/flow';
-import { commandsBefore, monitorCommands } from '../support/workflows';
+import { commandsBefore, monitorCommands, type MonitoredCommand } from '../support/workflows';
 
 /**
  * Pay for what you use: a namespace with no caps, controls or kept settings has no limits hash,
@@ -84,14 +84,15 @@ describe('the plain path (no limits hash)', () => {
         // A caller-given id may exist: it is looked for (and its record is lean or not by the layout, hence the clock).
         expect(onRecord('given-1')).toEqual(['hmget', 'hset']);
         // The clock reads of the producer's two enqueue calls (this file's worker, in another
-        // namespace, reads the clock in its own calls meanwhile): what each call ran comes after it.
+        // namespace, reads the clock in its own calls meanwhile, and other files' clients read it
+        // too): what each call ran comes after it, from its script.
         const ran: string[][][] = [];
         let current: string[][] | undefined;
-        for (const args of seen) {
+        for (const args of seen as MonitoredCommand[]) {
           if (['fcall', 'evalsha', 'blpop'].includes(args[0])) {
             current = args[0] === 'fcall' && /_enqueue$/.test(args[1]) && args[3].startsWith(producerKeys.run('')) ? [] : undefined;
             if (current) ran.push(current);
-          } else current?.push(args);
+          } else if (args.source === 'lua') current?.push(args);
         }
         expect(ran).toHaveLength(2);
         expect(ran.map((commands) => commands.filter((args) => args[0] === 'time').length)).toEqual([0, 1]);

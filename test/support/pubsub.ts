@@ -26,6 +26,8 @@ export async function publishOn(redis: Redis | Cluster, channel: string, message
 export interface ChannelListener {
   /** The channel of each message heard so far, in arrival order. */
   readonly heard: string[];
+  /** The messages themselves, in the same order. */
+  readonly messages: string[];
   /** Waits until every message published before the call has arrived (a PING behind them), then stops listening. */
   close(): Promise<void>;
 }
@@ -41,21 +43,23 @@ export async function listenToChannels(redis: Redis | Cluster, pattern: string, 
   const stray = channels.filter((channel) => !glob.test(channel));
   if (stray.length) throw new Error(`listenToChannels: ${stray.join(', ')} do not match ${pattern}`);
   const heard: string[] = [];
+  const messages: string[] = [];
   let subscriber: Redis;
   if (!isCluster(redis)) {
     subscriber = redis.duplicate();
-    subscriber.on('pmessage', (_pattern: string, channel: string) => heard.push(channel));
+    subscriber.on('pmessage', (_pattern: string, channel: string, message: string) => (heard.push(channel), messages.push(message)));
     await subscriber.psubscribe(pattern);
   } else {
     if (channels.length === 0) throw new Error('listenToChannels on a cluster: list the channels (sharded pub/sub has no patterns)');
     const nodes = new Set(await Promise.all(channels.map((channel) => nodeFor(redis, channel))));
     if (nodes.size !== 1) throw new Error(`listenToChannels: ${channels.join(', ')} are on different shards`);
     subscriber = [...nodes][0].duplicate();
-    subscriber.on('smessage', (channel: string) => heard.push(channel));
+    subscriber.on('smessage', (channel: string, message: string) => (heard.push(channel), messages.push(message)));
     await subscriber.ssubscribe(...channels);
   }
   return {
     heard,
+    messages,
     async close() {
       await subscriber.ping(); // replies come in order: every message published before now has arrived
       await subscriber.quit();

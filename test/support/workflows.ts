@@ -106,6 +106,9 @@ export function enterMonitor(connection: IORedis): Promise<IORedis> {
  * Sluice sends all its commands); on a single server it makes no difference. `server`: a
  * connection to the server to watch, when it is not the shared test server (e.g. a test's own).
  */
+/** A command MONITOR showed, lower-cased name first; `source`: 'lua' for a script's, else the client's address. */
+export type MonitoredCommand = string[] & { source?: string };
+
 export async function monitorCommands(
   namespace?: string,
   server?: IORedis,
@@ -118,8 +121,9 @@ export async function monitorCommands(
   const monitor = await enterMonitor(namespace === undefined ? connection : await namespaceNode(connection, namespace));
   const seen: string[][] = [];
   const pending: Array<{ match: (args: string[]) => boolean; resolve: (args: string[]) => void }> = [];
-  monitor.on('monitor', (_time: string, args: string[]) => {
-    const normalised = [String(args[0]).toLowerCase(), ...args.slice(1).map(String)];
+  monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    const normalised: MonitoredCommand = [String(args[0]).toLowerCase(), ...args.slice(1).map(String)];
+    normalised.source = source;
     const index = pending.findIndex((p) => p.match(normalised));
     if (index >= 0) pending.splice(index, 1)[0].resolve(normalised);
     else seen.push(normalised);
