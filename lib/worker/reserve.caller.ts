@@ -1,11 +1,10 @@
 import { Logger } from '@nestjs/common';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { newCallId } from '../redis/commands/call-id';
-import { type Claim, CLAIM_EXTRAS } from '../redis/commands/claim.reply';
+import type { Claim } from '../redis/commands/claim.reply';
 import { type PlanRequest, reserve } from '../redis/commands/reserve.command';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
-import { telemetryApi } from '../telemetry/otel.loader';
 import type { ParkAnnouncer } from './park.announcer';
 import type { RunEvents } from './run.events';
 import { reportStalled } from './stall.report';
@@ -28,6 +27,8 @@ export interface ReserveCallerParts {
   events: RunEvents;
   /** Carries on, in the background, a cancel cascade a stalled scan found cut short (see CascadeResumer). */
   resumeCascade: (runId: string) => void;
+  /** Flags for the telemetry extras, asked per call (see WorkerParts). */
+  claimExtras: () => number;
 }
 
 /**
@@ -49,12 +50,7 @@ export class ReserveCaller {
   private lastReserveAt = 0;
   /** When the next delayed run or schedule fire is due (local clock), from the latest reserve: a saturated worker reserves by then. */
   private nextDueAt = Infinity;
-  /** Added to reserve's retry flag: {@link CLAIM_EXTRAS} with telemetry on, else 0 (plain claims). */
-  private readonly extras: number;
-
-  constructor(private readonly parts: ReserveCallerParts) {
-    this.extras = telemetryApi(parts.options) ? CLAIM_EXTRAS : 0;
-  }
+  constructor(private readonly parts: ReserveCallerParts) {}
 
   /**
    * One reserve call claiming up to `wanted` runs of `workflows`. Resolves the ms until the next
@@ -78,7 +74,7 @@ export class ReserveCaller {
       stalledRetentionMs: options.defaults.resultTtlMs,
       parkEntry: park.entry,
       repeat,
-      extras: this.extras,
+      extras: this.parts.claimExtras(),
       workflows,
     });
     this.failed = false;

@@ -3,11 +3,10 @@ import type { CallOptions } from '../redis/redis.link';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import { newCallId } from '../redis/commands/call-id';
-import { type Claim, CLAIM_EXTRAS } from '../redis/commands/claim.reply';
+import type { Claim } from '../redis/commands/claim.reply';
 import { commitPolicy } from '../redis/commands/commit.policy';
 import { complete } from '../redis/commands/complete.command';
 import { saveSteps } from '../redis/commands/save-steps.command';
-import { telemetryApi } from '../telemetry/otel.loader';
 import { COMMIT_BATCH_CAP } from './run.launcher';
 import { TickBatcher } from './tick.batcher';
 import type { OwnCommitFailures } from '../execution/commit.failures';
@@ -44,8 +43,6 @@ type Commit = { claim: Claim; encoded: string } & (
 export class RunCommits {
   private readonly batcher: TickBatcher<Commit, boolean>;
   private readonly policy: CallOptions;
-  /** Added to complete's retry flag: {@link CLAIM_EXTRAS} with telemetry on, else 0 (plain claims). */
-  private readonly claimFlags: number;
 
   constructor(
     private readonly scripts: LuaScripts,
@@ -61,6 +58,8 @@ export class RunCommits {
     },
     /** How many runs the worker holds (running, held ready, committing): see TickBatcher's `full`. */
     private readonly holding: () => number = () => Infinity,
+    /** Added to complete's retry flag, asked per call: `CLAIM_EXTRAS` while telemetry records, else 0. */
+    private readonly claimExtras: () => number = () => 0,
   ) {
     this.batcher = new TickBatcher(
       (items) => this.flush(items),
@@ -72,7 +71,6 @@ export class RunCommits {
       },
     );
     this.policy = commitPolicy(options);
-    this.claimFlags = telemetryApi(options) ? CLAIM_EXTRAS : 0;
   }
 
   /**
@@ -119,7 +117,7 @@ export class RunCommits {
         resultTtlMs: options.defaults.resultTtlMs,
         claim: count,
         lockMs: options.worker.lockMs,
-        extras: this.claimFlags,
+        extras: this.claimExtras(),
         park,
         workflows,
         steps,

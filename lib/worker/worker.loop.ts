@@ -97,7 +97,7 @@ export class WorkerLoop {
       settle: (ticket: number, claims: Claim[], park: CommitPark | undefined, parked: boolean) =>
         this.settleRefill(ticket, claims, park, parked),
     };
-    this.commits = new RunCommits(parts.scripts, parts.keys, parts.options, refill, () => this.active.size);
+    this.commits = new RunCommits(parts.scripts, parts.keys, parts.options, refill, () => this.active.size, parts.claimExtras);
     const executor = parts.makeExecutor(this.commits);
     this.launcher = new RunLauncher({
       concurrency: parts.options.worker.concurrency,

@@ -25,6 +25,7 @@ import { declaredScheduleSpecs, declareSchedules } from '../schedule/schedule.de
 import { SchedulePlanner } from '../schedule/schedule.planner';
 import { ScheduleStore } from '../schedule/schedule.store';
 import { RunTelemetry } from '../telemetry/run.telemetry';
+import { CLAIM_EXTRAS } from '../redis/commands/claim.reply';
 
 /** Bound of one hand-back at the shutdown deadline: shutdown must end whatever Redis does. */
 const HAND_BACK_TIMEOUT_MS = 2_000;
@@ -167,6 +168,8 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       answerPlanRequests: (now, requests) => planner.answer(now, requests),
       events: this.events,
       resumeCascade: (runId) => cascades.resume(runId),
+      // Not with the API installed but no SDK registered: nothing would read a claim's extras.
+      claimExtras: () => (telemetry?.recording() ? CLAIM_EXTRAS : 0),
     });
     this.heartbeat.start();
     this.loop.start();

@@ -26,4 +26,9 @@ export interface WorkerParts {
   events: RunEvents;
   /** Carries on, in the background, a cancel cascade a stalled scan found cut short (see CascadeResumer). */
   resumeCascade: (runId: string) => void;
+  /**
+   * What a claiming call adds to its flags, asked per call: CLAIM_EXTRAS (each claim's trace and
+   * queue wait) while the worker's telemetry records, else 0.
+   */
+  claimExtras: () => number;
 }

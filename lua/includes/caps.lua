@@ -1,15 +1,19 @@
 -- caps: whether a level has room for one more run (`-- @include caps`).
 -- @needs util, lanes, limits, leases, rates
 --
--- Room at each level: the namespace counts leases (every claimed run holds one).
+-- Room at each level: the namespace counts leases (every claimed run holds one). Without a
+-- limits hash (limitsAbsent, see limits.lua) no level has a cap or a control: a claim pass asks
+-- these per claim, so they answer that first, without a look-up.
 
 local function namespaceRoom(leasesKey, limitsKey)
+  if limitsAbsent then return true end
   local limit = limitOf(limitsKey, 'ns')
   return not limit or activeCount(leasesKey) < limit
 end
 
 -- A paused workflow has no room; a rate-limited one has none while its window is full.
 local function workflowRoom(base, limitsKey, workflow)
+  if limitsAbsent then return true end
   if controlsOn(limitsKey) then
     if limitOf(limitsKey, 'wf:' .. workflow .. ':paused') then return false end
     local max, perMs = workflowRate(limitsKey, workflow)
@@ -28,6 +32,7 @@ end
 -- claim; what they leave unclaimed goes back (restorePopped).
 local function capsLeft(base, leasesKey, limitsKey, workflow)
   local left = math.huge
+  if limitsAbsent then return left end
   local ns = limitOf(limitsKey, 'ns')
   if ns then left = ns - activeCount(leasesKey) end
   local wf = limitOf(limitsKey, 'wf:' .. workflow)

@@ -62,7 +62,7 @@ end
 
 -- Records one run start at every rate-limited level of a claim.
 local function noteStart(base, limitsKey, workflow, group)
-  if not controlsOn(limitsKey) then return end
+  if limitsAbsent or not controlsOn(limitsKey) then return end
   local max, perMs = workflowRate(limitsKey, workflow)
   if max then recordStart(wfKey(base, workflow, 'rate-log'), max, perMs) end
   if group ~= '' then

@@ -147,12 +147,14 @@ describe('run() on the inbox', () => {
     const handle = await t.client.enqueue(GateWorkflow, { key }, { id });
     await begun.get(key).promise;
     const result = t.client.run(GateWorkflow, { key: 'ignored' }, { id, timeoutMs: 10_000 });
+    // The wait subscribes, then asks for the announcement there (watch.lua sets 'waited'): the
+    // second is what shows both happened.
     await pollUntil(
-      () => channelSubscribers(redis, keys.done(id)),
-      (n) => n === 1,
-      "a subscription to the run's done channel",
+      () => redis.hget(keys.run(id), 'waited'),
+      (waited) => waited === '1',
+      "the run's done channel asked for",
     );
-    expect(await redis.hget(keys.run(id), 'waited')).toBe('1');
+    expect(await channelSubscribers(redis, keys.done(id))).toBe(1);
     gates.open(key);
     expect(await result).toBe(`opened ${key}`);
     expect(handle.created).toBe(true);
