@@ -90,16 +90,25 @@ async function story(keys: RedisKeys, runs: number) {
   };
 }
 
+/**
+ * Tells the story in a plain namespace (watched with MONITOR, off a cluster) and in one whose
+ * limits hash sends it down the general path, and expects them to tell the same.
+ */
+async function tellBoth(runs: number) {
+  const plain = newNamespace();
+  const general = newNamespace();
+  await redis.hset(general.limits, 'wf:elsewhere', '5');
+  const monitor = isCluster(redis) ? undefined : await monitorCommands();
+  const told = await story(plain, runs);
+  const seen = monitor ? await commandsBefore(monitor, redis, `${plain.base}sentinel`) : undefined;
+  await monitor?.close();
+  expect(told).toEqual(await story(general, runs));
+  return { plain, told, seen };
+}
+
 describe('a plain commit (one run, no limits hash)', () => {
   it('with nothing due, leaves what the general path leaves and parks the worker, in one look for the limits hash and the lanes', async () => {
-    const plain = newNamespace();
-    const general = newNamespace();
-    await redis.hset(general.limits, 'wf:elsewhere', '5');
-    const monitor = isCluster(redis) ? undefined : await monitorCommands();
-    const told = await story(plain, 1);
-    const seen = monitor ? await commandsBefore(monitor, redis, `${plain.base}sentinel`) : undefined;
-    await monitor?.close();
-    expect(told).toEqual(await story(general, 1));
+    const { plain, told, seen } = await tellBoth(1);
     expect(told).toMatchObject({
       reply: '1 1 1 0',
       record: { state: 'completed', result: '"done"', 'tl:0': '1', 'tl:0.0': '{"steps":1}' },
@@ -125,14 +134,7 @@ describe('a plain commit (one run, no limits hash)', () => {
   });
 
   it('with runs due, claims the next as the general path does, looking at the lanes once', async () => {
-    const plain = newNamespace();
-    const general = newNamespace();
-    await redis.hset(general.limits, 'wf:elsewhere', '5');
-    const monitor = isCluster(redis) ? undefined : await monitorCommands();
-    const told = await story(plain, 2);
-    const seen = monitor ? await commandsBefore(monitor, redis, `${plain.base}sentinel`) : undefined;
-    await monitor?.close();
-    expect(told).toEqual(await story(general, 2));
+    const { plain, told, seen } = await tellBoth(2);
     expect(told).toMatchObject({ record: { state: 'completed' }, leases: ['r2'], active: ['r2'], parked: [], queue: [] });
     expect(told.reply).toEqual(expect.arrayContaining(['r2']));
     if (seen) {
