@@ -3,7 +3,7 @@
   enqueue: store a new run and make it due in its lane (see laneOf) or park it in its workflow's
   delayed set; wake a worker. Idempotent on the run id: if the run exists, nothing is written and
   its state is returned. The work is enqueueRun (lua/includes/enqueue.lua), shared with
-  enqueue-many.lua.
+  enqueue-many.lua, or enqueuePlain when no option differs from its default (the common call).
 
   Fast path: when it is enabled, the run is due now, nothing is queued ahead of it in its lane
   or wake list, every cap (namespace, workflow, group) has room, neither is paused, every rate
@@ -67,6 +67,12 @@
 -- @include records
 -- @include enqueue
 
+local fastPath, lean, check = string.byte(ARGV[7], 1, 3)
+if #ARGV == 8 then
+  -- No option differs from its default: the common call (see enqueuePlain).
+  local created, state = enqueuePlain(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], fastPath == 49, ARGV[8], lean == 49, check == 49)
+  return (created == 1 and '+' or '=') .. state
+end
 local priority, delayMs, runAt, attempts, group, trace, timeoutMs = '0', '0', '', DEFAULT_MAX_ATTEMPTS, '', '', ''
 for i = 9, #ARGV, 2 do
   local name, value = ARGV[i], ARGV[i + 1]
@@ -79,7 +85,6 @@ for i = 9, #ARGV, 2 do
   elseif name == 'timeout' then timeoutMs = value
   else return redis.error_reply('ERR enqueue: unknown option ' .. tostring(name)) end
 end
-local fastPath, lean, check = string.byte(ARGV[7], 1, 3)
 local created, state = enqueueRun(ARGV[1], ARGV[2], ARGV[3], ARGV[4], priority, delayMs, runAt, attempts, group, fastPath == 49,
   ARGV[8], ARGV[5], ARGV[6], trace, timeoutMs, lean == 49, check == 49)
 return (created == 1 and '+' or '=') .. state

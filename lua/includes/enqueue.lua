@@ -13,11 +13,52 @@
 -- nothing), so a batch's later runs skip the look.
 local lanesMadeDue = {}
 
+-- The enqueue fast path's look for a parked worker (see lua/enqueue.lua): returns the lease length
+-- a handoff to it gets, or nil. A parked worker first: without one (a producer's usual case)
+-- nothing else is worth a look. Then nothing due ahead in the lane, nor in the wake list (empty
+-- lists and zsets do not exist), and room under every cap: one EXISTS answers for the keys and the
+-- limits hash. The worker parked last is taken off at once (it is woken by this handoff, so it
+-- counts as parked no longer): if its announcement lapsed, every other one has too, and it is
+-- garbage. Its announcement ends in its lease length, which the handed-off run gets from the start.
+local function parkedLease(base, limitsKey, workflow, group, lane, wakeKey, lockMs)
+  local parkedKey = wfKey(base, workflow, 'parked')
+  local parked = redis.call('ZPOPMAX', parkedKey)
+  if #parked == 0 or tonumber(parked[2]) < nowMs() then return nil end
+  if noneExist(limitsKey, lane .. 'queue', lane .. 'waiting', wakeKey)
+      and primeLimits(limitsKey, workflow) and namespaceRoom(KEYS_LEASES, limitsKey) and workflowRoom(base, limitsKey, workflow)
+      and (group == '' or groupRoom(base, limitsKey, workflow, group)) then
+    return steadyNumber(string.match(parked[1], ':(%d+)$') or lockMs)
+  end
+  redis.call('ZADD', parkedKey, parked[2], parked[1]) -- still parked: no handoff after all
+  return nil
+end
+
+-- A fast-pathed run's claim (its record already written with its first lease, see storeRun):
+-- counted active, leased, and handed to the parked worker through the wake list.
+local function handOff(base, limitsKey, workflow, group, lane, wakeKey, id, input, token, leaseMs)
+  redis.call('SADD', wfKey(base, workflow, 'active'), id)
+  if group ~= '' then
+    redis.call('SADD', lane .. 'active', id)
+    redis.call('SADD', wfKey(base, workflow, 'groups'), group)
+  end
+  redis.call('ZADD', KEYS_LEASES, intText(nowMs() + leaseMs), id)
+  noteStart(base, limitsKey, workflow, group)
+  redis.call('RPUSH', wakeKey, handoffEntry(token, id, input))
+end
+
+-- Whether a run with this id exists: its 'created' (1 if this very call, told by its nonce, made
+-- it) and state, or nil.
+local function existingRun(runKey, nonce)
+  local existing = redis.call('HMGET', runKey, 'state', 'nonce')
+  if existing[1] then return (nonce ~= '' and existing[2] == nonce) and 1 or 0, existing[1] end
+  return nil
+end
+
 local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, maxAttempts, group, fastPath, lockMs, waited, nonce, trace, timeoutMs, compact, check)
   local runKey, limitsKey = base .. 'run:' .. id, base .. 'limits'
   if check then
-    local existing = redis.call('HMGET', runKey, 'state', 'nonce')
-    if existing[1] then return (nonce ~= '' and existing[2] == nonce) and 1 or 0, existing[1] end
+    local created, state = existingRun(runKey, nonce)
+    if created then return created, state end
   end
 
   local lane = laneOf(base, workflow, group)
@@ -32,24 +73,8 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
   if due and due > nowMs() then
     state = 'delayed'
   elseif fastPath and trace == '' and timeoutMs == '' and not lanesMadeDue[lane] then
-    -- A parked worker first: without one (a producer's usual case) nothing else is worth a look.
-    -- Then nothing due ahead in the lane, nor in the wake list (empty lists and zsets do not
-    -- exist), and room under every cap: one EXISTS answers for the keys and the limits hash.
-    -- The worker parked last is taken off at once (it is woken by this handoff, so it counts as
-    -- parked no longer): if its announcement lapsed, every other one has too, and it is garbage.
-    local parkedKey = wfKey(base, workflow, 'parked')
-    local parked = redis.call('ZPOPMAX', parkedKey)
-    if #parked > 0 and tonumber(parked[2]) >= nowMs() then
-      if noneExist(limitsKey, lane .. 'queue', lane .. 'waiting', wakeKey)
-          and primeLimits(limitsKey, workflow) and namespaceRoom(KEYS_LEASES, limitsKey) and workflowRoom(base, limitsKey, workflow)
-          and (group == '' or groupRoom(base, limitsKey, workflow, group)) then
-        -- Its announcement ends in its lease length, which the handed-off run gets from the start.
-        leaseMs = steadyNumber(string.match(parked[1], ':(%d+)$') or lockMs)
-        state = 'active'
-      else
-        redis.call('ZADD', parkedKey, parked[2], parked[1]) -- still parked: no handoff after all
-      end
-    end
+    leaseMs = parkedLease(base, limitsKey, workflow, group, lane, wakeKey, lockMs)
+    if leaseMs then state = 'active' end
   end
 
   -- One HSET for the whole record: who waits on it and, for a fast-pathed run, its first lease
@@ -66,14 +91,7 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
     state == 'active')
 
   if state == 'active' then
-    redis.call('SADD', wfKey(base, workflow, 'active'), id)
-    if group ~= '' then
-      redis.call('SADD', lane .. 'active', id)
-      redis.call('SADD', wfKey(base, workflow, 'groups'), group)
-    end
-    redis.call('ZADD', KEYS_LEASES, intText(nowMs() + leaseMs), id)
-    noteStart(base, limitsKey, workflow, group)
-    redis.call('RPUSH', wakeKey, handoffEntry(token, id, input))
+    handOff(base, limitsKey, workflow, group, lane, wakeKey, id, input, token, leaseMs)
   elseif state == 'delayed' then
     -- Workers sleep until the earliest due time they know of; an earlier one must wake them.
     local delayedKey = wfKey(base, workflow, 'delayed')
@@ -85,4 +103,29 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
     lanesMadeDue[lane] = true
   end
   return 1, state
+end
+
+-- enqueueRun for a run with every option at its default (priority 0, due at once, the default
+-- attempts, no group, trace or time limit), alone in its call: the same reads, writes and
+-- replies, without the branches those options and a batch take (lua/enqueue.lua's common call).
+local function enqueuePlain(base, id, workflow, input, waited, nonce, fastPath, lockMs, compact, check)
+  local runKey, limitsKey = base .. 'run:' .. id, base .. 'limits'
+  if check then
+    local created, state = existingRun(runKey, nonce)
+    if created then return created, state end
+  end
+  local lane = laneOf(base, workflow, '')
+  local wakeKey = lane .. 'wake'
+  local leaseMs = nil
+  if fastPath then leaseMs = parkedLease(base, limitsKey, workflow, '', lane, wakeKey, lockMs) end
+  local token = storeRun(base, id, workflow, input, leaseMs and 'active' or 'waiting', '0', DEFAULT_MAX_ATTEMPTS, '', nil, 'nonce', nonce,
+    compact, nonce == '', waited ~= '' and { 'waited', waited } or nil, leaseMs ~= nil)
+  if leaseMs then
+    handOff(base, limitsKey, workflow, '', lane, wakeKey, id, input, token, leaseMs)
+    return 1, 'active'
+  end
+  -- makeDue's work for an ungrouped run of priority 0.
+  redis.call('RPUSH', lane .. 'queue', id)
+  wake(wakeKey)
+  return 1, 'waiting'
 end
