@@ -10,13 +10,8 @@ export class ClaimSequencer {
   private sent = 0;
   private next = 0;
   private readonly early = new Map<number, Claim[]>();
-  /** Per ticket, the slots its call may fill. */
+  /** Per ticket whose claims are not launched yet, the slots its call may fill. */
   private readonly slots = new Map<number, number>();
-  /**
-   * Slots promised to claiming calls whose claims are not launched yet: no other call may claim
-   * for them (a reserve and a complete call refilling free slots can be in flight together).
-   */
-  promised = 0;
 
   constructor(private readonly launch: (claim: Claim) => void) {}
 
@@ -26,15 +21,23 @@ export class ClaimSequencer {
    */
   ticket(slots = 0): number {
     this.slots.set(this.sent, slots);
-    this.promised += slots;
     return this.sent++;
+  }
+
+  /**
+   * Slots promised to claiming calls whose claims are not launched yet: no other call may claim
+   * for them (a reserve and a complete call refilling free slots can be in flight together).
+   */
+  get promised(): number {
+    let promised = 0;
+    for (const slots of this.slots.values()) promised += slots;
+    return promised;
   }
 
   deliver(ticket: number, claims: Claim[]): void {
     this.early.set(ticket, claims);
     for (let ready = this.early.get(this.next); ready; ready = this.early.get(this.next)) {
       this.early.delete(this.next);
-      this.promised -= this.slots.get(this.next) ?? 0;
       this.slots.delete(this.next++);
       ready.forEach(this.launch);
     }

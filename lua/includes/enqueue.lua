@@ -124,8 +124,8 @@ local function enqueuePlain(base, id, workflow, input, waited, nonce, fastPath, 
     handOff(base, limitsKey, workflow, '', lane, wakeKey, id, input, token, leaseMs)
     return 1, 'active'
   end
-  -- makeDue's work for an ungrouped run of priority 0.
-  redis.call('RPUSH', lane .. 'queue', id)
+  -- makeDue's work for an ungrouped run, with the lane and wake list at hand.
+  pushDue(lane, nil, id, '0', false, false)
   wake(wakeKey)
   return 1, 'waiting'
 end
