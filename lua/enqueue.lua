@@ -8,8 +8,10 @@
   Fast path: when it is enabled, the run is due now, nothing is queued ahead of it in its lane
   or wake list, every cap (namespace, workflow, group) has room, neither is paused, every rate
   limit has room (the start is recorded) and a worker is parked on the
-  workflow (see park.lua), the run is claimed here and handed over through the wake list (see
-  handoffEntry), so it starts without a reserve round trip. The data is exactly what a reserve
+  workflow (see park.lua), the run is claimed here and handed over, so it starts without a
+  reserve round trip: published on the worker's handoff channel, whose blocking read stays under
+  way (a worker that names none in its announcement, an older one, gets it through the wake list;
+  a publish that reaches no one queues the run instead; see deliverHandoff). The data is exactly what a reserve
   claim writes: complete, fail, retry and stall recovery treat it alike. A handoff is taken by a
   blocked worker, or by any claim of the workflow (takeHandoff); if its worker dies, the stalled
   scan recovers it. A run with a trace context ('trace') is never fast-pathed: a handoff entry

@@ -24,8 +24,9 @@
  * | `wf:<name>:sleeping` / `:waiting-signal` / `:waiting-event` / `:waiting-child` | zset | runs in a durable wait of that kind, score = deadline (ms; 2^52 for none) (lua/includes/waits.lua) |
  * | `event:<name>\|<key>` | set | runs waiting for that event name and key (`ctx.waitForEvent`) |
  * | `mailbox:<id>` | list | signals sent to a run that was not waiting for them, `<name> <envelope>`, oldest first (lua/signal.lua) |
- * | `wf:<name>:wake` | list | wake marker, or fast-path handoffs, for workers blocked on the workflow |
- * | `wf:<name>:parked` | zset | workers about to block on the workflow, score = entry expiry (ms) |
+ * | `wf:<name>:wake` | list | wake marker, or fast-path handoffs (to workers of older releases), for workers blocked on the workflow |
+ * | `wf:<name>:parked` | zset | workers about to block on the workflow, score = entry expiry (ms); entry `<worker id>:h:<lease ms>` (`<worker id>:<lease ms>` from older releases) |
+ * | `handoff:<worker id>` | channel | fast-path handoffs to a parked worker, `<workflow> <token> <run id> <input>` (lua/includes/enqueue.lua deliverHandoff) |
  * | `wf:<name>:completed` / `:failed` / `:cancelled` | zset | finish indexes: the workflow's runs that ended in that state, score = finish order (max(the index's last score + 1, finish ms × 1024)); trimmed by retention (lua/includes/finish.lua countFinished), paged by `listRuns` |
  * | `wf:<name>:stats` | hash | running totals of completed, failed and cancelled runs; `groupDue`, the runs due in group lanes (exact once `groupDueExact` is set, see lua/stats.lua) |
  * | `wf:<name>:rate-log` / `wf:<name>:g:<group>:rate-log` | list | recent run starts (ms, newest first, at most the rate limit's max) of a rate-limited workflow / group |
@@ -156,6 +157,11 @@ export class RedisKeys {
   /** A key of a lane (a workflow's ungrouped runs, or one group): `queue`, `waiting`, or a group's `active`. */
   lane(workflow: string, group: string | undefined, suffix: 'queue' | 'waiting' | 'active'): string {
     return group ? `${this.base}wf:${workflow}:g:${group}:${suffix}` : `${this.base}wf:${workflow}:${suffix}`;
+  }
+
+  /** The channel a worker's fast-path handoffs are published on (see the table above). */
+  handoff(workerId: string): string {
+    return `${this.base}handoff:${workerId}`;
   }
 
   wake(workflow: string): string {

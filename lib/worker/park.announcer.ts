@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { park } from '../redis/commands/park.command';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
@@ -24,7 +23,10 @@ export interface CommitPark {
  * complete call's (which spares the worker's next wake its reserve).
  */
 export class ParkAnnouncer {
-  /** The worker's id in the parked sets, ending in its lease length (a handoff gets that lease). */
+  /**
+   * The worker's entry in the parked sets: its id, then 'h' (its handoffs are published on its
+   * handoff channel, see WorkerChannels), then its lease length (a handoff gets that lease).
+   */
   readonly entry: string;
   /** Until when (local clock) the latest announcement holds; 0 once an enqueue or a reserve withdrew it. */
   private parkedUntil = 0;
@@ -44,11 +46,12 @@ export class ParkAnnouncer {
     private readonly scripts: LuaScripts,
     private readonly keys: RedisKeys,
     private readonly workflows: string[],
+    workerId: string,
     lockMs: number,
     /** How long an announcement made by a complete call holds: the worker's longest block. */
     private readonly longestBlockMs: number,
   ) {
-    this.entry = `${randomUUID()}:${lockMs}`;
+    this.entry = `${workerId}:h:${lockMs}`;
   }
 
   /** Announces the worker parked for `validForMs` (negative: withdraws it). */

@@ -27,41 +27,77 @@ export interface WakeListenerParts {
   stopping(): boolean;
   /** A blocking read ended with an answer from Redis (health: the loop is alive). */
   woke(): void;
+  /** A handoff the read popped (one an older producer pushed onto a wake list): launch it. */
+  handoff(claim: Claim): void;
+  /** Whether the worker has a free slot (a marker popped without one is passed on). */
+  hasRoom(): boolean;
+  /** Puts a popped marker back for another worker (this one is busy). */
+  passOn(wakeKey: string): void;
   /** Where a failed park announcement is reported (throttled by the loop). */
   warn(message: string): void;
 }
 
+/** How a blocking read ended: a handoff (launched already), a marker, or nothing (a timeout, a lost wake). */
+export type Woken = 'handoff' | 'marker' | undefined;
+
 /**
- * A worker's blocking read on its workflows' wake lists (BLPOP), which ends when work arrives or
- * the block times out. An enqueue pushes a marker there, or, to a worker announced parked, the
- * run itself, claimed already (a fast-path handoff: see lua/enqueue.lua).
+ * A worker's blocking read on its workflows' wake lists (BLPOP), which ends when a marker (runs
+ * are due) or a handoff from an older producer arrives, or the block times out. Handoffs from this
+ * release come on the worker's handoff channel instead (lua/includes/enqueue.lua deliverHandoff),
+ * so the read stays under way across them: a worker fed by handoffs sends one read per block
+ * time, not one per run.
  */
 export class WakeListener {
   /** Wake list key → workflow name. */
   private readonly wakeKeys: Map<string, string>;
   /** When the blocking read under way times out (local clock); undefined when none is. */
   private blockEndsAt?: number;
+  /** The blocking read under way, or ended and not yet taken by {@link next}. */
+  private read?: Promise<Woken | { error: Error }>;
 
   constructor(private readonly parts: WakeListenerParts) {
     this.wakeKeys = new Map(parts.workflows.map((wf) => [parts.keys.wake(wf), wf]));
   }
 
   /**
-   * Blocks for at most `untilDueMs` (and MAX_BLOCK_MS, and the stall interval). Resolves a
-   * handoff, or undefined for a marker, a timeout, or a lost wake (it costs nothing: the next
-   * reserve looks for work anyway).
+   * Waits for at most `untilDueMs` (and MAX_BLOCK_MS, and the stall interval) on the blocking
+   * read, starting one if none is under way. Resolves how it ended, or undefined when
+   * `untilDueMs` ran out first (the read then stays under way for the next call).
    */
-  async next(untilDueMs: number): Promise<Claim | undefined> {
+  async next(untilDueMs: number): Promise<Woken> {
     if (untilDueMs <= 0) return undefined;
+    let read = this.read;
+    if (!read) {
+      // Redis checks blocking timeouts about every 100 ms (hz 10): a delayed run due sooner than
+      // that is better served by a local timer, at the cost of noticing new work that much later.
+      if (untilDueMs < REDIS_TIMEOUT_RESOLUTION_MS) return void (await this.parts.active.whenOneFinishes(untilDueMs));
+      read = this.read = this.blockingRead(Math.min(untilDueMs, this.parts.options.worker.stalledIntervalMs, MAX_BLOCK_MS));
+    } else {
+      this.announceIfBlocked();
+      // Due before the read under way ends: wait that long for it, no longer.
+      if (this.blockEndsAt !== undefined && untilDueMs < this.blockEndsAt - Date.now()) {
+        let timer: NodeJS.Timeout | undefined;
+        const due = await Promise.race([
+          read.then(() => false),
+          new Promise<boolean>((resolve) => (timer = setTimeout(resolve, untilDueMs, true))),
+        ]);
+        clearTimeout(timer);
+        if (due) return undefined;
+      }
+    }
+    const ended = await read;
+    if (this.read === read) this.read = undefined;
+    if (typeof ended === 'object') throw ended.error;
+    return ended;
+  }
+
+  /** One BLPOP of `timeoutMs`, the park announced alongside; never rejects (a failure is its result). */
+  private async blockingRead(timeoutMs: number): Promise<Woken | { error: Error }> {
     const { park, options } = this.parts;
-    // Redis checks blocking timeouts about every 100 ms (hz 10): a delayed run due sooner than
-    // that is better served by a local timer, at the cost of noticing new work that much later.
-    if (untilDueMs < REDIS_TIMEOUT_RESOLUTION_MS) return void (await this.parts.active.whenOneFinishes(untilDueMs));
-    const timeoutMs = Math.min(untilDueMs, options.worker.stalledIntervalMs, MAX_BLOCK_MS);
-    // Announce the park alongside the block (order does not matter: a handoff pushed before the
-    // BLPOP starts is popped at once), so the enqueue fast path knows to hand runs over; unless
-    // an announcement still holds for the whole block (a complete call made it), or one is left
-    // to the complete call of the run just handed over (see ParkAnnouncer.defer).
+    // Announce the park alongside the block (order does not matter: a handoff published before
+    // the BLPOP starts is taken all the same), so the enqueue fast path knows to hand runs over;
+    // unless an announcement still holds for the whole block (a complete call made it), or one is
+    // left to the complete call of the run just handed over (see ParkAnnouncer.defer).
     if (!park.holdsFor(timeoutMs) && !park.deferring) this.announce(timeoutMs + PARK_SLACK_MS);
     let popped: [string, string] | null;
     this.blockEndsAt = Date.now() + timeoutMs;
@@ -77,7 +113,7 @@ export class WakeListener {
       );
     } catch (error) {
       if (this.parts.stopping() || error instanceof RedisConnectionError) return undefined;
-      throw error;
+      return { error: error as Error };
     } finally {
       this.blockEndsAt = undefined;
     }
@@ -88,7 +124,15 @@ export class WakeListener {
     // complete call's park no longer spares the reserve: a marker must bring one (skipping it would leave
     // the run waiting for the next block's timeout, the marker that would end it just taken).
     park.cleared();
-    return parseHandoff(this.wakeKeys.get(popped[0])!, popped[1]);
+    const [wakeKey, entry] = popped;
+    const handoff = parseHandoff(this.wakeKeys.get(wakeKey)!, entry);
+    if (handoff) {
+      this.parts.handoff(handoff);
+      return 'handoff';
+    }
+    // A busy worker's read (it stays under way across handoffs) must not keep the news from an idle one.
+    if (!this.parts.hasRoom()) this.parts.passOn(wakeKey);
+    return 'marker';
   }
 
   /**
@@ -99,7 +143,7 @@ export class WakeListener {
   announceIfBlocked(): void {
     if (this.blockEndsAt === undefined || this.parts.stopping()) return;
     const left = this.blockEndsAt - Date.now();
-    if (left > 0 && !this.parts.park.holdsFor(left)) this.announce(left + PARK_SLACK_MS);
+    if (left > 0 && !this.parts.park.holdsFor(left) && !this.parts.park.deferring) this.announce(left + PARK_SLACK_MS);
   }
 
   private announce(validForMs: number): void {

@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import { jitteredPause } from '../util/retry';
 import { OutageLog } from '../util/outage-log';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
-import type { Claim } from '../redis/commands/claim.reply';
+import { type Claim, parseHandoff } from '../redis/commands/claim.reply';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import { ActiveRun, ActiveRuns } from './active-runs';
@@ -115,6 +115,7 @@ export class WorkerLoop {
       parts.scripts,
       parts.keys,
       parts.workflows,
+      parts.workerId,
       parts.options.worker.lockMs,
       Math.min(parts.options.worker.stalledIntervalMs, MAX_BLOCK_MS),
     );
@@ -128,8 +129,26 @@ export class WorkerLoop {
       options: parts.options,
       stopping: () => this.stopping,
       woke: () => (this.lastWakeAt = Date.now()),
+      handoff: (claim) => this.takeHandoff(claim),
+      hasRoom: () => this.freeSlots() > 0,
+      // One marker more at worst (a list ends in at most one, see lua/includes/wakes.lua): one more wake.
+      passOn: (wakeKey) =>
+        void parts.connections.command.call('pass a wake on', (redis) => redis.rpush(wakeKey, '1')).catch(() => undefined),
       warn: (message) => this.failures.warn(message),
     });
+  }
+
+  /**
+   * A message on this worker's handoff channel (lua/includes/enqueue.lua deliverHandoff): a run
+   * an enqueue claimed for it, `<workflow> <token> <id> <input>`. The enqueue took the park
+   * announcement; the blocking read under way, if any, stays so.
+   */
+  handoffPublished(message: string): void {
+    const space = message.indexOf(' ');
+    const claim = space > 0 ? parseHandoff(message.slice(0, space), message.slice(space + 1)) : undefined;
+    if (!claim) return;
+    this.park.cleared();
+    this.takeHandoff(claim);
   }
 
   start(): void {
@@ -286,22 +305,27 @@ export class WorkerLoop {
   private async idle(nextDueMs: number): Promise<void> {
     const deadline = nextDueMs > 0 ? Date.now() + nextDueMs : Infinity;
     while (!this.stopping && this.freeSlots() > 0) {
-      const handoff = await this.wake.next(deadline - Date.now());
-      if (!handoff) return;
-      if (this.stopping) return this.handBack([handoff]);
-      // Its lease has run since the enqueue, with the length the parked worker announced (maybe
-      // not this worker's): renew it soon — unless the run is over by then, as most are. The
-      // enqueue took the park announcement: leave it to the run's complete call, which makes it
-      // with no round trip of its own; if the run is still going by then, announce it now.
-      const run = this.launcher.launch(handoff);
-      const deferral = this.park.defer();
-      setTimeout(() => {
-        if (this.active.get(run.id) === run) this.refreshLease(run);
-        this.endDeferral(deferral);
-      }, HANDOFF_REFRESH_MS).unref();
+      if ((await this.wake.next(deadline - Date.now())) !== 'handoff') return;
       // Block again only after this turn's I/O: a short run then sends its complete call first,
       // and the blocking read's write is off the path from the enqueue to the run's result.
       if (!this.stopping && this.freeSlots() > 0) await afterThisTurn();
     }
+  }
+
+  /**
+   * Starts a run an enqueue handed this worker (published, or popped from a wake list). Its lease
+   * has run since the enqueue, with the length the parked worker announced (maybe not this
+   * worker's): renew it soon — unless the run is over by then, as most are. The enqueue took the
+   * park announcement: leave it to the run's complete call, which makes it with no round trip of
+   * its own; if the run is still going by then, announce it now.
+   */
+  private takeHandoff(claim: Claim): void {
+    if (this.stopping) return this.handBack([claim]);
+    const run = this.launcher.launch(claim);
+    const deferral = this.park.defer();
+    setTimeout(() => {
+      if (this.active.get(run.id) === run) this.refreshLease(run);
+      this.endDeferral(deferral);
+    }, HANDOFF_REFRESH_MS).unref();
   }
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
 import { CascadeResumer } from './cascade.resumer';
@@ -14,6 +15,7 @@ import { RedisKeys } from '../redis/redis.keys';
 import { ActiveRuns } from './active-runs';
 import { LeaseHeartbeat } from './lease.heartbeat';
 import { CancelListener } from './cancel.listener';
+import { WorkerChannels } from './worker.channels';
 import { declareRateLimits, logDeclaration } from './rate-limits.declarer';
 import { RunEvents } from './run.events';
 import { RunExecutor } from './run.executor';
@@ -52,7 +54,9 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
   /** Spans and metrics of this process's runs, with telemetry on. */
   private telemetry?: RunTelemetry;
   private heartbeat?: LeaseHeartbeat;
-  private cancels?: CancelListener;
+  /** This process's worker in the parked sets and on its handoff channel (see ParkAnnouncer). */
+  private readonly workerId = randomUUID();
+  private channels?: WorkerChannels;
   private workerState: WorkerState = 'disabled';
   private lastStartError?: string;
 
@@ -92,8 +96,8 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     this.workerState = 'waiting-for-redis';
     if (migrated) {
       // Redis answered (the worker's other connections are open or opening, see
-      // openAllOnceReachable): subscribe to cancels before the first reserve.
-      this.listenForCancels();
+      // openAllOnceReachable): subscribe before the first reserve.
+      this.listen();
     } else {
       this.lastStartError = 'the key layout migration is pending (see the warning logged at bootstrap)';
       void this.startWhenRedisAnswers();
@@ -106,7 +110,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       if (!(error instanceof RedisConnectionError)) {
         // The bootstrap fails (e.g. ScheduleConflictError). Nest's app.close() would rethrow it
         // without the shutdown hooks: close the connections here (see MigrationRunner).
-        this.cancels?.stop();
+        this.channels?.stop();
         await this.connections.onApplicationShutdown().catch(() => undefined);
         throw error;
       }
@@ -132,7 +136,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       if (!(await this.active.drained(this.options.worker.shutdownTimeoutMs))) await this.handBack();
     }
     this.heartbeat?.stop();
-    this.cancels?.stop();
+    this.channels?.stop();
     this.telemetry?.close();
     this.workerState = 'stopped';
     this.logger.log(
@@ -151,7 +155,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     const planner = new SchedulePlanner(scripts, this.keys);
     const cascades = new CascadeResumer(scripts, this.keys, this.options.defaults.resultTtlMs);
     this.heartbeat = new LeaseHeartbeat(scripts, this.keys, this.active, this.options.worker.lockMs);
-    this.listenForCancels();
+    this.listen();
     const telemetry = (this.telemetry = RunTelemetry.create(
       this.options,
       this.registry.all().map((wf) => wf.name),
@@ -162,6 +166,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       keys: this.keys,
       options: this.options,
       workflows: this.registry.all().map((wf) => wf.name),
+      workerId: this.workerId,
       active: this.active,
       makeExecutor: (commits) => new RunExecutor(scripts, this.keys, this.registry, this.options, this.events, commits, telemetry),
       refreshLease: (run) => void this.heartbeat?.extend([run]),
@@ -179,11 +184,23 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     this.logger.log(`Worker started for ${this.where()}: workflows ${names.join(', ')}; concurrency ${this.options.worker.concurrency}`);
   }
 
-  /** Subscribes to the cancel channel, once: before the first reserve, so a run it claims can be cancelled at once. */
-  private listenForCancels(): void {
-    if (this.cancels) return;
-    this.cancels = new CancelListener(this.connections.subscriber, this.connections.channels, this.keys.cancel, this.active);
-    this.cancels.start();
+  /**
+   * Subscribes, once, to the cancel channel (before the first reserve, so a run it claims can be
+   * cancelled at once) and to this worker's handoff channel (no handoff comes before the loop's
+   * first park announcement; one after its stop is handed back by it).
+   */
+  private listen(): void {
+    if (this.channels) return;
+    const cancels = new CancelListener(this.active);
+    this.channels = new WorkerChannels(
+      this.connections.subscriber,
+      this.connections.channels,
+      new Map([
+        [this.keys.cancel, (message: string) => cancels.onCancel(message)],
+        [this.keys.handoff(this.workerId), (message: string) => this.loop?.handoffPublished(message)],
+      ]),
+    );
+    this.channels.start();
   }
 
   /** Retries the bootstrap's Redis work until it succeeds or the app shuts down; never throws. */

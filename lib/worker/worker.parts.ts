@@ -16,6 +16,8 @@ export interface WorkerParts {
   options: ResolvedQueueOptions;
   /** The workflows this process runs. */
   workflows: string[];
+  /** The worker's id in the parked sets; its handoffs come on the channel RedisKeys.handoff names. */
+  workerId: string;
   active: ActiveRuns;
   makeExecutor: (commits: RunCommits) => RunExecutor;
   /** Renews a run's lease now (a handoff's lease started running at its enqueue). */

@@ -20,6 +20,8 @@ local lanesMadeDue = {}
 -- limits hash. The worker parked last is taken off at once (it is woken by this handoff, so it
 -- counts as parked no longer): if its announcement lapsed, every other one has too, and it is
 -- garbage. Its announcement ends in its lease length, which the handed-off run gets from the start.
+-- Also returns the worker's handoff channel, if its announcement names one ('<id>:h:<lease ms>':
+-- the worker listens on 'handoff:<id>'; older workers' entries, '<id>:<lease ms>', name none).
 local function parkedLease(base, limitsKey, workflow, group, lane, wakeKey, lockMs)
   local parkedKey = wfKey(base, workflow, 'parked')
   local parked = redis.call('ZPOPMAX', parkedKey)
@@ -27,15 +29,30 @@ local function parkedLease(base, limitsKey, workflow, group, lane, wakeKey, lock
   if noneExist(limitsKey, lane .. 'queue', lane .. 'waiting', wakeKey)
       and primeLimits(limitsKey, workflow) and namespaceRoom(KEYS_LEASES, limitsKey) and workflowRoom(base, limitsKey, workflow)
       and (group == '' or groupRoom(base, limitsKey, workflow, group)) then
-    return steadyNumber(string.match(parked[1], ':(%d+)$') or lockMs)
+    local listener = string.match(parked[1], '^(.+):h:%d+$')
+    return steadyNumber(string.match(parked[1], ':(%d+)$') or lockMs), listener and base .. 'handoff:' .. listener
   end
   redis.call('ZADD', parkedKey, parked[2], parked[1]) -- still parked: no handoff after all
   return nil
 end
 
--- A fast-pathed run's claim (its record already written with its first lease, see storeRun):
--- counted active, leased, and handed to the parked worker through the wake list.
-local function handOff(base, limitsKey, workflow, group, lane, wakeKey, id, input, token, leaseMs)
+-- Hands a run to the parked worker parkedLease found: published on its handoff channel if it has
+-- one (the worker's blocking read then stays under way: no read to send again per run), else
+-- pushed onto the wake list it blocks on. Returns the run's first lease token, or nil if the
+-- publish reached no subscriber (the worker's connection is gone): the run is queued instead.
+local function deliverHandoff(base, channel, wakeKey, workflow, id, input, idTimed, compact)
+  local token = firstLeaseToken(base, id, idTimed, compact)
+  if not channel then
+    redis.call('RPUSH', wakeKey, handoffEntry(token, id, input))
+  elseif publish(channel, workflow .. ' ' .. handoffEntry(token, id, input)) == 0 then
+    return nil
+  end
+  return token
+end
+
+-- A fast-pathed run's claim (its record already written with its first lease, see storeRun, and
+-- delivered to the parked worker, see deliverHandoff): counted active and leased.
+local function handOff(base, limitsKey, workflow, group, lane, id, leaseMs)
   redis.call('SADD', wfKey(base, workflow, 'active'), id)
   if group ~= '' then
     redis.call('SADD', lane .. 'active', id)
@@ -43,7 +60,6 @@ local function handOff(base, limitsKey, workflow, group, lane, wakeKey, id, inpu
   end
   redis.call('ZADD', KEYS_LEASES, intText(nowMs() + leaseMs), id)
   noteStart(base, limitsKey, workflow, group)
-  redis.call('RPUSH', wakeKey, handoffEntry(token, id, input))
 end
 
 -- Whether a run with this id exists: its 'created' (1 if this very call, told by its nonce, made
@@ -69,12 +85,14 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
   if runAt ~= '' then due = tonumber(runAt) elseif delayMs ~= '0' then due = nowMs() + tonumber(delayMs) end
 
   local state = 'waiting'
-  local leaseMs
+  local leaseMs, token
   if due and due > nowMs() then
     state = 'delayed'
   elseif fastPath and trace == '' and timeoutMs == '' and not lanesMadeDue[lane] then
-    leaseMs = parkedLease(base, limitsKey, workflow, group, lane, wakeKey, lockMs)
-    if leaseMs then state = 'active' end
+    local channel
+    leaseMs, channel = parkedLease(base, limitsKey, workflow, group, lane, wakeKey, lockMs)
+    token = leaseMs and deliverHandoff(base, channel, wakeKey, workflow, id, input, nonce == '', compact)
+    if token then state = 'active' end
   end
 
   -- One HSET for the whole record: who waits on it and, for a fast-pathed run, its first lease
@@ -87,11 +105,10 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
     if timeoutMs ~= '' then extra[#extra + 1], extra[#extra + 2] = 'timeoutMs', timeoutMs end
   end
   -- Only an enqueue of generated ids sends no nonce (lib/redis/commands): its id carries the time.
-  local token = storeRun(base, id, workflow, input, state, priority, maxAttempts, group, due, 'nonce', nonce, compact, nonce == '', extra,
-    state == 'active')
+  storeRun(base, id, workflow, input, state, priority, maxAttempts, group, due, 'nonce', nonce, compact, nonce == '', extra, token)
 
   if state == 'active' then
-    handOff(base, limitsKey, workflow, group, lane, wakeKey, id, input, token, leaseMs)
+    handOff(base, limitsKey, workflow, group, lane, id, leaseMs)
   elseif state == 'delayed' then
     -- Workers sleep until the earliest due time they know of; an earlier one must wake them.
     local delayedKey = wfKey(base, workflow, 'delayed')
@@ -116,12 +133,13 @@ local function enqueuePlain(base, id, workflow, input, waited, nonce, fastPath, 
   end
   local lane = laneOf(base, workflow, '')
   local wakeKey = lane .. 'wake'
-  local leaseMs = nil
-  if fastPath then leaseMs = parkedLease(base, limitsKey, workflow, '', lane, wakeKey, lockMs) end
-  local token = storeRun(base, id, workflow, input, leaseMs and 'active' or 'waiting', '0', DEFAULT_MAX_ATTEMPTS, '', nil, 'nonce', nonce,
-    compact, nonce == '', waited ~= '' and { 'waited', waited } or nil, leaseMs ~= nil)
-  if leaseMs then
-    handOff(base, limitsKey, workflow, '', lane, wakeKey, id, input, token, leaseMs)
+  local leaseMs, channel, token
+  if fastPath then leaseMs, channel = parkedLease(base, limitsKey, workflow, '', lane, wakeKey, lockMs) end
+  if leaseMs then token = deliverHandoff(base, channel, wakeKey, workflow, id, input, nonce == '', compact) end
+  storeRun(base, id, workflow, input, token and 'active' or 'waiting', '0', DEFAULT_MAX_ATTEMPTS, '', nil, 'nonce', nonce,
+    compact, nonce == '', waited ~= '' and { 'waited', waited } or nil, token)
+  if token then
+    handOff(base, limitsKey, workflow, '', lane, id, leaseMs)
     return 1, 'active'
   end
   -- makeDue's work for an ungrouped run, with the lane and wake list at hand.

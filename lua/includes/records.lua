@@ -49,37 +49,32 @@ end
 -- reader of this version derives (attempts, failures, stalls, priority 0; maxAttempts 3; the
 -- token base; dueAt when due at once; createdAt when `idTimed`: the id was generated here and
 -- carries the time). Older versions cannot read it: hence the layout (lib/migration).
--- `extra`: optional further field/value pairs, in the same HSET. `leased`: the run is claimed by
--- this call (the enqueue fast path): its first lease (token, attempt, start) rides along too.
+-- `extra`: optional further field/value pairs, in the same HSET. `token`: the run is claimed by
+-- this call (the enqueue fast path) with this first lease's token (see firstLeaseToken): the
+-- lease (token, attempt, start) rides along too.
 -- The clock is read only for a field that needs it: a lean record of a generated id, due at
 -- once and not leased, needs none (a producer's common enqueue sends no TIME).
--- Returns the first lease's token when `leased`.
-local function storeRun(base, id, workflow, input, state, priority, maxAttempts, group, due, tag, tagValue, lean, idTimed, extra, leased)
-  if lean == nil then
-    if leanLayout == nil then leanLayout = (tonumber(redis.call('GET', base .. 'schema')) or 0) >= 4 end
-    lean = leanLayout
-  end
-  local createdMs
+-- Whether a new record is lean: `lean` when given, else the namespace's layout (see storeRun).
+local function leanRecord(base, lean)
+  if lean ~= nil then return lean end
+  if leanLayout == nil then leanLayout = (tonumber(redis.call('GET', base .. 'schema')) or 0) >= 4 end
+  return leanLayout
+end
+
+local function storeRun(base, id, workflow, input, state, priority, maxAttempts, group, due, tag, tagValue, lean, idTimed, extra, token)
+  lean = leanRecord(base, lean)
   local fields
   if lean then
     fields = { 'workflow', workflow, 'input', input, 'state', state }
     local n = 6
     if due then fields[n + 1], fields[n + 2], n = 'dueAt', due, n + 2 end
-    -- A generated id carries its time: decoded only for a first lease's token (a producer's
-    -- common enqueue decodes nothing).
-    if not idTimed or leased then
-      createdMs = idTimed and runIdTime(id)
-      if not createdMs then
-        createdMs = nowMs()
-        fields[n + 1], fields[n + 2], n = 'createdAt', nowText(), n + 2
-      end
-    end
+    -- A generated id carries its time (a producer's common enqueue decodes nothing).
+    if not idTimed then fields[n + 1], fields[n + 2], n = 'createdAt', nowText(), n + 2 end
     if maxAttempts ~= DEFAULT_MAX_ATTEMPTS and tostring(maxAttempts) ~= DEFAULT_MAX_ATTEMPTS then fields[n + 1], fields[n + 2], n = 'maxAttempts', maxAttempts, n + 2 end
     if priority ~= '0' and tonumber(priority) ~= 0 then fields[n + 1], fields[n + 2] = 'priority', priority end
   else
     -- Text for the common case (stored at the call's time): no number formatting per run.
     local created = nowText()
-    createdMs = nowMs()
     fields = { 'workflow', workflow, 'input', input, 'state', state, 'priority', priority, 'maxAttempts', maxAttempts,
       'attempts', '0', 'failures', '0', 'stalls', '0', 'token', created .. '000', 'createdAt', created, 'dueAt', due or created }
   end
@@ -88,15 +83,18 @@ local function storeRun(base, id, workflow, input, state, priority, maxAttempts,
   if extra then
     for _, value in ipairs(extra) do fields[#fields + 1] = value end
   end
-  local token
-  if leased then
-    token = intText(createdMs * 1000 + 1)
+  if token then
     fields[#fields + 1], fields[#fields + 2] = 'token', token
     fields[#fields + 1], fields[#fields + 2] = 'attempts', '1'
     fields[#fields + 1], fields[#fields + 2] = 'startedAt', nowText()
   end
   redis.call('HSET', base .. 'run:' .. id, unpack(fields))
-  return token
+end
+
+-- The token of a run's first lease taken by its enqueue (the fast path): its creation time as
+-- storeRun records it (a lean record of a generated id, `idTimed`: the id's; else now) in µs, plus one.
+local function firstLeaseToken(base, id, idTimed, lean)
+  return intText(((idTimed and leanRecord(base, lean) and runIdTime(id)) or nowMs()) * 1000 + 1)
 end
 
 local JOURNAL_CHUNK = 60

@@ -111,16 +111,16 @@ describe('run() on the inbox', () => {
       expect(count('enqueue')).toBe(10);
       expect(count('complete')).toBe(10);
       for (const absent of ['subscribe', 'ssubscribe', 'unsubscribe', 'sunsubscribe', 'watch']) expect(count(absent)).toBe(0);
-      // Each run: handed over by its enqueue to the worker's blocking read, whose reply is the
-      // claimed run; the complete call parks the worker again. Only a block that timed out
-      // meanwhile (every 5 s) brings a reserve, then a park call and a block of their own; and
-      // only a run still going when its deferral lapsed, a park call of the blocked worker.
+      // Each run: handed over by its enqueue on the worker's handoff channel, the worker's
+      // blocking read left under way; the complete call parks the worker again. Only a block that
+      // timed out meanwhile (every 5 s) brings a reserve, then a park call and a block of their
+      // own; and only a run still going when its deferral lapsed, a park call of the blocked worker.
       const timeouts = count('reserve');
       const lapsed = count('park') - timeouts;
       expect(lapsed).toBeGreaterThanOrEqual(0);
       expect(lapsed).toBeLessThanOrEqual(slow);
-      expect(count('blpop')).toBe(10 + timeouts);
-      expect(commands).toHaveLength(30 + 3 * timeouts + lapsed);
+      expect(count('blpop')).toBe(timeouts);
+      expect(commands).toHaveLength(20 + 3 * timeouts + lapsed);
     } finally {
       await monitor.close();
     }

@@ -14,7 +14,7 @@ describe('ParkAnnouncer', () => {
   function announcer() {
     const parkCalls: unknown[][] = [];
     const scripts = { run: async (...args: unknown[]) => void parkCalls.push(args) } as unknown as LuaScripts;
-    return { park: new ParkAnnouncer(scripts, new RedisKeys('sluice', 'unit'), ['wf'], 30_000, BLOCK_MS), parkCalls };
+    return { park: new ParkAnnouncer(scripts, new RedisKeys('sluice', 'unit'), ['wf'], 'worker-1', 30_000, BLOCK_MS), parkCalls };
   }
 
   it('believes a complete call that announced the park when nothing changed since it was sent', () => {
