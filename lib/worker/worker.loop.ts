@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import { jitteredPause } from '../util/retry';
 import { OutageLog } from '../util/outage-log';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
-import { type Claim, parseHandoff } from '../redis/commands/claim.reply';
+import { type Claim, parsePublishedHandoff } from '../redis/commands/claim.reply';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import { ActiveRun, ActiveRuns } from './active-runs';
@@ -144,8 +144,7 @@ export class WorkerLoop {
    * announcement; the blocking read under way, if any, stays so.
    */
   handoffPublished(message: string): void {
-    const space = message.indexOf(' ');
-    const claim = space > 0 ? parseHandoff(message.slice(0, space), message.slice(space + 1)) : undefined;
+    const claim = parsePublishedHandoff(message);
     if (!claim) return;
     this.park.cleared();
     this.takeHandoff(claim);

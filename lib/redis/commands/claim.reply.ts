@@ -106,3 +106,9 @@ export function parseHandoff(workflow: string, entry: string): Claim | undefined
     queueWaitMs: 0,
   };
 }
+
+/** A handoff published on a worker's handoff channel, `<workflow> <token> <id> <input>` (lua/includes/enqueue.lua deliverHandoff). */
+export function parsePublishedHandoff(message: string): Claim | undefined {
+  const space = message.indexOf(' ');
+  return space > 0 ? parseHandoff(message.slice(0, space), message.slice(space + 1)) : undefined;
+}
