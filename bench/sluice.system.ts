@@ -103,7 +103,8 @@ export class SluiceSystem implements BenchSystem {
     const cleanup = () => ctx.close();
     if (scenario === 'first-claim') {
       // The producer app stays up; each sample bootstraps a worker app (workers start, migrate()
-      // runs) and ends when the waiting run's result arrives.
+      // runs) and ends when the waiting run's result arrives. The wait starts with the bootstrap,
+      // as BullMQ's (its Worker's constructor returns at once, before its connection is ready).
       return {
         committed: () => countRuns(url, 'completed'),
         cleanup,
@@ -112,8 +113,9 @@ export class SluiceSystem implements BenchSystem {
             jobs,
             (i) => client.enqueue(EchoWorkflow, i),
             async (handle) => {
+              const result = handle.result();
               const workerApp = await start(app(url, [EchoWorkflow], { enabled: true }));
-              await handle.result();
+              await result;
               return () => workerApp.close();
             },
           ),

@@ -45,6 +45,8 @@ export class LinkConnection {
   /** That check's `INFO` reply (command connection), until the server check takes it; kept only until it first does. */
   private readyInfo?: { redis: Redis; text: string };
   private readyInfoTaken = false;
+  /** The `CONFIG GET save` sent with the first such check, until the server check takes it (see {@link takeReadySave}). */
+  private readySave?: { redis: Redis; reply: Promise<string[]> };
 
   /**
    * @param checkTimeoutMs bound of a ready check's reply: past it the connection is replaced
@@ -85,6 +87,19 @@ export class LinkConnection {
     this.readyInfo = undefined;
     this.readyInfoTaken = true;
     return info.text;
+  }
+
+  /**
+   * The `CONFIG GET save` sent in the same write as `redis`'s first ready check (command
+   * connection), if not taken yet: the boot's server check needs it when AOF is off, and asking
+   * with the check saves the boot a round trip. Its rejection is ioredis's own error (a refusal is
+   * a `ReplyError`).
+   */
+  takeReadySave(redis: Redis): Promise<string[]> | undefined {
+    const save = this.readySave;
+    if (save?.redis !== redis) return undefined;
+    this.readySave = undefined;
+    return save.reply;
   }
 
   get client(): Redis {
@@ -218,6 +233,18 @@ export class LinkConnection {
   private check(redis: Redis): void {
     const whole = this.role === 'command';
     const deadline = Date.now() + this.checkTimeoutMs;
+    if (whole && !this.readyInfoTaken && !this.readySave) {
+      const reply = this.calls.send(
+        'ready check (CONFIG GET save)',
+        redis,
+        (r) => r.config('GET', 'save') as Promise<string[]>,
+        deadline,
+        false,
+        (_, error) => error,
+      );
+      reply.catch(() => undefined); // read by the server check, if it takes it
+      this.readySave = { redis, reply };
+    }
     this.calls
       .send(
         'ready check (INFO)',

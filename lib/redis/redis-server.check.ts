@@ -169,11 +169,16 @@ export class RedisServerCheck {
   private async read(failFast: boolean): Promise<RedisServerFacts> {
     const link = this.connections.command;
     const bound = { idempotent: true, failFast };
-    // INFO is the reply the connection's ready check read a moment ago, when there is one (see
-    // LinkConnection). CONFIG GET save goes out at once rather than after INFO says AOF is off
-    // (as in Redis's default configuration), when alone it matters: one round trip, not two.
+    // INFO and CONFIG GET save are the replies to what the connection's ready check sent a moment
+    // ago, when there are some (see LinkConnection): no round trip of the check's own. Else CONFIG
+    // GET save goes out at once rather than after INFO says AOF is off (as in Redis's default
+    // configuration), when alone it matters: one round trip, not two.
     const infoRead = link.call('server check (INFO)', (redis) => Promise.resolve(link.takeReadyInfo(redis) ?? redis.info()), bound);
-    const saveRead = link.call('server check (CONFIG GET save)', (redis) => redis.config('GET', 'save'), bound) as Promise<string[]>;
+    const saveRead = link.call(
+      'server check (CONFIG GET save)',
+      (redis) => link.takeReadySave(redis) ?? (redis.config('GET', 'save') as Promise<string[]>),
+      bound,
+    );
     saveRead.catch(() => undefined); // read below only when AOF is off
     let info: Map<string, string>;
     try {

@@ -71,6 +71,11 @@ export class RedisLink {
     return this.connection.takeReadyInfo(redis);
   }
 
+  /** The `CONFIG GET save` sent with `redis`'s ready check, once (see LinkConnection.takeReadySave). */
+  takeReadySave(redis: Redis): Promise<string[]> | undefined {
+    return this.connection.takeReadySave(redis);
+  }
+
   /**
    * Connects now, if the link has no connection open or opening: for a caller that will need it in
    * a moment, so its handshake overlaps other work instead of delaying the first call.

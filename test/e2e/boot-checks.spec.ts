@@ -46,7 +46,7 @@ describe('boot checks', () => {
   });
 
   afterAll(async () => {
-    await admin.acl('DELUSER', 'sluice-noinfo');
+    await admin.acl('DELUSER', 'sluice-noinfo', 'sluice-noconfig');
     await admin.quit();
     await server.stop();
   });
@@ -120,5 +120,24 @@ describe('boot checks', () => {
     const warned = consoleWarn.mock.calls.map(([message]) => String(message));
     consoleWarn.mockRestore();
     expect(warned).toEqual([]);
+  });
+
+  it('CONFIG GET save rides the ready check: asked once per boot, and its refusal is the note about persistence', async () => {
+    // appendonly no (afterEach): the check needs the save points, and asks with the connection's
+    // ready check rather than after it. (MONITOR does not show CONFIG: commandstats count it.)
+    const configGets = async () => Number(/cmdstat_config\|get:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
+    const before = await configGets();
+    const { logs } = await boot();
+    expect((await configGets()) - before).toBe(1);
+    expect(logs.find('log', 'Redis has no persistence')).toHaveLength(1);
+
+    await admin.acl('SETUSER', 'sluice-noconfig', 'reset', 'on', '>secret', '~*', '&*', '+@all', '-config');
+    const limited = await boot({}, { url: server.url, username: 'sluice-noconfig', password: 'secret' });
+    expect(limited.logs.find('log').map((line) => line.message)).toContainEqual(
+      expect.stringMatching(
+        /^Redis refused CONFIG GET save \(NOPERM.*config.*\): whether it persists anything \(AOF is off\) was not checked$/,
+      ),
+    );
+    expect(await limited.client.run(EchoWorkflow, { key: 'noconfig' }, { timeoutMs: 10_000 })).toBe('noconfig');
   });
 });
