@@ -3,31 +3,12 @@ import { DiscoveryModule } from '@nestjs/core';
 import { QueueAdmin } from './client/queue.admin';
 import { QueueClient } from './client/queue.client';
 import { QueueSchedules } from './client/queue.schedules';
-import { RunAdmin } from './client/run.admin';
-import { RunControl } from './client/run.control';
-import { RunEnqueuer } from './client/run.enqueuer';
-import { RunLimits } from './client/run.limits';
-import { RunSignals } from './client/run.signals';
-import { RunWaiter } from './client/run.waiter';
-import { FleetWorkflowLookup } from './discovery/fleet-workflows.lookup';
-import { QueueHealth } from './health/queue.health';
-import { WorkflowMetadataAccessor } from './discovery/workflow-metadata.accessor';
-import { WorkflowExplorer } from './discovery/workflow.explorer';
-import { WorkflowRegistry } from './discovery/workflow.registry';
-import { QUEUE_MODULE_OPTIONS, RESOLVED_QUEUE_OPTIONS } from './interfaces/queue.constants';
-import { QueueModuleOptions, ResolvedQueueOptions, resolveQueueOptions } from './interfaces/queue.options';
-import { MigrationRunner } from './migration/migration.runner';
-import { NamespaceLayout } from './migration/namespace.layout';
-import { LuaScriptsProvider } from './redis/lua-scripts.provider';
-import { RedisConnections } from './redis/redis.connections';
-import { RedisKeys } from './redis/redis.keys';
-import { RunEvents } from './worker/run.events';
-import { WorkerOrchestrator } from './worker/worker.orchestrator';
-import { WorkflowEventAccessor } from './discovery/workflow-event.accessor';
-import { WorkflowEventExplorer } from './worker/workflow-event.explorer';
-import { RedisServerCheck } from './redis/redis-server.check';
 import { QueueHealthIndicator } from './health/queue-health.indicator';
-import { builtProvider } from './util/built.provider';
+import { QueueHealth } from './health/queue.health';
+import { QUEUE_MODULE_OPTIONS, RESOLVED_QUEUE_OPTIONS } from './interfaces/queue.constants';
+import { QueueModuleOptions, resolveQueueOptions } from './interfaces/queue.options';
+import { SLUICE_PROVIDERS } from './sluice.services';
+import { RunEvents } from './worker/run.events';
 
 /** Options of `QueueModule.forRootAsync`, e.g. to read the connection from `ConfigService`. */
 export interface QueueModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
@@ -37,44 +18,10 @@ export interface QueueModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'>
   inject?: any[];
 }
 
-// Sluice's own services are factory providers (see builtProvider): Nest need not scan them.
+// Sluice's own services are built in one factory (see SluiceServices): Nest resolves few edges.
 const CORE_PROVIDERS: Provider[] = [
   { provide: RESOLVED_QUEUE_OPTIONS, useFactory: resolveQueueOptions, inject: [QUEUE_MODULE_OPTIONS] },
-  // The namespace's keys, made once for every provider that builds script calls or reads.
-  {
-    provide: RedisKeys,
-    useFactory: (options: ResolvedQueueOptions) => new RedisKeys(options.prefix, options.namespace),
-    inject: [RESOLVED_QUEUE_OPTIONS],
-  },
-  builtProvider(RedisConnections),
-  builtProvider(LuaScriptsProvider),
-  // One per process, shared by the client's services: a name found is asked about once.
-  {
-    provide: FleetWorkflowLookup,
-    useFactory: (connections: RedisConnections, keys: RedisKeys) => new FleetWorkflowLookup(connections.command, keys),
-    inject: [RedisConnections, RedisKeys],
-  },
-  builtProvider(WorkflowMetadataAccessor),
-  builtProvider(WorkflowRegistry),
-  builtProvider(WorkflowExplorer),
-  builtProvider(RunWaiter),
-  builtProvider(RunEnqueuer),
-  builtProvider(RunSignals),
-  builtProvider(RunAdmin),
-  builtProvider(RunControl),
-  builtProvider(RunLimits),
-  builtProvider(QueueAdmin),
-  builtProvider(QueueSchedules),
-  builtProvider(QueueClient),
-  builtProvider(RunEvents),
-  builtProvider(MigrationRunner),
-  builtProvider(NamespaceLayout),
-  builtProvider(WorkerOrchestrator),
-  builtProvider(QueueHealth),
-  builtProvider(WorkflowEventAccessor),
-  builtProvider(WorkflowEventExplorer),
-  builtProvider(RedisServerCheck),
-  builtProvider(QueueHealthIndicator),
+  ...SLUICE_PROVIDERS,
 ];
 
 /**
