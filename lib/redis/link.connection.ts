@@ -17,12 +17,16 @@ const INFO_REFUSED = /^(NOPERM|ERR unknown command)/;
  * reset, so ioredis never notices, and the old socket may never close), retired when a cluster
  * slot moves. Tracks the calls waiting for it and the calls in flight over it.
  *
- * Ready check: a server still loading its data answers most commands with an error, so a
- * connection is used only once an `INFO` says it is not loading. Sluice's own connections make
- * that check here rather than in ioredis (`enableReadyCheck: false`, see redis.factory.ts): the
- * command connection's check reads the whole `INFO`, which the boot's server check reads instead
- * of asking again (see {@link takeReadyInfo}), and a check whose reply never comes replaces the
- * connection like any overdue call. The subscriber is never checked: (S)SUBSCRIBE and
+ * Ready check: a server still loading its data answers most commands with `LOADING` (nothing
+ * ran), so a connection is taken as ready only once an `INFO` says it is not loading. Sluice's own
+ * connections make that check here rather than in ioredis (`enableReadyCheck: false`, see
+ * redis.factory.ts), and without waiting for it: the calls that waited for the connection go out
+ * in the check's own write, since a server is almost never loading. If it is, their `LOADING`
+ * replies send them again once the check passes (RedisLink counts them as unsent), and later
+ * calls wait for it. The command connection's first check also reads the whole `INFO` and `CONFIG
+ * GET save`, which the boot's server check takes instead of asking again (see
+ * {@link takeReadyInfo}). A check whose reply never comes replaces the connection like any overdue
+ * call. The subscriber is never checked: (S)SUBSCRIBE and
  * UNSUBSCRIBE work while Redis loads. A connection whose ioredis makes the check itself (a user's
  * instance, duplicated with its own settings: a Sentinel's checks the master's role too) is
  * ready when ioredis says so.
@@ -42,11 +46,12 @@ export class LinkConnection {
   private readonly retired = new Set<Redis>();
   /** The connection whose ready check passed since it last connected (see the class comment). */
   private checked?: Redis;
-  /** That check's `INFO` reply (command connection), until the server check takes it; kept only until it first does. */
-  private readyInfo?: { redis: Redis; text: string };
-  private readyInfoTaken = false;
-  /** The `CONFIG GET save` sent with the first such check, until the server check takes it (see {@link takeReadySave}). */
-  private readySave?: { redis: Redis; reply: Promise<string[]> };
+  /**
+   * The reads the command connection's first ready check sent for the boot's server check, each
+   * until the server check takes it (see {@link takeReadyInfo}): `INFO` whole and `CONFIG GET save`.
+   */
+  private readyReads?: { redis: Redis; info?: Promise<string>; save?: Promise<string[]> };
+  private readyReadsSent = false;
 
   /**
    * @param checkTimeoutMs bound of a ready check's reply: past it the connection is replaced
@@ -78,28 +83,25 @@ export class LinkConnection {
   }
 
   /**
-   * The `INFO` reply of `redis`'s ready check, if it is this link's checked connection and the
-   * reply was not taken yet: the boot's server check reads it instead of asking Redis again.
+   * The `INFO` reply of `redis`'s first ready check (command connection), if not taken yet: the
+   * boot's server check reads it instead of asking Redis again. Its rejection is ioredis's own
+   * error (a refusal is a `ReplyError`).
    */
-  takeReadyInfo(redis: Redis): string | undefined {
-    const info = this.readyInfo;
-    if (info?.redis !== redis || this.checked !== redis) return undefined;
-    this.readyInfo = undefined;
-    this.readyInfoTaken = true;
-    return info.text;
+  takeReadyInfo(redis: Redis): Promise<string> | undefined {
+    const reads = this.readyReads;
+    if (reads?.redis !== redis) return undefined;
+    const info = reads.info;
+    reads.info = undefined;
+    return info;
   }
 
-  /**
-   * The `CONFIG GET save` sent in the same write as `redis`'s first ready check (command
-   * connection), if not taken yet: the boot's server check needs it when AOF is off, and asking
-   * with the check saves the boot a round trip. Its rejection is ioredis's own error (a refusal is
-   * a `ReplyError`).
-   */
+  /** The same for the `CONFIG GET save` sent with that check (the server check needs it when AOF is off). */
   takeReadySave(redis: Redis): Promise<string[]> | undefined {
-    const save = this.readySave;
-    if (save?.redis !== redis) return undefined;
-    this.readySave = undefined;
-    return save.reply;
+    const reads = this.readyReads;
+    if (reads?.redis !== redis) return undefined;
+    const save = reads.save;
+    reads.save = undefined;
+    return save;
   }
 
   get client(): Redis {
@@ -187,8 +189,9 @@ export class LinkConnection {
     redis.on('ready', () => {
       if (this.instance !== redis) return;
       // The name goes with the ready check rather than before it (ioredis's connectionName waits
-      // for its reply): one round trip to a usable connection, not two.
-      if (this.checksItself(redis)) return inOneWrite(redis, () => (this.sendName(redis), this.check(redis)));
+      // for its reply), and so do the calls that waited (see the class comment): no round trip
+      // of its own before a usable connection.
+      if (this.checksItself(redis)) return inOneWrite(redis, () => (this.sendName(redis), this.check(redis), this.release(redis)));
       // Ready at once (the subscriber; or ioredis checked it): the name goes with the calls that waited.
       inOneWrite(redis, () => (this.sendName(redis), this.becameReady(redis)));
     });
@@ -233,47 +236,36 @@ export class LinkConnection {
   private check(redis: Redis): void {
     const whole = this.role === 'command';
     const deadline = Date.now() + this.checkTimeoutMs;
-    if (whole && !this.readyInfoTaken && !this.readySave) {
-      const reply = this.calls.send(
-        'ready check (CONFIG GET save)',
-        redis,
-        (r) => r.config('GET', 'save') as Promise<string[]>,
-        deadline,
-        false,
-        (_, error) => error,
-      );
-      reply.catch(() => undefined); // read by the server check, if it takes it
-      this.readySave = { redis, reply };
+    const read = <T>(operation: string, send: (r: Redis) => Promise<T>) =>
+      this.calls.send(`ready check (${operation})`, redis, send, deadline, false, (_, error) => error);
+    const info = read('INFO', (r) => (whole ? r.info() : r.info('persistence')));
+    if (whole && !this.readyReadsSent) {
+      this.readyReadsSent = true;
+      const save = read('CONFIG GET save', (r) => r.config('GET', 'save') as Promise<string[]>);
+      save.catch(() => undefined); // read by the server check, if it takes it
+      this.readyReads = { redis, info, save };
     }
-    this.calls
-      .send(
-        'ready check (INFO)',
-        redis,
-        (r) => (whole ? r.info() : r.info('persistence')),
-        deadline,
-        false,
-        (_, error) => error,
-      )
-      .then(
-        (text) => {
-          if (this.instance !== redis || !canSend(redis)) return;
-          const loading = /^loading:1\r?$/m.test(text);
-          if (!loading) {
-            if (whole && !this.readyInfoTaken) this.readyInfo = { redis, text };
-            return this.becameReady(redis);
-          }
-          this.lastError = 'Redis is loading its data';
-          this.checkAgain(redis);
-        },
-        (error: Error) => {
-          // A lost reply or a closed connection: its close (or replacement) starts over.
-          if (this.instance !== redis || !canSend(redis) || error?.name !== 'ReplyError') return;
-          if (INFO_REFUSED.test(error.message)) return this.becameReady(redis);
-          // Any other refusal (BUSY: a script runs too long) says nothing about loading: ask again.
-          this.lastError = `ready check: ${error.message}`;
-          this.checkAgain(redis);
-        },
-      );
+    info.then(
+      (text) => {
+        if (this.instance !== redis || !canSend(redis)) return;
+        if (!/^loading:1\r?$/m.test(text)) return this.becameReady(redis);
+        this.loading(redis, 'Redis is loading its data');
+      },
+      (error: Error) => {
+        // A lost reply or a closed connection: its close (or replacement) starts over.
+        if (this.instance !== redis || !canSend(redis) || error?.name !== 'ReplyError') return;
+        if (INFO_REFUSED.test(error.message)) return this.becameReady(redis);
+        // Any other refusal (BUSY: a script runs too long) says nothing about loading: ask again.
+        this.loading(redis, `ready check: ${error.message}`);
+      },
+    );
+  }
+
+  /** The check did not pass: calls wait for the next one (those sent meanwhile are refused, and sent again). */
+  private loading(redis: Redis, reason: string): void {
+    if (this.checked === redis) this.checked = undefined;
+    this.lastError = reason;
+    this.checkAgain(redis);
   }
 
   private checkAgain(redis: Redis): void {
@@ -287,9 +279,14 @@ export class LinkConnection {
   }
 
   private becameReady(redis: Redis): void {
-    if (this.checksItself(redis)) this.checked = redis;
     this.downAt = undefined;
     this.outage.recovered(`Redis ${this.role} connection back`);
+    this.release(redis);
+  }
+
+  /** Takes `redis` as usable, and sends the calls that waited for it. */
+  private release(redis: Redis): void {
+    if (this.checksItself(redis)) this.checked = redis;
     if (this.waiting.size === 0) return;
     // The calls that waited for the connection go out in one write: each resumes one microtask
     // after this (see RedisLink.attempts), before the microtask queued after them ends the write.

@@ -15,6 +15,13 @@ const REDIRECT_PAUSE_MS = 100;
  */
 const UNSENT_PAUSE_MS = 10;
 
+/** Errors of calls Redis refused while loading its data: sent again even when fail-fast (see mayResendUnsent). */
+const LOADING_REFUSALS = new WeakSet<Error>();
+function refusedWhileLoading(error: RedisUnavailableError): RedisUnavailableError {
+  LOADING_REFUSALS.add(error);
+  return error;
+}
+
 /**
  * One Redis connection of a role, and the rule that no call over it can hang: every call waits at
  * most its bound for the connection to be ready ({@link RedisUnavailableError}: nothing was sent),
@@ -67,7 +74,7 @@ export class RedisLink {
    * reads it instead of asking again. Undefined if that check did not read it (a user's instance
    * checked by ioredis, a refused INFO) or it was taken already.
    */
-  takeReadyInfo(redis: Redis): string | undefined {
+  takeReadyInfo(redis: Redis): Promise<string> | undefined {
     return this.connection.takeReadyInfo(redis);
   }
 
@@ -225,7 +232,9 @@ export class RedisLink {
    * not past the deadline, after close, or at bootstrap (failFast gives up at the first error).
    */
   private mayResendUnsent(error: unknown, options: CallOptions, deadline: number): boolean {
-    return error instanceof RedisUnavailableError && !options.failFast && !this.connection.closed && Date.now() < deadline;
+    if (!(error instanceof RedisUnavailableError) || this.connection.closed || Date.now() >= deadline) return false;
+    // A server that answers is no connection error: even a fail-fast call waits for its load.
+    return !options.failFast || LOADING_REFUSALS.has(error);
   }
 
   /** @param retry whether an earlier try of this call lost its reply (a script may look for its effects). */
@@ -237,6 +246,10 @@ export class RedisLink {
     if (error instanceof SluiceError || error instanceof ClusterRedirect) return error;
     const redirect = this.redirects && clusterRedirect(error, redis);
     if (redirect) return redirect;
+    // Refused while the server loads its data (a call sent with the ready check, see
+    // LinkConnection): nothing ran, so it goes out again once the connection is ready.
+    if (error?.name === 'ReplyError' && error.message.startsWith('LOADING'))
+      return refusedWhileLoading(this.connection.unavailable(operation));
     if (error?.name === 'ReplyError') return new RedisCommandError(operation, error);
     if (/enableOfflineQueue|Connection is closed/.test(error?.message ?? '')) return this.connection.unavailable(operation);
     return new OutcomeUnknownError(operation, `${error?.message ?? error}; the call may or may not have taken effect`, { cause: error });

@@ -77,6 +77,11 @@ describe('a Redis loading its data', () => {
     expect(logs.find('warn')).toEqual([]);
     expect(logs.find('error')).toEqual([]);
     expect(logs.find('log', /^Worker started/)).toHaveLength(1);
+    // The calls that waited for the connection went out with its ready check, were refused while
+    // the server loaded (nothing ran), and were sent again once it had: none is lost or failed.
+    const stats = server.connect();
+    expect(Number(/errorstat_LOADING:count=(\d+)/.exec(await stats.info('errorstats'))?.[1] ?? 0)).toBeGreaterThan(0);
+    stats.disconnect();
     const client = app.get(QueueClient);
     expect(await client.run(EchoWorkflow, 'after boot', { timeoutMs: 10_000 })).toBe('after boot');
 
