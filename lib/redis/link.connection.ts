@@ -11,6 +11,12 @@ const LOADING_POLL_MS = 200;
 /** An INFO refused for good (an ACL without +info, a proxy without the command): the ready check cannot tell, so it passes. */
 const INFO_REFUSED = /^(NOPERM|ERR unknown command)/;
 
+/** The replies {@link LinkConnection.takeReadyRead} hands over. */
+export interface ReadyReads {
+  info?: Promise<string>;
+  save?: Promise<string[]>;
+}
+
 /**
  * The connection of a {@link RedisLink} and its replacements: opened on first use, reconnected
  * by ioredis after an error, replaced whole when it stops answering (a silent network loss: no
@@ -25,7 +31,7 @@ const INFO_REFUSED = /^(NOPERM|ERR unknown command)/;
  * replies send them again once the check passes (RedisLink counts them as unsent), and later
  * calls wait for it. The command connection's first check also reads the whole `INFO` and `CONFIG
  * GET save`, which the boot's server check takes instead of asking again (see
- * {@link takeReadyInfo}). A check whose reply never comes replaces the connection like any overdue
+ * {@link takeReadyRead}). A check whose reply never comes replaces the connection like any overdue
  * call. The subscriber is never checked: (S)SUBSCRIBE and
  * UNSUBSCRIBE work while Redis loads. A connection whose ioredis makes the check itself (a user's
  * instance, duplicated with its own settings: a Sentinel's checks the master's role too) is
@@ -48,9 +54,9 @@ export class LinkConnection {
   private checked?: Redis;
   /**
    * The reads the command connection's first ready check sent for the boot's server check, each
-   * until the server check takes it (see {@link takeReadyInfo}): `INFO` whole and `CONFIG GET save`.
+   * until the server check takes it (see {@link takeReadyRead}): `INFO` whole and `CONFIG GET save`.
    */
-  private readyReads?: { redis: Redis; info?: Promise<string>; save?: Promise<string[]> };
+  private readyReads?: ReadyReads & { redis: Redis };
   private readyReadsSent = false;
 
   /**
@@ -83,25 +89,17 @@ export class LinkConnection {
   }
 
   /**
-   * The `INFO` reply of `redis`'s first ready check (command connection), if not taken yet: the
-   * boot's server check reads it instead of asking Redis again. Its rejection is ioredis's own
-   * error (a refusal is a `ReplyError`).
+   * A reply to what `redis`'s first ready check (command connection) sent for the boot's server
+   * check, if not taken yet: its `INFO` whole, or its `CONFIG GET save` (needed when AOF is off).
+   * The server check reads it instead of asking Redis again. Its rejection is ioredis's own error
+   * (a refusal is a `ReplyError`).
    */
-  takeReadyInfo(redis: Redis): Promise<string> | undefined {
+  takeReadyRead<K extends 'info' | 'save'>(redis: Redis, read: K): ReadyReads[K] | undefined {
     const reads = this.readyReads;
     if (reads?.redis !== redis) return undefined;
-    const info = reads.info;
-    reads.info = undefined;
-    return info;
-  }
-
-  /** The same for the `CONFIG GET save` sent with that check (the server check needs it when AOF is off). */
-  takeReadySave(redis: Redis): Promise<string[]> | undefined {
-    const reads = this.readyReads;
-    if (reads?.redis !== redis) return undefined;
-    const save = reads.save;
-    reads.save = undefined;
-    return save;
+    const reply = reads[read];
+    reads[read] = undefined;
+    return reply;
   }
 
   get client(): Redis {

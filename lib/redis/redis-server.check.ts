@@ -173,10 +173,10 @@ export class RedisServerCheck {
     // ago, when there are some (see LinkConnection): no round trip of the check's own. Else CONFIG
     // GET save goes out at once rather than after INFO says AOF is off (as in Redis's default
     // configuration), when alone it matters: one round trip, not two.
-    const infoRead = link.call('server check (INFO)', (redis) => link.takeReadyInfo(redis) ?? redis.info(), bound);
+    const infoRead = link.call('server check (INFO)', (redis) => link.takeReadyRead(redis, 'info') ?? redis.info(), bound);
     const saveRead = link.call(
       'server check (CONFIG GET save)',
-      (redis) => link.takeReadySave(redis) ?? (redis.config('GET', 'save') as Promise<string[]>),
+      (redis) => link.takeReadyRead(redis, 'save') ?? (redis.config('GET', 'save') as Promise<string[]>),
       bound,
     );
     saveRead.catch(() => undefined); // read below only when AOF is off

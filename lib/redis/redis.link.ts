@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { OutcomeUnknownError, RedisCommandError, RedisUnavailableError, SluiceError } from '../errors';
 import type { OutageLogger } from '../util/outage-log';
 import { ClusterRedirect, clusterRedirect } from './cluster/cluster.redirects';
-import { LinkConnection } from './link.connection';
+import { LinkConnection, type ReadyReads } from './link.connection';
 import { type CallOptions, inOneWrite, pauseUntil, type RedirectListener, replyDeadline, type Role, type Send } from './link.options';
 
 export type { CallOptions, RedirectListener, Role } from './link.options';
@@ -70,17 +70,12 @@ export class RedisLink {
   }
 
   /**
-   * The `INFO` reply of `redis`'s ready check (see LinkConnection), once: the boot's server check
-   * reads it instead of asking again. Undefined if that check did not read it (a user's instance
-   * checked by ioredis, a refused INFO) or it was taken already.
+   * A reply to what `redis`'s first ready check sent for the boot's server check (its `INFO`, or
+   * its `CONFIG GET save`), once; undefined when that check sent none (a user's instance, checked
+   * by ioredis) or it was taken already. See LinkConnection.takeReadyRead.
    */
-  takeReadyInfo(redis: Redis): Promise<string> | undefined {
-    return this.connection.takeReadyInfo(redis);
-  }
-
-  /** The `CONFIG GET save` sent with `redis`'s ready check, once (see LinkConnection.takeReadySave). */
-  takeReadySave(redis: Redis): Promise<string[]> | undefined {
-    return this.connection.takeReadySave(redis);
+  takeReadyRead<K extends 'info' | 'save'>(redis: Redis, read: K): ReadyReads[K] | undefined {
+    return this.connection.takeReadyRead(redis, read);
   }
 
   /**
