@@ -25,6 +25,30 @@ const INCLUDE_ORDER = [
   'schedules',
 ];
 
+/**
+ * The scripts a worker's boot sends before it knows the namespace's layout, in the same write as
+ * the connection's first check (see LuaScripts.atLayout): each also has a variant, named with
+ * {@link AT_LAYOUT_SUFFIX}, that runs only at a layout the caller names.
+ */
+export const AT_LAYOUT_SCRIPTS: ReadonlySet<ScriptName> = new Set(['declare-limits', 'set-control', 'schedule-write', 'reserve']);
+export const AT_LAYOUT_SUFFIX = '_at_layout';
+/** How an at-layout variant refuses: `SLUICE_LAYOUT <the layout found, or none>`, nothing done. */
+export const LAYOUT_REFUSAL = 'SLUICE_LAYOUT';
+
+/**
+ * The prologue of an at-layout variant: its caller appended the namespace's layout marker (the
+ * `schema` key) to the keys, and the lowest and highest layout it may run at to the arguments.
+ * It takes them off, so the script's body sees the arguments of its plain variant, and refuses
+ * with an error reply, before any write, at another layout or none.
+ */
+const AT_LAYOUT_GATE = [
+  'local marker = table.remove(keys)',
+  'local highest, lowest = tonumber(table.remove(args)), tonumber(table.remove(args))',
+  "local found = redis.call('GET', marker)",
+  'local layout = tonumber(found)',
+  `if not layout or layout < lowest or layout > highest then return redis.error_reply('${LAYOUT_REFUSAL} ' .. (found or 'none')) end`,
+];
+
 /** A top-level `local a[, b] = <value>` of an include (a `local function` does not match). */
 const TOP_LEVEL_LOCAL = /^local ([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*) = (.*)$/gm;
 
@@ -83,14 +107,26 @@ export function buildLibrary(scripts: readonly LuaScript[], dir = LUA_DIR): LuaL
   });
   // The hash covers the registrations too (the function names left out: they hold the hash).
   const hash = createHash('sha1')
-    .update([...parts, ...registrations.map(({ script, resets }) => registration(script.name, script, resets))].join('\n'))
+    .update(
+      [
+        ...parts,
+        ...registrations.map(({ script, resets }) => registration(script.name, script, resets)),
+        ...AT_LAYOUT_GATE,
+        ...AT_LAYOUT_SCRIPTS,
+      ].join('\n'),
+    )
     .digest('hex')
     .slice(0, 16);
   const name = `sluice_${hash}`;
   const names = new Map(scripts.map((script) => [script.name, `${name}_${script.name.replace(/-/g, '_')}`]));
   // Asked on every call: looked up, not built.
   const functionName = (script: ScriptName) => names.get(script) ?? `${name}_${script.replace(/-/g, '_')}`;
-  const calls = registrations.map(({ script, resets }) => registration(functionName(script.name), script, resets));
+  const calls = registrations.flatMap(({ script, resets }) => [
+    registration(functionName(script.name), script, resets),
+    ...(AT_LAYOUT_SCRIPTS.has(script.name)
+      ? [registration(functionName(script.name) + AT_LAYOUT_SUFFIX, script, resets, AT_LAYOUT_GATE)]
+      : []),
+  ]);
   return { name, code: [`#!lua name=${name}`, ...parts, ...calls].join('\n'), functionName };
 }
 
@@ -99,10 +135,11 @@ export function buildLibrary(scripts: readonly LuaScript[], dir = LUA_DIR): LuaL
  * body. The resets are written out in each function rather than called (one function per include,
  * in a loop): a call of complete then made 12 Lua calls and as many global reads before its body.
  */
-function registration(functionName: string, script: LuaScript, resets: string[]): string {
+function registration(functionName: string, script: LuaScript, resets: string[], prologue: string[] = []): string {
   return [
     `do local body = bodies['${script.name}']`,
     `redis.register_function{ function_name = '${functionName}', flags = { ${script.flags.map((flag) => `'${flag}'`).join(', ')} }, callback = function(keys, args)`,
+    ...prologue,
     'KEYS, ARGV = keys, args',
     ...resets,
     'return body()',

@@ -4,7 +4,8 @@ import type { CallOptions, RedisLink } from './redis.link';
 import type { RedisKeys } from './redis.keys';
 import { clusterRedirect } from './cluster/cluster.redirects';
 import { sendFcall } from './fcall.command';
-import { luaLibrary, type LuaLibrary } from './lua.library';
+import { LayoutRefusedError, type LayoutGate } from './layout.gate';
+import { AT_LAYOUT_SCRIPTS, AT_LAYOUT_SUFFIX, LAYOUT_REFUSAL, luaLibrary, type LuaLibrary } from './lua.library';
 import { allScripts, type LuaScript, type ScriptName } from './lua.source';
 
 export { LUA_DIR, loadScript, scriptNames, type LuaScript, type ScriptName } from './lua.source';
@@ -22,6 +23,9 @@ export { LUA_DIR, loadScript, scriptNames, type LuaScript, type ScriptName } fro
 export const SLOT_GUARD_KEYS = 2;
 
 type Arg = string | number;
+
+/** What runs scripts: the scripts themselves, or a view of them that runs each only at a layout (see LuaScripts.atLayout). */
+export type ScriptRunner = Pick<LuaScripts, 'run'>;
 type Caller = Record<string, (...args: Arg[]) => Promise<unknown>>;
 
 /** FCALL of a function the server does not hold (never loaded, `FUNCTION FLUSH`, a restart without persistence). */
@@ -70,21 +74,45 @@ export class LuaScripts {
    * may depend on whether the call repeats a try whose reply was lost.
    */
   run<T = unknown>(name: ScriptName, keys: string[], args: Arg[] | ((retry: boolean) => Arg[]), options?: CallOptions): Promise<T> {
+    return this.call(name, keys, args, options);
+  }
+
+  /**
+   * These scripts, run only while the namespace is at a layout `gate` allows: each call checks
+   * the layout marker first and, at another layout, rejects with {@link LayoutRefusedError}
+   * having done nothing (as it does where the scripts go through EVALSHA). For a worker's boot:
+   * its declarations and first reserve go out with the connection's first check, before the
+   * layout was read (only the scripts of AT_LAYOUT_SCRIPTS have this variant).
+   */
+  atLayout(gate: LayoutGate): ScriptRunner {
+    return { run: (name, keys, args, options) => this.call(name, keys, args, options, gate) };
+  }
+
+  private call<T>(
+    name: ScriptName,
+    keys: string[],
+    args: Arg[] | ((retry: boolean) => Arg[]),
+    options?: CallOptions,
+    gate?: LayoutGate,
+  ): Promise<T> {
     const script = this.get(name, keys);
+    if (gate && !AT_LAYOUT_SCRIPTS.has(name)) throw new Error(`script ${name} has no at-layout variant`);
     return this.link.call(
       name,
       async (redis, retry) => {
-        const argv = [...keys, ...this.guard, ...(typeof args === 'function' ? args(retry) : args)];
+        const own = typeof args === 'function' ? args(retry) : args;
+        const argv = gate ? [...keys, ...this.guard, gate.marker, ...own, gate.lowest, gate.highest] : [...keys, ...this.guard, ...own];
         if (this.functions) {
           try {
-            return (await this.fcall(redis, script, argv)) as T;
+            return (await this.fcall(redis, script, argv, gate)) as T;
           } catch (error) {
             const message = (error as Error).message;
             if (FUNCTIONS_REFUSED.test(message)) this.fallBack(error as Error);
             else if (!FUNCTION_MISSING.test(message)) throw error;
-            else if ((await this.load(redis)) && this.functions) return (await this.fcall(redis, script, argv)) as T;
+            else if ((await this.load(redis)) && this.functions) return (await this.fcall(redis, script, argv, gate)) as T;
           }
         }
+        if (gate) throw new LayoutRefusedError(name);
         return (await (this.commands(redis) as unknown as Caller)[script.command](...argv)) as T;
       },
       options,
@@ -148,8 +176,13 @@ export class LuaScripts {
     return redis;
   }
 
-  private fcall(redis: Redis, script: LuaScript, argv: Arg[]): Promise<unknown> {
-    return sendFcall(redis, this.library.functionName(script.name), script.numberOfKeys, argv);
+  private fcall(redis: Redis, script: LuaScript, argv: Arg[], gate?: LayoutGate): Promise<unknown> {
+    const fn = this.library.functionName(script.name);
+    if (!gate) return sendFcall(redis, fn, script.numberOfKeys, argv);
+    return sendFcall(redis, fn + AT_LAYOUT_SUFFIX, script.numberOfKeys + 1, argv).catch((error: Error) => {
+      if (!error.message.startsWith(`${LAYOUT_REFUSAL} `)) throw error;
+      throw new LayoutRefusedError(script.name, error.message.slice(LAYOUT_REFUSAL.length + 1));
+    });
   }
 
   /**

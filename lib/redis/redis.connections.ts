@@ -59,16 +59,18 @@ export class RedisConnections implements OnApplicationShutdown {
   }
 
   /**
-   * Opens the blocking and subscriber connections as soon as the command connection reaches Redis
-   * (a worker's boot: their handshakes then overlap the server check and the migration instead of
-   * following them). Not before: while Redis is down, one connection waiting for it is enough.
+   * Opens the subscriber connection as soon as the command connection reaches Redis (a worker's
+   * boot: its handshake then overlaps the boot's first round trip instead of following it). Not
+   * before: while Redis is down, one connection waiting for it is enough. The blocking connection
+   * opens on its first read, when the worker first runs out of work: a worker's first runs, the
+   * ones that wait for it at boot, need none, and its handshake would hold up the boot's event
+   * loop while they are claimed.
    */
-  openAllOnceReachable(): void {
+  openSubscriberOnceReachable(): void {
     let opened = false;
     const openOthers = () => {
       if (opened) return;
       opened = true;
-      this.blocking.open();
       this.subscriber.open();
     };
     this.command.onCreate((redis) => {

@@ -2,7 +2,7 @@ import { InvalidOptionError, ScheduleConflictError, ScheduleNotFoundError, Sluic
 import { controlSchedule, type ScheduleControl, type ScheduleControlOutcome } from '../redis/commands/schedule-control.command';
 import { listSchedules } from '../redis/commands/schedule-list.command';
 import { type ScheduleChange, type WorkflowDeclaration, writeSchedules } from '../redis/commands/schedule-write.command';
-import type { LuaScripts } from '../redis/lua.scripts';
+import type { ScriptRunner } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import type { RedisLink } from '../redis/redis.link';
 import { checkInteger } from '../util/duration';
@@ -35,7 +35,7 @@ const RESUME_TRIES = 5;
  */
 export class ScheduleStore {
   constructor(
-    private readonly scripts: LuaScripts,
+    private readonly scripts: ScriptRunner,
     private readonly link: RedisLink,
     private readonly keys: RedisKeys,
   ) {}

@@ -3,7 +3,7 @@ import type { WorkflowDefinition } from '../discovery/workflow.registry';
 import { type DeclarationOutcome, EVERY_GROUP } from '../interfaces/limits';
 import type { RateLimit } from '../interfaces/rate-limit';
 import { writeRateLimit } from '../redis/commands/set-control.command';
-import type { LuaScripts } from '../redis/lua.scripts';
+import type { ScriptRunner } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 
 const describe = (rate: RateLimit | null | undefined) => (rate ? `${rate.max} per ${rate.perMs} ms` : 'none');
@@ -17,7 +17,7 @@ const same = (a: RateLimit | null, b: RateLimit | undefined) => (a === null ? b 
  * runtime settings, left alone. Two short calls per workflow, all sent at once.
  */
 export async function declareRateLimits(
-  scripts: LuaScripts,
+  scripts: ScriptRunner,
   keys: RedisKeys,
   workflows: WorkflowDefinition[],
   logger: LoggerService,

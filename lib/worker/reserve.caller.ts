@@ -3,7 +3,8 @@ import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { newCallId } from '../redis/commands/call-id';
 import type { Claim } from '../redis/commands/claim.reply';
 import { type PlanRequest, reserve } from '../redis/commands/reserve.command';
-import type { LuaScripts } from '../redis/lua.scripts';
+import { LayoutRefusedError } from '../redis/layout.gate';
+import type { LuaScripts, ScriptRunner } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import type { ParkAnnouncer } from './park.announcer';
 import type { RunEvents } from './run.events';
@@ -55,16 +56,22 @@ export class ReserveCaller {
   /**
    * One reserve call claiming up to `wanted` runs of `workflows`. Resolves the ms until the next
    * due run (-1: none; 0: reserve again now) and the claims; hands on what else the reply carries.
+   * `scripts`: what sends it, if not the worker's scripts (a boot's at-layout view, see LoopBoot).
    */
-  async reserve(wanted: number, workflows: string[]): Promise<{ nextDueMs: number; claims: Claim[] }> {
+  async reserve(
+    wanted: number,
+    workflows: string[],
+    scripts: ScriptRunner = this.parts.scripts,
+  ): Promise<{ nextDueMs: number; claims: Claim[] }> {
     const { options, park } = this.parts;
     const scan = this.stallScanDue();
+    const lastScan = this.lastStallScan;
     if (scan) this.lastStallScan = Date.now();
     park.cleared(); // it drops this worker's park entry: the next block announces again
     this.lastReserveAt = Date.now();
     const repeat = this.failed;
     this.failed = true; // until the reply arrives: the next reserve may repeat this one
-    const reply = await reserve(this.parts.scripts, this.parts.keys, {
+    const reply = await reserve(scripts, this.parts.keys, {
       callId: this.callId,
       claim: wanted,
       lockMs: options.worker.lockMs,
@@ -76,6 +83,13 @@ export class ReserveCaller {
       repeat,
       extras: this.parts.claimExtras(),
       workflows,
+    }).catch((error: unknown) => {
+      if (error instanceof LayoutRefusedError) {
+        // Refused before doing anything: no claims to look for, and the scan is still due.
+        this.failed = repeat;
+        this.lastStallScan = lastScan;
+      }
+      throw error;
     });
     this.failed = false;
     this.callId = newCallId();

@@ -4,7 +4,7 @@ import { jitteredPause } from '../util/retry';
 import { OutageLog } from '../util/outage-log';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { type Claim, parsePublishedHandoff } from '../redis/commands/claim.reply';
-import type { LuaScripts } from '../redis/lua.scripts';
+import type { LuaScripts, ScriptRunner } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import { ActiveRun, ActiveRuns } from './active-runs';
 import { Refill, RunCommits } from './run.commits';
@@ -48,6 +48,18 @@ const STOP_GRACE_MS = 1_000;
 const HANDOFF_REFRESH_MS = 50;
 
 /**
+ * A loop started at a worker's bootstrap, before the namespace's layout was read and its
+ * declarations written (see WorkerOrchestrator): its first reserve goes out at once, through
+ * `scripts` (LuaScripts.atLayout: it runs only at a layout this version works on as it is), and
+ * what it claims waits for `ready`, the declarations written. A refused or failed first reserve
+ * waits for `ready` too, then the loop goes on as any other.
+ */
+export interface LoopBoot {
+  scripts: ScriptRunner;
+  ready: Promise<void>;
+}
+
+/**
  * The reserve loop of one process (its states: see the top of this file). Each wake is one
  * reserve call claiming up to the free slots. A saturated worker parks on an in-process signal
  * (its own completions) and pays no round trip; a worker with free slots blocks on its
@@ -67,6 +79,11 @@ export class WorkerLoop {
   lastOkAt = Date.now();
   lastError?: string;
   private finished?: Promise<void>;
+  /** Until the first reserve: the bootstrap it belongs to (see LoopBoot). */
+  private boot?: LoopBoot;
+  /** Resolves when stop() is called: what waits for the boot waits no longer. */
+  private readonly stopped: Promise<void>;
+  private markStopped!: () => void;
   /** Starts claims within the concurrency, holding a few ready while runs are short (see RunLauncher). */
   private readonly launcher: RunLauncher;
   private readonly sequencer: ClaimSequencer;
@@ -84,6 +101,7 @@ export class WorkerLoop {
   private readonly refreshLease: (run: ActiveRun) => void;
 
   constructor(parts: WorkerParts) {
+    this.stopped = new Promise((resolve) => (this.markStopped = resolve));
     ({
       scripts: this.scripts,
       keys: this.keys,
@@ -150,7 +168,9 @@ export class WorkerLoop {
     this.takeHandoff(claim);
   }
 
-  start(): void {
+  /** `boot`: the bootstrap this loop starts in, whose first reserve it sends at once (see LoopBoot). */
+  start(boot?: LoopBoot): void {
+    this.boot = boot;
     this.finished = this.loop();
   }
 
@@ -160,6 +180,7 @@ export class WorkerLoop {
    */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.markStopped();
     this.launcher.handBackHeld();
     this.active.interrupt();
     // Withdraw the park announcement first (an entry that expires at once), so no enqueue hands
@@ -249,9 +270,17 @@ export class WorkerLoop {
    */
   private async reserve(wanted: number, workflows: string[]): Promise<{ nextDueMs: number; claimed: number }> {
     const ticket = this.sequencer.ticket(wanted);
+    const boot = this.boot;
+    this.boot = undefined;
     let claims: Claim[] = [];
     try {
-      const reserved = await this.reserver.reserve(wanted, workflows);
+      const reserved = await this.reserver.reserve(wanted, workflows, boot?.scripts).catch(async (error: unknown) => {
+        if (!boot) throw error;
+        // Refused at another layout, or failed (Redis away): the bootstrap says when to go on.
+        await Promise.race([boot.ready, this.stopped]);
+        return { nextDueMs: 0, claims: [] };
+      });
+      if (boot) await Promise.race([boot.ready, this.stopped]);
       if (this.stopping) this.handBack(reserved.claims);
       else claims = reserved.claims;
       return { nextDueMs: reserved.nextDueMs, claimed: reserved.claims.length };

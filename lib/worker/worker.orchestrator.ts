@@ -2,13 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
 import { CascadeResumer } from './cascade.resumer';
-import { EVERY_GROUP, limitField } from '../interfaces/limits';
-import { activateGroups } from '../redis/commands/activate-groups.command';
 import { RedisConnectionError, WorkerShutdownError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { MigrationRunner } from '../migration/migration.runner';
-import { type CapDeclaration, declareLimits } from '../redis/commands/declare-limits.command';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
@@ -16,18 +13,18 @@ import { ActiveRuns } from './active-runs';
 import { LeaseHeartbeat } from './lease.heartbeat';
 import { CancelListener } from './cancel.listener';
 import { WorkerChannels } from './worker.channels';
-import { declareRateLimits, logDeclaration } from './rate-limits.declarer';
 import { RunEvents } from './run.events';
 import { RunExecutor } from './run.executor';
 import { handBackRun } from './hand-back';
+import { WorkerDeclarations } from './worker.declarations';
 import { WorkerLoop } from './worker.loop';
 import { retryInBackground } from '../util/retry';
 import { OutageLog } from '../util/outage-log';
-import { declaredScheduleSpecs, declareSchedules } from '../schedule/schedule.declarer';
 import { SchedulePlanner } from '../schedule/schedule.planner';
-import { ScheduleStore } from '../schedule/schedule.store';
 import { RunTelemetry } from '../telemetry/run.telemetry';
 import { CLAIM_EXTRAS } from '../redis/commands/claim.reply';
+import { LayoutRefusedError } from '../redis/layout.gate';
+import { CURRENT_LAYOUT, ROLLING_LAYOUT } from '../migration/layout.versions';
 
 /** Bound of one hand-back at the shutdown deadline: shutdown must end whatever Redis does. */
 const HAND_BACK_TIMEOUT_MS = 2_000;
@@ -38,9 +35,11 @@ const MAX_START_PAUSE_MS = 10_000;
 export type WorkerState = 'disabled' | 'waiting-for-redis' | 'running' | 'stopping' | 'stopped';
 
 /**
- * Owns the worker's lifecycle. Bootstrap: wait for the namespace's key layout migration
- * ({@link MigrationRunner}), write the declared caps and schedules to Redis, start the heartbeat and the
- * reserve loop. If Redis is unreachable then, the app boots anyway and the worker migrates and
+ * Owns the worker's lifecycle. Bootstrap: send the declared caps, rate limits and schedules and
+ * the loop's first reserve with the boot's first write, at the layouts this version runs on as
+ * they are; once the namespace's key layout migration ({@link MigrationRunner}) is done and the
+ * declarations written (again, if the layout refused them), let the loop's claims run and start
+ * the heartbeat. If Redis is unreachable then, the app boots anyway and the worker migrates and
  * starts once Redis answers (retrying with jittered backoff; its failures logged as in OutageLog). Shutdown: stop
  * reserving, let in-flight runs finish until `shutdownTimeoutMs`, then abort the rest and hand
  * them back to the queue (no failure counted) — done within `shutdownTimeoutMs` plus a few seconds
@@ -59,6 +58,10 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
   private channels?: WorkerChannels;
   private workerState: WorkerState = 'disabled';
   private lastStartError?: string;
+  /** Resolves once the bootstrap's declarations are written: the loop's first claims wait for it (see LoopBoot). */
+  private readonly ready: Promise<void>;
+  private markReady!: () => void;
+  private readonly declarations: WorkerDeclarations;
 
   constructor(
     @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
@@ -68,7 +71,10 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     private readonly events: RunEvents,
     private readonly migration: MigrationRunner,
     private readonly keys: RedisKeys,
-  ) {}
+  ) {
+    this.ready = new Promise((resolve) => (this.markReady = resolve));
+    this.declarations = new WorkerDeclarations({ options, registry, connections, scripts, keys });
+  }
 
   /** The worker's state, and why it is not running yet if Redis was away at bootstrap. */
   get state(): { state: WorkerState; lastWakeAt?: number; lastOkAt?: number; lastLoopError?: string; error?: string } {
@@ -89,37 +95,70 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       this.logger.log(`Producer started for ${this.where()}: no worker in this process (${why})`);
       return;
     }
-    this.connections.openAllOnceReachable();
+    this.connections.openSubscriberOnceReachable();
+    this.workerState = 'waiting-for-redis';
+    // The boot's Redis work leaves in one write, with the command connection's first check: the
+    // server check and the layout's read (MigrationRunner), the declarations and the loop's first
+    // reserve. Those two cannot wait for the read without a round trip each, so they are sent at
+    // a layout this version works on as it is (the at-layout scripts check it first, in Redis):
+    // at another (a namespace to migrate, or a newer one) they do nothing, and are sent again
+    // once the migration is done; what the reserve claimed waits for the declarations.
+    const atLayout = this.scripts.get().atLayout({ marker: this.keys.schema, lowest: ROLLING_LAYOUT, highest: CURRENT_LAYOUT });
+    const migrated = this.migration.atBootstrap();
+    this.listen(); // subscribes before the first reserve: a run it claims can be cancelled at once
+    const declared = this.declarations.declare(true, atLayout).then(
+      () => true,
+      (error: unknown) => {
+        if (error instanceof LayoutRefusedError) return false;
+        throw error;
+      },
+    );
+    declared.catch(() => undefined); // looked at below, once the migration's outcome is in
+    this.build().start({ scripts: atLayout, ready: this.ready });
+    let now: boolean;
+    try {
+      now = await this.declaredAtBoot(migrated, declared);
+    } catch (error) {
+      // The bootstrap fails (a newer layout, a ScheduleConflictError…). Nest's app.close() would
+      // rethrow it without the shutdown hooks: stop and close here (see MigrationRunner).
+      await this.loop?.stop();
+      this.heartbeat?.stop();
+      this.channels?.stop();
+      await this.connections.onApplicationShutdown().catch(() => undefined);
+      throw error;
+    }
+    if (now) {
+      this.startWorking();
+    } else {
+      // Started later, by a loop of its own: this one hands back what its first reserve may claim.
+      void this.loop?.stop();
+      this.loop = undefined;
+      void this.startWhenRedisAnswers();
+    }
+  }
+
+  /**
+   * Waits for the boot's migration and declarations: true once both are done (the declarations
+   * sent again if the layout refused them), false to start later (Redis away, or the migration
+   * pending). Rejects if the bootstrap must fail.
+   */
+  private async declaredAtBoot(migrated: Promise<boolean>, declared: Promise<boolean>): Promise<boolean> {
     // Nest runs the module's bootstrap hooks side by side: await the migration's own promise, so
     // no worker starts on an older layout. A newer layout rejects it (the bootstrap fails).
-    const migrated = await this.migration.atBootstrap();
-    this.workerState = 'waiting-for-redis';
-    if (migrated) {
-      // Redis answered (the worker's other connections are open or opening, see
-      // openAllOnceReachable): subscribe before the first reserve.
-      this.listen();
-    } else {
+    if (!(await migrated)) {
       this.lastStartError = 'the key layout migration is pending (see the warning logged at bootstrap)';
-      void this.startWhenRedisAnswers();
-      return;
+      return false;
     }
     try {
       // Fail fast when Redis refuses connections, so an HTTP app without Redis still boots at once.
-      await this.declare(true);
+      if (!(await declared)) await this.declarations.declare(true);
+      return true;
     } catch (error) {
-      if (!(error instanceof RedisConnectionError)) {
-        // The bootstrap fails (e.g. ScheduleConflictError). Nest's app.close() would rethrow it
-        // without the shutdown hooks: close the connections here (see MigrationRunner).
-        this.channels?.stop();
-        await this.connections.onApplicationShutdown().catch(() => undefined);
-        throw error;
-      }
+      if (!(error instanceof RedisConnectionError)) throw error;
       this.lastStartError = error.message;
       this.logger.warn(`Redis is not reachable at bootstrap (${error.message}); the worker starts as soon as it is`);
-      void this.startWhenRedisAnswers();
-      return;
+      return false;
     }
-    this.startWorking();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -149,18 +188,17 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     return `namespace ${this.options.namespace} (prefix ${this.options.prefix})`;
   }
 
-  private startWorking(): void {
-    if (this.workerState !== 'waiting-for-redis') return;
+  /** The reserve loop, not started (and the heartbeat and telemetry, once). */
+  private build(): WorkerLoop {
     const scripts = this.scripts.get();
     const planner = new SchedulePlanner(scripts, this.keys);
     const cascades = new CascadeResumer(scripts, this.keys, this.options.defaults.resultTtlMs);
-    this.heartbeat = new LeaseHeartbeat(scripts, this.keys, this.active, this.options.worker.lockMs);
-    this.listen();
-    const telemetry = (this.telemetry = RunTelemetry.create(
+    this.heartbeat ??= new LeaseHeartbeat(scripts, this.keys, this.active, this.options.worker.lockMs);
+    const telemetry = (this.telemetry ??= RunTelemetry.create(
       this.options,
       this.registry.all().map((wf) => wf.name),
     ));
-    this.loop = new WorkerLoop({
+    return (this.loop = new WorkerLoop({
       connections: this.connections,
       scripts,
       keys: this.keys,
@@ -175,9 +213,15 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       resumeCascade: (runId) => cascades.resume(runId),
       // Not with the API installed but no SDK registered: nothing would read a claim's extras.
       claimExtras: () => (telemetry?.recording() ? CLAIM_EXTRAS : 0),
-    });
-    this.heartbeat.start();
-    this.loop.start();
+    }));
+  }
+
+  /** The declarations are written: what the loop claimed runs, and it claims on. */
+  private startWorking(): void {
+    if (this.workerState !== 'waiting-for-redis') return;
+    if (!this.loop) this.build().start();
+    this.heartbeat!.start();
+    this.markReady();
     this.workerState = 'running';
     this.lastStartError = undefined;
     const names = this.registry.all().map((wf) => wf.name);
@@ -208,7 +252,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     const started = await retryInBackground(
       async () => {
         await this.migration.ensure();
-        await this.declare(false);
+        await this.declarations.declare(false);
       },
       {
         stopped: () => this.workerState !== 'waiting-for-redis',
@@ -218,70 +262,6 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       },
     );
     if (started) this.startWorking();
-  }
-
-  /**
-   * The bootstrap's writes: caps, rate limits and schedules (all checked before the first write).
-   * They touch separate fields and keys, so their calls go out together over the command
-   * connection, in that order and in one write, and are waited for together: one round trip, not
-   * one each.
-   */
-  private async declare(failFast: boolean): Promise<void> {
-    const workflows = this.registry.all();
-    const schedules = declaredScheduleSpecs(workflows, this.options.maxPayloadBytes);
-    const store = new ScheduleStore(this.scripts.get(), this.connections.command, this.keys);
-    await this.connections.command.together(() =>
-      Promise.all([
-        this.declareLimits(failFast),
-        declareRateLimits(this.scripts.get(), this.keys, workflows, this.logger),
-        declareSchedules(
-          store,
-          schedules,
-          workflows.map((wf) => wf.name),
-          this.logger,
-        ),
-      ]),
-    );
-  }
-
-  /**
-   * Registers this worker's workflows and writes the caps its code declares — namespace,
-   * workflow, every group's default — so the latest bootstrap wins among declarations, and says
-   * so. A cap an operator set at runtime (`setLimits`) stays while the code still declares what it
-   * overrode, and gives way to a changed declaration (lua/includes/origins.lua). Per-group
-   * overrides are runtime settings and are left alone.
-   */
-  private async declareLimits(failFast: boolean): Promise<void> {
-    const workflows = this.registry.all();
-    const cap = (limit?: number) => (limit === undefined ? '' : String(limit));
-    const caps: CapDeclaration[] = [
-      { field: 'ns', limit: cap(this.options.concurrency), workflow: '', group: '' },
-      ...workflows.flatMap((wf) => [
-        { field: limitField({ workflow: wf.name }), limit: cap(wf.concurrency), workflow: wf.name, group: '' },
-        {
-          field: limitField({ workflow: wf.name, group: EVERY_GROUP }),
-          limit: cap(wf.groupConcurrency),
-          workflow: wf.name,
-          group: EVERY_GROUP,
-        },
-        // Retention by count, read by countFinished (lua/includes/finish.lua) when runs finish.
-        { field: `wf:${wf.name}:keep:completed`, limit: cap(wf.keep?.completed), workflow: wf.name, group: '' },
-        { field: `wf:${wf.name}:keep:failed`, limit: cap(wf.keep?.failed), workflow: wf.name, group: '' },
-        // Whether complete indexes the workflow's runs (lua/includes/finish.lua countFinished).
-        { field: `wf:${wf.name}:index-completed`, limit: wf.indexCompleted ? '1' : '', workflow: wf.name, group: '' },
-      ]),
-    ];
-    const names = workflows.map((wf) => wf.name);
-    const scripts = this.scripts.get();
-    const changed = await declareLimits(scripts, this.keys, names, caps, { failFast });
-    const groupDefaults = new Map(names.map((name) => [limitField({ workflow: name, group: EVERY_GROUP }), name]));
-    for (const { field, previous, next, outcome, declared } of changed) {
-      logDeclaration(this.logger, `cap ${field}`, previous || 'none', next || 'none', outcome, declared || 'none');
-      // A raised or removed default of every group: the groups it held back rejoin, in batches.
-      const raised = previous !== next && (next === '' || (previous !== '' && Number(next) > Number(previous)));
-      const workflow = groupDefaults.get(field);
-      if (workflow !== undefined && raised) await activateGroups(scripts, this.keys, workflow);
-    }
   }
 
   /** Shutdown deadline passed: abort what is still running and return it to the queue (bounded). */

@@ -432,7 +432,8 @@ describe('batched commits, one worker app', () => {
       for (const args of seen) {
         if (args[0] === 'fcall') {
           const ours = args.slice(3).some((arg) => arg.startsWith(keys.base));
-          calls.push({ script: ours ? args[1].replace(/^sluice_[0-9a-f]+_/, '') : 'other', claimed: 0 });
+          // The boot's first reserve goes through the at-layout variant (see LuaScripts.atLayout).
+          calls.push({ script: ours ? args[1].replace(/^sluice_[0-9a-f]+_|_at_layout$/g, '') : 'other', claimed: 0 });
         } else if (args[0] === 'zadd' && args[1] === keys.leases && calls.length > 0) {
           calls[calls.length - 1].claimed += (args.length - 2) / 2;
         }

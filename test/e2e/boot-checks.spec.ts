@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { Test, TestingModule } from '@nestjs/testing';
+import { Socket } from 'node:net';
 import Redis from 'ioredis';
 import {
   QueueClient,
@@ -139,5 +140,34 @@ describe('boot checks', () => {
       ),
     );
     expect(await limited.client.run(EchoWorkflow, { key: 'noconfig' }, { timeoutMs: 10_000 })).toBe('noconfig');
+  });
+
+  it("a worker's first write carries its declarations and its first reserve, which claims the run waiting for it", async () => {
+    const namespace = uniqueNamespace('first-write');
+    const producer = await boot({ namespace, worker: { enabled: false } }); // marks the fresh namespace's layout
+    const waiting = await producer.client.enqueue(EchoWorkflow, { key: 'first' });
+    // What each socket writes, write by write (a corked batch is one write): Node's internal hook,
+    // the one place every socket write goes through.
+    const writes = new Map<Socket, string[]>();
+    const proto = Socket.prototype as unknown as { _writeGeneric: (writev: boolean, data: unknown, ...rest: unknown[]) => unknown };
+    const writeGeneric = proto._writeGeneric;
+    proto._writeGeneric = function (this: Socket, writev: boolean, data: unknown, ...rest: unknown[]) {
+      const text = writev ? (data as Array<{ chunk: unknown }>).map(({ chunk }) => String(chunk)).join('') : String(data);
+      (writes.get(this) ?? writes.set(this, []).get(this)!).push(text);
+      return writeGeneric.call(this, writev, data, ...rest);
+    };
+    try {
+      await boot({ namespace });
+      expect(await waiting.result({ timeoutMs: 10_000 })).toBe('first');
+    } finally {
+      proto._writeGeneric = writeGeneric;
+    }
+    // The worker's command connection: its first write is the ready check's INFO, and holds the
+    // layout's read, the declarations and the reserve, those at the layout (see LuaScripts.atLayout).
+    const first = [...writes.values()].map((sent) => sent[0]).filter((text) => /\bINFO\b/i.test(text) && /declare_limits/.test(text));
+    expect(first).toHaveLength(1);
+    for (const part of [namespace, 'schema', 'declare_limits_at_layout', 'set_control_at_layout', 'reserve_at_layout'])
+      expect(first[0]).toContain(part);
+    expect(await producer.client.get(waiting.id)).toMatchObject({ state: 'completed', attempts: 1 });
   });
 });

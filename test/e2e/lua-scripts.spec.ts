@@ -5,7 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Cluster, Redis } from 'ioredis';
 import { loadScript, LUA_DIR, scriptNames, SLOT_GUARD_KEYS } from '../../lib/redis/lua.scripts';
+import { LayoutRefusedError } from '../../lib/redis/layout.gate';
+import { RedisKeys } from '../../lib/redis/redis.keys';
 import { rawRedis } from '../support/app';
+import { rejection } from '../support/rejection';
 import { includesUsed, luaIncludeIndex, withNeeds } from '../support/lua-references';
 import { isCluster, serverNodes } from '../support/nodes';
 import { scriptsOn } from '../support/scripts';
@@ -169,6 +172,42 @@ describe('lua scripts', () => {
     }
   });
 
+  it('at-layout variants run only at a layout the caller allows, with the plain arguments, and refuse before any write at another', async () => {
+    const ns = `gate-${Date.now()}`;
+    const keys = new RedisKeys('sluice', ns);
+    const scripts = scriptsOn(redis, ns);
+    const gated = scripts.atLayout({ marker: keys.schema, lowest: 3, highest: 4 });
+    const declare = (limit: string) =>
+      gated.run<string[]>('declare-limits', [keys.limits, keys.workflows, keys.seq], [keys.base, 1, 'a', 'wf:a', limit, 'a', '']);
+    const before = await redis.info('errorstats');
+    const refusals = (info: string) => Number(/errorstat_SLUICE_LAYOUT:count=(\d+)/.exec(info)?.[1] ?? 0);
+    try {
+      for (const found of [undefined, '2', '5', 'two']) {
+        if (found === undefined) await redis.del(keys.schema);
+        else await redis.set(keys.schema, found);
+        const error = await rejection(() => declare('3'));
+        expect(error).toBeInstanceOf(LayoutRefusedError);
+        expect(error).toMatchObject({ script: 'declare-limits', found: found ?? 'none' });
+        expect(await redis.exists(keys.limits, keys.workflows, keys.seq)).toBe(0);
+      }
+      if (!isCluster(redis)) expect(refusals(await redis.info('errorstats')) - refusals(before)).toBe(4);
+      await redis.set(keys.schema, '3');
+      expect(await declare('3')).toEqual(['wf:a', '', '3', '', '3']); // field, previous, new, outcome (the code's), declared
+      await redis.set(keys.schema, '4');
+      expect(await declare('4')).toEqual(['wf:a', '3', '4', '', '4']);
+      expect(await redis.hget(keys.limits, 'wf:a')).toBe('4');
+      expect(await redis.smembers(keys.workflows)).toEqual(['a']);
+      // The plain variant, as ever, whatever the layout.
+      await redis.set(keys.schema, '2');
+      expect(
+        await scripts.run('declare-limits', [keys.limits, keys.workflows, keys.seq], [keys.base, 1, 'a', 'wf:a', '5', 'a', '']),
+      ).toEqual(['wf:a', '4', '5', '', '5']);
+      expect(() => gated.run('complete', [], [])).toThrow(/keys|no at-layout variant/);
+    } finally {
+      await redis.del(keys.schema, keys.limits, keys.workflows, keys.seq);
+    }
+  });
+
   it('registers every script as an ioredis command only once the EVALSHA path is taken (functions refused), and runs one there', async () => {
     const defined = (connection: Redis) =>
       ALL.filter((name) => typeof (connection as unknown as Record<string, unknown>)[`sluice_${name.replace(/-/g, '_')}`] === 'function');
@@ -203,14 +242,28 @@ describe('lua scripts', () => {
       const raised = [base, 1, 'a', 'wf:a', '4', 'a', ''];
       expect(await evalsha.run<string[]>('declare-limits', [key, workflows, seq], raised)).toEqual(['wf:a', '3', '4', '', '4']);
       expect(await redis.hget(key, 'wf:a')).toBe('4');
+      // No at-layout variants on this path: a call refused FCALL is not sent through EVALSHA (the
+      // boot then waits for the layout's read). A new instance: it learns of the refusal then.
+      const gate = { marker: `${base}schema`, lowest: 0, highest: 99 };
+      await redis.set(gate.marker, '3');
+      const fresh = scriptsOn(refusing, base.slice('{sluice:'.length, -2));
+      for (const scripts of [fresh, fresh]) {
+        const refused = await rejection(() =>
+          scripts.atLayout(gate).run('declare-limits', [key, workflows, seq], [base, 1, 'a', 'wf:a', '9', 'a', '']),
+        );
+        expect(refused).toBeInstanceOf(LayoutRefusedError);
+        expect(refused).toMatchObject({ found: undefined });
+      }
+      expect(await redis.hget(key, 'wf:a')).toBe('4');
       expect(warn.mock.calls.map(([message]) => String(message))).toEqual([
         expect.stringMatching(/^Redis refused the Lua function library \(NOPERM/),
+        expect.stringMatching(/^Redis refused the Lua function library \(NOPERM/), // the fresh instance's
       ]);
     } finally {
       warn.mockRestore();
       refusing.disconnect();
       for (const node of nodes) await node.call('ACL', 'DELUSER', user);
-      await redis.del(key, workflows, seq);
+      await redis.del(key, workflows, seq, `${base}schema`);
     }
   });
 });

@@ -145,6 +145,8 @@ describe('migrate() across a fleet (own redis-server)', () => {
     const keys = new RedisKeys('sluice', ns);
     const { ids } = await writeLayout1(admin, ns, 1_200);
     const logger = new CapturingLogger();
+    const refusals = async () => Number(/errorstat_SLUICE_LAYOUT:count=(\d+)/.exec(await admin.info('errorstats'))?.[1] ?? 0);
+    const refusedBefore = await refusals();
     const workers = await Promise.all(
       [1, 2, 3].map(() => loggedApp(server.url, [FleetWorkflow], { namespace: ns, worker: { concurrency: 50 } }, logger)),
     );
@@ -153,6 +155,9 @@ describe('migrate() across a fleet (own redis-server)', () => {
     expect(logger.lines.filter((line) => /Migrated namespace .* from key layout 1 to 2/.test(line))).toHaveLength(1);
     expect(logger.lines.filter((line) => /Migrated namespace .* from key layout 2 to 3/.test(line))).toHaveLength(1);
     expect(await admin.get(keys.schema)).toBe('3');
+    // Each boot's declarations and first reserve, sent before the layout was read, found layout 1
+    // and did nothing (sent again after the migration): at least the reserve and declare-limits of each.
+    expect((await refusals()) - refusedBefore).toBeGreaterThanOrEqual(6);
 
     const results = await Promise.all(ids.map((id) => workers[0].client.wait(id, { timeoutMs: 30_000 })));
     expect(results).toEqual(ids.map((id) => `done:${id}`));
@@ -171,16 +176,22 @@ describe('migrate() across a fleet (own redis-server)', () => {
     const monitor = await monitorCommands(undefined, admin);
     let after: Record<string, number>;
     let existing: string[][];
+    let seen: string[][];
     try {
       const worker = await appOn(server.url, [FleetWorkflow], { namespace: ns });
       apps.push(worker);
       after = await commandCounts(admin);
-      const seen = await commandsBefore(monitor, admin, `${keys.base}sentinel`);
+      seen = await commandsBefore(monitor, admin, `${keys.base}sentinel`);
       existing = seen.filter((args) => args[0] === 'exists').map((args) => args.slice(1));
     } finally {
       await monitor.close();
     }
-    expect(after.get).toBe(Number(gets) + 1);
+    // The worker's: the layout's read, and the look at it of each call its boot sent with that
+    // read, before it knew the layout (the at-layout variants, see LuaScripts.atLayout).
+    const atLayout = seen.filter((args) => args[0] === 'fcall' && args[1].endsWith('_at_layout')).length;
+    expect(atLayout).toBeGreaterThanOrEqual(2); // the declarations and the first reserve
+    expect(seen.filter((args) => args[0] === 'get').every((args) => args[1] === keys.schema)).toBe(true);
+    expect(after.get).toBe(Number(gets) + 1 + atLayout);
     for (const scan of ['scan', 'sscan']) expect(after[scan] ?? 0).toBe(0);
     // No probe for layout-1 keys: the EXISTS of a claiming call are the claim pass's look at the
     // keys it would take runs from (see claimRuns in lua/includes/claim-pass.lua) and its look

@@ -299,8 +299,16 @@ describe('schedules: declared on @Workflow, written at bootstrap', () => {
     await first.client.schedule('sch.taken', Other, { cron: '@hourly' });
     const before = await redis.hgetall(keys.schedule('sch.taken'));
     // The failed bootstrap closes its own connections (else this file's run would not end).
+    // A run waits for the workflow: the failing boot's first reserve, sent with its declarations
+    // before their replies (see WorkerOrchestrator), claims it; the failed bootstrap hands it back.
+    const producer = await createApp([Takeover], { namespace: ns, worker: { enabled: false } });
+    closers.push(producer.close);
+    const waiting = await producer.client.enqueue(Takeover, undefined, { id: 'sch.waiting' });
     await expect(createApp([Takeover], { namespace: ns })).rejects.toBeInstanceOf(ScheduleConflictError);
     expect(await redis.hgetall(keys.schedule('sch.taken'))).toEqual(before);
     expect(await redis.zcard(keys.workflow('sch.takeover', 'schedules'))).toBe(0);
+    expect(await redis.zscore(keys.leases, waiting.id)).toBeNull();
+    // Claimed (an attempt started: the boot had sent the reserve, and Redis ran it), handed back, no failure.
+    expect(await producer.client.get(waiting.id)).toMatchObject({ state: 'waiting', attempts: 1, failures: 0 });
   });
 });

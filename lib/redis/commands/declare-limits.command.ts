@@ -1,4 +1,4 @@
-import type { LuaScripts } from '../lua.scripts';
+import type { ScriptRunner } from '../lua.scripts';
 import type { CallOptions } from '../redis.link';
 import type { RedisKeys } from '../redis.keys';
 
@@ -32,7 +32,7 @@ export interface CapChange {
  * Repeating it is harmless; `failFast` at bootstrap.
  */
 export async function declareLimits(
-  scripts: LuaScripts,
+  scripts: ScriptRunner,
   keys: RedisKeys,
   workflows: string[],
   caps: CapDeclaration[],

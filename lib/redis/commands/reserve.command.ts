@@ -1,4 +1,4 @@
-import type { LuaScripts } from '../lua.scripts';
+import type { ScriptRunner } from '../lua.scripts';
 import type { RedisKeys } from '../redis.keys';
 import { type Claim, CLAIM_EXTRAS, parseClaims } from './claim.reply';
 
@@ -76,7 +76,7 @@ type ReserveHead = [
  * Sends one reserve call. Repeating it is harmless (a retry finds its claims by call id), so a
  * lost reply is sent again while the link's bound allows.
  */
-export async function reserve(scripts: LuaScripts, keys: RedisKeys, request: ReserveRequest): Promise<ReserveResult> {
+export async function reserve(scripts: ScriptRunner, keys: RedisKeys, request: ReserveRequest): Promise<ReserveResult> {
   const callKeys = [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(request.callId)];
   const head = [
     keys.base,

@@ -1,4 +1,4 @@
-import type { LuaScripts } from '../lua.scripts';
+import type { ScriptRunner } from '../lua.scripts';
 import type { RedisKeys } from '../redis.keys';
 
 /** 'missing' no such schedule; 'done'; 'unchanged' nothing to do (already paused / not paused); 'stale' (resume) the schedule changed since it was read. */
@@ -11,7 +11,7 @@ const OUTCOMES: Record<string, ScheduleControlOutcome> = { '0': 'missing', '1': 
 
 /** Pauses, resumes or removes one schedule, hash and index together. Repeating it is harmless. */
 export async function controlSchedule(
-  scripts: LuaScripts,
+  scripts: ScriptRunner,
   keys: RedisKeys,
   id: string,
   control: ScheduleControl,

@@ -1,4 +1,4 @@
-import type { LuaScripts } from '../lua.scripts';
+import type { ScriptRunner } from '../lua.scripts';
 import type { RedisKeys } from '../redis.keys';
 
 /** One page of schedules in id order (lua/schedule-list.lua). */
@@ -18,7 +18,7 @@ export interface ScheduleRows {
 }
 
 /** Reads one page of schedules with their hashes (a read: repeating it is harmless). */
-export async function listSchedules(scripts: LuaScripts, keys: RedisKeys, request: ScheduleListRequest): Promise<ScheduleRows> {
+export async function listSchedules(scripts: ScriptRunner, keys: RedisKeys, request: ScheduleListRequest): Promise<ScheduleRows> {
   const key = request.workflow === undefined ? keys.schedules : keys.workflow(request.workflow, 'schedules');
   const [next, ...rows] = await scripts.run<[string, ...string[][]]>('schedule-list', [key], [keys.base, request.cursor, request.limit], {
     idempotent: true,

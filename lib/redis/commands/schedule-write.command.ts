@@ -1,4 +1,4 @@
-import type { LuaScripts } from '../lua.scripts';
+import type { ScriptRunner } from '../lua.scripts';
 import type { RedisKeys } from '../redis.keys';
 
 /**
@@ -51,7 +51,7 @@ export interface ScheduleWritten {
  * conflict is checked before the first write. Repeating it is harmless.
  */
 export async function writeSchedules(
-  scripts: LuaScripts,
+  scripts: ScriptRunner,
   keys: RedisKeys,
   mode: 'api' | 'code',
   schedules: ScheduleRecord[],

@@ -1,6 +1,6 @@
 import type { DeclarationOutcome } from '../../interfaces/limits';
 import { toRateLimit, type RateLimit } from '../../interfaces/rate-limit';
-import type { LuaScripts } from '../lua.scripts';
+import type { ScriptRunner } from '../lua.scripts';
 import type { RedisKeys } from '../redis.keys';
 
 /**
@@ -9,7 +9,7 @@ import type { RedisKeys } from '../redis.keys';
  * @returns whether the call changed anything (`false`: it was paused already, or not paused to resume).
  */
 export async function setPaused(
-  scripts: LuaScripts,
+  scripts: ScriptRunner,
   keys: RedisKeys,
   target: { workflow: string; group?: string },
   paused: boolean,
@@ -32,7 +32,7 @@ export async function setPaused(
  * another). Resolves with the previous limit.
  */
 export async function writeRateLimit(
-  scripts: LuaScripts,
+  scripts: ScriptRunner,
   keys: RedisKeys,
   workflow: string,
   group: string | undefined,

@@ -1,0 +1,95 @@
+import { Logger } from '@nestjs/common';
+import type { WorkflowRegistry } from '../discovery/workflow.registry';
+import { EVERY_GROUP, limitField } from '../interfaces/limits';
+import type { ResolvedQueueOptions } from '../interfaces/queue.options';
+import { activateGroups } from '../redis/commands/activate-groups.command';
+import { type CapDeclaration, declareLimits } from '../redis/commands/declare-limits.command';
+import type { LuaScriptsProvider } from '../redis/lua-scripts.provider';
+import type { ScriptRunner } from '../redis/lua.scripts';
+import type { RedisConnections } from '../redis/redis.connections';
+import type { RedisKeys } from '../redis/redis.keys';
+import { declaredScheduleSpecs, declareSchedules } from '../schedule/schedule.declarer';
+import { ScheduleStore } from '../schedule/schedule.store';
+import { declareRateLimits, logDeclaration } from './rate-limits.declarer';
+
+/** What a worker's declarations are made from (see WorkerOrchestrator). */
+export interface DeclarationParts {
+  options: ResolvedQueueOptions;
+  registry: WorkflowRegistry;
+  connections: RedisConnections;
+  scripts: LuaScriptsProvider;
+  keys: RedisKeys;
+}
+
+/**
+ * What a worker's code declares, written at its bootstrap: the latest bootstrap wins among
+ * declarations (see WorkerOrchestrator, which sends them with its first write).
+ */
+export class WorkerDeclarations {
+  private readonly logger = new Logger('Sluice');
+
+  constructor(private readonly parts: DeclarationParts) {}
+
+  /**
+   * The bootstrap's writes: caps, rate limits and schedules (all checked before the first write).
+   * They touch separate fields and keys, so their calls go out together over the command
+   * connection, in that order and in one write, and are waited for together: one round trip, not
+   * one each.
+   */
+  async declare(failFast: boolean, scripts: ScriptRunner = this.parts.scripts.get()): Promise<void> {
+    const workflows = this.parts.registry.all();
+    const schedules = declaredScheduleSpecs(workflows, this.parts.options.maxPayloadBytes);
+    const store = new ScheduleStore(scripts, this.parts.connections.command, this.parts.keys);
+    await this.parts.connections.command.together(() =>
+      Promise.all([
+        this.declareLimits(failFast, scripts),
+        declareRateLimits(scripts, this.parts.keys, workflows, this.logger),
+        declareSchedules(
+          store,
+          schedules,
+          workflows.map((wf) => wf.name),
+          this.logger,
+        ),
+      ]),
+    );
+  }
+
+  /**
+   * Registers this worker's workflows and writes the caps its code declares — namespace,
+   * workflow, every group's default — so the latest bootstrap wins among declarations, and says
+   * so. A cap an operator set at runtime (`setLimits`) stays while the code still declares what it
+   * overrode, and gives way to a changed declaration (lua/includes/origins.lua). Per-group
+   * overrides are runtime settings and are left alone.
+   */
+  private async declareLimits(failFast: boolean, scripts: ScriptRunner): Promise<void> {
+    const workflows = this.parts.registry.all();
+    const cap = (limit?: number) => (limit === undefined ? '' : String(limit));
+    const caps: CapDeclaration[] = [
+      { field: 'ns', limit: cap(this.parts.options.concurrency), workflow: '', group: '' },
+      ...workflows.flatMap((wf) => [
+        { field: limitField({ workflow: wf.name }), limit: cap(wf.concurrency), workflow: wf.name, group: '' },
+        {
+          field: limitField({ workflow: wf.name, group: EVERY_GROUP }),
+          limit: cap(wf.groupConcurrency),
+          workflow: wf.name,
+          group: EVERY_GROUP,
+        },
+        // Retention by count, read by countFinished (lua/includes/finish.lua) when runs finish.
+        { field: `wf:${wf.name}:keep:completed`, limit: cap(wf.keep?.completed), workflow: wf.name, group: '' },
+        { field: `wf:${wf.name}:keep:failed`, limit: cap(wf.keep?.failed), workflow: wf.name, group: '' },
+        // Whether complete indexes the workflow's runs (lua/includes/finish.lua countFinished).
+        { field: `wf:${wf.name}:index-completed`, limit: wf.indexCompleted ? '1' : '', workflow: wf.name, group: '' },
+      ]),
+    ];
+    const names = workflows.map((wf) => wf.name);
+    const changed = await declareLimits(scripts, this.parts.keys, names, caps, { failFast });
+    const groupDefaults = new Map(names.map((name) => [limitField({ workflow: name, group: EVERY_GROUP }), name]));
+    for (const { field, previous, next, outcome, declared } of changed) {
+      logDeclaration(this.logger, `cap ${field}`, previous || 'none', next || 'none', outcome, declared || 'none');
+      // A raised or removed default of every group: the groups it held back rejoin, in batches.
+      const raised = previous !== next && (next === '' || (previous !== '' && Number(next) > Number(previous)));
+      const workflow = groupDefaults.get(field);
+      if (workflow !== undefined && raised) await activateGroups(this.parts.scripts.get(), this.parts.keys, workflow);
+    }
+  }
+}
