@@ -54,9 +54,9 @@ function rotated<T>(items: T[], by: number): T[] {
 }
 
 /**
- * One child process per system (system.process.ts), forked at its first run and reused; a run
- * that failed leaves its process in an unknown state (workers still running), so it is killed and
- * the system's next run gets a fresh one.
+ * One child process per system (system.process.ts), forked at its first run and reused for the
+ * repeats of a scenario (killed after each scenario); a run that failed leaves its process in an
+ * unknown state (workers still running), so it is killed and the system's next run gets a fresh one.
  */
 class SystemProcesses {
   private readonly processes = new Map<string, WorkerProcess<ToSystem, FromSystem>>();
@@ -140,6 +140,10 @@ async function main(): Promise<void> {
           console.log(`  ${scenario.padEnd(19)} #${repeat} ${system.name.padEnd(7)} ${shown}`);
         }
       }
+      // The next scenario starts each system in a fresh process: none inherits the heap, JIT state
+      // and garbage of the scenarios before it (first-claim, a cold start, ran after a million-run
+      // backlog: Sluice's mean 10.8 ms there, 5–6 ms in a process of its own).
+      await children.killAll();
     }
     if (args.cluster && !isStopping()) cluster = await runClusterScenario(redis, args.jobs ?? CLUSTER_JOBS, args.repeats);
   } finally {

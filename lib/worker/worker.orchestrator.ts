@@ -105,7 +105,10 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     // once the migration is done; what the reserve claimed waits for the declarations.
     const atLayout = this.scripts.get().atLayout({ marker: this.keys.schema, lowest: ROLLING_LAYOUT, highest: CURRENT_LAYOUT });
     const migrated = this.migration.atBootstrap();
-    this.listen(); // subscribes before the first reserve: a run it claims can be cancelled at once
+    // Subscribes as the subscriber connection comes up, most likely before the first reserve's runs
+    // start (they wait for the declarations); a cancel published before that still reaches a run
+    // through its lease heartbeat, which reports it cancelled (lua/extend-leases.lua).
+    this.listen();
     const declared = this.declarations.declare(true, atLayout).then(
       () => true,
       (error: unknown) => {
@@ -229,9 +232,9 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
   }
 
   /**
-   * Subscribes, once, to the cancel channel (before the first reserve, so a run it claims can be
-   * cancelled at once) and to this worker's handoff channel (no handoff comes before the loop's
-   * first park announcement; one after its stop is handed back by it).
+   * Subscribes, once, to the cancel channel (so a run it claims can be cancelled at once) and to
+   * this worker's handoff channel (no handoff comes before the loop's first park announcement; one
+   * after its stop is handed back by it).
    */
   private listen(): void {
     if (this.channels) return;
