@@ -141,8 +141,7 @@ async function main(): Promise<void> {
         }
       }
       // The next scenario starts each system in a fresh process: none inherits the heap, JIT state
-      // and garbage of the scenarios before it (first-claim, a cold start, ran after a million-run
-      // backlog: Sluice's mean 10.8 ms there, 5–6 ms in a process of its own).
+      // and garbage of the scenarios before it (first-claim, a cold start, ran after a million-run backlog).
       await children.killAll();
     }
     if (args.cluster && !isStopping()) cluster = await runClusterScenario(redis, args.jobs ?? CLUSTER_JOBS, args.repeats);

@@ -68,14 +68,14 @@ export class RedisConnections implements OnApplicationShutdown {
    */
   openSubscriberOnceReachable(): void {
     let opened = false;
-    const openOthers = () => {
+    const openSubscriber = () => {
       if (opened) return;
       opened = true;
       this.subscriber.open();
     };
     this.command.onCreate((redis) => {
-      if (redis.status === 'connect' || redis.status === 'ready') openOthers();
-      else redis.once('connect', openOthers);
+      if (redis.status === 'connect' || redis.status === 'ready') openSubscriber();
+      else redis.once('connect', openSubscriber);
     });
   }
 
