@@ -150,9 +150,9 @@ function registration(functionName: string, script: LuaScript, resets: string[],
 /**
  * Splits an include's per-call state from its constants: `local x = value` becomes `local x`,
  * and `x = value` goes into the include's reset (see {@link LuaLibrary}). State that starts as
- * empty tables (`local x, y = {}, {}`) is made once, at load, and replaced at a call's start only
- * if the last call left something in it: most calls leave most of it empty, and a table made
- * and dropped per call costs Redis its allocation, its frees and the garbage collector's work.
+ * empty tables (`local x, y = {}, {}`) is made once, at load, and emptied at a call's start only
+ * if the last call left something in it (see {@link clearTable}): a table made and dropped per
+ * call costs Redis its allocation, its frees and the garbage collector's work.
  */
 function perCallState(name: string, text: string): { name: string; text: string; resets: string[] } {
   const resets: string[] = [];
@@ -162,13 +162,32 @@ function perCallState(name: string, text: string): { name: string; text: string;
     if (constant) return line;
     if (!balanced(value)) throw new Error(`lua/includes/${name}.lua: per-call state \`${names}\` must get its initial value on one line`);
     if (value.trim() === list.map(() => '{}').join(', ')) {
-      for (const n of list) resets.push(`if next(${n}) ~= nil then ${n} = {} end`);
+      for (const n of list) resets.push(clearTable(n));
       return line;
     }
     resets.push(`${names} = ${value}`);
     return `local ${names}`;
   });
   return { name, text: split, resets };
+}
+
+/**
+ * Most entries a per-call table may have had for it to be emptied in place; a larger one is
+ * replaced, so that no call pays for scanning a big table that holds nothing (`next` walks its slots).
+ */
+const CLEARED_IN_PLACE = 32;
+
+/**
+ * The reset of per-call state that starts as an empty table: empties it where the last call left
+ * entries. In place, not by making a new table: a script that always fills it (enqueue's wake
+ * lists, complete's lane caches) would otherwise leave a table of garbage per call, for Redis to
+ * allocate, free and collect.
+ */
+function clearTable(name: string): string {
+  return (
+    `if next(${name}) ~= nil then local n = 0 for k in next, ${name} do ${name}[k] = nil n = n + 1 end ` +
+    `if n > ${CLEARED_IN_PLACE} then ${name} = {} end end`
+  );
 }
 
 function balanced(value: string): boolean {

@@ -17,8 +17,9 @@ export { LUA_DIR, loadScript, scriptNames, type LuaScript, type ScriptName } fro
  * refuses it in turn). So no script runs during a migration, and none can stop halfway: a script
  * that reaches a key already moved fails at that command, after its earlier writes, and a
  * declared key a script deletes and writes again counts as moved too. Sluice sends the call
- * again once the slot has settled (RedisLink). Outside a migration, and on a single server,
- * the guard costs nothing.
+ * again once the slot has settled (RedisLink). Outside a migration the guard costs a cluster
+ * nothing. A single server has no slots to migrate, so there it is not sent: two keys fewer per
+ * call to build, send and parse.
  */
 export const SLOT_GUARD_KEYS = 2;
 
@@ -51,6 +52,7 @@ const FUNCTIONS_REFUSED = /^(NOPERM .*'(fcall|function\|load)' command|ERR unkno
  */
 export class LuaScripts {
   private readonly scripts = new Map<ScriptName, LuaScript>();
+  /** The slot guard's keys: on a cluster only (see {@link SLOT_GUARD_KEYS}). */
   private readonly guard: string[];
   private readonly library: LuaLibrary;
   private functions = true;
@@ -58,13 +60,13 @@ export class LuaScripts {
   /** Connections the scripts are defined on as ioredis commands (the EVALSHA path), once it is taken. */
   private readonly defined = new WeakSet<Redis>();
 
-  /** @param sharded on a Redis Cluster: the scripts publish on sharded channels (see RedisKeys.slotGuard). */
+  /** @param sharded on a Redis Cluster: the calls carry the slot guard, and the scripts publish on sharded channels (see RedisKeys.slotGuard). */
   constructor(
     private readonly link: RedisLink,
     keys: RedisKeys,
     sharded = false,
   ) {
-    this.guard = keys.slotGuard(sharded);
+    this.guard = sharded ? keys.slotGuard(true) : [];
     for (const script of allScripts()) this.scripts.set(script.name, script);
     this.library = luaLibrary();
   }
@@ -151,7 +153,7 @@ export class LuaScripts {
     if (this.functions) {
       const queued = pipeline as ChainableCommander & Pick<Redis, 'options' | 'sendCommand'>;
       // Queued: the pipeline's exec gives the reply (and handles its command's rejection).
-      void sendFcall(queued, this.library.functionName(name), script.numberOfKeys, argv);
+      void sendFcall(queued, this.library.functionName(name), this.keyCount(script), argv);
     } else void (pipeline as unknown as Caller)[script.command](...argv);
   }
 
@@ -170,7 +172,7 @@ export class LuaScripts {
    */
   private commands(redis: Redis): Redis {
     if (!this.defined.has(redis)) {
-      this.scripts.forEach((script) => redis.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.source }));
+      this.scripts.forEach((script) => redis.defineCommand(script.command, { numberOfKeys: this.keyCount(script), lua: script.source }));
       this.defined.add(redis);
     }
     return redis;
@@ -178,8 +180,8 @@ export class LuaScripts {
 
   private fcall(redis: Redis, script: LuaScript, argv: Arg[], gate?: LayoutGate): Promise<unknown> {
     const fn = this.library.functionName(script.name);
-    if (!gate) return sendFcall(redis, fn, script.numberOfKeys, argv);
-    return sendFcall(redis, fn + AT_LAYOUT_SUFFIX, script.numberOfKeys + 1, argv).catch((error: Error) => {
+    if (!gate) return sendFcall(redis, fn, this.keyCount(script), argv);
+    return sendFcall(redis, fn + AT_LAYOUT_SUFFIX, this.keyCount(script) + 1, argv).catch((error: Error) => {
       if (!error.message.startsWith(`${LAYOUT_REFUSAL} `)) throw error;
       throw new LayoutRefusedError(script.name, error.message.slice(LAYOUT_REFUSAL.length + 1));
     });
@@ -220,6 +222,11 @@ export class LuaScripts {
     new Logger('Sluice').warn(
       `Redis refused the Lua function library (${error.message}); the scripts run through EVALSHA instead, which costs Redis more per call. Grant FUNCTION LOAD and FCALL to use it.`,
     );
+  }
+
+  /** The keys a call of `script` declares: its own, and the slot guard where there is one. */
+  private keyCount(script: LuaScript): number {
+    return script.numberOfKeys - SLOT_GUARD_KEYS + this.guard.length;
   }
 
   private get(name: ScriptName, keys: string[]): LuaScript {

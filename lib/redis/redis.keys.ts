@@ -50,7 +50,7 @@
  * | `wf:<name>:declarations` | hash | every set of schedules the workflow's code declared (by fingerprint) → its number, in the order they first reached the namespace: a bootstrap removes a dropped schedule only if a declaration numbered before its own declared it (lua/schedule-write.lua; a schedule's `decl` field) |
  * | `wf:<name>:sweep` | string | where the schedule index repair sweep stopped |
  * | `schema` | string | the namespace's key layout number (lib/migration/layout.versions.ts); absent before layout 2 |
- * | `slot-guard:1` / `slot-guard:2` (`slot-guard:sharded` on a cluster) | — | never written: every script declares them, so Redis Cluster refuses a script while the slot migrates (lib/redis/lua.scripts.ts); the second says how to publish |
+ * | `slot-guard:1` / `slot-guard:2` (`slot-guard:sharded` on a cluster) | — | never written: on a cluster every script call declares them, so Redis Cluster refuses a script while the slot migrates (lib/redis/lua.scripts.ts); the second says how to publish |
  * | `migrate-lock` | string | the token of the process migrating the namespace, with a TTL it renews |
  */
 export class RedisKeys {
@@ -86,7 +86,7 @@ export class RedisKeys {
   }
 
   /**
-   * Two keys that never exist, declared by every script (see SLOT_GUARD_KEYS in lua.scripts.ts).
+   * Two keys that never exist, declared by every script call on a cluster (see SLOT_GUARD_KEYS in lua.scripts.ts).
    * The second also tells the scripts how to publish: `slot-guard:sharded` on a cluster
    * (`publish` in lua/includes/util.lua).
    */

@@ -39,9 +39,10 @@ end
 -- (SPUBLISH: the channel lives in the namespace's slot, so only its shard carries the message,
 -- where PUBLISH would copy it to every node); subscribers match (lib/redis/pubsub.channels.ts).
 -- The caller says which: the last slot-guard key, always the last key, is `slot-guard:sharded`
--- on a cluster (RedisKeys.slotGuard).
+-- on a cluster (RedisKeys.slotGuard); a single server's calls send no guard.
 local function publish(channel, message)
-  if string.sub(KEYS[#KEYS], -8) == ':sharded' then
+  local last = KEYS[#KEYS]
+  if last and string.sub(last, -8) == ':sharded' then
     return redis.call('SPUBLISH', channel, message)
   end
   return redis.call('PUBLISH', channel, message)

@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
 import { RunContext, RunNotFoundError, WaitTimeoutError, Workflow } from '../../lib';
-import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
+import { SLOT_GUARD_KEYS } from '../../lib/redis/lua.scripts';
+import { createApp, dropNamespace, rawRedis, testCluster, TestApp, uniqueNamespace } from '../support/app';
 import { channelSubscribers, publishOn } from '../support/pubsub';
 import { Counter, Gates, monitorCommands, pollUntil } from '../support/workflows';
 
@@ -25,6 +26,9 @@ class GateWorkflow {
 }
 
 const unique = (label: string) => `${label}-${Math.random().toString(36).slice(2)}`;
+
+/** The slot-guard keys a script call declares after its own: on a cluster only (see SLOT_GUARD_KEYS). */
+const guardKeys = () => (testCluster() ? SLOT_GUARD_KEYS : 0);
 
 describe('QueueClient (worker app)', () => {
   let t: TestApp;
@@ -246,7 +250,7 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
 
   it('concurrent enqueue() calls share script calls; one id enqueued by several at once is created once', async () => {
     const base = `{sluice:${namespace}}:`;
-    const isChunkCall = (args: string[]) => args[0] === 'fcall' && args[2] === '5' && args[3] === `${base}leases`;
+    const isChunkCall = (args: string[]) => args[0] === 'fcall' && args[2] === String(3 + guardKeys()) && args[3] === `${base}leases`;
     await t.client.enqueueMany(EchoWorkflow, [{ input: { value: 0 } }]); // the function library is loaded (a first call on a new server loads it)
     const monitor = await monitorCommands(namespace);
     try {
@@ -280,7 +284,7 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
     await t.client.enqueueMany(EchoWorkflow, [{ input: { value: -2 }, opts: { delay: 60_000 } }]);
     const base = `{sluice:${namespace}}:`;
     const isChunkCall = (args: string[]) =>
-      args[0] === 'fcall' && args[2] === '5' && args[3] === `${base}leases` && args[9] === 'client.echo';
+      args[0] === 'fcall' && args[2] === String(3 + guardKeys()) && args[3] === `${base}leases` && args[7 + guardKeys()] === 'client.echo';
     const items = Array.from({ length: 1_201 }, (_, i) => ({
       input: { value: i },
       opts:
@@ -328,7 +332,7 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
   it("enqueueMany sends the options a chunk's runs share once, and every run gets them", async () => {
     const base = `{sluice:${namespace}}:`;
     const isChunkCall = (args: string[]) =>
-      args[0] === 'fcall' && args[2] === '5' && args[3] === `${base}leases` && args[9] === 'client.echo';
+      args[0] === 'fcall' && args[2] === String(3 + guardKeys()) && args[3] === `${base}leases` && args[7 + guardKeys()] === 'client.echo';
     const opts = { priority: 7, group: 'tenant-s', attempts: 4, runTimeoutMs: 90_000, delay: 60_000 };
     const monitor = await monitorCommands(namespace);
     try {
@@ -338,8 +342,8 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
       );
       const call = await monitor.next(isChunkCall);
       // ARGV[7] = 2 values per run, after the six shared options (see lua/enqueue-many.lua).
-      expect(call.slice(14, 21)).toEqual(['2', '7', '60000', '', '4', 'tenant-s', '90000']);
-      expect(call.slice(21)).toEqual(handles.flatMap((h, i) => [h.id, JSON.stringify({ value: i + 1 })]));
+      expect(call.slice(12 + guardKeys(), 19 + guardKeys())).toEqual(['2', '7', '60000', '', '4', 'tenant-s', '90000']);
+      expect(call.slice(19 + guardKeys())).toEqual(handles.flatMap((h, i) => [h.id, JSON.stringify({ value: i + 1 })]));
       const infos = await Promise.all(handles.map((h) => t.client.get(h.id)));
       for (const info of infos) expect(info).toMatchObject({ state: 'delayed', priority: 7, group: 'tenant-s', maxAttempts: 4 });
       const raw = await Promise.all(handles.map((h) => redis.hget(`${base}run:${h.id}`, 'timeoutMs')));

@@ -65,7 +65,7 @@ describe('the Lua function library', () => {
     });
 
     it("declares the includes' per-call state bare and sets it again at the start of each call; constants stay", () => {
-      // State that starts as empty tables is made at load, and replaced at a call's start only if the last call left something in it.
+      // State that starts as empty tables is made at load, and emptied at a call's start only if the last call left something in it.
       expect(library.code).toMatch(/^local limitCache = \{\}$/m);
       expect(library.code).toMatch(/^local pendingAdds, pendingRemovals, pendingDelta = \{\}, \{\}, \{\}$/m);
       expect(library.code).toMatch(/^local KEYS_LEASES$/m);
@@ -73,13 +73,19 @@ describe('the Lua function library', () => {
       // Each function resets its includes' state inline, under a comment naming the include.
       const reset = (include: string, script = 'complete') =>
         new RegExp(`-- resets ${include}\\n([\\s\\S]*?)\\n(?:-- resets|return body\\(\\))`).exec(callback(script))?.[1];
-      expect(reset('limits')).toContain('if next(limitCache) ~= nil then limitCache = {} end');
-      expect(reset('leases')).toContain('if next(pendingRemovals) ~= nil then pendingRemovals = {} end');
+      expect(reset('limits')).toContain(
+        'if next(limitCache) ~= nil then local n = 0 for k in next, limitCache do limitCache[k] = nil n = n + 1 end if n > 32 then limitCache = {} end end',
+      );
+      expect(reset('leases')).toContain(
+        'if next(pendingRemovals) ~= nil then local n = 0 for k in next, pendingRemovals do pendingRemovals[k] = nil n = n + 1 end if n > 32 then pendingRemovals = {} end end',
+      );
       expect(reset('leases')).toContain("KEYS_LEASES = ARGV[1] .. 'leases'");
       expect(reset('groups')).toContain('turnNext, turnLast = 1, 0');
       expect(reset('time')).toContain('callNow = nil');
       // An include's name with a hyphen makes a Lua name all the same.
-      expect(reset('claim-pass')).toBe('if next(rings) ~= nil then rings = {} end');
+      expect(reset('claim-pass')).toBe(
+        'if next(rings) ~= nil then local n = 0 for k in next, rings do rings[k] = nil n = n + 1 end if n > 32 then rings = {} end end',
+      );
       // An include without per-call state has nothing to reset.
       expect(library.code).not.toContain('-- resets util');
       expect(library.code).toMatch(/^local MAX_PRIORITY = 1048575$/m);
@@ -173,20 +179,28 @@ describe('the Lua function library', () => {
       return Number(new RegExp(`^cmdstat_${command.replace('|', '\\|')}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
     }
 
-    it('gives every call empty per-call tables, though a table left empty is kept for the next', async () => {
+    it('gives every call empty per-call tables: emptied in place, replaced only after a large one', async () => {
       const probed = withLuaCopy((dir) => {
         edit(join(dir, 'includes', 'time.lua'), (text) => `${text}\nlocal probeSeen = {}\n`);
         edit(join(dir, 'park.lua'), (text) =>
           text.replace(
             '-- @include wakes\n',
-            "-- @include wakes\nif ARGV[1] == 'probe' then local seen = #probeSeen; probeSeen[seen + 1] = 1; return seen end\n",
+            "-- @include wakes\nif ARGV[1] == 'probe' then local seen = 0 for _ in pairs(probeSeen) do seen = seen + 1 end " +
+              "local identity = tostring(probeSeen) for i = 1, tonumber(ARGV[2]) do probeSeen['k' .. i] = i end return { seen, identity } end\n",
           ),
         );
       })();
       await admin.call('FUNCTION', 'LOAD', probed.code);
-      const probe = () => admin.call('FCALL', probed.functionName('park'), 3, 'a', 'b', 'c', 'probe');
-      // Each call left an entry: the next one starts from an empty table all the same.
-      expect([await probe(), await probe(), await probe()]).toEqual([0, 0, 0]);
+      const probe = async (fill: number) =>
+        (await admin.call('FCALL', probed.functionName('park'), 3, 'a', 'b', 'c', 'probe', fill)) as [number, string];
+      // Each call left entries: the next one starts from an empty table all the same.
+      const calls = [await probe(3), await probe(5), await probe(40), await probe(2), await probe(0)];
+      expect(calls.map(([seen]) => seen)).toEqual([0, 0, 0, 0, 0]);
+      // The same table while the calls leave a few entries (no garbage per call); a new one after 40.
+      const [first, second, third, fourth, fifth] = calls.map(([, identity]) => identity);
+      expect([second, third]).toEqual([first, first]);
+      expect(fourth).not.toBe(first);
+      expect(fifth).toBe(fourth);
     });
 
     it('is loaded by the first call, every call starts from fresh state, and a FUNCTION FLUSH is recovered from', async () => {

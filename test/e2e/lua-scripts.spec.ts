@@ -208,6 +208,25 @@ describe('lua scripts', () => {
     }
   });
 
+  it('declares the slot guard on a cluster only: a single server has no slot to migrate, and each key sent costs it', async () => {
+    const ns = `guard-${Date.now()}`;
+    const keys = new RedisKeys('sluice', ns);
+    const send = jest.spyOn(redis, 'sendCommand');
+    try {
+      await scriptsOn(redis, ns).run('declare-limits', [keys.limits, keys.workflows, keys.seq], [keys.base, 1, 'a', 'wf:a', '3', 'a', '']);
+      const fcall = send.mock.calls.map(([command]) => command).find((command) => command.name === 'fcall')!;
+      const [, numberOfKeys, ...rest] = fcall.args.map(String);
+      const declared = rest.slice(0, Number(numberOfKeys));
+      const guard = keys.slotGuard(true);
+      expect(declared).toEqual([keys.limits, keys.workflows, keys.seq, ...(isCluster(redis) ? guard : [])]);
+      expect(rest.slice(Number(numberOfKeys))).toEqual([keys.base, '1', 'a', 'wf:a', '3', 'a', '']);
+      expect(await redis.hget(keys.limits, 'wf:a')).toBe('3');
+    } finally {
+      send.mockRestore();
+      await redis.del(keys.limits, keys.workflows, keys.seq);
+    }
+  });
+
   it('registers every script as an ioredis command only once the EVALSHA path is taken (functions refused), and runs one there', async () => {
     const defined = (connection: Redis) =>
       ALL.filter((name) => typeof (connection as unknown as Record<string, unknown>)[`sluice_${name.replace(/-/g, '_')}`] === 'function');
