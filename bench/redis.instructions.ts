@@ -1,0 +1,101 @@
+/**
+ * What Sluice costs Redis per job, counted in instructions rather than timed: a private
+ * redis-server under `valgrind --tool=callgrind`, Sluice's own producer and worker apps, and the
+ * server's user-space instructions per job over the steady state (a warm-up of 100 jobs first,
+ * then the counters are zeroed). Callgrind counts instructions, not seconds, so two builds compare
+ * to within a fraction of a percent on a busy shared machine, where bench/main.ts's "redis µs/job"
+ * drifts by tens of percent. The kernel's share (socket reads and writes) is not counted.
+ *
+ * `npx ts-node --transpile-only bench/redis.instructions.ts [--jobs 500]`
+ *
+ * Scenarios: `enqueue-seq` (one enqueue at a time, no worker) and `roundtrip` (enqueue, then wait
+ * for the result, with the worker in the same app). Redis runs about 50 times slower under
+ * valgrind, so this is for comparing builds of Sluice, not for comparing it with other systems.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Redis from 'ioredis';
+import { QueueClient } from '../lib';
+import { freePort } from '../test/support/redis-server';
+import { benchModule, EchoWorkflow, NAMESPACE, start } from './sluice.system';
+
+const WARM_UP = 100;
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  const jobs = Number(argv.includes('--jobs') ? argv[argv.indexOf('--jobs') + 1] : 500);
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-callgrind-'));
+  const port = await freePort();
+  const server = spawn(
+    'valgrind',
+    ['--tool=callgrind', `--callgrind-out-file=${dir}/out.%n`, 'redis-server', '--port', String(port), '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' },
+  );
+  const url = `redis://127.0.0.1:${port}`;
+  // Zeroes the counters, runs `jobs` jobs, dumps: the dump's total is what those jobs cost.
+  const perJob = async (jobsOf: (count: number) => Promise<void>): Promise<number> => {
+    await jobsOf(WARM_UP);
+    execFileSync('callgrind_control', ['--zero', String(server.pid)], { stdio: 'ignore' });
+    await jobsOf(jobs);
+    const before = new Set(readdirSync(dir));
+    execFileSync('callgrind_control', ['--dump', String(server.pid)], { stdio: 'ignore' });
+    const dump = readdirSync(dir).find((file) => !before.has(file));
+    const total = dump && /^summary: (\d+)/m.exec(readFileSync(join(dir, dump), 'utf8'));
+    if (!total) throw new Error('callgrind wrote no dump');
+    return Number(total[1]) / jobs;
+  };
+  const report = (scenario: string, instructions: number) =>
+    console.log(`${scenario.padEnd(12)} ${(instructions / 1000).toFixed(1)}k Redis instructions per job`);
+  const admin = await connectWhenUp(port);
+  try {
+    let input = 0;
+    const producer = await start(benchModule({ url }, NAMESPACE, [EchoWorkflow], { enabled: false }));
+    const client = producer.get(QueueClient);
+    report(
+      'enqueue-seq',
+      await perJob(async (count) => {
+        for (let i = 0; i < count; i++) await client.enqueue(EchoWorkflow, input++);
+      }),
+    );
+    await producer.close();
+    await admin.flushall();
+    const app = await start(benchModule({ url }, NAMESPACE, [EchoWorkflow], { enabled: true }));
+    const both = app.get(QueueClient);
+    report(
+      'roundtrip',
+      await perJob(async (count) => {
+        for (let i = 0; i < count; i++) await both.run(EchoWorkflow, input++);
+      }),
+    );
+    const closing = Date.now();
+    await app.close();
+    console.log(`(the worker app closed in ${Date.now() - closing} ms)`);
+  } finally {
+    admin.disconnect();
+    server.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A connection to the server under valgrind, once it accepts one (it starts in seconds, not ms). */
+async function connectWhenUp(port: number): Promise<Redis> {
+  for (let tries = 0; ; tries++) {
+    const redis = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null });
+    redis.on('error', () => undefined);
+    try {
+      await redis.connect();
+      return redis;
+    } catch (error) {
+      redis.disconnect();
+      if (tries >= 240) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+}
+
+void main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
