@@ -23,6 +23,12 @@ import { benchModule, EchoWorkflow, NAMESPACE, start } from './sluice.system';
 
 const WARM_UP = 100;
 
+/** Each scenario's app (with a worker or not) and one job of it. */
+const SCENARIOS: { name: string; worker: boolean; job: (client: QueueClient, input: number) => Promise<unknown> }[] = [
+  { name: 'enqueue-seq', worker: false, job: (client, input) => client.enqueue(EchoWorkflow, input) },
+  { name: 'roundtrip', worker: true, job: (client, input) => client.run(EchoWorkflow, input) },
+];
+
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const jobs = Number(argv.includes('--jobs') ? argv[argv.indexOf('--jobs') + 1] : 500);
@@ -46,32 +52,19 @@ async function main(): Promise<void> {
     if (!total) throw new Error('callgrind wrote no dump');
     return Number(total[1]) / jobs;
   };
-  const report = (scenario: string, instructions: number) =>
-    console.log(`${scenario.padEnd(12)} ${(instructions / 1000).toFixed(1)}k Redis instructions per job`);
   const admin = await connectWhenUp(port);
   try {
     let input = 0;
-    const producer = await start(benchModule({ url }, NAMESPACE, [EchoWorkflow], { enabled: false }));
-    const client = producer.get(QueueClient);
-    report(
-      'enqueue-seq',
-      await perJob(async (count) => {
-        for (let i = 0; i < count; i++) await client.enqueue(EchoWorkflow, input++);
-      }),
-    );
-    await producer.close();
-    await admin.flushall();
-    const app = await start(benchModule({ url }, NAMESPACE, [EchoWorkflow], { enabled: true }));
-    const both = app.get(QueueClient);
-    report(
-      'roundtrip',
-      await perJob(async (count) => {
-        for (let i = 0; i < count; i++) await both.run(EchoWorkflow, input++);
-      }),
-    );
-    const closing = Date.now();
-    await app.close();
-    console.log(`(the worker app closed in ${Date.now() - closing} ms)`);
+    for (const { name, worker, job } of SCENARIOS) {
+      const app = await start(benchModule({ url }, NAMESPACE, [EchoWorkflow], { enabled: worker }));
+      const client = app.get(QueueClient);
+      const instructions = await perJob(async (count) => {
+        for (let i = 0; i < count; i++) await job(client, input++);
+      });
+      console.log(`${name.padEnd(12)} ${(instructions / 1000).toFixed(1)}k Redis instructions per job`);
+      await app.close();
+      await admin.flushall();
+    }
   } finally {
     admin.disconnect();
     server.kill();

@@ -13,14 +13,13 @@ type Arg = string | number;
  * `namespace` places the slot-guard keys (only a cluster cares that they share the script's slot);
  * without it, each call's guard is of the namespace its first key belongs to, so one instance
  * serves every namespace a test uses — on a cluster too, where a guard of another namespace
- * would make the call CROSSSLOT. (On a single server the guard keys' names make no difference.)
+ * would make the call CROSSSLOT. (A single server is sent no guard.) `cluster`: whether the
+ * calls go to a Redis Cluster, and so carry the guard — true for a connection to one of its nodes.
  */
-export function scriptsOn(redis: Redis, namespace?: string): LuaScripts {
+export function scriptsOn(redis: Redis, namespace?: string, cluster = isCluster(redis)): LuaScripts {
   const link = new RedisLink('command', () => redis, 10_000, new Logger('test'));
   const scripts =
-    namespace === undefined
-      ? new GuardPerCallScripts(link, isCluster(redis))
-      : new LuaScripts(link, new RedisKeys('sluice', namespace), isCluster(redis));
+    namespace === undefined ? new GuardPerCallScripts(link, cluster) : new LuaScripts(link, new RedisKeys('sluice', namespace), cluster);
   void link.client; // creates the link's instance (the given one), which defines the scripts on it
   return scripts;
 }
