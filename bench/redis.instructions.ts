@@ -3,8 +3,11 @@
  * redis-server under `valgrind --tool=callgrind`, Sluice's own producer and worker apps, and the
  * server's user-space instructions per job over the steady state (a warm-up of 100 jobs first,
  * then the counters are zeroed). Callgrind counts instructions, not seconds, so two builds compare
- * to within a fraction of a percent on a busy shared machine, where bench/main.ts's "redis µs/job"
- * drifts by tens of percent. The kernel's share (socket reads and writes) is not counted.
+ * to within about 1 % on a busy shared machine, where bench/main.ts's "redis µs/job" drifts by tens
+ * of percent. Not exactly repeatable: the server's timers (serverCron, 10 times a second) are
+ * counted too, so a run slowed by a busy machine counts a little more (383.1k against 377.4k per
+ * round trip for the same build, run alone and beside the CI suites). The kernel's share (socket
+ * reads and writes) is not counted.
  *
  * `npx ts-node --transpile-only bench/redis.instructions.ts [--jobs 500]`
  *
