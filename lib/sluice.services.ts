@@ -83,7 +83,16 @@ export class SluiceServices {
     this.client = new QueueClient(options, registry, connections, keys, fleet, enqueuer, this.waiter, signals, this.admin, this.schedules);
     const serverCheck = new RedisServerCheck(connections, options);
     this.migration = new MigrationRunner(options, registry, connections, scripts, serverCheck, layout);
-    this.orchestrator = new WorkerOrchestrator(options, registry, connections, scripts, events, this.migration, keys);
+    this.orchestrator = new WorkerOrchestrator(
+      options,
+      registry,
+      connections,
+      scripts,
+      events,
+      this.migration,
+      keys,
+      this.waiter.localWaits,
+    );
     this.health = new QueueHealth(connections, this.orchestrator, options);
     this.healthIndicator = new QueueHealthIndicator(this.health, moduleRef);
   }

@@ -29,11 +29,17 @@
           whose every slot was busy, e.g. one of concurrency 1). Not when a rate limit holds runs
           back: only a reserve tells the worker when the window frees, so it must reserve next
   ARGV[7] how long that announcement stays valid, in ms
-  ARGV[8] W, the number of workflow names that follow
-  ARGV[9 .. 8+W] workflow names the caller runs (rotated by the caller)
-  ARGV[9+W] S, the number of step results that follow
-  ARGV[10+W .. 9+W+4S] per step, four values: run id, lease token, step key, encoded result
-  ARGV[10+W+4S ..] per run, four values: run id, lease token, encoded result ('' = undefined),
+  ARGV[8] the caller's process inbox id (lib/client/run.inbox.ts), or '': a plain commit (below)
+          of a run whose waiter is that inbox does not announce it there (see callerInbox in
+          finish.lua): the caller tells its own process's run() waits itself, from this reply, a
+          pub/sub hop sooner. Only a plain commit: it keeps the record for its retention (no
+          finish index, so no trim deletes it), where a re-read finds the outcome should the
+          reply be lost
+  ARGV[9] W, the number of workflow names that follow
+  ARGV[10 .. 9+W] workflow names the caller runs (rotated by the caller)
+  ARGV[10+W] S, the number of step results that follow
+  ARGV[11+W .. 10+W+4S] per step, four values: run id, lease token, step key, encoded result
+  ARGV[11+W+4S ..] per run, four values: run id, lease token, encoded result ('' = undefined),
           the attempt's journal '<slot> <json>' or '' (see hsetRun in records.lua)
   Reply: flat, { 1 if the caller was announced parked | 0, R, per run: 1 completed | 0 lease
          lost, S, per step: 1 saved | 0 lease lost, claims… } with the claims as appendClaim
@@ -78,11 +84,11 @@ local base = ARGV[1]
 local ttl = steadyNumber(ARGV[2])
 local wanted, lockMs = smallNumber(ARGV[3]), steadyNumber(ARGV[4])
 local now = nowMs()
-local workflowCount = smallNumber(ARGV[8])
+local workflowCount = smallNumber(ARGV[9])
 local workflows = {}
-for i = 9, 8 + workflowCount do workflows[#workflows + 1] = ARGV[i] end
-local stepsAt = 10 + workflowCount
-local stepsEnd = stepsAt + 4 * smallNumber(ARGV[9 + workflowCount]) - 1
+for i = 10, 9 + workflowCount do workflows[#workflows + 1] = ARGV[i] end
+local stepsAt = 11 + workflowCount
+local stepsEnd = stepsAt + 4 * smallNumber(ARGV[10 + workflowCount]) - 1
 
 -- A plain commit, a low load's usual one: one run, no steps, the run ungrouped and unlinked, in
 -- a namespace without a limits hash (no cap, control or kept index). It finishes in straight
@@ -106,6 +112,7 @@ local saved = saveSteps(base, stepsAt, stepsEnd)
 local statuses, freed, tally = {}, {}, {}
 if plain then
   local id, workflow = ARGV[stepsEnd + 1], lone[1]
+  callerInbox = ARGV[8]
   removeActive(KEYS[1], id)
   removeActive(wfKey(base, workflow, 'active'), id)
   finishRun(base, base .. 'run:' .. id, id, workflow, 'completed', 'result', ARGV[stepsEnd + 3], now, ttl, lone[3], false, ARGV[stepsEnd + 4])

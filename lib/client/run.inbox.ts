@@ -1,8 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import type { LocalWaits } from '../interfaces/local.waits';
 import type { RedisKeys } from '../redis/redis.keys';
 
 type Listener = (message: string) => void;
+
+/** What a wait takes for "read the record again" (PendingWait.onMessage: not an announcement). */
+const REREAD = 'reread';
 
 /**
  * This process's inbox: one channel, subscribed once and kept, on which workers announce the runs
@@ -11,7 +15,7 @@ type Listener = (message: string) => void;
  * It hands each message to the waits on that run, and tells whether it is live: subscribed over
  * a connection that has not closed since, so that an announcement published now reaches it.
  */
-export class RunInbox {
+export class RunInbox implements LocalWaits {
   /** The id a run's 'waited' field names (base64url: no space, never '1'). */
   readonly id = randomBytes(9).toString('base64url');
   private readonly waits = new Map<string, Set<Listener>>();
@@ -57,6 +61,23 @@ export class RunInbox {
   remove(runId: string, listener: Listener): void {
     const set = this.waits.get(runId);
     if (set?.delete(listener) && set.size === 0) this.waits.delete(runId);
+  }
+
+  /**
+   * This process's worker committed the run (see LocalWaits): its waits get the announcement
+   * Redis would have published, in the same form (finishRun in lua/includes/finish.lua).
+   */
+  completed(runId: string, workflow: string, encoded: string): void {
+    const set = this.waits.get(runId);
+    if (!set) return;
+    const undef = encoded === '';
+    const message = `{"v":1,"state":"completed","workflow":${JSON.stringify(workflow)},"result":${undef ? 'null' : encoded},"undef":${undef}}`;
+    set.forEach((listener) => listener(message));
+  }
+
+  /** See LocalWaits: a message that is no announcement has a wait read its record again. */
+  unsure(runIds: readonly string[]): void {
+    for (const runId of runIds) this.waits.get(runId)?.forEach((listener) => listener(REREAD));
   }
 
   /**

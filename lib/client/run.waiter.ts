@@ -1,5 +1,6 @@
 import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import type { Redis } from 'ioredis';
+import type { LocalWaits } from '../interfaces/local.waits';
 import { RunNotFoundError, SluiceError, WorkflowFailedError, type RunErrorInfo } from '../errors';
 import { cancelledRunError } from '../errors/cancel.recorded';
 import { watchRun, type WatchPublish } from '../redis/commands/watch.command';
@@ -62,6 +63,11 @@ export class RunWaiter implements BeforeApplicationShutdown {
   ) {
     this.inbox = new RunInbox(keys);
     connections.subscriber.onCreate((redis) => this.attach(redis));
+  }
+
+  /** This process's run() waits, for its worker to tell of the runs it completes (see LocalWaits). */
+  get localWaits(): LocalWaits {
+    return this.inbox;
   }
 
   /** This process's inbox channel (see RunInbox). */

@@ -1,3 +1,4 @@
+import type { LocalWaits } from '../interfaces/local.waits';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import type { CallOptions } from '../redis/redis.link';
 import type { LuaScripts } from '../redis/lua.scripts';
@@ -34,6 +35,19 @@ type Commit = { claim: Claim; encoded: string } & (
   { kind: 'complete'; journal: string } | { kind: 'step'; key: string; failures?: OwnCommitFailures }
 );
 
+/** The shortest result retention with which complete calls name the process's own inbox (see RunCommits). */
+export const LOCAL_WAITS_MIN_TTL_MS = 60_000;
+
+/** What RunCommits asks of its worker, each optional (tests leave them out). */
+export interface CommitHooks {
+  /** How many runs the worker holds (running, held ready, committing): see TickBatcher's `full`. */
+  holding?: () => number;
+  /** Added to complete's retry flag, asked per call: `CLAIM_EXTRAS` while telemetry records, else 0. */
+  claimExtras?: () => number;
+  /** This process's run() waits: told of the runs each call completes, which Redis then does not announce to them. */
+  localWaits?: LocalWaits;
+}
+
 /**
  * The worker's token-checked writes, batched per event-loop turn: step results and completions
  * (which also claim runs for the slots they free) that happen in the same turn share one script
@@ -43,6 +57,8 @@ type Commit = { claim: Claim; encoded: string } & (
 export class RunCommits {
   private readonly batcher: TickBatcher<Commit, boolean>;
   private readonly policy: CallOptions;
+  /** The inbox complete calls name for Redis not to announce there (see LocalWaits), if any. */
+  private readonly localInbox?: string;
 
   constructor(
     private readonly scripts: LuaScripts,
@@ -56,21 +72,21 @@ export class RunCommits {
       take(runs: number): Refill;
       settle(ticket: number, claims: Claim[], park: CommitPark | undefined, parked: boolean): void;
     },
-    /** How many runs the worker holds (running, held ready, committing): see TickBatcher's `full`. */
-    private readonly holding: () => number = () => Infinity,
-    /** Added to complete's retry flag, asked per call: `CLAIM_EXTRAS` while telemetry records, else 0. */
-    private readonly claimExtras: () => number = () => 0,
+    private readonly worker: CommitHooks = {},
   ) {
     this.batcher = new TickBatcher(
       (items) => this.flush(items),
       COMMIT_BATCH_CAP,
       (pending) => {
         // Full when every run the worker holds waits on this batch: waiting for the turn's end would add none.
-        const holding = this.holding();
+        const holding = this.worker.holding?.() ?? Infinity;
         return pending.length >= holding && new Set(pending.map(({ item }) => item.claim.id)).size >= holding;
       },
     );
     this.policy = commitPolicy(options);
+    // Results kept this briefly could be gone before a waiter whose announcement was skipped
+    // re-reads the record after a lost reply: those are announced as any other.
+    if (options.defaults.resultTtlMs >= LOCAL_WAITS_MIN_TTL_MS) this.localInbox = worker.localWaits?.id;
   }
 
   /**
@@ -99,6 +115,8 @@ export class RunCommits {
       return await this.send(items);
     } catch (error) {
       for (const item of items) if (item.kind === 'step') item.failures?.note(error);
+      // The call may have landed without announcing these runs to this process's waits (see LocalWaits).
+      this.worker.localWaits?.unsure(items.filter((item) => item.kind === 'complete').map((item) => item.claim.id));
       throw error;
     }
   }
@@ -117,7 +135,8 @@ export class RunCommits {
         resultTtlMs: options.defaults.resultTtlMs,
         claim: count,
         lockMs: options.worker.lockMs,
-        extras: this.claimExtras(),
+        extras: this.worker.claimExtras?.() ?? 0,
+        localInbox: this.localInbox,
         park,
         workflows,
         steps,
@@ -126,6 +145,9 @@ export class RunCommits {
       const reply = await complete(this.scripts, this.keys, request, this.policy);
       claims = reply.claims;
       parked = reply.parked;
+      // Before anything else this reply sets off: a run() waiting in this process is told first.
+      const local = this.worker.localWaits;
+      if (local) completions.forEach(({ claim, encoded }, i) => reply.completed[i] && local.completed(claim.id, claim.workflow, encoded));
       let nextStep = 0;
       let nextComplete = 0;
       return items.map((item) => (item.kind === 'step' ? reply.saved[nextStep++] : reply.completed[nextComplete++]));

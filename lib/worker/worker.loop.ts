@@ -115,7 +115,11 @@ export class WorkerLoop {
       settle: (ticket: number, claims: Claim[], park: CommitPark | undefined, parked: boolean) =>
         this.settleRefill(ticket, claims, park, parked),
     };
-    this.commits = new RunCommits(parts.scripts, parts.keys, parts.options, refill, () => this.active.size, parts.claimExtras);
+    this.commits = new RunCommits(parts.scripts, parts.keys, parts.options, refill, {
+      holding: () => this.active.size,
+      claimExtras: parts.claimExtras,
+      localWaits: parts.localWaits,
+    });
     const executor = parts.makeExecutor(this.commits);
     this.launcher = new RunLauncher({
       concurrency: parts.options.worker.concurrency,

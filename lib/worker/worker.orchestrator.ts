@@ -5,6 +5,7 @@ import { CascadeResumer } from './cascade.resumer';
 import { RedisConnectionError, WorkerShutdownError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
+import type { LocalWaits } from '../interfaces/local.waits';
 import { MigrationRunner } from '../migration/migration.runner';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
@@ -71,6 +72,8 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     private readonly events: RunEvents,
     private readonly migration: MigrationRunner,
     private readonly keys: RedisKeys,
+    /** This process's run() waits, told by the worker of the runs it completes (see LocalWaits). */
+    private readonly localWaits?: LocalWaits,
   ) {
     this.ready = new Promise((resolve) => (this.markReady = resolve));
     this.declarations = new WorkerDeclarations({ options, registry, connections, scripts, keys });
@@ -216,6 +219,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       resumeCascade: (runId) => cascades.resume(runId),
       // Not with the API installed but no SDK registered: nothing would read a claim's extras.
       claimExtras: () => (telemetry?.recording() ? CLAIM_EXTRAS : 0),
+      localWaits: this.localWaits,
     }));
   }
 

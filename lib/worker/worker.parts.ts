@@ -1,3 +1,4 @@
+import type { LocalWaits } from '../interfaces/local.waits';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import type { PlanRequest } from '../redis/commands/reserve.command';
 import type { LuaScripts } from '../redis/lua.scripts';
@@ -33,4 +34,6 @@ export interface WorkerParts {
    * queue wait) while the worker's telemetry records, else 0.
    */
   claimExtras: () => number;
+  /** This process's run() waits: the worker's complete calls tell them of their runs (see LocalWaits). */
+  localWaits?: LocalWaits;
 }

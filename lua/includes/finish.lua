@@ -7,12 +7,17 @@
 -- Strict even for runs finishing in the same millisecond, and about the finish time, so
 -- retention trims by score. listRuns pages by score.
 
+-- The inbox of the process whose worker made this call (complete.lua's ARGV[8]), or '': that
+-- worker tells its own process's waits of the runs it finished, from the call's reply, so an
+-- announcement there would only cost Redis a publish and the process a read.
+local callerInbox = ''
+
 -- Tells one waiter of a run's end (see finishRun): '1' is the run's done channel, anything else a
--- process's inbox.
+-- process's inbox (not the caller's own: see callerInbox).
 local function announceFinish(base, id, target, message)
   if target == '1' then
     publish(base .. 'done:' .. id, message)
-  else
+  elseif target ~= callerInbox then
     publish(base .. 'inbox:' .. target, id .. ' ' .. message)
   end
 end

@@ -146,7 +146,7 @@ describe('batched commits, script level', () => {
     await scripts.run(
       'complete',
       [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
-      [keys.base, 60_000, 0, 30_000, 0, '', 0, 1, WF, 0, 'x', old.token, '"first"', ''],
+      [keys.base, 60_000, 0, 30_000, 0, '', 0, '', 1, WF, 0, 'x', old.token, '"first"', ''],
     );
     await redis.del(keys.run('x')); // its retention ran out
     await redis.set(`${keys.base}clock-tick`, '1', 'PX', 5); // let the Redis clock move on a millisecond at least
@@ -188,6 +188,7 @@ describe('batched commits, script level', () => {
           0,
           '',
           0,
+          '',
           1,
           WF,
           2,
@@ -317,6 +318,7 @@ describe('batched commits, script level', () => {
           0,
           '',
           0,
+          '',
           1,
           WF,
           0,

@@ -43,7 +43,7 @@ describe('group round-robin, script level', () => {
       await scripts.run<unknown[]>(
         'complete',
         [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
-        [keys.base, 60_000, 1, 30_000, 0, '', 0, 1, 'w', 0, 'A', (await redis.hget(keys.run('A'), 'token'))!, '"ok"', ''],
+        [keys.base, 60_000, 1, 30_000, 0, '', 0, '', 1, 'w', 0, 'A', (await redis.hget(keys.run('A'), 'token'))!, '"ok"', ''],
       ),
     );
     expect(reply).toMatchObject({ completed: [true], saved: [], parked: false });

@@ -163,7 +163,7 @@ describe('listRuns', () => {
         await scripts.run<unknown[]>(
           'complete',
           [keys.leases, keys.limits, keys.seq, keys.call('same-ms')],
-          [keys.base, 60_000, 0, 30_000, 0, '', 0, 0, 0, ...ids.flatMap((id) => [id, '7', '"done"', ''])],
+          [keys.base, 60_000, 0, 30_000, 0, '', 0, '', 0, 0, ...ids.flatMap((id) => [id, '7', '"done"', ''])],
         ),
       );
       expect(reply.completed).toEqual(ids.map(() => true));

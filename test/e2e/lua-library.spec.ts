@@ -106,6 +106,7 @@ describe('the Lua function library', () => {
         'groups',
         'records',
         'slots',
+        'finish',
         'claim',
         'claim-pass',
       ]);

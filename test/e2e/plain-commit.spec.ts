@@ -58,7 +58,7 @@ function complete(keys: RedisKeys, wanted: number, runs: Array<[id: string, toke
   return scriptsOn(redis).run<unknown>(
     'complete',
     [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
-    [keys.base, 60_000, wanted, 30_000, 0, WORKER, 5_000, 1, WF, 0, ...runs.flat()],
+    [keys.base, 60_000, wanted, 30_000, 0, WORKER, 5_000, '', 1, WF, 0, ...runs.flat()],
   );
 }
 

@@ -81,24 +81,34 @@ describe('done-channel announcements', () => {
   });
 
   it("is sent for run(), which asks for it at enqueue: on the run's channel while the process's inbox is not subscribed yet, then on the inbox", async () => {
+    // The caller is an app of its own: a worker tells its own app's waits itself (LocalWaits).
+    const caller = await createApp([], { namespace, worker: { enabled: false } });
+    try {
+      await runTwice(caller);
+    } finally {
+      await caller.close();
+    }
+  });
+
+  async function runTwice(caller: TestApp): Promise<void> {
     const first = randomUUID();
     const second = randomUUID();
-    const inbox = t.app.get(RunWaiter).inboxChannel;
+    const inbox = caller.app.get(RunWaiter).inboxChannel;
     const listener = await listen([first, second]);
     gates.open('run');
     // The app's first run(): its inbox is not live yet (that call subscribes it), so the done channel.
-    await expect(t.client.run(GateWorkflow, { key: 'run' }, { id: first, timeoutMs: 5_000 })).resolves.toBe('opened run');
+    await expect(caller.client.run('publish.gate', { key: 'run' }, { id: first, timeoutMs: 5_000 })).resolves.toBe('opened run');
     await pollUntil(
       () => channelSubscribers(redis, inbox),
       (n) => n === 1,
       'the inbox subscribed',
     );
     const inboxListener = await listenToChannels(redis, inbox, [inbox]);
-    await expect(t.client.run(GateWorkflow, { key: 'run' }, { id: second, timeoutMs: 5_000 })).resolves.toBe('opened run');
+    await expect(caller.client.run('publish.gate', { key: 'run' }, { id: second, timeoutMs: 5_000 })).resolves.toBe('opened run');
     expect(await listener.heard()).toEqual([first]); // the second run's end went to the inbox only
     await inboxListener.close();
     expect(inboxListener.heard).toEqual([inbox]);
-  });
+  }
 });
 
 describe('after shutdown', () => {

@@ -59,11 +59,19 @@ describe('run() on the inbox', () => {
     await redis.quit();
   });
 
-  /** A worker app (it also calls run()) in a fresh namespace, its inbox subscribed. */
-  async function open(options: { concurrency?: number } = {}) {
+  /**
+   * A worker app (it also calls run()) in a fresh namespace, its inbox subscribed. `apart`: the
+   * worker is another app (another process's, as far as Redis can tell), so its completions reach
+   * this app's run() only as announcements on the inbox (a worker tells its own app's waits
+   * itself: see LocalWaits).
+   */
+  async function open(options: { concurrency?: number; apart?: boolean } = {}) {
     const namespace = uniqueNamespace('inbox');
     namespaces.push(namespace);
-    const t = await createApp([EchoWorkflow, FailWorkflow, GateWorkflow], { namespace, worker: { concurrency: options.concurrency ?? 4 } });
+    const workflows = [EchoWorkflow, FailWorkflow, GateWorkflow];
+    const worker = { concurrency: options.concurrency ?? 4 };
+    if (options.apart) apps.push(await createApp(workflows, { namespace, worker }));
+    const t = await createApp(workflows, { namespace, worker: options.apart ? { enabled: false } : worker });
     apps.push(t);
     const keys = new RedisKeys('sluice', namespace);
     const inbox = t.app.get(RunWaiter).inboxChannel;
@@ -161,7 +169,7 @@ describe('run() on the inbox', () => {
   });
 
   it('an announcement that never comes (an older worker, or one lost): the wait reads the run after INBOX_FIRST_READ_MS and resolves', async () => {
-    const { t, keys, inbox } = await open();
+    const { t, keys, inbox } = await open({ apart: true });
     const id = unique('unannounced');
     const key = unique('unannounced-gate');
     const result = t.client.run(GateWorkflow, { key }, { id, timeoutMs: 20_000 });

@@ -89,7 +89,7 @@ export class FlowModel {
       await this.scripts.run<unknown[]>(
         'complete',
         [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
-        [this.base, TTL_MS, refill, LOCK_MS, 0, '', 0, WORKFLOWS.length, ...WORKFLOWS, 0, id, token, '"ok"', ''],
+        [this.base, TTL_MS, refill, LOCK_MS, 0, '', 0, '', WORKFLOWS.length, ...WORKFLOWS, 0, id, token, '"ok"', ''],
       ),
     );
     return [completed.map(Number), ...claims];

@@ -26,6 +26,11 @@ export interface CompleteRequest {
   extras: number;
   /** The caller's park announcement, made here if the refill comes up short (see lua/complete.lua). */
   park?: { entry: string; ttlMs: number };
+  /**
+   * The caller's process inbox (RunInbox), whose waits the caller tells itself of the runs this
+   * call completes: Redis does not announce them there (see lua/complete.lua).
+   */
+  localInbox?: string;
   /** The workflows to claim from, rotated by the caller. */
   workflows: string[];
   steps: StepWrite[];
@@ -69,6 +74,7 @@ export async function complete(
       (retry ? 1 : 0) + request.extras,
       park?.entry ?? '',
       park?.ttlMs ?? 0,
+      request.localInbox ?? '',
       ...rest,
     ],
     policy,
