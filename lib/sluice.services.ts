@@ -78,7 +78,7 @@ export class SluiceServices {
     const limits = new RunLimits(scripts, connections, keys);
     this.admin = new QueueAdmin(options, registry, fleet, connections, scripts, keys, runs, this.control, limits, layout);
     this.schedules = new QueueSchedules(options, registry, fleet, connections, scripts, keys);
-    const enqueuer = new RunEnqueuer(options, scripts, keys, layout);
+    const enqueuer = new RunEnqueuer(options, scripts, keys, layout, () => this.orchestrator);
     const signals = new RunSignals(scripts, keys, options);
     this.client = new QueueClient(options, registry, connections, keys, fleet, enqueuer, this.waiter, signals, this.admin, this.schedules);
     const serverCheck = new RedisServerCheck(connections, options);

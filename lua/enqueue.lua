@@ -55,7 +55,11 @@
             in claim.lua)
   Reply: the run's state ('active' = fast-pathed), after '+' if this call created the run (or is
          the retry of the call that did) and '=' if the id existed: a string, which Redis turns
-         into a reply for a fraction of what a table costs it
+         into a reply for a fraction of what a table costs it. A run handed over a worker's
+         handoff channel is followed by ' <lease token> <worker id>': if that worker is the
+         caller's own process's, the caller starts the run at once (lib/interfaces/local.worker.ts),
+         a pub/sub hop sooner; the worker takes the published handoff for the same token as its
+         second copy
 ]]
 -- @include time
 -- @include util
@@ -69,11 +73,17 @@
 -- @include records
 -- @include enqueue
 
+-- See Reply above.
+local function reply(created, state, token, listener)
+  local text = (created == 1 and '+' or '=') .. state
+  if listener then return text .. ' ' .. token .. ' ' .. listener end
+  return text
+end
+
 local fastPath, lean, check = string.byte(ARGV[7], 1, 3)
 if #ARGV == 8 then
   -- No option differs from its default: the common call (see enqueuePlain).
-  local created, state = enqueuePlain(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], fastPath == 49, ARGV[8], lean == 49, check == 49)
-  return (created == 1 and '+' or '=') .. state
+  return reply(enqueuePlain(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], fastPath == 49, ARGV[8], lean == 49, check == 49))
 end
 local priority, delayMs, runAt, attempts, group, trace, timeoutMs = '0', '0', '', DEFAULT_MAX_ATTEMPTS, '', '', ''
 for i = 9, #ARGV, 2 do
@@ -87,6 +97,5 @@ for i = 9, #ARGV, 2 do
   elseif name == 'timeout' then timeoutMs = value
   else return redis.error_reply('ERR enqueue: unknown option ' .. tostring(name)) end
 end
-local created, state = enqueueRun(ARGV[1], ARGV[2], ARGV[3], ARGV[4], priority, delayMs, runAt, attempts, group, fastPath == 49,
-  ARGV[8], ARGV[5], ARGV[6], trace, timeoutMs, lean == 49, check == 49)
-return (created == 1 and '+' or '=') .. state
+return reply(enqueueRun(ARGV[1], ARGV[2], ARGV[3], ARGV[4], priority, delayMs, runAt, attempts, group, fastPath == 49,
+  ARGV[8], ARGV[5], ARGV[6], trace, timeoutMs, lean == 49, check == 49))

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InvalidInputError, OutcomeUnknownError } from '../errors';
 import type { EnqueueOptions, EnqueueRequest } from '../interfaces/enqueue.options';
+import type { LocalWorker } from '../interfaces/local.worker';
 import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { enqueueRun, type EnqueueReply, type EnqueueSettings } from '../redis/commands/enqueue.command';
@@ -29,6 +30,8 @@ export class RunEnqueuer {
     private readonly scripts: LuaScriptsProvider,
     private readonly keys: RedisKeys,
     layout: NamespaceLayout,
+    /** This process's worker, if it has one: runs handed to it start from the enqueue's reply (see LocalWorker). */
+    private readonly localWorker: () => LocalWorker | undefined = () => undefined,
   ) {
     this.otel = telemetryApi(options);
     this.settings = new LayoutAwareSettings(options, layout);
@@ -81,7 +84,13 @@ export class RunEnqueuer {
   /** The enqueue script for one run; `waited`: see {@link storeWaited} ('' for nobody). */
   private async storeOne(request: EnqueueRequest, waited = '', trace?: string): Promise<EnqueueReply> {
     try {
-      return await enqueueRun(this.scripts.get(), this.keys, this.settings, { request, waited, trace });
+      const reply = await enqueueRun(this.scripts.get(), this.keys, this.settings, { request, waited, trace });
+      const { handoff } = reply;
+      if (handoff) {
+        const worker = this.localWorker();
+        if (worker?.workerId === handoff.workerId) worker.handoff(request.workflow, handoff.token, request.id, request.input);
+      }
+      return reply;
     } catch (error) {
       if (error instanceof OutcomeUnknownError) error.runId = request.id;
       throw error;

@@ -15,6 +15,7 @@ import { CommitPark, ParkAnnouncer } from './park.announcer';
 import { RESERVE_BATCH_CAP, ReserveCaller } from './reserve.caller';
 import { MAX_BLOCK_MS, WakeListener } from './wake.listener';
 import { handBackRun } from './hand-back';
+import { HandoffCopies } from './handoff.copies';
 
 /*
  * The states of a worker loop, one wake (tick) at a time:
@@ -92,6 +93,7 @@ export class WorkerLoop {
   private readonly reserver: ReserveCaller;
   private readonly wake: WakeListener;
   private readonly commits: RunCommits;
+  private readonly copies: HandoffCopies;
   private rotation = 0;
   private readonly scripts: LuaScripts;
   private readonly keys: RedisKeys;
@@ -115,6 +117,7 @@ export class WorkerLoop {
       settle: (ticket: number, claims: Claim[], park: CommitPark | undefined, parked: boolean) =>
         this.settleRefill(ticket, claims, park, parked),
     };
+    this.copies = new HandoffCopies(parts.options.worker.lockMs);
     this.commits = new RunCommits(parts.scripts, parts.keys, parts.options, refill, {
       holding: () => this.active.size,
       claimExtras: parts.claimExtras,
@@ -167,7 +170,20 @@ export class WorkerLoop {
    */
   handoffPublished(message: string): void {
     const claim = parsePublishedHandoff(message);
-    if (!claim) return;
+    if (!claim || this.copies.isCopy(claim.id, claim.token)) return;
+    this.park.cleared();
+    this.takeHandoff(claim);
+  }
+
+  /**
+   * A handoff this process's own enqueue made to this worker, from the enqueue's reply (see
+   * LocalWorker): started now; its published copy, which Redis sent after the reply, is then
+   * passed over. (Were the copy read first, the run would be in flight still: its commit's reply
+   * comes after the enqueue's, on the same connection.)
+   */
+  handoffFromReply(claim: Claim): void {
+    if (this.active.get(claim.id)?.token === claim.token) return;
+    this.copies.startedFromReply(claim.id, claim.token);
     this.park.cleared();
     this.takeHandoff(claim);
   }

@@ -6,6 +6,7 @@ import { RedisConnectionError, WorkerShutdownError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import type { LocalWaits } from '../interfaces/local.waits';
+import type { LocalWorker } from '../interfaces/local.worker';
 import { MigrationRunner } from '../migration/migration.runner';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
@@ -23,7 +24,7 @@ import { retryInBackground } from '../util/retry';
 import { OutageLog } from '../util/outage-log';
 import { SchedulePlanner } from '../schedule/schedule.planner';
 import { RunTelemetry } from '../telemetry/run.telemetry';
-import { CLAIM_EXTRAS } from '../redis/commands/claim.reply';
+import { CLAIM_EXTRAS, handoffClaim } from '../redis/commands/claim.reply';
 import { LayoutRefusedError } from '../redis/layout.gate';
 import { CURRENT_LAYOUT, ROLLING_LAYOUT } from '../migration/layout.versions';
 
@@ -47,7 +48,7 @@ export type WorkerState = 'disabled' | 'waiting-for-redis' | 'running' | 'stoppi
  * whatever Redis does.
  */
 @Injectable()
-export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplicationShutdown, LocalWorker {
   private readonly logger = new Logger('Sluice');
   private readonly active = new ActiveRuns();
   private loop?: WorkerLoop;
@@ -55,7 +56,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
   private telemetry?: RunTelemetry;
   private heartbeat?: LeaseHeartbeat;
   /** This process's worker in the parked sets and on its handoff channel (see ParkAnnouncer). */
-  private readonly workerId = randomUUID();
+  readonly workerId = randomUUID();
   private channels?: WorkerChannels;
   private workerState: WorkerState = 'disabled';
   private lastStartError?: string;
@@ -165,6 +166,11 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       this.logger.warn(`Redis is not reachable at bootstrap (${error.message}); the worker starts as soon as it is`);
       return false;
     }
+  }
+
+  /** A run this process's enqueue handed to this worker, from the enqueue's reply (see LocalWorker). */
+  handoff(workflow: string, token: string, runId: string, input: string): void {
+    this.loop?.handoffFromReply(handoffClaim(workflow, token, runId, input));
   }
 
   async beforeApplicationShutdown(): Promise<void> {

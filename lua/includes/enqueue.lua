@@ -6,7 +6,8 @@
 -- on the run id. `waited`: who waits on the run's outcome, stored as its 'waited' field (see
 -- finishRun: '1' for the run's done channel, else a run() caller's inbox), '' for nobody.
 -- Returns created (1 new run, or the retry of this very enqueue call whose reply
--- was lost, told by its nonce | 0 existing run) and the run's state ('active' = fast-pathed).
+-- was lost, told by its nonce | 0 existing run) and the run's state ('active' = fast-pathed); for
+-- a run handed over a worker's handoff channel, also its lease token and the worker's id.
 -- `compact`: store the lean record whatever the layout (see storeRun). `check`: look for an
 -- existing run first; false only for a generated id's first try, which no run can have yet.
 -- Lanes this call made runs due in: they have due runs for the rest of it (enqueues claim
@@ -20,8 +21,8 @@ local lanesMadeDue = {}
 -- limits hash. The worker parked last is taken off at once (it is woken by this handoff, so it
 -- counts as parked no longer): if its announcement lapsed, every other one has too, and it is
 -- garbage. Its announcement ends in its lease length, which the handed-off run gets from the start.
--- Also returns the worker's handoff channel, if its announcement names one ('<id>:h:<lease ms>':
--- the worker listens on 'handoff:<id>'; older workers' entries, '<id>:<lease ms>', name none).
+-- Also returns the worker's handoff channel and id, if its announcement names one ('<id>:h:<lease
+-- ms>': the worker listens on 'handoff:<id>'; older workers' entries, '<id>:<lease ms>', name none).
 local function parkedLease(base, limitsKey, workflow, group, lane, wakeKey, lockMs)
   local parkedKey = wfKey(base, workflow, 'parked')
   local parked = redis.call('ZPOPMAX', parkedKey)
@@ -30,7 +31,7 @@ local function parkedLease(base, limitsKey, workflow, group, lane, wakeKey, lock
       and primeLimits(limitsKey, workflow) and namespaceRoom(KEYS_LEASES, limitsKey) and workflowRoom(base, limitsKey, workflow)
       and (group == '' or groupRoom(base, limitsKey, workflow, group)) then
     local listener = string.match(parked[1], '^(.+):h:%d+$')
-    return steadyNumber(string.match(parked[1], ':(%d+)$') or lockMs), listener and base .. 'handoff:' .. listener
+    return steadyNumber(string.match(parked[1], ':(%d+)$') or lockMs), listener and base .. 'handoff:' .. listener, listener
   end
   redis.call('ZADD', parkedKey, parked[2], parked[1]) -- still parked: no handoff after all
   return nil
@@ -85,12 +86,11 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
   if runAt ~= '' then due = tonumber(runAt) elseif delayMs ~= '0' then due = nowMs() + tonumber(delayMs) end
 
   local state = 'waiting'
-  local leaseMs, token
+  local leaseMs, token, channel, listener
   if due and due > nowMs() then
     state = 'delayed'
   elseif fastPath and trace == '' and timeoutMs == '' and not lanesMadeDue[lane] then
-    local channel
-    leaseMs, channel = parkedLease(base, limitsKey, workflow, group, lane, wakeKey, lockMs)
+    leaseMs, channel, listener = parkedLease(base, limitsKey, workflow, group, lane, wakeKey, lockMs)
     token = leaseMs and deliverHandoff(base, channel, wakeKey, workflow, id, input, nonce == '', compact)
     if token then state = 'active' end
   end
@@ -109,6 +109,7 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
 
   if state == 'active' then
     handOff(base, limitsKey, workflow, group, lane, id, leaseMs)
+    return 1, state, token, listener
   elseif state == 'delayed' then
     -- Workers sleep until the earliest due time they know of; an earlier one must wake them.
     local delayedKey = wfKey(base, workflow, 'delayed')
@@ -133,14 +134,14 @@ local function enqueuePlain(base, id, workflow, input, waited, nonce, fastPath, 
   end
   local lane = laneOf(base, workflow, '')
   local wakeKey = lane .. 'wake'
-  local leaseMs, channel, token
-  if fastPath then leaseMs, channel = parkedLease(base, limitsKey, workflow, '', lane, wakeKey, lockMs) end
+  local leaseMs, channel, listener, token
+  if fastPath then leaseMs, channel, listener = parkedLease(base, limitsKey, workflow, '', lane, wakeKey, lockMs) end
   if leaseMs then token = deliverHandoff(base, channel, wakeKey, workflow, id, input, nonce == '', compact) end
   storeRun(base, id, workflow, input, token and 'active' or 'waiting', '0', DEFAULT_MAX_ATTEMPTS, '', nil, 'nonce', nonce,
     compact, nonce == '', waited ~= '' and { 'waited', waited } or nil, token)
   if token then
     handOff(base, limitsKey, workflow, '', lane, id, leaseMs)
-    return 1, 'active'
+    return 1, 'active', token, listener
   end
   -- makeDue's work for an ungrouped run, with the lane and wake list at hand.
   pushDue(lane, nil, id, '0', false, false)

@@ -6,13 +6,16 @@ import { auditNamespace, expectConsistent } from '../support/audit';
 import { appOn, proxiedServer } from '../support/fault';
 import { channelSubscribers } from '../support/pubsub';
 import { RedisAdmin, sluiceConnectionName } from '../support/redis-process';
+import { waitParked } from '../support/queue-state';
+import type { ProxyConnection } from '../support/tcp-proxy';
 import { Counter, Gates, pollUntil } from '../support/workflows';
 
 /**
- * A run() whose run its own app's worker completes is told by that worker, from the complete
- * call's reply, and Redis does not announce it on the app's inbox (lib/interfaces/local.waits.ts).
- * Here that reply is lost: the app reaches Redis through a TCP proxy that holds back what its
- * command connection receives, and the connection is killed once the call has run.
+ * Within one app, a run() needs no pub/sub: an enqueue that Redis hands to the app's own parked
+ * worker starts the run from its reply (lib/interfaces/local.worker.ts; the published handoff is a
+ * second copy), and the worker tells the app's wait from its complete call's reply, which Redis
+ * then does not announce on the app's inbox (lib/interfaces/local.waits.ts). The app reaches Redis
+ * through a TCP proxy that holds back what one of its connections receives.
  */
 jest.setTimeout(60_000);
 
@@ -30,10 +33,45 @@ class GateWorkflow {
   }
 }
 
-describe("a run() in the app whose worker loses the complete call's reply", () => {
+describe('a run() in the app whose worker runs it', () => {
   const redis = proxiedServer();
 
-  it('still resolves with the result, the run having run once, and leaves the namespace consistent', async () => {
+  /** The app's connection of that role (every one of its connections passes the proxy). */
+  async function connection(namespace: string, role: 'command' | 'subscriber') {
+    const addrs = (await new RedisAdmin(redis.raw).clients({ namePrefix: sluiceConnectionName(namespace, role) })).map((c) => c.addr);
+    expect(addrs).toHaveLength(1);
+    return (c: ProxyConnection) => c.upstreamAddress === addrs[0];
+  }
+
+  it('resolves while its subscriber connection hears nothing, and the handoff published meanwhile does not run it again', async () => {
+    const namespace = uniqueNamespace('lw');
+    const t = await appOn(redis.proxy.url, [GateWorkflow], { namespace });
+    try {
+      gates.open('warm');
+      gates.open('quiet');
+      gates.open('after');
+      expect(await t.client.run(GateWorkflow, { key: 'warm' })).toBe('gate:warm');
+      await pollUntil(
+        () => channelSubscribers(redis.raw, t.app.get(RunWaiter).inboxChannel),
+        (n) => n === 1,
+        'the inbox subscribed',
+      );
+      await waitParked(redis.raw, new RedisKeys('sluice', namespace), 'lw.gate');
+      expect(redis.proxy.holdReplies(await connection(namespace, 'subscriber'))).toBe(1);
+      // Handed to the parked worker: started from the enqueue's reply, told from the complete's.
+      expect(await t.client.run(GateWorkflow, { key: 'quiet' })).toBe('gate:quiet');
+      redis.proxy.releaseReplies();
+      // The held handoff is read before this run's (one connection, in order): it ran once.
+      expect(await t.client.run(GateWorkflow, { key: 'after' })).toBe('gate:after');
+      expect([started.get('quiet'), started.get('after')]).toEqual([1, 1]);
+      expectConsistent(await auditNamespace(redis.raw, { namespace }));
+    } finally {
+      redis.proxy.releaseReplies();
+      await t.close();
+    }
+  });
+
+  it("still resolves when the complete call's reply is lost: with the result, the run having run once, the namespace consistent", async () => {
     const namespace = uniqueNamespace('lw');
     const keys = new RedisKeys('sluice', namespace);
     const t = await appOn(redis.proxy.url, [GateWorkflow], { namespace, redisTimeoutMs: 5_000 });
@@ -49,9 +87,7 @@ describe("a run() in the app whose worker loses the complete call's reply", () =
 
       const result = t.client.run(GateWorkflow, { key: 'lost' }, { id: 'lost' });
       await begun.get('lost').promise;
-      const admin = new RedisAdmin(redis.raw);
-      const command = (await admin.clients({ namePrefix: sluiceConnectionName(namespace, 'command') })).map((c) => c.addr);
-      expect(redis.proxy.holdReplies((c) => command.includes(c.upstreamAddress ?? ''))).toBe(1);
+      expect(redis.proxy.holdReplies(await connection(namespace, 'command'))).toBe(1);
       gates.open('lost');
       await pollUntil(
         () => redis.raw.hget(keys.run('lost'), 'state'),
@@ -60,7 +96,7 @@ describe("a run() in the app whose worker loses the complete call's reply", () =
       );
       // Its reply, held in the proxy, goes with the connection: the worker's link sends the call
       // again on a new one, and the retry's reply tells the wait (the first try announced nothing).
-      expect(await admin.killClients({ namePrefix: sluiceConnectionName(namespace, 'command') })).toHaveLength(1);
+      expect(await new RedisAdmin(redis.raw).killClients({ namePrefix: sluiceConnectionName(namespace, 'command') })).toHaveLength(1);
       expect(await result).toBe('gate:lost');
       expect(started.get('lost')).toBe(1);
       expectConsistent(await auditNamespace(redis.raw, { namespace }));

@@ -95,16 +95,12 @@ export function parseHandoff(workflow: string, entry: string): Claim | undefined
   const first = entry.indexOf(' ');
   if (first < 0) return undefined;
   const second = entry.indexOf(' ', first + 1);
-  return {
-    id: entry.slice(first + 1, second),
-    workflow,
-    token: entry.slice(0, first),
-    attempt: 1,
-    failures: 0,
-    input: entry.slice(second + 1),
-    steps: NO_MEMO,
-    queueWaitMs: 0,
-  };
+  return handoffClaim(workflow, entry.slice(0, first), entry.slice(first + 1, second), entry.slice(second + 1));
+}
+
+/** The claim a handoff makes (see {@link parseHandoff}), from its parts. */
+export function handoffClaim(workflow: string, token: string, id: string, input: string): Claim {
+  return { id, workflow, token, attempt: 1, failures: 0, input, steps: NO_MEMO, queueWaitMs: 0 };
 }
 
 /** A handoff published on a worker's handoff channel, `<workflow> <token> <id> <input>` (lua/includes/enqueue.lua deliverHandoff). */

@@ -31,6 +31,8 @@ export interface EnqueueReply {
   created: boolean;
   /** The run's state now ('active': fast-pathed to a parked worker). */
   state: string;
+  /** A run handed to a parked worker over its handoff channel: its lease token, and the worker's id (see LocalWorker). */
+  handoff?: { token: string; workerId: string };
 }
 
 /**
@@ -51,8 +53,17 @@ export async function enqueueRun(
   const reply = await scripts.run<string>('enqueue', runKeys, () => enqueueArgs(keys, settings, call, nonce, firstTry()), {
     idempotent: true,
   });
+  return parseEnqueueReply(reply, generated);
+}
+
+/** Reads lua/enqueue.lua's reply: '+' or '=', the state, and for a handoff ' <token> <worker id>'. */
+export function parseEnqueueReply(reply: string, generated = false): EnqueueReply {
   // A generated id is this call's alone: a run under it is from a try whose reply was lost.
-  return { created: reply[0] === '+' || generated, state: reply.slice(1) };
+  const created = reply[0] === '+' || generated;
+  const space = reply.indexOf(' ');
+  if (space < 0) return { created, state: reply.slice(1) };
+  const second = reply.indexOf(' ', space + 1);
+  return { created, state: reply.slice(1, space), handoff: { token: reply.slice(space + 1, second), workerId: reply.slice(second + 1) } };
 }
 
 /**
