@@ -9,6 +9,7 @@ export const SCENARIOS = [
   'drain-c50-10groups',
   'roundtrip',
   'roundtrip-c1',
+  'roundtrip-apart',
   'enqueue-seq',
   'enqueue-c50',
   'enqueue-batch',
@@ -31,6 +32,7 @@ export const DEFAULT_JOBS: Record<ScenarioName, number> = {
   'drain-c50-10groups': 40_000,
   roundtrip: 3_000,
   'roundtrip-c1': 3_000,
+  'roundtrip-apart': 3_000,
   'enqueue-seq': 8_000,
   'enqueue-c50': 40_000,
   'enqueue-batch': 40_000,
@@ -43,10 +45,13 @@ export const DEFAULT_JOBS: Record<ScenarioName, number> = {
 /**
  * One run in flight, enqueue then await its result. `roundtrip-c1` gives the worker a concurrency
  * of 1 (the peers' workers run at 1 in both; Sluice's default is 10, and a saturated worker of 1
- * takes another path: see README "The hot path, in round trips").
+ * takes another path: see README "The hot path, in round trips"). `roundtrip-apart` puts Sluice's
+ * worker in a Nest app of its own beside the caller's, as a worker process apart from the
+ * caller's would be: neither app starts the other's runs nor settles its waits in-process (see
+ * LocalWorker, LocalWaits); the peers, which have no such shortcut, run roundtrip's setup.
  */
 export function isRoundtrip(scenario: ScenarioName): boolean {
-  return scenario === 'roundtrip' || scenario === 'roundtrip-c1';
+  return scenario === 'roundtrip' || scenario === 'roundtrip-c1' || scenario === 'roundtrip-apart';
 }
 
 /**

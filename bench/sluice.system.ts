@@ -97,10 +97,17 @@ export class SluiceSystem implements BenchSystem {
     if (scenario === 'sleep-between-steps') return prepareSleepBetweenSteps(jobs, url);
     if (isDrain(scenario)) return this.drain(scenario, jobs, url);
     const worker = isRoundtrip(scenario);
-    const ctx = await start(app(url, [EchoWorkflow], { enabled: worker, ...(scenario === 'roundtrip-c1' && { concurrency: 1 }) }));
+    const apart = scenario === 'roundtrip-apart';
+    const ctx = await start(
+      app(url, [EchoWorkflow], { enabled: worker && !apart, ...(scenario === 'roundtrip-c1' && { concurrency: 1 }) }),
+    );
+    const workerApp = apart ? await start(app(url, [EchoWorkflow], { enabled: true })) : undefined;
     const client = ctx.get(QueueClient);
     const committed = () => countRuns(url, worker ? 'completed' : undefined);
-    const cleanup = () => ctx.close();
+    const cleanup = async () => {
+      await ctx.close();
+      await workerApp?.close();
+    };
     if (scenario === 'first-claim') {
       // The producer app stays up; each sample bootstraps a worker app (workers start, migrate()
       // runs) and ends when the waiting run's result arrives. The wait starts with the bootstrap,
