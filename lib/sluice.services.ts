@@ -78,11 +78,9 @@ export class SluiceServices {
     const limits = new RunLimits(scripts, connections, keys);
     this.admin = new QueueAdmin(options, registry, fleet, connections, scripts, keys, runs, this.control, limits, layout);
     this.schedules = new QueueSchedules(options, registry, fleet, connections, scripts, keys);
-    const enqueuer = new RunEnqueuer(options, scripts, keys, layout, () => this.orchestrator);
-    const signals = new RunSignals(scripts, keys, options);
-    this.client = new QueueClient(options, registry, connections, keys, fleet, enqueuer, this.waiter, signals, this.admin, this.schedules);
     const serverCheck = new RedisServerCheck(connections, options);
     this.migration = new MigrationRunner(options, registry, connections, scripts, serverCheck, layout);
+    // The worker and the client know each other only as LocalWaits and LocalWorker.
     this.orchestrator = new WorkerOrchestrator(
       options,
       registry,
@@ -93,6 +91,9 @@ export class SluiceServices {
       keys,
       this.waiter.localWaits,
     );
+    const enqueuer = new RunEnqueuer(options, scripts, keys, layout, this.orchestrator);
+    const signals = new RunSignals(scripts, keys, options);
+    this.client = new QueueClient(options, registry, connections, keys, fleet, enqueuer, this.waiter, signals, this.admin, this.schedules);
     this.health = new QueueHealth(connections, this.orchestrator, options);
     this.healthIndicator = new QueueHealthIndicator(this.health, moduleRef);
   }

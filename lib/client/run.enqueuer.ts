@@ -31,7 +31,7 @@ export class RunEnqueuer {
     private readonly keys: RedisKeys,
     layout: NamespaceLayout,
     /** This process's worker, if it has one: runs handed to it start from the enqueue's reply (see LocalWorker). */
-    private readonly localWorker: () => LocalWorker | undefined = () => undefined,
+    private readonly localWorker?: LocalWorker,
   ) {
     this.otel = telemetryApi(options);
     this.settings = new LayoutAwareSettings(options, layout);
@@ -86,9 +86,8 @@ export class RunEnqueuer {
     try {
       const reply = await enqueueRun(this.scripts.get(), this.keys, this.settings, { request, waited, trace });
       const { handoff } = reply;
-      if (handoff) {
-        const worker = this.localWorker();
-        if (worker?.workerId === handoff.workerId) worker.handoff(request.workflow, handoff.token, request.id, request.input);
+      if (handoff && handoff.workerId === this.localWorker?.workerId) {
+        this.localWorker.handoff(request.workflow, handoff.token, request.id, request.input);
       }
       return reply;
     } catch (error) {

@@ -1,25 +1,34 @@
+import type { ActiveRuns } from './active-runs';
+
 /** How many runs started from an enqueue's reply may wait for their published copy before old ones are looked for. */
 const SWEEP_ABOVE = 32;
 
 /**
- * The handoffs this worker started from its own process's enqueue replies (see LocalWorker),
- * until their published copy arrives on the handoff channel: that copy is the same handoff (same
- * run, same lease token), not a run to start again — the run may have finished by then. A copy
- * that never arrives (the subscriber connection dropped with it) is forgotten once its lease would
- * have expired.
+ * The two copies of a handoff to this worker from its own process's enqueue (see LocalWorker): the
+ * enqueue's reply and the message published on the handoff channel (same run, same lease token).
+ * Whichever comes first starts the run; the other is passed over. The published copy usually
+ * comes second, maybe after the run finished, so the handoffs started from a reply are kept until
+ * it arrives (or, if it never does — the subscriber connection dropped with it — until their lease
+ * would have expired). Were the published copy read first, the run is still in flight when the
+ * reply's comes: its commit's reply comes after the enqueue's, on the same connection.
  */
 export class HandoffCopies {
   private readonly started = new Map<string, { token: string; at: number }>();
 
-  constructor(private readonly leaseMs: number) {}
+  constructor(
+    private readonly leaseMs: number,
+    private readonly active: ActiveRuns,
+  ) {}
 
-  /** A handoff started from an enqueue's reply: its published copy is to come. */
-  startedFromReply(runId: string, token: string): void {
+  /** A handoff from an enqueue's reply: whether to start it (false: its published copy came first). */
+  startedFromReply(runId: string, token: string): boolean {
+    if (this.active.get(runId)?.token === token) return false;
     if (this.started.size >= SWEEP_ABOVE) {
       const expired = Date.now() - this.leaseMs;
       for (const [id, entry] of this.started) if (entry.at < expired) this.started.delete(id);
     }
     this.started.set(runId, { token, at: Date.now() });
+    return true;
   }
 
   /** Whether a published handoff is the copy of one started from a reply (and forgets it). */

@@ -117,7 +117,7 @@ export class WorkerLoop {
       settle: (ticket: number, claims: Claim[], park: CommitPark | undefined, parked: boolean) =>
         this.settleRefill(ticket, claims, park, parked),
     };
-    this.copies = new HandoffCopies(parts.options.worker.lockMs);
+    this.copies = new HandoffCopies(parts.options.worker.lockMs, parts.active);
     this.commits = new RunCommits(parts.scripts, parts.keys, parts.options, refill, {
       holding: () => this.active.size,
       claimExtras: parts.claimExtras,
@@ -175,15 +175,9 @@ export class WorkerLoop {
     this.takeHandoff(claim);
   }
 
-  /**
-   * A handoff this process's own enqueue made to this worker, from the enqueue's reply (see
-   * LocalWorker): started now; its published copy, which Redis sent after the reply, is then
-   * passed over. (Were the copy read first, the run would be in flight still: its commit's reply
-   * comes after the enqueue's, on the same connection.)
-   */
+  /** A handoff this process's own enqueue made to this worker, from the enqueue's reply (see HandoffCopies). */
   handoffFromReply(claim: Claim): void {
-    if (this.active.get(claim.id)?.token === claim.token) return;
-    this.copies.startedFromReply(claim.id, claim.token);
+    if (!this.copies.startedFromReply(claim.id, claim.token)) return;
     this.park.cleared();
     this.takeHandoff(claim);
   }

@@ -6,6 +6,7 @@ import { resolveQueueOptions } from '../../lib/interfaces/queue.options';
 import type { Claim } from '../../lib/redis/commands/claim.reply';
 import type { LuaScripts } from '../../lib/redis/lua.scripts';
 import { RedisKeys } from '../../lib/redis/redis.keys';
+import { ActiveRuns } from '../../lib/worker/active-runs';
 import { HandoffCopies } from '../../lib/worker/handoff.copies';
 import { LOCAL_WAITS_MIN_TTL_MS, RunCommits } from '../../lib/worker/run.commits';
 
@@ -98,7 +99,7 @@ describe('LocalWaits', () => {
 
 describe('HandoffCopies', () => {
   it('takes the published copy of a handoff started from a reply once, by run and token', () => {
-    const copies = new HandoffCopies(30_000);
+    const copies = new HandoffCopies(30_000, new ActiveRuns());
     copies.startedFromReply('r1', 't1');
     expect(copies.isCopy('r1', 't2')).toBe(false); // another attempt's handoff
     expect(copies.isCopy('r2', 't1')).toBe(false);
@@ -107,7 +108,7 @@ describe('HandoffCopies', () => {
   });
 
   it('forgets copies that never came once their lease would have expired', () => {
-    const copies = new HandoffCopies(-1); // every entry is past its lease at once
+    const copies = new HandoffCopies(-1, new ActiveRuns()); // every entry is past its lease at once
     for (let i = 0; i < 40; i++) copies.startedFromReply(`r${i}`, 't');
     expect(copies.isCopy('r0', 't')).toBe(false);
     expect(copies.isCopy('r39', 't')).toBe(true);
