@@ -109,7 +109,11 @@ describe('dashboard in Chromium', () => {
     // The filter bar: failed runs of shop.checkout, applied explicitly.
     await page.getByTestId('filter-workflow').selectOption('shop.checkout');
     await page.getByTestId('filter-state').selectOption('failed');
+    // Applying navigates (a hashchange, handled after the click returns): the list shown before it
+    // must be gone before the new one is read, or its rows are counted while the new page loads.
+    const shownBefore = await page.getByTestId('runs-table').elementHandle();
     await page.getByTestId('filter-apply').click();
+    await page.waitForFunction((table) => !table?.isConnected, shownBefore);
     await page.locator(`[data-testid="run-row"][data-run="${failed.id}"]`).waitFor();
     expect(await page.getByTestId('run-row').count()).toBe(2);
     await shot('runs');
