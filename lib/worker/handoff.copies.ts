@@ -23,11 +23,19 @@ export class HandoffCopies {
   /** A handoff from an enqueue's reply: whether to start it (false: its published copy came first). */
   startedFromReply(runId: string, token: string): boolean {
     if (this.active.get(runId)?.token === token) return false;
+    const now = Date.now();
     if (this.started.size >= SWEEP_ABOVE) {
-      const expired = Date.now() - this.leaseMs;
-      for (const [id, entry] of this.started) if (entry.at < expired) this.started.delete(id);
+      // Oldest first (a Map keeps insertion order, and each entry is inserted anew): the sweep
+      // stops at the first entry still in its lease, so a run pays for what expired, not for all
+      // that wait. Copies that never come (a subscriber connection that dropped them) pile up.
+      const expired = now - this.leaseMs;
+      for (const [id, entry] of this.started) {
+        if (entry.at >= expired) break;
+        this.started.delete(id);
+      }
     }
-    this.started.set(runId, { token, at: Date.now() });
+    this.started.delete(runId);
+    this.started.set(runId, { token, at: now });
     return true;
   }
 

@@ -113,4 +113,25 @@ describe('HandoffCopies', () => {
     expect(copies.isCopy('r0', 't')).toBe(false);
     expect(copies.isCopy('r39', 't')).toBe(true);
   });
+
+  it('sweeps oldest first and stops at the first copy still in its lease', () => {
+    jest.useFakeTimers({ now: 1_000_000 });
+    try {
+      const copies = new HandoffCopies(1_000, new ActiveRuns());
+      for (let i = 0; i < 40; i++) copies.startedFromReply(`old${i}`, 't');
+      jest.setSystemTime(1_000_500);
+      copies.startedFromReply('old0', 't2'); // started again: now the newest entry
+      for (let i = 0; i < 40; i++) copies.startedFromReply(`new${i}`, 't');
+      // Past the first 40's lease: a sweep ends at 'old0', the first of the later entries.
+      jest.setSystemTime(1_001_200);
+      copies.startedFromReply('last', 't');
+      expect(copies.isCopy('old1', 't')).toBe(false);
+      expect(copies.isCopy('old39', 't')).toBe(false);
+      expect(copies.isCopy('old0', 't2')).toBe(true);
+      expect(copies.isCopy('new0', 't')).toBe(true);
+      expect(copies.isCopy('last', 't')).toBe(true);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
 });
