@@ -12,13 +12,17 @@
  * `npx ts-node --transpile-only bench/redis.instructions.ts [--jobs 500]`
  *
  * Scenarios: `enqueue-seq` (one enqueue at a time, no worker) and `roundtrip` (enqueue, then wait
- * for the result, with the worker in the same app). Redis runs about 50 times slower under
- * valgrind, so this is for comparing builds of Sluice, not for comparing it with other systems.
+ * for the result, with the worker in the same app), each for Sluice and for bee-queue (set up as
+ * in beequeue.system.ts), the peer with the least Redis work per job in bench/main.ts's one-at-a-
+ * time scenarios. Redis runs about 50 times slower under valgrind, so no time is compared: the
+ * counts say how much of a "redis µs/job" gap is the server's own work (its Lua and commands)
+ * rather than the kernel's sockets, which cost about the same per message for every system.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import BeeQueue from 'bee-queue';
 import Redis from 'ioredis';
 import { QueueClient } from '../lib';
 import { freePort } from '../test/support/redis-server';
@@ -26,10 +30,48 @@ import { benchModule, EchoWorkflow, NAMESPACE, start } from './sluice.system';
 
 const WARM_UP = 100;
 
-/** Each scenario's app (with a worker or not) and one job of it. */
-const SCENARIOS: { name: string; worker: boolean; job: (client: QueueClient, input: number) => Promise<unknown> }[] = [
-  { name: 'enqueue-seq', worker: false, job: (client, input) => client.enqueue(EchoWorkflow, input) },
-  { name: 'roundtrip', worker: true, job: (client, input) => client.run(EchoWorkflow, input) },
+/** One system set up for one scenario: its jobs, one at a time, and its teardown. */
+interface Subject {
+  job(input: number): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+const SCENARIOS = [
+  { name: 'enqueue-seq', worker: false },
+  { name: 'roundtrip', worker: true },
+];
+
+const SYSTEMS: { name: string; open(port: number, worker: boolean): Promise<Subject> }[] = [
+  {
+    name: 'sluice',
+    async open(port, worker) {
+      const app = await start(benchModule({ url: `redis://127.0.0.1:${port}` }, NAMESPACE, [EchoWorkflow], { enabled: worker }));
+      const client = app.get(QueueClient);
+      return {
+        job: (input) => (worker ? client.run(EchoWorkflow, input) : client.enqueue(EchoWorkflow, input)),
+        close: () => app.close(),
+      };
+    },
+  },
+  {
+    name: 'beequeue',
+    async open(port, worker) {
+      const redis = { host: '127.0.0.1', port };
+      const producer = new BeeQueue('bench', { redis, isWorker: false, getEvents: worker });
+      const consumer = worker ? new BeeQueue('bench', { redis, getEvents: false }) : undefined;
+      consumer?.process(1, async (job: BeeQueue.Job<number>) => `ok-${job.data}`);
+      await Promise.all([producer.ready(), consumer?.ready()]);
+      return {
+        async job(input) {
+          const job = producer.createJob(input);
+          const done = consumer && new Promise((resolve, reject) => job.on('succeeded', resolve).on('failed', reject));
+          await job.save();
+          await done;
+        },
+        close: async () => void (await Promise.all([producer.close(), consumer?.close()])),
+      };
+    },
+  },
 ];
 
 async function main(): Promise<void> {
@@ -42,7 +84,6 @@ async function main(): Promise<void> {
     ['--tool=callgrind', `--callgrind-out-file=${dir}/out.%n`, 'redis-server', '--port', String(port), '--save', '', '--appendonly', 'no'],
     { stdio: 'ignore' },
   );
-  const url = `redis://127.0.0.1:${port}`;
   // Zeroes the counters, runs `jobs` jobs, dumps: the dump's total is what those jobs cost.
   const perJob = async (jobsOf: (count: number) => Promise<void>): Promise<number> => {
     await jobsOf(WARM_UP);
@@ -58,15 +99,18 @@ async function main(): Promise<void> {
   const admin = await connectWhenUp(port);
   try {
     let input = 0;
-    for (const { name, worker, job } of SCENARIOS) {
-      const app = await start(benchModule({ url }, NAMESPACE, [EchoWorkflow], { enabled: worker }));
-      const client = app.get(QueueClient);
-      const instructions = await perJob(async (count) => {
-        for (let i = 0; i < count; i++) await job(client, input++);
-      });
-      console.log(`${name.padEnd(12)} ${(instructions / 1000).toFixed(1)}k Redis instructions per job`);
-      await app.close();
-      await admin.flushall();
+    for (const { name, worker } of SCENARIOS) {
+      const counts = [];
+      for (const system of SYSTEMS) {
+        const subject = await system.open(port, worker);
+        const instructions = await perJob(async (count) => {
+          for (let i = 0; i < count; i++) await subject.job(input++);
+        });
+        counts.push(`${system.name} ${(instructions / 1000).toFixed(1)}k`);
+        await subject.close();
+        await admin.flushall();
+      }
+      console.log(`${name.padEnd(12)} Redis instructions per job: ${counts.join(', ')}`);
     }
   } finally {
     admin.disconnect();
