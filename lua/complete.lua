@@ -10,12 +10,13 @@
 
   Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, waits, slots, finish, claim, claim-pass, steps
 
-  KEYS[1] leases  zset
-  KEYS[2] limits  hash
-  KEYS[3] seq     string
-  KEYS[4] call:<call id> string: this call's claims, kept for a retry after a lost reply (see
+  KEYS[1] call:<call id> string: this call's claims, kept for a retry after a lost reply (see
           replayClaims in claim.lua); a retry is sent with the same call id and arguments
-  KEYS[5], KEYS[6] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
+  KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
+  Also, named from the key base: leases (zset), limits (hash), seq (string), each run's record
+          and its workflow's keys, all in the same slot. Not passed as keys: each key a call
+          passes costs Redis about 1,000 instructions, a tenth of what this whole call's Lua
+          costs on the plain path (see bench/redis.instructions.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] retention in ms
   ARGV[3] runs to claim for the caller (0 = none)
@@ -81,6 +82,7 @@ local function lookAhead(limitsKey, base, workflows, wanted)
 end
 
 local base = ARGV[1]
+local limitsKey, seqKey = base .. 'limits', base .. 'seq'
 local ttl = steadyNumber(ARGV[2])
 local wanted, lockMs = smallNumber(ARGV[3]), steadyNumber(ARGV[4])
 local now = nowMs()
@@ -98,11 +100,11 @@ local lone, plain, dry = nil, false, false
 if #ARGV == stepsEnd + 4 then
   lone = { leasedRun(base .. 'run:' .. ARGV[stepsEnd + 1], ARGV[stepsEnd + 2]) }
   if lone[1] and lone[2] == '' and not lone[4] then
-    dry = lookAhead(KEYS[2], base, workflows, wanted)
+    dry = lookAhead(limitsKey, base, workflows, wanted)
     plain = limitsAbsent
   end
 end
-primeLimits(KEYS[2], workflows, true)
+primeLimits(limitsKey, workflows, true)
 -- A batch writes each active index once, at the end (see deferActiveWrites); a single run's
 -- writes are as many commands either way.
 if #ARGV - stepsEnd > 4 then deferActiveWrites() end
@@ -113,7 +115,7 @@ local statuses, freed, tally = {}, {}, {}
 if plain then
   local id, workflow = ARGV[stepsEnd + 1], lone[1]
   callerInbox = ARGV[8]
-  removeActive(KEYS[1], id)
+  removeActive(KEYS_LEASES, id)
   removeActive(wfKey(base, workflow, 'active'), id)
   finishRun(base, base .. 'run:' .. id, id, workflow, 'completed', 'result', ARGV[stepsEnd + 3], now, ttl, lone[3], false, ARGV[stepsEnd + 4])
   -- countFinished without a limits hash: no finish index is kept, only the total.
@@ -140,7 +142,7 @@ else
       workflow, group, waited, linked = leasedRun(runKey, ARGV[i + 1])
     end
     if workflow then
-      releaseSlots(base, KEYS[1], KEYS[2], KEYS[3], id, workflow, group, freed)
+      releaseSlots(base, KEYS_LEASES, limitsKey, seqKey, id, workflow, group, freed)
       finishRun(base, runKey, id, workflow, 'completed', 'result', ARGV[i + 2], now, ttl, waited, linked, ARGV[i + 3])
       tallyFinished(tally, workflow, id)
       statuses[#statuses + 1] = 1
@@ -150,7 +152,7 @@ else
       statuses[#statuses + 1] = (f[1] == 'completed' and f[2] == ARGV[i + 1]) and 1 or 0
     end
   end
-  countFinished(base, KEYS[2], tally, 'completed', now, ttl)
+  countFinished(base, limitsKey, tally, 'completed', now, ttl)
 end
 
 -- The reply, flat: parked (known at the end), the statuses, then the claims (appendClaim).
@@ -163,17 +165,17 @@ local unclaimed = #reply
 -- (even of nothing) settles the groups whose slots freed above.
 local flags = smallNumber(ARGV[5]) or 0
 withExtras = flags >= 2
-if flags % 2 == 1 and replayClaims(base, KEYS[1], KEYS[4], now, lockMs, reply) then
-  settleGroups(base, KEYS[2], KEYS[3], freed)
+if flags % 2 == 1 and replayClaims(base, KEYS_LEASES, KEYS[1], now, lockMs, reply) then
+  settleGroups(base, limitsKey, seqKey, freed)
 else
-  claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, wanted, now, lockMs, reply, false, freed, (plain and #workflows == 1) and workflows[1] or nil)
-  rememberClaims(KEYS[4], lockMs)
+  claimRuns(base, KEYS_LEASES, limitsKey, seqKey, workflows, wanted, now, lockMs, reply, false, freed, (plain and #workflows == 1) and workflows[1] or nil)
+  rememberClaims(KEYS[1], lockMs)
 end
 -- Only now, after the refill took what it could, is leftover room worth waking a worker for.
-wakeCapped(base, KEYS[2], freed)
+wakeCapped(base, limitsKey, freed)
 local parked = 0
 if ARGV[6] ~= '' and claimCount < wanted then
-  noteHeldGroups(base, KEYS[2], workflows)
+  noteHeldGroups(base, limitsKey, workflows)
   if not rateWakeAt then
     parkWorker(base, ARGV[6], steadyNumber(ARGV[7]), workflows, false)
     parked = 1

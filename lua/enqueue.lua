@@ -22,10 +22,7 @@
   Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, enqueue
 
   KEYS[1] run:<id>          hash
-  KEYS[2] leases            zset
-  KEYS[3] limits            hash
-  KEYS[4] seq               string
-  KEYS[5], KEYS[6] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
+  KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] run id
   ARGV[3] workflow name

@@ -364,7 +364,7 @@ describe('retries of commits that did land are recognised (script level)', () =>
     const complete = (repeat: number) =>
       scripts.run<unknown[]>(
         'complete',
-        [keys.leases, keys.limits, keys.seq, keys.call(callId)],
+        [keys.call(callId)],
         [keys.base, 60_000, 1, 30_000, repeat, '', 0, '', 1, 'wf', 0, id, token, '"ok"', ''],
       );
     const first = parseCompleteReply(await complete(0));

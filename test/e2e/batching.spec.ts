@@ -145,7 +145,7 @@ describe('batched commits, script level', () => {
     const old = await reserve();
     await scripts.run(
       'complete',
-      [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
+      [keys.call(newCallId())],
       [keys.base, 60_000, 0, 30_000, 0, '', 0, '', 1, WF, 0, 'x', old.token, '"first"', ''],
     );
     await redis.del(keys.run('x')); // its retention ran out
@@ -179,7 +179,7 @@ describe('batched commits, script level', () => {
     const reply = parseCompleteReply(
       await scripts.run<unknown[]>(
         'complete',
-        [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
+        [keys.call(newCallId())],
         [
           keys.base,
           60_000,
@@ -309,7 +309,7 @@ describe('batched commits, script level', () => {
     const completed = parseCompleteReply(
       await scripts.run<unknown[]>(
         'complete',
-        [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
+        [keys.call(newCallId())],
         [
           keys.base,
           60_000,

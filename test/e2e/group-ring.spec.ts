@@ -42,7 +42,7 @@ describe('group round-robin, script level', () => {
     const reply = parseCompleteReply(
       await scripts.run<unknown[]>(
         'complete',
-        [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
+        [keys.call(newCallId())],
         [keys.base, 60_000, 1, 30_000, 0, '', 0, '', 1, 'w', 0, 'A', (await redis.hget(keys.run('A'), 'token'))!, '"ok"', ''],
       ),
     );

@@ -162,7 +162,7 @@ describe('listRuns', () => {
       const reply = parseCompleteReply(
         await scripts.run<unknown[]>(
           'complete',
-          [keys.leases, keys.limits, keys.seq, keys.call('same-ms')],
+          [keys.call('same-ms')],
           [keys.base, 60_000, 0, 30_000, 0, '', 0, '', 0, 0, ...ids.flatMap((id) => [id, '7', '"done"', ''])],
         ),
       );

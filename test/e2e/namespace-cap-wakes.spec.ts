@@ -103,7 +103,7 @@ describe('the namespace cap, slots freed', () => {
     const reply = parseCompleteReply(
       await scripts.run<unknown[]>(
         'complete',
-        [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
+        [keys.call(newCallId())],
         [keys.base, 60_000, 0, 30_000, 0, '', 5_000, '', 1, claim.workflow, 0, claim.id, claim.token, '"ok"', ''],
       ),
     );

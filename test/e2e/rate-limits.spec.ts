@@ -266,7 +266,7 @@ describe('rate limits, the complete call (script level)', () => {
     const reply = parseCompleteReply(
       await scripts.run<unknown[]>(
         'complete',
-        [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
+        [keys.call(newCallId())],
         [keys.base, 60_000, 1, 30_000, 0, 'w:30000', 5_000, '', 1, 'rl.single', 0, id, reserved.claims[0].token, '"ok"', ''],
       ),
     );

@@ -70,7 +70,7 @@ export class FlowModel {
     if (priority) args.push('priority', priority);
     if (delayMs) args.push('delay', delayMs);
     if (group) args.push('group', group);
-    return enqueueReply(await this.scripts.run<string>('enqueue', this.runKeys(id), args));
+    return enqueueReply(await this.scripts.run<string>('enqueue', [this.keys.run(id)], args));
   }
 
   reserve(n: number, workflows: string[], scan = false): Promise<unknown[]> {
@@ -88,7 +88,7 @@ export class FlowModel {
     const { completed, claims } = parseCompleteReply(
       await this.scripts.run<unknown[]>(
         'complete',
-        [keys.leases, keys.limits, keys.seq, keys.call(newCallId())],
+        [keys.call(newCallId())],
         [this.base, TTL_MS, refill, LOCK_MS, 0, '', 0, '', WORKFLOWS.length, ...WORKFLOWS, 0, id, token, '"ok"', ''],
       ),
     );

@@ -50,7 +50,7 @@ export function firstToken(createdAt: string | number): string {
 
 /** KEYS of lua/enqueue.lua, in header order. */
 export function enqueueKeys(keys: RedisKeys, id: string): string[] {
-  return [keys.run(id), keys.leases, keys.limits, keys.seq];
+  return [keys.run(id)];
 }
 
 /** What {@link enqueueArgs} sends beyond a plain run: the script's optional name/value pairs and its nonce. */

@@ -62,7 +62,7 @@ export async function complete(
   const rest: (string | number)[] = [workflows.length, ...workflows, steps.length];
   for (const { claim, key, encoded } of steps) rest.push(claim.id, claim.token, key, encoded);
   for (const { claim, encoded, journal } of completions) rest.push(claim.id, claim.token, encoded, journal);
-  const callKeys = [keys.leases, keys.limits, keys.seq, keys.call(request.callId)];
+  const callKeys = [keys.call(request.callId)];
   const reply = await scripts.run<unknown[] | string>(
     'complete',
     callKeys,

@@ -46,7 +46,7 @@ export async function enqueueRun(
   settings: EnqueueSettings,
   call: EnqueueCall,
 ): Promise<EnqueueReply> {
-  const runKeys = [keys.run(call.request.id), keys.leases, keys.limits, keys.seq];
+  const runKeys = [keys.run(call.request.id)];
   const generated = call.request.idGenerated === true;
   const nonce = generated ? '' : newNonce();
   const firstTry = firstTryOnly(generated);
