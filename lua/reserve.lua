@@ -11,13 +11,12 @@
   Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, rate-reviews, records,
             waits, slots, finish, claim, claim-pass, schedules
 
-  KEYS[1] leases      zset
-  KEYS[2] limits      hash
-  KEYS[3] seq         string
-  KEYS[4] stall-gate  string
-  KEYS[5] call:<call id> string: this call's claims, kept for a retry after a lost reply (see
+  KEYS[1] stall-gate  string
+  KEYS[2] call:<call id> string: this call's claims, kept for a retry after a lost reply (see
           replayClaims); a retry is sent with the same call id
-  KEYS[6], KEYS[7] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
+  KEYS[3], KEYS[4] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
+  Also, named from the key base: leases (zset), limits (hash), seq (string) and the workflows'
+          keys, all in the same slot (each key passed costs Redis as much as a short command)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] max runs to claim (0 = only promote and scan)
   ARGV[3] lease length in ms
@@ -28,11 +27,14 @@
   ARGV[8] the calling worker's id: it is awake, so its park announcements (park.lua) are void
   ARGV[9] flags, added up: 1 if this call repeats one whose reply was lost (look for its claims
           first); 2 to have each claim carry the telemetry extras (see withExtras in claim.lua)
-  ARGV[10..] workflow names this worker runs (rotated by the caller, so no workflow always goes first)
+  ARGV[10] how long to announce the caller parked (its entry ARGV[8], see park.lua) if it claims
+          fewer runs than ARGV[2], in ms, or 0: it blocks on its wake lists next, and is announced
+          here rather than in a park call of its own, as a complete call does
+  ARGV[11..] workflow names this worker runs (rotated by the caller, so no workflow always goes first)
   Reply: { head, claims… } with the claims flat as appendClaim (claim.lua) lays them out (with
          the extras if asked for); head = { ms until the worker's next
          delayed run, schedule fire or freeing rate window, or -1, Redis time in ms, stalled,
-         cascade, plan requests… } (see
+         cascade, 1 if the caller was announced parked | 0, plan requests… } (see
          askPlan in schedules.lua), where stalled lists the runs this call's stalled scan
          recovered, flat: { id, workflow, stalls, 1 requeued | 0 failed for good, … } (the worker
          reports them), and cascade the id of a run whose cancel cascade (the discovered zset
@@ -58,27 +60,28 @@
 -- @include schedules
 
 local base = ARGV[1]
+local limitsKey, seqKey = base .. 'limits', base .. 'seq'
 local now = nowMs()
 local workflows = {}
-for i = 10, #ARGV do
+for i = 11, #ARGV do
   workflows[#workflows + 1] = ARGV[i]
   redis.call('ZREM', wfKey(base, ARGV[i], 'parked'), ARGV[8])
 end
 
-primeLimits(KEYS[2], workflows, false, true)
+primeLimits(limitsKey, workflows, false, true)
 local flags = tonumber(ARGV[9]) or 0
 withExtras = flags >= 2
 local replayed = { { 0, now } }
-if flags % 2 == 1 and replayClaims(base, KEYS[1], KEYS[5], now, tonumber(ARGV[3]), replayed) then return replayed end
+if flags % 2 == 1 and replayClaims(base, KEYS_LEASES, KEYS[2], now, tonumber(ARGV[3]), replayed) then return replayed end
 
 -- 1. Promote due delayed runs, fire due schedules.
 local nextDue = -1
 local stalled = {}
-local head = { -1, now, stalled, '' }
+local head = { -1, now, stalled, '', 0 }
 local fireBudget = FIRE_BUDGET
 for _, wf in ipairs(workflows) do
   local fireIn
-  fireBudget, fireIn = fireSchedules(base, KEYS[2], KEYS[3], wf, now, fireBudget, head)
+  fireBudget, fireIn = fireSchedules(base, limitsKey, seqKey, wf, now, fireBudget, head)
   if fireIn >= 0 and (nextDue < 0 or fireIn < nextDue) then nextDue = fireIn end
   local delayedKey = wfKey(base, wf, 'delayed')
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', delayedKey, '-inf', now, 'LIMIT', 0, tonumber(ARGV[6]))) do
@@ -90,7 +93,7 @@ for _, wf in ipairs(workflows) do
       -- runs still waiting (claimRun ends one an older version promoted).
       if f[4] then endWaitByTime(base, runKey, id, wf, f[4]) end
       redis.call('HSET', runKey, 'state', 'waiting')
-      makeDue(base, KEYS[2], KEYS[3], wf, f[3] or '', id, f[1], false)
+      makeDue(base, limitsKey, seqKey, wf, f[3] or '', id, f[1], false)
     end
   end
   local first = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
@@ -99,18 +102,18 @@ for _, wf in ipairs(workflows) do
     if nextDue < 0 or inMs < nextDue then nextDue = inMs end
   end
   -- Groups their rate limit held back whose window has freed rejoin the round-robin.
-  if controlsOn(KEYS[2]) then
+  if controlsOn(limitsKey) then
     local heldKey = wfKey(base, wf, 'rate-held')
     for _, group in ipairs(redis.call('ZRANGEBYSCORE', heldKey, '-inf', now, 'LIMIT', 0, 256)) do
       redis.call('ZREM', heldKey, group)
-      if activateGroup(base, KEYS[2], KEYS[3], wf, group) then wake(wfKey(base, wf, 'wake')) end
+      if activateGroup(base, limitsKey, seqKey, wf, group) then wake(wfKey(base, wf, 'wake')) end
     end
   end
   -- A review of the groups a rate limit held (see startRateReview) goes on with every reserve of
   -- the workflow until it is done, whatever the controls say (the last limit removed turns them
   -- off): one that has groups left brings a worker back for the next batch.
-  if limitOf(KEYS[2], 'wf:' .. wf .. ':rate-review') then
-    local left, joined = reviewRateHeld(base, KEYS[2], KEYS[3], wf, 256)
+  if limitOf(limitsKey, 'wf:' .. wf .. ':rate-review') then
+    local left, joined = reviewRateHeld(base, limitsKey, seqKey, wf, 256)
     if joined or left > 0 then wake(wfKey(base, wf, 'wake')) end
   end
 end
@@ -118,15 +121,15 @@ end
 -- 2. Stalled runs, of any workflow: their lease ran out without a heartbeat (the worker died
 -- or blocked its event loop).
 local scanInterval = tonumber(ARGV[4])
-if scanInterval > 0 and redis.call('SET', KEYS[4], '1', 'NX', 'PX', scanInterval) then
+if scanInterval > 0 and redis.call('SET', KEYS[1], '1', 'NX', 'PX', scanInterval) then
   local freed = {}
   local tally = {}
-  for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 100)) do
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS_LEASES, '-inf', now, 'LIMIT', 0, 100)) do
     local runKey = base .. 'run:' .. id
     local f = redis.call('HMGET', runKey, 'workflow', 'priority', 'state', 'token', 'input', 'group', 'waited', 'links')
     if f[1] and f[3] == 'active' then
       local group = f[6] or ''
-      releaseSlots(base, KEYS[1], KEYS[2], KEYS[3], id, f[1], group, freed)
+      releaseSlots(base, KEYS_LEASES, limitsKey, seqKey, id, f[1], group, freed)
       -- A fast-path handoff no worker took must not be taken after all, with a dead token.
       local wakeKey = wfKey(base, f[1], 'wake')
       if redis.call('LLEN', wakeKey) > 0 then redis.call('LREM', wakeKey, 1, handoffEntry(f[4], id, f[5])) end
@@ -138,18 +141,18 @@ if scanInterval > 0 and redis.call('SET', KEYS[4], '1', 'NX', 'PX', scanInterval
         tallyFinished(tally, f[1], id)
       else
         redis.call('HSET', runKey, 'state', 'waiting')
-        makeDue(base, KEYS[2], KEYS[3], f[1], group, id, f[2], true)
+        makeDue(base, limitsKey, seqKey, f[1], group, id, f[2], true)
       end
       stalled[#stalled + 1] = id
       stalled[#stalled + 1] = f[1]
       stalled[#stalled + 1] = stalls
       stalled[#stalled + 1] = stalls > tonumber(ARGV[5]) and 0 or 1
     else
-      redis.call('ZREM', KEYS[1], id)
+      redis.call('ZREM', KEYS_LEASES, id)
     end
   end
-  countFinished(base, KEYS[2], tally, 'failed', now, tonumber(ARGV[7]))
-  wakeCapped(base, KEYS[2], freed)
+  countFinished(base, limitsKey, tally, 'failed', now, tonumber(ARGV[7]))
+  wakeCapped(base, limitsKey, freed)
   for _, wf in ipairs(workflows) do
     sweepSchedules(base, wf, now)
     sweepParked(base, wf, now)
@@ -161,14 +164,21 @@ end
 -- 3. Claim.
 head[1] = nextDue
 local reply = { head }
-claimRuns(base, KEYS[1], KEYS[2], KEYS[3], workflows, tonumber(ARGV[2]), now, tonumber(ARGV[3]), reply, true)
-rememberClaims(KEYS[5], tonumber(ARGV[3]))
+claimRuns(base, KEYS_LEASES, limitsKey, seqKey, workflows, tonumber(ARGV[2]), now, tonumber(ARGV[3]), reply, true)
+rememberClaims(KEYS[2], tonumber(ARGV[3]))
 -- Room left under the namespace cap: the workers of workflows it held back are next.
-wakeNamespaceWaiters(base, KEYS[2])
+wakeNamespaceWaiters(base, limitsKey)
 -- A rate limit that held runs back: come back when its window frees, not before (no polling).
-noteHeldGroups(base, KEYS[2], workflows)
+noteHeldGroups(base, limitsKey, workflows)
 if rateWakeAt then
   local inMs = math.max(1, rateWakeAt - now)
   if head[1] < 0 or inMs < head[1] then head[1] = inMs end
+end
+-- A short claim: the caller blocks next, announced parked by this call (ARGV[10]). Not when it
+-- is to reserve again at once (nothing due-in of 0 comes but from a replay, which returned above).
+local parkMs = tonumber(ARGV[10])
+if parkMs > 0 and claimCount < tonumber(ARGV[2]) and head[1] ~= 0 then
+  parkWorker(base, ARGV[8], parkMs, workflows, false)
+  head[5] = 1
 end
 return reply

@@ -5,7 +5,7 @@ import type { RedisKeys } from '../redis/redis.keys';
 /** How long a park announcement outlives the block it announces. */
 export const PARK_SLACK_MS = 1_000;
 
-/** The park announcement a complete call is to make (see lua/complete.lua). */
+/** The park announcement a complete or reserve call is to make if its claims come up short (see lua/complete.lua, lua/reserve.lua). */
 export interface CommitPark {
   entry: string;
   ttlMs: number;
@@ -16,9 +16,10 @@ export interface CommitPark {
 /**
  * A worker's park announcements (lua/park.lua), which tell the enqueue fast path that a run can
  * be handed straight to this worker. Announced by a park call before the worker blocks, or by
- * the complete call whose refill came up short (see lua/complete.lua), which is left to do it
- * after a handoff (see {@link ParkAnnouncer.defer}); withdrawn by an enqueue
- * that hands a run over, and by every reserve call of the worker (lua/reserve.lua). Remembers
+ * the complete or reserve call whose claims came up short (see lua/complete.lua, lua/reserve.lua),
+ * the complete call being left to do it after a handoff (see {@link ParkAnnouncer.defer});
+ * withdrawn by an enqueue that hands a run over, and at the start of every reserve call of the
+ * worker, which announces it again only if it comes up short. Remembers
  * until when the latest one holds, so a live one is not announced again, and whether it was a
  * complete call's (which spares the worker's next wake its reserve).
  */
@@ -82,6 +83,15 @@ export class ParkAnnouncer {
     this.byCommit = true;
     this.deferred = false;
     return true;
+  }
+
+  /**
+   * A reserve call announced it (it claimed fewer runs than asked, so the worker blocks next).
+   * Unlike a complete call's, it spares the worker no reserve: it was one. Ignored if the entry
+   * changed since the call was sent (an enqueue took it to hand a run over).
+   */
+  announcedByReserve(park: CommitPark): void {
+    if (park.epoch === this.epoch) this.parkedUntil = Date.now() + park.ttlMs;
   }
 
   /**

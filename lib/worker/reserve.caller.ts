@@ -68,6 +68,8 @@ export class ReserveCaller {
     const lastScan = this.lastStallScan;
     if (scan) this.lastStallScan = Date.now();
     park.cleared(); // it drops this worker's park entry: the next block announces again
+    // Unless the call comes up short: then it announces the park itself (the block follows at once).
+    const announcement = wanted > 0 ? park.forCommit() : undefined;
     this.lastReserveAt = Date.now();
     const repeat = this.failed;
     this.failed = true; // until the reply arrives: the next reserve may repeat this one
@@ -80,6 +82,7 @@ export class ReserveCaller {
       promoteCap: PROMOTE_CAP,
       stalledRetentionMs: options.defaults.resultTtlMs,
       parkEntry: park.entry,
+      parkMs: announcement?.ttlMs ?? 0,
       repeat,
       extras: this.parts.claimExtras(),
       workflows,
@@ -93,6 +96,7 @@ export class ReserveCaller {
     });
     this.failed = false;
     this.callId = newCallId();
+    if (reply.parked && announcement) park.announcedByReserve(announcement);
     this.nextDueAt = reply.nextDueMs < 0 ? Infinity : Date.now() + reply.nextDueMs;
     if (reply.planRequests.length > 0) this.parts.answerPlanRequests(reply.redisNowMs, reply.planRequests);
     if (reply.stalled.length > 0) reportStalled(reply.stalled, this.parts.events, this.logger);

@@ -338,8 +338,8 @@ describe('retries of commits that did land are recognised (script level)', () =>
   const reserve = (scripts: ReturnType<typeof scriptsOn>, callId: string, n: number, repeat = false) =>
     scripts.run<unknown[]>(
       'reserve',
-      [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(callId)],
-      [keys.base, n, 30_000, 0, 3, 256, 60_000, 'w', repeat ? 1 : 0, 'wf'],
+      [keys.stallGate, keys.call(callId)],
+      [keys.base, n, 30_000, 0, 3, 256, 60_000, 'w', repeat ? 1 : 0, 0, 'wf'],
     );
 
   it('reserve sent twice with one call id claims once and answers the same claims', async () => {

@@ -111,8 +111,8 @@ describe('batched commits, script level', () => {
       parseReserveReply(
         await scripts.run<unknown[]>(
           'reserve',
-          [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
-          [keys.base, n, 30_000, 0, 3, 256, 60_000, 'w', 0, WF],
+          [keys.stallGate, keys.call(newCallId())],
+          [keys.base, n, 30_000, 0, 3, 256, 60_000, 'w', 0, 0, WF],
         ),
       ).claims;
     // A first attempt of each, which persists a 3 MiB step and is handed back: its retry ships the memo.
@@ -137,8 +137,8 @@ describe('batched commits, script level', () => {
       parseReserveReply(
         await scripts.run<unknown[]>(
           'reserve',
-          [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
-          [keys.base, 1, 30_000, 0, 3, 256, 60_000, 'w', 0, WF],
+          [keys.stallGate, keys.call(newCallId())],
+          [keys.base, 1, 30_000, 0, 3, 256, 60_000, 'w', 0, 0, WF],
         ),
       ).claims[0];
     await scripts.run('enqueue', enqueueKeys(keys, 'x'), enqueueArgs(keys, WF, 'x', {}, false));
@@ -170,8 +170,8 @@ describe('batched commits, script level', () => {
     const claimed = parseReserveReply(
       await scripts.run<unknown[]>(
         'reserve',
-        [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
-        [keys.base, 3, 30_000, 0, 3, 256, 60_000, 'w', 0, WF],
+        [keys.stallGate, keys.call(newCallId())],
+        [keys.base, 3, 30_000, 0, 3, 256, 60_000, 'w', 0, 0, WF],
       ),
     );
     const token = Object.fromEntries(claimed.claims.map((c) => [c.id, c.token]));
@@ -225,8 +225,8 @@ describe('batched commits, script level', () => {
     const reserved = parseReserveReply(
       await scripts.run<unknown[]>(
         'reserve',
-        [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
-        [keys.base, 6, 30_000, 0, 3, 256, 60_000, 'w', 0, 'batch.pop-a', 'batch.pop-b'],
+        [keys.stallGate, keys.call(newCallId())],
+        [keys.base, 6, 30_000, 0, 3, 256, 60_000, 'w', 0, 0, 'batch.pop-a', 'batch.pop-b'],
       ),
     );
     // Round-robin over the two workflows; b stops at its cap, a fills the rest.
@@ -250,8 +250,8 @@ describe('batched commits, script level', () => {
     const reserved = parseReserveReply(
       await scripts.run<unknown[]>(
         'reserve',
-        [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
-        [keys.base, 6, 30_000, 0, 3, 256, 60_000, 'w', 0, WF],
+        [keys.stallGate, keys.call(newCallId())],
+        [keys.base, 6, 30_000, 0, 3, 256, 60_000, 'w', 0, 0, WF],
       ),
     );
     // Round-robin over the groups: g1 popped 2 ahead (its cap), g2 3 (its share of 6), and the
@@ -275,8 +275,8 @@ describe('batched commits, script level', () => {
     const reserved = parseReserveReply(
       await scripts.run<unknown[]>(
         'reserve',
-        [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
-        [keys.base, 6, 30_000, 0, 3, 256, 60_000, 'w', 0, WF],
+        [keys.stallGate, keys.call(newCallId())],
+        [keys.base, 6, 30_000, 0, 3, 256, 60_000, 'w', 0, 0, WF],
       ),
     );
     const createdAt = async (id: string) => (await redis.hget(keys.run(id), 'createdAt'))!;

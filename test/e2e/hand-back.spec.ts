@@ -178,8 +178,8 @@ describe('hand-backs', () => {
     const claim = async () => {
       const reply = await scripts.run<unknown[]>(
         'reserve',
-        [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
-        [keys.base, 1, 60_000, 0, 3, 256, 60_000, 'hand-back-test', 0, 'hb.held'],
+        [keys.stallGate, keys.call(newCallId())],
+        [keys.base, 1, 60_000, 0, 3, 256, 60_000, 'hand-back-test', 0, 0, 'hb.held'],
       );
       const { claims } = parseReserveReply(reply);
       expect(claims.map((c) => c.id)).toEqual([id]);

@@ -88,8 +88,8 @@ describe('the namespace cap, slots freed', () => {
     const reserved = parseReserveReply(
       await scripts.run<unknown[]>(
         'reserve',
-        [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
-        [keys.base, 64, 30_000, 0, 3, 256, 60_000, 'worker', 0, ...names],
+        [keys.stallGate, keys.call(newCallId())],
+        [keys.base, 64, 30_000, 0, 3, 256, 60_000, 'worker', 0, 0, ...names],
       ),
     );
     expect(reserved.claims.map((claim) => claim.id)).toEqual(['w0-r']);
@@ -142,8 +142,8 @@ describe('the namespace cap, slots freed', () => {
       const reserved = parseReserveReply(
         await scripts.run<unknown[]>(
           'reserve',
-          [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
-          [keys.base, 64, 30_000, 0, 3, 256, 60_000, `worker-${turn}`, 0, next[0]],
+          [keys.stallGate, keys.call(newCallId())],
+          [keys.base, 64, 30_000, 0, 3, 256, 60_000, `worker-${turn}`, 0, 0, next[0]],
         ),
       );
       expect(reserved.claims.map((c) => c.id)).toEqual([`${next[0]}-r`]);

@@ -48,8 +48,8 @@ async function claim(keys: RedisKeys, wanted: number) {
   const scripts = scriptsOn(redis);
   const reply = await scripts.run<unknown[]>(
     'reserve',
-    [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
-    [keys.base, wanted, 30_000, 0, 3, 256, 60_000, 'w', 0, WF],
+    [keys.stallGate, keys.call(newCallId())],
+    [keys.base, wanted, 30_000, 0, 3, 256, 60_000, 'w', 0, 0, WF],
   );
   return parseReserveReply(reply).claims;
 }

@@ -258,8 +258,8 @@ describe('rate limits, the complete call (script level)', () => {
     const reserved = parseReserveReply(
       await scripts.run<unknown[]>(
         'reserve',
-        [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
-        [keys.base, 1, 30_000, 0, 3, 256, 60_000, 'w', 0, 'rl.single'],
+        [keys.stallGate, keys.call(newCallId())],
+        [keys.base, 1, 30_000, 0, 3, 256, 60_000, 'w', 0, 0, 'rl.single'],
       ),
     );
     expect(reserved.claims.map((claim) => claim.id)).toEqual([id]);

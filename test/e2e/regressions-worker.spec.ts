@@ -113,8 +113,8 @@ describe('regressions: worker', () => {
     const reserve = async () => {
       const reply = await scripts.run<unknown[]>(
         'reserve',
-        [s.keys.leases, s.keys.limits, s.keys.seq, s.keys.stallGate, s.keys.call(newCallId())],
-        [s.keys.base, 1, LOCK_MS, 0, 3, 256, 60_000, 'regression-worker', 0, 'rw.hold'],
+        [s.keys.stallGate, s.keys.call(newCallId())],
+        [s.keys.base, 1, LOCK_MS, 0, 3, 256, 60_000, 'regression-worker', 0, 0, 'rw.hold'],
       );
       const { claims } = parseReserveReply(reply);
       expect(claims).toHaveLength(1);

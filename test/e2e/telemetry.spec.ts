@@ -260,8 +260,8 @@ describe('claims (Lua)', () => {
   const reserve = (flags: number, callId = newCallId()) =>
     scriptsOn(redis).run<unknown[]>(
       'reserve',
-      [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(callId)],
-      [keys.base, 10, 30_000, 0, 3, 256, 60_000, 'w', flags, WF],
+      [keys.stallGate, keys.call(callId)],
+      [keys.base, 10, 30_000, 0, 3, 256, 60_000, 'w', flags, 0, WF],
     );
   const enqueue = async (id: string, trace?: string, group = '', workflow = WF) =>
     enqueueReply(

@@ -190,8 +190,8 @@ describe('the run time limit in claims (Lua)', () => {
   const reserve = (flags: number, callId = newCallId()) =>
     scriptsOn(redis).run<unknown[]>(
       'reserve',
-      [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(callId)],
-      [keys.base, 10, 30_000, 0, 3, 256, 60_000, 'w', flags, WF],
+      [keys.stallGate, keys.call(callId)],
+      [keys.base, 10, 30_000, 0, 3, 256, 60_000, 'w', flags, 0, WF],
     );
   /** The limit as the 'timeout' option, as the client sends it for a run with runTimeoutMs. */
   const enqueue = async (id: string, limit?: number) =>

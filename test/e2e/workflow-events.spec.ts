@@ -292,8 +292,8 @@ describe('@OnWorkflowEvent', () => {
     const scripts = scriptsOn(redis);
     const reply = await scripts.run<unknown[]>(
       'reserve',
-      [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
-      [keys.base, 2, 50, 0, 3, 256, 60_000, 'dead-worker', 0, 'ev.ok'],
+      [keys.stallGate, keys.call(newCallId())],
+      [keys.base, 2, 50, 0, 3, 256, 60_000, 'dead-worker', 0, 0, 'ev.ok'],
     );
     expect(parseReserveReply(reply).claims).toHaveLength(2);
     // One of them has stalled before: this stall is one too many (maxStalls 1).

@@ -77,8 +77,8 @@ export class FlowModel {
     const { keys } = this;
     return this.scripts.run(
       'reserve',
-      [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(newCallId())],
-      [this.base, n, LOCK_MS, scan ? 60_000 : 0, MAX_STALLS, 256, TTL_MS, 'model-worker', 0, ...workflows],
+      [keys.stallGate, keys.call(newCallId())],
+      [this.base, n, LOCK_MS, scan ? 60_000 : 0, MAX_STALLS, 256, TTL_MS, 'model-worker', 0, 0, ...workflows],
     );
   }
 

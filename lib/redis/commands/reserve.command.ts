@@ -20,6 +20,8 @@ export interface ReserveRequest {
   stalledRetentionMs: number;
   /** The caller's park entry: it is awake, so its park announcements are void (lua/park.lua). */
   parkEntry: string;
+  /** If the call claims fewer runs than asked, announce the caller parked for this long, in ms (0: not). */
+  parkMs: number;
   /** An earlier call with this id may have landed: look for its claims first. */
   repeat: boolean;
   /** Added to the retry flag: CLAIM_EXTRAS for the telemetry extras on each claim, else 0. */
@@ -60,6 +62,8 @@ export interface ReserveResult {
   stalled: StalledRun[];
   /** A run whose cancel cascade stood still for a whole scan interval (its caller went away). */
   cascade?: string;
+  /** Whether the call announced the caller parked (see ReserveRequest.parkMs). */
+  parked: boolean;
   planRequests: PlanRequest[];
   claims: Claim[];
 }
@@ -69,6 +73,7 @@ type ReserveHead = [
   redisNowMs: number,
   stalled: unknown[] | undefined,
   cascade: string | undefined,
+  parked: number | undefined,
   ...planRequests: unknown[][],
 ];
 
@@ -77,7 +82,7 @@ type ReserveHead = [
  * lost reply is sent again while the link's bound allows.
  */
 export async function reserve(scripts: ScriptRunner, keys: RedisKeys, request: ReserveRequest): Promise<ReserveResult> {
-  const callKeys = [keys.leases, keys.limits, keys.seq, keys.stallGate, keys.call(request.callId)];
+  const callKeys = [keys.stallGate, keys.call(request.callId)];
   const head = [
     keys.base,
     request.claim,
@@ -91,7 +96,7 @@ export async function reserve(scripts: ScriptRunner, keys: RedisKeys, request: R
   const reply = await scripts.run<unknown[]>(
     'reserve',
     callKeys,
-    (retry) => [...head, (retry || request.repeat ? 1 : 0) + request.extras, ...request.workflows],
+    (retry) => [...head, (retry || request.repeat ? 1 : 0) + request.extras, request.parkMs, ...request.workflows],
     { idempotent: true },
   );
   return parseReserveReply(reply, request.extras === CLAIM_EXTRAS);
@@ -99,12 +104,13 @@ export async function reserve(scripts: ScriptRunner, keys: RedisKeys, request: R
 
 /** Reads reserve's reply (see lua/reserve.lua): its head, then the claims, flat. */
 export function parseReserveReply(reply: unknown[], extras = false): ReserveResult {
-  const [nextDueMs, redisNowMs, stalled, cascade, ...plans] = reply[0] as ReserveHead;
+  const [nextDueMs, redisNowMs, stalled, cascade, parked, ...plans] = reply[0] as ReserveHead;
   return {
     nextDueMs,
     redisNowMs,
     stalled: stalled?.length ? parseStalled(stalled) : [],
     cascade: cascade ? String(cascade) : undefined,
+    parked: parked === 1,
     planRequests: plans.map(toPlanRequest),
     claims: parseClaims(reply, 1, extras),
   };
