@@ -23,6 +23,8 @@
 
   KEYS[1] run:<id>          hash
   KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
+  Also, named from the key base: leases (zset), limits (hash), seq (string) and the workflow's
+          keys, all in the same slot (each key passed costs Redis about 1,000 instructions)
   ARGV[1] key base '{prefix:namespace}:'
   ARGV[2] run id
   ARGV[3] workflow name
