@@ -96,10 +96,12 @@ local stepsEnd = stepsAt + 4 * smallNumber(ARGV[10 + workflowCount]) - 1
 -- a namespace without a limits hash (no cap, control or kept index). It finishes in straight
 -- lines, and when nothing is due (lookAhead: nothing a plain finish writes makes a run due), it
 -- ends there, as the general path would, without its work. `lone`: the lease of a call's one run.
-local lone, plain, dry = nil, false, false
+local lone, plain, dry = false, false, false
+local loneWorkflow, loneGroup, loneWaited, loneLinked
 if #ARGV == stepsEnd + 4 then
-  lone = { leasedRun(base .. 'run:' .. ARGV[stepsEnd + 1], ARGV[stepsEnd + 2]) }
-  if lone[1] and lone[2] == '' and not lone[4] then
+  lone = true
+  loneWorkflow, loneGroup, loneWaited, loneLinked = leasedRun(base .. 'run:' .. ARGV[stepsEnd + 1], ARGV[stepsEnd + 2])
+  if loneWorkflow and loneGroup == '' and not loneLinked then
     dry = lookAhead(limitsKey, base, workflows, wanted)
     plain = limitsAbsent
   end
@@ -111,13 +113,14 @@ if #ARGV - stepsEnd > 4 then deferActiveWrites() end
 
 local saved = saveSteps(base, stepsAt, stepsEnd)
 
-local statuses, freed, tally = {}, {}, {}
+-- Made only past the plain commit's early return: a table is an allocation and its collection.
+local statuses, freed
 if plain then
-  local id, workflow = ARGV[stepsEnd + 1], lone[1]
+  local id, workflow = ARGV[stepsEnd + 1], loneWorkflow
   callerInbox = ARGV[8]
   removeActive(KEYS_LEASES, id)
   removeActive(wfKey(base, workflow, 'active'), id)
-  finishRun(base, base .. 'run:' .. id, id, workflow, 'completed', 'result', ARGV[stepsEnd + 3], now, ttl, lone[3], false, ARGV[stepsEnd + 4])
+  finishRun(base, base .. 'run:' .. id, id, workflow, 'completed', 'result', ARGV[stepsEnd + 3], now, ttl, loneWaited, false, ARGV[stepsEnd + 4])
   -- countFinished without a limits hash: no finish index is kept, only the total.
   redis.call('HINCRBY', wfKey(base, workflow, 'stats'), 'completed', '1')
   if dry or wanted == 0 then
@@ -129,15 +132,17 @@ if plain then
     if #saved == 0 then return parked .. ' 1 1 0' end
     return parked .. ' 1 1 ' .. #saved .. ' ' .. table.concat(saved, ' ')
   end
-  statuses[1], freed[workflow] = 1, true
+  statuses, freed = { 1 }, { [workflow] = true }
 else
+  statuses, freed = {}, {}
+  local tally = {}
   deferredGroups = {}
   for i = stepsEnd + 1, #ARGV, 4 do
     local id = ARGV[i]
     local runKey = base .. 'run:' .. id
     local workflow, group, waited, linked
     if lone then
-      workflow, group, waited, linked = lone[1], lone[2], lone[3], lone[4]
+      workflow, group, waited, linked = loneWorkflow, loneGroup, loneWaited, loneLinked
     else
       workflow, group, waited, linked = leasedRun(runKey, ARGV[i + 1])
     end

@@ -14,6 +14,20 @@
 -- nothing), so a batch's later runs skip the look.
 local lanesMadeDue = {}
 
+-- A park announcement's parts (see parkedLease), kept by the library across calls: a worker's
+-- entry is the same at each of its parks, and two pattern matches cost more than the rest of a
+-- handoff's Lua. entry -> { lease ms text or false, worker id or false }. Bounded, as
+-- STEADY_NUMBERS is.
+local PARKED_ENTRIES = { count = 0 }
+local function parkedEntry(entry)
+  local parts = PARKED_ENTRIES[entry]
+  if parts then return parts end
+  parts = { string.match(entry, ':(%d+)$') or false, string.match(entry, '^(.+):h:%d+$') or false }
+  if PARKED_ENTRIES.count >= CACHED_NUMBERS then PARKED_ENTRIES = { count = 0 } end
+  PARKED_ENTRIES[entry], PARKED_ENTRIES.count = parts, PARKED_ENTRIES.count + 1
+  return parts
+end
+
 -- The enqueue fast path's look for a parked worker (see lua/enqueue.lua): returns the lease length
 -- a handoff to it gets, or nil. A parked worker first: without one (a producer's usual case)
 -- nothing else is worth a look. Then nothing due ahead in the lane, nor in the wake list (empty
@@ -30,8 +44,9 @@ local function parkedLease(base, limitsKey, workflow, group, lane, wakeKey, lock
   if noneExist(limitsKey, lane .. 'queue', lane .. 'waiting', wakeKey)
       and primeLimits(limitsKey, workflow) and namespaceRoom(KEYS_LEASES, limitsKey) and workflowRoom(base, limitsKey, workflow)
       and (group == '' or groupRoom(base, limitsKey, workflow, group)) then
-    local listener = string.match(parked[1], '^(.+):h:%d+$')
-    return steadyNumber(string.match(parked[1], ':(%d+)$') or lockMs), listener and base .. 'handoff:' .. listener, listener
+    local parts = parkedEntry(parked[1])
+    local listener = parts[2] or nil
+    return steadyNumber(parts[1] or lockMs), listener and base .. 'handoff:' .. listener, listener
   end
   redis.call('ZADD', parkedKey, parked[2], parked[1]) -- still parked: no handoff after all
   return nil

@@ -34,7 +34,7 @@ end
 -- either. `journal`: the attempt's, stored with the outcome.
 local function finishRun(base, runKey, id, workflow, state, field, payload, now, ttlMs, waited, linked, journal)
   hsetRun(runKey, journal, 'state', state, field, payload, 'finishedAt', intText(now))
-  redis.call('PEXPIRE', runKey, intText(ttlMs))
+  redis.call('PEXPIRE', runKey, steadyText(ttlMs))
   if linked then
     redis.call('DEL', base .. 'mailbox:' .. id)
     local parent = redis.call('HGET', runKey, 'parent')
@@ -43,7 +43,8 @@ local function finishRun(base, runKey, id, workflow, state, field, payload, now,
       onChildFinished(base, parent, state, payload)
     end
   end
-  if not waited then return end
+  -- The caller's own inbox alone, the usual waiter of a run() in one app, hears it from the reply.
+  if not waited or waited == '' or waited == callerInbox then return end
   local body = payload
   if body == '' then body = 'null' end
   local message = '{"v":1,"state":"' .. state .. '","workflow":"' .. workflow .. '","' .. field .. '":' .. body

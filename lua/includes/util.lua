@@ -1,5 +1,5 @@
 -- util: key names, numbers, chunked commands and publishing (`-- @include util`). No needs; no
--- per-call state (STEADY_NUMBERS is a cache of pure parses, kept across calls).
+-- per-call state (STEADY_NUMBERS and STEADY_TEXTS are caches of pure conversions, kept across calls).
 --
 -- Key names follow lib/redis/redis.keys.ts; keep the two in step.
 
@@ -27,6 +27,18 @@ local function steadyNumber(text)
   if STEADY_NUMBERS.count >= CACHED_NUMBERS then STEADY_NUMBERS = { count = 0 } end
   STEADY_NUMBERS[text], STEADY_NUMBERS.count = n, STEADY_NUMBERS.count + 1
   return n
+end
+
+-- The text of a steady number (a retention, a lease length: the same few in every call), kept
+-- by the library as STEADY_NUMBERS keeps parses: string.format is a vfprintf. Bounded likewise.
+local STEADY_TEXTS = { count = 0 }
+local function steadyText(n)
+  local text = STEADY_TEXTS[n]
+  if text then return text end
+  text = string.format('%d', n)
+  if STEADY_TEXTS.count >= CACHED_NUMBERS then STEADY_TEXTS = { count = 0 } end
+  STEADY_TEXTS[n], STEADY_TEXTS.count = text, STEADY_TEXTS.count + 1
+  return text
 end
 
 -- A count or flag an argument carries as text: tonumber is a strtod, and most are '0' or '1'.
