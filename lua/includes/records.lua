@@ -108,7 +108,8 @@ local function hsetRun(runKey, journal, ...)
   if not space then return redis.call('HSET', runKey, ...) end
   local slot = 'tl:' .. string.sub(journal, 1, space - 1)
   -- One chunk, as most journals are (a run with no steps or a few): no table of arguments.
-  if #journal - space <= JOURNAL_CHUNK then
+  local length = #journal - space
+  if length > 0 and length <= JOURNAL_CHUNK then
     return redis.call('HSET', runKey, slot, '1', slot .. '.0', string.sub(journal, space + 1), ...)
   end
   local args = { ... }
