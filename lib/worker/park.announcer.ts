@@ -6,7 +6,7 @@ import type { RedisKeys } from '../redis/redis.keys';
 export const PARK_SLACK_MS = 1_000;
 
 /** The park announcement a complete or reserve call is to make if its claims come up short (see lua/complete.lua, lua/reserve.lua). */
-export interface CommitPark {
+export interface ShortClaimPark {
   entry: string;
   ttlMs: number;
   /** The announcer's epoch when the call was sent: a later change of the entry voids it (see announcedByCommit). */
@@ -66,8 +66,8 @@ export class ParkAnnouncer {
     return this.parkedUntil >= Date.now() + blockMs + PARK_SLACK_MS / 2;
   }
 
-  /** What a complete call needs to announce the park itself, if none holds now. */
-  forCommit(): CommitPark | undefined {
+  /** What a complete or reserve call needs to announce the park itself if its claims come up short, when none holds now. */
+  forShortClaim(): ShortClaimPark | undefined {
     return this.parkedUntil <= Date.now() ? { entry: this.entry, ttlMs: this.commitTtlMs(), epoch: this.epoch } : undefined;
   }
 
@@ -77,7 +77,7 @@ export class ParkAnnouncer {
    * (so run after it, on the same connection) dropped it, or an enqueue took it to hand a run
    * over. Believing such a stale one would have the worker block unannounced, off the fast path.
    */
-  announcedByCommit(park: CommitPark): boolean {
+  announcedByCommit(park: ShortClaimPark): boolean {
     if (park.epoch !== this.epoch) return false;
     this.parkedUntil = Date.now() + park.ttlMs;
     this.byCommit = true;
@@ -90,7 +90,7 @@ export class ParkAnnouncer {
    * Unlike a complete call's, it spares the worker no reserve: it was one. Ignored if the entry
    * changed since the call was sent (an enqueue took it to hand a run over).
    */
-  announcedByReserve(park: CommitPark): void {
+  announcedByReserve(park: ShortClaimPark): void {
     if (park.epoch === this.epoch) this.parkedUntil = Date.now() + park.ttlMs;
   }
 

@@ -69,7 +69,7 @@ export class ReserveCaller {
     if (scan) this.lastStallScan = Date.now();
     park.cleared(); // it drops this worker's park entry: the next block announces again
     // Unless the call comes up short: then it announces the park itself (the block follows at once).
-    const announcement = wanted > 0 ? park.forCommit() : undefined;
+    const announcement = wanted > 0 ? park.forShortClaim() : undefined;
     this.lastReserveAt = Date.now();
     const repeat = this.failed;
     this.failed = true; // until the reply arrives: the next reserve may repeat this one

@@ -11,7 +11,7 @@ import { saveSteps } from '../redis/commands/save-steps.command';
 import { COMMIT_BATCH_CAP } from './run.launcher';
 import { TickBatcher } from './tick.batcher';
 import type { OwnCommitFailures } from '../execution/commit.failures';
-import type { CommitPark } from './park.announcer';
+import type { ShortClaimPark } from './park.announcer';
 
 /** Asked of the worker loop when runs complete: how many runs to claim into the freed slots. */
 export interface Refill {
@@ -24,7 +24,7 @@ export interface Refill {
    * that comes up short announces it, for `ttlMs`, in the same call, unless a rate limit held runs
    * back (the reply says which; see lua/complete.lua).
    */
-  park?: CommitPark;
+  park?: ShortClaimPark;
 }
 
 /**
@@ -70,7 +70,7 @@ export class RunCommits {
      */
     private readonly refill: {
       take(runs: number): Refill;
-      settle(ticket: number, claims: Claim[], park: CommitPark | undefined, parked: boolean): void;
+      settle(ticket: number, claims: Claim[], park: ShortClaimPark | undefined, parked: boolean): void;
     },
     private readonly worker: CommitHooks = {},
   ) {

@@ -11,7 +11,7 @@ import { Refill, RunCommits } from './run.commits';
 import { RunLauncher } from './run.launcher';
 import { ClaimSequencer } from './claim.sequencer';
 import type { WorkerParts } from './worker.parts';
-import { CommitPark, ParkAnnouncer } from './park.announcer';
+import { ShortClaimPark, ParkAnnouncer } from './park.announcer';
 import { RESERVE_BATCH_CAP, ReserveCaller } from './reserve.caller';
 import { MAX_BLOCK_MS, WakeListener } from './wake.listener';
 import { handBackRun } from './hand-back';
@@ -114,7 +114,7 @@ export class WorkerLoop {
     } = parts);
     const refill = {
       take: (runs: number) => this.takeRefill(runs),
-      settle: (ticket: number, claims: Claim[], park: CommitPark | undefined, parked: boolean) =>
+      settle: (ticket: number, claims: Claim[], park: ShortClaimPark | undefined, parked: boolean) =>
         this.settleRefill(ticket, claims, park, parked),
     };
     this.copies = new HandoffCopies(parts.options.worker.lockMs, parts.active);
@@ -318,11 +318,11 @@ export class WorkerLoop {
     const count = this.stopping ? 0 : runs + free;
     const ticket = this.sequencer.ticket(count);
     // Not parked (an enqueue took the announcement, or none was made): a short refill announces it.
-    return { ticket, count, workflows: this.rotatedWorkflows(), park: count > 0 ? this.park.forCommit() : undefined };
+    return { ticket, count, workflows: this.rotatedWorkflows(), park: count > 0 ? this.park.forShortClaim() : undefined };
   }
 
   /** `park`: the announcement the call carried, if any; `parked`: whether it made it. */
-  private settleRefill(ticket: number, claims: Claim[], park: CommitPark | undefined, parked: boolean): void {
+  private settleRefill(ticket: number, claims: Claim[], park: ShortClaimPark | undefined, parked: boolean): void {
     if (park && parked) this.park.announcedByCommit(park);
     else if (park) this.endDeferral(); // the refill claimed runs (or the call failed): no announcement came
     this.sequencer.deliver(ticket, claims);

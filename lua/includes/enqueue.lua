@@ -14,18 +14,13 @@
 -- nothing), so a batch's later runs skip the look.
 local lanesMadeDue = {}
 
--- A park announcement's parts (see parkedLease), kept by the library across calls: a worker's
--- entry is the same at each of its parks, and two pattern matches cost more than the rest of a
--- handoff's Lua. entry -> { lease ms text or false, worker id or false }. Bounded, as
--- STEADY_NUMBERS is.
-local PARKED_ENTRIES = { count = 0 }
+-- A park announcement's parts (see parkedLease), in a memo (util.lua): a worker's entry is the
+-- same at each of its parks, and two pattern matches cost more than the rest of a handoff's Lua.
+-- entry -> { lease ms text or false, worker id or false }.
+local PARKED_ENTRIES = newMemo()
 local function parkedEntry(entry)
-  local parts = PARKED_ENTRIES[entry]
-  if parts then return parts end
-  parts = { string.match(entry, ':(%d+)$') or false, string.match(entry, '^(.+):h:%d+$') or false }
-  if PARKED_ENTRIES.count >= CACHED_NUMBERS then PARKED_ENTRIES = { count = 0 } end
-  PARKED_ENTRIES[entry], PARKED_ENTRIES.count = parts, PARKED_ENTRIES.count + 1
-  return parts
+  return PARKED_ENTRIES.values[entry]
+    or remember(PARKED_ENTRIES, entry, { string.match(entry, ':(%d+)$') or false, string.match(entry, '^(.+):h:%d+$') or false })
 end
 
 -- The enqueue fast path's look for a parked worker (see lua/enqueue.lua): returns the lease length

@@ -1,5 +1,5 @@
 -- util: key names, numbers, chunked commands and publishing (`-- @include util`). No needs; no
--- per-call state (STEADY_NUMBERS and STEADY_TEXTS are caches of pure conversions, kept across calls).
+-- per-call state (its memos, e.g. STEADY_NUMBERS, cache pure results across calls).
 --
 -- Key names follow lib/redis/redis.keys.ts; keep the two in step.
 
@@ -15,30 +15,30 @@ local function callChunked(command, key, items, per)
   end
 end
 
--- A number a caller sends unchanged call after call (a retention, a lease length), by its text:
--- one strtod per text, kept by the library, instead of one per call. Bounded: a cache that
--- reaches CACHED_NUMBERS texts starts over.
-local CACHED_NUMBERS = 64
-local STEADY_NUMBERS = { count = 0 }
-local function steadyNumber(text)
-  local n = STEADY_NUMBERS[text]
-  if n then return n end
-  n = tonumber(text)
-  if STEADY_NUMBERS.count >= CACHED_NUMBERS then STEADY_NUMBERS = { count = 0 } end
-  STEADY_NUMBERS[text], STEADY_NUMBERS.count = n, STEADY_NUMBERS.count + 1
-  return n
+-- Caches of pure results, kept by the library across calls: a hot call converts the same few
+-- values each time. A memo holds `values` by key and starts over once it holds MEMO_SIZE of
+-- them (a caller may send any).
+local MEMO_SIZE = 64
+local function newMemo()
+  return { count = 0, values = {} }
+end
+local function remember(memo, key, value)
+  if memo.count >= MEMO_SIZE then memo.count, memo.values = 0, {} end
+  memo.values[key], memo.count = value, memo.count + 1
+  return value
 end
 
--- The text of a steady number (a retention, a lease length: the same few in every call), kept
--- by the library as STEADY_NUMBERS keeps parses: string.format is a vfprintf. Bounded likewise.
-local STEADY_TEXTS = { count = 0 }
+-- A number a caller sends unchanged call after call (a retention, a lease length), by its text:
+-- one strtod per text instead of one per call.
+local STEADY_NUMBERS = newMemo()
+local function steadyNumber(text)
+  return STEADY_NUMBERS.values[text] or remember(STEADY_NUMBERS, text, tonumber(text))
+end
+
+-- The text of such a number, for redis.call: string.format is a vfprintf.
+local STEADY_TEXTS = newMemo()
 local function steadyText(n)
-  local text = STEADY_TEXTS[n]
-  if text then return text end
-  text = string.format('%d', n)
-  if STEADY_TEXTS.count >= CACHED_NUMBERS then STEADY_TEXTS = { count = 0 } end
-  STEADY_TEXTS[n], STEADY_TEXTS.count = text, STEADY_TEXTS.count + 1
-  return text
+  return STEADY_TEXTS.values[n] or remember(STEADY_TEXTS, n, string.format('%d', n))
 end
 
 -- A count or flag an argument carries as text: tonumber is a strtod, and most are '0' or '1'.

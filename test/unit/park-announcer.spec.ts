@@ -19,30 +19,30 @@ describe('ParkAnnouncer', () => {
 
   it('believes a complete call that announced the park when nothing changed since it was sent', () => {
     const { park } = announcer();
-    const sent = park.forCommit();
+    const sent = park.forShortClaim();
     expect(sent).toMatchObject({ entry: park.entry, ttlMs: BLOCK_MS + 1_000 });
     expect(park.announcedByCommit(sent!)).toBe(true);
     expect(park.holdsFor(BLOCK_MS)).toBe(true);
-    expect(park.forCommit()).toBeUndefined(); // announced: the next complete call need not
+    expect(park.forShortClaim()).toBeUndefined(); // announced: the next complete call need not
   });
 
   it("a complete call's park spares one reserve: taken once, and ended by any later change of the entry", async () => {
     const { park } = announcer();
-    park.announcedByCommit(park.forCommit()!);
+    park.announcedByCommit(park.forShortClaim()!);
     expect(park.takeCommitPark()).toBe(true);
     expect(park.takeCommitPark()).toBe(false);
     park.cleared();
-    park.announcedByCommit(park.forCommit()!);
+    park.announcedByCommit(park.forShortClaim()!);
     park.cleared(); // a reserve, or a pop of the wake lists (a marker must bring a reserve)
     expect(park.takeCommitPark()).toBe(false);
-    park.announcedByCommit(park.forCommit()!);
+    park.announcedByCommit(park.forShortClaim()!);
     await park.announce(200);
     expect(park.takeCommitPark()).toBe(false);
   });
 
   it('does not believe it once a reserve was sent after it (that reserve dropped the entry)', () => {
     const { park } = announcer();
-    const sent = park.forCommit()!;
+    const sent = park.forShortClaim()!;
     park.cleared(); // the reserve call, sent before the complete call's reply came
     expect(park.announcedByCommit(sent)).toBe(false);
     expect(park.holdsFor(BLOCK_MS)).toBe(false); // so the next block announces again
@@ -50,7 +50,7 @@ describe('ParkAnnouncer', () => {
 
   it('does not believe it once a park call was sent after it (that call made the entry that counts)', async () => {
     const { park, parkCalls } = announcer();
-    const sent = park.forCommit()!;
+    const sent = park.forShortClaim()!;
     await park.announce(200);
     expect(parkCalls).toHaveLength(1);
     expect(park.announcedByCommit(sent)).toBe(false);
@@ -60,7 +60,7 @@ describe('ParkAnnouncer', () => {
     const { park } = announcer();
     const first = park.defer();
     expect(park.deferring).toBe(true);
-    const sent = park.forCommit(); // the handed-over run's complete call carries the announcement
+    const sent = park.forShortClaim(); // the handed-over run's complete call carries the announcement
     expect(sent).toBeDefined();
     expect(park.announcedByCommit(sent!)).toBe(true);
     expect(park.deferring).toBe(false);
