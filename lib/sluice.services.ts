@@ -91,7 +91,8 @@ export class SluiceServices {
       keys,
       this.waiter.localWaits,
     );
-    const enqueuer = new RunEnqueuer(options, scripts, keys, layout, this.orchestrator);
+    // Only a worker that runs here can be handed runs (a disabled one never parks).
+    const enqueuer = new RunEnqueuer(options, scripts, keys, layout, options.worker.enabled ? this.orchestrator : undefined);
     const signals = new RunSignals(scripts, keys, options);
     this.client = new QueueClient(options, registry, connections, keys, fleet, enqueuer, this.waiter, signals, this.admin, this.schedules);
     this.health = new QueueHealth(connections, this.orchestrator, options);

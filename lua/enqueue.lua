@@ -11,7 +11,8 @@
   workflow (see park.lua), the run is claimed here and handed over, so it starts without a
   reserve round trip: published on the worker's handoff channel, whose blocking read stays under
   way (a worker that names none in its announcement, an older one, gets it through the wake list;
-  a publish that reaches no one queues the run instead; see deliverHandoff). The data is exactly what a reserve
+  a publish that reaches no one queues the run instead; a worker of the caller's own process gets
+  it from this call's reply alone; see deliverHandoff). The data is exactly what a reserve
   claim writes: complete, fail, retry and stall recovery treat it alike. A handoff is taken by a
   blocked worker, or by any claim of the workflow (takeHandoff); if its worker dies, the stalled
   scan recovers it. A run with a trace context ('trace') is never fast-pathed: a handoff entry
@@ -38,7 +39,11 @@
   ARGV[7] three flags, each '1' or '0': allow the fast path; store the lean run record (see
           storeRun in records.lua: the caller found the namespace at layout 4, or has
           QueueModuleOptions.compactRunRecords); look for an existing run first ('0' only for a
-          generated id's first try: no run can have it yet, and the look is a command)
+          generated id's first try: no run can have it yet, and the look is a command); then,
+          if the caller's process has a worker, that worker's id: a run handed to it is not
+          published on its handoff channel, as the caller starts it from this reply (see
+          deliverHandoff). Part of this argument rather than one more: each costs Redis about
+          1,000 instructions
   ARGV[8] lease length in ms of a fast-pathed run, if the parked worker's announcement names none
   ARGV[9 ..] the options that differ from their defaults, as name/value pairs (each argument sent
           costs Redis about as much as a small command):
@@ -56,9 +61,8 @@
          the retry of the call that did) and '=' if the id existed: a string, which Redis turns
          into a reply for a fraction of what a table costs it. A run handed over a worker's
          handoff channel is followed by ' <lease token> <worker id>': if that worker is the
-         caller's own process's, the caller starts the run at once (lib/interfaces/local.worker.ts),
-         a pub/sub hop sooner; the worker takes the published handoff for the same token as its
-         second copy
+         caller's own process's (named in ARGV[7]), the caller starts the run at once
+         (lib/interfaces/local.worker.ts), and nothing was published
 ]]
 -- @include time
 -- @include util
@@ -80,6 +84,7 @@ local function reply(created, state, token, listener)
 end
 
 local fastPath, lean, check = string.byte(ARGV[7], 1, 3)
+if #ARGV[7] > 3 then handoffSelf = string.sub(ARGV[7], 4) end
 if #ARGV == 8 then
   -- No option differs from its default: the common call (see enqueuePlain).
   return reply(enqueuePlain(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], fastPath == 49, ARGV[8], lean == 49, check == 49))

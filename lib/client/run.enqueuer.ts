@@ -84,11 +84,13 @@ export class RunEnqueuer {
   /** The enqueue script for one run; `waited`: see {@link storeWaited} ('' for nobody). */
   private async storeOne(request: EnqueueRequest, waited = '', trace?: string): Promise<EnqueueReply> {
     try {
-      const reply = await enqueueRun(this.scripts.get(), this.keys, this.settings, { request, waited, trace });
+      const { localWorker } = this;
+      const call = { request, waited, trace, selfWorkerId: localWorker?.workerId };
+      const reply = await enqueueRun(this.scripts.get(), this.keys, this.settings, call);
       const { handoff } = reply;
-      if (handoff && handoff.workerId === this.localWorker?.workerId) {
-        this.localWorker.handoff(request.workflow, handoff.token, request.id, request.input);
-      }
+      // Handed to this process's worker: Redis published nothing, this reply is the only copy.
+      if (handoff && handoff.workerId === localWorker?.workerId)
+        localWorker.handoff(request.workflow, handoff.token, request.id, request.input);
       return reply;
     } catch (error) {
       if (error instanceof OutcomeUnknownError) error.runId = request.id;

@@ -1,9 +1,9 @@
 /**
  * This process's worker, as its client sees it: an enqueue that Redis handed to a parked worker
- * over its handoff channel answers with the run's lease token and the worker's id (see
- * lua/enqueue.lua); when the worker is this process's own, the client starts the run in it at
- * once, from the reply, a pub/sub hop sooner than the published handoff, which the worker then
- * takes as the second copy of the same handoff.
+ * answers with the run's lease token and the worker's id (see lua/enqueue.lua). The enqueue names
+ * this worker, and a handoff to it is not published on its handoff channel: the client starts the
+ * run in it from the reply, a pub/sub hop sooner, and the only copy. Should the reply be lost,
+ * nothing starts the run: its lease lapses and the stalled scan makes it due again.
  *
  * Implemented by the WorkerOrchestrator; handed to the client by the composition root (the worker
  * and the client never import each other).

@@ -15,7 +15,6 @@ import { ShortClaimPark, ParkAnnouncer } from './park.announcer';
 import { RESERVE_BATCH_CAP, ReserveCaller } from './reserve.caller';
 import { MAX_BLOCK_MS, WakeListener } from './wake.listener';
 import { handBackRun } from './hand-back';
-import { HandoffCopies } from './handoff.copies';
 
 /*
  * The states of a worker loop, one wake (tick) at a time:
@@ -93,7 +92,6 @@ export class WorkerLoop {
   private readonly reserver: ReserveCaller;
   private readonly wake: WakeListener;
   private readonly commits: RunCommits;
-  private readonly copies: HandoffCopies;
   private rotation = 0;
   private readonly scripts: LuaScripts;
   private readonly keys: RedisKeys;
@@ -117,7 +115,6 @@ export class WorkerLoop {
       settle: (ticket: number, claims: Claim[], park: ShortClaimPark | undefined, parked: boolean) =>
         this.settleRefill(ticket, claims, park, parked),
     };
-    this.copies = new HandoffCopies(parts.options.worker.lockMs, parts.active);
     this.commits = new RunCommits(parts.scripts, parts.keys, parts.options, refill, {
       holding: () => this.active.size,
       claimExtras: parts.claimExtras,
@@ -165,19 +162,19 @@ export class WorkerLoop {
 
   /**
    * A message on this worker's handoff channel (lua/includes/enqueue.lua deliverHandoff): a run
-   * an enqueue claimed for it, `<workflow> <token> <id> <input>`. The enqueue took the park
-   * announcement; the blocking read under way, if any, stays so.
+   * an enqueue claimed for it, `<workflow> <token> <id> <input>`.
    */
   handoffPublished(message: string): void {
     const claim = parsePublishedHandoff(message);
-    if (!claim || this.copies.isCopy(claim.id, claim.token)) return;
-    this.park.cleared();
-    this.takeHandoff(claim);
+    if (claim) this.handedOff(claim);
   }
 
-  /** A handoff this process's own enqueue made to this worker, from the enqueue's reply (see HandoffCopies). */
-  handoffFromReply(claim: Claim): void {
-    if (!this.copies.startedFromReply(claim.id, claim.token)) return;
+  /**
+   * A run an enqueue claimed for this worker: published on its handoff channel, or told by the
+   * reply of this process's own enqueue, which Redis publishes nothing for (see LocalWorker). The
+   * enqueue took the park announcement; the blocking read under way, if any, stays so.
+   */
+  handedOff(claim: Claim): void {
     this.park.cleared();
     this.takeHandoff(claim);
   }

@@ -170,7 +170,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
 
   /** A run this process's enqueue handed to this worker, from the enqueue's reply (see LocalWorker). */
   handoff(workflow: string, token: string, runId: string, input: string): void {
-    this.loop?.handoffFromReply(handoffClaim(workflow, token, runId, input));
+    this.loop?.handedOff(handoffClaim(workflow, token, runId, input));
   }
 
   async beforeApplicationShutdown(): Promise<void> {

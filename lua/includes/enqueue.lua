@@ -13,6 +13,9 @@
 -- Lanes this call made runs due in: they have due runs for the rest of it (enqueues claim
 -- nothing), so a batch's later runs skip the look.
 local lanesMadeDue = {}
+-- The worker id of the caller's own process (lua/enqueue.lua), or '': a handoff to that worker is
+-- not published, as the caller starts the run from this call's reply (see deliverHandoff).
+local handoffSelf = ''
 
 -- A park announcement's parts (see parkedLease), in a memo (util.lua): a worker's entry is the
 -- same at each of its parks, and two pattern matches cost more than the rest of a handoff's Lua.
@@ -30,8 +33,8 @@ end
 -- limits hash. The worker parked last is taken off at once (it is woken by this handoff, so it
 -- counts as parked no longer): if its announcement lapsed, every other one has too, and it is
 -- garbage. Its announcement ends in its lease length, which the handed-off run gets from the start.
--- Also returns the worker's handoff channel and id, if its announcement names one ('<id>:h:<lease
--- ms>': the worker listens on 'handoff:<id>'; older workers' entries, '<id>:<lease ms>', name none).
+-- Also returns the worker's id, if its announcement names one ('<id>:h:<lease ms>': the worker
+-- listens on 'handoff:<id>'; older workers' entries, '<id>:<lease ms>', name none).
 local function parkedLease(base, limitsKey, workflow, group, lane, wakeKey, lockMs)
   local parkedKey = wfKey(base, workflow, 'parked')
   local parked = redis.call('ZPOPMAX', parkedKey)
@@ -40,8 +43,7 @@ local function parkedLease(base, limitsKey, workflow, group, lane, wakeKey, lock
       and primeLimits(limitsKey, workflow) and namespaceRoom(KEYS_LEASES, limitsKey) and workflowRoom(base, limitsKey, workflow)
       and (group == '' or groupRoom(base, limitsKey, workflow, group)) then
     local parts = parkedEntry(parked[1])
-    local listener = parts[2] or nil
-    return steadyNumber(parts[1] or lockMs), listener and base .. 'handoff:' .. listener, listener
+    return steadyNumber(parts[1] or lockMs), parts[2] or nil
   end
   redis.call('ZADD', parkedKey, parked[2], parked[1]) -- still parked: no handoff after all
   return nil
@@ -51,11 +53,15 @@ end
 -- one (the worker's blocking read then stays under way: no read to send again per run), else
 -- pushed onto the wake list it blocks on. Returns the run's first lease token, or nil if the
 -- publish reached no subscriber (the worker's connection is gone): the run is queued instead.
-local function deliverHandoff(base, channel, wakeKey, workflow, id, input, idTimed, compact)
+-- Not published to the caller's own process's worker (handoffSelf): the caller starts the run
+-- from this call's reply, so a publish would cost Redis a command and a socket write, and the
+-- process a message to pass over. Should that reply be lost, nothing starts the run: its lease
+-- lapses and the stalled scan makes it due again, as for a worker that died holding it.
+local function deliverHandoff(base, listener, wakeKey, workflow, id, input, idTimed, compact)
   local token = firstLeaseToken(base, id, idTimed, compact)
-  if not channel then
+  if not listener then
     redis.call('RPUSH', wakeKey, handoffEntry(token, id, input))
-  elseif publish(channel, workflow .. ' ' .. handoffEntry(token, id, input)) == 0 then
+  elseif listener ~= handoffSelf and publish(base .. 'handoff:' .. listener, workflow .. ' ' .. handoffEntry(token, id, input)) == 0 then
     return nil
   end
   return token
@@ -96,12 +102,12 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
   if runAt ~= '' then due = tonumber(runAt) elseif delayMs ~= '0' then due = nowMs() + tonumber(delayMs) end
 
   local state = 'waiting'
-  local leaseMs, token, channel, listener
+  local leaseMs, token, listener
   if due and due > nowMs() then
     state = 'delayed'
   elseif fastPath and trace == '' and timeoutMs == '' and not lanesMadeDue[lane] then
-    leaseMs, channel, listener = parkedLease(base, limitsKey, workflow, group, lane, wakeKey, lockMs)
-    token = leaseMs and deliverHandoff(base, channel, wakeKey, workflow, id, input, nonce == '', compact)
+    leaseMs, listener = parkedLease(base, limitsKey, workflow, group, lane, wakeKey, lockMs)
+    token = leaseMs and deliverHandoff(base, listener, wakeKey, workflow, id, input, nonce == '', compact)
     if token then state = 'active' end
   end
 
@@ -144,9 +150,9 @@ local function enqueuePlain(base, id, workflow, input, waited, nonce, fastPath, 
   end
   local lane = laneOf(base, workflow, '')
   local wakeKey = lane .. 'wake'
-  local leaseMs, channel, listener, token
-  if fastPath then leaseMs, channel, listener = parkedLease(base, limitsKey, workflow, '', lane, wakeKey, lockMs) end
-  if leaseMs then token = deliverHandoff(base, channel, wakeKey, workflow, id, input, nonce == '', compact) end
+  local leaseMs, listener, token
+  if fastPath then leaseMs, listener = parkedLease(base, limitsKey, workflow, '', lane, wakeKey, lockMs) end
+  if leaseMs then token = deliverHandoff(base, listener, wakeKey, workflow, id, input, nonce == '', compact) end
   storeRun(base, id, workflow, input, token and 'active' or 'waiting', '0', DEFAULT_MAX_ATTEMPTS, '', nil, 'nonce', nonce,
     compact, nonce == '', waited ~= '' and { 'waited', waited } or nil, token)
   if token then

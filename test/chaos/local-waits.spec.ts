@@ -12,10 +12,10 @@ import { Counter, Gates, pollUntil } from '../support/workflows';
 
 /**
  * Within one app, a run() needs no pub/sub: an enqueue that Redis hands to the app's own parked
- * worker starts the run from its reply (lib/interfaces/local.worker.ts; the published handoff is a
- * second copy), and the worker tells the app's wait from its complete call's reply, which Redis
- * then does not announce on the app's inbox (lib/interfaces/local.waits.ts). The app reaches Redis
- * through a TCP proxy that holds back what one of its connections receives.
+ * worker starts the run from its reply, and Redis publishes no handoff for it
+ * (lib/interfaces/local.worker.ts), and the worker tells the app's wait from its complete call's
+ * reply, which Redis then does not announce on the app's inbox (lib/interfaces/local.waits.ts).
+ * The app reaches Redis through a TCP proxy that holds back what one of its connections receives.
  */
 jest.setTimeout(60_000);
 
@@ -43,7 +43,7 @@ describe('a run() in the app whose worker runs it', () => {
     return (c: ProxyConnection) => c.upstreamAddress === addrs[0];
   }
 
-  it('resolves while its subscriber connection hears nothing, and the handoff published meanwhile does not run it again', async () => {
+  it('resolves while its subscriber connection hears nothing, and runs once', async () => {
     const namespace = uniqueNamespace('lw');
     const t = await appOn(redis.proxy.url, [GateWorkflow], { namespace });
     try {
@@ -61,7 +61,7 @@ describe('a run() in the app whose worker runs it', () => {
       // Handed to the parked worker: started from the enqueue's reply, told from the complete's.
       expect(await t.client.run(GateWorkflow, { key: 'quiet' })).toBe('gate:quiet');
       redis.proxy.releaseReplies();
-      // The held handoff is read before this run's (one connection, in order): it ran once.
+      // Whatever the subscriber was held from is read before the next run's reply: it ran once.
       expect(await t.client.run(GateWorkflow, { key: 'after' })).toBe('gate:after');
       expect([started.get('quiet'), started.get('after')]).toEqual([1, 1]);
       expectConsistent(await auditNamespace(redis.raw, { namespace }));
@@ -102,6 +102,44 @@ describe('a run() in the app whose worker runs it', () => {
       expectConsistent(await auditNamespace(redis.raw, { namespace }));
     } finally {
       gates.openAll();
+      redis.proxy.releaseReplies();
+      await t.close();
+    }
+  });
+  it("still resolves when the enqueue's reply is lost after handing the run to its own worker: the lease lapses, the stalled scan recovers it, and it runs once", async () => {
+    const namespace = uniqueNamespace('lw');
+    const keys = new RedisKeys('sluice', namespace);
+    // A short lease and scan interval: nothing starts a handoff whose reply was lost (Redis
+    // published none), so the run waits for its lease to lapse.
+    const t = await appOn(redis.proxy.url, [GateWorkflow], {
+      namespace,
+      redisTimeoutMs: 5_000,
+      worker: { lockMs: 1_000, stalledIntervalMs: 250 },
+    });
+    try {
+      gates.open('warm-2');
+      expect(await t.client.run(GateWorkflow, { key: 'warm-2' })).toBe('gate:warm-2');
+      await pollUntil(
+        () => channelSubscribers(redis.raw, t.app.get(RunWaiter).inboxChannel),
+        (n) => n === 1,
+        'the inbox subscribed',
+      );
+      await waitParked(redis.raw, keys, 'lw.gate');
+      expect(redis.proxy.holdReplies(await connection(namespace, 'command'))).toBe(1);
+      gates.open('handed');
+      const result = t.client.run(GateWorkflow, { key: 'handed' }, { id: 'handed' });
+      await pollUntil(
+        () => redis.raw.hget(keys.run('handed'), 'state'),
+        (state) => state === 'active',
+        'the enqueue to hand the run to the parked worker',
+      );
+      // The reply is lost with the connection; the enqueue is sent again and finds the run it made.
+      expect(await new RedisAdmin(redis.raw).killClients({ namePrefix: sluiceConnectionName(namespace, 'command') })).toHaveLength(1);
+      expect(await result).toBe('gate:handed');
+      expect(started.get('handed')).toBe(1);
+      expect(await redis.raw.hmget(keys.run('handed'), 'state', 'stalls')).toEqual(['completed', '1']);
+      expectConsistent(await auditNamespace(redis.raw, { namespace }));
+    } finally {
       redis.proxy.releaseReplies();
       await t.close();
     }

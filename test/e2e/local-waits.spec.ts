@@ -10,7 +10,10 @@ import { monitorCommands, pollUntil } from '../support/workflows';
  * A worker tells its own app's run() waits of the runs it completes, from the complete call's
  * reply (lib/interfaces/local.waits.ts), and the call names the app's inbox so that Redis does not
  * announce them there as well. Other apps' waits (another process, as far as Redis can tell) are
- * announced as before; so are runs kept less than LOCAL_WAITS_MIN_TTL_MS.
+ * announced as before; so are runs kept less than LOCAL_WAITS_MIN_TTL_MS. Likewise the enqueue
+ * names the app's worker, and a run handed to it starts from the enqueue's reply, with nothing
+ * published on its handoff channel (lib/interfaces/local.worker.ts); a worker of another app is
+ * handed its runs over that channel.
  */
 @Workflow('local.echo')
 class EchoWorkflow {
@@ -66,7 +69,8 @@ describe("run() and a worker in the caller's own app", () => {
 
   /**
    * Runs RUNS run()s (and one of a run that returns nothing); resolves their results, how many
-   * announcements Redis published on `inbox` meanwhile, and how many records the waits read.
+   * announcements Redis published on `inbox` meanwhile, how many handoffs it published, and how
+   * many records the waits read.
    */
   async function roundTrips(caller: TestApp, namespace: string, inbox: string) {
     const monitor = await monitorCommands(namespace);
@@ -77,15 +81,17 @@ describe("run() and a worker in the caller's own app", () => {
       const sentinel = `${inbox}:sentinel`;
       await redis.exists(sentinel); // a command of ours behind theirs
       let announced = 0;
+      let handoffs = 0;
       let reads = 0;
       for (;;) {
         const args = await monitor.next(() => true);
         if (args[0] === 'exists' && args[1] === sentinel) break;
         if (args[0] === 'publish' && args[1] === inbox) announced++;
+        if (args[0] === 'publish' && args[1].startsWith(`{sluice:${namespace}}:handoff:`)) handoffs++;
         // A wait that heard nothing reads the record (after INBOX_FIRST_READ_MS): watch.lua.
         if (args[0] === 'fcall' && args[1].endsWith('_watch')) reads++;
       }
-      return { results, announced, reads };
+      return { results, announced, handoffs, reads };
     } finally {
       await monitor.close();
     }
@@ -93,18 +99,18 @@ describe("run() and a worker in the caller's own app", () => {
 
   const results = [...Array.from({ length: RUNS }, (_, i) => expected(i + 2)), undefined];
 
-  it('is told by the worker: Redis announces nothing on the inbox, and the results are what an announcement carries', async () => {
+  it('is told by the worker: Redis announces nothing on the inbox nor hands off on a channel, and the results are what an announcement carries', async () => {
     const { caller, namespace, inbox } = await open();
-    await expect(roundTrips(caller, namespace, inbox)).resolves.toEqual({ results, announced: 0, reads: 0 });
+    await expect(roundTrips(caller, namespace, inbox)).resolves.toEqual({ results, announced: 0, handoffs: 0, reads: 0 });
   });
 
   it("is announced on the inbox when the worker is another app's", async () => {
     const { caller, namespace, inbox } = await open({ apart: true });
-    await expect(roundTrips(caller, namespace, inbox)).resolves.toEqual({ results, announced: RUNS + 1, reads: 0 });
+    await expect(roundTrips(caller, namespace, inbox)).resolves.toEqual({ results, announced: RUNS + 1, handoffs: RUNS + 1, reads: 0 });
   });
 
   it(`is announced on the inbox too when results are kept less than ${LOCAL_WAITS_MIN_TTL_MS} ms (a lost reply's re-read must find them)`, async () => {
     const { caller, namespace, inbox } = await open({ resultTtlMs: LOCAL_WAITS_MIN_TTL_MS - 1 });
-    await expect(roundTrips(caller, namespace, inbox)).resolves.toEqual({ results, announced: RUNS + 1, reads: 0 });
+    await expect(roundTrips(caller, namespace, inbox)).resolves.toEqual({ results, announced: RUNS + 1, handoffs: 0, reads: 0 });
   });
 });

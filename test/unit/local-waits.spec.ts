@@ -6,8 +6,6 @@ import { resolveQueueOptions } from '../../lib/interfaces/queue.options';
 import type { Claim } from '../../lib/redis/commands/claim.reply';
 import type { LuaScripts } from '../../lib/redis/lua.scripts';
 import { RedisKeys } from '../../lib/redis/redis.keys';
-import { ActiveRuns } from '../../lib/worker/active-runs';
-import { HandoffCopies } from '../../lib/worker/handoff.copies';
 import { LOCAL_WAITS_MIN_TTL_MS, RunCommits } from '../../lib/worker/run.commits';
 
 /** LocalWaits between a worker's commits and its app's run() waits (RunInbox, PendingWait), without Redis. */
@@ -94,44 +92,5 @@ describe('LocalWaits', () => {
       expect(sent[0][7]).toBe('');
       expect(told).toEqual(['completed r1 wf "one"']);
     });
-  });
-});
-
-describe('HandoffCopies', () => {
-  it('takes the published copy of a handoff started from a reply once, by run and token', () => {
-    const copies = new HandoffCopies(30_000, new ActiveRuns());
-    copies.startedFromReply('r1', 't1');
-    expect(copies.isCopy('r1', 't2')).toBe(false); // another attempt's handoff
-    expect(copies.isCopy('r2', 't1')).toBe(false);
-    expect(copies.isCopy('r1', 't1')).toBe(true);
-    expect(copies.isCopy('r1', 't1')).toBe(false); // a handoff of its own now
-  });
-
-  it('forgets copies that never came once their lease would have expired', () => {
-    const copies = new HandoffCopies(-1, new ActiveRuns()); // every entry is past its lease at once
-    for (let i = 0; i < 40; i++) copies.startedFromReply(`r${i}`, 't');
-    expect(copies.isCopy('r0', 't')).toBe(false);
-    expect(copies.isCopy('r39', 't')).toBe(true);
-  });
-
-  it('sweeps oldest first and stops at the first copy still in its lease', () => {
-    jest.useFakeTimers({ now: 1_000_000 });
-    try {
-      const copies = new HandoffCopies(1_000, new ActiveRuns());
-      for (let i = 0; i < 40; i++) copies.startedFromReply(`old${i}`, 't');
-      jest.setSystemTime(1_000_500);
-      copies.startedFromReply('old0', 't2'); // started again: now the newest entry
-      for (let i = 0; i < 40; i++) copies.startedFromReply(`new${i}`, 't');
-      // Past the first 40's lease: a sweep ends at 'old0', the first of the later entries.
-      jest.setSystemTime(1_001_200);
-      copies.startedFromReply('last', 't');
-      expect(copies.isCopy('old1', 't')).toBe(false);
-      expect(copies.isCopy('old39', 't')).toBe(false);
-      expect(copies.isCopy('old0', 't2')).toBe(true);
-      expect(copies.isCopy('new0', 't')).toBe(true);
-      expect(copies.isCopy('last', 't')).toBe(true);
-    } finally {
-      jest.useRealTimers();
-    }
   });
 });

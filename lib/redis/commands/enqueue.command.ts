@@ -23,6 +23,11 @@ export interface EnqueueCall {
   waited: string;
   /** The caller's trace context (see captureTrace), stored with the run; absent for none. */
   trace?: string;
+  /**
+   * The id of the caller's own process's worker, if it has one: a run handed to that worker is
+   * not published on its handoff channel, and the caller starts it from the reply (see LocalWorker).
+   */
+  selfWorkerId?: string;
 }
 
 /** lua/enqueue.lua's reply. */
@@ -31,7 +36,11 @@ export interface EnqueueReply {
   created: boolean;
   /** The run's state now ('active': fast-pathed to a parked worker). */
   state: string;
-  /** A run handed to a parked worker over its handoff channel: its lease token, and the worker's id (see LocalWorker). */
+  /**
+   * A run handed to a parked worker: its lease token, and the worker's id. Published on that
+   * worker's handoff channel, unless it is the caller's own (EnqueueCall.selfWorkerId), which
+   * starts it from this reply alone (see LocalWorker).
+   */
   handoff?: { token: string; workerId: string };
 }
 
@@ -94,7 +103,8 @@ function enqueueArgs(keys: RedisKeys, settings: EnqueueSettings, call: EnqueueCa
     request.input,
     call.waited,
     nonce,
-    enqueueFlags(settings, skipLook),
+    // The caller's worker id rides on the flags: an argument more would cost Redis more.
+    enqueueFlags(settings, skipLook) + (call.selfWorkerId ?? ''),
     settings.lockMs,
   ];
   if (request.priority !== 0) args.push('priority', request.priority);
