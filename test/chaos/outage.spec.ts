@@ -115,6 +115,20 @@ describe('Redis down, then back', () => {
       (run) => run?.state === 'active',
       'w1 active',
     );
+    // The wait's first read has marked the run as waited on: the outage is to meet its later
+    // re-reads, not that one (a first read that fails rejects the wait). Its reply came over the
+    // connection the get after it uses, so it has been handled once the get answers.
+    const raw = new Redis(server.url);
+    try {
+      await pollUntil(
+        () => raw.hget(`{sluice:${ns}}:run:w1`, 'waited'),
+        (waited) => waited === '1',
+        "the wait's first read",
+      );
+    } finally {
+      raw.disconnect();
+    }
+    await app.client.get('w1');
 
     await server.kill('SIGKILL');
     // Longer than the waiter's 10 s backstop, so its re-read meets the outage at least once.
