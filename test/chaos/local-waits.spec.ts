@@ -1,4 +1,5 @@
-import { RunContext, Workflow } from '../../lib';
+import type { TestingModule } from '@nestjs/testing';
+import { QueueClient, RunContext, Workflow } from '../../lib';
 import { RunWaiter } from '../../lib/client/run.waiter';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { uniqueNamespace } from '../support/app';
@@ -43,19 +44,24 @@ describe('a run() in the app whose worker runs it', () => {
     return (c: ProxyConnection) => c.upstreamAddress === addrs[0];
   }
 
+  /** A first run() through `t` (gate `key`), then its inbox subscribed: later run()s wait on it alone. */
+  async function warmUp(t: { app: TestingModule; client: QueueClient }, key: string): Promise<void> {
+    gates.open(key);
+    expect(await t.client.run(GateWorkflow, { key })).toBe(`gate:${key}`);
+    await pollUntil(
+      () => channelSubscribers(redis.raw, t.app.get(RunWaiter).inboxChannel),
+      (n) => n === 1,
+      'the inbox subscribed',
+    );
+  }
+
   it('resolves while its subscriber connection hears nothing, and runs once', async () => {
     const namespace = uniqueNamespace('lw');
     const t = await appOn(redis.proxy.url, [GateWorkflow], { namespace });
     try {
-      gates.open('warm');
       gates.open('quiet');
       gates.open('after');
-      expect(await t.client.run(GateWorkflow, { key: 'warm' })).toBe('gate:warm');
-      await pollUntil(
-        () => channelSubscribers(redis.raw, t.app.get(RunWaiter).inboxChannel),
-        (n) => n === 1,
-        'the inbox subscribed',
-      );
+      await warmUp(t, 'warm');
       await waitParked(redis.raw, new RedisKeys('sluice', namespace), 'lw.gate');
       expect(redis.proxy.holdReplies(await connection(namespace, 'subscriber'))).toBe(1);
       // Handed to the parked worker: started from the enqueue's reply, told from the complete's.
@@ -76,14 +82,7 @@ describe('a run() in the app whose worker runs it', () => {
     const keys = new RedisKeys('sluice', namespace);
     const t = await appOn(redis.proxy.url, [GateWorkflow], { namespace, redisTimeoutMs: 5_000 });
     try {
-      gates.open('warm');
-      expect(await t.client.run(GateWorkflow, { key: 'warm' })).toBe('gate:warm');
-      const inbox = t.app.get(RunWaiter).inboxChannel;
-      await pollUntil(
-        () => channelSubscribers(redis.raw, inbox),
-        (n) => n === 1,
-        'the inbox subscribed',
-      );
+      await warmUp(t, 'warm');
 
       const result = t.client.run(GateWorkflow, { key: 'lost' }, { id: 'lost' });
       await begun.get('lost').promise;
@@ -106,6 +105,7 @@ describe('a run() in the app whose worker runs it', () => {
       await t.close();
     }
   });
+
   it("still resolves when the enqueue's reply is lost after handing the run to its own worker: the lease lapses, the stalled scan recovers it, and it runs once", async () => {
     const namespace = uniqueNamespace('lw');
     const keys = new RedisKeys('sluice', namespace);
@@ -117,13 +117,7 @@ describe('a run() in the app whose worker runs it', () => {
       worker: { lockMs: 1_000, stalledIntervalMs: 250 },
     });
     try {
-      gates.open('warm-2');
-      expect(await t.client.run(GateWorkflow, { key: 'warm-2' })).toBe('gate:warm-2');
-      await pollUntil(
-        () => channelSubscribers(redis.raw, t.app.get(RunWaiter).inboxChannel),
-        (n) => n === 1,
-        'the inbox subscribed',
-      );
+      await warmUp(t, 'warm-2');
       await waitParked(redis.raw, keys, 'lw.gate');
       expect(redis.proxy.holdReplies(await connection(namespace, 'command'))).toBe(1);
       gates.open('handed');
