@@ -1,7 +1,7 @@
 #!lua
 --[[
   enqueue: store a new run and make it due in its lane (see laneOf) or park it in its workflow's
-  delayed set; wake a worker. Idempotent on the run id: if the run exists, nothing is written and
+  delayed set; wake a worker (a lone run queued behind others needs no wake, see enqueuePlain). Idempotent on the run id: if the run exists, nothing is written and
   its state is returned. The work is enqueueRun (lua/includes/enqueue.lua), shared with
   enqueue-many.lua, or enqueuePlain when no option differs from its default (the common call).
 
@@ -87,7 +87,7 @@ local fastPath, lean, check = string.byte(ARGV[7], 1, 3)
 if #ARGV[7] > 3 then handoffSelf = string.sub(ARGV[7], 4) end
 if #ARGV == 8 then
   -- No option differs from its default: the common call (see enqueuePlain).
-  return reply(enqueuePlain(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], fastPath == 49, ARGV[8], lean == 49, check == 49))
+  return reply(enqueuePlain(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], fastPath == 49, ARGV[8], lean == 49, check == 49))
 end
 local priority, delayMs, runAt, attempts, group, trace, timeoutMs = '0', '0', '', DEFAULT_MAX_ATTEMPTS, '', '', ''
 for i = 9, #ARGV, 2 do

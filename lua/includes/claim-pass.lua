@@ -6,7 +6,8 @@
 -- one run per group per turn, then writes the outcome back once (settleGroups): groups that
 -- ran dry or hit their cap leave `ready` (activateGroup brings them back), groups served go
 -- to the back in the order they were last served. Groups past the first 64 wait a call.
-
+-- claimPassDirty: set by every write to the rings (see lib/redis/lua.library.ts).
+local claimPassDirty = false
 local rings = {}
 
 local function newRing(groups)
@@ -30,7 +31,7 @@ local function ringOf(base, workflow)
         ring.pending[group] = true
       end
     end
-    rings[workflow] = ring
+    rings[workflow], claimPassDirty = ring, true
   end
   return ring
 end
@@ -159,8 +160,8 @@ local function claimRuns(base, leasesKey, limitsKey, seqKey, workflows, maxClaim
       local lane = laneOf(base, wf, '')
       dry = redis.call('EXISTS', lane .. 'queue', lane .. 'waiting', wfKey(base, wf, 'wake'), wfKey(base, wf, 'ready')) == 0
       if dry then
-        noPriorities[lane], dryLanes[lane] = true, true
-        rings[wf] = DRY_RING
+        noPriorities[lane], dryLanes[lane], lanesDirty = true, true, true
+        rings[wf], claimPassDirty = DRY_RING, true
         open[i] = false -- nothing to take: the pass below skips its caps and lanes
       end
     end

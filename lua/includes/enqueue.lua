@@ -12,6 +12,8 @@
 -- existing run first; false only for a generated id's first try, which no run can have yet.
 -- Lanes this call made runs due in: they have due runs for the rest of it (enqueues claim
 -- nothing), so a batch's later runs skip the look.
+-- Set by every write to this include's per-call tables (see lib/redis/lua.library.ts).
+local enqueueDirty = false
 local lanesMadeDue = {}
 -- The worker id of the caller's own process (lua/enqueue.lua), or '': a handoff to that worker is
 -- not published, as the caller starts the run from this call's reply (see deliverHandoff).
@@ -134,7 +136,7 @@ local function enqueueRun(base, id, workflow, input, priority, delayMs, runAt, m
     if #head == 0 or tonumber(head[2]) > due then wake(wakeKey) end
   else
     makeDue(base, limitsKey, base .. 'seq', workflow, group, id, priority, false)
-    lanesMadeDue[lane] = true
+    lanesMadeDue[lane], enqueueDirty = true, true
   end
   return 1, state
 end
@@ -142,8 +144,9 @@ end
 -- enqueueRun for a run with every option at its default (priority 0, due at once, the default
 -- attempts, no group, trace or time limit), alone in its call: the same reads, writes and
 -- replies, without the branches those options and a batch take (lua/enqueue.lua's common call).
-local function enqueuePlain(base, id, workflow, input, waited, nonce, fastPath, lockMs, compact, check)
-  local runKey, limitsKey = base .. 'run:' .. id, base .. 'limits'
+-- `runKey`: the run's key, as the call passed it (base .. 'run:' .. id).
+local function enqueuePlain(runKey, base, id, workflow, input, waited, nonce, fastPath, lockMs, compact, check)
+  local limitsKey = base .. 'limits'
   if check then
     local created, state = existingRun(runKey, nonce)
     if created then return created, state end
@@ -153,14 +156,23 @@ local function enqueuePlain(base, id, workflow, input, waited, nonce, fastPath, 
   local leaseMs, listener, token
   if fastPath then leaseMs, listener = parkedLease(base, limitsKey, workflow, '', lane, wakeKey, lockMs) end
   if leaseMs then token = deliverHandoff(base, listener, wakeKey, workflow, id, input, nonce == '', compact) end
-  storeRun(base, id, workflow, input, token and 'active' or 'waiting', '0', DEFAULT_MAX_ATTEMPTS, '', nil, 'nonce', nonce,
-    compact, nonce == '', waited ~= '' and { 'waited', waited } or nil, token)
+  if compact and nonce == '' and waited == '' and not token then
+    -- storeRun's lean record of a generated id, nobody waiting: its three fields, without the
+    -- table of arguments storeRun builds (a producer's common enqueue).
+    redis.call('HSET', runKey, 'workflow', workflow, 'input', input, 'state', 'waiting')
+  else
+    storeRun(base, id, workflow, input, token and 'active' or 'waiting', '0', DEFAULT_MAX_ATTEMPTS, '', nil, 'nonce', nonce,
+      compact, nonce == '', waited ~= '' and { 'waited', waited } or nil, token)
+  end
   if token then
     handOff(base, limitsKey, workflow, '', lane, id, leaseMs)
     return 1, 'active', token, listener
   end
-  -- makeDue's work for an ungrouped run, with the lane and wake list at hand.
-  pushDue(lane, nil, id, '0', false, false)
-  wake(wakeKey)
+  -- makeDue's work for an ungrouped run, with the lane and wake list at hand. A run queued behind
+  -- others needs no wake of its own: the list was not empty, so its first run's enqueue left a
+  -- marker, which either is still there or woke a worker whose claim is yet to run (it takes this
+  -- run too, or passes the marker on when its batch fills up, see claimRuns), or a cap holds the
+  -- lane back (a freed slot wakes it, see wakeCapped). Looking at the wake list would cost a command.
+  if redis.call('RPUSH', lane .. 'queue', id) == 1 then wakeOnce(wakeKey) end
   return 1, 'waiting'
 end

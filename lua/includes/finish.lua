@@ -106,7 +106,7 @@ local function indexRetention(limitsKey, workflow, ttlMs)
   if ttlMs > ttlMax then
     ttlMax = ttlMs
     redis.call('HSET', limitsKey, ttlField, intText(ttlMax))
-    limitCache[ttlField] = ttlMax
+    limitCache[ttlField], limitsDirty = ttlMax, true
   end
   return ttlMax
 end

@@ -60,6 +60,8 @@ end
 -- Lanes whose priority zset this call found empty. Only pushDue adds to a zset, and claiming
 -- (the caller of popDue) never does, so an empty zset stays empty for the rest of a claim pass:
 -- most lanes hold only priority-0 runs, and this spares them a ZPOPMIN per claim.
+-- Set by every write to this include's per-call tables (see lib/redis/lua.library.ts).
+local lanesDirty = false
 local noPriorities = {}
 
 local function dueCount(lane)
@@ -94,21 +96,21 @@ local function popDue(lane, want)
       return id
     end
     poppedAhead[lane] = nil
-    if buffer.short then dryLanes[lane] = true end
+    if buffer.short then dryLanes[lane], lanesDirty = true, true end
   end
   if dryLanes[lane] then return false end
   if not noPriorities[lane] then
     local top = redis.call('ZPOPMIN', lane .. 'waiting')
     if #top > 0 then return top[1] end
-    noPriorities[lane] = true
+    noPriorities[lane], lanesDirty = true, true
   end
   want = math.max(want or 1, 1)
   local ids = redis.call('LPOP', lane .. 'queue', want)
   if not ids then
-    dryLanes[lane] = true
+    dryLanes[lane], lanesDirty = true, true
     return false
   end
-  if want > 1 then poppedAhead[lane] = { ids = ids, next = 2, short = #ids < want } end
+  if want > 1 then poppedAhead[lane], lanesDirty = { ids = ids, next = 2, short = #ids < want }, true end
   return ids[1]
 end
 

@@ -8,6 +8,8 @@
 
 local KEYS_LEASES = ARGV[1] .. 'leases'
 
+-- Set by every write to this include's per-call tables (see lib/redis/lua.library.ts).
+local leasesDirty = false
 local activeCache = {}
 -- Deferred writes (see deferActiveWrites): per key, the ids to add (id -> score, or true for a
 -- set) and to remove, and the change they make to a count not read yet.
@@ -18,13 +20,13 @@ local function activeCount(key)
   local count = activeCache[key]
   if count == nil then
     count = redis.call(key == KEYS_LEASES and 'ZCARD' or 'SCARD', key) + (pendingDelta[key] or 0)
-    activeCache[key] = count
+    activeCache[key], leasesDirty = count, true
   end
   return count
 end
 
 local function countChange(key, by)
-  if activeCache[key] then activeCache[key] = activeCache[key] + by else pendingDelta[key] = (pendingDelta[key] or 0) + by end
+  if activeCache[key] then activeCache[key], leasesDirty = activeCache[key] + by, true else pendingDelta[key], leasesDirty = (pendingDelta[key] or 0) + by, true end
 end
 
 -- A hot call (complete) writes each active index once, at its end, with every id it added or
@@ -37,13 +39,13 @@ end
 
 local function addActive(key, id, score)
   if deferred then
-    pendingAdds[key] = pendingAdds[key] or {}
+    pendingAdds[key], leasesDirty = pendingAdds[key] or {}, true
     pendingAdds[key][id] = score or true
     return countChange(key, 1)
   end
   local added
   if score then added = redis.call('ZADD', key, score, id) else added = redis.call('SADD', key, id) end
-  if added == 1 and activeCache[key] then activeCache[key] = activeCache[key] + 1 end
+  if added == 1 and activeCache[key] then activeCache[key], leasesDirty = activeCache[key] + 1, true end
 end
 
 local function removeActive(key, id)
@@ -51,13 +53,13 @@ local function removeActive(key, id)
     if pendingAdds[key] and pendingAdds[key][id] then
       pendingAdds[key][id] = nil
     else
-      pendingRemovals[key] = pendingRemovals[key] or {}
+      pendingRemovals[key], leasesDirty = pendingRemovals[key] or {}, true
       pendingRemovals[key][#pendingRemovals[key] + 1] = id
     end
     return countChange(key, -1)
   end
   local removed = redis.call(key == KEYS_LEASES and 'ZREM' or 'SREM', key, id)
-  if removed == 1 and activeCache[key] then activeCache[key] = activeCache[key] - 1 end
+  if removed == 1 and activeCache[key] then activeCache[key], leasesDirty = activeCache[key] - 1, true end
 end
 
 -- Sends the deferred writes: per key its removals, then its additions, in chunks that stay

@@ -11,6 +11,8 @@
 -- The field 'controls' counts every pause and rate limit set in the namespace: while it is absent
 -- (the common case), a claiming call pays that one read for all of this.
 
+-- Set by every write to this include's per-call tables (see lib/redis/lua.library.ts).
+local limitsDirty = false
 local limitCache = {}
 -- True once a call found the limits hash missing (a namespace with no caps, controls or kept
 -- settings): every field reads as absent without a command. A script that writes the hash calls
@@ -19,7 +21,7 @@ local limitsAbsent = nil
 
 local function cacheLimit(field, raw)
   if raw then raw = tonumber(raw) end
-  limitCache[field] = raw
+  limitCache[field], limitsDirty = raw, true
   return raw
 end
 

@@ -24,7 +24,7 @@ local function startRateReview(base, limitsKey, workflow)
   end
   local flag = 'wf:' .. workflow .. ':rate-review'
   redis.call('HSET', limitsKey, flag, 1)
-  limitCache[flag] = 1
+  limitCache[flag], limitsDirty = 1, true
 end
 
 -- Takes up to `batch` groups off a review under way: each rejoins the round-robin if it has due
@@ -41,7 +41,7 @@ local function reviewRateHeld(base, limitsKey, seqKey, workflow, batch)
   if left == 0 then
     local flag = 'wf:' .. workflow .. ':rate-review'
     redis.call('HDEL', limitsKey, flag)
-    limitCache[flag] = false
+    limitCache[flag], limitsDirty = false, true
   end
   return left, joined
 end

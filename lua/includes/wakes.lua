@@ -9,13 +9,22 @@
 -- scripts never pop a marker (takeHandoff leaves one at the head), remove only handoff entries,
 -- and push a handoff only onto an empty list; so each list is looked at once per call.
 
+-- Set by every write to this include's per-call tables (see lib/redis/lua.library.ts).
+local wakesDirty = false
 local markedWakeLists = {}
-local function wake(wakeKey)
-  if markedWakeLists[wakeKey] then return end
+
+-- Ends a wake list in the marker unless it does. `wakeOnce` for a call that wakes one list once (a
+-- lone enqueue): remembering the list would cost more than it spares.
+local function wakeOnce(wakeKey)
   if redis.call('LINDEX', wakeKey, -1) ~= '1' then
     redis.call('RPUSH', wakeKey, '1')
   end
-  markedWakeLists[wakeKey] = true
+end
+
+local function wake(wakeKey)
+  if markedWakeLists[wakeKey] then return end
+  wakeOnce(wakeKey)
+  markedWakeLists[wakeKey], wakesDirty = true, true
 end
 
 -- Drops the expired entries of workers parked on `workflow` (the enqueue fast path skips them

@@ -65,8 +65,10 @@ describe('the Lua function library', () => {
     });
 
     it("declares the includes' per-call state bare and sets it again at the start of each call; constants stay", () => {
-      // State that starts as empty tables is made at load, and emptied at a call's start only if the last call left something in it.
+      // State that starts as empty tables is made at load, and emptied at a call's start only if a
+      // call wrote to its include's tables since (the include's flag says so).
       expect(library.code).toMatch(/^local limitCache = \{\}$/m);
+      expect(library.code).toMatch(/^local limitsDirty = false$/m);
       expect(library.code).toMatch(/^local pendingAdds, pendingRemovals, pendingDelta = \{\}, \{\}, \{\}$/m);
       expect(library.code).toMatch(/^local KEYS_LEASES$/m);
       expect(library.code).toMatch(/^local turnNext, turnLast$/m);
@@ -74,17 +76,18 @@ describe('the Lua function library', () => {
       const reset = (include: string, script = 'complete') =>
         new RegExp(`-- resets ${include}\\n([\\s\\S]*?)\\n(?:-- resets|return body\\(\\))`).exec(callback(script))?.[1];
       expect(reset('limits')).toContain(
-        'if next(limitCache) ~= nil then local n = 0 for k in next, limitCache do limitCache[k] = nil n = n + 1 end if n > 32 then limitCache = {} end end',
+        'if limitsDirty then limitsDirty = false if next(limitCache) ~= nil then local n = 0 for k in next, limitCache do limitCache[k] = nil n = n + 1 end if n > 32 then limitCache = {} end end end',
       );
       expect(reset('leases')).toContain(
         'if next(pendingRemovals) ~= nil then local n = 0 for k in next, pendingRemovals do pendingRemovals[k] = nil n = n + 1 end if n > 32 then pendingRemovals = {} end end',
       );
+      expect(reset('leases')).toMatch(/^if leasesDirty then leasesDirty = false if next\(activeCache\)/m);
       expect(reset('leases')).toContain("KEYS_LEASES = ARGV[1] .. 'leases'");
       expect(reset('groups')).toContain('turnNext, turnLast = 1, 0');
       expect(reset('time')).toContain('callNow = nil');
       // An include's name with a hyphen makes a Lua name all the same.
       expect(reset('claim-pass')).toBe(
-        'if next(rings) ~= nil then local n = 0 for k in next, rings do rings[k] = nil n = n + 1 end if n > 32 then rings = {} end end',
+        'if claimPassDirty then claimPassDirty = false if next(rings) ~= nil then local n = 0 for k in next, rings do rings[k] = nil n = n + 1 end if n > 32 then rings = {} end end end',
       );
       // An include without per-call state has nothing to reset.
       expect(library.code).not.toContain('-- resets util');
@@ -122,6 +125,17 @@ describe('the Lua function library', () => {
     it('refuses per-call state whose initial value spans lines, and includes out of order', () => {
       const spanning = withLuaCopy((dir) => edit(join(dir, 'includes', 'claim.lua'), (text) => `${text}\nlocal pending = {\n  1 }\n`));
       expect(spanning).toThrow(/claim\.lua: per-call state `pending` must get its initial value on one line/);
+      // A per-call table needs its include's flag, and every write to it sets the flag.
+      const unflagged = withLuaCopy((dir) => edit(join(dir, 'includes', 'claim.lua'), (text) => `${text}\nlocal pending = {}\n`));
+      expect(unflagged).toThrow(/claim\.lua: per-call tables \(pending\) need their flag: local claimDirty = false/);
+      const silentWrite = withLuaCopy((dir) =>
+        edit(join(dir, 'includes', 'wakes.lua'), (text) =>
+          text.replace('markedWakeLists[wakeKey], wakesDirty = true, true', 'markedWakeLists[wakeKey] = true'),
+        ),
+      );
+      expect(silentWrite).toThrow(
+        /includes\/wakes\.lua: `markedWakeLists\[wakeKey\] = true` writes to the per-call table markedWakeLists, so it must set wakesDirty = true/,
+      );
       const reordered = withLuaCopy((dir) =>
         edit(join(dir, 'stats.lua'), (text) =>
           text
@@ -182,12 +196,12 @@ describe('the Lua function library', () => {
 
     it('gives every call empty per-call tables: emptied in place, replaced only after a large one', async () => {
       const probed = withLuaCopy((dir) => {
-        edit(join(dir, 'includes', 'time.lua'), (text) => `${text}\nlocal probeSeen = {}\n`);
+        edit(join(dir, 'includes', 'time.lua'), (text) => `${text}\nlocal timeDirty = false\nlocal probeSeen = {}\n`);
         edit(join(dir, 'park.lua'), (text) =>
           text.replace(
             '-- @include wakes\n',
             "-- @include wakes\nif ARGV[1] == 'probe' then local seen = 0 for _ in pairs(probeSeen) do seen = seen + 1 end " +
-              "local identity = tostring(probeSeen) for i = 1, tonumber(ARGV[2]) do probeSeen['k' .. i] = i end return { seen, identity } end\n",
+              "local identity = tostring(probeSeen) for i = 1, tonumber(ARGV[2]) do probeSeen['k' .. i], timeDirty = i, true end return { seen, identity } end\n",
           ),
         );
       })();
