@@ -37,10 +37,12 @@ end
 -- garbage. Its announcement ends in its lease length, which the handed-off run gets from the start.
 -- Also returns the worker's id, if its announcement names one ('<id>:h:<lease ms>': the worker
 -- listens on 'handoff:<id>'; older workers' entries, '<id>:<lease ms>', name none).
+-- `limitsKey` and `wakeKey` may be nil (enqueuePlain): made here, once a parked worker is found.
 local function parkedLease(base, limitsKey, workflow, group, lane, wakeKey, lockMs)
   local parkedKey = wfKey(base, workflow, 'parked')
   local parked = redis.call('ZPOPMAX', parkedKey)
   if #parked == 0 or tonumber(parked[2]) < nowMs() then return nil end
+  limitsKey, wakeKey = limitsKey or base .. 'limits', wakeKey or lane .. 'wake'
   if noneExist(limitsKey, lane .. 'queue', lane .. 'waiting', wakeKey)
       and primeLimits(limitsKey, workflow) and namespaceRoom(KEYS_LEASES, limitsKey) and workflowRoom(base, limitsKey, workflow)
       and (group == '' or groupRoom(base, limitsKey, workflow, group)) then
@@ -146,16 +148,15 @@ end
 -- replies, without the branches those options and a batch take (lua/enqueue.lua's common call).
 -- `runKey`: the run's key, as the call passed it (base .. 'run:' .. id).
 local function enqueuePlain(runKey, base, id, workflow, input, waited, nonce, fastPath, lockMs, compact, check)
-  local limitsKey = base .. 'limits'
   if check then
     local created, state = existingRun(runKey, nonce)
     if created then return created, state end
   end
+  -- Keys are made as they are needed: each is a new string for Redis to allocate and collect.
   local lane = laneOf(base, workflow, '')
-  local wakeKey = lane .. 'wake'
   local leaseMs, listener, token
-  if fastPath then leaseMs, listener = parkedLease(base, limitsKey, workflow, '', lane, wakeKey, lockMs) end
-  if leaseMs then token = deliverHandoff(base, listener, wakeKey, workflow, id, input, nonce == '', compact) end
+  if fastPath then leaseMs, listener = parkedLease(base, nil, workflow, '', lane, nil, lockMs) end
+  if leaseMs then token = deliverHandoff(base, listener, lane .. 'wake', workflow, id, input, nonce == '', compact) end
   if compact and nonce == '' and waited == '' and not token then
     -- storeRun's lean record of a generated id, nobody waiting: its three fields, without the
     -- table of arguments storeRun builds (a producer's common enqueue).
@@ -165,7 +166,7 @@ local function enqueuePlain(runKey, base, id, workflow, input, waited, nonce, fa
       compact, nonce == '', waited ~= '' and { 'waited', waited } or nil, token)
   end
   if token then
-    handOff(base, limitsKey, workflow, '', lane, id, leaseMs)
+    handOff(base, base .. 'limits', workflow, '', lane, id, leaseMs)
     return 1, 'active', token, listener
   end
   -- makeDue's work for an ungrouped run, with the lane and wake list at hand. A run queued behind
@@ -173,6 +174,6 @@ local function enqueuePlain(runKey, base, id, workflow, input, waited, nonce, fa
   -- marker, which either is still there or woke a worker whose claim is yet to run (it takes this
   -- run too, or passes the marker on when its batch fills up, see claimRuns), or a cap holds the
   -- lane back (a freed slot wakes it, see wakeCapped). Looking at the wake list would cost a command.
-  if redis.call('RPUSH', lane .. 'queue', id) == 1 then wakeOnce(wakeKey) end
+  if redis.call('RPUSH', lane .. 'queue', id) == 1 then wakeOnce(lane .. 'wake') end
   return 1, 'waiting'
 end
