@@ -1,12 +1,11 @@
 -- claim-pass: one call's claims, fairly over workflows and groups (`-- @include claim-pass`).
 -- @needs util, lanes, wakes, limits, leases, rates, caps, groups, slots, claim
 --
--- The group round-robin of one call. The `ready` zset orders a workflow's runnable groups by
--- turn; a call reads its head once (up to 64 groups) and cycles through that ring locally,
--- one run per group per turn, then writes the outcome back once (settleGroups): groups that
--- ran dry or hit their cap leave `ready` (activateGroup brings them back), groups served go
--- to the back in the order they were last served. Groups past the first 64 wait a call.
--- claimPassDirty: set by every write to the rings (see lib/redis/lua.library.ts).
+-- The group round-robin of one call. The `ready` zset orders a workflow's runnable groups by turn;
+-- a call reads its head once (up to 64 groups) and cycles through that ring locally, one run per
+-- group per turn, then writes the outcome back once (settleGroups): groups that ran dry or hit their
+-- cap leave `ready` (activateGroup brings them back), groups served go to the back in the order they
+-- were last served. Groups past the first 64 wait a call. Writes to the rings set claimPassDirty.
 local claimPassDirty = false
 local rings = {}
 
