@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
 import { NonRetryableError, QueueModuleOptions, RunContext, Step, Workflow, WorkflowFailedError } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
+import { MAX_BLOCK_MS } from '../../lib/worker/wake.listener';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { scriptsOn } from '../support/scripts';
 import {
@@ -404,5 +405,58 @@ describe('enqueue fast path', () => {
     expect(((await multi.exec()) ?? []).map(([, reply]) => reply)).toEqual([expect.stringMatching(/^\+active \d+ \S+$/), '+waiting']);
     await begun.get('burst-1').promise;
     expect(await app.client.wait('burst-2', { timeoutMs: 2_000 })).toEqual({ key: 'burst-2', attempt: 1 });
+  });
+});
+
+/**
+ * When the fast path is not taken, a lone enqueue wakes a worker only if its run is the first in
+ * its lane's list: a run queued behind others is served by the marker the first one left, or by
+ * the worker that took that marker, which claims it too or passes the marker on when its batch is
+ * full (enqueuePlain in lua/includes/enqueue.lua; claimRuns in claim-pass.lua).
+ */
+describe('wakes of runs queued behind others', () => {
+  it('only the first run of an empty lane leaves a wake marker', async () => {
+    const s = space();
+    const producer = await s.producer();
+    const wake = s.keys.wake('fp.hold');
+    const queue = s.keys.lane('fp.hold', undefined, 'queue');
+    await producer.client.enqueue(HoldWorkflow, { key: 'first' });
+    expect(await redis.lrange(wake, 0, -1)).toEqual(['1']);
+    // As if a worker had taken the marker and its claim were still on its way.
+    await redis.del(wake);
+    await producer.client.enqueue(HoldWorkflow, { key: 'second' });
+    expect(await redis.llen(queue)).toBe(2);
+    expect(await redis.exists(wake)).toBe(0);
+    // Once the lane is empty again, the next run wakes a worker.
+    await redis.del(queue);
+    await producer.client.enqueue(HoldWorkflow, { key: 'third' });
+    expect(await redis.lrange(wake, 0, -1)).toEqual(['1']);
+  });
+
+  it('a run queued behind one a worker is about to claim still reaches an idle worker at once', async () => {
+    const s = space();
+    // Two workers of one slot each, both blocked on the wake list; no fast path, so both runs are queued.
+    await s.worker({ concurrency: 1 });
+    await s.worker({ concurrency: 1 });
+    const producer = await s.producer({ fastPath: false });
+    // In one write: the first run's marker wakes a worker, whose claim comes after the second
+    // run's enqueue, which finds the lane's list not empty and leaves no marker of its own.
+    const [first, second] = await Promise.all([
+      producer.client.enqueue(HoldWorkflow, { key: 'queued-a', hold: true }),
+      producer.client.enqueue(HoldWorkflow, { key: 'queued-b', hold: true }),
+    ]);
+    // Both run at once, one on each worker: the first worker's claim, its one slot full with runs
+    // still due, passed the marker on. Neither finishes before both began, and the second begins
+    // well before the idle worker's block would time out and its reserve find the run anyway.
+    let timer: NodeJS.Timeout | undefined;
+    const blockTimedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('the second run waited for a block timeout: no worker was woken')), MAX_BLOCK_MS / 2);
+    });
+    const bothBegun = Promise.all([begun.get('queued-a').promise, begun.get('queued-b').promise]);
+    await Promise.race([bothBegun, blockTimedOut]).finally(() => clearTimeout(timer));
+    gates.open('queued-a');
+    gates.open('queued-b');
+    expect(await first.result({ timeoutMs: 10_000 })).toEqual({ key: 'queued-a', attempt: 1 });
+    expect(await second.result({ timeoutMs: 10_000 })).toEqual({ key: 'queued-b', attempt: 1 });
   });
 });
