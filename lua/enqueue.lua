@@ -1,8 +1,8 @@
 #!lua
 --[[
   enqueue: store a new run and make it due in its lane (see laneOf) or park it in its workflow's
-  delayed set; wake a worker (a lone run queued behind others needs no wake, see enqueuePlain). Idempotent on the run id: if the run exists, nothing is written and
-  its state is returned. The work is enqueueRun (lua/includes/enqueue.lua), shared with
+  delayed set; wake a worker (a lone run queued behind others needs no wake, see enqueuePlain).
+  Idempotent on the run id: if the run exists, nothing is written and its state is returned. The work is enqueueRun (lua/includes/enqueue.lua), shared with
   enqueue-many.lua, or enqueuePlain when no option differs from its default (the common call).
 
   Fast path: when it is enabled, the run is due now, nothing is queued ahead of it in its lane

@@ -10,10 +10,11 @@
 -- a run handed over a worker's handoff channel, also its lease token and the worker's id.
 -- `compact`: store the lean record whatever the layout (see storeRun). `check`: look for an
 -- existing run first; false only for a generated id's first try, which no run can have yet.
--- Lanes this call made runs due in: they have due runs for the rest of it (enqueues claim
--- nothing), so a batch's later runs skip the look.
+
 -- Set by every write to this include's per-call tables (see lib/redis/lua.library.ts).
 local enqueueDirty = false
+-- Lanes this call made runs due in: they have due runs for the rest of it (enqueues claim
+-- nothing), so a batch's later runs skip the look.
 local lanesMadeDue = {}
 -- The worker id of the caller's own process (lua/enqueue.lua), or '': a handoff to that worker is
 -- not published, as the caller starts the run from this call's reply (see deliverHandoff).

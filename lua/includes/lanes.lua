@@ -57,11 +57,12 @@ local function pushDue(lane, seqKey, id, priority, front, deferrable)
   end
 end
 
+-- Set by every write to this include's per-call tables (see lib/redis/lua.library.ts).
+local lanesDirty = false
+
 -- Lanes whose priority zset this call found empty. Only pushDue adds to a zset, and claiming
 -- (the caller of popDue) never does, so an empty zset stays empty for the rest of a claim pass:
 -- most lanes hold only priority-0 runs, and this spares them a ZPOPMIN per claim.
--- Set by every write to this include's per-call tables (see lib/redis/lua.library.ts).
-local lanesDirty = false
 local noPriorities = {}
 
 local function dueCount(lane)
