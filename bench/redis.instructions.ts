@@ -16,9 +16,10 @@
  * enqueued, a worker app booted for it, its result awaited, the worker closed; use a few dozen
  * jobs), each for Sluice and for bee-queue (set up as in beequeue.system.ts), the peer with the
  * least Redis work per job in bench/main.ts's one-at-a-time scenarios. `--keep` keeps the dumps,
- * for `callgrind_annotate --inclusive=yes <dump>` (which of the server's functions the count is in). Redis runs about 50 times slower under valgrind, so no time is compared: the
- * counts say how much of a "redis µs/job" gap is the server's own work (its Lua and commands)
- * rather than the kernel's sockets, which cost about the same per message for every system.
+ * for `callgrind_annotate --inclusive=yes <dump>` (which of the server's functions the count is
+ * in). Redis runs about 50 times slower under valgrind, so no time is compared: the counts say how
+ * much of a "redis µs/job" gap is the server's own work (its Lua and commands) rather than the
+ * kernel's sockets, which cost about the same per message for every system.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
