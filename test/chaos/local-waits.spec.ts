@@ -44,6 +44,20 @@ describe('a run() in the app whose worker runs it', () => {
     return (c: ProxyConnection) => c.upstreamAddress === addrs[0];
   }
 
+  /** Waits until the run's record is in `state`. */
+  function runReaches(keys: RedisKeys, id: string, state: string, what: string) {
+    return pollUntil(
+      () => redis.raw.hget(keys.run(id), 'state'),
+      (found) => found === state,
+      what,
+    );
+  }
+
+  /** Kills the app's command connection, with any reply the proxy holds on it: the clients killed. */
+  function killCommandConnection(namespace: string) {
+    return new RedisAdmin(redis.raw).killClients({ namePrefix: sluiceConnectionName(namespace, 'command') });
+  }
+
   /** A first run() through `t` (gate `key`), then its inbox subscribed: later run()s wait on it alone. */
   async function warmUp(t: { app: TestingModule; client: QueueClient }, key: string): Promise<void> {
     gates.open(key);
@@ -88,14 +102,10 @@ describe('a run() in the app whose worker runs it', () => {
       await begun.get('lost').promise;
       expect(redis.proxy.holdReplies(await connection(namespace, 'command'))).toBe(1);
       gates.open('lost');
-      await pollUntil(
-        () => redis.raw.hget(keys.run('lost'), 'state'),
-        (state) => state === 'completed',
-        'the complete call to run',
-      );
+      await runReaches(keys, 'lost', 'completed', 'the complete call to run');
       // Its reply, held in the proxy, goes with the connection: the worker's link sends the call
       // again on a new one, and the retry's reply tells the wait (the first try announced nothing).
-      expect(await new RedisAdmin(redis.raw).killClients({ namePrefix: sluiceConnectionName(namespace, 'command') })).toHaveLength(1);
+      expect(await killCommandConnection(namespace)).toHaveLength(1);
       expect(await result).toBe('gate:lost');
       expect(started.get('lost')).toBe(1);
       expectConsistent(await auditNamespace(redis.raw, { namespace }));
@@ -122,13 +132,9 @@ describe('a run() in the app whose worker runs it', () => {
       expect(redis.proxy.holdReplies(await connection(namespace, 'command'))).toBe(1);
       gates.open('handed');
       const result = t.client.run(GateWorkflow, { key: 'handed' }, { id: 'handed' });
-      await pollUntil(
-        () => redis.raw.hget(keys.run('handed'), 'state'),
-        (state) => state === 'active',
-        'the enqueue to hand the run to the parked worker',
-      );
+      await runReaches(keys, 'handed', 'active', 'the enqueue to hand the run to the parked worker');
       // The reply is lost with the connection; the enqueue is sent again and finds the run it made.
-      expect(await new RedisAdmin(redis.raw).killClients({ namePrefix: sluiceConnectionName(namespace, 'command') })).toHaveLength(1);
+      expect(await killCommandConnection(namespace)).toHaveLength(1);
       expect(await result).toBe('gate:handed');
       expect(started.get('handed')).toBe(1);
       expect(await redis.raw.hmget(keys.run('handed'), 'state', 'stalls')).toEqual(['completed', '1']);
