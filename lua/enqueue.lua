@@ -30,21 +30,22 @@
   ARGV[2] run id
   ARGV[3] workflow name
   ARGV[4] encoded input
-  ARGV[5] who will wait on the run (run()), whose outcome is then to be published (stored as the
-          field 'waited', see finishRun in finish.lua): '1' on the run's done channel, or the
-          caller's inbox id (its process's inbox channel); '' for nobody
-  ARGV[6] nonce of the enqueue call: a retry after a lost reply finds the run its own first
-          attempt created and still answers 'created'; '' for a generated id (lib/workflow/run-id.ts),
-          which carries its creation time: a lean record then stores no createdAt
-  ARGV[7] three flags, each '1' or '0': allow the fast path; store the lean run record (see
+  ARGV[5] three flags, each '1' or '0': allow the fast path; store the lean run record (see
           storeRun in records.lua: the caller found the namespace at layout 4, or has
           QueueModuleOptions.compactRunRecords); look for an existing run first ('0' only for a
           generated id's first try: no run can have it yet, and the look is a command); then,
           if the caller's process has a worker, that worker's id: a run handed to it is not
-          published on its handoff channel, as the caller starts it from this reply (see
+          published on its handoff channel, as the caller starts the run from this reply (see
           deliverHandoff). Part of this argument rather than one more: each costs Redis about
           1,000 instructions
-  ARGV[8] lease length in ms of a fast-pathed run, if the parked worker's announcement names none
+  ARGV[6] lease length in ms of a fast-pathed run, if the parked worker's announcement names none
+  ARGV[7] who will wait on the run (run()), whose outcome is then to be published (stored as the
+          field 'waited', see finishRun in finish.lua): '1' on the run's done channel, or the
+          caller's inbox id (its process's inbox channel); '' or left off for nobody
+  ARGV[8] nonce of the enqueue call: a retry after a lost reply finds the run its own first
+          attempt created and still answers 'created'; '' or left off for a generated id
+          (lib/workflow/run-id.ts), which carries its creation time: a lean record then stores no
+          createdAt. A call with no options (below) leaves off ARGV[8], and ARGV[7] too, when empty
   ARGV[9 ..] the options that differ from their defaults, as name/value pairs (each argument sent
           costs Redis about as much as a small command):
           'priority' 0..1048575, higher runs first (default 0);
@@ -61,7 +62,7 @@
          the retry of the call that did) and '=' if the id existed: a string, which Redis turns
          into a reply for a fraction of what a table costs it. A run handed over a worker's
          handoff channel is followed by ' <lease token> <worker id>': if that worker is the
-         caller's own process's (named in ARGV[7]), the caller starts the run at once
+         caller's own process's (named in ARGV[5]), the caller starts the run at once
          (lib/interfaces/local.worker.ts), and nothing was published
 ]]
 -- @include time
@@ -83,11 +84,11 @@ local function reply(created, state, token, listener)
   return text
 end
 
-local fastPath, lean, check = string.byte(ARGV[7], 1, 3)
-if #ARGV[7] > 3 then handoffSelf = string.sub(ARGV[7], 4) end
-if #ARGV == 8 then
+local fastPath, lean, check = string.byte(ARGV[5], 1, 3)
+if #ARGV[5] > 3 then handoffSelf = string.sub(ARGV[5], 4) end
+if #ARGV <= 8 then
   -- No option differs from its default: the common call (see enqueuePlain).
-  return reply(enqueuePlain(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], fastPath == 49, ARGV[8], lean == 49, check == 49))
+  return reply(enqueuePlain(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[7] or '', ARGV[8] or '', fastPath == 49, ARGV[6], lean == 49, check == 49))
 end
 local priority, delayMs, runAt, attempts, group, trace, timeoutMs = '0', '0', '', DEFAULT_MAX_ATTEMPTS, '', '', ''
 for i = 9, #ARGV, 2 do
@@ -102,4 +103,4 @@ for i = 9, #ARGV, 2 do
   else return redis.error_reply('ERR enqueue: unknown option ' .. tostring(name)) end
 end
 return reply(enqueueRun(ARGV[1], ARGV[2], ARGV[3], ARGV[4], priority, delayMs, runAt, attempts, group, fastPath == 49,
-  ARGV[8], ARGV[5], ARGV[6], trace, timeoutMs, lean == 49, check == 49))
+  ARGV[6], ARGV[7], ARGV[8], trace, timeoutMs, lean == 49, check == 49))

@@ -155,8 +155,17 @@ local function enqueuePlain(runKey, base, id, workflow, input, waited, nonce, fa
   end
   -- Keys are made as they are needed: each is a new string for Redis to allocate and collect.
   local lane = laneOf(base, workflow, '')
+  local queueKey = lane .. 'queue'
+  -- A lane that holds runs already (a producer ahead of its workers, the usual backlog): the run
+  -- goes behind them, and that is all. RPUSHX appends only to a list that exists, and an empty
+  -- list does not: so no handoff (something is due ahead of the run, see parkedLease) and no
+  -- wake (the first run's enqueue left a marker, which either is still there or woke a worker
+  -- whose claim is yet to run: it takes this run too, or passes the marker on when its batch
+  -- fills up, see claimRuns; or a cap holds the lane back, and a freed slot wakes it, see
+  -- wakeCapped). The parked-worker look and the wake-list look would each cost a command.
+  local behind = redis.call('RPUSHX', queueKey, id) > 0
   local leaseMs, listener, token
-  if fastPath then leaseMs, listener = parkedLease(base, nil, workflow, '', lane, nil, lockMs) end
+  if fastPath and not behind then leaseMs, listener = parkedLease(base, nil, workflow, '', lane, nil, lockMs) end
   if leaseMs then token = deliverHandoff(base, listener, lane .. 'wake', workflow, id, input, nonce == '', compact) end
   if compact and nonce == '' and waited == '' and not token then
     -- storeRun's lean record of a generated id, nobody waiting: its three fields, without the
@@ -170,11 +179,11 @@ local function enqueuePlain(runKey, base, id, workflow, input, waited, nonce, fa
     handOff(base, base .. 'limits', workflow, '', lane, id, leaseMs)
     return 1, 'active', token, listener
   end
-  -- makeDue's work for an ungrouped run, with the lane and wake list at hand. A run queued behind
-  -- others needs no wake of its own: the list was not empty, so its first run's enqueue left a
-  -- marker, which either is still there or woke a worker whose claim is yet to run (it takes this
-  -- run too, or passes the marker on when its batch fills up, see claimRuns), or a cap holds the
-  -- lane back (a freed slot wakes it, see wakeCapped). Looking at the wake list would cost a command.
-  if redis.call('RPUSH', lane .. 'queue', id) == 1 then wakeOnce(lane .. 'wake') end
+  -- makeDue's work for an ungrouped run, with the lane and wake list at hand: the first run of an
+  -- empty lane wakes a worker.
+  if not behind then
+    redis.call('RPUSH', queueKey, id)
+    wakeOnce(lane .. 'wake')
+  end
   return 1, 'waiting'
 end

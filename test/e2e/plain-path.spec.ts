@@ -85,19 +85,38 @@ describe('the plain path (no limits hash)', () => {
         expect(onRecord('given-1')).toEqual(['hmget', 'hset']);
         // The clock reads of the producer's two enqueue calls (this file's worker, in another
         // namespace, reads the clock in its own calls meanwhile, and other files' clients read it
-        // too): what each call ran comes after it, from its script.
-        const ran: string[][][] = [];
-        let current: string[][] | undefined;
-        for (const args of seen as MonitoredCommand[]) {
-          if (['fcall', 'evalsha', 'blpop'].includes(args[0])) {
-            current = args[0] === 'fcall' && /_enqueue$/.test(args[1]) && args[3].startsWith(producerKeys.run('')) ? [] : undefined;
-            if (current) ran.push(current);
-          } else if (args.source === 'lua') current?.push(args);
-        }
+        // too).
+        const ran = enqueueCommands(seen, producerKeys);
         expect(ran).toHaveLength(2);
         expect(ran.map((commands) => commands.filter((args) => args[0] === 'time').length)).toEqual([0, 1]);
       }
       expect(await producer.client.get(generated.id)).toMatchObject({ state: 'waiting', input: { n: 1 } });
+    } finally {
+      await monitor?.close();
+      await producer.close();
+    }
+  });
+
+  it("a producer's enqueue behind runs already queued appends the run and writes its record, and looks at nothing else", async () => {
+    const producerKeys = new RedisKeys('sluice', uniqueNamespace('plain-behind'));
+    const producer = await createApp([EchoWorkflow], { namespace: producerKeys.namespace, worker: { enabled: false } });
+    const monitor = isCluster(redis) ? undefined : await monitorCommands();
+    try {
+      const handles = [];
+      for (let n = 0; n < 3; n++) handles.push(await producer.client.enqueue(EchoWorkflow, { n }));
+      expect(await redis.lrange(`${producerKeys.base}wf:plain.echo:queue`, 0, -1)).toEqual(handles.map((handle) => handle.id));
+      // One wake marker, from the first run: the lane was empty.
+      expect(await redis.lrange(`${producerKeys.base}wf:plain.echo:wake`, 0, -1)).toEqual(['1']);
+      if (monitor) {
+        const ran = enqueueCommands(await commandsBefore(monitor, redis, `${keys.base}sentinel`), producerKeys);
+        const names = ran.map((commands) => commands.map((args) => args[0]));
+        // The first looks for a parked worker (none) and wakes the lane; the next two see it hold runs.
+        expect(names[0]).toEqual(['rpushx', 'zpopmax', 'hset', 'rpush', 'lindex', 'rpush']);
+        expect(names.slice(1)).toEqual([
+          ['rpushx', 'hset'],
+          ['rpushx', 'hset'],
+        ]);
+      }
     } finally {
       await monitor?.close();
       await producer.close();
@@ -127,3 +146,16 @@ describe('the plain path (no limits hash)', () => {
     }
   });
 });
+
+/** What each enqueue call of `keys`' namespace ran, in order: the commands its script sent (MONITOR shows them after the call). */
+function enqueueCommands(seen: MonitoredCommand[], keys: RedisKeys): MonitoredCommand[][] {
+  const ran: MonitoredCommand[][] = [];
+  let current: MonitoredCommand[] | undefined;
+  for (const args of seen) {
+    if (['fcall', 'evalsha', 'blpop'].includes(args[0])) {
+      current = args[0] === 'fcall' && /_enqueue$/.test(args[1]) && args[3].startsWith(keys.run('')) ? [] : undefined;
+      if (current) ran.push(current);
+    } else if (args.source === 'lua') current?.push(args);
+  }
+  return ran;
+}

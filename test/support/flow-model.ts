@@ -66,7 +66,7 @@ export class FlowModel {
     this.known.set(id, { wf, group, priority });
     // Every other run is stored as a compact record (defaults left out): both forms go through every script.
     const compact = this.next % 2 === 0 ? 1 : 0;
-    const args: (string | number)[] = [this.base, id, wf, `{"i":${this.next}}`, '', '', `${fast ? 1 : 0}${compact}1`, LOCK_MS];
+    const args: (string | number)[] = [this.base, id, wf, `{"i":${this.next}}`, `${fast ? 1 : 0}${compact}1`, LOCK_MS, '', ''];
     if (priority) args.push('priority', priority);
     if (delayMs) args.push('delay', delayMs);
     if (group) args.push('group', group);

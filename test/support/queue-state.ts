@@ -84,10 +84,10 @@ export function enqueueArgs(
     id,
     workflow,
     JSON.stringify(input),
-    waited ? '1' : '',
-    extras.nonce ?? '',
     `${fastPath ? 1 : 0}01`,
     lockMs,
+    waited ? '1' : '',
+    extras.nonce ?? '',
   ];
   if (extras.priority) args.push('priority', extras.priority);
   if (extras.delayMs) args.push('delay', extras.delayMs);

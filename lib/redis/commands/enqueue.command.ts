@@ -92,7 +92,8 @@ export function enqueueFlags(settings: EnqueueSettings, skipLook: boolean): stri
 
 /**
  * ARGV of lua/enqueue.lua: eight values, then only the options that differ from their defaults,
- * as name/value pairs (each argument costs Redis about what a small command does).
+ * as name/value pairs (each argument costs Redis about what a small command does). A call without
+ * options leaves off its trailing empty values (who waits, the nonce): a producer's common call.
  */
 function enqueueArgs(keys: RedisKeys, settings: EnqueueSettings, call: EnqueueCall, nonce: string, skipLook: boolean): (string | number)[] {
   const { request, trace } = call;
@@ -101,11 +102,11 @@ function enqueueArgs(keys: RedisKeys, settings: EnqueueSettings, call: EnqueueCa
     request.id,
     request.workflow,
     request.input,
-    call.waited,
-    nonce,
     // The caller's worker id rides on the flags: an argument more would cost Redis more.
     enqueueFlags(settings, skipLook) + (call.selfWorkerId ?? ''),
     settings.lockMs,
+    call.waited,
+    nonce,
   ];
   if (request.priority !== 0) args.push('priority', request.priority);
   if (request.delayMs !== 0) args.push('delay', request.delayMs);
@@ -114,6 +115,7 @@ function enqueueArgs(keys: RedisKeys, settings: EnqueueSettings, call: EnqueueCa
   if (request.group) args.push('group', request.group);
   if (trace !== undefined) args.push('trace', trace);
   if (request.runTimeoutMs !== undefined) args.push('timeout', request.runTimeoutMs);
+  while (args.length > 6 && args.length <= 8 && args[args.length - 1] === '') args.pop();
   return args;
 }
 
