@@ -147,8 +147,9 @@ end
 -- enqueueRun for a run with every option at its default (priority 0, due at once, the default
 -- attempts, no group, trace or time limit), alone in its call: the same reads, writes and
 -- replies, without the branches those options and a batch take (lua/enqueue.lua's common call).
--- `runKey`: the run's key, as the call passed it (base .. 'run:' .. id).
-local function enqueuePlain(runKey, base, id, workflow, input, waited, nonce, fastPath, lockMs, compact, check)
+-- `runKey`: the run's key, as the call passed it (base .. 'run:' .. id). `laneEmpty`: the caller
+-- found the lane empty already (lua/enqueue.lua's first lines).
+local function enqueuePlain(runKey, base, id, workflow, input, waited, nonce, fastPath, lockMs, compact, check, laneEmpty)
   if check then
     local created, state = existingRun(runKey, nonce)
     if created then return created, state end
@@ -156,14 +157,16 @@ local function enqueuePlain(runKey, base, id, workflow, input, waited, nonce, fa
   -- Keys are made as they are needed: each is a new string for Redis to allocate and collect.
   local lane = laneOf(base, workflow, '')
   local queueKey = lane .. 'queue'
-  -- A lane that holds runs already (a producer ahead of its workers, the usual backlog): the run
-  -- goes behind them, and that is all. RPUSHX appends only to a list that exists, and an empty
-  -- list does not: so no handoff (something is due ahead of the run, see parkedLease) and no
-  -- wake (the first run's enqueue left a marker, which either is still there or woke a worker
-  -- whose claim is yet to run: it takes this run too, or passes the marker on when its batch
-  -- fills up, see claimRuns; or a cap holds the lane back, and a freed slot wakes it, see
-  -- wakeCapped). The parked-worker look and the wake-list look would each cost a command.
-  local behind = redis.call('RPUSHX', queueKey, id) > 0
+  -- A producer's run appended behind the runs its lane holds already (producers ahead of their
+  -- workers, the usual backlog), which is then all there is to do: RPUSHX appends only to a list
+  -- that exists, and an empty list does not. No handoff (something is due ahead of the run, see
+  -- parkedLease) and no wake (the first run's enqueue left a marker, which either is still there
+  -- or woke a worker whose claim is yet to run: it takes this run too, or passes the marker on
+  -- when its batch fills up, see claimRuns; or a cap holds the lane back, and a freed slot wakes
+  -- it, see wakeCapped): a look for a parked worker and one at the wake list would each cost a
+  -- command. A caller that waits on the run (run()) looks for a parked worker first instead: it
+  -- is waited for, so a worker is likely ready, and the RPUSHX would be the command wasted.
+  local behind = not laneEmpty and waited == '' and redis.call('RPUSHX', queueKey, id) > 0
   local leaseMs, listener, token
   if fastPath and not behind then leaseMs, listener = parkedLease(base, nil, workflow, '', lane, nil, lockMs) end
   if leaseMs then token = deliverHandoff(base, listener, lane .. 'wake', workflow, id, input, nonce == '', compact) end
@@ -180,10 +183,7 @@ local function enqueuePlain(runKey, base, id, workflow, input, waited, nonce, fa
     return 1, 'active', token, listener
   end
   -- makeDue's work for an ungrouped run, with the lane and wake list at hand: the first run of an
-  -- empty lane wakes a worker.
-  if not behind then
-    redis.call('RPUSH', queueKey, id)
-    wakeOnce(lane .. 'wake')
-  end
+  -- empty lane wakes a worker (a run queued behind others needs no wake, as above).
+  if not behind and redis.call('RPUSH', queueKey, id) == 1 then wakeOnce(lane .. 'wake') end
   return 1, 'waiting'
 end

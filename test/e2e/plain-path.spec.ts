@@ -123,6 +123,21 @@ describe('the plain path (no limits hash)', () => {
     }
   });
 
+  it('a caller that waits on its run (run()) looks for a parked worker first: it appends nothing ahead of that', async () => {
+    const monitor = isCluster(redis) ? undefined : await monitorCommands();
+    try {
+      expect(await app.client.run(EchoWorkflow, { n: 7 }, { timeoutMs: 10_000 })).toBe(7);
+      if (monitor) {
+        const ran = enqueueCommands(await commandsBefore(monitor, redis, `${keys.base}sentinel`), keys);
+        expect(ran).toHaveLength(1);
+        expect(ran[0][0][0]).toBe('zpopmax');
+        expect(ran[0].map((args) => args[0])).not.toContain('rpushx');
+      }
+    } finally {
+      await monitor?.close();
+    }
+  });
+
   it('a cap set between two calls holds from the next one on', async () => {
     await app.app.get(QueueAdmin).setLimits({ workflow: 'plain.echo', limit: 2 });
     live.resetMax('echo');
