@@ -2,8 +2,10 @@
 --[[
   enqueue: store a new run and make it due in its lane (see laneOf) or park it in its workflow's
   delayed set; wake a worker (a lone run queued behind others needs no wake, see enqueuePlain).
-  Idempotent on the run id: if the run exists, nothing is written and its state is returned. The work is enqueueRun (lua/includes/enqueue.lua), shared with
-  enqueue-many.lua, or enqueuePlain when no option differs from its default (the common call).
+  Idempotent on the run id: if the run exists, nothing is written and its state is returned. The
+  work is enqueueRun (lua/includes/enqueue.lua), shared with enqueue-many.lua, or enqueuePlain
+  when no option differs from its default (the common call), or for a producer's run behind a
+  backlog the straight line below the includes.
 
   Fast path: when it is enabled, the run is due now, nothing is queued ahead of it in its lane
   or wake list, every cap (namespace, workflow, group) has room, neither is paused, every rate

@@ -115,7 +115,8 @@ function enqueueArgs(keys: RedisKeys, settings: EnqueueSettings, call: EnqueueCa
   if (request.group) args.push('group', request.group);
   if (trace !== undefined) args.push('trace', trace);
   if (request.runTimeoutMs !== undefined) args.push('timeout', request.runTimeoutMs);
-  while (args.length > 6 && args.length <= 8 && args[args.length - 1] === '') args.pop();
+  // No option pushed: the trailing empty values (who waits, the nonce) are left off.
+  if (args.length === 8) while (args.length > 6 && args[args.length - 1] === '') args.pop();
   return args;
 }
 
