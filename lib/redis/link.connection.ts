@@ -4,6 +4,7 @@ import { OutageLog, type OutageLogger } from '../util/outage-log';
 import { isSlotLeftPush } from './cluster/cluster.redirects';
 import { InflightCalls } from './link.inflight';
 import { canSend, destroy, inOneWrite, type Role } from './link.options';
+import type { LinkSiblings } from './link.siblings';
 import { ReadyWaiters } from './link.waiters';
 
 /** Pause between two ready checks of a server that is loading its data (or refused one for now). */
@@ -62,6 +63,7 @@ export class LinkConnection {
   /**
    * @param checkTimeoutMs bound of a ready check's reply: past it the connection is replaced
    * @param name the connection's name (CLIENT SETNAME), sent with the ready check's INFO in one write
+   * @param siblings the other connections to the same Redis, told when this one is ready again
    */
   constructor(
     readonly role: Role,
@@ -69,7 +71,9 @@ export class LinkConnection {
     logger: OutageLogger,
     private readonly checkTimeoutMs = 10_000,
     private readonly name?: string,
+    private readonly siblings?: LinkSiblings,
   ) {
+    siblings?.join(this);
     this.outage = new OutageLog(logger);
     this.calls = new InflightCalls({
       idle: (redis) => this.retired.has(redis) && this.drop(redis),
@@ -118,6 +122,17 @@ export class LinkConnection {
     if (this.usable(redis)) return Promise.resolve(redis);
     if (redis.status === 'wait' || redis.status === 'end') redis.connect().catch(() => undefined);
     return this.waiting.wait(operation, deadline, failFast, (op) => this.unavailable(op));
+  }
+
+  /** Reconnects now if ioredis is waiting out a reconnect pause (a sibling found Redis back, see LinkSiblings). */
+  reconnectNow(): void {
+    const redis = this.instance;
+    if (this.closed || redis?.status !== 'reconnecting') return;
+    // ioredis's pending attempt would connect again later, beside this one.
+    const pause = redis as unknown as { reconnectTimeout?: NodeJS.Timeout | null };
+    if (pause.reconnectTimeout) clearTimeout(pause.reconnectTimeout);
+    pause.reconnectTimeout = null;
+    redis.connect().catch(() => undefined);
   }
 
   unavailable(operation: string): RedisUnavailableError {
@@ -278,6 +293,7 @@ export class LinkConnection {
 
   private becameReady(redis: Redis): void {
     this.downAt = undefined;
+    this.siblings?.back(this);
     this.outage.recovered(`Redis ${this.role} connection back`);
     this.release(redis);
   }

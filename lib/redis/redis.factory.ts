@@ -9,6 +9,7 @@ import { SlotOwner } from './cluster/slot-owner';
 import { slotOwnerConnector } from './cluster/slot-owner.connector';
 import { keySlot } from './cluster/key-slot';
 import { RedisKeys } from './redis.keys';
+import { LinkSiblings } from './link.siblings';
 
 type EndpointOptions = Pick<ResolvedQueueOptions, 'connection' | 'cluster' | 'namespace' | 'prefix' | 'redisTimeoutMs'>;
 
@@ -20,6 +21,8 @@ type EndpointOptions = Pick<ResolvedQueueOptions, 'connection' | 'cluster' | 'na
 export class RedisEndpoint {
   /** On a cluster: the namespace slot's owner. */
   readonly owner?: SlotOwner;
+  /** The links made here: the first one ready after an outage has the others reconnect at once. */
+  private readonly siblings = new LinkSiblings();
 
   constructor(private readonly options: EndpointOptions) {
     if (options.cluster)
@@ -39,6 +42,7 @@ export class RedisEndpoint {
       logger,
       this.owner,
       `sluice:${this.options.namespace}:${role}`,
+      this.siblings,
     );
   }
 

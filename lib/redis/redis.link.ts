@@ -3,6 +3,7 @@ import { OutcomeUnknownError, RedisCommandError, RedisUnavailableError, SluiceEr
 import type { OutageLogger } from '../util/outage-log';
 import { ClusterRedirect, clusterRedirect } from './cluster/cluster.redirects';
 import { LinkConnection, type ReadyReads } from './link.connection';
+import type { LinkSiblings } from './link.siblings';
 import { type CallOptions, inOneWrite, pauseUntil, type RedirectListener, replyDeadline, type Role, type Send } from './link.options';
 
 export type { CallOptions, RedirectListener, Role } from './link.options';
@@ -37,6 +38,7 @@ export class RedisLink {
   /**
    * @param redirects set on a Redis Cluster: the link then sends again the calls a node redirected (nothing ran).
    * @param name the connection's name (CLIENT SETNAME), set on every connect
+   * @param siblings the process's other links to the same Redis: the first ready again after an outage has the others reconnect at once
    */
   constructor(
     readonly role: Role,
@@ -45,8 +47,9 @@ export class RedisLink {
     logger: OutageLogger,
     private readonly redirects?: RedirectListener,
     name?: string,
+    siblings?: LinkSiblings,
   ) {
-    this.connection = new LinkConnection(role, create, logger, timeoutMs, name);
+    this.connection = new LinkConnection(role, create, logger, timeoutMs, name, siblings);
   }
 
   /**
