@@ -26,11 +26,15 @@
   ARGV[7] retention in ms of a run failed by the stall limit
   ARGV[8] the calling worker's id: it is awake, so its park announcements (park.lua) are void
   ARGV[9] flags, added up: 1 if this call repeats one whose reply was lost (look for its claims
-          first); 2 to have each claim carry the telemetry extras (see withExtras in claim.lua)
+          first); 2 to have each claim carry the telemetry extras (see withExtras in claim.lua);
+          4 for a worker's first reserve when its code declares nothing (the boot check below)
   ARGV[10] how long to announce the caller parked (its entry ARGV[8], see park.lua) if it claims
           fewer runs than ARGV[2], in ms, or 0: it blocks on its wake lists next, and is announced
           here rather than in a park call of its own, as a complete call does
-  ARGV[11..] workflow names this worker runs (rotated by the caller, so no workflow always goes first)
+  ARGV[11..] workflow names this worker runs (rotated by the caller, so no workflow always goes first);
+          with flag 4 they follow the boot check's arguments: ARGV[11] the fingerprint of a
+          declaration of no schedules, ARGV[12] F, ARGV[13 .. 12+F] the limits-hash fields a
+          declaration of no cap and no rate limit would clear (see alreadyDeclared)
   Reply: { head, claims… } with the claims flat as appendClaim (claim.lua) lays them out (with
          the extras if asked for); head = { ms until the worker's next
          delayed run, schedule fire or freeing rate window, or -1, Redis time in ms, stalled,
@@ -39,7 +43,8 @@
          recovered, flat: { id, workflow, stalls, 1 requeued | 0 failed for good, … } (the worker
          reports them), and cascade the id of a run whose cancel cascade (the discovered zset
          'cascades', see cancel.lua) has not moved for a whole scan interval, or '' (the worker
-         carries it on); a replay answers { 0, time } (reserve again at once)
+         carries it on); a replay answers { 0, time } (reserve again at once); a failed boot check
+         answers 'declare', having done nothing
 ]]
 -- @include time
 -- @include util
@@ -61,16 +66,55 @@
 
 local base = ARGV[1]
 local limitsKey, seqKey = base .. 'limits', base .. 'seq'
-local now = nowMs()
+
+local flags = tonumber(ARGV[9]) or 0
 local workflows = {}
-for i = 11, #ARGV do
-  workflows[#workflows + 1] = ARGV[i]
-  redis.call('ZREM', wfKey(base, ARGV[i], 'parked'), ARGV[8])
+do
+  local firstWorkflow = 11
+  if flags >= 4 then
+    -- The boot check of a worker whose code declares nothing: whether its declarations (lua/
+    -- declare-limits.lua, set-control.lua, schedule-write.lua: four calls) would all find nothing
+    -- to write. They would if no field a declaration of nothing clears holds a value or a runtime
+    -- override ('runtime-limits', see origins.lua), and each workflow is registered, has its
+    -- declaration of no schedules numbered, no schedule declared by code and its count of due
+    -- grouped runs set up. It reads what is there, so it holds whoever wrote it (an older
+    -- version's worker too): the latest bootstrap still wins. In a block: a script's main chunk
+    -- may hold at most 200 locals, includes and all.
+    local function alreadyDeclared(fieldsFrom, fieldsTo, workflowsFrom)
+      -- In chunks of 500 fields: Lua's unpack is bounded.
+      for from = fieldsFrom, fieldsTo, 500 do
+        local to = math.min(from + 499, fieldsTo)
+        for _, key in ipairs({ limitsKey, base .. 'runtime-limits' }) do
+          local values = redis.call('HMGET', key, unpack(ARGV, from, to))
+          for k = 1, to - from + 1 do
+            if values[k] then return false end
+          end
+        end
+      end
+      for i = workflowsFrom, #ARGV do
+        local wf = ARGV[i]
+        if redis.call('SISMEMBER', base .. 'workflows', wf) == 0
+            or redis.call('HEXISTS', wfKey(base, wf, 'declarations'), ARGV[11]) == 0
+            or redis.call('EXISTS', wfKey(base, wf, 'declared')) == 1
+            or (redis.call('HEXISTS', wfKey(base, wf, 'stats'), 'groupDueExact') == 0
+              and redis.call('SCARD', wfKey(base, wf, 'groups')) == 0) then
+          return false
+        end
+      end
+      return true
+    end
+    firstWorkflow = 13 + tonumber(ARGV[12])
+    if not alreadyDeclared(13, firstWorkflow - 1, firstWorkflow) then return 'declare' end
+  end
+  for i = firstWorkflow, #ARGV do
+    workflows[#workflows + 1] = ARGV[i]
+    redis.call('ZREM', wfKey(base, ARGV[i], 'parked'), ARGV[8])
+  end
 end
+local now = nowMs()
 
 primeLimits(limitsKey, workflows, false, true)
-local flags = tonumber(ARGV[9]) or 0
-withExtras = flags >= 2
+withExtras = flags % 4 >= 2
 local replayed = { { 0, now } }
 if flags % 2 == 1 and replayClaims(base, KEYS_LEASES, KEYS[2], now, tonumber(ARGV[3]), replayed) then return replayed end
 

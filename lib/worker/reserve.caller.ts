@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { newCallId } from '../redis/commands/call-id';
 import type { Claim } from '../redis/commands/claim.reply';
-import { type PlanRequest, reserve } from '../redis/commands/reserve.command';
+import { type DeclarationCheck, DeclarationsNeededError, type PlanRequest, reserve } from '../redis/commands/reserve.command';
 import { LayoutRefusedError } from '../redis/layout.gate';
 import type { LuaScripts, ScriptRunner } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
@@ -56,12 +56,14 @@ export class ReserveCaller {
   /**
    * One reserve call claiming up to `wanted` runs of `workflows`. Resolves the ms until the next
    * due run (-1: none; 0: reserve again now) and the claims; hands on what else the reply carries.
-   * `scripts`: what sends it, if not the worker's scripts (a boot's at-layout view, see LoopBoot).
+   * `scripts`: what sends it, if not the worker's scripts (a boot's at-layout view, see LoopBoot);
+   * `declarationCheck`: a boot's check that it has nothing to declare (see DeclarationCheck).
    */
   async reserve(
     wanted: number,
     workflows: string[],
     scripts: ScriptRunner = this.parts.scripts,
+    declarationCheck?: DeclarationCheck,
   ): Promise<{ nextDueMs: number; claims: Claim[] }> {
     const { options, park } = this.parts;
     const scan = this.stallScanDue();
@@ -86,8 +88,9 @@ export class ReserveCaller {
       repeat,
       extras: this.parts.claimExtras(),
       workflows,
+      declarationCheck,
     }).catch((error: unknown) => {
-      if (error instanceof LayoutRefusedError) {
+      if (error instanceof LayoutRefusedError || error instanceof DeclarationsNeededError) {
         // Refused before doing anything: no claims to look for, and the scan is still due.
         this.failed = repeat;
         this.lastStallScan = lastScan;

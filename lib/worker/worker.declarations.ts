@@ -4,13 +4,14 @@ import { EVERY_GROUP, limitField } from '../interfaces/limits';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { activateGroups } from '../redis/commands/activate-groups.command';
 import { type CapDeclaration, declareLimits } from '../redis/commands/declare-limits.command';
+import type { DeclarationCheck } from '../redis/commands/reserve.command';
 import type { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import type { ScriptRunner } from '../redis/lua.scripts';
 import type { RedisConnections } from '../redis/redis.connections';
 import type { RedisKeys } from '../redis/redis.keys';
-import { declaredScheduleSpecs, declareSchedules } from '../schedule/schedule.declarer';
+import { declarationFingerprint, declaredScheduleSpecs, declareSchedules } from '../schedule/schedule.declarer';
 import { ScheduleStore } from '../schedule/schedule.store';
-import { declareRateLimits, logDeclaration } from './rate-limits.declarer';
+import { declareRateLimits, logDeclaration, rateLimitFields } from './rate-limits.declarer';
 
 /** What a worker's declarations are made from (see WorkerOrchestrator). */
 export interface DeclarationParts {
@@ -55,6 +56,24 @@ export class WorkerDeclarations {
   }
 
   /**
+   * What the boot's first reserve checks instead of sending the declarations, when the code
+   * declares nothing — no namespace cap, and per workflow no cap, rate limit, schedule or retention
+   * setting: the four calls would then only clear values and register the workflows, which Redis
+   * holds already on most boots (see lua/reserve.lua alreadyDeclared). Undefined when the code
+   * declares something: its declarations are sent.
+   */
+  check(): DeclarationCheck | undefined {
+    const workflows = this.parts.registry.all();
+    const declaresSomething =
+      this.caps().some((cap) => cap.limit !== '') || workflows.some((wf) => wf.rateLimit || wf.groupRateLimit || wf.schedules.length > 0);
+    if (declaresSomething) return undefined;
+    return {
+      fingerprint: declarationFingerprint([]),
+      fields: [...this.caps().map((cap) => cap.field), ...workflows.flatMap((wf) => rateLimitFields(wf.name))],
+    };
+  }
+
+  /**
    * Registers this worker's workflows and writes the caps its code declares — namespace,
    * workflow, every group's default — so the latest bootstrap wins among declarations, and says
    * so. A cap an operator set at runtime (`setLimits`) stays while the code still declares what it
@@ -62,11 +81,24 @@ export class WorkerDeclarations {
    * overrides are runtime settings and are left alone.
    */
   private async declareLimits(failFast: boolean, scripts: ScriptRunner): Promise<void> {
-    const workflows = this.parts.registry.all();
+    const names = this.parts.registry.all().map((wf) => wf.name);
+    const changed = await declareLimits(scripts, this.parts.keys, names, this.caps(), { failFast });
+    const groupDefaults = new Map(names.map((name) => [limitField({ workflow: name, group: EVERY_GROUP }), name]));
+    for (const { field, previous, next, outcome, declared } of changed) {
+      logDeclaration(this.logger, `cap ${field}`, previous || 'none', next || 'none', outcome, declared || 'none');
+      // A raised or removed default of every group: the groups it held back rejoin, in batches.
+      const raised = previous !== next && (next === '' || (previous !== '' && Number(next) > Number(previous)));
+      const workflow = groupDefaults.get(field);
+      if (workflow !== undefined && raised) await activateGroups(this.parts.scripts.get(), this.parts.keys, workflow);
+    }
+  }
+
+  /** The fleet-wide values the code declares in the limits hash ('' where it declares none). */
+  private caps(): CapDeclaration[] {
     const cap = (limit?: number) => (limit === undefined ? '' : String(limit));
-    const caps: CapDeclaration[] = [
+    return [
       { field: 'ns', limit: cap(this.parts.options.concurrency), workflow: '', group: '' },
-      ...workflows.flatMap((wf) => [
+      ...this.parts.registry.all().flatMap((wf) => [
         { field: limitField({ workflow: wf.name }), limit: cap(wf.concurrency), workflow: wf.name, group: '' },
         {
           field: limitField({ workflow: wf.name, group: EVERY_GROUP }),
@@ -81,15 +113,5 @@ export class WorkerDeclarations {
         { field: `wf:${wf.name}:index-completed`, limit: wf.indexCompleted ? '1' : '', workflow: wf.name, group: '' },
       ]),
     ];
-    const names = workflows.map((wf) => wf.name);
-    const changed = await declareLimits(scripts, this.parts.keys, names, caps, { failFast });
-    const groupDefaults = new Map(names.map((name) => [limitField({ workflow: name, group: EVERY_GROUP }), name]));
-    for (const { field, previous, next, outcome, declared } of changed) {
-      logDeclaration(this.logger, `cap ${field}`, previous || 'none', next || 'none', outcome, declared || 'none');
-      // A raised or removed default of every group: the groups it held back rejoin, in batches.
-      const raised = previous !== next && (next === '' || (previous !== '' && Number(next) > Number(previous)));
-      const workflow = groupDefaults.get(field);
-      if (workflow !== undefined && raised) await activateGroups(this.parts.scripts.get(), this.parts.keys, workflow);
-    }
   }
 }

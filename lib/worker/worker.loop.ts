@@ -4,6 +4,7 @@ import { jitteredPause } from '../util/retry';
 import { OutageLog } from '../util/outage-log';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { type Claim, parsePublishedHandoff } from '../redis/commands/claim.reply';
+import type { DeclarationCheck } from '../redis/commands/reserve.command';
 import type { LuaScripts, ScriptRunner } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
 import { ActiveRun, ActiveRuns } from './active-runs';
@@ -57,6 +58,12 @@ const HANDOFF_REFRESH_MS = 50;
 export interface LoopBoot {
   scripts: ScriptRunner;
   ready: Promise<void>;
+  /**
+   * For a worker whose code declares nothing, sent instead of its declarations: the first reserve
+   * claims only if they would write nothing, and says so by `settled(true)`; `settled(false)` if
+   * it found something to declare, failed, or was never sent (the loop stopped first).
+   */
+  declarations?: { check: DeclarationCheck; settled(passed: boolean): void };
 }
 
 /**
@@ -192,6 +199,7 @@ export class WorkerLoop {
   async stop(): Promise<void> {
     this.stopping = true;
     this.markStopped();
+    this.boot?.declarations?.settled(false); // its first reserve never went out
     this.launcher.handBackHeld();
     this.active.interrupt();
     // Withdraw the park announcement first (an entry that expires at once), so no enqueue hands
@@ -285,12 +293,21 @@ export class WorkerLoop {
     this.boot = undefined;
     let claims: Claim[] = [];
     try {
-      const reserved = await this.reserver.reserve(wanted, workflows, boot?.scripts).catch(async (error: unknown) => {
-        if (!boot) throw error;
-        // Refused at another layout, or failed (Redis away): the bootstrap says when to go on.
-        await Promise.race([boot.ready, this.stopped]);
-        return { nextDueMs: 0, claims: [] };
-      });
+      const check = boot?.declarations;
+      const reserved = await this.reserver.reserve(wanted, workflows, boot?.scripts, check?.check).then(
+        (result) => {
+          check?.settled(true);
+          return result;
+        },
+        async (error: unknown) => {
+          if (!boot) throw error;
+          check?.settled(false);
+          // Refused at another layout or for declarations to write first, or failed (Redis
+          // away): the bootstrap says when to go on.
+          await Promise.race([boot.ready, this.stopped]);
+          return { nextDueMs: 0, claims: [] };
+        },
+      );
       if (boot) await Promise.race([boot.ready, this.stopped]);
       if (this.stopping) this.handBack(reserved.claims);
       else claims = reserved.claims;

@@ -37,7 +37,8 @@ const MAX_START_PAUSE_MS = 10_000;
 export type WorkerState = 'disabled' | 'waiting-for-redis' | 'running' | 'stopping' | 'stopped';
 
 /**
- * Owns the worker's lifecycle. Bootstrap: send the declared caps, rate limits and schedules and
+ * Owns the worker's lifecycle. Bootstrap: send the declared caps, rate limits and schedules (or,
+ * for code that declares none, a check that Redis holds that already, in the first reserve) and
  * the loop's first reserve with the boot's first write, at the layouts this version runs on as
  * they are; once the namespace's key layout migration ({@link MigrationRunner}) is done and the
  * declarations written (again, if the layout refused them), let the loop's claims run and start
@@ -113,15 +114,21 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     // start (they wait for the declarations); a cancel published before that still reaches a run
     // through its lease heartbeat, which reports it cancelled (lua/extend-leases.lua).
     this.listen();
-    const declared = this.declarations.declare(true, atLayout).then(
-      () => true,
-      (error: unknown) => {
-        if (error instanceof LayoutRefusedError) return false;
-        throw error;
-      },
-    );
+    const declare = () =>
+      this.declarations.declare(true, atLayout).then(
+        () => true,
+        (error: unknown) => {
+          if (error instanceof LayoutRefusedError) return false;
+          throw error;
+        },
+      );
+    // Code that declares nothing sends no declarations when Redis holds what they would write:
+    // its first reserve checks that (see WorkerDeclarations.check), and they follow if not.
+    const check = this.declarations.check();
+    let settled!: (passed: boolean) => void;
+    const declared = check ? new Promise<boolean>((resolve) => (settled = resolve)).then((passed) => passed || declare()) : declare();
     declared.catch(() => undefined); // looked at below, once the migration's outcome is in
-    this.build().start({ scripts: atLayout, ready: this.ready });
+    this.build().start({ scripts: atLayout, ready: this.ready, declarations: check && { check, settled } });
     let now: boolean;
     try {
       now = await this.declaredAtBoot(migrated, declared);

@@ -46,6 +46,19 @@ describe('Redis down, then back', () => {
     server = undefined;
   });
 
+  it('a worker of code that declares nothing boots at once without Redis, however long redisTimeoutMs is', async () => {
+    // Its first reserve stands in for its declarations (see WorkerDeclarations.check), and gives up
+    // at the first refused connection as they do, rather than waiting out the call bound.
+    const startedAt = Date.now();
+    const app = await appOn(`redis://127.0.0.1:${await freePort()}`, [EchoWorkflow], {
+      namespace: uniqueNamespace('boot-long'),
+      redisTimeoutMs: 30_000,
+    });
+    apps.push(app);
+    expect(Date.now() - startedAt).toBeLessThan(5_000);
+    expect(await app.app.get(QueueHealth).check(1_000)).toMatchObject({ redis: { up: false }, worker: { state: 'waiting-for-redis' } });
+  });
+
   it('a worker app boots without Redis, clients fail fast with a typed error, and both work once Redis starts', async () => {
     const ns = uniqueNamespace('boot');
     const port = await freePort();

@@ -29,6 +29,14 @@ class EchoWorkflow {
   }
 }
 
+/** The same workflow, its code declaring a cap: its declarations go out at every boot. */
+@Workflow('boot.echo', { concurrency: 20 })
+class CappedEchoWorkflow {
+  async run(input: { key: string }, _ctx: RunContext) {
+    return input.key;
+  }
+}
+
 describe('boot checks', () => {
   let server: LocalRedis;
   let admin: Redis;
@@ -52,11 +60,15 @@ describe('boot checks', () => {
     await server.stop();
   });
 
-  async function boot(options: Partial<QueueModuleOptions> = {}, connection: RedisConnectionOptions = { url: server.url }) {
+  async function boot(
+    options: Partial<QueueModuleOptions> = {},
+    connection: RedisConnectionOptions = { url: server.url },
+    workflow: typeof EchoWorkflow = EchoWorkflow,
+  ) {
     const logs = new LogCapture();
     const app = await Test.createTestingModule({
       imports: [QueueModule.forRoot({ connection, namespace: uniqueNamespace('boot'), redisTimeoutMs: 2_000, ...options })],
-      providers: [EchoWorkflow],
+      providers: [workflow],
     }).compile();
     app.useLogger(logs);
     // A failed bootstrap closed its connections itself (app.close() would rethrow its error).
@@ -142,7 +154,10 @@ describe('boot checks', () => {
     expect(await limited.client.run(EchoWorkflow, { key: 'noconfig' }, { timeoutMs: 10_000 })).toBe('noconfig');
   });
 
-  it("a worker's first write carries its declarations and its first reserve, which claims the run waiting for it", async () => {
+  it.each([
+    ['declares a cap: its declarations', CappedEchoWorkflow, ['declare_limits_at_layout', 'set_control_at_layout']],
+    ['declares nothing: the check that Redis holds it already, failing on a fresh namespace,', EchoWorkflow, []],
+  ])("a worker's first write, for code that %s and its first reserve; the run waiting for it runs once", async (_what, workflow, sent) => {
     const namespace = uniqueNamespace('first-write');
     const producer = await boot({ namespace, worker: { enabled: false } }); // marks the fresh namespace's layout
     const waiting = await producer.client.enqueue(EchoWorkflow, { key: 'first' });
@@ -157,17 +172,17 @@ describe('boot checks', () => {
       return writeGeneric.call(this, writev, data, ...rest);
     };
     try {
-      await boot({ namespace });
+      await boot({ namespace }, undefined, workflow);
       expect(await waiting.result({ timeoutMs: 10_000 })).toBe('first');
     } finally {
       proto._writeGeneric = writeGeneric;
     }
     // The worker's command connection: its first write is the ready check's INFO, and holds the
-    // layout's read, the declarations and the reserve, those at the layout (see LuaScripts.atLayout).
-    const first = [...writes.values()].map((sent) => sent[0]).filter((text) => /\bINFO\b/i.test(text) && /declare_limits/.test(text));
+    // layout's read, the declarations (or the check) and the reserve, those at the layout (see LuaScripts.atLayout).
+    const first = [...writes.values()].map((sent) => sent[0]).filter((text) => /\bINFO\b/i.test(text) && /reserve_at_layout/.test(text));
     expect(first).toHaveLength(1);
-    for (const part of [namespace, 'schema', 'declare_limits_at_layout', 'set_control_at_layout', 'reserve_at_layout'])
-      expect(first[0]).toContain(part);
+    for (const part of [namespace, 'schema', 'reserve_at_layout', ...sent]) expect(first[0]).toContain(part);
+    if (sent.length === 0) expect(first[0]).not.toMatch(/declare_limits|set_control|schedule_write/);
     expect(await producer.client.get(waiting.id)).toMatchObject({ state: 'completed', attempts: 1 });
   });
 });

@@ -1,3 +1,4 @@
+import { SluiceError } from '../../errors/sluice.error';
 import type { ScriptRunner } from '../lua.scripts';
 import type { RedisKeys } from '../redis.keys';
 import { type Claim, CLAIM_EXTRAS, parseClaims } from './claim.reply';
@@ -28,7 +29,35 @@ export interface ReserveRequest {
   extras: number;
   /** The workflows to claim from, rotated by the caller so none always goes first. */
   workflows: string[];
+  /** A worker's first reserve when its code declares nothing: claim only if its declarations would write nothing (see {@link DeclarationCheck}). */
+  declarationCheck?: DeclarationCheck;
 }
+
+/**
+ * What the first reserve of a worker whose code declares nothing (no cap, rate limit, schedule
+ * or retention setting) checks before it claims: that its declarations would find nothing to
+ * write, so the boot need not send them (lua/reserve.lua alreadyDeclared).
+ */
+export interface DeclarationCheck {
+  /** The fingerprint of a declaration of no schedules (see declarationFingerprint). */
+  fingerprint: string;
+  /** The limits-hash fields the declarations of no cap and no rate limit would clear: none may hold a value or a runtime override. */
+  fields: string[];
+}
+
+/**
+ * A boot reserve's check found something for the declarations to write (a namespace's first boot,
+ * a cap an older declaration left, an operator's runtime value…): it did nothing. Internal: the
+ * boot sends its declarations, then reserves again (see WorkerOrchestrator).
+ */
+export class DeclarationsNeededError extends SluiceError {
+  constructor() {
+    super("the worker's first reserve found its declarations to write first; it claimed nothing");
+  }
+}
+
+/** The reserve flag that asks for the boot check (ARGV[9] of lua/reserve.lua). */
+const DECLARATION_CHECK = 4;
 
 /** A run the call's stalled scan recovered (the worker reports it as a 'stalled' event). */
 export interface StalledRun {
@@ -93,12 +122,18 @@ export async function reserve(scripts: ScriptRunner, keys: RedisKeys, request: R
     request.stalledRetentionMs,
     request.parkEntry,
   ];
-  const reply = await scripts.run<unknown[]>(
+  const { declarationCheck: check } = request;
+  const flags = request.extras + (check ? DECLARATION_CHECK : 0);
+  const tail = check ? [check.fingerprint, check.fields.length, ...check.fields, ...request.workflows] : request.workflows;
+  const reply = await scripts.run<unknown[] | 'declare'>(
     'reserve',
     callKeys,
-    (retry) => [...head, (retry || request.repeat ? 1 : 0) + request.extras, request.parkMs, ...request.workflows],
-    { idempotent: true },
+    (retry) => [...head, (retry || request.repeat ? 1 : 0) + flags, request.parkMs, ...tail],
+    // The check stands in for a boot's declarations, which give up at once when Redis refuses
+    // connections: the app boots, and the worker starts once Redis answers.
+    { idempotent: true, failFast: check !== undefined },
   );
+  if (reply === 'declare') throw new DeclarationsNeededError();
   return parseReserveReply(reply, request.extras === CLAIM_EXTRAS);
 }
 
