@@ -35,6 +35,7 @@ const E2E_ON_CLUSTER = [
   'schedule-firing.spec.ts',
   // declared config against runtime changes and older code (caps, rate limits, schedules)
   'declared-config.spec.ts',
+  'boot-declarations.spec.ts',
   // caps, groups, the fast path
   'caps.spec.ts',
   'fleet-concurrency.spec.ts',
