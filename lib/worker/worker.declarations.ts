@@ -64,12 +64,13 @@ export class WorkerDeclarations {
    */
   check(): DeclarationCheck | undefined {
     const workflows = this.parts.registry.all();
+    const caps = this.caps();
     const declaresSomething =
-      this.caps().some((cap) => cap.limit !== '') || workflows.some((wf) => wf.rateLimit || wf.groupRateLimit || wf.schedules.length > 0);
+      caps.some((cap) => cap.limit !== '') || workflows.some((wf) => wf.rateLimit || wf.groupRateLimit || wf.schedules.length > 0);
     if (declaresSomething) return undefined;
     return {
       fingerprint: declarationFingerprint([]),
-      fields: [...this.caps().map((cap) => cap.field), ...workflows.flatMap((wf) => rateLimitFields(wf.name))],
+      fields: [...caps.map((cap) => cap.field), ...workflows.flatMap((wf) => rateLimitFields(wf.name))],
     };
   }
 
