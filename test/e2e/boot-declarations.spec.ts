@@ -3,6 +3,7 @@ import type Redis from 'ioredis';
 import { QueueAdmin, Workflow } from '../../lib';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, isCluster, rawRedis, uniqueNamespace, type TestApp } from '../support/app';
+import { enterMonitor } from '../support/workflows';
 
 /**
  * Pay for what you use, at boot: code that declares no cap, rate limit, schedule or retention
@@ -63,7 +64,7 @@ describe('boot declarations of code that declares nothing', () => {
       await action();
       return undefined;
     }
-    const monitor = await redis.monitor();
+    const monitor = await enterMonitor(redis);
     const calls: string[] = [];
     const marker = `boot-declarations-${namespace}`;
     let markerSeen!: () => void;
