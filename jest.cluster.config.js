@@ -23,6 +23,7 @@ const E2E_ON_CLUSTER = [
   'client.spec.ts',
   'producer-worker.spec.ts',
   'run-inbox.spec.ts',
+  'wait-inbox.spec.ts',
   // step replay and retries
   'steps-and-retries.spec.ts',
   'nested-steps.spec.ts',

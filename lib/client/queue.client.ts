@@ -117,6 +117,8 @@ export class QueueClient {
     checkId(runId, 'runId');
     checkOptionKeys(opts, WAIT_OPTIONS);
     checkWaitValues(opts);
+    // Over the process's inbox when it is live and no progress is asked for: one call, no subscribe.
+    if (!opts?.onProgress && this.waiter.inboxReady()) return (await this.waiter.watchOnInbox(runId, opts?.timeoutMs)) as T;
     return (await this.waiter.wait(runId, opts?.timeoutMs, undefined, opts?.onProgress)) as T;
   }
 

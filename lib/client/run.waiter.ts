@@ -38,9 +38,10 @@ export interface InboxEnqueueReply {
  * - the run's done channel ({@link wait}): subscribe, then read the stored record (a run that
  *   finished before the subscription resolves at once). The publish carries the outcome, so the
  *   usual wait costs those two round trips, and an unsubscribe.
- * - the process's inbox ({@link waitOnInbox}, for `run()`): subscribed once and kept live, it is
- *   named in the enqueue itself, which is then the wait's only call: the announcement the run's
- *   finish publishes there carries the outcome.
+ * - the process's inbox: subscribed once and kept live, it is named in the enqueue itself
+ *   ({@link waitOnInbox}, for `run()`) or in the read of the record ({@link watchOnInbox}, for
+ *   `wait()`), which is then the wait's only call: the announcement the run's finish publishes
+ *   there carries the outcome.
  *
  * The calls a wait makes are bounded like every call (a failure rejects the wait with a typed
  * error); the re-reads after a reconnect and every BACKSTOP_MS only ever settle a wait with an
@@ -100,7 +101,7 @@ export class RunWaiter implements BeforeApplicationShutdown {
    * Waits for a run that `enqueue` creates, naming this process's inbox (its argument: the run's
    * 'waited' field) as where to announce its end. Call only when {@link inboxReady}. The wait
    * listens before the enqueue is sent, so the announcement cannot come too early, and usually
-   * costs nothing but that enqueue. Any read of the record it makes (see `read` below) first
+   * costs nothing but that enqueue. Any read of the record it makes (see {@link onInbox}) first
    * subscribes to the run's done channel and moves the announcement there, as {@link wait} does:
    * after a subscriber reconnect (the announcement may be lost), when the enqueue found the run
    * finished or someone else's (its record names their waiters, not this inbox), and when no
@@ -108,10 +109,39 @@ export class RunWaiter implements BeforeApplicationShutdown {
    * none to an inbox; every BACKSTOP_MS after that).
    */
   waitOnInbox(runId: string, timeoutMs: number | undefined, enqueue: (waitedBy: string) => Promise<InboxEnqueueReply>): Promise<unknown> {
+    return this.onInbox(runId, timeoutMs, async (inbox) => {
+      const { created, state } = await enqueue(inbox);
+      // The announcement will reach the inbox: no read, unless none comes for a while.
+      return { ours: created, outcome: created && !FINAL_STATES.has(state) ? { settled: false } : undefined };
+    });
+  }
+
+  /**
+   * Waits for a run that may exist already, as {@link wait} does, but over this process's inbox:
+   * its read of the record (lua/watch.lua) adds the inbox to the run's waiters, so the wait costs
+   * that one call — no subscribe and unsubscribe of the run's done channel. Call only when
+   * {@link inboxReady}. Later reads, as {@link waitOnInbox}'s, go over the done channel; the
+   * run's other waiters are kept.
+   */
+  watchOnInbox(runId: string, timeoutMs: number | undefined): Promise<unknown> {
+    return this.onInbox(runId, timeoutMs, async (inbox) => ({ ours: false, outcome: await this.readOutcome(runId, undefined, { inbox }) }));
+  }
+
+  /**
+   * A wait on this process's inbox, started by `start` (given the inbox id): it says whether the
+   * run's record names this inbox alone (`ours`: a read may then take it off, see lua/watch.lua)
+   * and what it learnt of the run, if anything. An outcome it learnt while the inbox stayed live
+   * stands, an unfinished run waiting for its announcement (read again after
+   * {@link INBOX_FIRST_READ_MS}); otherwise the record is read over the done channel.
+   */
+  private onInbox(
+    runId: string,
+    timeoutMs: number | undefined,
+    start: (inbox: string) => Promise<{ ours: boolean; outcome?: Outcome }>,
+  ): Promise<unknown> {
     if (this.shutDown) return Promise.reject(new SluiceError('QueueModule is shutting down; no new waits'));
     return new Promise((resolve, reject) => {
       let onChannel: Promise<void> | undefined;
-      /** The enqueue created the run: a read may take this inbox's name off it (see lua/watch.lua). */
       let ours = false;
       const read = async (): Promise<Outcome> => {
         if (!onChannel) {
@@ -127,13 +157,12 @@ export class RunWaiter implements BeforeApplicationShutdown {
       this.inbox.add(runId, wait.onMessage);
       wait.onSettle(() => this.inbox.remove(runId, wait.onMessage));
       const epoch = this.inbox.epoch;
-      enqueue(this.inbox.id)
-        .then(async ({ created, state }) => {
-          ours = created;
+      start(this.inbox.id)
+        .then(async (started) => {
+          ours = started.ours;
           if (wait.settled) return;
-          // The announcement will reach the inbox: no read, unless none comes for a while.
-          if (created && epoch === this.inbox.epoch && !FINAL_STATES.has(state))
-            return wait.firstRead({ settled: false }, INBOX_FIRST_READ_MS);
+          const { outcome } = started;
+          if (outcome && (outcome.settled || epoch === this.inbox.epoch)) return wait.firstRead(outcome, INBOX_FIRST_READ_MS);
           wait.firstRead(await read());
         })
         .catch((error) => wait.firstReadFailed(error));

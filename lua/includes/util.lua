@@ -60,8 +60,13 @@ local function publish(channel, message)
   return redis.call('PUBLISH', channel, message)
 end
 
--- Whether a run's 'waited' field (space-separated targets, see finishRun) has its end announced
--- on the run's done channel, the target '1'.
+-- Whether a run's 'waited' field (space-separated targets, see finishRun) names `target`: '1',
+-- the run's done channel, or a process's inbox id.
+local function waitedBy(waited, target)
+  return waited and string.find(' ' .. waited .. ' ', ' ' .. target .. ' ', 1, true) ~= nil
+end
+
+-- Whether a run's end is announced on its done channel.
 local function waitedOnDone(waited)
-  return waited and string.find(' ' .. waited .. ' ', ' 1 ', 1, true) ~= nil
+  return waitedBy(waited, '1')
 end

@@ -211,4 +211,54 @@ describe('run() and the order of its replies', () => {
     expect(started.get('unacknowledged')).toBe(1);
     redis.proxy.releaseReplies();
   });
+
+  it("wait() on the inbox, its read's reply held back while the run finishes and its record goes (keep 0): the announcement settles it", async () => {
+    const { namespace, keys, producer, producerApp } = await fleet();
+    await inboxLive(producerApp, producer);
+    const handle = await producer.enqueue('rwr.none', { key: 'watched', hold: true }, { id: 'watched' });
+    await begun.get('watched').promise;
+    expect(redis.proxy.holdReplies(await producerConnection(namespace, 'command'))).toBe(1);
+    const result = handle.result({ timeoutMs: 20_000 });
+    result.catch(() => undefined);
+    const inboxId = producerApp.get(RunWaiter).inboxChannel.split(':').pop();
+    await pollUntil(
+      () => redis.raw.hget(keys.run('watched'), 'waited'),
+      (waited) => waited === inboxId,
+      'the read (its reply held) named the inbox',
+    );
+    gates.open('watched');
+    await pollUntil(
+      () => redis.raw.exists(keys.run('watched')),
+      (n) => n === 0,
+      'the record deleted by the finish',
+    );
+    expect(await result).toBe('done:watched');
+    redis.proxy.releaseReplies();
+  });
+
+  it('wait() on the inbox, the announcement lost with its subscriber connection (reset): the wait reads its run after the reconnect and resolves', async () => {
+    const { namespace, keys, producer, producerApp } = await fleet();
+    await inboxLive(producerApp, producer);
+    const handle = await producer.enqueue('rwr.gate', { key: 'unheard' }, { id: 'unheard' });
+    await begun.get('unheard').promise;
+    let settled = false;
+    const result = handle.result({ timeoutMs: 20_000 }).finally(() => (settled = true));
+    const inboxId = producerApp.get(RunWaiter).inboxChannel.split(':').pop();
+    await pollUntil(
+      () => redis.raw.hget(keys.run('unheard'), 'waited'),
+      (waited) => waited === inboxId,
+      'the inbox named',
+    );
+    expect(redis.proxy.blackhole(await producerConnection(namespace, 'subscriber'))).toBe(1);
+    gates.open('unheard');
+    await pollUntil(
+      () => redis.raw.hget(keys.run('unheard'), 'state'),
+      (state) => state === 'completed',
+      'the run completed',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(settled).toBe(false);
+    redis.proxy.restore({ resetTainted: true }); // the dropped bytes taint it: reset, so the client reconnects
+    expect(await result).toBe('gate:unheard');
+  });
 });

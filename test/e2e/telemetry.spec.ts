@@ -364,8 +364,13 @@ describe('metrics', () => {
     await pollUntil(collect, (find) => valueOf(find(TELEMETRY_METRICS.active), order) === 1, 'the held run gauged active');
     gates.open('held');
     await held.result({ timeoutMs: 10_000 });
-    // Outcomes are recorded once committed, which the waiter may hear of first.
-    const find = await pollUntil(collect, (found) => delta(found, TELEMETRY_METRICS.completed, order) === 3, 'three completions counted');
+    // Outcomes are recorded once committed, and the run leaves the active gauge after that: a
+    // waiter in the worker's own app hears of the commit first (the worker tells it, see LocalWaits).
+    const find = await pollUntil(
+      collect,
+      (found) => delta(found, TELEMETRY_METRICS.completed, order) === 3 && valueOf(found(TELEMETRY_METRICS.active), order) === 0,
+      'three completions counted, none active',
+    );
 
     expect(valueOf(find(TELEMETRY_METRICS.active), order)).toBe(0);
     expect(

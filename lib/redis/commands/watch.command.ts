@@ -16,24 +16,25 @@ export interface WatchedRun {
 }
 
 /**
- * What a waiter's read asks to be published on the run's done channel: nothing more ('none'),
- * its outcome (and progress) there too ('add'), or there instead of the inbox the run's record
- * names ('only': the caller's own inbox, see lua/watch.lua).
+ * What a waiter's read asks to be published: nothing more ('none'), its outcome (and progress)
+ * on the run's done channel too ('add'), there instead of the inbox the run's record names
+ * ('only': the caller's own inbox), or on the caller's inbox too (`{ inbox }`: its id; see
+ * lua/watch.lua).
  */
-export type WatchPublish = 'none' | 'add' | 'only';
+export type WatchPublish = 'none' | 'add' | 'only' | { inbox: string };
 
-const PUBLISH_ARG: Record<WatchPublish, number> = { none: 0, add: 1, only: 2 };
+const PUBLISH_ARG = { none: 0, add: 1, only: 2 } as const;
 
 /**
- * Reads a run for a waiter and marks it waited on as `publish` says, so its outcome (and
- * progress) will be published on its done channel. A read and a flag: repeating it is harmless.
+ * Reads a run for a waiter and marks it waited on as `publish` says, so its outcome (and, on the
+ * done channel, progress) will be published there. A read and a flag: repeating it is harmless.
  * @returns null if there is no such run
  */
 export async function watchRun(scripts: LuaScripts, keys: RedisKeys, runId: string, publish: WatchPublish): Promise<WatchedRun | null> {
   const [state, result, error, workflow, progress, progressSeq] = await scripts.run<(string | null)[]>(
     'watch',
     [keys.run(runId)],
-    [PUBLISH_ARG[publish]],
+    typeof publish === 'object' ? [3, publish.inbox] : [PUBLISH_ARG[publish]],
     { idempotent: true },
   );
   return state ? { state, result, error, workflow, progress, progressSeq } : null;
