@@ -27,10 +27,17 @@ export class WorkerChannels {
     private readonly routes: ReadonlyMap<string, (message: string) => void>,
   ) {}
 
-  /** Subscribes (and again on every replacement connection); a failure leaves each channel's backstop. */
+  /**
+   * Subscribes (and again on every replacement connection); a failure leaves each channel's
+   * backstop. Over the subscriber connection as it is opened (see
+   * RedisConnections.openSubscriberOnceReachable): not before the command connection reaches
+   * Redis, so while Redis is away at boot one connection waits for it, not two.
+   */
   start(): void {
     this.listening = true;
+    let opened = false;
     this.subscriber.onCreate((redis) => {
+      opened = true;
       redis.on(this.channels.messageEvent, (channel: string, message: string) => {
         if (this.listening) this.routes.get(channel)?.(message);
       });
@@ -38,11 +45,11 @@ export class WorkerChannels {
       redis.on('close', () => this.subscribedOn === redis && (this.subscribedOn = undefined));
       redis.on('ready', () => this.listening && this.subscribe());
     });
-    this.subscribe();
+    if (opened) this.subscribe();
     // A replaced subscriber connection (one that stopped answering) is reopened only by the next
     // call over it, and a worker-only process may make none: look now and then, for free while
     // the connection is there.
-    this.timer = setInterval(() => !this.subscriber.hasConnection && this.subscribe(), RECHECK_MS);
+    this.timer = setInterval(() => opened && !this.subscriber.hasConnection && this.subscribe(), RECHECK_MS);
     this.timer.unref();
   }
 

@@ -1,5 +1,6 @@
 import type { TestingModule } from '@nestjs/testing';
 import { QueueHealth, RedisConnectionError, RedisUnavailableError, RunContext, Workflow } from '../../lib';
+import { RedisConnections } from '../../lib/redis/redis.connections';
 import { uniqueNamespace } from '../support/app';
 import Redis from 'ioredis';
 import { auditNamespace, expectConsistent } from '../support/audit';
@@ -57,6 +58,8 @@ describe('Redis down, then back', () => {
     apps.push(app);
     expect(Date.now() - startedAt).toBeLessThan(5_000);
     expect(await app.app.get(QueueHealth).check(1_000)).toMatchObject({ redis: { up: false }, worker: { state: 'waiting-for-redis' } });
+    // One connection waits for Redis: the subscriber opens once the command connection reaches it.
+    expect(app.app.get(RedisConnections).subscriber.hasConnection).toBe(false);
   });
 
   it('a worker app boots without Redis, clients fail fast with a typed error, and both work once Redis starts', async () => {
