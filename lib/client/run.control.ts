@@ -100,11 +100,3 @@ export function checkPauseTarget(target: { workflow: string; group?: string }): 
     throw new InvalidOptionError('target.group', 'pause one group at a time, or the whole workflow (no group)');
   return { workflow, group: checkName(target.group, 'target.group') };
 }
-
-/** Limits-hash fields of the rate limits that apply to a target, in the order `QueueAdmin.getLimits` reads them. */
-export function rateFields(workflow: string, group?: string): string[] {
-  const wf = `wf:${workflow}`;
-  const fields = [`${wf}:rate`, `${wf}:rate-ms`, `${wf}:group-rate`, `${wf}:group-rate-ms`];
-  if (group && group !== EVERY_GROUP) fields.push(`${wf}:g:${group}:rate`, `${wf}:g:${group}:rate-ms`);
-  return fields;
-}

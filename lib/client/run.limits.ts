@@ -3,6 +3,7 @@ import {
   checkLimit,
   EVERY_GROUP,
   limitField,
+  rateFields,
   runtimeFields,
   toRuntimeOverrides,
   type LimitTarget,
@@ -14,7 +15,6 @@ import { writeCap } from '../redis/commands/set-limits.command';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
-import { rateFields } from './run.control';
 
 /**
  * Fleet-wide caps for `QueueAdmin`: setting one (lua/set-limits.lua, then lua/activate-groups.lua

@@ -120,3 +120,11 @@ export function toRuntimeOverrides(
   });
   return Object.keys(overrides).length > 0 ? overrides : undefined;
 }
+
+/** Limits-hash fields of the rate limits that apply to a target, in the order `QueueAdmin.getLimits` reads them. */
+export function rateFields(workflow: string, group?: string): string[] {
+  const wf = `wf:${workflow}`;
+  const fields = [`${wf}:rate`, `${wf}:rate-ms`, `${wf}:group-rate`, `${wf}:group-rate-ms`];
+  if (group && group !== EVERY_GROUP) fields.push(`${wf}:g:${group}:rate`, `${wf}:g:${group}:rate-ms`);
+  return fields;
+}

@@ -48,15 +48,6 @@ export async function declareRateLimits(
 }
 
 /**
- * The limits-hash fields a declaration of no rate limit for `workflow` clears (lua/set-control.lua:
- * the workflow's and every group's default, their windows, a review under way).
- */
-export function rateLimitFields(workflow: string): string[] {
-  const wf = `wf:${workflow}`;
-  return [`${wf}:rate`, `${wf}:rate-ms`, `${wf}:group-rate`, `${wf}:group-rate-ms`, `${wf}:rate-review`];
-}
-
-/**
  * The bootstrap's line about one fleet-wide value its code declares (`what`, e.g. `cap wf:x`):
  * changed, kept as an operator set it at runtime, or that runtime value replaced by a changed
  * declaration.

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { WorkflowRegistry } from '../discovery/workflow.registry';
-import { EVERY_GROUP, limitField } from '../interfaces/limits';
+import { EVERY_GROUP, limitField, rateFields } from '../interfaces/limits';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { activateGroups } from '../redis/commands/activate-groups.command';
 import { type CapDeclaration, declareLimits } from '../redis/commands/declare-limits.command';
@@ -11,7 +11,7 @@ import type { RedisConnections } from '../redis/redis.connections';
 import type { RedisKeys } from '../redis/redis.keys';
 import { declarationFingerprint, declaredScheduleSpecs, declareSchedules } from '../schedule/schedule.declarer';
 import { ScheduleStore } from '../schedule/schedule.store';
-import { declareRateLimits, logDeclaration, rateLimitFields } from './rate-limits.declarer';
+import { declareRateLimits, logDeclaration } from './rate-limits.declarer';
 
 /** What a worker's declarations are made from (see WorkerOrchestrator). */
 export interface DeclarationParts {
@@ -70,7 +70,8 @@ export class WorkerDeclarations {
     if (declaresSomething) return undefined;
     return {
       fingerprint: declarationFingerprint([]),
-      fields: [...caps.map((cap) => cap.field), ...workflows.flatMap((wf) => rateLimitFields(wf.name))],
+      // A declaration of no rate limit clears the workflow's and every group's, and a review under way (lua/set-control.lua).
+      fields: [...caps.map((cap) => cap.field), ...workflows.flatMap((wf) => [...rateFields(wf.name), `wf:${wf.name}:rate-review`])],
     };
   }
 
