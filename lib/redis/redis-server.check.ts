@@ -102,14 +102,18 @@ export function assessRedisServer(facts: RedisServerFacts, strict: boolean): Red
   return { warnings, notes };
 }
 
-/** `INFO` text → fields. */
-export function parseInfo(text: string): Map<string, string> {
-  const fields = new Map<string, string>();
-  for (const line of text.split(/\r?\n/)) {
-    const colon = line.indexOf(':');
-    if (colon > 0 && !line.startsWith('#')) fields.set(line.slice(0, colon), line.slice(colon + 1).trim());
-  }
-  return fields;
+/**
+ * One field of an `INFO` text, or undefined if it has none. Looked up rather than the text split
+ * into a map: a boot reads five of its two hundred-odd fields, and splitting it all took about
+ * 0.1 ms of every worker's boot.
+ */
+export function infoField(text: string, name: string): string | undefined {
+  // Where the line starts in `text` (a match in '\n' + text starts one before its line).
+  const at = `\n${text}`.indexOf(`\n${name}:`);
+  if (at < 0) return undefined;
+  const start = at + name.length + 1;
+  const end = text.indexOf('\n', start);
+  return text.slice(start, end < 0 ? undefined : end).trim();
 }
 
 /** Compares dotted versions numerically ('6.2.14' < '7.0.0'); a missing or odd part counts as 0. */
@@ -180,19 +184,20 @@ export class RedisServerCheck {
       bound,
     );
     saveRead.catch(() => undefined); // read below only when AOF is off
-    let info: Map<string, string>;
+    let info: string;
     try {
-      info = parseInfo(await infoRead);
+      info = await infoRead;
     } catch (error) {
       if (error instanceof RedisCommandError) return { infoRefused: causeOf(error) };
       throw error;
     }
+    const [maxmemory, aof, cluster] = ['maxmemory', 'aof_enabled', 'cluster_enabled'].map((name) => infoField(info, name));
     const facts: RedisServerFacts = {
-      version: info.get('redis_version'),
-      policy: info.get('maxmemory_policy'),
-      ...(info.has('maxmemory') && { maxmemory: Number(info.get('maxmemory')) }),
-      ...(info.has('aof_enabled') && { aof: info.get('aof_enabled') === '1' }),
-      ...(info.has('cluster_enabled') && { clusterNode: info.get('cluster_enabled') === '1' }),
+      version: infoField(info, 'redis_version'),
+      policy: infoField(info, 'maxmemory_policy'),
+      ...(maxmemory !== undefined && { maxmemory: Number(maxmemory) }),
+      ...(aof !== undefined && { aof: aof === '1' }),
+      ...(cluster !== undefined && { clusterNode: cluster === '1' }),
       clusterOptions: this.options.cluster !== undefined,
     };
     if (facts.aof === false) {

@@ -1,6 +1,7 @@
-import { park } from '../redis/commands/park.command';
+import { park, withdrawPark } from '../redis/commands/park.command';
 import type { LuaScripts } from '../redis/lua.scripts';
 import type { RedisKeys } from '../redis/redis.keys';
+import type { RedisLink } from '../redis/redis.link';
 
 /** How long a park announcement outlives the block it announces. */
 export const PARK_SLACK_MS = 1_000;
@@ -45,6 +46,8 @@ export class ParkAnnouncer {
 
   constructor(
     private readonly scripts: LuaScripts,
+    /** The command connection, which the park calls go over too (see {@link withdraw}). */
+    private readonly link: RedisLink,
     private readonly keys: RedisKeys,
     private readonly workflows: string[],
     workerId: string,
@@ -55,10 +58,16 @@ export class ParkAnnouncer {
     this.entry = `${workerId}:h:${lockMs}`;
   }
 
-  /** Announces the worker parked for `validForMs` (negative: withdraws it). */
-  announce(validForMs: number, timeoutMs?: number): Promise<void> {
+  /** Announces the worker parked for `validForMs`. */
+  announce(validForMs: number): Promise<void> {
     this.changed(Date.now() + validForMs);
-    return park(this.scripts, this.keys, { entry: this.entry, validForMs, workflows: this.workflows }, timeoutMs);
+    return park(this.scripts, this.keys, { entry: this.entry, validForMs, workflows: this.workflows });
+  }
+
+  /** Withdraws the announcement (the worker stops): no enqueue hands the worker a run after it. */
+  withdraw(timeoutMs: number): Promise<void> {
+    this.changed(0);
+    return withdrawPark(this.link, this.keys, this.entry, this.workflows, timeoutMs);
   }
 
   /** Whether the latest announcement still holds through a block of `blockMs` from now. */

@@ -142,6 +142,7 @@ export class WorkerLoop {
     this.sequencer = new ClaimSequencer((claim) => this.launcher.launch(claim));
     this.park = new ParkAnnouncer(
       parts.scripts,
+      parts.connections.command,
       parts.keys,
       parts.workflows,
       parts.workerId,
@@ -202,9 +203,8 @@ export class WorkerLoop {
     this.boot?.declarations?.settled(false); // its first reserve never went out
     this.launcher.handBackHeld();
     this.active.interrupt();
-    // Withdraw the park announcement first (an entry that expires at once), so no enqueue hands
-    // this worker a run it will not take.
-    await this.park.announce(-1, STOP_GRACE_MS).catch(() => undefined);
+    // Withdraw the park announcement first, so no enqueue hands this worker a run it will not take.
+    await this.park.withdraw(STOP_GRACE_MS).catch(() => undefined);
     this.wake.interrupt();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.finished, new Promise((resolve) => (timer = setTimeout(resolve, STOP_GRACE_MS)))]);

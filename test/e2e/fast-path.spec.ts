@@ -155,6 +155,19 @@ describe('enqueue fast path', () => {
     }
   });
 
+  it("is not taken once the parked worker stopped: its stop removes its entry from each workflow's parked set", async () => {
+    const s = space();
+    const worker = await s.worker();
+    for (const name of ['fp.hold', 'fp.capped', 'fp.outcome']) await waitParked(redis, s.keys, name);
+    const producer = await s.producer();
+    await worker.close();
+    apps = apps.filter((app) => app !== worker);
+    for (const name of ['fp.hold', 'fp.capped', 'fp.outcome']) expect(await redis.zcard(s.keys.workflow(name, 'parked'))).toBe(0);
+    const run = await producer.client.enqueue(HoldWorkflow, { key: 'after-stop' });
+    expect(await producer.client.get(run.id)).toMatchObject({ state: 'waiting', attempts: 0 });
+    expect(await isDueInLane(redis, s.keys, 'fp.hold', run.id)).toBe(true);
+  });
+
   it('is not taken when disabled: the option is the only difference', async () => {
     for (const fastPath of [false, true]) {
       const s = space();

@@ -1,4 +1,5 @@
 import type { LuaScripts } from '../../lib/redis/lua.scripts';
+import type { RedisLink } from '../../lib/redis/redis.link';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { ParkAnnouncer } from '../../lib/worker/park.announcer';
 
@@ -14,7 +15,18 @@ describe('ParkAnnouncer', () => {
   function announcer() {
     const parkCalls: unknown[][] = [];
     const scripts = { run: async (...args: unknown[]) => void parkCalls.push(args) } as unknown as LuaScripts;
-    return { park: new ParkAnnouncer(scripts, new RedisKeys('sluice', 'unit'), ['wf'], 'worker-1', 30_000, BLOCK_MS), parkCalls };
+    return {
+      park: new ParkAnnouncer(
+        scripts,
+        undefined as unknown as RedisLink,
+        new RedisKeys('sluice', 'unit'),
+        ['wf'],
+        'worker-1',
+        30_000,
+        BLOCK_MS,
+      ),
+      parkCalls,
+    };
   }
 
   it('believes a complete call that announced the park when nothing changed since it was sent', () => {

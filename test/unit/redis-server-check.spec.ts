@@ -1,4 +1,4 @@
-import { assessRedisServer, compareVersions, MIN_REDIS_VERSION, parseInfo } from '../../lib/redis/redis-server.check';
+import { assessRedisServer, compareVersions, infoField, MIN_REDIS_VERSION } from '../../lib/redis/redis-server.check';
 
 /**
  * The boot checks' verdicts, for servers this machine cannot run (an old Redis) as well as the
@@ -8,10 +8,15 @@ describe('Redis server boot checks: assessment', () => {
   const ok = { version: '7.0.15', policy: 'noeviction', maxmemory: 0, aof: true };
 
   it('parses INFO and compares versions numerically', () => {
-    const info = parseInfo('# Server\r\nredis_version:6.2.14\r\nredis_mode:standalone\r\n\r\n# Memory\r\nmaxmemory_policy:allkeys-lru\r\n');
-    expect(info.get('redis_version')).toBe('6.2.14');
-    expect(info.get('maxmemory_policy')).toBe('allkeys-lru');
-    expect(info.has('# Server')).toBe(false);
+    const info =
+      '# Server\r\nredis_version:6.2.14\r\nredis_mode:standalone\r\n\r\n# Memory\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:allkeys-lru';
+    expect(infoField(info, 'redis_version')).toBe('6.2.14');
+    expect(infoField(info, 'maxmemory')).toBe('0');
+    expect(infoField(info, 'maxmemory_policy')).toBe('allkeys-lru'); // the last line, no line end
+    expect(infoField(info, 'redis_mode:standalone')).toBeUndefined();
+    expect(infoField(info, 'mode')).toBeUndefined(); // only a whole field name
+    expect(infoField(info, 'Server')).toBeUndefined();
+    expect(infoField('loading:1\r\n', 'loading')).toBe('1'); // the first line
     expect(compareVersions('6.2.14', '6.0.0')).toBe(1);
     expect(compareVersions('6.0.0', '6.0')).toBe(0);
     expect(compareVersions('5.0.14', '6.0.0')).toBe(-1);
