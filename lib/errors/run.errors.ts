@@ -58,8 +58,28 @@ export class RunNotFoundError extends SluiceError {
  * worker took the run over). The stale worker's writes are refused; the new owner carries on.
  */
 export class LeaseLostError extends SluiceError {
-  constructor(override readonly runId: string) {
-    super(`Lease on run ${runId} was lost; another worker owns it now`);
+  constructor(
+    override readonly runId: string,
+    message = `Lease on run ${runId} was lost; another worker owns it now`,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * No renewal of the run's lease reached Redis for about the lease's length (`worker.lockMs`):
+ * every heartbeat failed, Redis being unreachable. The lease may have lapsed, and another worker
+ * may take the run over, so the worker stops the attempt (its signal aborts with this error, and
+ * its next step call rejects): two attempts must not execute steps side by side. Nothing counts
+ * as a failure: the run is handed back once Redis answers, or its lease lapses and the stalled
+ * scan recovers it.
+ */
+export class LeaseUnconfirmedError extends LeaseLostError {
+  constructor(runId: string, lockMs: number) {
+    super(
+      runId,
+      `Lease on run ${runId} could not be renewed for ${lockMs} ms (Redis unreachable); the attempt stops before another worker may take the run over`,
+    );
   }
 }
 

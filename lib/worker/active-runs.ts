@@ -6,6 +6,11 @@ export interface ActiveRun {
   id: string;
   token: string;
   abort: LazyAbort;
+  /**
+   * When (local clock) the lease last held for sure: the claim's arrival, then the sending of
+   * each heartbeat that renewed it (see LeaseHeartbeat).
+   */
+  leaseConfirmedAt: number;
 }
 
 /** One wait of {@link ActiveRuns.whenOneFinishes}. */

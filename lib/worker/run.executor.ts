@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { LeaseLostError, RunCancelledError } from '../errors';
+import { LeaseLostError, LeaseUnconfirmedError, RunCancelledError } from '../errors';
 import type { WorkflowRegistry } from '../discovery/workflow.registry';
 import type { AttemptJournal, JournalOutcome } from '../execution/attempt.journal';
 import { AttemptRunner, type AttemptOutcome } from '../execution/attempt.runner';
@@ -98,6 +98,8 @@ export class RunExecutor {
         } else this.lost(claim, abort, telemetry);
         return;
       case 'failed':
+        // Stopped because its lease went unrenewed (Redis unreachable), not by its own fault.
+        if (abort.reason instanceof LeaseUnconfirmedError) return await this.handBack(claim, abort.reason, telemetry);
         return await this.fail(claim, outcome, abort, definition.backoff, startedAt, telemetry);
       case 'handed-back':
         return await this.handBack(claim, outcome.error, telemetry);

@@ -92,7 +92,7 @@ export class RunLauncher {
 
   /** Takes a claimed run: it starts now if a slot is free, else it is held ready. */
   launch(claim: Claim): ActiveRun {
-    const run = { id: claim.id, token: claim.token, abort: new LazyAbort() };
+    const run = { id: claim.id, token: claim.token, abort: new LazyAbort(), leaseConfirmedAt: Date.now() };
     this.parts.active.add(run);
     this.ungroupedInRow = claim.group === undefined ? this.ungroupedInRow + 1 : 0;
     if (this.executing < this.parts.concurrency) this.start(claim, run);

@@ -132,7 +132,7 @@ describe('regressions: worker', () => {
       expect(second.token).not.toBe(first.token);
       return [first.token, second.token];
     };
-    const attempt = (id: string, token: string): ActiveRun => ({ id, token, abort: new LazyAbort() });
+    const attempt = (id: string, token: string): ActiveRun => ({ id, token, abort: new LazyAbort(), leaseConfirmedAt: Date.now() });
 
     const [a1, a2] = await twoAttempts('run-a');
     const [b1] = await twoAttempts('run-b');
