@@ -18,7 +18,7 @@ import { BenchSystem, DEFAULT_JOBS, SCENARIOS, ScenarioName } from './bench.type
 import { printClusterTable } from './cluster.report';
 import { CLUSTER_JOBS, CLUSTER_SCENARIO, ClusterReport, runClusterScenario } from './cluster.scenario';
 import type { RunResult } from './measure';
-import { printDetails, printDurablePeer, printMemory, printTable } from './report';
+import { printDetails, printDurablePeer, printMemory, printNodeCpu, printTable } from './report';
 import type { FromSystem, ToSystem } from './system.process';
 import { allSystems } from './systems';
 import { isStopping, onTeardown } from './teardown';
@@ -153,6 +153,7 @@ async function main(): Promise<void> {
   if (isStopping()) return; // the signal handler exits once its cleanups are done
   if (results.length) {
     printTable(results);
+    printNodeCpu(results);
     printDetails(results);
     printMemory(results);
     printDurablePeer(results);

@@ -99,6 +99,38 @@ export function printTable(results: RunResult[]): void {
 }
 
 /**
+ * Node CPU per job (the measuring process's user + system time over the timed part, median over
+ * the repeats), per scenario and system, and Sluice's against the lowest peer's: the client side's
+ * cost, which the Redis columns of {@link printTable} leave out. For a drain that process is the
+ * worker; for a round trip, producer and worker; for first-claim, a worker app's whole boot, claim
+ * and close per job.
+ */
+export function printNodeCpu(results: RunResult[]): void {
+  const scenarios = [...new Set(results.map((r) => r.scenario))];
+  const systems = ['sluice', ...PEERS];
+  const perJob = (scenario: string, system: string) => {
+    const ok = results.filter(
+      (r) => r.scenario === scenario && r.system === system && r.opsPerSec !== undefined && r.nodeCpuMicros !== undefined,
+    );
+    return ok.length ? median(ok.map((r) => r.nodeCpuMicros! / r.jobs)) : undefined;
+  };
+  const rows = [['node µs/job', ...systems, 'sluice/lowest peer']];
+  for (const scenario of scenarios) {
+    const [sluice, ...peers] = systems.map((system) => perJob(scenario, system));
+    const measured = peers.filter((x): x is number => x !== undefined);
+    const lowest = measured.length ? Math.min(...measured) : undefined;
+    if (sluice === undefined && lowest === undefined) continue;
+    const ratio = sluice !== undefined && lowest ? `${(sluice / lowest).toFixed(2)}x` : '-';
+    rows.push([scenario, fmt(sluice, 1), ...peers.map((x) => fmt(x, 1)), ratio]);
+  }
+  if (rows.length === 1) return;
+  console.log(
+    '\nNode CPU per job (process.cpuUsage of the measuring process over the timed part, median of the repeats; below 1.00x: less than the lowest peer):',
+  );
+  printRows(rows);
+}
+
+/**
  * Durable 3-step runs against DBOS (a workflow engine on PostgreSQL, outside the Redis table):
  * Sluice's and DBOS's drain-c50-3steps, best (median), and the ratio on best.
  */
