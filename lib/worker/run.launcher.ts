@@ -1,3 +1,4 @@
+import { LeaseUnconfirmedError } from '../errors';
 import type { Claim } from '../redis/commands/claim.reply';
 import { LazyAbort } from '../execution/lazy.abort';
 import type { ActiveRun, ActiveRuns } from './active-runs';
@@ -142,9 +143,14 @@ export class RunLauncher {
 
   private startHeld(): void {
     while (this.executing < this.parts.concurrency && this.held.length > 0 && !this.parts.stopping()) {
-      const { claim, run } = this.held.shift()!;
+      const held = this.held.shift()!;
+      const { claim, run } = held;
+      // No beat could renew its lease for its length (Redis unreachable, see LeaseHeartbeat): back
+      // to the queue, as a started attempt stopped for that goes, rather than left leased to lapse
+      // and be counted a stall.
+      if (run.abort.reason instanceof LeaseUnconfirmedError) this.handBack([held]);
       // Cancelled while held (its record is final already), or claimed again by this process.
-      if (run.abort.aborted || this.parts.active.get(run.id) !== run) this.parts.active.delete(run.id, run.token);
+      else if (run.abort.aborted || this.parts.active.get(run.id) !== run) this.parts.active.delete(run.id, run.token);
       else this.start(claim, run);
     }
   }

@@ -1,4 +1,4 @@
-import { RunCancelledError } from '../../lib/errors';
+import { LeaseLostError, LeaseUnconfirmedError, RunCancelledError } from '../../lib/errors';
 import type { Claim } from '../../lib/redis/commands/claim.reply';
 import { ActiveRuns } from '../../lib/worker/active-runs';
 import { ClaimSequencer } from '../../lib/worker/claim.sequencer';
@@ -124,6 +124,24 @@ describe('RunLauncher', () => {
     t.launcher.handBackHeld();
     expect(t.handedBack).toEqual(['unstarted']);
     expect(t.active.get('unstarted')).toBeUndefined();
+  });
+
+  it('hands back a held run whose lease no beat could confirm, and drops one whose lease was lost', async () => {
+    const t = setup(1);
+    await teach(t, 2, 0);
+    const first = t.started.length;
+    t.launcher.launch(t.claim('running'));
+    t.launcher.launch(t.claim('unconfirmed'));
+    t.launcher.launch(t.claim('lost'));
+    t.launcher.launch(t.claim('held'));
+    t.active.get('unconfirmed')!.abort.abort(new LeaseUnconfirmedError('unconfirmed', 3_000));
+    t.active.get('lost')!.abort.abort(new LeaseLostError('lost'));
+    t.started.at(-1)!.finishCode();
+    // Neither aborted run started; the unconfirmed one went back to the queue, the lost one is someone else's.
+    expect(t.started.slice(first).map((r) => r.claim.id)).toEqual(['running', 'held']);
+    expect(t.handedBack).toEqual(['unconfirmed']);
+    expect(t.active.get('unconfirmed')).toBeUndefined();
+    expect(t.active.get('lost')).toBeUndefined();
   });
 
   it(`hands back a run held longer than ${HELD_MAX_MS} ms (the run ahead of it turned long)`, async () => {
