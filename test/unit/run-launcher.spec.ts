@@ -107,17 +107,24 @@ describe('RunLauncher', () => {
     expect(t.launcher.capacity()).toBe(1);
   });
 
-  it('drops a held run cancelled while it waited, and hands the held runs back at stop', async () => {
+  /**
+   * One slot: 'running' starts, then `aborted` (each aborted with its reason) and 'held' are held;
+   * once 'running' ends, returns the ids started since.
+   */
+  async function heldAborted(aborted: Record<string, Error>) {
     const t = setup(1);
     await teach(t, 2, 0);
     const first = t.started.length;
-    t.launcher.launch(t.claim('running'));
-    t.launcher.launch(t.claim('cancelled'));
-    t.launcher.launch(t.claim('held'));
-    t.active.get('cancelled')!.abort.abort(new RunCancelledError('cancelled', 'test'));
+    for (const id of ['running', ...Object.keys(aborted), 'held']) t.launcher.launch(t.claim(id));
+    for (const [id, reason] of Object.entries(aborted)) t.active.get(id)!.abort.abort(reason);
     t.started.at(-1)!.finishCode();
+    return { t, started: t.started.slice(first).map((r) => r.claim.id) };
+  }
+
+  it('drops a held run cancelled while it waited, and hands the held runs back at stop', async () => {
+    const { t, started } = await heldAborted({ cancelled: new RunCancelledError('cancelled', 'test') });
     // 'cancelled' was skipped: 'held' started.
-    expect(t.started.slice(first).map((r) => r.claim.id)).toEqual(['running', 'held']);
+    expect(started).toEqual(['running', 'held']);
     expect(t.active.get('cancelled')).toBeUndefined();
     t.launcher.launch(t.claim('unstarted'));
     t.stop();
@@ -127,18 +134,12 @@ describe('RunLauncher', () => {
   });
 
   it('hands back a held run whose lease no beat could confirm, and drops one whose lease was lost', async () => {
-    const t = setup(1);
-    await teach(t, 2, 0);
-    const first = t.started.length;
-    t.launcher.launch(t.claim('running'));
-    t.launcher.launch(t.claim('unconfirmed'));
-    t.launcher.launch(t.claim('lost'));
-    t.launcher.launch(t.claim('held'));
-    t.active.get('unconfirmed')!.abort.abort(new LeaseUnconfirmedError('unconfirmed', 3_000));
-    t.active.get('lost')!.abort.abort(new LeaseLostError('lost'));
-    t.started.at(-1)!.finishCode();
+    const { t, started } = await heldAborted({
+      unconfirmed: new LeaseUnconfirmedError('unconfirmed', 3_000),
+      lost: new LeaseLostError('lost'),
+    });
     // Neither aborted run started; the unconfirmed one went back to the queue, the lost one is someone else's.
-    expect(t.started.slice(first).map((r) => r.claim.id)).toEqual(['running', 'held']);
+    expect(started).toEqual(['running', 'held']);
     expect(t.handedBack).toEqual(['unconfirmed']);
     expect(t.active.get('unconfirmed')).toBeUndefined();
     expect(t.active.get('lost')).toBeUndefined();
