@@ -1,4 +1,11 @@
-import type { FactoryProvider, InjectionToken } from '@nestjs/common';
+import type {
+  BeforeApplicationShutdown,
+  FactoryProvider,
+  InjectionToken,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+  OnModuleInit,
+} from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, ModuleRef } from '@nestjs/core';
 import { QueueAdmin } from './client/queue.admin';
 import { QueueClient } from './client/queue.client';
@@ -30,19 +37,21 @@ import { WorkflowEventExplorer } from './worker/workflow-event.explorer';
 
 /**
  * Sluice's services of one app, built with `new` in one place (the composition root), rather
- * than each registered with Nest and wired by its injector.
+ * than each registered with Nest and wired by its injector, and given their lifecycle hooks here.
  *
  * Why: Nest's injector pays per provider and per dependency edge it resolves, at every app
- * creation: with Sluice's 28 services and their hundred-odd edges (QueueClient alone takes ten)
- * that was most of what the module added to a bootstrap. Measured with empty factory providers:
- * 28 of them with up to 5 dependencies each take 0.78 ms to compile and init, 8 with one each
- * 0.27 ms. Nest now knows one provider with four dependencies, and one token per service that is
- * exported or has a lifecycle hook (see {@link SLUICE_PROVIDERS}), each a factory of one edge. A
- * factory provider is injected, given its lifecycle hooks and found by `app.get` like a class
- * provider, and it is not scanned for guards, interceptors and pipes method by method (Nest does
- * that for every class provider; these have none).
+ * creation, and every lifecycle phase walks every provider it knows: with Sluice's 28 services
+ * and their hundred-odd edges (QueueClient alone takes ten) that was most of what the module
+ * added to a bootstrap. Measured with empty factory providers of one edge each: 17 of them take
+ * about 0.4 ms more to create and initialise than one. So Nest knows this one provider, which
+ * holds the hooks of every service that has one (in the order written below, not in whatever
+ * order Nest would call them in), and one token per exported service (see
+ * {@link SLUICE_PROVIDERS}), each a factory of one edge. A factory provider is injected, given its
+ * lifecycle hooks and found by `app.get` like a class provider, and it is not scanned for guards,
+ * interceptors and pipes method by method (Nest does that for every class provider; these have
+ * none). Other services are reached through this object (`app.get(SluiceServices).connections`).
  */
-export class SluiceServices {
+export class SluiceServices implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   readonly keys: RedisKeys;
   readonly connections: RedisConnections;
   readonly scripts: LuaScriptsProvider;
@@ -60,15 +69,20 @@ export class SluiceServices {
   readonly health: QueueHealth;
   readonly healthIndicator: QueueHealthIndicator;
 
-  constructor(options: ResolvedQueueOptions, discovery: DiscoveryService, scanner: MetadataScanner, moduleRef: ModuleRef) {
+  constructor(
+    options: ResolvedQueueOptions,
+    private readonly discovery: DiscoveryService,
+    scanner: MetadataScanner,
+    moduleRef: ModuleRef,
+  ) {
     const keys = (this.keys = new RedisKeys(options.prefix, options.namespace));
     const connections = (this.connections = new RedisConnections(options, keys));
     const scripts = (this.scripts = new LuaScriptsProvider(connections, keys));
     const accessor = new WorkflowMetadataAccessor();
     const registry = (this.registry = new WorkflowRegistry(options, accessor));
-    this.explorer = new WorkflowExplorer(discovery, accessor, registry);
+    this.explorer = new WorkflowExplorer(accessor, registry);
     const events = (this.events = new RunEvents());
-    this.eventExplorer = new WorkflowEventExplorer(discovery, scanner, new WorkflowEventAccessor(), events, registry, options);
+    this.eventExplorer = new WorkflowEventExplorer(scanner, new WorkflowEventAccessor(), events, registry, options);
     // One per app, shared by the client's services: a name found is asked about once.
     const fleet = new FleetWorkflowLookup(connections.command, keys);
     const layout = new NamespaceLayout();
@@ -98,6 +112,34 @@ export class SluiceServices {
     this.health = new QueueHealth(connections, this.orchestrator, options);
     this.healthIndicator = new QueueHealthIndicator(this.health, moduleRef);
   }
+
+  /** Finds the app's workflows, then its `@OnWorkflowEvent` handlers, in one scan of its providers. */
+  onModuleInit(): void {
+    const wrappers = [...this.discovery.getProviders(), ...this.discovery.getControllers()];
+    this.explorer.explore(wrappers);
+    this.eventExplorer.explore(wrappers);
+  }
+
+  /**
+   * The migration and the worker's start, side by side (the worker awaits the migration's own
+   * promise before it claims: see WorkerOrchestrator), after the event handlers' filters are checked.
+   */
+  async onApplicationBootstrap(): Promise<void> {
+    this.eventExplorer.checkFilters();
+    await Promise.all([this.migration.onApplicationBootstrap(), this.orchestrator.onApplicationBootstrap()]);
+  }
+
+  /** Waits are settled and the migration's retries stopped while the worker drains. */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.waiter.beforeApplicationShutdown();
+    this.migration.beforeApplicationShutdown();
+    await this.orchestrator.beforeApplicationShutdown();
+  }
+
+  /** Last: the connections close once everything that used them has stopped. */
+  onApplicationShutdown(): Promise<void> {
+    return this.connections.onApplicationShutdown();
+  }
 }
 
 /** A token Nest resolves to one of the app's {@link SluiceServices}. */
@@ -106,9 +148,9 @@ function service<T>(token: InjectionToken, pick: (services: SluiceServices) => T
 }
 
 /**
- * What `QueueModule` registers besides its options: the services, and a token for each service
- * that is exported (the public API), has a lifecycle hook (Nest calls hooks only on what it
- * knows) or is looked up with `app.get` (tests, the bench).
+ * What `QueueModule` registers besides its options: the services (which carry every lifecycle
+ * hook), a token for each service that is exported (the public API), and the two the dashboard
+ * looks up (a layer above, it cannot import this file).
  */
 export const SLUICE_PROVIDERS: FactoryProvider[] = [
   {
@@ -119,18 +161,10 @@ export const SLUICE_PROVIDERS: FactoryProvider[] = [
   },
   service(RedisKeys, (s) => s.keys),
   service(RedisConnections, (s) => s.connections),
-  service(LuaScriptsProvider, (s) => s.scripts),
-  service(WorkflowRegistry, (s) => s.registry),
-  service(WorkflowExplorer, (s) => s.explorer),
   service(RunEvents, (s) => s.events),
-  service(WorkflowEventExplorer, (s) => s.eventExplorer),
-  service(RunWaiter, (s) => s.waiter),
-  service(RunControl, (s) => s.control),
   service(QueueAdmin, (s) => s.admin),
   service(QueueSchedules, (s) => s.schedules),
   service(QueueClient, (s) => s.client),
-  service(MigrationRunner, (s) => s.migration),
-  service(WorkerOrchestrator, (s) => s.orchestrator),
   service(QueueHealth, (s) => s.health),
   service(QueueHealthIndicator, (s) => s.healthIndicator),
 ];

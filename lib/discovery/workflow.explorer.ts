@@ -1,5 +1,3 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
-import { DiscoveryService } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { WorkflowDefinitionError } from '../errors';
 import type { WorkflowInstance } from '../workflow/workflow.types';
@@ -7,20 +5,19 @@ import { WorkflowMetadataAccessor } from './workflow-metadata.accessor';
 import { type ProviderMetatype, WorkflowRegistry } from './workflow.registry';
 
 /**
- * Finds the `@Workflow` providers at module init and fills the registry. Pure metadata work,
- * no I/O: a declaration mistake fails the bootstrap here with a message naming the class.
+ * Finds the `@Workflow` providers at module init (see SluiceServices.onModuleInit) and fills the
+ * registry. Pure metadata work, no I/O: a declaration mistake fails the bootstrap here with a
+ * message naming the class.
  */
-@Injectable()
-export class WorkflowExplorer implements OnModuleInit {
+export class WorkflowExplorer {
   constructor(
-    private readonly discovery: DiscoveryService,
     private readonly accessor: WorkflowMetadataAccessor,
     private readonly registry: WorkflowRegistry,
   ) {}
 
-  onModuleInit(): void {
+  /** @param wrappers the app's providers and controllers (DiscoveryService's) */
+  explore(wrappers: readonly InstanceWrapper[]): void {
     const seen = new Map<string, string>();
-    const wrappers = [...this.discovery.getProviders(), ...this.discovery.getControllers()];
     for (const wrapper of wrappers) {
       const metatype = wrapper.metatype as ProviderMetatype | undefined;
       if (!metatype || !wrapper.instance) continue;

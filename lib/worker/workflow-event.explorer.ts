@@ -1,7 +1,7 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
-import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { Logger } from '@nestjs/common';
+import { MetadataScanner } from '@nestjs/core';
+import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { WorkflowDefinitionError } from '../errors';
-import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import type { RunEventName } from '../interfaces/run.events';
 import { RunEvents } from './run.events';
@@ -15,29 +15,28 @@ interface Registered {
 }
 
 /**
- * Finds the `@OnWorkflowEvent` methods of every provider at module init — before any
- * `onApplicationBootstrap`, so before the worker starts and emits — and adds each as a
+ * Finds the `@OnWorkflowEvent` methods of every provider at module init (see
+ * SluiceServices.onModuleInit) — before any `onApplicationBootstrap`, so before the worker starts
+ * and emits — and adds each as a
  * {@link RunEvents} listener, filtered by workflow name when it asks to be. The same pattern as
  * `@Workflow`: decorator → metadata accessor → explorer.
  */
-@Injectable()
-export class WorkflowEventExplorer implements OnModuleInit, OnApplicationBootstrap {
+export class WorkflowEventExplorer {
   private readonly logger = new Logger('Sluice');
   private readonly registered: Registered[] = [];
 
   constructor(
-    private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly accessor: WorkflowEventAccessor,
     private readonly events: RunEvents,
     private readonly registry: WorkflowRegistry,
-    @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
+    private readonly options: ResolvedQueueOptions,
   ) {}
 
-  onModuleInit(): void {
+  /** @param wrappers the app's providers and controllers (DiscoveryService's): controllers too, or a handler on one would be silently ignored */
+  explore(wrappers: readonly InstanceWrapper[]): void {
     const seen = new Set<object>();
-    // Controllers too: a handler on one would otherwise be silently ignored.
-    for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
+    for (const wrapper of wrappers) {
       const instance = wrapper.instance as Record<string, unknown> | undefined;
       if (!instance || typeof instance !== 'object' || seen.has(instance)) continue;
       seen.add(instance);
@@ -63,7 +62,7 @@ export class WorkflowEventExplorer implements OnModuleInit, OnApplicationBootstr
    * A filter naming a workflow this app does not run never fires (events come from this
    * process's worker only): most likely a typo, so say so once the registry is complete.
    */
-  onApplicationBootstrap(): void {
+  checkFilters(): void {
     if (!this.options.worker.enabled) return;
     for (const { label, event, workflows } of this.registered) {
       const unknown = (workflows ?? []).filter((name) => !this.registry.has(name));

@@ -1,6 +1,5 @@
 import type { TestingModule } from '@nestjs/testing';
 import { QueueClient, RunContext, Workflow } from '../../lib';
-import { RunWaiter } from '../../lib/client/run.waiter';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { uniqueNamespace } from '../support/app';
 import { auditNamespace, expectConsistent } from '../support/audit';
@@ -10,6 +9,7 @@ import { RedisAdmin, sluiceConnectionName } from '../support/redis-process';
 import { waitParked } from '../support/queue-state';
 import type { ProxyConnection } from '../support/tcp-proxy';
 import { Counter, Gates, pollUntil } from '../support/workflows';
+import { SluiceServices } from '../../lib/sluice.services';
 
 /**
  * Within one app, a run() needs no pub/sub: an enqueue that Redis hands to the app's own parked
@@ -63,7 +63,7 @@ describe('a run() in the app whose worker runs it', () => {
     gates.open(key);
     expect(await t.client.run(GateWorkflow, { key })).toBe(`gate:${key}`);
     await pollUntil(
-      () => channelSubscribers(redis.raw, t.app.get(RunWaiter).inboxChannel),
+      () => channelSubscribers(redis.raw, t.app.get(SluiceServices).waiter.inboxChannel),
       (n) => n === 1,
       'the inbox subscribed',
     );

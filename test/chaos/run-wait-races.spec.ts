@@ -1,6 +1,5 @@
 import type { Provider } from '@nestjs/common';
 import { RedisConnectionError, RunContext, Workflow } from '../../lib';
-import { RunWaiter } from '../../lib/client/run.waiter';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import type { QueueClient } from '../../lib';
 import { channelSubscribers } from '../support/pubsub';
@@ -10,6 +9,7 @@ import type { ProxyConnection } from '../support/tcp-proxy';
 import { RedisAdmin, sluiceConnectionName } from '../support/redis-process';
 import { rejection } from '../support/rejection';
 import { Counter, Gates, pollUntil } from '../support/workflows';
+import { SluiceServices } from '../../lib/sluice.services';
 
 /**
  * run() against the order in which its replies arrive. The producer reaches Redis through a TCP
@@ -76,11 +76,11 @@ describe('run() and the order of its replies', () => {
    * Has the producer's first run() subscribe its inbox, so that its next ones wait there (see
    * RunInbox), and confirms the workflow names it will use (their first enqueue asks Redis).
    */
-  async function inboxLive(app: { get(type: typeof RunWaiter): RunWaiter }, producer: QueueClient): Promise<void> {
+  async function inboxLive(app: { get(type: typeof SluiceServices): SluiceServices }, producer: QueueClient): Promise<void> {
     gates.open('warm');
     expect(await producer.run('rwr.plain', { key: 'warm' })).toBe('plain:warm');
     for (const name of ['rwr.none', 'rwr.gate']) await producer.enqueue(name, { key: 'warm' });
-    const inbox = app.get(RunWaiter).inboxChannel;
+    const inbox = app.get(SluiceServices).waiter.inboxChannel;
     await pollUntil(
       () => channelSubscribers(redis.raw, inbox),
       (n) => n === 1,
@@ -220,7 +220,7 @@ describe('run() and the order of its replies', () => {
     expect(redis.proxy.holdReplies(await producerConnection(namespace, 'command'))).toBe(1);
     const result = handle.result({ timeoutMs: 20_000 });
     result.catch(() => undefined);
-    const inboxId = producerApp.get(RunWaiter).inboxChannel.split(':').pop();
+    const inboxId = producerApp.get(SluiceServices).waiter.inboxChannel.split(':').pop();
     await pollUntil(
       () => redis.raw.hget(keys.run('watched'), 'waited'),
       (waited) => waited === inboxId,
@@ -243,7 +243,7 @@ describe('run() and the order of its replies', () => {
     await begun.get('unheard').promise;
     let settled = false;
     const result = handle.result({ timeoutMs: 20_000 }).finally(() => (settled = true));
-    const inboxId = producerApp.get(RunWaiter).inboxChannel.split(':').pop();
+    const inboxId = producerApp.get(SluiceServices).waiter.inboxChannel.split(':').pop();
     await pollUntil(
       () => redis.raw.hget(keys.run('unheard'), 'waited'),
       (waited) => waited === inboxId,

@@ -15,11 +15,11 @@ import { RedisKeys } from '../../lib/redis/redis.keys';
 import { parseReserveReply } from '../../lib/redis/commands/reserve.command';
 import { HAND_BACK_DELAY_MS, handBackRun, MAX_HAND_BACK_DELAY_MS } from '../../lib/worker/hand-back';
 import { newCallId } from '../../lib/redis/commands/call-id';
-import { WorkerOrchestrator } from '../../lib/worker/worker.orchestrator';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { enqueueArgs, enqueueKeys, redisTimeMs } from '../support/queue-state';
 import { scriptsOn } from '../support/scripts';
 import { Counter, deferred, Gates } from '../support/workflows';
+import { SluiceServices } from '../../lib/sluice.services';
 
 /**
  * Which errors hand a run back to the queue without counting a failure, and what the events say
@@ -150,7 +150,7 @@ describe('hand-backs', () => {
 
     // The shutdown, up to its hand-backs: they have landed when this returns (the app's
     // connections stay open, so what the executors do next reaches Redis).
-    const orchestrator = app.app.get(WorkerOrchestrator);
+    const orchestrator = app.app.get(SluiceServices).orchestrator;
     await orchestrator.beforeApplicationShutdown();
     for (const handle of handles) expect(await app.client.get(handle.id)).toMatchObject({ state: 'waiting', failures: 0 });
     keys.forEach((key) => gates.open(key)); // now each run's code throws

@@ -1,10 +1,10 @@
 import type Redis from 'ioredis';
 import { Workflow } from '../../lib';
-import { RunWaiter } from '../../lib/client/run.waiter';
 import { LOCAL_WAITS_MIN_TTL_MS } from '../../lib/worker/run.commits';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { channelSubscribers } from '../support/pubsub';
 import { monitorCommands, pollUntil } from '../support/workflows';
+import { SluiceServices } from '../../lib/sluice.services';
 
 /**
  * A worker tells its own app's run() waits of the runs it completes, from the complete call's
@@ -56,7 +56,7 @@ describe("run() and a worker in the caller's own app", () => {
     if (options.apart) apps.push(await createApp(workflows, settings));
     const caller = await createApp(workflows, { ...settings, ...(options.apart && { worker: { enabled: false } }) });
     apps.push(caller);
-    const inbox = caller.app.get(RunWaiter).inboxChannel;
+    const inbox = caller.app.get(SluiceServices).waiter.inboxChannel;
     // The first run() waits on its run's done channel and subscribes the inbox for the next ones.
     expect(await caller.client.run(EchoWorkflow, { value: 1 })).toEqual(expected(1));
     await pollUntil(

@@ -2,9 +2,9 @@ import type Redis from 'ioredis';
 import { RunContext, SluiceError, Workflow } from '../../lib';
 import { randomUUID } from 'node:crypto';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
-import { RunWaiter } from '../../lib/client/run.waiter';
 import { channelSubscribers, listenToChannels, publishOn } from '../support/pubsub';
 import { Gates, pollUntil } from '../support/workflows';
+import { SluiceServices } from '../../lib/sluice.services';
 
 const gates = new Gates();
 
@@ -93,7 +93,7 @@ describe('done-channel announcements', () => {
   async function runTwice(caller: TestApp): Promise<void> {
     const first = randomUUID();
     const second = randomUUID();
-    const inbox = caller.app.get(RunWaiter).inboxChannel;
+    const inbox = caller.app.get(SluiceServices).waiter.inboxChannel;
     const listener = await listen([first, second]);
     gates.open('run');
     // The app's first run(): its inbox is not live yet (that call subscribes it), so the done channel.

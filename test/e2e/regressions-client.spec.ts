@@ -10,7 +10,6 @@ import {
   WaitTimeoutError,
   Workflow,
 } from '../../lib';
-import { RunWaiter } from '../../lib/client/run.waiter';
 import { LuaScripts } from '../../lib/redis/lua.scripts';
 import { RedisAdmin, sluiceConnectionName } from '../support/redis-process';
 import { RedisKeys } from '../../lib/redis/redis.keys';
@@ -18,6 +17,7 @@ import { createApp, dropNamespace, rawRedis, redisUrl, TestApp, uniqueNamespace 
 import { connectionNamesWhen, sluiceConnectionNames } from '../support/client-list';
 import { channelSubscribers } from '../support/pubsub';
 import { Counter, enterMonitor, Gates, monitorCommands, namespaceKeys, pollUntil } from '../support/workflows';
+import { SluiceServices } from '../../lib/sluice.services';
 
 /**
  * Regression tests for client-side defects (one test per defect; each fails on the code before
@@ -131,7 +131,7 @@ describe('regressions: QueueClient and module', () => {
 
   it('run() while the module is shutting down is refused before anything is written', async () => {
     const { app, namespace, keys } = await open('rc-closing', { worker: { enabled: false } });
-    app.app.get(RunWaiter).beforeApplicationShutdown(); // the state app.close() enters first
+    app.app.get(SluiceServices).waiter.beforeApplicationShutdown(); // the state app.close() enters first
     const id = unique('refused');
     const error = await rejection(app.client.run(EchoWorkflow, { value: 1 }, { id, timeoutMs: 5_000 }));
     expect(error).toBeInstanceOf(SluiceError);
@@ -164,7 +164,7 @@ describe('regressions: QueueClient and module', () => {
     const key = unique('abandoned');
     const call = rejection(app.client.run(GatedWorkflow, { key }));
     await begun.get(key).promise; // enqueued and started
-    app.app.get(RunWaiter).beforeApplicationShutdown(); // the state app.close() enters first
+    app.app.get(SluiceServices).waiter.beforeApplicationShutdown(); // the state app.close() enters first
     const error = await call;
     expect(error).toBeInstanceOf(SluiceError);
     expect((error as Error).message).toMatch(/shutting down/);
@@ -189,7 +189,7 @@ describe('regressions: QueueClient and module', () => {
       const producer = await createApp([], { namespace, worker: { enabled: false } });
       apps.push(producer);
       expect(await producer.client.run('rc.echo', { value: 1 })).toEqual({ doubled: 2 }); // both connections open
-      const inbox = producer.app.get(RunWaiter).inboxChannel;
+      const inbox = producer.app.get(SluiceServices).waiter.inboxChannel;
       await pollUntil(
         () => channelSubscribers(redis, inbox),
         (n) => n === 1,

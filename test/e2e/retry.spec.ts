@@ -1,11 +1,11 @@
 import type Redis from 'ioredis';
 import { RunContext, RunNotFoundError, RunStateError, Step, Workflow, WorkflowFailedError } from '../../lib';
 import { LuaScripts } from '../../lib/redis/lua.scripts';
-import { LuaScriptsProvider } from '../../lib/redis/lua-scripts.provider';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { auditNamespace, expectConsistent } from '../support/audit';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { Counter, pollUntil } from '../support/workflows';
+import { SluiceServices } from '../../lib/sluice.services';
 
 const counts = new Counter();
 /** While true, step C of 'rt.steps' and every run of 'rt.flaky' throw. */
@@ -179,7 +179,7 @@ describe('retry, retryAll and remove', () => {
     );
     const order = await redis.zrange(index, 0, -1);
 
-    const scripts: LuaScripts = t.app.get(LuaScriptsProvider).get();
+    const scripts: LuaScripts = t.app.get(SluiceServices).scripts.get();
     const run = jest.spyOn(scripts, 'run');
     try {
       // The oldest 150 only.

@@ -1,12 +1,13 @@
 import type Redis from 'ioredis';
 import { RunContext, SluiceError, WaitTimeoutError, Workflow, WorkflowFailedError } from '../../lib';
-import { INBOX_FIRST_READ_MS, RunWaiter } from '../../lib/client/run.waiter';
+import { INBOX_FIRST_READ_MS } from '../../lib/client/run.waiter';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { channelSubscribers } from '../support/pubsub';
 import { rejection } from '../support/rejection';
 import { waitParked, watchLane } from '../support/queue-state';
 import { Gates, monitorCommands, pollUntil } from '../support/workflows';
+import { SluiceServices } from '../../lib/sluice.services';
 
 /**
  * run() on its process's inbox (lib/client/run.inbox.ts): one channel per process, subscribed by
@@ -74,7 +75,7 @@ describe('run() on the inbox', () => {
     const t = await createApp(workflows, { namespace, worker: options.apart ? { enabled: false } : worker });
     apps.push(t);
     const keys = new RedisKeys('sluice', namespace);
-    const inbox = t.app.get(RunWaiter).inboxChannel;
+    const inbox = t.app.get(SluiceServices).waiter.inboxChannel;
     // The first run() waits on its run's done channel and subscribes the inbox for the next ones.
     expect(await t.client.run(EchoWorkflow, { value: 1 }, { timeoutMs: 10_000 })).toEqual({ doubled: 2 });
     await pollUntil(

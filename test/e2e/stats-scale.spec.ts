@@ -2,7 +2,7 @@ import IORedis from 'ioredis';
 import type Redis from 'ioredis';
 import { Workflow } from '../../lib';
 import { MAX_GROUP_ROWS } from '../../lib/interfaces/queue.stats';
-import { LuaScriptsProvider } from '../../lib/redis/lua-scripts.provider';
+import { SluiceServices } from '../../lib/sluice.services';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { uniqueNamespace } from '../support/app';
 import { FlowApp, startFlowApp, within } from '../support/flow';
@@ -70,7 +70,7 @@ interface ScriptCall {
 
 /** Records the commands each script call of `app` runs, until `restore()`. The app must be the server's only busy client. */
 function countScriptCommands(app: FlowApp, admin: Redis): { calls: ScriptCall[]; restore(): void } {
-  const scripts = app.app.get(LuaScriptsProvider).get();
+  const scripts = app.app.get(SluiceServices).scripts.get();
   const run = scripts.run.bind(scripts) as (...args: unknown[]) => Promise<unknown>;
   const calls: ScriptCall[] = [];
   const spy = jest.spyOn(scripts, 'run').mockImplementation(async (...args: unknown[]) => {

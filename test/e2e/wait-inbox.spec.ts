@@ -1,11 +1,12 @@
 import type Redis from 'ioredis';
 import { RunContext, RunNotFoundError, Workflow, WorkflowFailedError } from '../../lib';
-import { INBOX_FIRST_READ_MS, RunWaiter } from '../../lib/client/run.waiter';
+import { INBOX_FIRST_READ_MS } from '../../lib/client/run.waiter';
 import { RedisKeys } from '../../lib/redis/redis.keys';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { channelSubscribers } from '../support/pubsub';
 import { rejection } from '../support/rejection';
 import { commandsBefore, Gates, monitorCommands, pollUntil } from '../support/workflows';
+import { SluiceServices } from '../../lib/sluice.services';
 
 /**
  * wait() (and a handle's result()) over its process's inbox (lib/client/run.inbox.ts), once that is
@@ -63,7 +64,7 @@ describe('wait() on the inbox', () => {
     const t = await createApp(workflows, { namespace, worker: { enabled: !!options.local } });
     apps.push(t);
     const keys = new RedisKeys('sluice', namespace);
-    const inbox = t.app.get(RunWaiter).inboxChannel;
+    const inbox = t.app.get(SluiceServices).waiter.inboxChannel;
     const inboxId = inbox.slice(inbox.lastIndexOf(':') + 1);
     const key = unique('first');
     const first = await t.client.enqueue(GateWorkflow, { key });
