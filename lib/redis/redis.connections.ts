@@ -59,24 +59,24 @@ export class RedisConnections implements OnApplicationShutdown {
   }
 
   /**
-   * Opens the subscriber connection as soon as the command connection reaches Redis (a worker's
-   * boot: its handshake then overlaps the boot's first round trip instead of following it). Not
-   * before: while Redis is down, one connection waiting for it is enough. The blocking connection
-   * opens on its first read, when the worker first runs out of work: a worker's first runs, the
-   * ones that wait for it at boot, need none, and its handshake would hold up the boot's event
-   * loop while they are claimed.
+   * Opens the subscriber connection once `after` resolves (a worker's boot: once its first runs
+   * are done, see BootQuiet) and the command connection reaches Redis: not before, so while Redis
+   * is down at boot one connection waits for it, not two. The blocking connection opens on its
+   * first read, when the worker first runs out of work (after the same wait).
    */
-  openSubscriberOnceReachable(): void {
+  openSubscriberOnceReachable(after: Promise<void>): void {
     let opened = false;
     const openSubscriber = () => {
       if (opened) return;
       opened = true;
       this.subscriber.open();
     };
-    this.command.onCreate((redis) => {
-      if (redis.status === 'connect' || redis.status === 'ready') openSubscriber();
-      else redis.once('connect', openSubscriber);
-    });
+    void after.then(() =>
+      this.command.onCreate((redis) => {
+        if (redis.status === 'connect' || redis.status === 'ready') openSubscriber();
+        else redis.once('connect', openSubscriber);
+      }),
+    );
   }
 
   private followSlot(key: string): void {

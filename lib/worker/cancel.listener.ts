@@ -5,9 +5,10 @@ import type { ActiveRuns } from './active-runs';
  * Aborts the signal of a run this process executes as soon as it is cancelled. lua/cancel.lua
  * publishes `<id> <token> <reason>` on the namespace's cancel channel, which each worker process
  * listens to once (see WorkerChannels). A cancel therefore costs one publish however many runs
- * are in flight, and no worker polls Redis per run. A message lost while the subscriber
- * reconnects has the lease heartbeat (every third of `worker.lockMs`) as backstop, since a
- * cancelled run's lease no longer extends.
+ * are in flight, and no worker polls Redis per run. A message published while the channel was
+ * not subscribed (the subscriber reconnecting, or not yet open at boot, see BootQuiet) has the
+ * lease heartbeat as backstop, since a cancelled run's lease no longer extends: one beat as soon
+ * as the channel is subscribed again (see WorkerChannels), then every third of `worker.lockMs`.
  */
 export class CancelListener {
   constructor(private readonly active: ActiveRuns) {}

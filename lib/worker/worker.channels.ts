@@ -25,6 +25,11 @@ export class WorkerChannels {
     private readonly channels: Channels,
     /** Channel → what to do with a message on it. */
     private readonly routes: ReadonlyMap<string, (message: string) => void>,
+    /**
+     * Called each time the channels are subscribed (at first, and again on a new connection):
+     * what was published before that is lost, and the caller catches up with it.
+     */
+    private readonly subscribed: () => void = () => undefined,
   ) {}
 
   /**
@@ -64,7 +69,7 @@ export class WorkerChannels {
       .call('subscribe to worker channels', (redis) => {
         if (this.subscribedOn === redis) return Promise.resolve(undefined);
         this.subscribedOn = sentOn = redis;
-        return this.channels.subscribe(redis, [...this.routes.keys()]);
+        return this.channels.subscribe(redis, [...this.routes.keys()]).then(() => this.listening && this.subscribed());
       })
       .catch(() => {
         if (sentOn && this.subscribedOn === sentOn) this.subscribedOn = undefined;

@@ -1,4 +1,5 @@
 import { setImmediate as afterThisTurn } from 'node:timers/promises';
+import { BootQuiet } from './boot.quiet';
 import { Logger } from '@nestjs/common';
 import { jitteredPause } from '../util/retry';
 import { OutageLog } from '../util/outage-log';
@@ -88,6 +89,8 @@ export class WorkerLoop {
   private finished?: Promise<void>;
   /** Until the first reserve: the bootstrap it belongs to (see LoopBoot). */
   private boot?: LoopBoot;
+  /** Until it is over, the loop does not block on Redis (see BootQuiet); the subscriber waits for it too (WorkerOrchestrator). */
+  readonly bootQuiet = new BootQuiet();
   /** Resolves when stop() is called: what waits for the boot waits no longer. */
   private readonly stopped: Promise<void>;
   private markStopped!: () => void;
@@ -190,6 +193,7 @@ export class WorkerLoop {
   /** `boot`: the bootstrap this loop starts in, whose first reserve it sends at once (see LoopBoot). */
   start(boot?: LoopBoot): void {
     this.boot = boot;
+    if (!boot) this.bootQuiet.end();
     this.finished = this.loop();
   }
 
@@ -200,6 +204,7 @@ export class WorkerLoop {
   async stop(): Promise<void> {
     this.stopping = true;
     this.markStopped();
+    this.bootQuiet.end();
     this.boot?.declarations?.settled(false); // its first reserve never went out
     this.launcher.handBackHeld();
     this.active.interrupt();
@@ -314,6 +319,7 @@ export class WorkerLoop {
       return { nextDueMs: reserved.nextDueMs, claimed: reserved.claims.length };
     } finally {
       this.sequencer.deliver(ticket, claims);
+      if (boot) this.bootQuiet.claimed(claims.length, this.active);
     }
   }
 
@@ -360,6 +366,7 @@ export class WorkerLoop {
    */
   private async idle(nextDueMs: number): Promise<void> {
     const deadline = nextDueMs > 0 ? Date.now() + nextDueMs : Infinity;
+    if (!this.bootQuiet.isOver) await Promise.race([this.bootQuiet.over, this.stopped]);
     while (!this.stopping && this.freeSlots() > 0) {
       if ((await this.wake.next(deadline - Date.now())) !== 'handoff') return;
       // Block again only after this turn's I/O: a short run then sends its complete call first,

@@ -100,7 +100,6 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
       this.logger.log(`Producer started for ${this.where()}: no worker in this process (${why})`);
       return;
     }
-    this.connections.openSubscriberOnceReachable();
     this.workerState = 'waiting-for-redis';
     // The boot's Redis work leaves in one write, with the command connection's first check: the
     // server check and the layout's read (MigrationRunner), the declarations and the loop's first
@@ -110,9 +109,9 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     // once the migration is done; what the reserve claimed waits for the declarations.
     const atLayout = this.scripts.get().atLayout({ marker: this.keys.schema, lowest: ROLLING_LAYOUT, highest: CURRENT_LAYOUT });
     const migrated = this.migration.atBootstrap();
-    // Subscribes as the subscriber connection comes up, most likely before the first reserve's runs
-    // start (they wait for the declarations); a cancel published before that still reaches a run
-    // through its lease heartbeat, which reports it cancelled (lua/extend-leases.lua).
+    // Subscribes as the subscriber connection comes up, once the first reserve's runs are done
+    // (see BootQuiet); a cancel published before that reaches a run through the lease heartbeat's
+    // beat at the subscription, which reports it cancelled (lua/extend-leases.lua).
     this.listen();
     const declare = () =>
       this.declarations.declare(true, atLayout).then(
@@ -128,7 +127,9 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
     let settled!: (passed: boolean) => void;
     const declared = check ? new Promise<boolean>((resolve) => (settled = resolve)).then((passed) => passed || declare()) : declare();
     declared.catch(() => undefined); // looked at below, once the migration's outcome is in
-    this.build().start({ scripts: atLayout, ready: this.ready, declarations: check && { check, settled } });
+    const loop = this.build();
+    loop.start({ scripts: atLayout, ready: this.ready, declarations: check && { check, settled } });
+    this.connections.openSubscriberOnceReachable(loop.bootQuiet.over);
     let now: boolean;
     try {
       now = await this.declaredAtBoot(migrated, declared);
@@ -263,6 +264,9 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, BeforeApplica
         [this.keys.cancel, (message: string) => cancels.onCancel(message)],
         [this.keys.handoff(this.workerId), (message: string) => this.loop?.handoffPublished(message)],
       ]),
+      // A cancel published before: the heartbeat's lease check hears of it now rather than at its
+      // next beat (a handoff published before reached no one, so its enqueue queued the run).
+      () => this.active.size > 0 && void this.heartbeat?.beat(),
     );
     this.channels.start();
   }

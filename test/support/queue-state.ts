@@ -2,6 +2,7 @@ import type Redis from 'ioredis';
 import type { RedisKeys } from '../../lib/redis/redis.keys';
 import { runIdTime } from '../../lib/workflow/run-id';
 import { nodeFor } from './nodes';
+import { channelSubscribers } from './pubsub';
 import { pollUntil } from './workflows';
 
 /**
@@ -23,13 +24,23 @@ export async function fakePark(redis: Redis, keys: RedisKeys, workflow: string, 
   await redis.zadd(keys.workflow(workflow, 'parked'), expiresAtMs, FAKE_WORKER);
 }
 
-/** Waits until some worker has announced that it is blocking on `workflow` (no event exists for it). */
+/**
+ * Waits until `atLeast` workers have announced that they are blocking on `workflow` and each that
+ * takes handoffs over its channel (an entry `<id>:h:<lease ms>`) listens on it: until then a
+ * handoff published to it reaches no one and its enqueue queues the run (no event exists for either).
+ */
 export function waitParked(redis: Redis, keys: RedisKeys, workflow: string, atLeast = 1): Promise<number> {
-  return pollUntil(
-    () => redis.zcard(keys.workflow(workflow, 'parked')),
-    (n) => n >= atLeast,
-    `${atLeast} parked worker(s) on ${workflow}`,
-  );
+  const takers = async () => {
+    const entries = await redis.zrange(keys.workflow(workflow, 'parked'), 0, -1);
+    const listening = await Promise.all(
+      entries.map(async (entry) => {
+        const [id, channel] = entry.split(':');
+        return channel !== 'h' || (await channelSubscribers(redis, keys.handoff(id))) > 0;
+      }),
+    );
+    return listening.filter(Boolean).length;
+  };
+  return pollUntil(takers, (n) => n >= atLeast, `${atLeast} parked worker(s) on ${workflow}, listening for handoffs`);
 }
 
 /** The wake list entry the fast path leaves for a run: '<token> <id> <encoded input>', with the run's token as stored. */
