@@ -6,7 +6,8 @@ import type { ActiveRuns } from './active-runs';
  * A run enqueued meanwhile waits at most this much longer: the handoff published to this worker
  * reaches no subscriber, so the enqueue queues it (lua/includes/enqueue.lua deliverHandoff), and a
  * complete call's refill or the first blocking read claims it. A cancel published meanwhile is
- * heard at the lease heartbeat instead (lua/extend-leases.lua), as during any subscriber reconnect.
+ * heard by the lease beat the worker makes once its channels are subscribed (lua/extend-leases.lua
+ * reports the run cancelled), as after any subscriber reconnect.
  */
 export const BOOT_QUIET_MAX_MS = 50;
 
