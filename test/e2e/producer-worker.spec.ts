@@ -101,7 +101,7 @@ describe('producer-only app and worker app', () => {
   it('after their subscriber connections are killed, each app has one subscriber again, named, each channel subscribed once', async () => {
     const ns = uniqueNamespace('pw-resub');
     const keys = new RedisKeys('sluice', ns);
-    // The worker subscribes to the cancel channel at boot (its subscriber is opened early); the
+    // The worker subscribes to the cancel channel at boot (it claims nothing, so at once: BootQuiet); the
     // producer waits on a run delayed past the test, so its subscriber holds the run's done channel.
     await open([DoubleWorkflow, { provide: TRACKER, useValue: { executed: [] } }], { namespace: ns });
     const producer = await open([], { namespace: ns, worker: { enabled: false } });

@@ -8,6 +8,9 @@ import { isCluster } from './nodes';
 
 type Arg = string | number;
 
+/** What {@link scriptsOn} made, per connection and arguments. */
+const madeOn = new WeakMap<Redis, Map<string, LuaScripts>>();
+
 /**
  * The Lua scripts over a test's own connection (bounded like Sluice's), defined on it at once.
  * `namespace` places the slot-guard keys (only a cluster cares that they share the script's slot);
@@ -17,10 +20,17 @@ type Arg = string | number;
  * calls go to a Redis Cluster, and so carry the guard — true for a connection to one of its nodes.
  */
 export function scriptsOn(redis: Redis, namespace?: string, cluster = isCluster(redis)): LuaScripts {
+  // One per connection and arguments: each link adds its listeners to the connection, and a test
+  // that asks again per call would pile them up (Node's MaxListenersExceededWarning).
+  const made = madeOn.get(redis) ?? madeOn.set(redis, new Map()).get(redis)!;
+  const key = `${namespace ?? ''} ${cluster}`;
+  let scripts = made.get(key);
+  if (scripts) return scripts;
   const link = new RedisLink('command', () => redis, 10_000, new Logger('test'));
-  const scripts =
+  scripts =
     namespace === undefined ? new GuardPerCallScripts(link, cluster) : new LuaScripts(link, new RedisKeys('sluice', namespace), cluster);
   void link.client; // creates the link's instance (the given one), which defines the scripts on it
+  made.set(key, scripts);
   return scripts;
 }
 
