@@ -8,7 +8,12 @@ module.exports = {
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/chaos/', '<rootDir>/test/cluster/', '<rootDir>/test/browser/'],
-  transform: { '^.+\\.ts$': 'ts-jest' },
+  transform: {
+    '^.+\\.ts$': 'ts-jest',
+    // arktype (a dev dependency the schema tests use) ships only ES modules; Jest runs CommonJS.
+    '^.+/node_modules/(arktype|arkregex|@ark)/.+\\.js$': ['ts-jest', { tsconfig: { allowJs: true, module: 'commonjs' } }],
+  },
+  transformIgnorePatterns: ['/node_modules/(?!(arktype|arkregex|@ark)/)'],
   globalSetup: '<rootDir>/test/support/redis.global-setup.ts',
   globalTeardown: '<rootDir>/test/support/redis.global-teardown.ts',
   testTimeout: 30000,
