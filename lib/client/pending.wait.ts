@@ -1,6 +1,6 @@
 import { RedisConnectionError, RunNotFoundError, WaitTimeoutError, WorkflowFailedError, type RunErrorInfo } from '../errors';
 import { cancelledRunError } from '../errors/cancel.recorded';
-import { decodePayload } from '../redis/payload.codec';
+import { decodeMessage } from '../redis/payload.codec';
 
 /** What a read of the stored record says: settled with the result, or not finished yet (a failure is thrown). */
 export type Outcome = { settled: true; result: unknown } | { settled: false };
@@ -140,7 +140,7 @@ export class PendingWait {
 
 function parseDone(message: string): DoneMessage | undefined {
   try {
-    const record = decodePayload<DoneMessage>(message);
+    const record = decodeMessage<DoneMessage>(message, 'result');
     return record && typeof record === 'object' && record.v === 1 ? record : undefined;
   } catch {
     return undefined;

@@ -20,7 +20,7 @@ export interface SignalResult {
 export interface SendEventOptions {
   /** The key the runs wait on (`ctx.waitForEvent(name, { key })`), e.g. an order id; default `''`. */
   key?: string;
-  /** Handed to every run it resumes; must survive a JSON round trip. */
+  /** Handed to every run it resumes; any value a payload keeps (see `Stored`). */
   payload?: unknown;
 }
 

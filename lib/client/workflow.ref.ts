@@ -1,4 +1,4 @@
-import type { Jsonified } from '../workflow/json.roundtrip';
+import type { Stored } from '../workflow/payload.types';
 import type { WorkflowContract } from '../workflow/workflow.contract';
 import type { WorkflowClass, WorkflowInput, WorkflowOutput } from '../workflow/workflow.types';
 
@@ -12,4 +12,4 @@ export type WorkflowRef = WorkflowClass | WorkflowContract<any, any> | string;
 /** The input a workflow given by {@link WorkflowRef} takes. */
 export type In<W> = W extends string ? unknown : WorkflowInput<W>;
 /** What the caller receives: the run's result after its JSON round trip through Redis (a `Date` is a string). */
-export type Out<W> = W extends string ? unknown : Jsonified<WorkflowOutput<W>>;
+export type Out<W> = W extends string ? unknown : Stored<WorkflowOutput<W>>;

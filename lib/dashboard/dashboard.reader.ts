@@ -9,6 +9,7 @@ import { CompletedWatch } from './completed.watch';
 import { DASHBOARD_OPTIONS, type ResolvedDashboardOptions } from './dashboard.options';
 import { RunLister, type RunsQuery, type RunsView } from './dashboard.runs';
 import { redactRun } from './stack.redaction';
+import { runForDisplay } from './payload.display';
 import { ThroughputSampler, type ThroughputSeries } from './throughput.sampler';
 
 /** How long after the last overview read the background sampler keeps sampling. */
@@ -111,7 +112,7 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
   async run(id: string): Promise<{ run: RunInfo; timeline: RunTimeline } | null> {
     const [run, timeline] = await Promise.all([this.client.get(id), this.client.timeline(id)]);
     if (!run) return null;
-    const found = { run, timeline: timeline ?? { attempts: [] } };
+    const found = { run: runForDisplay(run), timeline: timeline ?? { attempts: [] } };
     return this.options.redactStacks ? redactRun(found) : found;
   }
 

@@ -2,6 +2,7 @@ import { QueueClient } from '../client/queue.client';
 import type { ListableState } from '../client/run.admin';
 import type { RunInfo } from '../client/run-info';
 import { InvalidOptionError } from '../errors';
+import { inputPreview } from './payload.display';
 
 /** Characters of a run's input shown in a list (the run page shows all of it). */
 const INPUT_PREVIEW = 300;
@@ -168,7 +169,7 @@ function decodeCursors(text: string): Cursors {
 
 export function summarize(run: RunInfo): RunSummary {
   const { input, result: _result, progress: _progress, error, waitingFor: _waitingFor, ...rest } = run;
-  const text = JSON.stringify(input) ?? 'undefined';
+  const text = inputPreview(input);
   return {
     ...rest,
     input: text.length > INPUT_PREVIEW ? `${text.slice(0, INPUT_PREVIEW)}…` : text,

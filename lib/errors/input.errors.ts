@@ -37,9 +37,9 @@ export class InvalidNameError extends InvalidInputError {}
 export class InvalidOptionError extends InvalidInputError {}
 
 /**
- * A value JSON cannot round-trip or would silently change: a function, BigInt, symbol, NaN/Infinity,
- * `undefined` or a hole in an array, a circular reference, nesting deeper than `MAX_PAYLOAD_DEPTH`,
- * a Map/Set, RegExp, Error, typed array, Promise, or a `toJSON()` that throws or returns such a value.
+ * A value a payload cannot keep (see `Stored`): a function, symbol, Error, WeakMap/WeakSet/WeakRef,
+ * Promise, ArrayBuffer or DataView, a hole in an array, a circular reference, nesting deeper than
+ * `MAX_PAYLOAD_DEPTH`, or a `toJSON()` that throws or returns something JSON cannot keep.
  * `field` is the path of the offending value, e.g. `input.items[2]`.
  */
 export class PayloadNotSerializableError extends InvalidInputError {}

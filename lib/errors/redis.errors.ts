@@ -37,3 +37,10 @@ export class RedisCommandError extends SluiceError {
     super(`${operation}: Redis replied with an error: ${cause.message}`, { cause });
   }
 }
+
+/**
+ * A payload read from Redis (input, step result, result, signal or event payload) that this
+ * version cannot decode: written in a payload format of a newer version (upgrade this process;
+ * the run is retried like any failure, so a newer worker can take it), or damaged.
+ */
+export class PayloadDecodeError extends SluiceError {}

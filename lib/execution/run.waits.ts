@@ -1,7 +1,7 @@
 import { InvalidInputError, InvalidOptionError, PayloadTooLargeError } from '../errors';
 import { checkId } from '../util/names';
 import { toMilliseconds, type Duration } from '../util/duration';
-import type { Jsonified } from '../workflow/json.roundtrip';
+import type { Stored } from '../workflow/payload.types';
 import { stepScope } from '../workflow/run.scope';
 import {
   MAX_INVOKE_ALL,
@@ -89,13 +89,13 @@ export class RunWaits {
     return toWaitOutcome<T>(raw);
   }
 
-  async invoke<T>(workflow: unknown, input: unknown, opts?: InvokeOptions): Promise<Jsonified<T>> {
+  async invoke<T>(workflow: unknown, input: unknown, opts?: InvokeOptions): Promise<Stored<T>> {
     const [result] = await this.invokeAll<T>([{ workflow, input, opts }]);
     return result;
   }
 
   /** Starts every child, waits for all, resolves with their results in call order or throws the first failure. */
-  async invokeAll<T>(calls: InvokeCall[]): Promise<Jsonified<T>[]> {
+  async invokeAll<T>(calls: InvokeCall[]): Promise<Stored<T>[]> {
     this.topLevel('ctx.invokeAll');
     if (!Array.isArray(calls) || calls.length === 0 || calls.length > MAX_INVOKE_ALL) {
       throw new InvalidInputError('ctx.invokeAll calls', `must be an array of 1 to ${MAX_INVOKE_ALL} { workflow, input, opts? }`);

@@ -3,7 +3,7 @@ import { DeterminismGuard } from './determinism.guard';
 import { decodePayload, encodePayload } from '../redis/payload.codec';
 import { checkId } from '../util/names';
 import { stepScope, type StepRunner } from '../workflow/run.scope';
-import type { Jsonified } from '../workflow/json.roundtrip';
+import type { Stored } from '../workflow/payload.types';
 import { resolveStepOptions, type ResolvedStepOptions, type StepCallOptions, type StepFn } from '../workflow/step.options';
 import type { StepObserver } from './step.observer';
 import { LazyAbort } from './lazy.abort';
@@ -120,7 +120,7 @@ export class StepRecorder implements StepRunner {
    * async function and three promises less per step than an async wrapper (errors thrown before
    * it starts still reject the returned promise, never throw).
    */
-  step<T>(name: string, fn: StepFn<T>, options?: StepCallOptions): Promise<Jsonified<T>> {
+  step<T>(name: string, fn: StepFn<T>, options?: StepCallOptions): Promise<Stored<T>> {
     try {
       const resolved = checkStepCall(name, fn, options);
       // Nested in another step of this run: part of the parent. Numbering it would make the
@@ -128,14 +128,14 @@ export class StepRecorder implements StepRunner {
       // and tries would multiply the parent's. (Typed as the round trip although returned as is:
       // a call site cannot know it is nested.)
       const frame = stepScope.getStore();
-      if (frame?.runner === this) return Promise.resolve(fn(frame.context) as unknown as Jsonified<T>);
+      if (frame?.runner === this) return Promise.resolve(fn(frame.context) as unknown as Stored<T>);
 
       const placed = this.place('step', name);
       const saved = this.memo.get(placed.key);
       if (saved !== undefined) {
         this.observer?.replayed(name, placed.key);
         this.journal.replayed('step', placed.key);
-        return Promise.resolve(decodePayload<Jsonified<T>>(saved));
+        return Promise.resolve(decodePayload<Stored<T>>(saved));
       }
       if (this.gate) return this.startAfterGate(this.gate, name, placed, fn, resolved);
       return this.start(name, placed, fn, resolved);
@@ -151,13 +151,13 @@ export class StepRecorder implements StepRunner {
     placed: Placed,
     fn: StepFn<T>,
     resolved: ResolvedStepOptions | undefined,
-  ): Promise<Jsonified<T>> {
+  ): Promise<Stored<T>> {
     await gate;
     return await this.start(name, placed, fn, resolved);
   }
 
   /** Executes the step now, tracked among the executing ones until it settles. */
-  private start<T>(name: string, placed: Placed, fn: StepFn<T>, resolved: ResolvedStepOptions | undefined): Promise<Jsonified<T>> {
+  private start<T>(name: string, placed: Placed, fn: StepFn<T>, resolved: ResolvedStepOptions | undefined): Promise<Stored<T>> {
     // An attempt that is over (time limit, cancel, lost lease, shutdown) starts no new side effect,
     // even when its code ignored its signal and carries on in the background.
     if (this.guard.abort.aborted) return Promise.reject(this.guard.abort.reason);
@@ -252,7 +252,7 @@ export class StepRecorder implements StepRunner {
   }
 
   /** Executes a step (its tries, see runStepTries) and persists its result before handing it back. */
-  private async execute<T>(placed: Placed, fn: StepFn<T>, options: ResolvedStepOptions | undefined): Promise<Jsonified<T>> {
+  private async execute<T>(placed: Placed, fn: StepFn<T>, options: ResolvedStepOptions | undefined): Promise<Stored<T>> {
     const end = this.journal.begin('step', placed.key);
     let encoded: string;
     try {
@@ -271,7 +271,7 @@ export class StepRecorder implements StepRunner {
     }
     end('ok');
     // Hand back the decoded copy, so the first attempt sees exactly what a replay would.
-    return decodePayload<Jsonified<T>>(encoded);
+    return decodePayload<Stored<T>>(encoded);
   }
 
   /**

@@ -1,6 +1,6 @@
 import { ChildWorkflowFailedError, type RunErrorInfo } from '../errors';
-import { decodePayload } from '../redis/payload.codec';
-import type { Jsonified } from '../workflow/json.roundtrip';
+import { decodeMessage } from '../redis/payload.codec';
+import type { Stored } from '../workflow/payload.types';
 import type { WaitOutcome } from '../workflow/wait.types';
 
 /**
@@ -34,22 +34,22 @@ export function refusedBytes(raw: string): number | undefined {
 }
 
 function open(raw: string): Envelope {
-  return decodePayload<Envelope>(raw) ?? {};
+  return decodeMessage<Envelope | undefined>(raw, 'p') ?? {};
 }
 
 /** A signal or event wait's outcome. */
 export function toWaitOutcome<T>(raw: string): WaitOutcome<T> {
   const envelope = open(raw);
   if (envelope.t === 1) return { timedOut: true };
-  return { timedOut: false, payload: envelope.p as Jsonified<T> };
+  return { timedOut: false, payload: envelope.p as Stored<T> };
 }
 
 /** A child's outcome: its result, or the `ChildWorkflowFailedError` the parent sees. */
 export function toChildOutcome<T>(
   childId: string,
   raw: string,
-): { ok: true; result: Jsonified<T> } | { ok: false; error: ChildWorkflowFailedError } {
+): { ok: true; result: Stored<T> } | { ok: false; error: ChildWorkflowFailedError } {
   const envelope = open(raw);
   if (envelope.s) return { ok: false, error: new ChildWorkflowFailedError(childId, envelope.s, envelope.e ?? null) };
-  return { ok: true, result: envelope.p as Jsonified<T> };
+  return { ok: true, result: envelope.p as Stored<T> };
 }

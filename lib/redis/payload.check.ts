@@ -1,5 +1,6 @@
 import { types } from 'node:util';
 import { PayloadNotSerializableError } from '../errors';
+import { richForm, richObjectKind, richPrimitiveKind, type RichKind } from './payload.rich';
 
 /**
  * How many arrays/objects may nest inside each other in a payload. Deeper values are a
@@ -9,16 +10,22 @@ import { PayloadNotSerializableError } from '../errors';
  */
 export const MAX_PAYLOAD_DEPTH = 256;
 
+/** Starts a payload in the rich form (see payload.codec.ts); JSON text never starts with `~`. */
+export const RICH_MARKER = '~rich1~';
+
 /**
- * Checks that JSON can round-trip `value` and returns what `JSON.stringify` should be given: `value`
- * itself, unless a toJSON() ran somewhere inside it; then a copy holding what toJSON() returned, so
- * toJSON() runs once and what was checked is what gets written.
- * @throws PayloadNotSerializableError naming the path of the first value JSON would drop or change
+ * Encodes `value` (not `undefined`) as JSON text when JSON keeps it exactly, else in the rich form
+ * `~rich1~[<tree>,<notes>]`: `<tree>` is JSON with each rich value (payload.rich.ts) replaced by
+ * its stand-in, and each note `[kind, ...path]` says where one was, deepest first.
+ * @throws PayloadNotSerializableError naming the path of the first value neither form can keep
  */
-export function jsonSafe(value: unknown, field: string): unknown {
+export function encodeJson(value: unknown, field: string): string {
   // A primitive (most results are) needs no walk: no path to track, nothing to allocate.
-  if ((typeof value !== 'object' || value === null) && primitiveProblem(value) === undefined) return value;
-  return resolve(value, new Walk(field));
+  if ((typeof value !== 'object' || value === null) && primitiveProblem(value) === undefined && richPrimitiveKind(value) === undefined)
+    return JSON.stringify(value);
+  const walk = new Walk(field);
+  const tree = JSON.stringify(resolve(value, walk));
+  return walk.notes === undefined ? tree : `${RICH_MARKER}[${tree},${JSON.stringify(walk.notes)}]`;
 }
 
 /**
@@ -28,8 +35,15 @@ export function jsonSafe(value: unknown, field: string): unknown {
 class Walk {
   readonly keys: (string | number)[] = [];
   readonly ancestors: object[] = [];
+  /** Where rich values were, children before their container: `[kind, ...path]` each. */
+  notes: unknown[][] | undefined;
 
   constructor(readonly field: string) {}
+
+  /** Records that the value at the current path is a rich value of `kind`. */
+  note(kind: RichKind): void {
+    (this.notes ??= []).push([kind, ...this.keys]);
+  }
 
   path(): string {
     let path = this.field;
@@ -66,27 +80,48 @@ function resolve(value: unknown, walk: Walk): unknown {
   if (typeof value !== 'object' || value === null) {
     const problem = primitiveProblem(value);
     if (problem !== undefined) walk.fail(problem);
-    return value;
+    const kind = richPrimitiveKind(value);
+    if (kind === undefined) return value;
+    walk.note(kind);
+    return richForm(kind, value);
+  }
+  // Plain objects and arrays (nearly every value of a payload) skip the rich kinds' checks.
+  if (!Array.isArray(value)) {
+    const proto: unknown = Object.getPrototypeOf(value);
+    const kind = proto === Object.prototype || proto === null ? undefined : richObjectKind(value);
+    if (kind !== undefined) return resolveRich(value, kind, walk);
   }
   const toJSON = (value as { toJSON?: unknown }).toJSON;
   if (typeof toJSON === 'function') return resolveToJSON(value, toJSON as ToJSON, walk);
   return resolveObject(value, walk);
 }
 
-/** `undefined` when JSON keeps this non-object as is; else why not. */
+/** A rich value's stand-in, its members (a Map's keys and values, a Set's members) checked in turn, and its note. */
+function resolveRich(value: object, kind: RichKind, walk: Walk): unknown {
+  let form = richForm(kind, value);
+  // Walked as arrays, with the Map or Set itself as the ancestor: a Map holding itself is a cycle.
+  if (kind === 'Map' || kind === 'Set') form = resolveArray(form as unknown[], walk, value);
+  walk.note(kind);
+  return form;
+}
+
+/** `undefined` when a payload can keep this non-object (as JSON or as a rich value); else why not. */
 function primitiveProblem(value: unknown): string | undefined {
   switch (typeof value) {
-    case 'number':
-      return Number.isFinite(value) ? undefined : `${value} has no JSON form`;
-    case 'bigint':
-      return 'BigInt has no JSON form (convert it to a string)';
     case 'function':
     case 'symbol':
       return `a ${typeof value} cannot be serialized`;
     default:
-      // string, boolean, null, and undefined (which the callers that care reject with their own reason)
+      // string, number, bigint, boolean, null, and undefined (which the callers that care reject with their own reason)
       return undefined;
   }
+}
+
+/** Why a primitive that must be JSON as it is (what a toJSON() returns, a boxed value's primitive) is not. */
+function jsonOnlyProblem(value: unknown): string | undefined {
+  const kind = richPrimitiveKind(value);
+  if (kind === undefined) return undefined;
+  return kind === 'BigInt' ? 'BigInt has no JSON form' : `${String(value)} has no JSON form`;
 }
 
 type ToJSON = (this: object, key: string) => unknown;
@@ -100,8 +135,7 @@ function resolveToJSON(object: object, toJSON: ToJSON, walk: Walk): unknown {
   }
   if (result === undefined) walk.fail('toJSON() returned undefined, which JSON would drop');
   if (typeof result !== 'object' || result === null) {
-    if (result === null && types.isDate(object)) walk.fail('an invalid Date would become null');
-    const problem = primitiveProblem(result);
+    const problem = primitiveProblem(result) ?? jsonOnlyProblem(result);
     if (problem !== undefined) walk.fail(`toJSON() returned a value JSON cannot keep: ${problem}`);
     return result;
   }
@@ -128,15 +162,15 @@ function resolveObject(object: object, walk: Walk): unknown {
   return resolveProperties(object as Record<string, unknown>, walk);
 }
 
-function resolveArray(array: unknown[], walk: Walk): unknown[] {
-  walk.enter(array);
+/** `identity`: the ancestor the cycle check knows the array as (the Map or Set it stands in for). */
+function resolveArray(array: unknown[], walk: Walk, identity: object = array): unknown[] {
+  walk.enter(identity);
   const at = walk.keys.length - 1;
   let copy: unknown[] | undefined;
   for (let index = 0; index < array.length; index++) {
     walk.keys[at] = index;
     const item = array[index];
-    if (item === undefined)
-      walk.fail(index in array ? 'undefined in an array would become null' : 'a hole in a sparse array would become null');
+    if (item === undefined && !(index in array)) walk.fail('a hole in a sparse array would become null (fill it, e.g. with undefined)');
     const resolved = resolve(item, walk);
     if (copy === undefined && resolved !== item) copy = copyItems(array, index);
     if (copy !== undefined) copy.push(resolved);
@@ -156,7 +190,6 @@ function resolveProperties(object: Record<string, unknown>, walk: Walk): object 
     const value = object[key];
     const resolved = resolve(value, walk);
     if (copy === undefined && resolved !== value) copy = copyProperties(object, keys, index);
-    // `undefined` stays, as JSON drops the key, like it would from the original.
     if (copy !== undefined) copy[key] = resolved;
   }
   walk.leave();
@@ -192,29 +225,25 @@ const ERROR_REASON = 'an Error would lose its name, message and stack in JSON (p
  * plain data pays nothing for this list.
  */
 function builtinProblem(object: object): string | undefined {
-  // Typed arrays and DataView (a Buffer never gets here: its toJSON() gives { type, data }).
+  // A DataView, or a typed array of a class the rich kinds do not know (a subclass).
   if (ArrayBuffer.isView(object)) {
     return types.isDataView(object)
-      ? 'a DataView would serialize as {} (copy its bytes into an array or a base64 string)'
-      : `a typed array (${typeName(object)}) would serialize as an object keyed by index (convert it with Array.from() or to a base64 string)`;
+      ? 'a DataView would serialize as {} (copy its bytes into a Uint8Array)'
+      : `a typed array of class ${typeName(object)} cannot be kept (copy it into a built-in typed array)`;
   }
   // Brand checks from internal slots or @@toStringTag: they also work across realms (vm, Jest).
   switch (Object.prototype.toString.call(object)) {
     case '[object Object]':
       return undefined;
-    case '[object Map]':
-    case '[object Set]':
     case '[object WeakMap]':
     case '[object WeakSet]':
       return `a ${typeName(object)} would serialize as {} (convert it to an array or object)`;
-    case '[object RegExp]':
-      return 'a RegExp would serialize as {} (pass its source and flags as strings)';
     case '[object Error]':
       return ERROR_REASON;
     case '[object ArrayBuffer]':
-      return 'an ArrayBuffer would serialize as {} (copy its bytes into an array or a base64 string)';
+      return 'an ArrayBuffer would serialize as {} (wrap it in a Uint8Array)';
     case '[object SharedArrayBuffer]':
-      return 'a SharedArrayBuffer would serialize as {} (copy its bytes into an array or a base64 string)';
+      return 'a SharedArrayBuffer would serialize as {} (copy its bytes into a Uint8Array)';
     case '[object Promise]':
       return 'a Promise would serialize as {} (await it first)';
     case '[object WeakRef]':
@@ -236,7 +265,7 @@ function builtinProblem(object: object): string | undefined {
 function resolveBoxed(object: object, walk: Walk): unknown {
   const primitive: unknown = object.valueOf();
   if (typeof primitive === 'symbol') walk.fail('a Symbol object would serialize as {}');
-  const problem = primitiveProblem(primitive);
+  const problem = primitiveProblem(primitive) ?? jsonOnlyProblem(primitive);
   if (problem !== undefined) walk.fail(problem);
   return object;
 }

@@ -1,5 +1,5 @@
 import { PayloadNotSerializableError, PayloadTooLargeError } from '../errors';
-import { decodePayload, encodePayload } from './payload.codec';
+import { decodeMessage, encodePayload } from './payload.codec';
 
 /**
  * Largest encoded `ctx.progress` value (or `maxPayloadBytes`, if that is smaller). Progress is
@@ -9,7 +9,7 @@ import { decodePayload, encodePayload } from './payload.codec';
 export const MAX_PROGRESS_BYTES = 16 * 1024;
 
 /**
- * Encodes a progress value as every other payload is encoded (the same JSON round-trip checks
+ * Encodes a progress value as every other payload is encoded (the same checks
  * and typed errors), within {@link MAX_PROGRESS_BYTES}. `undefined` is refused: stored as
  * nothing, it would read back as "no progress reported".
  * @throws PayloadNotSerializableError, PayloadTooLargeError
@@ -35,7 +35,7 @@ export interface ProgressMessage {
 /** Reads a message of a progress channel; `undefined` for anything else. */
 export function parseProgressMessage(message: string): ProgressMessage | undefined {
   try {
-    const record = decodePayload<ProgressMessage>(message);
+    const record = decodeMessage<ProgressMessage>(message, 'value');
     return record && typeof record === 'object' && record.v === 1 && typeof record.seq === 'number' ? record : undefined;
   } catch {
     return undefined;

@@ -1,5 +1,5 @@
 import { checkStepCall, type StepRecorder } from '../execution/step.recorder';
-import type { Jsonified } from '../workflow/json.roundtrip';
+import type { Stored } from '../workflow/payload.types';
 import { stepScope, type StepRunner } from '../workflow/run.scope';
 import { type StepCallOptions, type StepContext, type StepFn } from '../workflow/step.options';
 import type { FailStepOptions, HarnessStepReport } from './harness.types';
@@ -22,7 +22,7 @@ export class HarnessRecorder implements StepRunner {
     readonly steps: HarnessStepReport[] = [],
   ) {}
 
-  async step<T>(name: string, fn: StepFn<T>, options?: StepCallOptions): Promise<Jsonified<T>> {
+  async step<T>(name: string, fn: StepFn<T>, options?: StepCallOptions): Promise<Stored<T>> {
     // Nested in a step of this run: the recorder runs it plainly, as part of its parent; it is not
     // a step of its own, so it is neither reported nor failed. Bad arguments: the recorder throws.
     if (stepScope.getStore()?.runner === this.recorder || !validCall(name, fn, options)) return this.recorder.step(name, fn, options);

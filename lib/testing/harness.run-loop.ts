@@ -7,7 +7,7 @@ import { isPositionField } from '../execution/step.recorder';
 import type { BackoffOptions } from '../interfaces/backoff.options';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { decodePayload } from '../redis/payload.codec';
-import type { Jsonified } from '../workflow/json.roundtrip';
+import type { Stored } from '../workflow/payload.types';
 import type { WorkflowInstance } from '../workflow/workflow.types';
 import type { FakeClock } from './fake.clock';
 import { HarnessAttemptPorts } from './harness.ports';
@@ -86,7 +86,7 @@ export class HarnessRunLoop<Out> {
       run.attempts.push(report);
       if (outcome.kind === 'completed') {
         return this.finish(
-          { runId: start.runId, state: 'completed', result: decodePayload<Jsonified<Out>>(outcome.result) },
+          { runId: start.runId, state: 'completed', result: decodePayload<Stored<Out>>(outcome.result) },
           run,
           start,
           enqueuedAt,

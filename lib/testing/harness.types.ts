@@ -2,7 +2,7 @@ import type { ModuleMetadata, Provider } from '@nestjs/common';
 import type { EnqueueOptions } from '../interfaces/enqueue.options';
 import type { WorkflowFailedError } from '../errors';
 import type { QueueModuleOptions } from '../interfaces/queue.options';
-import type { Jsonified } from '../workflow/json.roundtrip';
+import type { Stored } from '../workflow/payload.types';
 
 /**
  * Options of a harness: the `QueueModule` options that change how a run executes, validated and
@@ -110,7 +110,7 @@ export interface HarnessRun<Out = unknown> {
   workflow: string;
   state: 'completed' | 'failed';
   /** The run's result after its JSON round trip (what `client.run` resolves with), once completed. */
-  result?: Jsonified<Out>;
+  result?: Stored<Out>;
   /** What the last attempt threw, once failed (the original error, so `instanceof` works). */
   error?: unknown;
   /** What `client.run`/`wait` would reject with, once failed. */

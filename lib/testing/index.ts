@@ -15,5 +15,5 @@ export type {
   HarnessStepReport,
   SluiceTestingOptions,
 } from './harness.types';
-export { jsonify } from '../workflow/json.roundtrip';
-export type { Jsonified } from '../workflow/json.roundtrip';
+export { jsonify, roundTrip } from '../workflow/payload.types';
+export type { Jsonified, Stored } from '../workflow/payload.types';

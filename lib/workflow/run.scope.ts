@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Jsonified } from './json.roundtrip';
+import type { Stored } from './payload.types';
 import type { StepCallOptions, StepContext, StepFn } from './step.options';
 import { needsRunScope } from './step-classes.registry';
 
@@ -10,7 +10,7 @@ export interface StepRunner {
    * called from inside another step's `fn` (see {@link stepScope}), under `options` (time limit,
    * tries) at the top level only.
    */
-  step<T>(name: string, fn: StepFn<T>, options?: StepCallOptions): Promise<Jsonified<T>>;
+  step<T>(name: string, fn: StepFn<T>, options?: StepCallOptions): Promise<Stored<T>>;
 }
 
 /** What {@link stepScope} holds while a step's `fn` executes: its runner, and the context its `fn` got (a nested step's `fn` gets the same). */

@@ -1,9 +1,9 @@
 import type { EnqueueOptions } from '../interfaces/enqueue.options';
 import type { Duration } from '../util/duration';
-import type { Jsonified } from './json.roundtrip';
+import type { Stored } from './payload.types';
 
 /** What `ctx.waitForSignal` and `ctx.waitForEvent` resolve with: the payload, or that the wait timed out. */
-export type WaitOutcome<T> = { timedOut: false; payload: Jsonified<T> } | { timedOut: true };
+export type WaitOutcome<T> = { timedOut: false; payload: Stored<T> } | { timedOut: true };
 
 /** Options of `ctx.waitForSignal`. */
 export interface SignalWaitOptions {

@@ -1,5 +1,5 @@
 import type { DeclaredSchedule } from '../interfaces/schedule.options';
-import type { Jsonified } from './json.roundtrip';
+import type { Stored } from './payload.types';
 import type { RateLimit } from '../interfaces/rate-limit';
 import type { StepCallOptions, StepFn } from './step.options';
 import type { WorkflowContract } from './workflow.contract';
@@ -28,7 +28,7 @@ export interface RunContext<In = unknown> {
   /**
    * An inline step: `fn` runs at most once per run and occurrence (the n-th call with the same
    * name is its own step). Its result is persisted before this promise resolves; on a retry the
-   * persisted value is returned without calling `fn`. The result must survive a JSON round trip.
+   * persisted value is returned without calling `fn`. The result must be a value a payload keeps (see {@link Stored}).
    *
    * Called inside another step's `fn` or `@Step` method (at any depth), it is not a step of its
    * own: `fn` runs plainly as part of the parent, takes no occurrence number, is not memoized on
@@ -45,12 +45,12 @@ export interface RunContext<In = unknown> {
    * (`attempts`, `backoff`) before the run attempt fails; they are checked at the call
    * (`InvalidOptionError`, nothing written) and ignored for a nested step.
    *
-   * The promise resolves with the JSON round-tripped value, on the first execution as on a replay,
-   * and its type says so: {@link Jsonified}`<T>` (a `Date` comes back as a `string`). A nested call
+   * The promise resolves with the value as stored and read back, on the first execution as on a
+   * replay, and its type says so: {@link Stored}`<T>` (a class instance comes back a plain object). A nested call
    * returns `fn`'s value as is at runtime; its type is the round-tripped one all the same, since a
    * call site cannot know whether it runs nested.
    */
-  step<T>(name: string, fn: StepFn<T>, options?: StepCallOptions): Promise<Jsonified<T>>;
+  step<T>(name: string, fn: StepFn<T>, options?: StepCallOptions): Promise<Stored<T>>;
   /**
    * Reports the run's progress: a small JSON value (e.g. `{ done: 40, total: 100 }`) stored on
    * the run — `QueueClient.get` returns it as `progress` — and sent to waiters that asked for it
@@ -64,8 +64,8 @@ export interface RunContext<In = unknown> {
    * its signal past a timeout) write nothing. The value stays on the run after it finishes and
    * across its attempts, until a later value replaces it.
    *
-   * Rejects before any write with `PayloadNotSerializableError` for a value JSON cannot
-   * round-trip (or `undefined`; pass `null`), and `PayloadTooLargeError` beyond
+   * Rejects before any write with `PayloadNotSerializableError` for a value a payload cannot
+   * keep (or `undefined`; pass `null`), and `PayloadTooLargeError` beyond
    * `MAX_PROGRESS_BYTES` (16 KiB) encoded.
    */
   progress(value: unknown): Promise<void>;
@@ -103,9 +103,9 @@ export interface RunContext<In = unknown> {
     workflow: W,
     input: W extends string ? unknown : WorkflowInput<W>,
     opts?: InvokeOptions,
-  ): Promise<W extends string ? unknown : Jsonified<WorkflowOutput<W>>>;
+  ): Promise<W extends string ? unknown : Stored<WorkflowOutput<W>>>;
   /** Starts every child (at most 1,000), waits for all, and resolves with their results in call order; throws the first failure in call order. */
-  invokeAll<T = unknown>(calls: InvokeCall[]): Promise<Jsonified<T>[]>;
+  invokeAll<T = unknown>(calls: InvokeCall[]): Promise<Stored<T>[]>;
   /**
    * Ends this execution of the run and starts it afresh, under the same id, with `input` and an
    * empty memo — how a workflow that loops for ever (a poller, an entity) keeps its memo, and so

@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
 import { RunContext, StepMemoLimitError, Workflow, WorkflowFailedError } from '../../lib';
 import { SluiceTesting } from '../../lib/testing';
+import { decodePayload } from '../../lib/redis/payload.codec';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { BILLING, FakeBilling, ParityOrderWorkflow } from '../support/order.workflow';
 
@@ -9,7 +10,7 @@ async function storedMemo(redis: Redis, namespace: string, runId: string): Promi
   const fields = await redis.hgetall(`{sluice:${namespace}}:run:${runId}`);
   const memo: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(fields))
-    if (field.startsWith('step:') && !field.startsWith('step:@')) memo[field.slice('step:'.length)] = JSON.parse(value);
+    if (field.startsWith('step:') && !field.startsWith('step:@')) memo[field.slice('step:'.length)] = decodePayload(value);
   return memo;
 }
 
@@ -30,16 +31,16 @@ describe('the testing harness and a real worker agree', () => {
     await redis.quit();
   });
 
-  it('gives the same result and the same step results (Date → string, undefined dropped) as production', async () => {
+  it('gives the same result and the same step results (Dates and undefined kept) as production', async () => {
     const production = await t.client.run(ParityOrderWorkflow, { orderId: 'p-1' }, { id: 'parity-p-1', timeoutMs: 10_000 });
     const harness = SluiceTesting.harness(t.app.get(ParityOrderWorkflow));
     const local = await harness.run({ orderId: 'p-1' }, { id: 'parity-p-1' });
 
     expect(local.state).toBe('completed');
     expect(local.result).toEqual(production);
-    expect(typeof production.charge.at).toBe('string'); // typed Date by run's own signature; a string in fact
-    expect((production.audit as { seenAs: string }).seenAs).toBe('string');
-    expect('receiptUrl' in production.charge).toBe(false);
+    expect(production.charge.at).toBeInstanceOf(Date);
+    expect((production.audit as { seenAs: string }).seenAs).toBe('object');
+    expect('receiptUrl' in production.charge).toBe(true);
     expect(local.memo).toEqual(await storedMemo(redis, namespace, 'parity-p-1'));
     expect(Object.keys(local.memo).sort()).toEqual(['audit#1', 'charge#1', 'createInvoice#1']);
   });

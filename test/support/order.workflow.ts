@@ -1,5 +1,5 @@
 import { Inject } from '@nestjs/common';
-import { jsonify, Jsonified, NonRetryableError, RunContext, Step, Workflow } from '../../lib';
+import { NonRetryableError, roundTrip, RunContext, Step, Stored, Workflow } from '../../lib';
 
 /**
  * One workflow run both by the testing harness (test/unit/testing-harness.spec.ts, no Redis) and by
@@ -17,7 +17,7 @@ export interface Charge {
   chargeId: string;
   at: Date;
   amount: number;
-  /** Always undefined: JSON drops the key. */
+  /** Always undefined: the key is kept, as a payload keeps `undefined`. */
   receiptUrl?: string;
 }
 
@@ -54,7 +54,7 @@ export class ParityOrderWorkflow {
   async run(input: OrderInput, ctx: RunContext) {
     const invoice = await this.createInvoice(input.orderId);
     if (input.orderId.startsWith('bad')) throw new NonRetryableError(`order ${input.orderId} is invalid`);
-    // A Date inside a step result comes back as an ISO string, on the first attempt as on a replay.
+    // A Date inside a step result comes back a Date, on the first attempt as on a replay.
     const charge = await ctx.step('charge', () => this.billing.charge(invoice.id));
     const audit = await ctx.step('audit', async () => ({
       // A step inside a step is part of it: not memoized on its own.
@@ -64,9 +64,9 @@ export class ParityOrderWorkflow {
     return { invoiceId: invoice.id, issuedAt: invoice.issuedAt, charge, audit, finishedAt: new Date(Date.UTC(2026, 0, 3)) };
   }
 
-  /** The documented pattern for @Step methods: declare the round trip and return jsonify(…). */
+  /** The documented pattern for @Step methods: declare the round trip and return roundTrip(…). */
   @Step()
-  async createInvoice(orderId: string): Promise<Jsonified<Invoice>> {
-    return jsonify(await this.billing.createInvoice(orderId));
+  async createInvoice(orderId: string): Promise<Stored<Invoice>> {
+    return roundTrip(await this.billing.createInvoice(orderId));
   }
 }

@@ -23,6 +23,20 @@ function expectNotSerializable(error: Error, path: string, reason?: RegExp): voi
 }
 
 /** `levels` arrays nested inside each other around 1. */
+/**
+ * What `value` decodes as: boxed primitives come back unboxed, class instances and prototype-less
+ * objects as plain objects of their own data (`toEqual` does not compare prototypes).
+ */
+function comparable(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  if (value instanceof Number || value instanceof String || value instanceof Boolean) return value.valueOf();
+  if (Array.isArray(value)) return value.map(comparable);
+  if (value instanceof Map) return new Map([...value].map(([k, v]) => [comparable(k), comparable(v)]));
+  if (value instanceof Set) return new Set([...value].map(comparable));
+  if (value instanceof Date || ArrayBuffer.isView(value)) return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, comparable(v)]));
+}
+
 function nestedArrays(levels: number): unknown {
   let value: unknown = 1;
   for (let level = 0; level < levels; level++) value = [value];
@@ -46,14 +60,9 @@ describe('encodePayload', () => {
 
   it.each([
     ['a function', { x: { fn: () => 1 } }, 'input.x.fn'],
-    ['a BigInt', { n: BigInt(1) }, 'input.n'],
     ['a symbol', { s: Symbol('s') }, 'input.s'],
-    ['NaN', { list: [1, NaN] }, 'input.list[1]'],
-    ['Infinity', { v: Infinity }, 'input.v'],
-    ['-Infinity', { v: -Infinity }, 'input.v'],
-    ['a Map', { m: new Map([[1, 2]]) }, 'input.m'],
-    ['a Set', { s: new Set([1]) }, 'input.s'],
-    ['undefined in an array', { items: ['a', undefined] }, 'input.items[1]'],
+    ['a function in a Map', { m: new Map([[1, () => 1]]) }, 'input.m[0][1]'],
+    ['a symbol in a Set', { s: new Set([Symbol('s')]) }, 'input.s[0]'],
   ])('rejects %s with PayloadNotSerializableError naming the path', (_label, value, path) => {
     const error = encodeError(value);
     expect(error).toBeInstanceOf(PayloadNotSerializableError);
@@ -64,9 +73,8 @@ describe('encodePayload', () => {
 
   it('rejects top-level non-serializable values', () => {
     expect(encodeError(() => 1)).toBeInstanceOf(PayloadNotSerializableError);
-    expect(encodeError(BigInt(2))).toBeInstanceOf(PayloadNotSerializableError);
-    expect(encodeError(NaN)).toBeInstanceOf(PayloadNotSerializableError);
-    expect(encodeError(new Map())).toBeInstanceOf(PayloadNotSerializableError);
+    expect(encodeError(Symbol('s'))).toBeInstanceOf(PayloadNotSerializableError);
+    expect(encodeError(new WeakMap())).toBeInstanceOf(PayloadNotSerializableError);
   });
 
   it('rejects a circular reference with its path', () => {
@@ -84,14 +92,14 @@ describe('encodePayload', () => {
   });
 
   it('uses the field name given by the caller', () => {
-    expect(encodeError({ n: BigInt(1) }, 'step "x#1" result').message).toContain('step "x#1" result.n');
+    expect(encodeError({ f: () => 1 }, 'step "x#1" result').message).toContain('step "x#1" result.f');
   });
 
-  it('encodes Date through toJSON', () => {
+  it('keeps a Date a Date (no longer its toJSON() string)', () => {
     const date = new Date('2024-01-02T03:04:05.678Z');
-    const encoded = encodePayload({ at: date }, 'input', LIMIT);
-    expect(encoded).toBe('{"at":"2024-01-02T03:04:05.678Z"}');
-    expect(decodePayload(encoded)).toEqual({ at: '2024-01-02T03:04:05.678Z' });
+    const decoded = decodePayload<{ at: Date }>(encodePayload({ at: date }, 'input', LIMIT));
+    expect(decoded.at).toBeInstanceOf(Date);
+    expect(decoded.at.toISOString()).toBe('2024-01-02T03:04:05.678Z');
   });
 
   it('throws PayloadTooLargeError above the limit and accepts exactly the limit', () => {
@@ -130,8 +138,7 @@ describe('encodePayload', () => {
       ['a symbol', () => Symbol('s'), 'input.x', /toJSON\(\) returned .*symbol/],
       ['a function', () => () => 1, 'input.x', /toJSON\(\) returned .*function/],
       ['an object holding a function', () => ({ ok: 1, fn: () => 1 }), 'input.x.fn', /function/],
-      ['an object holding a BigInt', () => ({ list: [BigInt(1)] }), 'input.x.list[0]', /BigInt/],
-      ['a Map', () => new Map([[1, 2]]), 'input.x', /Map/],
+      ['an object holding a function', () => ({ list: [() => 1] }), 'input.x.list[0]', /function/],
       ['a Date, whose own toJSON() JSON.stringify would not call', () => new Date(0), 'input.x', /toJSON\(\) of its own/],
     ])('rejects toJSON() returning %s', (_label, toJSON, path, reason) => {
       expectNotSerializable(encodeError({ x: { toJSON } }), path, reason);
@@ -169,21 +176,17 @@ describe('encodePayload', () => {
     });
 
     it('leaves the value it was given untouched', () => {
-      const value = { at: new Date(0), list: [1, new Date(0)] };
+      const value = { at: new Date(0), list: [1, new Date(0)], m: new Map([[1, new Date(0)]]) };
       encodePayload(value, 'input', LIMIT);
       expect(value.at).toBeInstanceOf(Date);
       expect(value.list[1]).toBeInstanceOf(Date);
+      expect(value.m.get(1)).toBeInstanceOf(Date);
     });
 
-    it('encodes a Buffer through its toJSON()', () => {
-      const encoded = encodePayload({ bytes: Buffer.from([1, 2]) }, 'input', LIMIT);
-      expect(encoded).toBe('{"bytes":{"type":"Buffer","data":[1,2]}}');
-      expect(decodePayload(encoded)).toEqual({ bytes: { type: 'Buffer', data: [1, 2] } });
-    });
-
-    it('encodes a top-level Date and Dates inside arrays', () => {
-      expect(encodePayload(new Date(0), 'input', LIMIT)).toBe('"1970-01-01T00:00:00.000Z"');
-      expect(encodePayload([1, new Date(0)], 'input', LIMIT)).toBe('[1,"1970-01-01T00:00:00.000Z"]');
+    it('keeps a Buffer a Buffer rather than calling its toJSON()', () => {
+      const decoded = decodePayload<{ bytes: Buffer }>(encodePayload({ bytes: Buffer.from([1, 2]) }, 'input', LIMIT));
+      expect(Buffer.isBuffer(decoded.bytes)).toBe(true);
+      expect([...decoded.bytes]).toEqual([1, 2]);
     });
 
     it('accepts toJSON() returning this, and checks its own properties', () => {
@@ -194,12 +197,8 @@ describe('encodePayload', () => {
         }
       }
       expect(encodePayload({ s: new Self(1) }, 'input', LIMIT)).toBe('{"s":{"value":1}}');
-      expect(encodePayload({ s: new Self(new Date(0)) }, 'input', LIMIT)).toBe('{"s":{"value":"1970-01-01T00:00:00.000Z"}}');
-      expectNotSerializable(encodeError({ s: new Self(BigInt(1)) }), 'input.s.value', /BigInt/);
-    });
-
-    it('rejects an invalid Date, which JSON would turn into null', () => {
-      expectNotSerializable(encodeError({ at: new Date(NaN) }), 'input.at', /invalid Date/);
+      expect(decodePayload(encodePayload({ s: new Self(new Date(0)) }, 'input', LIMIT))).toEqual({ s: { value: new Date(0) } });
+      expectNotSerializable(encodeError({ s: new Self(() => 1) }), 'input.s.value', /function/);
     });
   });
 
@@ -235,11 +234,9 @@ describe('encodePayload', () => {
     // eslint-disable-next-line no-sparse-arrays
     ['a hole in a sparse array', { list: [1, , 3] }, 'input.list[1]', /hole/],
     ['an array made with new Array(n)', { list: new Array(2) }, 'input.list[0]', /hole/],
-    ['a RegExp', { pattern: /x/g }, 'input.pattern', /RegExp/],
     ['an Error', { error: new Error('x') }, 'input.error', /\{ name, message \}/],
     ['an Error subclass with own properties', { error: Object.assign(new TypeError('x'), { code: 'E' }) }, 'input.error', /Error/],
-    ['a Uint8Array', { bytes: new Uint8Array([1]) }, 'input.bytes', /Uint8Array.*keyed by index/],
-    ['a Float64Array', { list: [new Float64Array(1)] }, 'input.list[0]', /Float64Array/],
+    ['a typed array of a subclass', { bytes: new (class Bytes extends Uint8Array {})(1) }, 'input.bytes', /class Bytes/],
     ['a DataView', { view: new DataView(new ArrayBuffer(1)) }, 'input.view', /DataView/],
     ['an ArrayBuffer', { buffer: new ArrayBuffer(1) }, 'input.buffer', /ArrayBuffer/],
     ['a Promise', { pending: Promise.resolve(1) }, 'input.pending', /Promise.*await/],
@@ -254,9 +251,8 @@ describe('encodePayload', () => {
   });
 
   it('rejects those at the top level too', () => {
-    expectNotSerializable(encodeError(/x/), 'input', /RegExp/);
     expectNotSerializable(encodeError(new Error('x')), 'input', /Error/);
-    expectNotSerializable(encodeError(new Uint8Array(1)), 'input', /Uint8Array/);
+    expectNotSerializable(encodeError(new DataView(new ArrayBuffer(1))), 'input', /DataView/);
   });
 
   it('keeps plain objects, prototype-less objects, boxed strings and class instances with own properties', () => {
@@ -273,11 +269,24 @@ describe('encodePayload', () => {
 
   it('keeps an own __proto__ key as a key when it copies an object around a toJSON() result', () => {
     const value = JSON.parse('{"__proto__":{"x":1},"at":null}') as Record<string, unknown>;
-    value.at = new Date(0);
+    value.at = { toJSON: () => 'then' };
     expect(encodePayload(value, 'input', LIMIT)).toBe(JSON.stringify(value));
+    value.at = new Date(0);
+    expect(encodePayload(value, 'input', LIMIT)).toBe(`~rich1~[${JSON.stringify(value)},[["Date","at"]]]`);
   });
 
-  it('writes what JSON.stringify writes, or throws PayloadNotSerializableError, for any value', () => {
+  it('writes what JSON.stringify writes for any value JSON keeps exactly (as every earlier version did)', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        // JSON.parse gives the value as it comes back: -0 is written (and kept by older versions) as 0.
+        const plain: unknown = JSON.parse(JSON.stringify(value));
+        expect(encodePayload(plain, 'input', LIMIT)).toBe(JSON.stringify(plain));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('round-trips any value, or throws PayloadNotSerializableError', () => {
     const anything = fc.anything({
       withBigInt: true,
       withBoxedValues: true,
@@ -298,7 +307,7 @@ describe('encodePayload', () => {
           expect(error).toBeInstanceOf(PayloadNotSerializableError);
           return;
         }
-        expect(encoded).toBe(value === undefined ? '' : JSON.stringify(value));
+        expect(decodePayload(encoded)).toEqual(comparable(value));
       }),
       { numRuns: 500 },
     );

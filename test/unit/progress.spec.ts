@@ -1,6 +1,6 @@
 import { MAX_PROGRESS_BYTES, PayloadNotSerializableError, PayloadTooLargeError } from '../../lib';
 import { ProgressFeed } from '../../lib/client/progress.feed';
-import { encodeProgress } from '../../lib/redis/progress.codec';
+import { encodeProgress, parseProgressMessage } from '../../lib/redis/progress.codec';
 import { PROGRESS_INTERVAL_MS, ProgressReporter } from '../../lib/worker/progress.reporter';
 import { deferred, Deferred } from '../support/workflows';
 
@@ -26,14 +26,23 @@ describe('encodeProgress', () => {
     expect(encodeProgress({ done: 1, of: 2 }, 1 << 20)).toBe('{"done":1,"of":2}');
     expect(encodeProgress(null, 1 << 20)).toBe('null');
     expect(() => encodeProgress(undefined, 1 << 20)).toThrow(PayloadNotSerializableError);
-    expect(() => encodeProgress({ n: 10n }, 1 << 20)).toThrow(PayloadNotSerializableError);
-    expect(() => encodeProgress(new Map(), 1 << 20)).toThrow(/progress: a Map/);
+    expect(() => encodeProgress({ fn: () => 1 }, 1 << 20)).toThrow(PayloadNotSerializableError);
+    expect(() => encodeProgress(new WeakMap(), 1 << 20)).toThrow(/progress: a WeakMap/);
     const big = 'x'.repeat(MAX_PROGRESS_BYTES); // + 2 quotes
     expect(() => encodeProgress(big, 1 << 20)).toThrow(PayloadTooLargeError);
     expect(() => encodeProgress(big, 1 << 20)).toThrow(/MAX_PROGRESS_BYTES/);
     expect(encodeProgress('x'.repeat(MAX_PROGRESS_BYTES - 2), 1 << 20)).toHaveLength(MAX_PROGRESS_BYTES);
     // A smaller maxPayloadBytes bounds progress too, and the error names it.
     expect(() => encodeProgress('x'.repeat(100), 50)).toThrow(/maxPayloadBytes/);
+  });
+});
+
+describe('parseProgressMessage', () => {
+  it('reads a rich progress value out of the message progress.lua builds around it', () => {
+    const value = { n: 10n, at: new Date(0), seen: new Set(['a']) };
+    const message = `{"v":1,"seq":3,"value":${encodeProgress(value, 1 << 20)}}`;
+    expect(parseProgressMessage(message)).toEqual({ v: 1, seq: 3, value });
+    expect(parseProgressMessage(`{"v":1,"seq":4,"value":{"done":1}}`)).toEqual({ v: 1, seq: 4, value: { done: 1 } });
   });
 });
 

@@ -82,11 +82,13 @@ describe('buildScheduleSpec: a valid schedule', () => {
     expect(spec.attempts).toBe(3);
   });
 
-  it('encodes an explicit null input as JSON null, and other inputs as their JSON', () => {
+  it('encodes an explicit null input as JSON null, and other inputs as payloads', () => {
     expect(build({ cron: '0 * * * *', input: null }).input).toBe('null');
     expect(build({ cron: '0 * * * *', input: 0 }).input).toBe('0');
     expect(build({ cron: '0 * * * *', input: 'x' }).input).toBe('"x"');
-    expect(build({ cron: '0 * * * *', input: new Date('2026-01-01T00:00:00Z') }).input).toBe('"2026-01-01T00:00:00.000Z"');
+    expect(build({ cron: '0 * * * *', input: new Date('2026-01-01T00:00:00Z') }).input).toBe(
+      '~rich1~["2026-01-01T00:00:00.000Z",[["Date"]]]',
+    );
   });
 
   it('seeds H fields with the schedule id', () => {
@@ -332,10 +334,10 @@ describe('buildScheduleSpec: rejects', () => {
       expect(error.message).toContain('function');
     });
 
-    it('a BigInt', () => {
-      const error = thrown(() => build({ cron: '0 * * * *', input: { n: BigInt(1) } }), PayloadNotSerializableError);
+    it('a WeakMap', () => {
+      const error = thrown(() => build({ cron: '0 * * * *', input: { n: new WeakMap() } }), PayloadNotSerializableError);
       expect(error.field).toBe('opts.input.n');
-      expect(error.message).toContain('BigInt');
+      expect(error.message).toContain('WeakMap');
     });
 
     it('a circular reference', () => {

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { InvalidNameError, Jsonified, Step, Workflow } from '../../lib';
+import { InvalidNameError, Stored, Step, Workflow } from '../../lib';
 import { WorkflowMetadataAccessor } from '../../lib/discovery/workflow-metadata.accessor';
 import { runScope, StepRunner } from '../../lib/workflow/run.scope';
 import type { StepFn } from '../../lib/workflow/step.options';
@@ -62,9 +62,9 @@ describe('@Step', () => {
   it('inside a run, goes through the run under its step name', async () => {
     const seen: string[] = [];
     const runner: StepRunner = {
-      async step<T>(name: string, fn: StepFn<T>): Promise<Jsonified<T>> {
+      async step<T>(name: string, fn: StepFn<T>): Promise<Stored<T>> {
         seen.push(name);
-        return (await fn({ signal: new AbortController().signal, attempt: 1 })) as Jsonified<T>;
+        return (await fn({ signal: new AbortController().signal, attempt: 1 })) as Stored<T>;
       },
     };
     const pricing = new Pricing(2);

@@ -15,16 +15,16 @@ import {
 import { SluiceTesting, WorkflowHarness } from '../../lib/testing';
 import { BILLING, FakeBilling, OrderInput, ParityOrderWorkflow } from '../support/order.workflow';
 
-const ISSUED = '2026-01-02T03:04:05.000Z';
-const CHARGED = '2026-01-02T03:04:06.000Z';
+const ISSUED = new Date('2026-01-02T03:04:05.000Z');
+const CHARGED = new Date('2026-01-02T03:04:06.000Z');
 
-/** What the workflow returns for `o-1`: every Date is an ISO string, the undefined receiptUrl is gone. */
+/** What the workflow returns for `o-1`: Dates stay Dates, the undefined receiptUrl stays undefined. */
 const EXPECTED_RESULT = {
   invoiceId: 'inv-o-1',
   issuedAt: ISSUED,
-  charge: { chargeId: 'ch-inv-o-1', at: CHARGED, amount: 42 },
-  audit: { note: 'charged ch-inv-o-1', seenAs: 'string' },
-  finishedAt: '2026-01-03T00:00:00.000Z',
+  charge: { chargeId: 'ch-inv-o-1', at: CHARGED, amount: 42, receiptUrl: undefined },
+  audit: { note: 'charged ch-inv-o-1', seenAs: 'object' },
+  finishedAt: new Date('2026-01-03T00:00:00.000Z'),
 };
 
 describe('SluiceTesting: a workflow unit test without Redis', () => {
@@ -81,18 +81,18 @@ describe('SluiceTesting: a workflow unit test without Redis', () => {
     expect(run.retryDelaysMs).toEqual([]);
   });
 
-  it('a step result takes the JSON round trip production gives it: Date → string, undefined dropped', async () => {
+  it('a step result takes the round trip production gives it: Dates stay Dates, undefined stays', async () => {
     const run = await harness.run({ orderId: 'o-1' });
 
     expect(run.state).toBe('completed');
     expect(run.result).toEqual(EXPECTED_RESULT);
-    // The run saw strings on its first attempt already (audit.seenAs), as a replay would.
+    // The run saw Dates on its first attempt already (audit.seenAs), as a replay would.
     expect(run.memo).toEqual({
       'createInvoice#1': { id: 'inv-o-1', issuedAt: ISSUED },
-      'charge#1': { chargeId: 'ch-inv-o-1', at: CHARGED, amount: 42 },
-      'audit#1': { note: 'charged ch-inv-o-1', seenAs: 'string' },
+      'charge#1': { chargeId: 'ch-inv-o-1', at: CHARGED, amount: 42, receiptUrl: undefined },
+      'audit#1': { note: 'charged ch-inv-o-1', seenAs: 'object' },
     });
-    expect('receiptUrl' in (run.memo['charge#1'] as object)).toBe(false);
+    expect('receiptUrl' in (run.memo['charge#1'] as object)).toBe(true);
   });
 
   it('runs attempts until they are exhausted, with the backoff growing by its factor', async () => {
@@ -145,7 +145,7 @@ describe('SluiceTesting: a workflow unit test without Redis', () => {
   });
 
   it('rejects bad input before anything runs, with the errors enqueue throws', async () => {
-    await expect(harness.run({ orderId: 'x', when: new Map() } as never)).rejects.toBeInstanceOf(PayloadNotSerializableError);
+    await expect(harness.run({ orderId: 'x', when: new WeakMap() } as never)).rejects.toBeInstanceOf(PayloadNotSerializableError);
     await expect(harness.run({ orderId: 'x' }, { id: 'a b' })).rejects.toBeInstanceOf(InvalidNameError);
     expect(billing.invoices).toBe(0);
   });
@@ -223,7 +223,7 @@ describe('schedules and the fake clock', () => {
     expect(workflow.inputs).toEqual([{ kind: 'morning' }]);
     // A step in a loop memoizes each call: part#1..3.
     expect(run.attempts[0].executed).toEqual(['part#1', 'part#2', 'part#3']);
-    expect(run.result).toEqual({ parts: [0, 1, 2].map((i) => ({ i, at: '1970-01-01T00:00:00.000Z' })), runId: run.runId });
+    expect(run.result).toEqual({ parts: [0, 1, 2].map((i) => ({ i, at: new Date(0) })), runId: run.runId });
     expect(() => harness.nextFireTimes()).toThrow(/scheduleId: is required/);
   });
 

@@ -5,6 +5,7 @@ import {
   InvalidOptionError,
   isWorkflowContract,
   jsonify,
+  roundTrip,
   PayloadNotSerializableError,
   Workflow,
   WORKFLOW_CONTRACT,
@@ -64,17 +65,41 @@ describe('@Workflow(contract)', () => {
   });
 });
 
-describe('jsonify', () => {
-  it('gives what a step result becomes after its JSON round trip', () => {
-    const value = { at: new Date(Date.UTC(2026, 0, 1)), skip: undefined, list: [1, 'two'], nested: { buffer: Buffer.from('hi') } };
-    const out = jsonify(value);
-    expect(out).toEqual({ at: '2026-01-01T00:00:00.000Z', list: [1, 'two'], nested: { buffer: { type: 'Buffer', data: [104, 105] } } });
-    expect('skip' in out).toBe(false);
-    expect(jsonify(undefined)).toBeUndefined();
+describe('roundTrip', () => {
+  class Line {
+    constructor(readonly sku: string) {}
+    label(): string {
+      return this.sku;
+    }
+  }
+
+  it('gives what a step result becomes after it is stored and read back', () => {
+    const value = {
+      at: new Date(Date.UTC(2026, 0, 1)),
+      skip: undefined,
+      list: [1, 'two'],
+      nested: { buffer: Buffer.from('hi') },
+      line: new Line('a'),
+    };
+    const out = roundTrip(value);
+    expect(out).toEqual({
+      at: new Date(Date.UTC(2026, 0, 1)),
+      skip: undefined,
+      list: [1, 'two'],
+      nested: { buffer: Buffer.from('hi') },
+      line: { sku: 'a' },
+    });
+    expect('skip' in out).toBe(true);
+    expect(out.line).not.toBeInstanceOf(Line);
+    expect(roundTrip(undefined)).toBeUndefined();
   });
 
   it('throws the error a step result would, naming the path', () => {
-    expect(() => jsonify({ items: [1, new Map()] })).toThrow(PayloadNotSerializableError);
-    expect(() => jsonify({ items: [1, new Map()] })).toThrow(/^value\.items\[1\]: /);
+    expect(() => roundTrip({ items: [1, new WeakMap()] })).toThrow(PayloadNotSerializableError);
+    expect(() => roundTrip({ items: [1, new WeakMap()] })).toThrow(/^value\.items\[1\]: /);
+  });
+
+  it('is what the deprecated jsonify is', () => {
+    expect(jsonify).toBe(roundTrip);
   });
 });

@@ -122,6 +122,10 @@
   const PER = { 1000: '/s', 60000: '/min', 3600000: '/h' };
   const rate = (r) => (r && r.max != null ? num(r.max) + (PER[r.perMs] || ' / ' + fmtDur(r.perMs)) : dash());
   const capText = (c) => (c == null ? dash() : num(c));
+  /* A payload JSON cannot show (a Date, Map, BigInt…) comes as the text Node prints for it. */
+  function shown(r, field) {
+    return r.shown && typeof r.shown[field] === 'string' ? r.shown[field] : pretty(r[field]);
+  }
   function pretty(v) {
     try { const t = JSON.stringify(v, null, 2); return t === undefined ? String(v) : t; } catch (_) { return String(v); }
   }
@@ -719,10 +723,10 @@
     }
     out.push(h('section', { class: 'card' }, h('dl', { class: 'kv' }, kv.map(([k, v]) => h('div', null, h('dt', null, k), h('dd', null, v))))));
     out.push(h('section', { class: 'card' }, h('h2', null, 'Step timeline'), timeline(tl, r, W - 34)));
-    const blocks = [h('section', { class: 'card' }, h('h2', null, 'Input'), h('pre', { class: 'json', testid: 'run-input' }, pretty(r.input)))];
+    const blocks = [h('section', { class: 'card' }, h('h2', null, 'Input'), h('pre', { class: 'json', testid: 'run-input' }, shown(r, 'input')))];
     if (r.error) blocks.push(h('section', { class: 'card card-err' }, h('h2', null, 'Error'), h('pre', { class: 'json', testid: 'run-error' }, errText(r.error))));
-    if (r.result !== undefined) blocks.push(h('section', { class: 'card' }, h('h2', null, 'Result'), h('pre', { class: 'json', testid: 'run-result' }, pretty(r.result))));
-    if (r.progress !== undefined) blocks.push(h('section', { class: 'card' }, h('h2', null, 'Progress'), h('pre', { class: 'json', testid: 'run-progress' }, pretty(r.progress))));
+    if (r.result !== undefined || r.shown?.result !== undefined) blocks.push(h('section', { class: 'card' }, h('h2', null, 'Result'), h('pre', { class: 'json', testid: 'run-result' }, shown(r, 'result'))));
+    if (r.progress !== undefined || r.shown?.progress !== undefined) blocks.push(h('section', { class: 'card' }, h('h2', null, 'Progress'), h('pre', { class: 'json', testid: 'run-progress' }, shown(r, 'progress'))));
     out.push(h('div', { class: 'grid2' }, blocks));
     const failed = (tl && Array.isArray(tl.attempts) ? tl.attempts : []).filter((a) => a.error);
     if (failed.length) {
