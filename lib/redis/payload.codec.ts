@@ -10,7 +10,7 @@ const UNDEFINED = '';
 /**
  * Encodes a payload. A value JSON keeps exactly is written as JSON, as every earlier version
  * wrote it (they read it too); one holding a `Date`, `Map`, `Set`, `BigInt`, `undefined` (in an
- * object or array), `NaN`/`±Infinity`, `URL`, `RegExp` or typed array (`Buffer` included) is
+ * object or array), `NaN`/`±Infinity`/`-0`, `URL`, `RegExp` or typed array (`Buffer` included) is
  * written in the rich form `~rich1~[<tree>,<notes>]` (see payload.check.ts), which older versions
  * refuse with a SyntaxError instead of misreading. Anything else that JSON would drop or change
  * (functions, symbols, Error, WeakMap, Promise, cycles, holes in arrays, nesting deeper than

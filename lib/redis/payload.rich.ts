@@ -52,7 +52,8 @@ export function richObjectKind(object: object): RichKind | undefined {
 
 /** The rich kind of a primitive JSON cannot keep (inside a container, for `undefined`), or `undefined`. */
 export function richPrimitiveKind(value: unknown): RichKind | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) ? undefined : 'number';
+  // JSON writes -0 as 0.
+  if (typeof value === 'number') return Number.isFinite(value) && (value !== 0 || 1 / value > 0) ? undefined : 'number';
   if (typeof value === 'bigint') return 'BigInt';
   return value === undefined ? 'undefined' : undefined;
 }
@@ -73,7 +74,7 @@ export function richForm(kind: RichKind, value: unknown): unknown {
       return Array.from(value as Set<unknown>);
     case 'BigInt':
     case 'number':
-      return String(value);
+      return Object.is(value, -0) ? '-0' : String(value);
     case 'undefined':
       return null;
     case 'URL':
@@ -104,8 +105,10 @@ export function reviveRich(kind: unknown, form: unknown): unknown {
     case 'BigInt':
       return BigInt(expect(form, 'string', kind));
     case 'number': {
+      if (form === '-0') return -0;
       const number = Number(expect(form, 'string', kind));
-      if (Number.isFinite(number) || (Number.isNaN(number) && form !== 'NaN')) throw new Error(`${String(form)} is not NaN or ±Infinity`);
+      if (Number.isFinite(number) || (Number.isNaN(number) && form !== 'NaN'))
+        throw new Error(`${String(form)} is not NaN, ±Infinity or -0`);
       return number;
     }
     case 'undefined':

@@ -69,8 +69,7 @@ type StoredValue<T> = T extends string | number | boolean | bigint | null | unde
  * step result, run result, signal and event payload is:
  *
  * - JSON values, `undefined` (in objects and arrays too), `bigint`, `NaN`/`±Infinity`, `Date`,
- *   `Map`, `Set`, `URL`, `RegExp` and typed arrays (a `Buffer` included) come back as they were
- *   (`-0` comes back `0`);
+ *   `Map`, `Set`, `URL`, `RegExp` and typed arrays (a `Buffer` included) come back as they were;
  * - another value with `toJSON()` becomes what `toJSON()` returns;
  * - class instances become plain objects of their own data properties (their prototype is lost,
  *   so `instanceof` no longer holds; the type cannot say that), and methods disappear;

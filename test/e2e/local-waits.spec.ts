@@ -30,7 +30,7 @@ class NothingWorkflow {
 }
 
 const RUNS = 5;
-const expected = (value: number) => ({ doubled: value * 2, at: new Date(Date.UTC(2026, 0, value)).toISOString() });
+const expected = (value: number) => ({ doubled: value * 2, at: new Date(Date.UTC(2026, 0, value)) });
 
 describe("run() and a worker in the caller's own app", () => {
   let redis: Redis;

@@ -43,7 +43,7 @@ class BurstWorkflow {
 
 const circular: Record<string, unknown> = {};
 circular.self = circular;
-const BAD_VALUES: unknown[] = [undefined, () => 1, 10n, circular, new Map(), 'x'.repeat(MAX_PROGRESS_BYTES)];
+const BAD_VALUES: unknown[] = [undefined, () => 1, Symbol('s'), circular, new WeakMap(), 'x'.repeat(MAX_PROGRESS_BYTES)];
 /** What each bad value's ctx.progress rejected with, by run id. */
 const badOutcomes = new Map<string, unknown[]>();
 
@@ -326,8 +326,8 @@ describe('ctx.progress', () => {
     await production.result({ timeoutMs: 10_000 });
     const local = await SluiceTesting.harness(t.app.get(LastValueWorkflow)).run({ n: 2 });
     expect(local.attempts[0].progress).toEqual([
-      { pct: 10, at: new Date(1000).toISOString() },
-      { pct: 20, at: new Date(2000).toISOString() },
+      { pct: 10, at: new Date(1000) },
+      { pct: 20, at: new Date(2000) },
       { pct: 'last' },
     ]);
     expect(local.progress).toEqual({ pct: 'last' });

@@ -61,13 +61,13 @@ class AlwaysThrowsWorkflow {
 }
 
 @Workflow('steps.bigint', { attempts: 3, backoff: fast })
-class BigIntStepWorkflow {
+class UnkeepableWorkflow {
   async run(input: { in: 'step' | 'result' }, ctx: RunContext): Promise<unknown> {
     counts.inc(`${ctx.runId}:run`);
-    if (input.in === 'result') return { big: BigInt(1) };
+    if (input.in === 'result') return { big: new WeakMap() };
     await ctx.step('big', () => {
       counts.inc(`${ctx.runId}:big`);
-      return BigInt(42);
+      return new WeakMap();
     });
     return 'unreachable';
   }
@@ -103,7 +103,7 @@ describe('steps and retries', () => {
 
   beforeAll(async () => {
     namespace = uniqueNamespace('steps');
-    t = await createApp([FlakyWorkflow, RejectingWorkflow, AlwaysThrowsWorkflow, BigIntStepWorkflow, AttemptsWorkflow], { namespace });
+    t = await createApp([FlakyWorkflow, RejectingWorkflow, AlwaysThrowsWorkflow, UnkeepableWorkflow, AttemptsWorkflow], { namespace });
     redis = rawRedis();
   });
   afterAll(async () => {
@@ -202,11 +202,11 @@ describe('steps and retries', () => {
     expect(await t.client.get(handle.id)).toMatchObject({ state: 'failed', attempts: 2, maxAttempts: 2 });
   });
 
-  it('a step returning a BigInt fails the run with PayloadNotSerializableError, without retries', async () => {
-    const handle = await t.client.enqueue(BigIntStepWorkflow, { in: 'step' });
+  it('a step returning a WeakMap fails the run with PayloadNotSerializableError, without retries', async () => {
+    const handle = await t.client.enqueue(UnkeepableWorkflow, { in: 'step' });
     const error = await failure(handle.result({ timeoutMs }));
     expect(error.causeName).toBe('PayloadNotSerializableError');
-    expect(error.message).toContain('BigInt');
+    expect(error.message).toContain('WeakMap');
     expect(error.message).toContain('big#1');
     expect(counts.get(`${handle.id}:run`)).toBe(1);
     expect(counts.get(`${handle.id}:big`)).toBe(1);
@@ -214,11 +214,11 @@ describe('steps and retries', () => {
     expect(await t.client.get(handle.id)).toMatchObject({ state: 'failed', attempts: 1, failures: 1 });
   });
 
-  it('a run result JSON cannot round-trip fails the run with PayloadNotSerializableError, without retries', async () => {
-    const handle = await t.client.enqueue(BigIntStepWorkflow, { in: 'result' });
+  it('a run result a payload cannot keep fails the run with PayloadNotSerializableError, without retries', async () => {
+    const handle = await t.client.enqueue(UnkeepableWorkflow, { in: 'result' });
     const error = await failure(handle.result({ timeoutMs }));
     expect(error.causeName).toBe('PayloadNotSerializableError');
-    expect(error.message).toContain('BigInt');
+    expect(error.message).toContain('WeakMap');
     expect(counts.get(`${handle.id}:run`)).toBe(1);
   });
 
