@@ -7,7 +7,16 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default defineConfig(
-  globalIgnores(['dist/', 'coverage/', 'bench/results/', 'test-results/', '.api-build/', '.redis-test/', 'test/compat/app/', 'test/fixtures/previous-release/']),
+  globalIgnores([
+    'dist/',
+    'coverage/',
+    'bench/results/',
+    'test-results/',
+    '.api-build/',
+    '.redis-test/',
+    'test/compat/app/',
+    'test/fixtures/previous-release/',
+  ]),
 
   js.configs.recommended,
   tseslint.configs.recommendedTypeChecked,

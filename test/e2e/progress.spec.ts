@@ -325,11 +325,7 @@ describe('ctx.progress', () => {
     const production = await t.client.enqueue(LastValueWorkflow, { n: 2 });
     await production.result({ timeoutMs: 10_000 });
     const local = await SluiceTesting.harness(t.app.get(LastValueWorkflow)).run({ n: 2 });
-    expect(local.attempts[0].progress).toEqual([
-      { pct: 10, at: new Date(1000) },
-      { pct: 20, at: new Date(2000) },
-      { pct: 'last' },
-    ]);
+    expect(local.attempts[0].progress).toEqual([{ pct: 10, at: new Date(1000) }, { pct: 20, at: new Date(2000) }, { pct: 'last' }]);
     expect(local.progress).toEqual({ pct: 'last' });
     expect(local.progress).toEqual((await t.client.get(production.id))?.progress);
 
