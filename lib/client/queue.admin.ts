@@ -231,6 +231,7 @@ export class QueueAdmin {
   /** Checks a pause target completely, then (for a workflow this process does not declare) that the fleet knows it. */
   private async controlTarget(target: PauseTarget, operation: string): Promise<{ workflow: string; group?: string }> {
     if (target === null || typeof target !== 'object') throw new InvalidInputError('target', 'must be an object { workflow, group? }');
+    checkOptionKeys(target, ['workflow', 'group'], `${operation} target`);
     if (target.workflow === undefined) throw new InvalidInputError('target.workflow', 'is required');
     const checked = checkPauseTarget({ workflow: this.registry.resolve(target.workflow).name, group: target.group });
     await this.confirmWorkflow(checked.workflow, operation);

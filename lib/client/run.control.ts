@@ -96,7 +96,6 @@ export class RunControl {
 
 /** Checks a pause target whose workflow is resolved to its name. */
 export function checkPauseTarget(target: { workflow: string; group?: string }): { workflow: string; group?: string } {
-  checkOptionKeys(target, ['workflow', 'group'], 'target');
   const workflow = checkName(target.workflow, 'target.workflow');
   if (target.group === undefined) return { workflow };
   if (target.group === EVERY_GROUP)

@@ -40,7 +40,7 @@ export function Step(options: StepOptions = {}): MethodDecorator {
   return (target, propertyKey, descriptor: PropertyDescriptor) => {
     if (options === null || typeof options !== 'object')
       throw new InvalidOptionError(`@Step ${String(propertyKey)}`, 'must be an object { name?, timeoutMs?, attempts?, backoff? }');
-    checkOptionKeys(options, ['name', ...STEP_CALL_OPTIONS], `@Step ${String(propertyKey)} options`);
+    checkOptionKeys(options, ['name', ...STEP_CALL_OPTIONS], `@Step ${String(propertyKey)}`);
     const name = checkId(options.name ?? String(propertyKey), `@Step name of ${String(propertyKey)}`);
     const { name: _name, ...callOptions } = options;
     const execution = resolveStepOptions(callOptions, `@Step ${String(propertyKey)}`);
