@@ -54,7 +54,7 @@ export class SluiceTesting {
     const context = await NestFactory.createApplicationContext(SluiceTestingModule, { logger: false, abortOnError: false });
     try {
       const instance = context.get(workflow as unknown as Type<WorkflowInstance<WorkflowInput<C>, WorkflowOutput<C>>>);
-      return new WorkflowHarness(instance, harnessOptions, () => context.close(), 'SluiceTesting.create options');
+      return new WorkflowHarness(instance, harnessOptions, () => context.close());
     } catch (error) {
       await context.close();
       throw error;

@@ -60,10 +60,9 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
     readonly instance: WorkflowInstance<In, Out>,
     options: HarnessOptions = {},
     private readonly onClose?: () => Promise<void>,
-    /** Names the options in errors: `SluiceTesting.create` passes its own. */
-    where = 'SluiceTesting.harness options',
   ) {
-    checkOptionKeys(options, HARNESS_OPTIONS, where);
+    // (`SluiceTesting.create` checked its own options' keys already.)
+    checkOptionKeys(options, HARNESS_OPTIONS, 'harness options');
     const type = (instance as { constructor?: unknown } | null)?.constructor;
     const metadata = new WorkflowMetadataAccessor().getWorkflow(type);
     // eslint-disable-next-line @typescript-eslint/no-base-to-string -- no constructor: null, undefined or a primitive from a JS caller
@@ -75,7 +74,10 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
     // The module's own validation and defaults, so the harness cannot disagree with production.
     // The connection only satisfies the validation: nothing connects.
     const { defaults, maxPayloadBytes, maxRunMemoBytes } = options;
-    const resolved = resolveQueueOptions({ connection: { host: 'sluice-testing' }, defaults, maxPayloadBytes, maxRunMemoBytes }, where);
+    const resolved = resolveQueueOptions(
+      { connection: { host: 'sluice-testing' }, defaults, maxPayloadBytes, maxRunMemoBytes },
+      'harness options',
+    );
     this.name = metadata.name;
     this.attempts = metadata.options.attempts ?? resolved.defaults.attempts;
     this.backoff = resolveBackoff(metadata.options.backoff, resolved.defaults.backoff, `@Workflow('${metadata.name}') backoff`);

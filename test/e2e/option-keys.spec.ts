@@ -14,6 +14,7 @@ import {
   defineWorkflow,
   InvalidOptionError,
   OnWorkflowEvent,
+  QueueHealthIndicator,
   QueueModule,
   QueueModuleOptions,
   RunContext,
@@ -352,6 +353,13 @@ const rows: Row[] = [
     redis: true,
     call: (x) => t.client.getLimits({ workflow: 'keys.echo', ...x }),
   },
+  {
+    type: 'HealthOptions',
+    api: 'QueueHealthIndicator.isHealthy',
+    where: 'isHealthy options',
+    redis: true,
+    call: (x) => t.app.get(QueueHealthIndicator).isHealthy('sluice', { timeoutMs: 1_000, ...x }),
+  },
   { type: 'StatsOptions', api: 'stats', where: 'stats opts', redis: true, call: (x) => t.client.stats({ groups: true, ...x }) },
 
   // nest-sluice/dashboard
@@ -378,13 +386,13 @@ const rows: Row[] = [
   {
     type: 'HarnessOptions',
     api: 'SluiceTesting.harness',
-    where: 'SluiceTesting.harness options',
+    where: 'harness options',
     call: (x) => SluiceTesting.harness(new CtxKeys(), { now: 0, ...x }),
   },
   {
     type: 'RunDefaults',
     api: 'SluiceTesting.harness defaults',
-    where: 'SluiceTesting.harness options.defaults',
+    where: 'harness options.defaults',
     call: (x) => SluiceTesting.harness(new CtxKeys(), { defaults: { attempts: 2, ...x } }),
   },
   {
