@@ -9,6 +9,7 @@ import { QUEUE_MODULE_OPTIONS, RESOLVED_QUEUE_OPTIONS } from './interfaces/queue
 import { QueueModuleOptions, resolveQueueOptions } from './interfaces/queue.options';
 import { SLUICE_PROVIDERS } from './sluice.services';
 import { RunEvents } from './worker/run.events';
+import { checkOptionKeys } from './util/option-keys';
 
 /** Options of `QueueModule.forRootAsync`, e.g. to read the connection from `ConfigService`. */
 export interface QueueModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
@@ -35,7 +36,9 @@ export class QueueModule {
     return QueueModule.build([{ provide: QUEUE_MODULE_OPTIONS, useValue: options }], []);
   }
 
+  /** @throws InvalidOptionError for a key other than `imports`, `useFactory` and `inject` (the factory's options are checked at bootstrap) */
   static forRootAsync(options: QueueModuleAsyncOptions): DynamicModule {
+    checkOptionKeys(options, ['imports', 'useFactory', 'inject'], 'QueueModule.forRootAsync options');
     const provider: Provider = { provide: QUEUE_MODULE_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] };
     return QueueModule.build([provider], options.imports ?? []);
   }

@@ -54,7 +54,7 @@ export class ApprovalDemo {
     const rejected = await this.client.enqueue(
       OrderApprovalWorkflow,
       { order: bigOrder('AP-801'), approvalTimeoutMs: 60_000 },
-      { delay: 200 },
+      { delayMs: 200 },
     );
     // Sent before the run reaches its wait: kept in the run's mailbox, taken when it gets there.
     const early = await this.client.signal(rejected.id, 'approval', { approved: false, by: 'lee' });

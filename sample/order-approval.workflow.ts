@@ -23,7 +23,7 @@ export class OrderApprovalWorkflow {
   async run(input: { order: OrderInput; approvalTimeoutMs: number }, ctx: RunContext): Promise<ApprovalOutcome> {
     let approvedBy: string | null = null;
     if (input.order.amountCents > APPROVAL_THRESHOLD_CENTS) {
-      const answer = await ctx.waitForSignal<ApprovalDecision>('approval', { timeout: input.approvalTimeoutMs });
+      const answer = await ctx.waitForSignal<ApprovalDecision>('approval', { timeoutMs: input.approvalTimeoutMs });
       if (answer.timedOut) return { status: 'expired' };
       if (!answer.payload.approved) return { status: 'rejected', by: answer.payload.by };
       approvedBy = answer.payload.by;

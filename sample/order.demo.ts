@@ -136,8 +136,8 @@ export class OrderDemo {
 
   /** 5. A delayed run starts no earlier than its delay. */
   private async delayedRun(): Promise<void> {
-    this.report.section('5. delay: an order enqueued with { delay: "1s" }');
-    const handle = await this.client.enqueue(OrderWorkflow, orderOf('F-600', 'SKU-MUG', 'tok_visa'), { delay: '1s' });
+    this.report.section('5. delay: an order enqueued with { delayMs: "1s" }');
+    const handle = await this.client.enqueue(OrderWorkflow, orderOf('F-600', 'SKU-MUG', 'tok_visa'), { delayMs: '1s' });
     this.logger.log(`client.get → state ${(await this.client.get(handle.id))?.state}`);
     await handle.result(WAIT);
     const info = await this.client.get(handle.id);

@@ -161,6 +161,7 @@ export class QueueAdmin {
   async setLimits(target: LimitTarget & { rateLimit: RateLimit | null }): Promise<RateLimit | null>;
   async setLimits(target: LimitTarget & { limit?: number | null; rateLimit?: RateLimit | null }): Promise<number | RateLimit | null> {
     limitField(target); // validates the target before the rest
+    checkOptionKeys(target, ['workflow', 'group', 'limit', 'rateLimit'], 'setLimits target');
     if (target.rateLimit === undefined) return this.limits.setCap(target);
     if (target.limit !== undefined) throw new InvalidOptionError('target', 'set either limit or rateLimit in one call, not both');
     if (target.workflow === undefined)
@@ -191,6 +192,7 @@ export class QueueAdmin {
    *   runs — not the busiest — and says in `groupsOmitted` how many it left out
    */
   async stats(opts: { workflow?: WorkflowRef; groups?: boolean } = {}): Promise<QueueStats> {
+    checkOptionKeys(opts, ['workflow', 'groups'], 'stats opts');
     const target = opts.workflow === undefined ? undefined : this.registry.resolve(opts.workflow);
     if (target && !target.known) await this.fleet.confirm(target.name, 'stats');
     const workflows = target ? [target.name] : [];
@@ -229,6 +231,7 @@ export class QueueAdmin {
   /** Checks a pause target completely, then (for a workflow this process does not declare) that the fleet knows it. */
   private async controlTarget(target: PauseTarget, operation: string): Promise<{ workflow: string; group?: string }> {
     if (target === null || typeof target !== 'object') throw new InvalidInputError('target', 'must be an object { workflow, group? }');
+    checkOptionKeys(target, ['workflow', 'group'], `${operation} target`);
     if (target.workflow === undefined) throw new InvalidInputError('target.workflow', 'is required');
     const checked = checkPauseTarget({ workflow: this.registry.resolve(target.workflow).name, group: target.group });
     await this.confirmWorkflow(checked.workflow, operation);

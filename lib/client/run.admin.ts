@@ -9,6 +9,7 @@ import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisKeys } from '../redis/redis.keys';
 import { checkInteger } from '../util/duration';
 import { checkId, checkName } from '../util/names';
+import { checkOptionKeys } from '../util/option-keys';
 import type { WorkflowClass } from '../workflow/workflow.types';
 import type { WorkflowContract } from '../workflow/workflow.contract';
 import { RUN_FIELDS, RunInfo, toRunInfo, type WaitState } from './run-info';
@@ -90,6 +91,7 @@ export class RunAdmin {
   async listRuns(opts: ListRunsOptions): Promise<RunPage> {
     if (opts === null || typeof opts !== 'object')
       throw new InvalidInputError('opts', 'must be an object { workflow, state, group?, cursor?, limit?, order? }');
+    checkOptionKeys(opts, ['workflow', 'state', 'group', 'cursor', 'limit', 'order'], 'listRuns opts');
     const workflow = this.resolve(opts.workflow);
     const state = oneOf(opts.state, LISTABLE, 'opts.state') as ListableState;
     const group = opts.group === undefined ? '' : checkName(opts.group, 'opts.group');
@@ -127,6 +129,7 @@ export class RunAdmin {
 
   async retryAll(opts: RetryAllOptions): Promise<number> {
     if (opts === null || typeof opts !== 'object') throw new InvalidInputError('opts', 'must be an object { workflow, state, limit? }');
+    checkOptionKeys(opts, ['workflow', 'state', 'limit'], 'retryAll opts');
     const workflow = this.resolve(opts.workflow);
     const state = oneOf(opts.state, RETRYABLE, 'opts.state') as 'failed' | 'cancelled';
     const limit = opts.limit === undefined ? MAX_RETRY_ALL : checkInteger(opts.limit, 'opts.limit', 1, MAX_RETRY_ALL);

@@ -9,6 +9,7 @@ import { setPaused, writeRateLimit } from '../redis/commands/set-control.command
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisKeys } from '../redis/redis.keys';
 import { checkId, checkName } from '../util/names';
+import { checkOptionKeys } from '../util/option-keys';
 import type { RunState } from './run-info';
 import type { WorkflowRef } from './workflow.ref';
 
@@ -57,6 +58,7 @@ export class RunControl {
   async cancel(runId: string, opts: CancelOptions = {}): Promise<CancelResult> {
     checkId(runId, 'runId');
     if (opts === null || typeof opts !== 'object') throw new InvalidOptionError('opts', 'must be an object { reason? }');
+    checkOptionKeys(opts, ['reason'], 'cancel opts');
     const reason = opts.reason ?? '';
     if (typeof reason !== 'string' || reason.length > MAX_REASON_LENGTH) {
       throw new InvalidOptionError('opts.reason', `must be a string of at most ${MAX_REASON_LENGTH} characters`);

@@ -11,6 +11,7 @@ import { RedisKeys } from '../redis/redis.keys';
 import { telemetryApi, type OtelApi } from '../telemetry/otel.loader';
 import { captureTrace } from '../telemetry/trace.carrier';
 import { buildEnqueueRequest } from '../workflow/enqueue.request';
+import { checkOptionKeys } from '../util/option-keys';
 import { NamespaceLayout } from '../migration/namespace.layout';
 import { EnqueueBatcher } from './enqueue.batcher';
 
@@ -66,6 +67,7 @@ export class RunEnqueuer {
   requests(workflow: { name: string; attempts: number }, items: Array<{ input: unknown; opts?: EnqueueOptions }>): EnqueueRequest[] {
     return items.map((item, index) => {
       if (item === null || typeof item !== 'object') throw new InvalidInputError(`items[${index}]`, 'must be an object { input, opts? }');
+      checkOptionKeys(item, ['input', 'opts'], `items[${index}]`);
       try {
         return buildEnqueueRequest(workflow, item.input, item.opts, this.options.maxPayloadBytes);
       } catch (error) {

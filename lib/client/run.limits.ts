@@ -15,6 +15,7 @@ import { writeCap } from '../redis/commands/set-limits.command';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisConnections } from '../redis/redis.connections';
 import { RedisKeys } from '../redis/redis.keys';
+import { checkOptionKeys } from '../util/option-keys';
 
 /**
  * Fleet-wide caps for `QueueAdmin`: setting one (lua/set-limits.lua, then lua/activate-groups.lua
@@ -42,6 +43,7 @@ export class RunLimits {
   /** The caps and rate limits stored for a target (see `QueueAdmin.getLimits`). */
   async get(target: LimitTarget): Promise<Limits> {
     limitField(target); // validates
+    checkOptionKeys(target, ['workflow', 'group'], 'getLimits target');
     const { workflow, group } = target;
     const fields = ['ns', ...(workflow ? [limitField({ workflow }), limitField({ workflow, group: EVERY_GROUP })] : [])];
     if (workflow && group && group !== EVERY_GROUP) fields.push(limitField({ workflow, group }));

@@ -8,6 +8,7 @@ import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { encodePayload } from '../redis/payload.codec';
 import { RedisKeys } from '../redis/redis.keys';
 import { checkId } from '../util/names';
+import { checkOptionKeys } from '../util/option-keys';
 import { MAX_MAILBOX } from '../workflow/wait.types';
 
 /** What `QueueClient.signal` did. */
@@ -56,6 +57,7 @@ export class RunSignals {
   async sendEvent(name: string, opts: SendEventOptions = {}): Promise<number> {
     checkId(name, 'event name');
     if (opts === null || typeof opts !== 'object') throw new InvalidOptionError('opts', 'must be an object { key?, payload? }');
+    checkOptionKeys(opts, ['key', 'payload'], 'sendEvent opts');
     const key = opts.key === undefined || opts.key === '' ? '' : checkId(opts.key, 'opts.key');
     const encoded = encodePayload(opts.payload, 'event payload', this.options.maxPayloadBytes);
     // Runs that start waiting while the batches go are resumed too, but only as many batches as

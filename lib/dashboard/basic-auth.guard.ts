@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { type ExecutionContext, UnauthorizedException } from '@nestjs/common';
 import { QueueConfigError } from '../errors';
+import { checkOptionKeys } from '../util/option-keys';
 import { setHeader } from './dashboard.headers';
 import type { DashboardGuardFn } from './dashboard.options';
 
@@ -24,6 +25,7 @@ const digest = (text: string) => createHash('sha256').update(text).digest();
  * ```
  */
 export function basicAuthGuard(options: BasicAuthOptions): DashboardGuardFn {
+  checkOptionKeys(options, ['username', 'password', 'realm'], 'basicAuthGuard options');
   const { username, password, realm = 'Sluice' } = options ?? ({} as BasicAuthOptions);
   if (typeof username !== 'string' || username === '' || username.includes(':'))
     throw new QueueConfigError('basicAuthGuard: username must be a non-empty string without ":"');

@@ -1,5 +1,6 @@
 import { type DynamicModule, Module, type ModuleMetadata, type Provider } from '@nestjs/common';
 import { QueueConfigError } from '../errors';
+import { checkOptionKeys } from '../util/option-keys';
 import { RouterModule } from '@nestjs/core';
 import { DashboardAccessGuard } from './dashboard-access.guard';
 import { DashboardActionGuard, DashboardSameSiteGuard } from './dashboard-action.guard';
@@ -33,13 +34,7 @@ export class SluiceDashboardModule {
   /** The options from a factory (e.g. `readOnly` from `ConfigService`); `path` is fixed here. */
   static forRootAsync(options: SluiceDashboardAsyncOptions): DynamicModule {
     const { path } = resolveDashboardOptions({ path: options?.path });
-    const unknown = Object.keys(options).filter(
-      (key) => !ASYNC_KEYS.includes(key) && (options as unknown as Record<string, unknown>)[key] !== undefined,
-    );
-    if (unknown.length > 0)
-      throw new QueueConfigError(
-        `SluiceDashboardModule.forRootAsync: unknown option(s) ${unknown.join(', ')} (the options are ${ASYNC_KEYS.join(', ')}; the others come from useFactory)`,
-      );
+    checkOptionKeys(options, ASYNC_KEYS, 'SluiceDashboardModule.forRootAsync options');
     if (typeof options.useFactory !== 'function')
       throw new QueueConfigError('SluiceDashboardModule.forRootAsync: useFactory must be a function');
     const provider: Provider = {

@@ -1,5 +1,6 @@
 import type { CanActivate, ExecutionContext, ModuleMetadata, Type } from '@nestjs/common';
 import { QueueConfigError } from '../errors';
+import { checkOptionKeys } from '../util/option-keys';
 import { type AllowedHost, resolveAllowedHosts } from './dashboard.hosts';
 
 /** A function that decides whether a request may see the dashboard (and act, when actions are on). */
@@ -72,15 +73,14 @@ export const DASHBOARD_OPTIONS = Symbol('SLUICE_DASHBOARD_OPTIONS');
 const PATH = /^(\/[A-Za-z0-9._~-]+)+$/;
 const KEYS = ['path', 'guard', 'allowedHosts', 'readOnly', 'pollMs', 'sampleMs', 'redactStacks'];
 
-/** Checks the options at import time: a typed error naming the option, before the app boots. */
+/**
+ * Checks the options at import time: a typed error naming the option, before the app boots
+ * (`InvalidOptionError` for an unknown key, `QueueConfigError` for a bad value).
+ */
 export function resolveDashboardOptions(options: SluiceDashboardOptions): ResolvedDashboardOptions {
   if (options === null || typeof options !== 'object')
     throw new QueueConfigError('SluiceDashboardModule.forRoot options must be an object { path, guard?, readOnly? }');
-  const unknown = Object.keys(options).filter(
-    (key) => !KEYS.includes(key) && (options as unknown as Record<string, unknown>)[key] !== undefined,
-  );
-  if (unknown.length > 0)
-    throw new QueueConfigError(`SluiceDashboardModule: unknown option(s) ${unknown.join(', ')} (the options are ${KEYS.join(', ')})`);
+  checkOptionKeys(options, KEYS, 'SluiceDashboardModule options');
   const path = typeof options.path === 'string' && options.path.length > 1 ? options.path.replace(/\/+$/, '') : options.path;
   if (typeof path !== 'string' || !PATH.test(path)) {
     throw new QueueConfigError(

@@ -1,5 +1,6 @@
 import { InvalidOptionError } from '../errors';
 import { checkName } from '../util/names';
+import { checkOptionKeys } from '../util/option-keys';
 import { RUN_EVENT_NAMES, type RunEventName, type RunEventPayload } from '../interfaces/run.events';
 
 /** Where `@OnWorkflowEvent` records its handlers: on the class prototype, per method. */
@@ -57,6 +58,9 @@ export function OnWorkflowEvent<E extends RunEventName>(event: E, options: OnWor
       `must be one of ${RUN_EVENT_NAMES.map((name) => `'${name}'`).join(', ')}, got ${JSON.stringify(event)}`,
     );
   }
+  if (options === null || typeof options !== 'object')
+    throw new InvalidOptionError('@OnWorkflowEvent options', 'must be an object { workflow? }');
+  checkOptionKeys(options, ['workflow'], '@OnWorkflowEvent options');
   const metadata: WorkflowEventHandlerMetadata = {
     event,
     ...(options.workflow !== undefined && { workflows: checkWorkflows(options.workflow) }),

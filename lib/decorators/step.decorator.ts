@@ -3,7 +3,8 @@ import { InvalidOptionError } from '../errors';
 import { checkId } from '../util/names';
 import { runScope } from '../workflow/run.scope';
 import { noteStepMethod } from '../workflow/step-classes.registry';
-import { resolveStepOptions, type StepCallOptions } from '../workflow/step.options';
+import { resolveStepOptions, STEP_CALL_OPTIONS, type StepCallOptions } from '../workflow/step.options';
+import { checkOptionKeys } from '../util/option-keys';
 
 /** Options of `@Step`: its memo key, plus how it executes (time limit, tries; see {@link StepCallOptions}). */
 export interface StepOptions extends StepCallOptions {
@@ -39,6 +40,7 @@ export function Step(options: StepOptions = {}): MethodDecorator {
   return (target, propertyKey, descriptor: PropertyDescriptor) => {
     if (options === null || typeof options !== 'object')
       throw new InvalidOptionError(`@Step ${String(propertyKey)}`, 'must be an object { name?, timeoutMs?, attempts?, backoff? }');
+    checkOptionKeys(options, ['name', ...STEP_CALL_OPTIONS], `@Step ${String(propertyKey)}`);
     const name = checkId(options.name ?? String(propertyKey), `@Step name of ${String(propertyKey)}`);
     const { name: _name, ...callOptions } = options;
     const execution = resolveStepOptions(callOptions, `@Step ${String(propertyKey)}`);

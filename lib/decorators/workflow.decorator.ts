@@ -7,8 +7,29 @@ import { InvalidOptionError } from '../errors';
 import { checkInteger } from '../util/duration';
 import { checkDeclaredSchedules } from '../workflow/schedule.check';
 import { MAX_TIMER_MS } from '../workflow/step.options';
+import { checkOptionKeys } from '../util/option-keys';
+import { BACKOFF_OPTIONS } from '../interfaces/backoff.options';
 
 const MAX_DELAY_MS = 365 * 86_400_000;
+
+/**
+ * The keys of {@link WorkflowOptions}. `input` and `output` are the Standard Schema validators
+ * being added on another branch; listed already so that the two changes merge without a refusal.
+ */
+export const WORKFLOW_OPTIONS: readonly string[] = [
+  'concurrency',
+  'groupConcurrency',
+  'indexCompleted',
+  'rateLimit',
+  'groupRateLimit',
+  'attempts',
+  'backoff',
+  'timeoutMs',
+  'schedules',
+  'keep',
+  'input',
+  'output',
+];
 import type { ContractImplementation, RetentionByCount, WorkflowOptions } from '../workflow/workflow.types';
 import { isWorkflowContract, type WorkflowContract } from '../workflow/workflow.contract';
 
@@ -39,6 +60,8 @@ export function Workflow<In, Out>(
 export function Workflow(nameOrContract: string | WorkflowContract<unknown, unknown>, options: WorkflowOptions = {}): ClassDecorator {
   const contract = isWorkflowContract(nameOrContract) ? nameOrContract : undefined;
   const name = checkName(contract ? contract.name : nameOrContract, '@Workflow name');
+  if (options === null || typeof options !== 'object') throw new InvalidOptionError(`@Workflow('${name}') options`, 'must be an object');
+  checkOptionKeys(options, WORKFLOW_OPTIONS, `@Workflow('${name}') options`);
   if (contract && options.attempts !== undefined && options.attempts !== contract.attempts) {
     // Producers enqueue with the contract alone: attempts set only here would not reach them.
     const where =
@@ -59,6 +82,9 @@ export function Workflow(nameOrContract: string | WorkflowContract<unknown, unkn
   if (options.timeoutMs !== undefined) checkInteger(options.timeoutMs, `@Workflow('${name}') timeoutMs`, 1, MAX_TIMER_MS);
   if (options.backoff !== undefined) {
     const field = `@Workflow('${name}') backoff`;
+    if (options.backoff === null || typeof options.backoff !== 'object')
+      throw new InvalidOptionError(field, 'must be an object { delayMs, factor?, maxDelayMs? }');
+    checkOptionKeys(options.backoff, BACKOFF_OPTIONS, field);
     checkInteger(options.backoff.delayMs, `${field}.delayMs`, 0, MAX_DELAY_MS);
     if (options.backoff.maxDelayMs !== undefined) checkInteger(options.backoff.maxDelayMs, `${field}.maxDelayMs`, 0, MAX_DELAY_MS);
     if (options.backoff.factor !== undefined && !(Number.isFinite(options.backoff.factor) && options.backoff.factor > 0)) {
@@ -85,8 +111,8 @@ function checkKeep(name: string, keep: RetentionByCount): void {
   const field = `@Workflow('${name}') keep`;
   if (keep === null || typeof keep !== 'object' || Array.isArray(keep))
     throw new InvalidOptionError(field, 'must be an object { completed?, failed? }');
-  for (const key of Object.keys(keep)) {
-    if (key !== 'completed' && key !== 'failed') throw new InvalidOptionError(`${field}.${key}`, 'is not an option (completed, failed)');
+  checkOptionKeys(keep, ['completed', 'failed'], field);
+  for (const key of ['completed', 'failed'] as const) {
     const value = keep[key];
     if (value !== undefined) checkInteger(value, `${field}.${key}`, 0, MAX_KEEP);
   }

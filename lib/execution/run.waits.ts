@@ -3,12 +3,16 @@ import { checkId } from '../util/names';
 import { toMilliseconds, type Duration } from '../util/duration';
 import type { Stored } from '../workflow/payload.types';
 import { stepScope } from '../workflow/run.scope';
+import { checkOptionKeys, readRenamedOption, TIMEOUT_RENAMED } from '../util/option-keys';
 import {
+  EVENT_WAIT_OPTIONS,
+  INVOKE_OPTIONS,
   MAX_INVOKE_ALL,
   MAX_INVOKE_BYTES,
   type EventWaitOptions,
   type InvokeCall,
   type InvokeOptions,
+  SIGNAL_WAIT_OPTIONS,
   type SignalWaitOptions,
   type WaitOutcome,
 } from '../workflow/wait.types';
@@ -19,6 +23,9 @@ import { eventTarget } from '../redis/run.layout';
 import { childId } from './wait.ids';
 import type { SuspendReply, SuspendRequest, WaitPort } from './wait.port';
 import { refusedBytes, toChildOutcome, toWaitOutcome } from './wait.outcome';
+
+/** The keys of an {@link InvokeCall}. */
+const INVOKE_CALL_KEYS: readonly string[] = ['workflow', 'input', 'opts'];
 
 /** Furthest ahead a sleep may end, as for an enqueue's `runAt`. */
 const MAX_SLEEP_MS = 10 * 365 * 86_400_000;
@@ -65,7 +72,7 @@ export class RunWaits {
   async waitForSignal<T>(name: string, opts?: SignalWaitOptions): Promise<WaitOutcome<T>> {
     this.topLevel('ctx.waitForSignal');
     checkId(name, 'ctx.waitForSignal name');
-    const afterMs = timeoutOf(opts, `ctx.waitForSignal("${name}")`);
+    const afterMs = timeoutOf(opts, SIGNAL_WAIT_OPTIONS, 'ctx.waitForSignal', name);
     const [raw] = await this.wait({
       kind: 'signal',
       afterMs,
@@ -78,8 +85,8 @@ export class RunWaits {
   async waitForEvent<T>(name: string, opts?: EventWaitOptions): Promise<WaitOutcome<T>> {
     this.topLevel('ctx.waitForEvent');
     checkId(name, 'ctx.waitForEvent name');
+    const afterMs = timeoutOf(opts, EVENT_WAIT_OPTIONS, 'ctx.waitForEvent', name);
     const key = opts?.key === undefined || opts.key === '' ? '' : checkId(opts.key, `ctx.waitForEvent("${name}") key`);
-    const afterMs = timeoutOf(opts, `ctx.waitForEvent("${name}")`);
     const [raw] = await this.wait({
       kind: 'event',
       afterMs,
@@ -90,12 +97,15 @@ export class RunWaits {
   }
 
   async invoke<T>(workflow: unknown, input: unknown, opts?: InvokeOptions): Promise<Stored<T>> {
-    const [result] = await this.invokeAll<T>([{ workflow, input, opts }]);
+    const [result] = await this.invokeAll<T>([{ workflow, input, opts }], true);
     return result;
   }
 
-  /** Starts every child, waits for all, resolves with their results in call order or throws the first failure. */
-  async invokeAll<T>(calls: InvokeCall[]): Promise<Stored<T>[]> {
+  /**
+   * Starts every child, waits for all, resolves with their results in call order or throws the first failure.
+   * @param single called as `ctx.invoke` (errors name its `opts`)
+   */
+  async invokeAll<T>(calls: InvokeCall[], single = false): Promise<Stored<T>[]> {
     this.topLevel('ctx.invokeAll');
     if (!Array.isArray(calls) || calls.length === 0 || calls.length > MAX_INVOKE_ALL) {
       throw new InvalidInputError('ctx.invokeAll calls', `must be an array of 1 to ${MAX_INVOKE_ALL} { workflow, input, opts? }`);
@@ -103,6 +113,8 @@ export class RunWaits {
     const entries = calls.map((call, index) => {
       if (call === null || typeof call !== 'object')
         throw new InvalidInputError(`ctx.invokeAll calls[${index}]`, 'must be an object { workflow, input, opts? }');
+      if (!single) checkOptionKeys(call, INVOKE_CALL_KEYS, `ctx.invokeAll calls[${index}]`);
+      checkOptionKeys(call.opts, INVOKE_OPTIONS, single ? 'ctx.invoke opts' : `ctx.invokeAll calls[${index}].opts`);
       // Checked first; the memo key takes the workflow's name, and the id (unless given) the memo key.
       const request = this.port.childRequest(call.workflow, call.input, call.opts);
       const placed = this.recorder.place('invoke', `invoke:${request.workflow}`);
@@ -201,8 +213,18 @@ export class RunWaits {
   }
 }
 
-function timeoutOf(opts: SignalWaitOptions | EventWaitOptions | undefined, call: string): number | undefined {
+/** Checks a wait's options (their keys first) and returns its timeout in ms, if any. */
+function timeoutOf(
+  opts: SignalWaitOptions | EventWaitOptions | undefined,
+  allowed: readonly string[],
+  call: string,
+  name: string,
+): number | undefined {
   if (opts !== undefined && (opts === null || typeof opts !== 'object'))
-    throw new InvalidOptionError(`${call} options`, 'must be an object');
-  return opts?.timeout === undefined ? undefined : toMilliseconds(opts.timeout, `${call} timeout`);
+    throw new InvalidOptionError(`${call}("${name}") options`, 'must be an object');
+  checkOptionKeys(opts, allowed, `${call} opts`, [TIMEOUT_RENAMED]);
+  const timeout = readRenamedOption<Duration>(opts, TIMEOUT_RENAMED, `${call} opts`);
+  return timeout === undefined
+    ? undefined
+    : toMilliseconds(timeout, `${call}("${name}") ${opts?.timeoutMs === undefined ? 'timeout' : 'timeoutMs'}`);
 }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { SluiceError } from '../errors';
+import { checkOptionKeys } from '../util/option-keys';
 import type { WorkerState } from '../worker/worker.orchestrator';
 import { QueueHealth, type QueueHealthReport } from './queue.health';
 
@@ -78,6 +79,7 @@ export class QueueHealthIndicator {
     key: Key = 'sluice' as Key,
     options: { timeoutMs?: number } = {},
   ): Promise<QueueHealthIndicatorResult<Key>> {
+    checkOptionKeys(options, ['timeoutMs'], 'isHealthy options');
     const report = await this.health.check(options.timeoutMs);
     const details = toDetails(report);
     const service = this.indicatorService();

@@ -7,3 +7,6 @@ export interface BackoffOptions {
   /** Upper bound of one delay (default 1 hour). */
   maxDelayMs?: number;
 }
+
+/** The keys of {@link BackoffOptions}: any other is refused (see checkOptionKeys). */
+export const BACKOFF_OPTIONS: readonly string[] = ['delayMs', 'factor', 'maxDelayMs'];

@@ -1,5 +1,6 @@
 import type { Cluster, NatMap, RedisOptions } from 'ioredis';
 import { QueueConfigError } from '../errors';
+import { checkOptionKeys } from '../util/option-keys';
 
 /** One node Sluice may ask for the cluster's slot map. */
 export interface ClusterSeed {
@@ -21,6 +22,8 @@ export interface RedisClusterConnectionOptions {
   /** Maps the `host:port` a node announces to the address to reach it at (NAT, containers): ioredis's `natMap`, an object or a function. */
   natMap?: NatMap;
 }
+
+const CLUSTER_OPTIONS: readonly string[] = ['cluster', 'username', 'password', 'tls', 'natMap'];
 
 /** What Sluice connects to a cluster with, from the options or an ioredis `Cluster` instance. */
 export interface ClusterSettings {
@@ -48,18 +51,19 @@ export function clusterSettings(connection: unknown): ClusterSettings | undefine
   const instance = userClusterInstance(connection);
   if (instance) return fromInstance(instance);
   if (!isClusterOptions(connection)) return undefined;
+  // A shape of Sluice's own (its `tls` and `natMap` values are ioredis's, passed on as they are).
+  checkOptionKeys(connection, CLUSTER_OPTIONS, 'QueueModule options.connection');
   const { cluster, username, password, tls, natMap } = connection;
   if (!Array.isArray(cluster) || cluster.length === 0)
     throw new QueueConfigError('options.connection.cluster must be a non-empty array of { host, port } seed nodes');
-  const seeds = cluster.map((seed, index) => checkSeed(seed, `options.connection.cluster[${index}]`));
+  const seeds = cluster.map((seed, index) => {
+    if (seed !== null && typeof seed === 'object')
+      checkOptionKeys(seed, ['host', 'port'], `QueueModule options.connection.cluster[${index}]`);
+    return checkSeed(seed, `options.connection.cluster[${index}]`);
+  });
   for (const [field, value] of Object.entries({ username, password })) {
     if (value !== undefined && typeof value !== 'string') throw new QueueConfigError(`options.connection.${field} must be a string`);
   }
-  const extra = Object.keys(connection).filter((key) => !['cluster', 'username', 'password', 'tls', 'natMap'].includes(key));
-  if (extra.length > 0)
-    throw new QueueConfigError(
-      `options.connection: unknown cluster option(s) ${extra.join(', ')} (cluster takes cluster, username, password, tls, natMap)`,
-    );
   return { seeds, username, password, tls: tls === true ? {} : tls || undefined, natMap: natMap && checkNatMap(natMap) };
 }
 

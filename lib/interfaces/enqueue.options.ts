@@ -11,8 +11,14 @@ export interface EnqueueOptions {
    */
   id?: string;
   /** Start no earlier than this from now: ms, or a string such as `'30s'`, `'10m'`. */
+  delayMs?: Duration;
+  /**
+   * The old name of {@link EnqueueOptions.delayMs} (durations are named `…Ms`): still read, with a
+   * `DeprecationWarning` (`SLUICE_DEP_DELAY`) once per process; giving both is an `InvalidOptionError`.
+   * @deprecated use `delayMs`
+   */
   delay?: Duration;
-  /** Start no earlier than this time (wins over `delay`). */
+  /** Start no earlier than this time (wins over `delayMs`). */
   runAt?: Date;
   /** 0 (default) to 1 048 575; higher runs first, FIFO within a priority. */
   priority?: number;
@@ -28,8 +34,8 @@ export interface EnqueueOptions {
   runTimeoutMs?: number;
 }
 
-/** The keys of {@link EnqueueOptions}: any other is refused (see checkOptionKeys). */
-export const ENQUEUE_OPTIONS: readonly string[] = ['id', 'delay', 'runAt', 'priority', 'group', 'attempts', 'runTimeoutMs'];
+/** The keys of {@link EnqueueOptions}: any other is refused (see checkOptionKeys) but `delay`, the old name of `delayMs` (DELAY_RENAMED). */
+export const ENQUEUE_OPTIONS: readonly string[] = ['id', 'delayMs', 'runAt', 'priority', 'group', 'attempts', 'runTimeoutMs'];
 
 /** A validated enqueue, ready to become script arguments. */
 export interface EnqueueRequest {

@@ -5,8 +5,9 @@ import { userRedisInstance } from './user-instance';
 import { clusterSettings, type ClusterSettings, type RedisClusterConnectionOptions } from './cluster.options';
 import { Duration, toMilliseconds } from '../util/duration';
 import { checkName } from '../util/names';
+import { checkOptionKeys } from '../util/option-keys';
 import { resolveLoggingOptions, type LoggingOptions, type ResolvedLoggingOptions } from '../util/logging.options';
-import type { BackoffOptions } from './backoff.options';
+import { BACKOFF_OPTIONS, type BackoffOptions } from './backoff.options';
 import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryOptions } from './telemetry.options';
 
 /**
@@ -148,9 +149,50 @@ export interface ResolvedQueueOptions {
 
 export const DEFAULT_BACKOFF: Required<BackoffOptions> = { delayMs: 1_000, factor: 2, maxDelayMs: 3_600_000 };
 
-/** Fills defaults and checks every option, so a misconfiguration fails the bootstrap with a clear message. */
-export function resolveQueueOptions(options: QueueModuleOptions): ResolvedQueueOptions {
+// The keys of Sluice's own option objects: any other is refused with InvalidOptionError (see
+// checkOptionKeys). Not `connection`: its fields object mirrors ioredis's options, which users
+// bring with keys of their own, and an ioredis instance has many keys; only a cluster
+// connection, a shape of Sluice's own, is checked (clusterSettings), its `tls` and `natMap`
+// values (ioredis's) excepted.
+const MODULE_OPTIONS: readonly string[] = [
+  'connection',
+  'prefix',
+  'namespace',
+  'concurrency',
+  'worker',
+  'defaults',
+  'maxPayloadBytes',
+  'maxRunMemoBytes',
+  'redisTimeoutMs',
+  'fastPath',
+  'compactRunRecords',
+  'migrate',
+  'telemetry',
+  'strict',
+  'logging',
+];
+const WORKER_OPTIONS: readonly string[] = [
+  'enabled',
+  'concurrency',
+  'lockMs',
+  'stalledIntervalMs',
+  'maxStalls',
+  'shutdownTimeoutMs',
+  'timeline',
+];
+const RUN_DEFAULTS: readonly string[] = ['attempts', 'backoff', 'resultTtlMs'];
+
+/**
+ * Fills defaults and checks every option, so a misconfiguration fails the bootstrap with a clear
+ * message: `QueueConfigError` for a bad value, `InvalidOptionError` for an unknown key.
+ * @param where names the options in the errors of unknown keys (the testing harness passes its own)
+ */
+export function resolveQueueOptions(options: QueueModuleOptions, where = 'QueueModule options'): ResolvedQueueOptions {
   if (!options || typeof options !== 'object') throw new QueueConfigError('QueueModule options are required');
+  checkOptionKeys(options, MODULE_OPTIONS, where);
+  checkOptionKeys(options.worker, WORKER_OPTIONS, `${where}.worker`);
+  checkOptionKeys(options.defaults, RUN_DEFAULTS, `${where}.defaults`);
+  checkOptionKeys(options.defaults?.backoff, BACKOFF_OPTIONS, `${where}.defaults.backoff`);
   const cluster = clusterSettings(options.connection);
   if (!cluster) checkConnection(options.connection);
   const lockMs = positive(duration(options.worker?.lockMs ?? 30_000, 'worker.lockMs'), 'worker.lockMs');
@@ -183,9 +225,9 @@ export function resolveQueueOptions(options: QueueModuleOptions): ResolvedQueueO
     fastPath: options.fastPath ?? true,
     compactRunRecords: flag(options.compactRunRecords ?? false, 'compactRunRecords'),
     migrate: flag(options.migrate ?? true, 'migrate'),
-    telemetry: resolveTelemetryOptions(options.telemetry),
+    telemetry: resolveTelemetryOptions(options.telemetry, `${where}.telemetry`),
     strict: flag(options.strict ?? false, 'strict'),
-    logging: resolveLoggingOptions(options.logging),
+    logging: resolveLoggingOptions(options.logging, `${where}.logging`),
   };
 }
 

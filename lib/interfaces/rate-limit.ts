@@ -1,5 +1,6 @@
 import { InvalidOptionError } from '../errors';
 import { checkInteger } from '../util/duration';
+import { checkOptionKeys } from '../util/option-keys';
 
 /** Largest cap that can be stored, and most starts a rate window allows. */
 export const MAX_LIMIT = 1_000_000;
@@ -24,6 +25,7 @@ export function checkRateLimit(value: unknown, field: string): RateLimit {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new InvalidOptionError(field, 'must be an object { max, perMs }');
   }
+  checkOptionKeys(value, ['max', 'perMs'], field);
   const { max, perMs } = value as Partial<RateLimit>;
   return { max: checkInteger(max, `${field}.max`, 1, MAX_LIMIT), perMs: checkInteger(perMs, `${field}.perMs`, 1, MAX_RATE_WINDOW_MS) };
 }

@@ -1,4 +1,5 @@
 import { QueueConfigError } from '../errors';
+import { checkOptionKeys } from '../util/option-keys';
 
 /**
  * OpenTelemetry options (module option `telemetry`). Sluice emits spans and metrics through
@@ -21,10 +22,11 @@ export interface ResolvedTelemetryOptions {
 }
 
 /** Fills the default and checks the option, so a typo fails the bootstrap with a clear message. */
-export function resolveTelemetryOptions(options: TelemetryOptions | undefined): ResolvedTelemetryOptions {
+export function resolveTelemetryOptions(options: TelemetryOptions | undefined, where = 'telemetry'): ResolvedTelemetryOptions {
   if (options === undefined) return { enabled: true };
   if (options === null || typeof options !== 'object')
     throw new QueueConfigError(`telemetry must be an object { enabled? }, got ${String(options)}`);
+  checkOptionKeys(options, ['enabled'], where);
   const enabled = options.enabled ?? true;
   if (typeof enabled !== 'boolean') throw new QueueConfigError(`telemetry.enabled must be true or false, got ${String(enabled)}`);
   return { enabled };

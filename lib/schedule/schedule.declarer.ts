@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { WorkflowDefinition } from '../discovery/workflow.registry';
-import { buildScheduleSpec, ScheduleSpec } from '../workflow/schedule.check';
+import { buildScheduleSpec, DECLARED_SCHEDULE_OPTIONS, ScheduleSpec } from '../workflow/schedule.check';
 import type { ScheduleChange } from '../redis/commands/schedule-write.command';
 import type { ScheduleStore } from './schedule.store';
 
@@ -12,7 +12,14 @@ import type { ScheduleStore } from './schedule.store';
 export function declaredScheduleSpecs(workflows: WorkflowDefinition[], maxPayloadBytes: number): ScheduleSpec[] {
   return workflows.flatMap((workflow) =>
     workflow.schedules.map((schedule, index) =>
-      buildScheduleSpec(schedule.id, workflow, schedule, `@Workflow('${workflow.name}') schedules[${index}]`, maxPayloadBytes),
+      buildScheduleSpec(
+        schedule.id,
+        workflow,
+        schedule,
+        `@Workflow('${workflow.name}') schedules[${index}]`,
+        maxPayloadBytes,
+        DECLARED_SCHEDULE_OPTIONS,
+      ),
     ),
   );
 }

@@ -7,6 +7,7 @@ import type { RedisKeys } from '../redis/redis.keys';
 import type { RedisLink } from '../redis/redis.link';
 import { checkInteger } from '../util/duration';
 import { checkName } from '../util/names';
+import { checkOptionKeys } from '../util/option-keys';
 import { planOccurrences } from '../workflow/cron.plan';
 import type { ScheduleSpec } from '../workflow/schedule.check';
 import { ScheduleInfo, toScheduleInfo } from './schedule-info';
@@ -88,6 +89,7 @@ export class ScheduleStore {
 
   async list(opts: ListSchedulesOptions = {}): Promise<SchedulePage> {
     if (opts === null || typeof opts !== 'object') throw new InvalidOptionError('opts', 'must be an object { workflow?, cursor?, limit? }');
+    checkOptionKeys(opts, ['workflow', 'cursor', 'limit'], 'listSchedules opts');
     const limit = opts.limit === undefined ? 100 : checkInteger(opts.limit, 'opts.limit', 1, 1_000);
     const cursor = opts.cursor === undefined ? '' : checkName(opts.cursor, 'opts.cursor');
     const workflow = opts.workflow === undefined ? undefined : checkName(opts.workflow, 'opts.workflow');

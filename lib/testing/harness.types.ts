@@ -19,6 +19,9 @@ export interface HarnessOptions extends Pick<QueueModuleOptions, 'defaults' | 'm
   random?: () => number;
 }
 
+/** The keys of {@link HarnessOptions}. */
+export const HARNESS_OPTIONS: readonly string[] = ['defaults', 'maxPayloadBytes', 'maxRunMemoBytes', 'now', 'random'];
+
 /** Options of `SluiceTesting.create`: the providers the workflow needs, plus {@link HarnessOptions}. */
 export interface SluiceTestingOptions extends HarnessOptions {
   /** Providers besides the workflow class (its dependencies, or fakes of them). */
@@ -27,8 +30,14 @@ export interface SluiceTestingOptions extends HarnessOptions {
   imports?: ModuleMetadata['imports'];
 }
 
+/** The keys of {@link SluiceTestingOptions}. */
+export const SLUICE_TESTING_OPTIONS: readonly string[] = [...HARNESS_OPTIONS, 'providers', 'imports'];
+
 /** A run through the harness: the `EnqueueOptions` that matter in-process, checked as `enqueue` does. */
-export type HarnessRunOptions = Pick<EnqueueOptions, 'id' | 'delay' | 'runAt' | 'attempts' | 'runTimeoutMs'>;
+export type HarnessRunOptions = Pick<EnqueueOptions, 'id' | 'delayMs' | 'delay' | 'runAt' | 'attempts' | 'runTimeoutMs'>;
+
+/** The keys of {@link HarnessRunOptions} (besides `delay`, the old name of `delayMs`). */
+export const HARNESS_RUN_OPTIONS: readonly string[] = ['id', 'delayMs', 'runAt', 'attempts', 'runTimeoutMs'];
 
 /** Makes a step fail instead of (or right after) executing. See `WorkflowHarness.failStep`. */
 export interface FailStepOptions {
@@ -49,6 +58,9 @@ export interface FailStepOptions {
    */
   when?: 'before' | 'after';
 }
+
+/** The keys of {@link FailStepOptions}. */
+export const FAIL_STEP_OPTIONS: readonly string[] = ['onAttempt', 'occurrence', 'onTry', 'error', 'when'];
 
 /** What became of one step call at the top level of an attempt. */
 export interface HarnessStepReport {

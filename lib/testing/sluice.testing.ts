@@ -4,7 +4,8 @@ import { InvalidOptionError } from '../errors';
 import { canonicalTimeZone, checkCronPattern, occurrencesAfter } from '../workflow/cron.plan';
 import { checkName } from '../util/names';
 import type { WorkflowClass, WorkflowInput, WorkflowInstance, WorkflowOutput } from '../workflow/workflow.types';
-import type { HarnessOptions, SluiceTestingOptions } from './harness.types';
+import { checkOptionKeys } from '../util/option-keys';
+import { SLUICE_TESTING_OPTIONS, type HarnessOptions, type SluiceTestingOptions } from './harness.types';
 import { WorkflowHarness } from './workflow.harness';
 
 /** Input type of a workflow instance's `run`. */
@@ -42,6 +43,9 @@ export class SluiceTesting {
     workflow: C,
     options: SluiceTestingOptions = {},
   ): Promise<WorkflowHarness<WorkflowInput<C>, WorkflowOutput<C>>> {
+    if (options === null || typeof options !== 'object') throw new InvalidOptionError('SluiceTesting.create options', 'must be an object');
+    // Before the application context is built: a typo fails fast, with nothing to close.
+    checkOptionKeys(options, SLUICE_TESTING_OPTIONS, 'SluiceTesting.create options');
     const { providers = [], imports = [], ...harnessOptions } = options;
     if (!Array.isArray(providers)) throw new InvalidOptionError('providers', 'must be an array of Nest providers');
     class SluiceTestingModule {}

@@ -10,7 +10,17 @@ import { FakeClock } from './fake.clock';
 import type { StepFault } from './harness.recorder';
 import { HarnessRunLoop } from './harness.run-loop';
 import { HarnessSchedules } from './harness.schedules';
-import type { FailStepOptions, HarnessOptions, HarnessRun, HarnessRunOptions, HarnessScheduleFires } from './harness.types';
+import { checkOptionKeys } from '../util/option-keys';
+import {
+  FAIL_STEP_OPTIONS,
+  HARNESS_OPTIONS,
+  HARNESS_RUN_OPTIONS,
+  type FailStepOptions,
+  type HarnessOptions,
+  type HarnessRun,
+  type HarnessRunOptions,
+  type HarnessScheduleFires,
+} from './harness.types';
 
 /**
  * Runs one `@Workflow` in-process, with no Redis, the way a worker does — through the worker's own
@@ -51,6 +61,8 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
     options: HarnessOptions = {},
     private readonly onClose?: () => Promise<void>,
   ) {
+    // (`SluiceTesting.create` checked its own options' keys already.)
+    checkOptionKeys(options, HARNESS_OPTIONS, 'harness options');
     const type = (instance as { constructor?: unknown } | null)?.constructor;
     const metadata = new WorkflowMetadataAccessor().getWorkflow(type);
     // eslint-disable-next-line @typescript-eslint/no-base-to-string -- no constructor: null, undefined or a primitive from a JS caller
@@ -62,7 +74,10 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
     // The module's own validation and defaults, so the harness cannot disagree with production.
     // The connection only satisfies the validation: nothing connects.
     const { defaults, maxPayloadBytes, maxRunMemoBytes } = options;
-    const resolved = resolveQueueOptions({ connection: { host: 'sluice-testing' }, defaults, maxPayloadBytes, maxRunMemoBytes });
+    const resolved = resolveQueueOptions(
+      { connection: { host: 'sluice-testing' }, defaults, maxPayloadBytes, maxRunMemoBytes },
+      'harness options',
+    );
     this.name = metadata.name;
     this.attempts = metadata.options.attempts ?? resolved.defaults.attempts;
     this.backoff = resolveBackoff(metadata.options.backoff, resolved.defaults.backoff, `@Workflow('${metadata.name}') backoff`);
@@ -93,6 +108,8 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
    */
   failStep(name: string, options: FailStepOptions = {}): this {
     if (typeof name !== 'string' || name === '') throw new InvalidOptionError('failStep name', 'must be a step name');
+    if (options === null || typeof options !== 'object') throw new InvalidOptionError('failStep options', 'must be an object');
+    checkOptionKeys(options, FAIL_STEP_OPTIONS, 'failStep options');
     if (options.when !== undefined && options.when !== 'before' && options.when !== 'after')
       throw new InvalidOptionError('failStep when', `must be 'before' or 'after', got ${String(options.when)}`);
     for (const onTry of options.onTry === undefined ? [] : [options.onTry].flat())
@@ -110,11 +127,17 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
   /**
    * Enqueues a run in-process and runs its attempts until it completes or fails for good, as the
    * worker would. Resolves with the report either way (a failed run is a report with
-   * `state: 'failed'`, not a rejection). A `delay` or `runAt` moves the fake clock to the due time.
+   * `state: 'failed'`, not a rejection). A `delayMs` or `runAt` moves the fake clock to the due time.
    * @throws the typed errors `client.enqueue` throws for bad input or options (before anything runs)
    */
   async run(input: In, opts?: HarnessRunOptions): Promise<HarnessRun<Out>> {
-    const request = buildEnqueueRequest({ name: this.name, attempts: this.attempts }, input, opts, this.maxPayloadBytes);
+    const request = buildEnqueueRequest(
+      { name: this.name, attempts: this.attempts },
+      input,
+      opts,
+      this.maxPayloadBytes,
+      HARNESS_RUN_OPTIONS,
+    );
     const dueAtMs = request.runAtMs ?? this.clock.now() + request.delayMs;
     return this.loop.execute({
       runId: request.id,

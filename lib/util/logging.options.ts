@@ -1,4 +1,5 @@
 import { QueueConfigError } from '../errors';
+import { checkOptionKeys } from './option-keys';
 
 /** Levels a retried attempt's failure may be logged at; `false` does not log it. */
 export type AttemptFailedLevel = 'warn' | 'debug' | false;
@@ -20,10 +21,11 @@ export interface ResolvedLoggingOptions {
   attemptFailed: AttemptFailedLevel;
 }
 
-export function resolveLoggingOptions(logging: LoggingOptions | undefined): ResolvedLoggingOptions {
+export function resolveLoggingOptions(logging: LoggingOptions | undefined, where = 'logging'): ResolvedLoggingOptions {
   if (logging !== undefined && (logging === null || typeof logging !== 'object')) {
     throw new QueueConfigError(`logging must be an object, got ${String(logging)}`);
   }
+  checkOptionKeys(logging, ['attemptFailed'], where);
   const attemptFailed = logging?.attemptFailed ?? 'warn';
   if (attemptFailed !== 'warn' && attemptFailed !== 'debug' && attemptFailed !== false) {
     throw new QueueConfigError(`logging.attemptFailed must be 'warn', 'debug' or false, got ${JSON.stringify(attemptFailed)}`);

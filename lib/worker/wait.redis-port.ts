@@ -1,7 +1,6 @@
 import type { AttemptJournal } from '../execution/attempt.journal';
 import type { EnqueueRequest } from '../interfaces/enqueue.options';
 import { buildEnqueueRequest } from '../workflow/enqueue.request';
-import { checkOptionKeys } from '../util/option-keys';
 import { ChildRunConflictError, LeaseLostError, UnknownWorkflowError } from '../errors';
 import type { WorkflowRegistry } from '../discovery/workflow.registry';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
@@ -16,8 +15,6 @@ import type { ContinuePort } from '../execution/run.continuation';
 import type { SuspendReply, SuspendRequest, WaitPort } from '../execution/wait.port';
 import type { Placed } from '../execution/step.recorder';
 import type { OwnCommitFailures } from '../execution/commit.failures';
-
-const INVOKE_OPTIONS: readonly string[] = ['id', 'priority', 'group', 'attempts'];
 
 /**
  * A claimed run's waits against Redis: lua/suspend.lua (and lua/continue.lua), sent under the worker's commit policy
@@ -82,7 +79,6 @@ export class RedisWaitPort implements WaitPort, ContinuePort {
   }
 
   childRequest(workflow: unknown, input: unknown, opts: InvokeOptions | undefined): EnqueueRequest {
-    checkOptionKeys(opts, INVOKE_OPTIONS, 'ctx.invoke opts');
     const target = this.registry.resolve(workflow as Parameters<WorkflowRegistry['resolve']>[0]);
     return buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes);
   }

@@ -1,13 +1,13 @@
 import { InvalidOptionError } from '../errors';
 import { ENQUEUE_OPTIONS, MAX_PRIORITY, type EnqueueOptions, type EnqueueRequest } from '../interfaces/enqueue.options';
 import { encodePayload } from '../redis/payload.codec';
-import { checkInteger, toMilliseconds } from '../util/duration';
+import { checkInteger, toMilliseconds, type Duration } from '../util/duration';
 import { checkId, checkName } from '../util/names';
-import { checkOptionKeys } from '../util/option-keys';
+import { checkOptionKeys, DELAY_RENAMED, readRenamedOption } from '../util/option-keys';
 import { newRunId } from './run-id';
 import { MAX_TIMER_MS } from './step.options';
 
-/** Furthest a run can be scheduled ahead, as for `delay`. */
+/** Furthest a run can be scheduled ahead, as for `delayMs`. */
 const MAX_DELAY_MS = 10 * 365 * 86_400_000;
 
 /**
@@ -23,7 +23,8 @@ export function buildEnqueueRequest(
 ): EnqueueRequest {
   if (opts !== undefined && (opts === null || typeof opts !== 'object')) throw new InvalidOptionError('opts', 'must be an object');
   const options = opts ?? {};
-  checkOptionKeys(options, allowed);
+  checkOptionKeys(options, allowed, 'opts', [DELAY_RENAMED]);
+  const delay = readRenamedOption<Duration>(options, DELAY_RENAMED);
   let runAtMs: number | undefined;
   if (options.runAt !== undefined) {
     if (!(options.runAt instanceof Date) || Number.isNaN(options.runAt.getTime()))
@@ -39,7 +40,7 @@ export function buildEnqueueRequest(
     workflow: workflow.name,
     input: encodePayload(input, 'input', maxPayloadBytes),
     priority: options.priority === undefined ? 0 : checkInteger(options.priority, 'opts.priority', 0, MAX_PRIORITY),
-    delayMs: options.delay === undefined ? 0 : toMilliseconds(options.delay, 'opts.delay'),
+    delayMs: delay === undefined ? 0 : toMilliseconds(delay, options.delayMs === undefined ? 'opts.delay' : 'opts.delayMs'),
     runAtMs,
     attempts: options.attempts === undefined ? workflow.attempts : checkInteger(options.attempts, 'opts.attempts', 1, 1_000),
     group: options.group === undefined ? undefined : checkName(options.group, 'opts.group'),

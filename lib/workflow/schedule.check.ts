@@ -4,7 +4,13 @@ import type { DeclaredSchedule, ScheduleDefinition } from '../interfaces/schedul
 import { encodePayload } from '../redis/payload.codec';
 import { checkInteger } from '../util/duration';
 import { checkName } from '../util/names';
+import { checkOptionKeys } from '../util/option-keys';
 import { canonicalTimeZone, checkCronPattern, CronPattern } from './cron.plan';
+
+/** The keys of a {@link ScheduleDefinition} (`ScheduleOptions`). */
+export const SCHEDULE_OPTIONS: readonly string[] = ['cron', 'tz', 'input', 'group', 'priority', 'overlap', 'catchUp', 'catchUpLimit'];
+/** The keys of a {@link DeclaredSchedule}: a definition and its id. */
+export const DECLARED_SCHEDULE_OPTIONS: readonly string[] = ['id', ...SCHEDULE_OPTIONS];
 
 export const DEFAULT_CATCH_UP_LIMIT = 100;
 export const MAX_CATCH_UP_LIMIT = 1_000;
@@ -37,9 +43,11 @@ export function buildScheduleSpec(
   definition: ScheduleDefinition,
   field: string,
   maxPayloadBytes: number,
+  allowed = SCHEDULE_OPTIONS,
 ): ScheduleSpec {
   if (definition === null || typeof definition !== 'object')
     throw new InvalidOptionError(field, 'must be an object { cron, tz?, input?, … }');
+  checkOptionKeys(definition, allowed, field);
   checkName(id, field === 'opts' ? 'id' : `${field}.id`);
   const pattern: CronPattern = { cron: definition.cron, tz: definition.tz, seed: id };
   checkCronPattern(pattern, field);
@@ -83,13 +91,14 @@ export function checkDeclaredSchedules(workflow: string, schedules: unknown): Ar
     const at = `${field}[${index}]`;
     if (schedule === null || typeof schedule !== 'object')
       throw new InvalidOptionError(at, 'must be an object { cron, id?, tz?, input?, … }');
+    checkOptionKeys(schedule, DECLARED_SCHEDULE_OPTIONS, at);
     if (schedule.id === undefined && schedules.length > 1)
       throw new InvalidOptionError(`${at}.id`, 'is required when a workflow declares several schedules');
     const id = schedule.id === undefined ? workflow : schedule.id;
     if (ids.has(id)) throw new InvalidOptionError(`${at}.id`, `"${id}" is declared twice`);
     ids.add(id);
     // Validates everything but the workflow-dependent attempts, which bootstrap resolves.
-    buildScheduleSpec(id, { name: workflow, attempts: 1 }, schedule, at, Number.MAX_SAFE_INTEGER);
+    buildScheduleSpec(id, { name: workflow, attempts: 1 }, schedule, at, Number.MAX_SAFE_INTEGER, DECLARED_SCHEDULE_OPTIONS);
     return { ...schedule, id };
   });
 }

@@ -1,6 +1,7 @@
 import { InvalidOptionError } from '../errors';
 import { checkInteger } from '../util/duration';
-import type { BackoffOptions } from '../interfaces/backoff.options';
+import { BACKOFF_OPTIONS, type BackoffOptions } from '../interfaces/backoff.options';
+import { checkOptionKeys } from '../util/option-keys';
 
 /** Longest time limit or backoff delay: what one `setTimeout` can wait (2^31 − 1 ms, about 24.8 days). */
 export const MAX_TIMER_MS = 2_147_483_647;
@@ -49,6 +50,9 @@ export interface StepCallOptions {
   backoff?: BackoffOptions;
 }
 
+/** The keys of {@link StepCallOptions}. */
+export const STEP_CALL_OPTIONS: readonly string[] = ['timeoutMs', 'attempts', 'backoff'];
+
 /** What a step's `fn` receives (it may ignore it: `() => value` still works). */
 export interface StepContext {
   /**
@@ -80,6 +84,7 @@ export function resolveStepOptions(options: StepCallOptions | undefined, field: 
   if (options === undefined) return undefined;
   if (options === null || typeof options !== 'object')
     throw new InvalidOptionError(field, 'must be an object { timeoutMs?, attempts?, backoff? }');
+  checkOptionKeys(options, STEP_CALL_OPTIONS, field);
   const { timeoutMs, attempts, backoff } = options;
   if (timeoutMs === undefined && attempts === undefined && backoff === undefined) return undefined;
   if (timeoutMs !== undefined) checkInteger(timeoutMs, `${field}.timeoutMs`, 1, MAX_TIMER_MS);
@@ -94,6 +99,7 @@ export function resolveStepOptions(options: StepCallOptions | undefined, field: 
 function checkStepBackoff(backoff: BackoffOptions, field: string): Required<BackoffOptions> {
   if (backoff === null || typeof backoff !== 'object')
     throw new InvalidOptionError(field, 'must be an object { delayMs, factor?, maxDelayMs? }');
+  checkOptionKeys(backoff, BACKOFF_OPTIONS, field);
   const delayMs = checkInteger(backoff.delayMs, `${field}.delayMs`, 0, MAX_TIMER_MS);
   const maxDelayMs =
     backoff.maxDelayMs === undefined

@@ -8,8 +8,18 @@ export type WaitOutcome<T> = { timedOut: false; payload: Stored<T> } | { timedOu
 /** Options of `ctx.waitForSignal`. */
 export interface SignalWaitOptions {
   /** Give up after this long (ms or e.g. `'2d'`) and resolve with `{ timedOut: true }`. Default: wait for ever. */
+  timeoutMs?: Duration;
+  /**
+   * The old name of {@link SignalWaitOptions.timeoutMs} (durations are named `…Ms`): still read,
+   * with a `DeprecationWarning` (`SLUICE_DEP_TIMEOUT`) once per process; giving both is an
+   * `InvalidOptionError`.
+   * @deprecated use `timeoutMs`
+   */
   timeout?: Duration;
 }
+
+/** The keys of {@link SignalWaitOptions} (besides `timeout`, the old name of `timeoutMs`). */
+export const SIGNAL_WAIT_OPTIONS: readonly string[] = ['timeoutMs'];
 
 /** Options of `ctx.waitForEvent`. */
 export interface EventWaitOptions {
@@ -20,11 +30,23 @@ export interface EventWaitOptions {
    */
   key?: string;
   /** Give up after this long (ms or e.g. `'2d'`) and resolve with `{ timedOut: true }`. Default: wait for ever. */
+  timeoutMs?: Duration;
+  /**
+   * The old name of {@link EventWaitOptions.timeoutMs}: still read, with a `DeprecationWarning`
+   * (`SLUICE_DEP_TIMEOUT`) once per process; giving both is an `InvalidOptionError`.
+   * @deprecated use `timeoutMs`
+   */
   timeout?: Duration;
 }
 
+/** The keys of {@link EventWaitOptions} (besides `timeout`, the old name of `timeoutMs`). */
+export const EVENT_WAIT_OPTIONS: readonly string[] = ['key', 'timeoutMs'];
+
 /** Options of `ctx.invoke`: a subset of the enqueue options. */
 export type InvokeOptions = Pick<EnqueueOptions, 'id' | 'priority' | 'group' | 'attempts'>;
+
+/** The keys of {@link InvokeOptions}. */
+export const INVOKE_OPTIONS: readonly string[] = ['id', 'priority', 'group', 'attempts'];
 
 /** One child of `ctx.invokeAll`. */
 export interface InvokeCall<W = unknown> {

@@ -1,6 +1,7 @@
 import { InvalidOptionError } from '../errors';
 import { checkInteger } from '../util/duration';
 import { checkName } from '../util/names';
+import { checkOptionKeys } from '../util/option-keys';
 
 // This file must not import Nest, the decorators or the worker: a contract is what a producer
 // imports *instead of* the workflow's class and everything that class depends on.
@@ -45,6 +46,13 @@ export interface WorkflowContractOptions {
 }
 
 /**
+ * The keys of {@link WorkflowContractOptions}. `input` and `output` are the Standard Schema
+ * validators being added on another branch; listed already so that the two changes merge
+ * without a refusal.
+ */
+const CONTRACT_OPTIONS: readonly string[] = ['attempts', 'input', 'output'];
+
+/**
  * Declares a workflow contract: `export const OrderFulfil = defineWorkflow<OrderInput, OrderResult>('order.fulfil')`.
  * Put it where both the producer and the worker can import it (it depends on nothing but this
  * package); the worker declares `@Workflow(OrderFulfil)` on the class that runs it, and a producer
@@ -59,6 +67,7 @@ export function defineWorkflow<In = unknown, Out = unknown>(
   checkName(name, 'defineWorkflow name');
   if (options === null || typeof options !== 'object')
     throw new InvalidOptionError(`defineWorkflow('${name}') options`, 'must be an object { attempts? }');
+  checkOptionKeys(options, CONTRACT_OPTIONS, `defineWorkflow('${name}') options`);
   if (options.attempts !== undefined) checkInteger(options.attempts, `defineWorkflow('${name}') attempts`, 1, 1_000);
   return Object.freeze({
     [WORKFLOW_CONTRACT]: true as const,

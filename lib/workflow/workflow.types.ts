@@ -82,14 +82,14 @@ export interface RunContext<In = unknown> {
   /**
    * Waits, holding no slot, for `QueueClient.signal(runId, name, payload)`. A signal sent before
    * the run reaches this wait is kept in the run's mailbox (up to 100, oldest first per name) and
-   * taken here at once. With `timeout`, resolves `{ timedOut: true }` when it passes — a result,
+   * taken here at once. With `timeoutMs`, resolves `{ timedOut: true }` when it passes — a result,
    * not an error — and a later signal goes to the mailbox. Memoized like a step.
    */
   waitForSignal<T = unknown>(name: string, opts?: SignalWaitOptions): Promise<WaitOutcome<T>>;
   /**
    * Waits, holding no slot, for `QueueClient.sendEvent(name, { key, payload })`, which resumes
    * every run waiting on that name and key. Only events sent while the run waits count (an event
-   * is not stored). With `timeout`, resolves `{ timedOut: true }` when it passes.
+   * is not stored). With `timeoutMs`, resolves `{ timedOut: true }` when it passes.
    */
   waitForEvent<T = unknown>(name: string, opts?: EventWaitOptions): Promise<WaitOutcome<T>>;
   /**

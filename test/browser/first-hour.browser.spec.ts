@@ -127,7 +127,7 @@ describe('dashboard in Chromium: the first hour', () => {
     await Promise.all(done.map((run) => run.result({ timeoutMs: 10_000 })));
     const failed = await dash.client.enqueue(Quick, { n: -1 });
     await expect(failed.result({ timeoutMs: 10_000 })).rejects.toThrow('negative order');
-    const later = await dash.client.enqueue(Quick, { n: 99 }, { delay: '1h' });
+    const later = await dash.client.enqueue(Quick, { n: 99 }, { delayMs: '1h' });
 
     // The overview's Completed link: a list, not a 400.
     await page.goto(`${dash.origin}/sluice`);

@@ -42,7 +42,7 @@ class AuditWaits {
   async run(input: { kind: 'sleep' | 'signal' | 'event' | 'child'; ms?: number; gate?: string }, ctx: RunContext): Promise<unknown> {
     if (input.kind === 'sleep') return ctx.sleep('nap', input.ms ?? 3_600_000);
     if (input.kind === 'signal') return ctx.waitForSignal('go');
-    if (input.kind === 'event') return ctx.waitForEvent('paid', { key: 'k1', timeout: '1h' });
+    if (input.kind === 'event') return ctx.waitForEvent('paid', { key: 'k1', timeoutMs: '1h' });
     return ctx.invokeAll([
       { workflow: AuditChild, input: { gate: `${input.gate}-a` } },
       { workflow: AuditChild, input: { gate: `${input.gate}-b` } },
@@ -101,7 +101,7 @@ describe('auditNamespace', () => {
     await Promise.all([entered.get('grouped').promise, entered.get('plain').promise]);
     const queued = await client.enqueue(AuditWorkflow, {}, { group: 'tenant-a' });
     const queuedPriority = await client.enqueue(AuditWorkflow, {}, { group: 'tenant-a', priority: 5 });
-    const delayed = await client.enqueue(AuditWorkflow, {}, { delay: '1h' });
+    const delayed = await client.enqueue(AuditWorkflow, {}, { delayMs: '1h' });
     const done = await client.enqueue(AuditWorkflow, {});
     const failed = await client.enqueue(AuditWorkflow, { fail: true });
     await expect(done.result({ timeoutMs: 20_000 })).resolves.toEqual({ ok: true });
@@ -140,7 +140,7 @@ describe('auditNamespace', () => {
     const plain = await client.enqueue(AuditWorkflow, {});
     const grouped = await client.enqueue(AuditWorkflow, {}, { group: 'g1' });
     const groupedPriority = await client.enqueue(AuditWorkflow, {}, { group: 'g1', priority: 3 });
-    const delayed = await client.enqueue(AuditWorkflow, {}, { delay: '1h' });
+    const delayed = await client.enqueue(AuditWorkflow, {}, { delayMs: '1h' });
     const acknowledged = [plain, grouped, groupedPriority, delayed].map((h) => h.id);
     await client.schedule('s-moved', AuditWorkflow, { cron: '@yearly' });
     await client.schedule('s-paused', AuditWorkflow, { cron: '@yearly' });

@@ -193,7 +193,7 @@ describe('a connection dropped while a script is in flight', () => {
     const ns = uniqueNamespace('drop-ctl');
     const { client } = await producer(ns);
     await worker(ns); // registers the workflow with the fleet; its one slot stays free (nothing is due)
-    const waiting = await client.enqueue(GatedWorkflow, { key: 'c1' }, { id: 'c1', delay: '1h' });
+    const waiting = await client.enqueue(GatedWorkflow, { key: 'c1' }, { id: 'c1', delayMs: '1h' });
     // Resent after the lost reply: whether the first try landed (the resend finds the run
     // cancelled) or not (the resend cancels it), the call says it cancelled the run.
     const cancelled = await faults.dropDuringScript(`sluice:${ns}:command`, () => client.cancel(waiting.id));
@@ -264,7 +264,7 @@ describe('a connection dropped while a script is in flight', () => {
     gates.open('d1:in-step');
     gates.open('d1');
     // Due in a moment: the idle worker wakes for it and reserves while the pause holds the script.
-    const handle = await client.enqueue(GatedWorkflow, { key: 'd1' }, { id: 'd1', delay: 1_500 });
+    const handle = await client.enqueue(GatedWorkflow, { key: 'd1' }, { id: 'd1', delayMs: 1_500 });
     await faults.dropDuringScript(`sluice:${ns}:command`, () => handle.result({ timeoutMs: 20_000 }));
     expect(await client.get('d1')).toMatchObject({ state: 'completed', attempts: 1 });
   });

@@ -55,7 +55,10 @@ class Sleeper {
 class Waiter {
   async run(input: WaiterInput, ctx: RunContext): Promise<WaiterResult> {
     const before = await ctx.step('before', () => effect(ctx.runId, 'before'));
-    const got = await ctx.waitForEvent<{ key: string }>(DW_EVENT, input.timeout ? { key: input.key, timeout: '10m' } : { key: input.key });
+    const got = await ctx.waitForEvent<{ key: string }>(
+      DW_EVENT,
+      input.timeout ? { key: input.key, timeoutMs: '10m' } : { key: input.key },
+    );
     const after = await ctx.step('after', () => effect(ctx.runId, 'after'));
     return { i: input.i, key: got.timedOut ? null : got.payload.key, before, after, attempt: ctx.attempt, by: process.pid };
   }

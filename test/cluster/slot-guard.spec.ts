@@ -52,7 +52,7 @@ describe('Redis Cluster: no script runs while the namespace slot migrates', () =
     const connection = { cluster: cluster.seeds() };
     producer = await createApp([GuardWorkflow], { namespace, connection, worker: { enabled: false } });
     const handles = await Promise.all(Array.from({ length: 40 }, (_, n) => producer!.app.get(QueueClient).enqueue(GuardWorkflow, { n })));
-    await producer.app.get(QueueClient).enqueue(GuardWorkflow, { n: 100 }, { delay: 60_000 });
+    await producer.app.get(QueueClient).enqueue(GuardWorkflow, { n: 100 }, { delayMs: 60_000 });
 
     const sourceNode = cluster.connect(source);
     const targetNode = cluster.connect(target);

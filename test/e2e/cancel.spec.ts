@@ -106,7 +106,7 @@ describe('cancel', () => {
     const plain = await producer.client.enqueue('cx.hold', { key: 'w1' });
     const urgent = await producer.client.enqueue('cx.hold', { key: 'w2' }, { priority: 5 });
     const grouped = await producer.client.enqueue('cx.hold', { key: 'w3' }, { group: 'tenant-a' });
-    const later = await producer.client.enqueue('cx.hold', { key: 'w4' }, { delay: '1h' });
+    const later = await producer.client.enqueue('cx.hold', { key: 'w4' }, { delayMs: '1h' });
     const kept = await producer.client.enqueue('cx.hold', { key: 'w5' });
     for (const handle of [plain, urgent, grouped, later]) {
       const before = (await producer.client.get(handle.id))!.state;
@@ -144,7 +144,7 @@ describe('cancel', () => {
     expect(cancelled.runs.length).toBeGreaterThanOrEqual(5);
     expect(cancelled.runs.every((run) => run.state === 'cancelled')).toBe(true);
     // Cancelling twice: the second call finds it cancelled.
-    const twice = await producer.client.enqueue('cx.hold', { key: 'f2' }, { delay: '1h' });
+    const twice = await producer.client.enqueue('cx.hold', { key: 'f2' }, { delayMs: '1h' });
     await producer.client.cancel(twice.id);
     expect(await producer.client.cancel(twice.id)).toEqual({ cancelled: false, state: 'cancelled', children: 0 });
   });

@@ -60,7 +60,7 @@ describe('QueueAdmin and QueueSchedules beside QueueClient', () => {
         // What the admin service changes, the client reads, and the other way round.
         await expect(admin.pause({ workflow: EchoWorkflow })).resolves.toBe(true);
         await expect(client.pause({ workflow: EchoWorkflow })).resolves.toBe(false);
-        const delayed = await client.enqueue(EchoWorkflow, { value: 1 }, { delay: '1h' });
+        const delayed = await client.enqueue(EchoWorkflow, { value: 1 }, { delayMs: '1h' });
         await expect(admin.cancel(delayed.id)).resolves.toMatchObject({ cancelled: true, state: 'delayed' });
         await expect(client.get(delayed.id)).resolves.toMatchObject({ state: 'cancelled' });
         await expect(client.resume({ workflow: EchoWorkflow })).resolves.toBe(true);

@@ -281,7 +281,7 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
   it('enqueueMany stores a batch in one script call per chunk of 500 runs, each run as enqueue() would', async () => {
     const existing = (await t.client.enqueue(EchoWorkflow, { value: -1 })).id;
     // Loads the function library first: a first call on a new server is refused, the library loads, the call goes again.
-    await t.client.enqueueMany(EchoWorkflow, [{ input: { value: -2 }, opts: { delay: 60_000 } }]);
+    await t.client.enqueueMany(EchoWorkflow, [{ input: { value: -2 }, opts: { delayMs: 60_000 } }]);
     const base = `{sluice:${namespace}}:`;
     const isChunkCall = (args: string[]) =>
       args[0] === 'fcall' && args[2] === String(3 + guardKeys()) && args[3] === `${base}leases` && args[7 + guardKeys()] === 'client.echo';
@@ -293,7 +293,7 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
           : i % 100 === 1
             ? { priority: 5 }
             : i % 100 === 2
-              ? { delay: 60_000 }
+              ? { delayMs: 60_000 }
               : i % 100 === 3
                 ? { group: 'tenant-a' }
                 : undefined,
@@ -333,7 +333,7 @@ describe('QueueClient.wait and a legacy bare "1" publish (producer-only app)', (
     const base = `{sluice:${namespace}}:`;
     const isChunkCall = (args: string[]) =>
       args[0] === 'fcall' && args[2] === String(3 + guardKeys()) && args[3] === `${base}leases` && args[7 + guardKeys()] === 'client.echo';
-    const opts = { priority: 7, group: 'tenant-s', attempts: 4, runTimeoutMs: 90_000, delay: 60_000 };
+    const opts = { priority: 7, group: 'tenant-s', attempts: 4, runTimeoutMs: 90_000, delayMs: 60_000 };
     const monitor = await monitorCommands(namespace);
     try {
       const handles = await t.client.enqueueMany(

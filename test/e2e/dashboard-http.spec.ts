@@ -3,7 +3,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
 import { request as httpRequest } from 'node:http';
 import type Redis from 'ioredis';
-import { QueueConfigError, QueueModule, RunContext, Workflow } from '../../lib';
+import { InvalidOptionError, QueueConfigError, QueueModule, RunContext, Workflow } from '../../lib';
 import { ASSET_BUDGET_BYTES, SluiceDashboardModule } from '../../lib/dashboard';
 import { loadAssets } from '../../lib/dashboard/dashboard.assets';
 import { dropNamespace, rawRedis, testConnection, uniqueNamespace } from '../support/app';
@@ -233,9 +233,12 @@ describe('dashboard options', () => {
     for (const allowedHosts of ['ops.example.com', ['https://ops.example.com'], ['ops.example.com/sluice'], [''], [42]]) {
       expect(() => SluiceDashboardModule.forRoot({ path: '/x', allowedHosts } as never)).toThrow(/allowedHosts/);
     }
-    expect(() => SluiceDashboardModule.forRoot({ path: '/x', allowedHost: ['a'] } as never)).toThrow(/unknown option\(s\) allowedHost/);
+    expect(() => SluiceDashboardModule.forRoot({ path: '/x', allowedHost: ['a'] } as never)).toThrow(InvalidOptionError);
+    expect(() => SluiceDashboardModule.forRoot({ path: '/x', allowedHost: ['a'] } as never)).toThrow(
+      /options\.allowedHost: .*did you mean `allowedHosts`\?/,
+    );
     expect(() => SluiceDashboardModule.forRootAsync({ path: '/x', readOnly: false, useFactory: () => ({}) } as never)).toThrow(
-      /unknown option\(s\) readOnly/,
+      /forRootAsync options\.readOnly: is not an option here/,
     );
   });
 

@@ -26,14 +26,14 @@ class Approval {
   async run(input: { timeoutMs?: number }, ctx: RunContext): Promise<WaitOutcome<{ ok: boolean }>> {
     await ctx.step('asked', () => effects.inc(`asked:${ctx.runId}`));
     reached.open(ctx.runId);
-    return ctx.waitForSignal<{ ok: boolean }>('approve', input.timeoutMs === undefined ? undefined : { timeout: input.timeoutMs });
+    return ctx.waitForSignal<{ ok: boolean }>('approve', input.timeoutMs === undefined ? undefined : { timeoutMs: input.timeoutMs });
   }
 }
 
 @Workflow('dw.payment', { attempts: 1 })
 class Payment {
   async run(input: { order: string }, ctx: RunContext) {
-    const settled = await ctx.waitForEvent<{ amount: number }>('payment.settled', { key: input.order, timeout: '1h' });
+    const settled = await ctx.waitForEvent<{ amount: number }>('payment.settled', { key: input.order, timeoutMs: '1h' });
     return settled.timedOut ? -1 : settled.payload.amount;
   }
 }
@@ -131,7 +131,7 @@ describe('durable waits', () => {
     expect(await producer.client.signal(during.id, 'approve', { ok: true })).toEqual({ delivered: true });
     expect(await during.result({ timeoutMs: 10_000 })).toEqual({ timedOut: false, payload: { ok: true } });
 
-    const early = await producer.client.enqueue('dw.approval', {}, { delay: 300 });
+    const early = await producer.client.enqueue('dw.approval', {}, { delayMs: 300 });
     expect(await producer.client.signal(early.id, 'other', 1)).toEqual({ delivered: false });
     expect(await producer.client.signal(early.id, 'approve', { ok: false })).toEqual({ delivered: false });
     expect(await early.result({ timeoutMs: 10_000 })).toEqual({ timedOut: false, payload: { ok: false } });

@@ -214,7 +214,7 @@ describe('enqueue fast path', () => {
     await s.worker();
     const producer = await s.producer();
     await waitParked(redis, s.keys, 'fp.hold');
-    const later = await producer.client.enqueue(HoldWorkflow, { key: 'later' }, { delay: '60s' });
+    const later = await producer.client.enqueue(HoldWorkflow, { key: 'later' }, { delayMs: '60s' });
     expect((await producer.client.get(later.id))?.state).toBe('delayed');
     // That enqueue woke the worker to learn the new due time; once it took the marker, the queue is clear.
     await pollUntil(

@@ -58,7 +58,7 @@ describe('lean run records', () => {
       { input: { fail: 'never' }, opts: { priority: 4, attempts: 5 } },
     ]);
     const given = await producer.client.enqueue(FlakyWorkflow, { fail: 'never' }, { id: `given-${namespace}` });
-    const delayed = await producer.client.enqueue(FlakyWorkflow, { fail: 'never' }, { delay: 60_000 });
+    const delayed = await producer.client.enqueue(FlakyWorkflow, { fail: 'never' }, { delayMs: 60_000 });
     const after = Date.now();
 
     for (const id of [one.id, many.id]) expect(await fieldsOf(id)).toEqual(['input', 'state', 'workflow']);

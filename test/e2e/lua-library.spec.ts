@@ -228,10 +228,10 @@ describe('the Lua function library', () => {
 
         // The clock is read once per call (time.lua's nowMs): state kept from one call to the
         // next would give both runs the first one's creation time.
-        const first = await app.client.enqueue(EchoWorkflow, { n: 2 }, { delay: 60_000 });
+        const first = await app.client.enqueue(EchoWorkflow, { n: 2 }, { delayMs: 60_000 });
         const firstCreated = (await app.client.get(first.id))!.createdAt.getTime();
         while (Date.now() <= firstCreated + 2) await new Promise((resolve) => setImmediate(resolve));
-        const second = await app.client.enqueue(EchoWorkflow, { n: 3 }, { delay: 60_000 });
+        const second = await app.client.enqueue(EchoWorkflow, { n: 3 }, { delayMs: 60_000 });
         expect((await app.client.get(second.id))!.createdAt.getTime()).toBeGreaterThan(firstCreated);
 
         await admin.function('FLUSH');

@@ -158,7 +158,7 @@ describe('retention', () => {
     it('the audit checks the finish indexes', async () => {
       expectConsistent(await auditNamespace(redis, { namespace }));
       // An entry pointing to a run in another state is a violation…
-      await t.client.enqueue(PlainWorkflow, undefined, { id: 'plain-later', delay: 3_600_000 });
+      await t.client.enqueue(PlainWorkflow, undefined, { id: 'plain-later', delayMs: 3_600_000 });
       await redis.zadd(keys.finished('ret.plain', 'failed'), Date.now() * 1024, 'plain-later');
       const report = await auditNamespace(redis, { namespace });
       expect(report.violations.map((v) => [v.rule, v.id])).toEqual([['finish-index', 'plain-later']]);

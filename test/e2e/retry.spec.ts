@@ -137,7 +137,7 @@ describe('retry, retryAll and remove', () => {
 
   it('retries a cancelled run', async () => {
     broken = false;
-    const { id } = await t.client.enqueue(FlakyWorkflow, {}, { id: 'cancelled-1', delay: 3_600_000 });
+    const { id } = await t.client.enqueue(FlakyWorkflow, {}, { id: 'cancelled-1', delayMs: 3_600_000 });
     await t.client.cancel(id);
     expect(await t.client.get(id)).toMatchObject({ state: 'cancelled' });
     expect(await redis.zscore(keys.finished('rt.flaky', 'cancelled'), id)).not.toBeNull();
@@ -158,7 +158,7 @@ describe('retry, retryAll and remove', () => {
     const missing = await failure(t.client.retry('no-such-run'));
     expect(missing).toBeInstanceOf(RunNotFoundError);
     expect(await redis.exists(keys.run('no-such-run'))).toBe(0);
-    const delayed = await t.client.enqueue(FlakyWorkflow, {}, { id: 'later-1', delay: 3_600_000 });
+    const delayed = await t.client.enqueue(FlakyWorkflow, {}, { id: 'later-1', delayMs: 3_600_000 });
     expect(await failure(t.client.retry(delayed.id))).toMatchObject({ state: 'delayed' });
     expect(await failure(t.client.remove(delayed.id))).toBeInstanceOf(RunStateError);
     expect(await t.client.get(delayed.id)).toMatchObject({ state: 'delayed' });

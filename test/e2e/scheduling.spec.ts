@@ -44,15 +44,15 @@ describe('scheduling: delay and runAt', () => {
   it.each([
     ['300 (ms)', 300],
     ["'300ms'", '300ms'],
-  ])('a run delayed by %s starts no earlier than its delay', async (_label, delay) => {
+  ])('a run delayed by %s starts no earlier than its delayMs', async (_label, delayMs) => {
     const enqueuedAt = Date.now();
-    const handle = await t.client.enqueue(TimedWorkflow, {}, { delay });
+    const handle = await t.client.enqueue(TimedWorkflow, {}, { delayMs });
     const parked = await t.client.get(handle.id);
     // Due by the Redis clock at the enqueue, 300 ms on; created by the producer's clock when it
     // generated the id (the id carries it), which on this machine is not after Redis's.
-    const delayMs = parked!.dueAt.getTime() - parked!.createdAt.getTime();
-    expect(delayMs).toBeGreaterThanOrEqual(300);
-    expect(delayMs).toBeLessThanOrEqual(300 + (Date.now() - enqueuedAt));
+    const dueInMs = parked!.dueAt.getTime() - parked!.createdAt.getTime();
+    expect(dueInMs).toBeGreaterThanOrEqual(300);
+    expect(dueInMs).toBeLessThanOrEqual(300 + (Date.now() - enqueuedAt));
     expect(await redis.zscore(new RedisKeys('sluice', namespace).workflow('sched.timed', 'delayed'), handle.id)).toBe(
       String(parked!.dueAt.getTime()),
     );
@@ -66,7 +66,7 @@ describe('scheduling: delay and runAt', () => {
   });
 
   it('a delayed run is in state "delayed" until it is due', async () => {
-    const handle = await t.client.enqueue(TimedWorkflow, {}, { delay: '1h' });
+    const handle = await t.client.enqueue(TimedWorkflow, {}, { delayMs: '1h' });
     expect((await t.client.get(handle.id))?.state).toBe('delayed');
     expect(startedAt.has(handle.id)).toBe(false);
     expect(await redis.zrem(new RedisKeys('sluice', namespace).workflow('sched.timed', 'delayed'), handle.id)).toBe(1); // never run it
@@ -74,7 +74,7 @@ describe('scheduling: delay and runAt', () => {
 
   it('a run with runAt starts no earlier than runAt, and runAt wins over delay', async () => {
     const runAt = new Date(Date.now() + 300);
-    const handle = await t.client.enqueue(TimedWorkflow, {}, { runAt, delay: '1h' });
+    const handle = await t.client.enqueue(TimedWorkflow, {}, { runAt, delayMs: '1h' });
     const parked = (await t.client.get(handle.id))!;
     expect(parked.state).toBe('delayed');
     expect(parked.dueAt.getTime()).toBe(runAt.getTime());

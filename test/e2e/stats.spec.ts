@@ -89,8 +89,8 @@ describe('client.stats', () => {
     const u3 = await client.enqueue(StW, { key: 'u3', hold: true }); // the workflow is at its cap of 5
     const b2 = await client.enqueue(StW, { key: 'b2', hold: true }, { group: 'g2' }); // g2 has room, the workflow not
     held.push(await started(StOther, 'o2'));
-    await client.enqueue(StW, { key: 'd1' }, { delay: '60s' });
-    await client.enqueue(StW, { key: 'd2' }, { delay: '60s', group: 'g3' });
+    await client.enqueue(StW, { key: 'd1' }, { delayMs: '60s' });
+    await client.enqueue(StW, { key: 'd2' }, { delayMs: '60s', group: 'g3' });
     expect(await client.setLimits({ workflow: 'st.w', group: 'g2', limit: 3 })).toBeNull();
     for (const h of [a3, u3, b2]) expect((await client.get(h.id))?.state).toBe('waiting');
 

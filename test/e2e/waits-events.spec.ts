@@ -15,7 +15,10 @@ const holds = new Gates();
 class Payment {
   async run(input: { key?: string; name?: string; timeoutMs?: number; hold?: string }, ctx: RunContext) {
     if (input.hold) await holds.get(input.hold).promise;
-    const opts = { ...(input.key !== undefined && { key: input.key }), ...(input.timeoutMs !== undefined && { timeout: input.timeoutMs }) };
+    const opts = {
+      ...(input.key !== undefined && { key: input.key }),
+      ...(input.timeoutMs !== undefined && { timeoutMs: input.timeoutMs }),
+    };
     const out = await ctx.waitForEvent<{ amount: number }>(input.name ?? 'paid', opts);
     return out.timedOut ? 'timeout' : out.payload === undefined ? '<undefined>' : out.payload;
   }

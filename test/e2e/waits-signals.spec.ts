@@ -42,7 +42,7 @@ class Inbox {
     const seen: unknown[] = [];
     for (const wait of input.waits) {
       if (wait.hold) await holds.get(wait.hold).promise;
-      const outcome = await ctx.waitForSignal(wait.name, wait.timeoutMs === undefined ? undefined : { timeout: wait.timeoutMs });
+      const outcome = await ctx.waitForSignal(wait.name, wait.timeoutMs === undefined ? undefined : { timeoutMs: wait.timeoutMs });
       seen.push(
         outcome.timedOut
           ? { timedOut: true }
@@ -144,7 +144,7 @@ describe('durable waits: signals', () => {
   });
 
   it('a signal to a run not started yet (delayed) waits in its mailbox', async () => {
-    const run = await producer.client.enqueue('ws.inbox', { waits: [{ name: 'go' }] }, { delay: 300 });
+    const run = await producer.client.enqueue('ws.inbox', { waits: [{ name: 'go' }] }, { delayMs: 300 });
     expect((await producer.client.get(run.id))?.state).toBe('delayed');
     expect(await producer.client.signal(run.id, 'go', 'early')).toEqual({ delivered: false });
     expect(await run.result({ timeoutMs: 10_000 })).toEqual([{ timedOut: false, payload: 'early' }]);
@@ -178,7 +178,7 @@ describe('durable waits: signals', () => {
   });
 
   it('finished (failed, cancelled) and unknown runs', async () => {
-    const cancelled = await producer.client.enqueue('ws.inbox', { waits: [{ name: 'go' }] }, { delay: '1h' });
+    const cancelled = await producer.client.enqueue('ws.inbox', { waits: [{ name: 'go' }] }, { delayMs: '1h' });
     expect(await producer.client.signal(cancelled.id, 'go', 1)).toEqual({ delivered: false });
     expect(await redis.llen(mailbox(cancelled.id))).toBe(1);
     await producer.client.cancel(cancelled.id);
@@ -198,7 +198,7 @@ describe('durable waits: signals', () => {
   });
 
   it(`the mailbox holds ${MAX_MAILBOX}: the next signal is refused with SignalMailboxFullError and not stored`, async () => {
-    const run = await producer.client.enqueue('ws.inbox', { waits: [{ name: 'go' }] }, { delay: '1h' });
+    const run = await producer.client.enqueue('ws.inbox', { waits: [{ name: 'go' }] }, { delayMs: '1h' });
     for (let i = 0; i < MAX_MAILBOX; i++) expect(await producer.client.signal(run.id, i % 2 ? 'a' : 'b', i)).toEqual({ delivered: false });
     expect(await redis.llen(mailbox(run.id))).toBe(MAX_MAILBOX);
     const error = await producer.client.signal(run.id, 'a', 'one too many').catch((e: unknown) => e);

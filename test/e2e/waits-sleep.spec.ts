@@ -88,7 +88,7 @@ class BadArgs {
       ['unparseable duration', () => ctx.sleep('n', 'soon')],
       ['not a date', () => ctx.sleepUntil('d', '2030-01-01' as never)],
       ['invalid date', () => ctx.sleepUntil('d', new Date('nope'))],
-      ['signal timeout -1', () => ctx.waitForSignal('go', { timeout: -1 })],
+      ['signal timeout -1', () => ctx.waitForSignal('go', { timeoutMs: -1 })],
       ['signal options not an object', () => ctx.waitForSignal('go', 5 as never)],
       ['signal name with braces', () => ctx.waitForSignal('{go}')],
       ['event key with a space', () => ctx.waitForEvent('paid', { key: 'a b' })],

@@ -28,9 +28,9 @@ class Waits {
       case 'until':
         return ctx.sleepUntil('until', new Date(input.at));
       case 'signal':
-        return ctx.waitForSignal('approve', input.timeoutMs === undefined ? undefined : { timeout: input.timeoutMs });
+        return ctx.waitForSignal('approve', input.timeoutMs === undefined ? undefined : { timeoutMs: input.timeoutMs });
       case 'event':
-        return ctx.waitForEvent('paid', { ...(input.key && { key: input.key }), ...(input.timeoutMs && { timeout: input.timeoutMs }) });
+        return ctx.waitForEvent('paid', { ...(input.key && { key: input.key }), ...(input.timeoutMs && { timeoutMs: input.timeoutMs }) });
       case 'child':
         return ctx.invoke('wv.child', { ms: HOUR });
     }
@@ -82,8 +82,8 @@ describe('durable waits: visibility', () => {
     };
     for (const [label, input] of Object.entries(population))
       ids[label] = (await producer.client.enqueue('wv.waits', input, { id: `${ns}-${label}` })).id;
-    ids.d1 = (await producer.client.enqueue('wv.waits', { kind: 'signal' }, { id: `${ns}-d1`, delay: HOUR })).id;
-    ids.d2 = (await producer.client.enqueue('wv.waits', { kind: 'signal' }, { id: `${ns}-d2`, delay: 2 * HOUR })).id;
+    ids.d1 = (await producer.client.enqueue('wv.waits', { kind: 'signal' }, { id: `${ns}-d1`, delayMs: HOUR })).id;
+    ids.d2 = (await producer.client.enqueue('wv.waits', { kind: 'signal' }, { id: `${ns}-d2`, delayMs: 2 * HOUR })).id;
     await pollUntil(
       () => producer.client.stats({ workflow: 'wv.waits' }),
       (s) => s.workflows['wv.waits'].active + s.workflows['wv.waits'].waiting === 0,

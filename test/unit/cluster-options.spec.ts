@@ -1,6 +1,6 @@
 import { Cluster } from 'ioredis';
 import calculateSlot from 'cluster-key-slot';
-import { QueueConfigError } from '../../lib';
+import { InvalidOptionError, QueueConfigError } from '../../lib';
 import { clusterSettings } from '../../lib/interfaces/cluster.options';
 import { keySlot } from '../../lib/redis/cluster/key-slot';
 import { resolveQueueOptions } from '../../lib/interfaces/queue.options';
@@ -48,10 +48,19 @@ describe('Redis Cluster connection options', () => {
     [{ cluster: [{ host: 'a', port: 1.5 }] }, /cluster\[0\]\.port must be a port number/],
     [{ cluster: [{ host: 'a', port: 1 }], password: 5 }, /password must be a string/],
     [{ cluster: [{ host: 'a', port: 1 }], natMap: { 'a:1': { host: 'b' } } }, /natMap\["a:1"\]\.port/],
-    [{ cluster: [{ host: 'a', port: 1 }], db: 1 }, /unknown cluster option\(s\) db/],
   ])('refuses %j with a QueueConfigError before any I/O', (connection, message) => {
     expect(() => resolveQueueOptions({ connection: connection as never })).toThrow(QueueConfigError);
     expect(() => resolveQueueOptions({ connection: connection as never })).toThrow(message);
+  });
+
+  it('refuses an unknown key of a cluster connection (or of a seed) with an InvalidOptionError before any I/O', () => {
+    const refuse = (connection: unknown, message: RegExp) => {
+      expect(() => resolveQueueOptions({ connection: connection as never })).toThrow(InvalidOptionError);
+      expect(() => resolveQueueOptions({ connection: connection as never })).toThrow(message);
+    };
+    refuse({ cluster: [{ host: 'a', port: 1 }], db: 1 }, /^QueueModule options\.connection\.db: is not an option here/);
+    refuse({ cluster: [{ host: 'a', port: 1 }], pasword: 'x' }, /connection\.pasword: .*did you mean `password`\?/);
+    refuse({ cluster: [{ host: 'a', prot: 1 }] }, /connection\.cluster\[0\]\.prot: .*did you mean `port`\?/);
   });
 
   it('keySlot agrees with cluster-key-slot on 5,000 random keys with and without hash tags', () => {

@@ -136,7 +136,7 @@ describe('buildEnqueueRequest', () => {
 
   it('takes valid options', () => {
     const runAt = new Date(Date.now() + 60_000);
-    const request = build({ id: 'order:1', delay: '10s', runAt, priority: MAX_PRIORITY, group: 'tenant-1', attempts: 7 });
+    const request = build({ id: 'order:1', delayMs: '10s', runAt, priority: MAX_PRIORITY, group: 'tenant-1', attempts: 7 });
     expect(request).toMatchObject({
       id: 'order:1',
       delayMs: 10_000,
@@ -160,9 +160,9 @@ describe('buildEnqueueRequest', () => {
     ['NaN priority', { priority: NaN }, InvalidOptionError],
     ['fractional priority', { priority: 1.5 }, InvalidOptionError],
     ['priority above the maximum', { priority: MAX_PRIORITY + 1 }, InvalidOptionError],
-    ['negative delay', { delay: -1 }, InvalidOptionError],
-    ['NaN delay', { delay: NaN }, InvalidOptionError],
-    ['malformed delay string', { delay: 'soon' }, InvalidOptionError],
+    ['negative delayMs', { delayMs: -1 }, InvalidOptionError],
+    ['NaN delayMs', { delayMs: NaN }, InvalidOptionError],
+    ['malformed delayMs string', { delayMs: 'soon' }, InvalidOptionError],
     ['zero attempts', { attempts: 0 }, InvalidOptionError],
     ['negative attempts', { attempts: -2 }, InvalidOptionError],
     ['NaN attempts', { attempts: NaN }, InvalidOptionError],

@@ -137,7 +137,7 @@ describe('SluiceTesting: a workflow unit test without Redis', () => {
 
   it('a delay moves the fake clock to the due time instead of sleeping', async () => {
     const start = harness.clock.now();
-    const run = await harness.run({ orderId: 'o-6' }, { delay: '10m' });
+    const run = await harness.run({ orderId: 'o-6' }, { delayMs: '10m' });
     expect(run.enqueuedAt.getTime()).toBe(start);
     expect(run.dueAt.getTime()).toBe(start + 600_000);
     expect(run.attempts[0].startedAt.getTime()).toBe(start + 600_000);
