@@ -8,9 +8,12 @@ import { checkInteger } from '../util/duration';
 import { checkDeclaredSchedules } from '../workflow/schedule.check';
 import { MAX_TIMER_MS } from '../workflow/step.options';
 
-const MAX_DELAY_MS = 365 * 86_400_000;
-import type { ContractImplementation, RetentionByCount, WorkflowOptions } from '../workflow/workflow.types';
+import type { ContractImplementation, RetentionByCount, SchemaImplementation, WorkflowOptions } from '../workflow/workflow.types';
 import { isWorkflowContract, type WorkflowContract } from '../workflow/workflow.contract';
+import { checkSchemaOption } from '../workflow/schema.validate';
+import type { SchemaInput, StandardSchemaV1 } from '../workflow/standard-schema';
+
+const MAX_DELAY_MS = 365 * 86_400_000;
 
 /** What `@Workflow` records on its class. */
 export interface WorkflowMetadata {
@@ -25,20 +28,25 @@ export interface WorkflowMetadata {
  * @param name unique per namespace; letters, digits, `.`, `_`, `-`. Stored with every run, so
  *   renaming a workflow strands its queued runs.
  */
-export function Workflow(name: string, options?: WorkflowOptions): ClassDecorator;
+export function Workflow<I extends StandardSchemaV1 | undefined = undefined, O extends StandardSchemaV1 | undefined = undefined>(
+  name: string,
+  options?: WorkflowOptions<SchemaInput<I>> & { input?: I; output?: O },
+): WorkflowDecorator<I, O>;
 /**
  * Declares the workflow of a contract made by `defineWorkflow`: the name is the contract's, and
  * the compiler checks that the class's `run` takes the contract's input and returns its output.
  * Producers then enqueue with the contract alone, without importing this class. The contract's
- * `attempts` is the workflow's; a different `options.attempts` throws `InvalidOptionError`.
+ * `attempts` and schemas are the workflow's; a different `options.attempts`, `input` or `output`
+ * throws `InvalidOptionError`.
  */
-export function Workflow<In, Out>(
-  contract: WorkflowContract<In, Out>,
+export function Workflow<In, Out, RunIn, RunOut>(
+  contract: WorkflowContract<In, Out, RunIn, RunOut>,
   options?: WorkflowOptions<In>,
-): (target: ContractImplementation<In, Out>) => void;
-export function Workflow(nameOrContract: string | WorkflowContract<unknown, unknown>, options: WorkflowOptions = {}): ClassDecorator {
+): (target: ContractImplementation<RunIn, RunOut>) => void;
+export function Workflow(nameOrContract: string | WorkflowContract, options: WorkflowOptions = {}): ClassDecorator {
   const contract = isWorkflowContract(nameOrContract) ? nameOrContract : undefined;
   const name = checkName(contract ? contract.name : nameOrContract, '@Workflow name');
+  options = withSchemas(name, options, contract);
   if (contract && options.attempts !== undefined && options.attempts !== contract.attempts) {
     // Producers enqueue with the contract alone: attempts set only here would not reach them.
     const where =
@@ -76,6 +84,32 @@ export function Workflow(nameOrContract: string | WorkflowContract<unknown, unkn
     noteWorkflowClass(target);
     Injectable()(target);
   };
+}
+
+/**
+ * What `@Workflow(name, options)` returns: a plain class decorator without schemas; with one, a
+ * decorator that only takes a class whose `run` fits them (see {@link SchemaImplementation}).
+ */
+export type WorkflowDecorator<I, O> = [I, O] extends [undefined, undefined] ? ClassDecorator : (target: SchemaImplementation<I, O>) => void;
+
+/**
+ * The options with their schemas checked; with a contract, the contract's schemas, which a
+ * different one here would contradict (producers see only the contract's).
+ */
+function withSchemas(name: string, options: WorkflowOptions, contract: WorkflowContract | undefined): WorkflowOptions {
+  if (options === null || typeof options !== 'object') return options;
+  const input = checkSchemaOption(options.input, `@Workflow('${name}') input`);
+  const output = checkSchemaOption(options.output, `@Workflow('${name}') output`);
+  if (!contract) return options;
+  for (const [key, own, contracts] of [
+    ['input', input, contract.input],
+    ['output', output, contract.output],
+  ] as const) {
+    if (own !== undefined && own !== contracts)
+      throw new InvalidOptionError(`@Workflow('${name}') ${key}`, `differs from the contract's; set the ${key} schema on defineWorkflow`);
+  }
+  if (!contract.input && !contract.output) return options;
+  return { ...options, input: contract.input, output: contract.output };
 }
 
 /** Largest count `keep` accepts. */

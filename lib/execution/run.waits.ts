@@ -17,7 +17,7 @@ import { abandoned, enterCommit } from './commit.gate';
 import type { StepRecorder } from './step.recorder';
 import { eventTarget } from '../redis/run.layout';
 import { childId } from './wait.ids';
-import type { SuspendReply, SuspendRequest, WaitPort } from './wait.port';
+import type { ChildRequest, SuspendReply, SuspendRequest, WaitPort } from './wait.port';
 import { refusedBytes, toChildOutcome, toWaitOutcome } from './wait.outcome';
 
 /** Furthest ahead a sleep may end, as for an enqueue's `runAt`. */
@@ -117,6 +117,8 @@ export class RunWaits {
       throw new PayloadTooLargeError('ctx.invokeAll inputs', bytes, MAX_INVOKE_BYTES, 'MAX_INVOKE_BYTES, all inputs of one invokeAll');
     const ids = entries.map(({ child }) => child.id);
     if (new Set(ids).size !== ids.length) throw new InvalidInputError('ctx.invokeAll calls', 'must not give two children the same id');
+    // Children whose input schema is async: checked before the commit (placed already, in call order).
+    if (someChecking(entries)) await Promise.all(entries.flatMap(({ child }) => (child.checking ? [child.checking] : [])));
     const raws = await this.wait({ kind: 'child', target: '', entries });
     return raws.map((raw, index) => {
       const outcome = toChildOutcome<T>(ids[index], raw);
@@ -205,4 +207,10 @@ function timeoutOf(opts: SignalWaitOptions | EventWaitOptions | undefined, call:
   if (opts !== undefined && (opts === null || typeof opts !== 'object'))
     throw new InvalidOptionError(`${call} options`, 'must be an object');
   return opts?.timeout === undefined ? undefined : toMilliseconds(opts.timeout, `${call} timeout`);
+}
+
+/** Whether a child's input schema is still validating (a plain loop: no closure when none is). */
+function someChecking(entries: ReadonlyArray<{ child: ChildRequest }>): boolean {
+  for (let index = 0; index < entries.length; index++) if (entries[index].child.checking) return true;
+  return false;
 }
