@@ -30,7 +30,9 @@ export interface WorkflowMetadata {
  */
 export function Workflow<I extends StandardSchemaV1 | undefined = undefined, O extends StandardSchemaV1 | undefined = undefined>(
   name: string,
-  options?: WorkflowOptions<SchemaInput<I>> & { input?: I; output?: O },
+  // Omit: intersecting the schemas with WorkflowOptions' own `input` sends the compiler down an
+  // arktype Type's whole structure (instantiation too deep).
+  options?: Omit<WorkflowOptions<SchemaInput<I>>, 'input' | 'output'> & { input?: I; output?: O },
 ): WorkflowDecorator<I, O>;
 /**
  * Declares the workflow of a contract made by `defineWorkflow`: the name is the contract's, and
