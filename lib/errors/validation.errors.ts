@@ -28,6 +28,7 @@ export class InputValidationError extends InvalidInputError {
     field: string,
     /** The workflow whose schema refused the input. */
     readonly workflow: string,
+    /** Every issue the schema found, in its order. */
     readonly issues: readonly ValidationIssue[],
   ) {
     super(field, `does not match the input schema of workflow "${workflow}" (${listIssues(issues)})`);
@@ -43,6 +44,7 @@ export class OutputValidationError extends NonRetryableError {
   constructor(
     /** The workflow whose schema refused the result. */
     readonly workflow: string,
+    /** Every issue the schema found, in its order. */
     readonly issues: readonly ValidationIssue[],
   ) {
     super(`The result of workflow "${workflow}" does not match its output schema (${listIssues(issues)})`);

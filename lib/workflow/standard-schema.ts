@@ -13,6 +13,7 @@ export interface StandardSchemaV1<Input = unknown, Output = Input> {
   readonly '~standard': StandardSchemaV1.Props<Input, Output>;
 }
 
+/** The types of {@link StandardSchemaV1}'s properties, results and issues, as the spec names them. */
 // eslint-disable-next-line @typescript-eslint/no-namespace -- the spec's own shape (StandardSchemaV1.Issue…), types only
 export declare namespace StandardSchemaV1 {
   /** The Standard Schema properties. */

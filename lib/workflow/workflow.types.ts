@@ -234,11 +234,15 @@ export type ContractImplementation<In, Out> = abstract new (...args: any[]) => {
 /**
  * A class `@Workflow(name, { input, output })` accepts: its `run` takes the input schema's output
  * type (or something wider) and returns the output schema's input type. Checked as
- * {@link ContractImplementation}; without one of the schemas that side is not checked.
+ * {@link ContractImplementation}; without one of the schemas that side is not checked, nor is the
+ * input when the schema's output type is `unknown` (options typed as plain `WorkflowOptions`).
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any class, whatever its constructor takes (Nest injects it); public API
 export type SchemaImplementation<I, O> = abstract new (...args: any[]) => {
-  run: (input: SchemaOutput<I, never>, ctx: RunContext<SchemaInput<I>>) => SchemaInput<O> | PromiseLike<SchemaInput<O>>;
+  run: (
+    input: unknown extends SchemaOutput<I, never> ? never : SchemaOutput<I, never>,
+    ctx: RunContext<SchemaInput<I>>,
+  ) => SchemaInput<O> | PromiseLike<SchemaInput<O>>;
 };
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- any in infer patterns matches every contract and run signature; public API */
