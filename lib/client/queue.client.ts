@@ -16,6 +16,7 @@ import type { ListSchedulesOptions, SchedulePage } from '../schedule/schedule.st
 import { checkId } from '../util/names';
 import { checkOptionKeys } from '../util/option-keys';
 import { buildEnqueueRequest } from '../workflow/enqueue.request';
+import { checkInput, checkInputs } from '../workflow/schema.validate';
 import { QueueAdmin } from './queue.admin';
 import { QueueSchedules } from './queue.schedules';
 import type { RunHandle } from './run.handle';
@@ -57,10 +58,14 @@ export class QueueClient {
    * per workflow and event-loop turn). With an `id` that exists, returns that run and writes
    * nothing. A reply lost to a dropped connection is retried within `redisTimeoutMs` (enqueue is
    * idempotent on the id); past it the call rejects with `OutcomeUnknownError` naming the run id.
+   * With an input schema known here (the contract's, or the `@Workflow`'s), a refused input
+   * throws `InputValidationError` before any Redis call.
    */
   async enqueue<W extends WorkflowRef>(workflow: W, input: In<W>, opts?: EnqueueOptions): Promise<RunHandle<Out<W>>> {
     const target = this.registry.resolve(workflow);
     const request = buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes);
+    const checking = checkInput(target, input);
+    if (checking) await checking;
     // Only for a workflow this process does not declare (one SISMEMBER, the first time per name).
     if (!target.known) await this.fleet.confirm(target.name, 'enqueue');
     return this.handle(request.id, await this.enqueuer.store(request));
@@ -77,6 +82,8 @@ export class QueueClient {
     if (!Array.isArray(items)) throw new InvalidInputError('items', 'must be an array of { input, opts? }');
     const definition = this.registry.resolve(workflow);
     const requests = this.enqueuer.requests(definition, items);
+    const checking = checkInputs(definition, items);
+    if (checking) await checking;
     if (requests.length === 0) return [];
     if (!definition.known) await this.fleet.confirm(definition.name, 'enqueueMany');
     const created = await this.enqueuer.storeMany(definition.name, requests);
@@ -96,6 +103,8 @@ export class QueueClient {
     checkWaitValues(opts);
     const target = this.registry.resolve(workflow);
     const request = buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes, RUN_OPTIONS);
+    const checking = checkInput(target, input);
+    if (checking) await checking;
     if (!target.known) await this.fleet.confirm(target.name, 'run');
     // Refused before anything is written: a caller retrying with a fresh id must not duplicate work.
     if (this.waiter.closed) throw new SluiceError('QueueModule is shutting down; run() was refused before enqueueing');

@@ -9,6 +9,7 @@ import { RedisKeys } from '../redis/redis.keys';
 import type { ScheduleInfo } from '../schedule/schedule-info';
 import type { ScheduleOptions } from '../interfaces/schedule.options';
 import { buildScheduleSpec } from '../workflow/schedule.check';
+import { checkInput } from '../workflow/schema.validate';
 import { ScheduleStore, type ListSchedulesOptions, type SchedulePage } from '../schedule/schedule.store';
 import type { In, WorkflowRef } from './workflow.ref';
 
@@ -42,12 +43,15 @@ export class QueueSchedules {
    * make lasting changes to those in code.
    * @param id unique per namespace (letters, digits, `.`, `_`, `-`)
    * @throws InvalidScheduleError (cron or time zone), UnknownWorkflowError, InvalidNameError,
-   *   InvalidOptionError, PayloadNotSerializableError / PayloadTooLargeError (input) before any
-   *   Redis call; ScheduleConflictError if `id` belongs to another workflow (nothing written)
+   *   InvalidOptionError, PayloadNotSerializableError / PayloadTooLargeError / InputValidationError
+   *   (input, against the schema known here) before any Redis call; ScheduleConflictError if `id` belongs to another workflow (nothing written)
    */
   async set<W extends WorkflowRef>(id: string, workflow: W, opts: ScheduleOptions<In<W>>): Promise<ScheduleInfo<In<W>>> {
     const target = this.registry.resolve(workflow);
     const spec = buildScheduleSpec(id, target, opts, 'opts', this.options.maxPayloadBytes);
+    // Each fire stores the input as is (null when none is given): that is what the worker validates.
+    const checking = checkInput(target, opts.input === undefined ? null : opts.input, 'opts.input');
+    if (checking) await checking;
     if (!target.known) await this.fleet.confirm(target.name, 'schedule');
     const store = this.schedules();
     await store.write(spec);

@@ -9,13 +9,12 @@ import { checkDeclaredSchedules } from '../workflow/schedule.check';
 import { MAX_TIMER_MS } from '../workflow/step.options';
 import { checkOptionKeys } from '../util/option-keys';
 import { BACKOFF_OPTIONS } from '../interfaces/backoff.options';
+import type { ContractImplementation, RetentionByCount, SchemaImplementation, WorkflowOptions } from '../workflow/workflow.types';
+import { isWorkflowContract, type WorkflowContract } from '../workflow/workflow.contract';
+import { checkSchemaOption } from '../workflow/schema.validate';
+import type { SchemaInput, StandardSchemaV1 } from '../workflow/standard-schema';
 
-const MAX_DELAY_MS = 365 * 86_400_000;
-
-/**
- * The keys of {@link WorkflowOptions}. `input` and `output` are the Standard Schema validators
- * being added on another branch; listed already so that the two changes merge without a refusal.
- */
+/** The keys of {@link WorkflowOptions}. */
 export const WORKFLOW_OPTIONS: readonly string[] = [
   'concurrency',
   'groupConcurrency',
@@ -30,8 +29,8 @@ export const WORKFLOW_OPTIONS: readonly string[] = [
   'input',
   'output',
 ];
-import type { ContractImplementation, RetentionByCount, WorkflowOptions } from '../workflow/workflow.types';
-import { isWorkflowContract, type WorkflowContract } from '../workflow/workflow.contract';
+
+const MAX_DELAY_MS = 365 * 86_400_000;
 
 /** What `@Workflow` records on its class. */
 export interface WorkflowMetadata {
@@ -46,22 +45,29 @@ export interface WorkflowMetadata {
  * @param name unique per namespace; letters, digits, `.`, `_`, `-`. Stored with every run, so
  *   renaming a workflow strands its queued runs.
  */
-export function Workflow(name: string, options?: WorkflowOptions): ClassDecorator;
+export function Workflow<I extends StandardSchemaV1 | undefined = undefined, O extends StandardSchemaV1 | undefined = undefined>(
+  name: string,
+  // Omit: intersecting the schemas with WorkflowOptions' own `input` sends the compiler down an
+  // arktype Type's whole structure (instantiation too deep).
+  options?: Omit<WorkflowOptions<SchemaInput<I>>, 'input' | 'output'> & { input?: I; output?: O },
+): WorkflowDecorator<I, O>;
 /**
  * Declares the workflow of a contract made by `defineWorkflow`: the name is the contract's, and
  * the compiler checks that the class's `run` takes the contract's input and returns its output.
  * Producers then enqueue with the contract alone, without importing this class. The contract's
- * `attempts` is the workflow's; a different `options.attempts` throws `InvalidOptionError`.
+ * `attempts` and schemas are the workflow's; a different `options.attempts`, `input` or `output`
+ * throws `InvalidOptionError`.
  */
-export function Workflow<In, Out>(
-  contract: WorkflowContract<In, Out>,
+export function Workflow<In, Out, RunIn, RunOut>(
+  contract: WorkflowContract<In, Out, RunIn, RunOut>,
   options?: WorkflowOptions<In>,
-): (target: ContractImplementation<In, Out>) => void;
-export function Workflow(nameOrContract: string | WorkflowContract<unknown, unknown>, options: WorkflowOptions = {}): ClassDecorator {
+): (target: ContractImplementation<RunIn, RunOut>) => void;
+export function Workflow(nameOrContract: string | WorkflowContract, options: WorkflowOptions = {}): ClassDecorator {
   const contract = isWorkflowContract(nameOrContract) ? nameOrContract : undefined;
   const name = checkName(contract ? contract.name : nameOrContract, '@Workflow name');
   if (options === null || typeof options !== 'object') throw new InvalidOptionError(`@Workflow('${name}') options`, 'must be an object');
   checkOptionKeys(options, WORKFLOW_OPTIONS, `@Workflow('${name}') options`);
+  options = withSchemas(name, options, contract);
   if (contract && options.attempts !== undefined && options.attempts !== contract.attempts) {
     // Producers enqueue with the contract alone: attempts set only here would not reach them.
     const where =
@@ -102,6 +108,32 @@ export function Workflow(nameOrContract: string | WorkflowContract<unknown, unkn
     noteWorkflowClass(target);
     Injectable()(target);
   };
+}
+
+/**
+ * What `@Workflow(name, options)` returns: a plain class decorator without schemas; with one, a
+ * decorator that only takes a class whose `run` fits them (see {@link SchemaImplementation}).
+ */
+export type WorkflowDecorator<I, O> = [I, O] extends [undefined, undefined] ? ClassDecorator : (target: SchemaImplementation<I, O>) => void;
+
+/**
+ * The options with their schemas checked; with a contract, the contract's schemas, which a
+ * different one here would contradict (producers see only the contract's).
+ */
+function withSchemas(name: string, options: WorkflowOptions, contract: WorkflowContract | undefined): WorkflowOptions {
+  if (options === null || typeof options !== 'object') return options;
+  const input = checkSchemaOption(options.input, `@Workflow('${name}') input`);
+  const output = checkSchemaOption(options.output, `@Workflow('${name}') output`);
+  if (!contract) return options;
+  for (const [key, own, contracts] of [
+    ['input', input, contract.input],
+    ['output', output, contract.output],
+  ] as const) {
+    if (own !== undefined && own !== contracts)
+      throw new InvalidOptionError(`@Workflow('${name}') ${key}`, `differs from the contract's; set the ${key} schema on defineWorkflow`);
+  }
+  if (!contract.input && !contract.output) return options;
+  return { ...options, input: contract.input, output: contract.output };
 }
 
 /** Largest count `keep` accepts. */

@@ -9,6 +9,7 @@ import { checkName } from '../util/names';
 import type { RateLimit } from '../interfaces/rate-limit';
 import { WorkflowMetadataAccessor } from './workflow-metadata.accessor';
 import type { DeclaredSchedule } from '../interfaces/schedule.options';
+import type { StandardSchemaV1 } from '../workflow/standard-schema';
 
 /** What Nest declares a provider with: its class, or the factory function that makes it. */
 export type ProviderMetatype = Type<unknown> | ((...args: never) => unknown);
@@ -33,6 +34,10 @@ export interface WorkflowDefinition {
   timeoutMs?: number;
   /** Schedules its `@Workflow` declares, ids filled in (checked at the decorator). */
   schedules: Array<DeclaredSchedule & { id: string }>;
+  /** Its input schema (`@Workflow({ input })` or its contract's): the attempt validates the stored input with it. */
+  input?: StandardSchemaV1;
+  /** Its output schema: the attempt validates `run`'s result with it. */
+  output?: StandardSchemaV1;
 }
 
 /** What enqueue and schedule need to know of a workflow given by class, contract or name. */
@@ -44,6 +49,11 @@ export interface ResolvedWorkflow {
    * Redis whether any worker of the fleet registered it (see `FleetWorkflows`) before writing.
    */
   known: boolean;
+  /**
+   * The input schema to validate with before writing, where this process knows one: the
+   * contract's, else the `@Workflow`'s (declared here, or on the class given).
+   */
+  input?: StandardSchemaV1;
 }
 
 /** The workflows of this application, by name. Filled by the explorer at module init. */
@@ -73,6 +83,8 @@ export class WorkflowRegistry {
       backoff: resolveBackoff(options.backoff, this.options.defaults.backoff, `@Workflow('${name}') backoff`),
       timeoutMs: options.timeoutMs,
       schedules: (options.schedules ?? []).map((schedule) => ({ ...schedule, id: schedule.id ?? name })),
+      ...(options.input && { input: options.input }),
+      ...(options.output && { output: options.output }),
     });
   }
 
@@ -104,10 +116,11 @@ export class WorkflowRegistry {
     if (typeof workflow === 'string' || isWorkflowContract(workflow)) {
       const name = typeof workflow === 'string' ? workflow : workflow.name;
       const local = this.byName.get(name);
-      if (local) return { name, attempts: local.attempts, known: true };
+      const input = (typeof workflow === 'string' ? undefined : workflow.input) ?? local?.input;
+      if (local) return { name, attempts: local.attempts, known: true, input };
       checkName(name, 'workflow');
       const attempts = typeof workflow === 'string' ? undefined : workflow.attempts;
-      return { name, attempts: attempts ?? this.options.defaults.attempts, known: false };
+      return { name, attempts: attempts ?? this.options.defaults.attempts, known: false, input };
     }
     const resolved = this.resolvedClasses.get(workflow);
     if (resolved) return resolved;
@@ -119,6 +132,7 @@ export class WorkflowRegistry {
       name: metadata.name,
       attempts: local?.attempts ?? metadata.options.attempts ?? this.options.defaults.attempts,
       known: true,
+      input: metadata.options.input,
     };
     if (local) this.resolvedClasses.set(workflow, answer);
     return answer;

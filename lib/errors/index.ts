@@ -6,3 +6,4 @@ export * from './redis.errors';
 export * from './migration.errors';
 export * from './schedule.errors';
 export * from './wait.errors';
+export * from './validation.errors';

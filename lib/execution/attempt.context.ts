@@ -1,5 +1,6 @@
 import type { StepRunner } from '../workflow/run.scope';
 import type { RunContext } from '../workflow/workflow.types';
+import type { StandardSchemaV1 } from '../workflow/standard-schema';
 import type { AttemptGuard } from './attempt.guard';
 import type { AttemptPorts } from './attempt.ports';
 import type { LazyAbort } from './lazy.abort';
@@ -36,7 +37,7 @@ export class AttemptContext implements RunContext {
   readonly #abort: LazyAbort;
 
   constructor(
-    spec: { id: string; attempt: number; generation?: number },
+    spec: { id: string; workflow: string; attempt: number; generation?: number },
     abort: LazyAbort,
     steps: StepRunner,
     recorder: StepRecorder,
@@ -44,6 +45,8 @@ export class AttemptContext implements RunContext {
     ports: AttemptPorts,
     maxPayloadBytes: number,
     ends: AttemptEnds,
+    /** The workflow's input schema, if any: `continueAsNew` validates its input with it. */
+    inputSchema?: StandardSchemaV1,
   ) {
     this.runId = spec.id;
     this.attempt = spec.attempt;
@@ -60,7 +63,11 @@ export class AttemptContext implements RunContext {
     this.invoke = (workflow, input, opts) => waitsOf().invoke(workflow, input, opts) as never;
     this.invokeAll = (calls) => waitsOf().invokeAll(calls) as never;
     this.continueAsNew = (input) =>
-      new RunContinuation(recorder, guard, ports.commits(), maxPayloadBytes, ends.continued).continueAsNew(input);
+      new RunContinuation(recorder, guard, ports.commits(), maxPayloadBytes, ends.continued).continueAsNew(
+        input,
+        spec.workflow,
+        inputSchema,
+      );
   }
 
   get signal(): AbortSignal {

@@ -1,6 +1,7 @@
 import { RunCancelledError, SluiceError, WorkerShutdownError } from '../errors';
 import { decodePayload, encodePayload } from '../redis/payload.codec';
 import { inRunScope } from '../workflow/run.scope';
+import { isThenable, validateInput, validateOutput, type WorkflowSchemas } from '../workflow/schema.validate';
 import type { RunContext, WorkflowInstance } from '../workflow/workflow.types';
 import { AttemptGuard } from './attempt.guard';
 import type { AttemptJournal } from './attempt.journal';
@@ -45,12 +46,19 @@ export interface AttemptLimits {
 export class AttemptRunner {
   constructor(private readonly limits: AttemptLimits) {}
 
+  /**
+   * @param schemas the workflow's (its definition): the decoded input is validated before `run`,
+   *   which gets the schema's output, and `run`'s result before it is encoded. A refusal fails the
+   *   run without retries (InputValidationError, OutputValidationError). Without schemas nothing
+   *   more is done; a synchronous schema adds no await.
+   */
   async run(
     instance: WorkflowInstance,
     claim: AttemptSpec,
     limitMs: number | undefined,
     abort: LazyAbort,
     ports: AttemptPorts,
+    schemas?: WorkflowSchemas,
   ): Promise<AttemptOutcome> {
     const guard = new AttemptGuard(claim.id, abort, ports.sleep, ports.random);
     // A cancelled run's attempt ends now, as a timed-out one does: the process's local slot frees
@@ -71,22 +79,36 @@ export class AttemptRunner {
     const steps = ports.steps ? ports.steps(recorder) : recorder;
     // A wait that suspends the run, or continueAsNew, ends the attempt here (guard.settle resolves
     // with SUSPENDED or CONTINUED).
-    const ctx = new AttemptContext(claim, abort, steps, recorder, guard, ports, maxPayloadBytes, {
-      suspended: () => guard.release(SUSPENDED),
-      continued: () => guard.release(CONTINUED),
-    });
+    const ends = { suspended: () => guard.release(SUSPENDED), continued: () => guard.release(CONTINUED) };
+    const ctx = new AttemptContext(claim, abort, steps, recorder, guard, ports, maxPayloadBytes, ends, schemas?.input);
     const { journal } = recorder;
     let result: unknown;
     try {
       const input = decodePayload(claim.input);
-      const body = inRunScope(steps, callRun, instance, input, ctx);
+      const inputSchema = schemas?.input;
+      let body: unknown;
+      if (inputSchema === undefined) body = inRunScope(steps, callRun, instance, input, ctx);
+      else {
+        // Validated again here: the producer may not know the schema, or know an older one.
+        const checked = validateInput(inputSchema, input, claim.workflow);
+        // An async schema's wait is part of the attempt, bounded by its time limit like `run`.
+        body = isThenable(checked)
+          ? checked.then((valid) => inRunScope(steps, callRun, instance, valid.value, ctx))
+          : inRunScope(steps, callRun, instance, checked.value, ctx);
+      }
       // Past a time limit this rejects with the TimeoutError at once, leaving code that ignores
       // its signal running in the background: the attempt fails now, its slots are freed, and
       // its later writes are refused (by the token, in a worker). A `run` that returned a value
       // (not async) has nothing to race: it is taken as is, unless the attempt ended meanwhile.
       result = isThenable(body) || guard.over ? await guard.settle<unknown>(body, limitMs) : body;
-      if (result !== SUSPENDED && result !== CONTINUED)
+      if (result !== SUSPENDED && result !== CONTINUED) {
+        const outputSchema = schemas?.output;
+        if (outputSchema !== undefined) {
+          const checked = validateOutput(outputSchema, result, claim.workflow);
+          result = (isThenable(checked) ? await checked : checked).value;
+        }
         result = encodePayload(result, `result of workflow "${claim.workflow}"`, maxPayloadBytes);
+      }
     } catch (error) {
       end(guard, ports);
       // Aborted at the shutdown deadline: the worker hands the run back (lib/worker/worker.orchestrator.ts),
@@ -116,10 +138,6 @@ export class AttemptRunner {
 /** The workflow's `run`, called with its instance as `this` (a function, so the run scope needs no closure per attempt). */
 function callRun(instance: WorkflowInstance, input: unknown, ctx: RunContext): unknown {
   return instance.run(input, ctx);
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
 
 /** The attempt's outcome is decided: late calls of abandoned code write nothing, the last progress value lands first. */

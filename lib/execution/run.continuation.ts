@@ -1,6 +1,8 @@
 import { InvalidInputError } from '../errors';
 import { encodePayload } from '../redis/payload.codec';
 import { stepScope } from '../workflow/run.scope';
+import { checkInput } from '../workflow/schema.validate';
+import type { StandardSchemaV1 } from '../workflow/standard-schema';
 import type { AttemptGuard } from './attempt.guard';
 import { abandoned, enterCommit } from './commit.gate';
 import type { StepRecorder } from './step.recorder';
@@ -28,7 +30,8 @@ export class RunContinuation {
     private readonly onContinued: () => void,
   ) {}
 
-  async continueAsNew(input: unknown): Promise<never> {
+  /** @param input checked, with `schema` when there is one, as an enqueue of `workflow` would be */
+  async continueAsNew(input: unknown, workflow: string, schema?: StandardSchemaV1): Promise<never> {
     if (stepScope.getStore()?.runner === this.recorder) {
       throw new InvalidInputError(
         'ctx.continueAsNew',
@@ -37,6 +40,9 @@ export class RunContinuation {
     }
     // Checked before anything is written, with the errors an enqueue's input gets.
     const encoded = encodePayload(input, 'ctx.continueAsNew input', this.maxPayloadBytes);
+    // The raw input is stored, as for an enqueue: the next incarnation validates it again.
+    const checking = schema && checkInput({ name: workflow, input: schema }, input, 'ctx.continueAsNew input');
+    if (checking) await checking;
     // The gate never opens: nothing the attempt calls after this runs.
     if (!(await enterCommit(this.recorder, this.guard))) return abandoned();
     try {

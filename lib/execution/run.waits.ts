@@ -21,7 +21,7 @@ import { abandoned, enterCommit } from './commit.gate';
 import type { StepRecorder } from './step.recorder';
 import { eventTarget } from '../redis/run.layout';
 import { childId } from './wait.ids';
-import type { SuspendReply, SuspendRequest, WaitPort } from './wait.port';
+import type { ChildRequest, SuspendReply, SuspendRequest, WaitPort } from './wait.port';
 import { refusedBytes, toChildOutcome, toWaitOutcome } from './wait.outcome';
 
 /** The keys of an {@link InvokeCall}. */
@@ -129,6 +129,8 @@ export class RunWaits {
       throw new PayloadTooLargeError('ctx.invokeAll inputs', bytes, MAX_INVOKE_BYTES, 'MAX_INVOKE_BYTES, all inputs of one invokeAll');
     const ids = entries.map(({ child }) => child.id);
     if (new Set(ids).size !== ids.length) throw new InvalidInputError('ctx.invokeAll calls', 'must not give two children the same id');
+    // Children whose input schema is async: checked before the commit (placed already, in call order).
+    if (someChecking(entries)) await Promise.all(entries.flatMap(({ child }) => (child.checking ? [child.checking] : [])));
     const raws = await this.wait({ kind: 'child', target: '', entries });
     return raws.map((raw, index) => {
       const outcome = toChildOutcome<T>(ids[index], raw);
@@ -227,4 +229,10 @@ function timeoutOf(
   return timeout === undefined
     ? undefined
     : toMilliseconds(timeout, `${call}("${name}") ${opts?.timeoutMs === undefined ? 'timeout' : 'timeoutMs'}`);
+}
+
+/** Whether a child's input schema is still validating (a plain loop: no closure when none is). */
+function someChecking(entries: ReadonlyArray<{ child: ChildRequest }>): boolean {
+  for (let index = 0; index < entries.length; index++) if (entries[index].child.checking) return true;
+  return false;
 }

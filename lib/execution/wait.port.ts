@@ -11,6 +11,8 @@ export interface ChildRequest {
   priority: number;
   attempts: number;
   group: string | undefined;
+  /** Set when the child's input schema validates asynchronously: the wait commits once it resolves. */
+  checking?: Promise<unknown>;
 }
 
 /** A wait as lua/suspend.lua takes it. */
@@ -41,6 +43,9 @@ export interface WaitPort {
    * error that ends the attempt.
    */
   suspend(request: SuspendRequest, room: number, positions: Placed[], journal: AttemptJournal): Promise<SuspendReply>;
-  /** Validates a child's enqueue as `QueueClient.enqueue` would (typed errors, nothing written). */
+  /**
+   * Validates a child's enqueue as `QueueClient.enqueue` would (typed errors, nothing written),
+   * its input against the child's schema where it is known (async: see `ChildRequest.checking`).
+   */
   childRequest(workflow: unknown, input: unknown, opts: InvokeOptions | undefined): ChildRequest;
 }

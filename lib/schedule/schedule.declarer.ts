@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { WorkflowDefinition } from '../discovery/workflow.registry';
 import { buildScheduleSpec, DECLARED_SCHEDULE_OPTIONS, ScheduleSpec } from '../workflow/schedule.check';
+import { checkInput } from '../workflow/schema.validate';
 import type { ScheduleChange } from '../redis/commands/schedule-write.command';
 import type { ScheduleStore } from './schedule.store';
 
@@ -22,6 +23,24 @@ export function declaredScheduleSpecs(workflows: WorkflowDefinition[], maxPayloa
       ),
     ),
   );
+}
+
+/**
+ * The declared schedules' inputs against their workflow's input schema, before anything is
+ * written: a promise only if some schema is async.
+ * @throws InputValidationError naming the schedule (`@Workflow('report') schedules[1].input`)
+ */
+export function checkDeclaredInputs(workflows: WorkflowDefinition[]): Promise<unknown> | undefined {
+  let pending: Promise<unknown>[] | undefined;
+  for (const workflow of workflows) {
+    if (workflow.input === undefined) continue;
+    workflow.schedules.forEach((schedule, index) => {
+      const input = schedule.input === undefined ? null : schedule.input;
+      const checking = checkInput(workflow, input, `@Workflow('${workflow.name}') schedules[${index}].input`);
+      if (checking) (pending ??= []).push(checking);
+    });
+  }
+  return pending && Promise.all(pending);
 }
 
 /**

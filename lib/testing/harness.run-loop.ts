@@ -9,6 +9,7 @@ import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { decodePayload } from '../redis/payload.codec';
 import type { Stored } from '../workflow/payload.types';
 import type { WorkflowInstance } from '../workflow/workflow.types';
+import type { WorkflowSchemas } from '../workflow/schema.validate';
 import type { FakeClock } from './fake.clock';
 import { HarnessAttemptPorts } from './harness.ports';
 import type { StepFault } from './harness.recorder';
@@ -35,6 +36,8 @@ export interface HarnessRunLoopConfig {
   random: () => number;
   /** The step failures registered on the harness (read at each attempt). */
   faults: readonly StepFault[];
+  /** The workflow's schemas: each attempt validates with them, as a worker's does. */
+  schemas?: WorkflowSchemas;
 }
 
 /** The state of one run across its attempts; continueAsNew starts it afresh. */
@@ -116,7 +119,7 @@ export class HarnessRunLoop<Out> {
     attempt: number,
     memo: Map<string, string>,
   ): Promise<{ report: HarnessAttempt; outcome: AttemptOutcome; continuedWith?: string }> {
-    const { clock, random, faults, options, name, instance } = this.config;
+    const { clock, random, faults, options, name, instance, schemas } = this.config;
     const report: HarnessAttempt = {
       attempt,
       startedAt: clock.date(),
@@ -131,7 +134,7 @@ export class HarnessRunLoop<Out> {
     const ports = new HarnessAttemptPorts(memo, clock, random, report, [...faults], options.maxPayloadBytes);
     // A copy: the memo as shipped with this claim (the recorder adds its own writes to it).
     const claim = { id: start.runId, workflow: name, attempt, input, steps: new Map(memo) };
-    const outcome = await this.runner.run(instance, claim, start.limitMs, new LazyAbort(), ports);
+    const outcome = await this.runner.run(instance, claim, start.limitMs, new LazyAbort(), ports, schemas);
     if (outcome.kind === 'continued') return { report, outcome, continuedWith: ports.continuedWith };
     if (outcome.kind !== 'completed') {
       report.outcome = 'failed';

@@ -1,4 +1,5 @@
 import { buildEnqueueRequest } from '../workflow/enqueue.request';
+import { checkInput, type WorkflowSchemas } from '../workflow/schema.validate';
 import { WorkflowMetadataAccessor } from '../discovery/workflow-metadata.accessor';
 import { InvalidOptionError, WorkflowDefinitionError } from '../errors';
 import { resolveBackoff, resolveQueueOptions } from '../interfaces/queue.options';
@@ -29,7 +30,9 @@ import {
  * (memo per `name#occurrence`, nested steps part of their parent, the JSON round trip and its
  * errors, the memo budget), and input and result take the same JSON round trip as through Redis.
  * Attempts follow the workflow's `attempts` and `backoff` and the retry rules of the worker
- * (`NonRetryableError` and `InvalidInputError` fail at once). Time is a {@link FakeClock}:
+ * (`NonRetryableError` and `InvalidInputError` fail at once). The workflow's schemas validate as
+ * in production: `run`'s input first as `client.enqueue` does (a refused input throws
+ * `InputValidationError`), then in each attempt, and the result (`OutputValidationError`). Time is a {@link FakeClock}:
  * delays and backoffs are reported and move it, never slept.
  *
  * Make one with `SluiceTesting.create(WorkflowClass, { providers })` or
@@ -54,6 +57,7 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
   private readonly maxPayloadBytes: number;
   private readonly declaredSchedules: HarnessSchedules;
   private readonly loop: HarnessRunLoop<Out>;
+  private readonly schemas: WorkflowSchemas;
 
   constructor(
     /** The workflow instance the harness runs. */
@@ -86,6 +90,7 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
     this.clock = new FakeClock(options.now);
     const random = options.random ?? (() => 0.5);
     if (typeof random !== 'function') throw new InvalidOptionError('random', 'must be a function like Math.random');
+    this.schemas = { input: metadata.options.input, output: metadata.options.output };
     this.declaredSchedules = new HarnessSchedules(this.name, metadata.options.schedules, this.clock, this.maxPayloadBytes);
     const config = {
       name: this.name,
@@ -95,6 +100,7 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
       clock: this.clock,
       random,
       faults: this.faults,
+      schemas: this.schemas,
     };
     this.loop = new HarnessRunLoop(config);
   }
@@ -138,6 +144,8 @@ export class WorkflowHarness<In = unknown, Out = unknown> {
       this.maxPayloadBytes,
       HARNESS_RUN_OPTIONS,
     );
+    const checking = checkInput({ name: this.name, input: this.schemas.input }, input);
+    if (checking) await checking;
     const dueAtMs = request.runAtMs ?? this.clock.now() + request.delayMs;
     return this.loop.execute({
       runId: request.id,

@@ -85,6 +85,7 @@ export class RunExecutor {
       claim.timeoutMs ?? definition.timeoutMs,
       abort,
       new RedisAttemptPorts(this.ports, claim, telemetry),
+      definition, // its schemas, if any
     );
     codeDone?.();
     // Each branch awaits rather than returns its promise: an async function that returns a

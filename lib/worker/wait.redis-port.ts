@@ -1,6 +1,6 @@
 import type { AttemptJournal } from '../execution/attempt.journal';
-import type { EnqueueRequest } from '../interfaces/enqueue.options';
 import { buildEnqueueRequest } from '../workflow/enqueue.request';
+import { checkInput } from '../workflow/schema.validate';
 import { ChildRunConflictError, LeaseLostError, UnknownWorkflowError } from '../errors';
 import type { WorkflowRegistry } from '../discovery/workflow.registry';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
@@ -12,7 +12,7 @@ import { commitPolicy } from '../redis/commands/commit.policy';
 import { continueAsNew } from '../redis/commands/continue.command';
 import { suspend } from '../redis/commands/suspend.command';
 import type { ContinuePort } from '../execution/run.continuation';
-import type { SuspendReply, SuspendRequest, WaitPort } from '../execution/wait.port';
+import type { ChildRequest, SuspendReply, SuspendRequest, WaitPort } from '../execution/wait.port';
 import type { Placed } from '../execution/step.recorder';
 import type { OwnCommitFailures } from '../execution/commit.failures';
 
@@ -78,8 +78,14 @@ export class RedisWaitPort implements WaitPort, ContinuePort {
     if (!(await (this.commitFailures ? this.commitFailures.watch(call) : call))) throw new LeaseLostError(claim.id);
   }
 
-  childRequest(workflow: unknown, input: unknown, opts: InvokeOptions | undefined): EnqueueRequest {
+  childRequest(workflow: unknown, input: unknown, opts: InvokeOptions | undefined): ChildRequest {
     const target = this.registry.resolve(workflow as Parameters<WorkflowRegistry['resolve']>[0]);
-    return buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes);
+    const request: ChildRequest = buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes);
+    const checking = checkInput(target, input, 'ctx.invoke input');
+    if (checking) {
+      checking.catch(() => undefined); // awaited by the wait; handled here in case an earlier call throws first
+      request.checking = checking;
+    }
+    return request;
   }
 }

@@ -9,7 +9,7 @@ import type { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import type { ScriptRunner } from '../redis/lua.scripts';
 import type { RedisConnections } from '../redis/redis.connections';
 import type { RedisKeys } from '../redis/redis.keys';
-import { declarationFingerprint, declaredScheduleSpecs, declareSchedules } from '../schedule/schedule.declarer';
+import { checkDeclaredInputs, declarationFingerprint, declaredScheduleSpecs, declareSchedules } from '../schedule/schedule.declarer';
 import { ScheduleStore } from '../schedule/schedule.store';
 import { declareRateLimits, logDeclaration } from './rate-limits.declarer';
 
@@ -40,6 +40,8 @@ export class WorkerDeclarations {
   async declare(failFast: boolean, scripts: ScriptRunner = this.parts.scripts.get()): Promise<void> {
     const workflows = this.parts.registry.all();
     const schedules = declaredScheduleSpecs(workflows, this.parts.options.maxPayloadBytes);
+    const checking = checkDeclaredInputs(workflows);
+    if (checking) await checking;
     const store = new ScheduleStore(scripts, this.parts.connections.command, this.parts.keys);
     await this.parts.connections.command.together(() =>
       Promise.all([

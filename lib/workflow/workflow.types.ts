@@ -3,6 +3,7 @@ import type { Stored } from './payload.types';
 import type { RateLimit } from '../interfaces/rate-limit';
 import type { StepCallOptions, StepFn } from './step.options';
 import type { WorkflowContract } from './workflow.contract';
+import type { SchemaInput, SchemaOutput, StandardSchemaV1 } from './standard-schema';
 import type { Duration } from '../util/duration';
 import type { BackoffOptions } from '../interfaces/backoff.options';
 import type { EventWaitOptions, InvokeCall, InvokeOptions, SignalWaitOptions, WaitOutcome } from './wait.types';
@@ -185,6 +186,23 @@ export interface WorkflowOptions<In = unknown> {
    * the latest bootstrap wins.
    */
   keep?: RetentionByCount;
+  /**
+   * A Standard Schema (zod, valibot, arktype…) of the input. Producers of this application
+   * (`enqueue`, `run`, `enqueueMany`, schedules, `ctx.invoke`, `continueAsNew`) validate the input
+   * with it before any Redis call (`InputValidationError`, nothing written) and store it as given;
+   * the worker validates the stored input again before each attempt's `run` — which receives the
+   * schema's output (transforms and defaults applied) — and fails the run without retries if it
+   * is refused (a producer without the schema, or with an older one). The schema sees the input
+   * after its JSON round trip: it must accept what JSON gives back (e.g. a date as a string).
+   * With a contract, the contract's (set it on `defineWorkflow`).
+   */
+  input?: StandardSchemaV1;
+  /**
+   * A Standard Schema of what `run` returns: the worker validates the result with it and stores
+   * the schema's output; a refused result fails the run without retries (`OutputValidationError`).
+   * With a contract, the contract's.
+   */
+  output?: StandardSchemaV1;
 }
 
 /** `@Workflow({ keep })`: how many finished runs of each outcome to keep at most. */
@@ -213,10 +231,24 @@ export type ContractImplementation<In, Out> = abstract new (...args: any[]) => {
   run: (input: In, ctx: RunContext) => Out | PromiseLike<Out>;
 };
 
+/**
+ * A class `@Workflow(name, { input, output })` accepts: its `run` takes the input schema's output
+ * type (or something wider) and returns the output schema's input type. Checked as
+ * {@link ContractImplementation}; without one of the schemas that side is not checked, nor is the
+ * input when the schema's output type is `unknown` (options typed as plain `WorkflowOptions`).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any class, whatever its constructor takes (Nest injects it); public API
+export type SchemaImplementation<I, O> = abstract new (...args: any[]) => {
+  run: (
+    input: unknown extends SchemaOutput<I, never> ? never : SchemaOutput<I, never>,
+    ctx: RunContext<SchemaInput<I>>,
+  ) => SchemaInput<O> | PromiseLike<SchemaInput<O>>;
+};
+
 /* eslint-disable @typescript-eslint/no-explicit-any -- any in infer patterns matches every contract and run signature; public API */
 /** Input type of a workflow class (the first parameter of its `run`) or of a contract. */
 export type WorkflowInput<W> =
-  W extends WorkflowContract<infer I, any>
+  W extends WorkflowContract<infer I, any, any, any>
     ? I
     : W extends abstract new (...args: any[]) => { run(input: infer I, ...rest: any[]): any }
       ? I
@@ -224,7 +256,7 @@ export type WorkflowInput<W> =
 
 /** Output type of a workflow class (the awaited return type of its `run`) or of a contract. */
 export type WorkflowOutput<W> =
-  W extends WorkflowContract<any, infer O>
+  W extends WorkflowContract<any, infer O, any, any>
     ? O
     : W extends abstract new (...args: any[]) => { run(...args: any[]): infer O }
       ? Awaited<O>
