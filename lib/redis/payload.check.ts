@@ -1,6 +1,6 @@
 import { types } from 'node:util';
 import { PayloadNotSerializableError } from '../errors';
-import { richForm, richObjectKind, richPrimitiveKind, type RichKind } from './payload.rich';
+import { richForm, richObjectKind, richPrimitiveKind, typeName, type RichKind } from './payload.rich';
 
 /**
  * How many arrays/objects may nest inside each other in a payload. Deeper values are a
@@ -268,9 +268,4 @@ function resolveBoxed(object: object, walk: Walk): unknown {
   const problem = primitiveProblem(primitive) ?? jsonOnlyProblem(primitive);
   if (problem !== undefined) walk.fail(problem);
   return object;
-}
-
-function typeName(object: object): string {
-  const name: unknown = (object as { constructor?: { name?: unknown } }).constructor?.name;
-  return typeof name === 'string' && name !== '' ? name : 'object';
 }

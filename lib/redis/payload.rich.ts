@@ -146,7 +146,8 @@ function pairs(form: unknown): [unknown, unknown][] {
   return form as [unknown, unknown][];
 }
 
-function typeName(object: object): string {
+/** The name of an object's class, for messages and the typed-array lookup ('object' when it has none). */
+export function typeName(object: object): string {
   const name: unknown = (object as { constructor?: { name?: unknown } }).constructor?.name;
-  return typeof name === 'string' ? name : '';
+  return typeof name === 'string' && name !== '' ? name : 'object';
 }
