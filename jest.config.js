@@ -7,7 +7,13 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/chaos/', '<rootDir>/test/cluster/', '<rootDir>/test/browser/'],
+  testPathIgnorePatterns: [
+    '/node_modules/',
+    '<rootDir>/test/chaos/',
+    '<rootDir>/test/cluster/',
+    '<rootDir>/test/browser/',
+    '<rootDir>/test/sentinel/',
+  ],
   transform: {
     '^.+\\.ts$': 'ts-jest',
     // arktype (a dev dependency the schema tests use) ships only ES modules; Jest runs CommonJS.

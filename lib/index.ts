@@ -2,6 +2,7 @@ export { QueueModule } from './queue.module';
 export type { QueueModuleAsyncOptions } from './queue.module';
 export type { QueueModuleOptions, RedisConnectionOptions, WorkerOptions, RunDefaults } from './interfaces/queue.options';
 export type { RedisClusterConnectionOptions, ClusterSeed } from './interfaces/cluster.options';
+export type { RedisSentinelConnectionOptions, SentinelAddress } from './interfaces/sentinel.options';
 export { Workflow } from './decorators/workflow.decorator';
 export type { WorkflowDecorator } from './decorators/workflow.decorator';
 export type { StandardSchemaV1, SchemaInput, SchemaOutput } from './workflow/standard-schema';

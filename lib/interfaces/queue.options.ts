@@ -3,6 +3,7 @@ import { QueueConfigError } from '../errors';
 import { DEFAULT_MAX_MEMO_BYTES, DEFAULT_MAX_PAYLOAD_BYTES } from './payload.limits';
 import { userRedisInstance } from './user-instance';
 import { clusterSettings, type ClusterSettings, type RedisClusterConnectionOptions } from './cluster.options';
+import { isSentinelOptions, sentinelFields, type RedisSentinelConnectionOptions } from './sentinel.options';
 import { Duration, toMilliseconds } from '../util/duration';
 import { checkName } from '../util/names';
 import { checkOptionKeys } from '../util/option-keys';
@@ -63,9 +64,10 @@ export interface QueueModuleOptions {
   /**
    * One Redis server (fields or an ioredis instance), or a Redis Cluster: `{ cluster: [{ host,
    * port }, …], username?, password?, tls?, natMap? }` or an ioredis `Cluster` instance (README
-   * "Scaling out").
+   * "Scaling out"), or a primary behind Redis Sentinel: `{ sentinels: [{ host, port }, …], name, … }`
+   * or an ioredis instance made for Sentinel (docs/deployment.md).
    */
-  connection: RedisConnectionOptions | Redis | RedisClusterConnectionOptions | Cluster;
+  connection: RedisConnectionOptions | Redis | RedisClusterConnectionOptions | RedisSentinelConnectionOptions | Cluster;
   /** First part of every key's hash tag. Default `'sluice'`. */
   prefix?: string;
   /** Isolates one set of workflows and runs; one Redis Cluster slot each. Default `'default'`. */
@@ -131,6 +133,8 @@ export interface ResolvedQueueOptions {
   connection: QueueModuleOptions['connection'];
   /** The cluster `connection` names, checked and normalised; undefined for a single server. */
   cluster?: ClusterSettings;
+  /** ioredis's fields for the Sentinel `connection` names, checked; undefined otherwise. */
+  sentinel?: RedisOptions;
   prefix: string;
   namespace: string;
   concurrency?: number;
@@ -194,11 +198,13 @@ export function resolveQueueOptions(options: QueueModuleOptions, where = 'QueueM
   checkOptionKeys(options.defaults, RUN_DEFAULTS, `${where}.defaults`);
   checkOptionKeys(options.defaults?.backoff, BACKOFF_OPTIONS, `${where}.defaults.backoff`);
   const cluster = clusterSettings(options.connection);
-  if (!cluster) checkConnection(options.connection);
+  const sentinel = isSentinelOptions(options.connection) ? sentinelFields(options.connection) : undefined;
+  if (!cluster && !sentinel) checkConnection(options.connection);
   const lockMs = positive(duration(options.worker?.lockMs ?? 30_000, 'worker.lockMs'), 'worker.lockMs');
   return {
     connection: options.connection,
     cluster,
+    sentinel,
     prefix: configName(options.prefix ?? 'sluice', 'prefix'),
     namespace: configName(options.namespace ?? 'default', 'namespace'),
     concurrency: options.concurrency === undefined ? undefined : positive(options.concurrency, 'concurrency'),

@@ -3,6 +3,7 @@ import { RedisUnavailableError, SluiceError } from '../errors';
 import { OutageLog, type OutageLogger } from '../util/outage-log';
 import { isSlotLeftPush } from './cluster/cluster.redirects';
 import { InflightCalls } from './link.inflight';
+import { isSentinelInstance } from '../interfaces/sentinel.options';
 import { canSend, destroy, inOneWrite, type Role } from './link.options';
 import type { LinkSiblings } from './link.siblings';
 import { ReadyWaiters } from './link.waiters';
@@ -251,7 +252,9 @@ export class LinkConnection {
     const deadline = Date.now() + this.checkTimeoutMs;
     const read = <T>(operation: string, send: (r: Redis) => Promise<T>) =>
       this.calls.send(`ready check (${operation})`, redis, send, deadline, false, (_, error) => error);
-    const info = read('INFO', (r) => (whole ? r.info() : r.info('persistence')));
+    // Behind Sentinel, the role too: a sentinel asked mid-failover may still name the old primary.
+    const sentinel = isSentinelInstance(redis);
+    const info = read('INFO', (r) => (whole ? r.info() : sentinel ? r.info('persistence', 'replication') : r.info('persistence')));
     if (whole && !this.readyReadsSent) {
       this.readyReadsSent = true;
       const save = read('CONFIG GET save', (r) => r.config('GET', 'save') as Promise<string[]>);
@@ -261,6 +264,7 @@ export class LinkConnection {
     info.then(
       (text) => {
         if (this.instance !== redis || !canSend(redis)) return;
+        if (sentinel && /^role:slave\r?$/m.test(text)) return this.reachedReplica(redis);
         if (!/^loading:1\r?$/m.test(text)) return this.becameReady(redis);
         this.loading(redis, 'Redis is loading its data');
       },
@@ -272,6 +276,16 @@ export class LinkConnection {
         this.loading(redis, `ready check: ${error.message}`);
       },
     );
+  }
+
+  /**
+   * Connected (through the sentinels) to a node that is a replica now: reconnect, which asks the
+   * sentinels again. The calls sent with the check are refused (READONLY) and wait, as while loading.
+   */
+  private reachedReplica(redis: Redis): void {
+    if (this.checked === redis) this.checked = undefined;
+    this.lastError = 'the sentinels named a node that is a replica now (a failover in progress)';
+    setTimeout(() => this.instance === redis && redis.disconnect(true), LOADING_POLL_MS).unref();
   }
 
   /** The check did not pass: calls wait for the next one (those sent meanwhile are refused, and sent again). */

@@ -10,8 +10,9 @@ import { slotOwnerConnector } from './cluster/slot-owner.connector';
 import { keySlot } from './cluster/key-slot';
 import { RedisKeys } from './redis.keys';
 import { LinkSiblings } from './link.siblings';
+import { isSentinelInstance, SENTINEL_TUNING } from '../interfaces/sentinel.options';
 
-type EndpointOptions = Pick<ResolvedQueueOptions, 'connection' | 'cluster' | 'namespace' | 'prefix' | 'redisTimeoutMs'>;
+type EndpointOptions = Pick<ResolvedQueueOptions, 'connection' | 'cluster' | 'sentinel' | 'namespace' | 'prefix' | 'redisTimeoutMs'>;
 
 /**
  * Where Sluice's connections go: one Redis server, or — on a Redis Cluster — the master that owns
@@ -75,11 +76,16 @@ export const MAX_RECONNECT_DELAY_MS = 2_000;
  * queue but on the subscriber, no automatic resend, bounded connect, jittered reconnects), from
  * the connection options or as a duplicate of the user's instance. Wrap it in a `RedisLink`.
  */
-function createRedisClient(options: Pick<ResolvedQueueOptions, 'connection' | 'namespace' | 'redisTimeoutMs'>, role: Role): Redis {
+function createRedisClient(
+  options: Pick<ResolvedQueueOptions, 'connection' | 'sentinel' | 'namespace' | 'redisTimeoutMs'>,
+  role: Role,
+): Redis {
   const tuning = redisTuning(options, role);
+  if (options.sentinel) return new IORedis({ ...options.sentinel, ...tuning, ...SENTINEL_TUNING });
   const user = userRedisInstance(options.connection);
-  // A user's instance keeps its own ready check (a Sentinel's also checks that it reached the master).
-  if (user) return user.duplicate({ ...tuning, enableReadyCheck: user.options.enableReadyCheck });
+  // A user's instance keeps its own ready check.
+  if (user)
+    return user.duplicate({ ...tuning, enableReadyCheck: user.options.enableReadyCheck, ...(isSentinelInstance(user) && SENTINEL_TUNING) });
   const connection = options.connection as RedisConnectionOptions;
   const fields: RedisOptions = {
     ...(connection.host !== undefined && { host: connection.host }),

@@ -16,12 +16,20 @@ const REDIRECT_PAUSE_MS = 100;
  */
 const UNSENT_PAUSE_MS = 10;
 
-/** Errors of calls Redis refused while loading its data: sent again even when fail-fast (see mayResendUnsent). */
+/** Errors of calls a server refused while it loads its data or is demoted: sent again even when fail-fast (see mayResendUnsent). */
 const LOADING_REFUSALS = new WeakSet<Error>();
 function refusedWhileLoading(error: RedisUnavailableError): RedisUnavailableError {
   LOADING_REFUSALS.add(error);
   return error;
 }
+
+/**
+ * Replies of a node that is (or just became) a replica, refusing a call before running any of it:
+ * `READONLY` (a write, or a script without the no-writes flag) and `UNBLOCKED` (a blocking read
+ * ended by the demotion, having popped nothing). Behind Sentinel the connection is reconnecting to
+ * the new primary by then (see SENTINEL_TUNING), so the call waits for it and goes out again.
+ */
+const DEMOTED_REFUSAL = /^(READONLY|UNBLOCKED) /;
 
 /**
  * One Redis connection of a role, and the rule that no call over it can hang: every call waits at
@@ -246,7 +254,7 @@ export class RedisLink {
     if (redirect) return redirect;
     // Refused while the server loads its data (a call sent with the ready check, see
     // LinkConnection): nothing ran, so it goes out again once the connection is ready.
-    if (error?.name === 'ReplyError' && error.message.startsWith('LOADING'))
+    if (error?.name === 'ReplyError' && (error.message.startsWith('LOADING') || DEMOTED_REFUSAL.test(error.message)))
       return refusedWhileLoading(this.connection.unavailable(operation));
     if (error?.name === 'ReplyError') return new RedisCommandError(operation, error);
     if (/enableOfflineQueue|Connection is closed/.test(error?.message ?? '')) return this.connection.unavailable(operation);

@@ -1,0 +1,107 @@
+import type { Redis, RedisOptions } from 'ioredis';
+import { QueueConfigError } from '../errors';
+import { checkOptionKeys } from '../util/option-keys';
+import { userRedisInstance } from './user-instance';
+
+/** One Redis Sentinel Sluice may ask where the primary is. */
+export interface SentinelAddress {
+  host: string;
+  port: number;
+}
+
+/**
+ * A primary with replicas behind Redis Sentinel: the sentinels to ask (more than one, so that
+ * discovery survives one being down), the name of the primary they watch, and what the
+ * connection to the primary needs. Every Sluice connection goes to the primary and follows it
+ * through a failover; replicas are never read (docs/deployment.md "Sentinel").
+ */
+export interface RedisSentinelConnectionOptions {
+  sentinels: SentinelAddress[];
+  /** The primary's name in the sentinels' configuration (`sentinel monitor <name> …`). */
+  name: string;
+  /** ACL user and password of the data nodes (the primary and its replicas). */
+  username?: string;
+  password?: string;
+  db?: number;
+  /** TLS to the data nodes: `true` for default settings, or Node TLS options. */
+  tls?: boolean | RedisOptions['tls'];
+  /** ACL user and password of the sentinels, when they require one. */
+  sentinelUsername?: string;
+  sentinelPassword?: string;
+  /** TLS to the sentinels: `true` for default settings, or Node TLS options. */
+  sentinelTls?: boolean | RedisOptions['tls'];
+}
+
+const SENTINEL_OPTIONS: readonly string[] = [
+  'sentinels',
+  'name',
+  'username',
+  'password',
+  'db',
+  'tls',
+  'sentinelUsername',
+  'sentinelPassword',
+  'sentinelTls',
+];
+
+/** Sentinel options (an ioredis instance is told apart by its methods, see userRedisInstance). */
+export function isSentinelOptions(connection: unknown): connection is RedisSentinelConnectionOptions {
+  return typeof connection === 'object' && connection !== null && 'sentinels' in connection && !userRedisInstance(connection);
+}
+
+/** Whether an ioredis instance given as `connection` was made for Sentinel. */
+export function isSentinelInstance(redis: Redis): boolean {
+  return Array.isArray(redis.options.sentinels) && redis.options.sentinels.length > 0;
+}
+
+/**
+ * Checks Sentinel options (typed errors, before any I/O) and returns ioredis's fields for them.
+ * @throws QueueConfigError or InvalidOptionError naming the field
+ */
+export function sentinelFields(connection: RedisSentinelConnectionOptions): RedisOptions {
+  checkOptionKeys(connection, SENTINEL_OPTIONS, 'QueueModule options.connection');
+  const { sentinels, name, username, password, db, tls, sentinelUsername, sentinelPassword, sentinelTls } = connection;
+  if (!Array.isArray(sentinels) || sentinels.length === 0)
+    throw new QueueConfigError('options.connection.sentinels must be a non-empty array of { host, port } sentinels');
+  sentinels.forEach((sentinel, index) => {
+    const valid =
+      sentinel !== null &&
+      typeof sentinel === 'object' &&
+      typeof sentinel.host === 'string' &&
+      sentinel.host !== '' &&
+      Number.isInteger(sentinel.port) &&
+      sentinel.port > 0 &&
+      sentinel.port < 65_536;
+    if (!valid) throw new QueueConfigError(`options.connection.sentinels[${index}] must be { host: string, port: number }`);
+  });
+  if (typeof name !== 'string' || name === '')
+    throw new QueueConfigError("options.connection.name must be the primary's name the sentinels monitor (`sentinel monitor <name> …`)");
+  if (db !== undefined && (!Number.isInteger(db) || db < 0)) throw new QueueConfigError('options.connection.db must be an integer ≥ 0');
+  return {
+    sentinels: sentinels.map(({ host, port }) => ({ host, port })),
+    name,
+    // Never a replica: a replica's state lags the primary's, and Sluice's reads decide claims.
+    role: 'master',
+    ...(username !== undefined && { username }),
+    ...(password !== undefined && { password }),
+    ...(db !== undefined && { db }),
+    // ioredis applies `tls` to the data nodes in Sentinel mode only with enableTLSForSentinelMode.
+    ...(tls && { tls: tls === true ? {} : tls, enableTLSForSentinelMode: true }),
+    ...(sentinelUsername !== undefined && { sentinelUsername }),
+    ...(sentinelPassword !== undefined && { sentinelPassword }),
+    ...(sentinelTls && { sentinelTLS: sentinelTls === true ? {} : sentinelTls }),
+  };
+}
+
+/**
+ * What every Sentinel connection of Sluice adds to ioredis's settings. `failoverDetector`: each
+ * connection listens for the sentinels' `+switch-master` and reconnects at once (to the new
+ * primary) rather than at its next error. `reconnectOnError`: a `READONLY` reply means the node
+ * was demoted; reconnecting asks the sentinels again. The refused command is not resent by
+ * ioredis (a script may not be sent twice blindly): Sluice's link sends it again, since a
+ * `READONLY` refusal ran nothing (see RedisLink).
+ */
+export const SENTINEL_TUNING: RedisOptions = {
+  failoverDetector: true,
+  reconnectOnError: (error: Error) => (/^READONLY /.test(error.message) ? 1 : false),
+};
