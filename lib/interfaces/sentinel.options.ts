@@ -77,6 +77,9 @@ export function sentinelFields(connection: RedisSentinelConnectionOptions): Redi
   if (typeof name !== 'string' || name === '')
     throw new QueueConfigError("options.connection.name must be the primary's name the sentinels monitor (`sentinel monitor <name> …`)");
   if (db !== undefined && (!Number.isInteger(db) || db < 0)) throw new QueueConfigError('options.connection.db must be an integer ≥ 0');
+  for (const [field, value] of Object.entries({ username, password, sentinelUsername, sentinelPassword })) {
+    if (value !== undefined && typeof value !== 'string') throw new QueueConfigError(`options.connection.${field} must be a string`);
+  }
   return {
     sentinels: sentinels.map(({ host, port }) => ({ host, port })),
     name,

@@ -43,11 +43,15 @@ class ThreeSteps {
   }
 }
 
-async function app(topology: SentinelTopology, namespace: string, worker: boolean) {
+/** Sentinel options, or an ioredis instance made for Sentinel (which Sluice duplicates). */
+type ConnectionKind = 'options' | 'instance';
+
+async function app(topology: SentinelTopology, namespace: string, worker: boolean, kind: ConnectionKind) {
+  const options = { sentinels: topology.addresses, name: SENTINEL_MASTER };
   const module = await Test.createTestingModule({
     imports: [
       QueueModule.forRoot({
-        connection: { sentinels: topology.addresses, name: SENTINEL_MASTER },
+        connection: kind === 'options' ? options : new Redis({ ...options, lazyConnect: true }),
         namespace,
         redisTimeoutMs: REDIS_TIMEOUT_MS,
         worker: worker ? WORKER : { enabled: false },
@@ -61,17 +65,18 @@ async function app(topology: SentinelTopology, namespace: string, worker: boolea
 }
 
 describe.each([
-  ['the primary is SIGKILLed', 'kill'],
-  ['SENTINEL FAILOVER hands the primary over', 'failover'],
-] as const)('Redis Sentinel: %s during a drain', (_, fault) => {
+  ['the primary is SIGKILLed', 'kill', 'options'],
+  ['SENTINEL FAILOVER hands the primary over', 'failover', 'options'],
+  ['SENTINEL FAILOVER, with the connection given as an ioredis instance', 'failover', 'instance'],
+] as const)('Redis Sentinel: %s during a drain', (_, fault, kind) => {
   let topology: SentinelTopology;
   afterAll(() => topology?.stop());
 
   it(`completes every acknowledged run once, hangs nothing, resumes within 10 s (${RUNS} runs)`, async () => {
     topology = await SentinelTopology.start();
-    const namespace = `sentinel-${fault}`;
-    const producer = await app(topology, namespace, false);
-    const workers = [await app(topology, namespace, true), await app(topology, namespace, true)];
+    const namespace = `sentinel-${fault}-${kind}`;
+    const producer = await app(topology, namespace, false, kind);
+    const workers = [await app(topology, namespace, true, kind), await app(topology, namespace, true, kind)];
     /** When each run's completion was committed (RunEvents fire after the commit), by run. */
     const completions = new Map<string, number[]>();
     for (const worker of workers) {
@@ -154,6 +159,8 @@ describe.each([
       const report = await auditNamespace(primary, { namespace, acknowledged: refused.length === 0 ? kept : undefined });
       expectConsistent(report);
       expect(report.workflows[WF].stats.completed).toBe(kept.length);
+      // The producer's subscription (run() waits for the announcement) is on the new primary too.
+      await expect(bounded(client.run(ThreeSteps, 10))).resolves.toBe(13);
     } finally {
       primary.disconnect();
       await Promise.all([producer.close(), ...workers.map((worker) => worker.close())]);
