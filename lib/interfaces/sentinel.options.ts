@@ -97,14 +97,23 @@ export function sentinelFields(connection: RedisSentinelConnectionOptions): Redi
 }
 
 /**
- * What every Sentinel connection of Sluice adds to ioredis's settings. `failoverDetector`: each
- * connection listens for the sentinels' `+switch-master` and reconnects at once (to the new
- * primary) rather than at its next error. `reconnectOnError`: a `READONLY` reply means the node
- * was demoted; reconnecting asks the sentinels again. The refused command is not resent by
- * ioredis (a script may not be sent twice blindly): Sluice's link sends it again, since a
+ * What every Sentinel connection of Sluice adds to its settings: it listens for the sentinels'
+ * `+switch-master` and reconnects at once (to the new primary) rather than at its next error.
+ */
+export const SENTINEL_TUNING: RedisOptions = { failoverDetector: true };
+
+/** Whether the connection option goes through Redis Sentinel (Sentinel options, or an ioredis instance made for it). */
+export function throughSentinel(connection: unknown): boolean {
+  const user = userRedisInstance(connection);
+  return user ? isSentinelInstance(user) : isSentinelOptions(connection);
+}
+
+/**
+ * A `READONLY` reply means the node was demoted (a Sentinel failover, or a managed service's
+ * behind a DNS name): reconnecting reaches the primary again. ioredis does not resend the refused
+ * command (a script must not be sent twice blindly): Sluice's link sends it again, since a
  * `READONLY` refusal ran nothing (see RedisLink).
  */
-export const SENTINEL_TUNING: RedisOptions = {
-  failoverDetector: true,
-  reconnectOnError: (error: Error) => (/^READONLY /.test(error.message) ? 1 : false),
-};
+export function reconnectWhenDemoted(error: Error): 1 | false {
+  return /^READONLY /.test(error.message) ? 1 : false;
+}

@@ -136,6 +136,11 @@ export class LinkConnection {
     redis.connect().catch(() => undefined);
   }
 
+  /** A reply that refused a call without running it (LOADING, READONLY): what a call that gives up waiting reports. */
+  noteRefusal(reply: string): void {
+    this.lastError = reply;
+  }
+
   unavailable(operation: string): RedisUnavailableError {
     return new RedisUnavailableError(operation, `Redis ${this.role} connection not ready in time (${this.lastError}); nothing was sent`);
   }

@@ -3,6 +3,7 @@ import { QueueConfigError, RedisCommandError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { RedisConnections } from './redis.connections';
+import { throughSentinel } from '../interfaces/sentinel.options';
 
 /**
  * The oldest Redis the scripts and calls work on. 7.0: the scripts start with `#!lua` and their
@@ -32,6 +33,8 @@ export interface RedisServerFacts {
   clusterNode?: boolean;
   /** Whether the options name a cluster (`connection: { cluster }` or an ioredis Cluster). */
   clusterOptions?: boolean;
+  /** `role:slave` in INFO: the primary it replicates (`master_host:master_port`). */
+  replicaOf?: string;
 }
 
 /** What the facts mean: a reason to refuse to boot, warnings, and notes (logged once). */
@@ -65,6 +68,14 @@ export function assessRedisServer(facts: RedisServerFacts, strict: boolean): Red
   } else if (compareVersions(facts.version, MIN_REDIS_VERSION) < 0) {
     return {
       fatal: `Redis ${facts.version} is not supported: Sluice needs Redis ${MIN_REDIS_VERSION} or later (its scripts and blocking reads use commands and script flags older servers lack)`,
+      warnings,
+      notes,
+    };
+  }
+  if (facts.replicaOf !== undefined) {
+    // Writes would be refused (READONLY), and reads would see a lagging copy.
+    return {
+      fatal: `Redis is a replica (of ${facts.replicaOf}): Sluice needs the primary; connect to it, or through Redis Sentinel (connection: { sentinels, name }, docs/deployment.md)`,
       warnings,
       notes,
     };
@@ -199,6 +210,9 @@ export class RedisServerCheck {
       ...(aof !== undefined && { aof: aof === '1' }),
       ...(cluster !== undefined && { clusterNode: cluster === '1' }),
       clusterOptions: this.options.cluster !== undefined,
+      // Behind Sentinel a connection that reaches a replica reconnects instead (see LinkConnection).
+      ...(infoField(info, 'role') === 'slave' &&
+        !throughSentinel(this.options.connection) && { replicaOf: `${infoField(info, 'master_host')}:${infoField(info, 'master_port')}` }),
     };
     if (facts.aof === false) {
       try {

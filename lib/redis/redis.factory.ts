@@ -10,7 +10,7 @@ import { slotOwnerConnector } from './cluster/slot-owner.connector';
 import { keySlot } from './cluster/key-slot';
 import { RedisKeys } from './redis.keys';
 import { LinkSiblings } from './link.siblings';
-import { isSentinelInstance, SENTINEL_TUNING } from '../interfaces/sentinel.options';
+import { isSentinelInstance, reconnectWhenDemoted, SENTINEL_TUNING } from '../interfaces/sentinel.options';
 
 type EndpointOptions = Pick<ResolvedQueueOptions, 'connection' | 'cluster' | 'sentinel' | 'namespace' | 'prefix' | 'redisTimeoutMs'>;
 
@@ -132,5 +132,6 @@ function redisTuning(options: Pick<ResolvedQueueOptions, 'redisTimeoutMs'>, role
     // a connection, so the socket is closed already when this matters.
     disconnectTimeout: 100,
     retryStrategy: (attempt: number) => jitteredPause(attempt, 50, MAX_RECONNECT_DELAY_MS),
+    reconnectOnError: reconnectWhenDemoted,
   };
 }

@@ -254,8 +254,10 @@ export class RedisLink {
     if (redirect) return redirect;
     // Refused while the server loads its data (a call sent with the ready check, see
     // LinkConnection): nothing ran, so it goes out again once the connection is ready.
-    if (error?.name === 'ReplyError' && (error.message.startsWith('LOADING') || DEMOTED_REFUSAL.test(error.message)))
+    if (error?.name === 'ReplyError' && (error.message.startsWith('LOADING') || DEMOTED_REFUSAL.test(error.message))) {
+      this.connection.noteRefusal(error.message);
       return refusedWhileLoading(this.connection.unavailable(operation));
+    }
     if (error?.name === 'ReplyError') return new RedisCommandError(operation, error);
     if (/enableOfflineQueue|Connection is closed/.test(error?.message ?? '')) return this.connection.unavailable(operation);
     return new OutcomeUnknownError(operation, `${error?.message ?? error}; the call may or may not have taken effect`, { cause: error });

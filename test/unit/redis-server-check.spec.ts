@@ -45,6 +45,12 @@ describe('Redis server boot checks: assessment', () => {
     expect(assessRedisServer({ ...ok, clusterNode: false, clusterOptions: false }, false).fatal).toBeUndefined();
   });
 
+  it('refuses a replica, naming its primary and the Sentinel option', () => {
+    expect(assessRedisServer({ ...ok, replicaOf: '10.0.0.5:6379' }, false).fatal).toMatch(
+      /^Redis is a replica \(of 10\.0\.0\.5:6379\): Sluice needs the primary.*sentinels/,
+    );
+  });
+
   it('warns about allkeys-* (data loss) and refuses it with strict; notes volatile-*', () => {
     const lru = assessRedisServer({ ...ok, policy: 'allkeys-lru', maxmemory: 1 << 30 }, false);
     expect(lru.fatal).toBeUndefined();

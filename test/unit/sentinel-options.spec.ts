@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { InvalidOptionError, QueueConfigError } from '../../lib';
 import { resolveQueueOptions } from '../../lib/interfaces/queue.options';
-import { isSentinelInstance, SENTINEL_TUNING } from '../../lib/interfaces/sentinel.options';
+import { isSentinelInstance, reconnectWhenDemoted, SENTINEL_TUNING, throughSentinel } from '../../lib/interfaces/sentinel.options';
 
 const sentinels = [
   { host: 's1', port: 26379 },
@@ -63,9 +63,15 @@ describe('Redis Sentinel connection options', () => {
   });
 
   it('reconnects on READONLY (a demoted primary) and on nothing else', () => {
-    const reconnect = SENTINEL_TUNING.reconnectOnError!;
-    expect(reconnect(new Error("READONLY You can't write against a read only replica."))).toBe(1);
-    expect(reconnect(new Error('ERR unknown command'))).toBe(false);
+    expect(reconnectWhenDemoted(new Error("READONLY You can't write against a read only replica."))).toBe(1);
+    expect(reconnectWhenDemoted(new Error('ERR unknown command'))).toBe(false);
     expect(SENTINEL_TUNING.failoverDetector).toBe(true);
+  });
+
+  it('tells which connections go through Sentinel', () => {
+    expect(throughSentinel({ sentinels, name: 'm' })).toBe(true);
+    expect(throughSentinel(new Redis({ sentinels, name: 'm', lazyConnect: true }))).toBe(true);
+    expect(throughSentinel({ url: 'redis://a:1' })).toBe(false);
+    expect(throughSentinel(new Redis({ lazyConnect: true }))).toBe(false);
   });
 });
