@@ -64,6 +64,7 @@ export function sentinelFields(connection: RedisSentinelConnectionOptions): Redi
   if (!Array.isArray(sentinels) || sentinels.length === 0)
     throw new QueueConfigError('options.connection.sentinels must be a non-empty array of { host, port } sentinels');
   sentinels.forEach((sentinel, index) => {
+    checkOptionKeys(sentinel, ['host', 'port'], `QueueModule options.connection.sentinels[${index}]`);
     const valid =
       sentinel !== null &&
       typeof sentinel === 'object' &&

@@ -165,6 +165,20 @@ const rows: Row[] = [
     redis: true,
     call: (x) => forRoot({ connection: { cluster: [{ host: '127.0.0.1', port: 1, ...x }] } }),
   },
+  {
+    type: 'RedisSentinelConnectionOptions',
+    api: 'forRoot connection',
+    where: 'QueueModule options.connection',
+    redis: true,
+    call: (x) => forRoot({ connection: { sentinels: [{ host: '127.0.0.1', port: 1 }], name: 'm', ...x } }),
+  },
+  {
+    type: 'SentinelAddress',
+    api: 'forRoot connection.sentinels[0]',
+    where: 'QueueModule options.connection.sentinels[0]',
+    redis: true,
+    call: (x) => forRoot({ connection: { sentinels: [{ host: '127.0.0.1', port: 1, ...x }], name: 'm' } }),
+  },
 
   // Declarations
   {
