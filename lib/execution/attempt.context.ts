@@ -62,12 +62,9 @@ export class AttemptContext implements RunContext {
     this.waitForEvent = (name, opts) => waitsOf().waitForEvent(name, opts);
     this.invoke = (workflow, input, opts) => waitsOf().invoke(workflow, input, opts) as never;
     this.invokeAll = (calls) => waitsOf().invokeAll(calls) as never;
+    const { workflow } = spec;
     this.continueAsNew = (input) =>
-      new RunContinuation(recorder, guard, ports.commits(), maxPayloadBytes, ends.continued).continueAsNew(
-        input,
-        spec.workflow,
-        inputSchema,
-      );
+      new RunContinuation(recorder, guard, ports.commits(), maxPayloadBytes, ends.continued).continueAsNew(input, workflow, inputSchema);
   }
 
   get signal(): AbortSignal {

@@ -1,8 +1,9 @@
 import { RunCancelledError, SluiceError, WorkerShutdownError } from '../errors';
 import { decodePayload, encodePayload } from '../redis/payload.codec';
-import { inRunScope } from '../workflow/run.scope';
+import { inRunScope, type StepRunner } from '../workflow/run.scope';
 import { isThenable, validateInput, validateOutput, type WorkflowSchemas } from '../workflow/schema.validate';
 import type { RunContext, WorkflowInstance } from '../workflow/workflow.types';
+import type { StandardSchemaV1 } from '../workflow/standard-schema';
 import { AttemptGuard } from './attempt.guard';
 import type { AttemptJournal } from './attempt.journal';
 import type { AttemptPorts, AttemptSpec } from './attempt.ports';
@@ -84,27 +85,16 @@ export class AttemptRunner {
     const { journal } = recorder;
     let result: unknown;
     try {
-      const input = decodePayload(claim.input);
-      const inputSchema = schemas?.input;
-      let body: unknown;
-      if (inputSchema === undefined) body = inRunScope(steps, callRun, instance, input, ctx);
-      else {
-        // Validated again here: the producer may not know the schema, or know an older one.
-        const checked = validateInput(inputSchema, input, claim.workflow);
-        // An async schema's wait is part of the attempt, bounded by its time limit like `run`.
-        body = isThenable(checked)
-          ? checked.then((valid) => inRunScope(steps, callRun, instance, valid.value, ctx))
-          : inRunScope(steps, callRun, instance, checked.value, ctx);
-      }
+      const body = startRun(instance, decodePayload(claim.input), steps, ctx, schemas?.input, claim.workflow);
       // Past a time limit this rejects with the TimeoutError at once, leaving code that ignores
       // its signal running in the background: the attempt fails now, its slots are freed, and
       // its later writes are refused (by the token, in a worker). A `run` that returned a value
       // (not async) has nothing to race: it is taken as is, unless the attempt ended meanwhile.
       result = isThenable(body) || guard.over ? await guard.settle<unknown>(body, limitMs) : body;
       if (result !== SUSPENDED && result !== CONTINUED) {
-        const outputSchema = schemas?.output;
-        if (outputSchema !== undefined) {
-          const checked = validateOutput(outputSchema, result, claim.workflow);
+        if (schemas?.output !== undefined) {
+          // A synchronous schema adds no await.
+          const checked = validateOutput(schemas.output, result, claim.workflow);
           result = (isThenable(checked) ? await checked : checked).value;
         }
         result = encodePayload(result, `result of workflow "${claim.workflow}"`, maxPayloadBytes);
@@ -133,6 +123,28 @@ export class AttemptRunner {
     end(guard, ports);
     return { kind: 'completed', result: result as string, journal };
   }
+}
+
+/**
+ * Calls `run` in the run's scope, with the input validated first where the workflow has an input
+ * schema (validated again here: the producer may not know the schema, or know an older one). An
+ * async schema's wait is part of the attempt, bounded by its time limit like `run`. Out of
+ * `AttemptRunner.run`, so that an attempt without schemas creates no closure and keeps no more
+ * state across its awaits than before schemas existed.
+ */
+function startRun(
+  instance: WorkflowInstance,
+  input: unknown,
+  steps: StepRunner,
+  ctx: RunContext,
+  schema: StandardSchemaV1 | undefined,
+  workflow: string,
+): unknown {
+  if (schema === undefined) return inRunScope(steps, callRun, instance, input, ctx);
+  const checked = validateInput(schema, input, workflow);
+  return isThenable(checked)
+    ? checked.then((valid) => inRunScope(steps, callRun, instance, valid.value, ctx))
+    : inRunScope(steps, callRun, instance, checked.value, ctx);
 }
 
 /** The workflow's `run`, called with its instance as `this` (a function, so the run scope needs no closure per attempt). */
