@@ -63,7 +63,7 @@ export class QueueHealth {
       : failing
         ? `reserve loop failing for ${failingMs} ms (over ${boundMs} ms): ${lastLoopError}`
         : cutOff
-          ? `blocking connection down for ${cutOffMs} ms (over ${cutOffBoundMs} ms): the worker cannot be woken by new work`
+          ? `blocking connection down for ${cutOffMs} ms (over ${cutOffBoundMs} ms; last: ${this.connections.blocking.downReason}): the worker cannot be woken by new work`
           : error;
     return {
       healthy: redis.up && workerOk,

@@ -88,6 +88,11 @@ export class LinkConnection {
     return this.instance && this.usable(this.instance) ? undefined : this.downAt;
   }
 
+  /** Why the connection was last not usable (a connection error, or a refusal such as READONLY). */
+  get lastDownReason(): string {
+    return this.lastError;
+  }
+
   /** Whether a call can go over `redis` now: ioredis would send it, and its ready check passed. */
   usable(redis: Redis): boolean {
     return canSend(redis) && (this.checked === redis || !this.checksItself(redis));

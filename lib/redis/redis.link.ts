@@ -70,6 +70,11 @@ export class RedisLink {
     return this.connection.downSince;
   }
 
+  /** Why its connection was last down or refused calls (what {@link downSince} dates), for health reports. */
+  get downReason(): string {
+    return this.connection.lastDownReason;
+  }
+
   /** Whether the link has a connection (in any state): after a replacement it has none until the next call. */
   get hasConnection(): boolean {
     return this.connection.instance !== undefined && !this.connection.closed;

@@ -74,7 +74,9 @@ describe('health of a worker cut off from its blocking connection', () => {
         worker: {
           state: 'running',
           lastWakeAt: expect.any(String),
-          error: expect.stringMatching(/^blocking connection down for \d+ ms \(over 3000 ms\): the worker cannot be woken by new work$/),
+          error: expect.stringMatching(
+            /^blocking connection down for \d+ ms \(over 3000 ms; last: .+\): the worker cannot be woken by new work$/,
+          ),
         },
       });
       // The reconnects were tried, and refused, meanwhile.
