@@ -10,6 +10,7 @@ import { slotOwnerConnector } from './cluster/slot-owner.connector';
 import { keySlot } from './cluster/key-slot';
 import { RedisKeys } from './redis.keys';
 import { LinkSiblings } from './link.siblings';
+import { ConnectionNames } from './link.names';
 
 type EndpointOptions = Pick<ResolvedQueueOptions, 'connection' | 'cluster' | 'namespace' | 'prefix' | 'redisTimeoutMs'>;
 
@@ -23,6 +24,8 @@ export class RedisEndpoint {
   readonly owner?: SlotOwner;
   /** The links made here: the first one ready after an outage has the others reconnect at once. */
   private readonly siblings = new LinkSiblings();
+  /** Names the links' connections; a refusal is said once for them all. */
+  private names?: ConnectionNames;
 
   constructor(private readonly options: EndpointOptions) {
     if (options.cluster)
@@ -35,13 +38,14 @@ export class RedisEndpoint {
   }
 
   link(role: Role, logger: OutageLogger): RedisLink {
+    this.names ??= new ConnectionNames(`sluice:${this.options.namespace}`, logger);
     return new RedisLink(
       role,
       () => this.client(role),
       this.options.redisTimeoutMs,
       logger,
       this.owner,
-      `sluice:${this.options.namespace}:${role}`,
+      this.names,
       this.siblings,
     );
   }
