@@ -72,9 +72,13 @@ const LINES: Record<keyof Refusals, { level: LogLine['level']; about: RegExp; li
 };
 
 const REFUSALS = Object.keys(LINES) as (keyof Refusals)[];
-const warningsOf = (lines: LogLine[]) => lines.filter((line) => ['warn', 'error', 'fatal'].includes(line.level)).map((line) => line.message);
-const expectedWarnings = (refused: Refusals) =>
-  REFUSALS.filter((what) => refused[what] && LINES[what].level === 'warn').map((what) => expect.stringMatching(LINES[what].line(refused)));
+/** The warnings (and errors) logged are the refusals' warnings, in any order, and nothing else. */
+function expectOnlyRefusalWarnings(lines: LogLine[], refused: Refusals): void {
+  const warnings = lines.filter((line) => ['warn', 'error', 'fatal'].includes(line.level)).map((line) => line.message);
+  const expected = REFUSALS.filter((what) => refused[what] && LINES[what].level === 'warn').map((what) => LINES[what].line(refused));
+  expect(warnings).toHaveLength(expected.length);
+  expect(warnings).toEqual(expect.arrayContaining(expected.map((line) => expect.stringMatching(line))));
+}
 
 describe.each(CELLS)('managed limits: $name', (cell) => {
   const namespace = uniqueNamespace('managed');
@@ -157,8 +161,7 @@ describe.each(CELLS)('managed limits: $name', (cell) => {
     await client.schedule('tick', Tick, { cron: '* * * * * *', input: { key } });
     try {
       await within(ticked.get(key).promise, 10_000, 'the schedule fires');
-      expect(await client.getSchedule('tick')).toMatchObject({ fired: expect.any(Number) });
-      expect((await client.getSchedule('tick'))!.fired).toBeGreaterThanOrEqual(1);
+      expect((await client.getSchedule('tick'))?.fired).toBeGreaterThanOrEqual(1);
     } finally {
       expect(await client.unschedule('tick')).toBe(true);
     }
@@ -199,7 +202,7 @@ describe.each(CELLS)('managed limits: $name', (cell) => {
       expect(about).toEqual([expect.objectContaining({ level: LINES[what].level, message: expect.stringMatching(LINES[what].line(cell.refused)) })]);
       expect(logs.lines.indexOf(about[0])).toBeLessThan(bootLines);
     }
-    expect(warningsOf(logs.lines)).toEqual(expectedWarnings(cell.refused));
+    expectOnlyRefusalWarnings(logs.lines, cell.refused);
   });
 
   it('on the server: the library or EVALSHA, as allowed; connections named, or the name not sent again once refused', async () => {
@@ -243,6 +246,6 @@ describe.each(CELLS)('managed limits: $name', (cell) => {
       const about = producerLogs.lines.filter((line) => LINES[what].about.test(line.message));
       expect(about.map((line) => line.message)).toEqual(cell.refused[what] ? [expect.stringMatching(LINES[what].line(cell.refused))] : []);
     }
-    expect(warningsOf(producerLogs.lines)).toEqual(expectedWarnings(cell.refused));
+    expectOnlyRefusalWarnings(producerLogs.lines, cell.refused);
   });
 });
