@@ -61,7 +61,9 @@ export function assessRedisServer(facts: RedisServerFacts, strict: boolean): Red
     );
     // Each refused command gets its line (a user who grants +info alone would meet this one next).
     if (facts.configRefused !== undefined)
-      notes.push(`Redis refused CONFIG GET save (${facts.configRefused}): its save points were not checked either; nothing else needs CONFIG`);
+      notes.push(
+        `Redis refused CONFIG GET save (${facts.configRefused}): its save points were not checked either; nothing else needs CONFIG`,
+      );
     return { warnings, notes };
   }
   if (facts.version === undefined) {

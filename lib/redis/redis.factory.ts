@@ -39,15 +39,7 @@ export class RedisEndpoint {
 
   link(role: Role, logger: OutageLogger): RedisLink {
     this.names ??= new ConnectionNames(`sluice:${this.options.namespace}`, logger);
-    return new RedisLink(
-      role,
-      () => this.client(role),
-      this.options.redisTimeoutMs,
-      logger,
-      this.owner,
-      this.names,
-      this.siblings,
-    );
+    return new RedisLink(role, () => this.client(role), this.options.redisTimeoutMs, logger, this.owner, this.names, this.siblings);
   }
 
   private client(role: Role): Redis {

@@ -2,14 +2,34 @@ import 'reflect-metadata';
 import type { INestApplication } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
-import { QueueClient, QueueHealth, QueueHealthIndicator, QueueModule, type QueueModuleOptions, RunCancelledError, RunEvents } from '../../lib';
+import {
+  QueueClient,
+  QueueHealth,
+  QueueHealthIndicator,
+  QueueModule,
+  type QueueModuleOptions,
+  RunCancelledError,
+  RunEvents,
+} from '../../lib';
 import { SluiceDashboardModule } from '../../lib/dashboard';
 import { luaLibrary } from '../../lib/redis/lua.library';
 import { uniqueNamespace } from '../support/app';
 import { within } from '../support/flow';
 import { LogCapture, type LogLine } from '../support/log-capture';
 import { type Cell, ManagedRedis, type Refusals } from '../support/managed-redis';
-import { Approval, cancelHeard, executions, Flaky, Hold, holding, MANAGED_WORKFLOWS, Order, Parent, Tick, ticked } from '../support/managed.workflows';
+import {
+  Approval,
+  cancelHeard,
+  executions,
+  Flaky,
+  Hold,
+  holding,
+  MANAGED_WORKFLOWS,
+  Order,
+  Parent,
+  Tick,
+  ticked,
+} from '../support/managed.workflows';
 import { Gates } from '../support/workflows';
 
 /**
@@ -25,7 +45,11 @@ jest.setTimeout(20_000);
 const CELLS: Cell[] = [
   { name: 'nothing refused (control)', refused: {} },
   { name: 'FUNCTION LOAD refused (ACL -function|load)', deny: ['-function|load'], refused: { functions: 'FUNCTION LOAD' } },
-  { name: 'FCALL refused too (ACL -function -fcall -fcall_ro)', deny: ['-function', '-fcall', '-fcall_ro'], refused: { functions: 'FCALL' } },
+  {
+    name: 'FCALL refused too (ACL -function -fcall -fcall_ro)',
+    deny: ['-function', '-fcall', '-fcall_ro'],
+    refused: { functions: 'FCALL' },
+  },
   { name: 'CONFIG refused (ACL -config)', deny: ['-config'], refused: { config: true } },
   { name: 'INFO refused (ACL -info)', deny: ['-info'], refused: { info: true } },
   { name: 'CLIENT SETNAME refused (ACL -client|setname)', deny: ['-client|setname'], refused: { setname: true } },
@@ -35,7 +59,11 @@ const CELLS: Cell[] = [
     deny: ['-function', '-fcall', '-fcall_ro', '-config', '-info', '-client'],
     refused: { functions: 'FCALL', config: true, info: true, setname: true },
   },
-  { name: 'FUNCTION and CONFIG unknown (rename-command)', unknown: ['FUNCTION', 'CONFIG'], refused: { functions: 'FUNCTION LOAD', config: true } },
+  {
+    name: 'FUNCTION and CONFIG unknown (rename-command)',
+    unknown: ['FUNCTION', 'CONFIG'],
+    refused: { functions: 'FUNCTION LOAD', config: true },
+  },
   { name: 'INFO and CLIENT unknown (rename-command)', unknown: ['INFO', 'CLIENT'], refused: { info: true, setname: true } },
 ];
 
@@ -67,7 +95,9 @@ const LINES: Record<keyof Refusals, { level: LogLine['level']; about: RegExp; li
     level: 'log',
     about: /^Redis refused CLIENT/,
     line: () =>
-      new RegExp(`^Redis refused CLIENT SETNAME \\(${REPLY}\\): Sluice's connections stay unnamed in CLIENT LIST .*nothing else depends on the name`),
+      new RegExp(
+        `^Redis refused CLIENT SETNAME \\(${REPLY}\\): Sluice's connections stay unnamed in CLIENT LIST .*nothing else depends on the name`,
+      ),
   },
 };
 
@@ -100,7 +130,10 @@ describe.each(CELLS)('managed limits: $name', (cell) => {
   beforeAll(async () => {
     redis = await ManagedRedis.start(cell);
     const module = await Test.createTestingModule({
-      imports: [QueueModule.forRoot(options(redis)), SluiceDashboardModule.forRoot({ path: '/sluice', guard: () => true, sampleMs: false })],
+      imports: [
+        QueueModule.forRoot(options(redis)),
+        SluiceDashboardModule.forRoot({ path: '/sluice', guard: () => true, sampleMs: false }),
+      ],
       providers: MANAGED_WORKFLOWS,
     }).compile();
     app = module.createNestApplication(new ExpressAdapter(), { logger: logs });
@@ -199,7 +232,9 @@ describe.each(CELLS)('managed limits: $name', (cell) => {
         expect(about).toEqual([]);
         continue;
       }
-      expect(about).toEqual([expect.objectContaining({ level: LINES[what].level, message: expect.stringMatching(LINES[what].line(cell.refused)) })]);
+      expect(about).toEqual([
+        expect.objectContaining({ level: LINES[what].level, message: expect.stringMatching(LINES[what].line(cell.refused)) }),
+      ]);
       expect(logs.lines.indexOf(about[0])).toBeLessThan(bootLines);
     }
     expectOnlyRefusalWarnings(logs.lines, cell.refused);
