@@ -5,6 +5,7 @@ import { isSlotLeftPush } from './cluster/cluster.redirects';
 import { InflightCalls } from './link.inflight';
 import { isSentinelInstance } from '../interfaces/sentinel.options';
 import { canSend, destroy, inOneWrite, type Role } from './link.options';
+import type { ConnectionNames } from './link.names';
 import type { LinkSiblings } from './link.siblings';
 import { ReadyWaiters } from './link.waiters';
 
@@ -63,7 +64,7 @@ export class LinkConnection {
 
   /**
    * @param checkTimeoutMs bound of a ready check's reply: past it the connection is replaced
-   * @param name the connection's name (CLIENT SETNAME), sent with the ready check's INFO in one write
+   * @param names names the connection (CLIENT SETNAME), in the ready check's write (a refusal is no failure: see ConnectionNames)
    * @param siblings the other connections to the same Redis, told when this one is ready again
    */
   constructor(
@@ -71,7 +72,7 @@ export class LinkConnection {
     private readonly create: () => Redis,
     logger: OutageLogger,
     private readonly checkTimeoutMs = 10_000,
-    private readonly name?: string,
+    private readonly names?: ConnectionNames,
     private readonly siblings?: LinkSiblings,
   ) {
     siblings?.join(this);
@@ -312,7 +313,7 @@ export class LinkConnection {
 
   private sendName(redis: Redis): void {
     // Like ioredis's own: a server or proxy that refuses it still serves the connection.
-    if (this.name) redis.client('SETNAME', this.name).catch(() => undefined);
+    this.names?.send(redis, this.role);
   }
 
   private becameReady(redis: Redis): void {

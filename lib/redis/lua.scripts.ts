@@ -3,6 +3,7 @@ import type { ChainableCommander, Cluster, Redis } from 'ioredis';
 import type { CallOptions, RedisLink } from './redis.link';
 import type { RedisKeys } from './redis.keys';
 import { clusterRedirect } from './cluster/cluster.redirects';
+import { quotedReply } from './command.refusal';
 import { sendFcall } from './fcall.command';
 import { LayoutRefusedError, type LayoutGate } from './layout.gate';
 import { AT_LAYOUT_SCRIPTS, AT_LAYOUT_SUFFIX, LAYOUT_REFUSAL, luaLibrary, type LuaLibrary } from './lua.library';
@@ -135,15 +136,32 @@ export class LuaScripts {
     return this.link.call(
       operation,
       async (redis: Redis) => {
+        const viaFunctions = this.functions;
         let replies = await this.exec(redis, build);
-        if (replies.some(([error]) => error && FUNCTION_MISSING.test(error.message)) && (await this.load(redis)))
-          replies = await this.exec(redis, build);
+        if (viaFunctions && (await this.sendAgain(redis, replies))) replies = await this.exec(redis, build);
         const redirect = replies.map(([error]) => error && clusterRedirect(error, redis)).find(Boolean);
         if (redirect) throw redirect;
         return replies;
       },
       options,
     );
+  }
+
+  /**
+   * Whether a pipeline sent with FCALL goes again: its functions were missing and are loaded now,
+   * or FCALL or the library's load was refused, so it goes through EVALSHA from now on (as a
+   * single call does). Its calls are all repeatable (see {@link pipeline}): sending it again whole
+   * is safe even if some of them ran. Only a load refused for a passing reason (out of memory)
+   * leaves the replies as they are.
+   */
+  private async sendAgain(redis: Redis, replies: [Error | null, unknown][]): Promise<boolean> {
+    const refused = replies.find(([error]) => error && FUNCTIONS_REFUSED.test(error.message))?.[0];
+    if (refused) {
+      this.fallBack(refused);
+      return true;
+    }
+    if (!replies.some(([error]) => error && FUNCTION_MISSING.test(error.message))) return false;
+    return (await this.load(redis)) || !this.functions;
   }
 
   /** Queues the script on a pipeline (one round trip for many calls, e.g. `enqueueMany`). */
@@ -216,11 +234,16 @@ export class LuaScripts {
     }
   }
 
+  /**
+   * From now on the scripts go through EVALSHA: said once per process, naming the command Redis
+   * refused (an unknown command's reply is cut before the arguments it echoes: the library's code).
+   */
   private fallBack(error: Error): void {
     if (!this.functions) return;
     this.functions = false;
+    const refused = /^(NOPERM .*'fcall'|ERR unknown command 'fcall')/i.test(error.message) ? 'FCALL' : 'FUNCTION LOAD';
     new Logger('Sluice').warn(
-      `Redis refused the Lua function library (${error.message}); the scripts run through EVALSHA instead, which costs Redis more per call. Grant FUNCTION LOAD and FCALL to use it.`,
+      `Redis refused ${refused} (${quotedReply(error.message)}): the scripts run through EVALSHA instead of Sluice's Lua function library, which costs Redis more per call (grant +function|load and +fcall to use the library)`,
     );
   }
 

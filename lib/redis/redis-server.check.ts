@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { QueueConfigError, RedisCommandError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
+import { quotedReply } from './command.refusal';
 import { RedisConnections } from './redis.connections';
 import { throughSentinel } from '../interfaces/sentinel.options';
 
@@ -61,6 +62,11 @@ export function assessRedisServer(facts: RedisServerFacts, strict: boolean): Red
     warnings.push(
       `Redis refused INFO (${facts.infoRefused}): its version, maxmemory-policy and persistence were not checked (grant +info to check them)`,
     );
+    // Each refused command gets its line (a user who grants +info alone would meet this one next).
+    if (facts.configRefused !== undefined)
+      notes.push(
+        `Redis refused CONFIG GET save (${facts.configRefused}): its save points were not checked either; nothing else needs CONFIG`,
+      );
     return { warnings, notes };
   }
   if (facts.version === undefined) {
@@ -199,7 +205,7 @@ export class RedisServerCheck {
     try {
       info = await infoRead;
     } catch (error) {
-      if (error instanceof RedisCommandError) return { infoRefused: causeOf(error) };
+      if (error instanceof RedisCommandError) return { infoRefused: causeOf(error), configRefused: await refusalOf(saveRead) };
       throw error;
     }
     const [maxmemory, aof, cluster] = ['maxmemory', 'aof_enabled', 'cluster_enabled'].map((name) => infoField(info, name));
@@ -227,6 +233,16 @@ export class RedisServerCheck {
   }
 }
 
+/** Why Redis refused `read`, or undefined if it answered (or did not answer at all: that is no refusal). */
+async function refusalOf(read: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await read;
+    return undefined;
+  } catch (error) {
+    return error instanceof RedisCommandError ? causeOf(error) : undefined;
+  }
+}
+
 function causeOf(error: RedisCommandError): string {
-  return (error.cause as Error | undefined)?.message ?? error.message;
+  return quotedReply((error.cause as Error | undefined)?.message ?? error.message);
 }

@@ -11,6 +11,7 @@ import { keySlot } from './cluster/key-slot';
 import { RedisKeys } from './redis.keys';
 import { LinkSiblings } from './link.siblings';
 import { isSentinelInstance, reconnectWhenDemoted, SENTINEL_TUNING } from '../interfaces/sentinel.options';
+import { ConnectionNames } from './link.names';
 
 type EndpointOptions = Pick<ResolvedQueueOptions, 'connection' | 'cluster' | 'sentinel' | 'namespace' | 'prefix' | 'redisTimeoutMs'>;
 
@@ -24,6 +25,8 @@ export class RedisEndpoint {
   readonly owner?: SlotOwner;
   /** The links made here: the first one ready after an outage has the others reconnect at once. */
   private readonly siblings = new LinkSiblings();
+  /** Names the links' connections; a refusal is said once for them all. */
+  private names?: ConnectionNames;
 
   constructor(private readonly options: EndpointOptions) {
     if (options.cluster)
@@ -36,15 +39,8 @@ export class RedisEndpoint {
   }
 
   link(role: Role, logger: OutageLogger): RedisLink {
-    return new RedisLink(
-      role,
-      () => this.client(role),
-      this.options.redisTimeoutMs,
-      logger,
-      this.owner,
-      `sluice:${this.options.namespace}:${role}`,
-      this.siblings,
-    );
+    this.names ??= new ConnectionNames(`sluice:${this.options.namespace}`, logger);
+    return new RedisLink(role, () => this.client(role), this.options.redisTimeoutMs, logger, this.owner, this.names, this.siblings);
   }
 
   private client(role: Role): Redis {

@@ -3,6 +3,7 @@ import { OutcomeUnknownError, RedisCommandError, RedisUnavailableError, SluiceEr
 import type { OutageLogger } from '../util/outage-log';
 import { ClusterRedirect, clusterRedirect } from './cluster/cluster.redirects';
 import { LinkConnection, type ReadyReads } from './link.connection';
+import type { ConnectionNames } from './link.names';
 import type { LinkSiblings } from './link.siblings';
 import { type CallOptions, inOneWrite, pauseUntil, type RedirectListener, replyDeadline, type Role, type Send } from './link.options';
 
@@ -45,7 +46,7 @@ export class RedisLink {
 
   /**
    * @param redirects set on a Redis Cluster: the link then sends again the calls a node redirected (nothing ran).
-   * @param name the connection's name (CLIENT SETNAME), set on every connect
+   * @param names names the connection (CLIENT SETNAME) on every connect
    * @param siblings the process's other links to the same Redis: the first ready again after an outage has the others reconnect at once
    */
   constructor(
@@ -54,10 +55,10 @@ export class RedisLink {
     private readonly timeoutMs: number,
     logger: OutageLogger,
     private readonly redirects?: RedirectListener,
-    name?: string,
+    names?: ConnectionNames,
     siblings?: LinkSiblings,
   ) {
-    this.connection = new LinkConnection(role, create, logger, timeoutMs, name, siblings);
+    this.connection = new LinkConnection(role, create, logger, timeoutMs, names, siblings);
   }
 
   /**

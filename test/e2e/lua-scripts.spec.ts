@@ -277,8 +277,8 @@ describe('lua scripts', () => {
       }
       expect(await redis.hget(key, 'wf:a')).toBe('4');
       expect(warn.mock.calls.map(([message]) => String(message))).toEqual([
-        expect.stringMatching(/^Redis refused the Lua function library \(NOPERM/),
-        expect.stringMatching(/^Redis refused the Lua function library \(NOPERM/), // the fresh instance's
+        expect.stringMatching(/^Redis refused FCALL \(NOPERM.*\): the scripts run through EVALSHA instead/),
+        expect.stringMatching(/^Redis refused FCALL \(NOPERM.*\): the scripts run through EVALSHA instead/), // the fresh instance's
       ]);
     } finally {
       warn.mockRestore();

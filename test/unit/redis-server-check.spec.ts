@@ -86,7 +86,14 @@ describe('Redis server boot checks: assessment', () => {
       expect(refused.warnings).toEqual([
         expect.stringMatching(/^Redis refused INFO \(NOPERM .*\): its version, maxmemory-policy and persistence were not checked/),
       ]);
+      expect(refused.notes).toEqual([]);
     }
+    // CONFIG refused as well (a managed service's user): that refusal gets its own line too.
+    const both = assessRedisServer({ infoRefused: 'NOPERM info', configRefused: 'NOPERM config' }, false);
+    expect(both.warnings).toEqual([expect.stringMatching(/^Redis refused INFO \(NOPERM info\)/)]);
+    expect(both.notes).toEqual([
+      'Redis refused CONFIG GET save (NOPERM config): its save points were not checked either; nothing else needs CONFIG',
+    ]);
     expect(assessRedisServer({ ...ok, version: undefined }, true).warnings).toEqual([expect.stringContaining('reports no redis_version')]);
   });
 });
