@@ -227,8 +227,10 @@ export class LinkConnection {
       if (this.checked === redis) this.checked = undefined;
       const silent = this.silent.closed(redis);
       if (this.instance === redis) {
-        if (silent) this.lastError = silent;
-        else if (this.lastError === 'not connected yet') this.lastError = 'connection closed';
+        if (silent) {
+          this.lastError = silent;
+          this.outage.warn(`Redis ${this.role} connection down: ${silent}; reconnecting (repeats are summarised)`);
+        } else if (this.lastError === 'not connected yet') this.lastError = 'connection closed';
         // A close alone (CLIENT KILL, a restart) is not logged: a reconnect that works at once
         // is no news. Its reconnect attempts' errors are.
         this.downAt ??= Date.now();
