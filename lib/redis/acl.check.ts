@@ -55,6 +55,7 @@ export class AclCheck {
     const role = this.role;
     const cluster = this.options.cluster !== undefined;
     const needed = aclCommands(role, cluster).filter((permission) => !ACL_OPTIONAL.has(permission));
+    const pattern = aclPattern({ prefix: this.options.prefix, namespace: this.options.namespace });
     let denied: string[];
     try {
       denied = await this.scripts
@@ -66,10 +67,10 @@ export class AclCheck {
     } catch (error) {
       const refusal = error instanceof RedisCommandError ? (error.cause as Error | undefined)?.message : undefined;
       if (!refusal?.startsWith('NOPERM')) throw error;
-      return `Redis ACL user "${user}" ${refusedCall(refusal, aclPattern(this.options))} (${refusal}); see the ${role} rule in ${ACL_DOCS}`;
+      return `Redis ACL user "${user}" ${refusedCall(refusal, pattern)} (${refusal}); see the ${role} rule in ${ACL_DOCS}`;
     }
     if (denied.length === 0) return undefined;
-    const grants = denied.map((entry) => grantOf(entry, aclPattern(this.options)));
+    const grants = denied.map((entry) => grantOf(entry, pattern));
     return (
       `Redis ACL user "${user}" lacks permissions a Sluice ${role} needs: ${[...new Set(grants)].join(' ')}. ` +
       `Grant them (ACL SETUSER ${user} ${[...new Set(grants)].join(' ')}); the ${role} rule is in ${ACL_DOCS}`
@@ -88,8 +89,5 @@ function refusedCall(refusal: string, pattern: string): string {
 
 /** An entry of lua/acl-check.lua's reply as the ACL rule that grants it. */
 function grantOf(entry: string, pattern: string): string {
-  if (entry.startsWith('%R~')) return `%R~${pattern}`;
-  if (entry.startsWith('%W~')) return `%W~${pattern}`;
-  if (entry.startsWith('&')) return `&${pattern}`;
-  return `+${entry}`;
+  return entry.startsWith('&') ? `&${pattern}` : `+${entry}`;
 }
