@@ -28,7 +28,8 @@ const FUNCTIONS = ['fcall', 'function|load'];
 /**
  * Every command a read-only dashboard sends: inside the scripts it calls (list-runs, stats,
  * schedule-list; their includes' commands too, see the file comment), and outside them: the
- * layout's GET, QueueClient.get's and timeline's HMGET, the completed-runs watch's TIME and HSET.
+ * layout's GET, QueueClient.get's and timeline's HMGET, the completed-runs watch's TIME and HSET,
+ * and the SISMEMBER that finds a workflow by name in the fleet (the dashboard has no classes).
  */
 const DASHBOARD_DATA = [
   'exists',
@@ -52,6 +53,7 @@ const DASHBOARD_DATA = [
   'rpush',
   'sadd',
   'scard',
+  'sismember',
   'smembers',
   'srem',
   'sscan',
@@ -70,8 +72,8 @@ const DASHBOARD_DATA = [
 
 /**
  * What a producer sends beyond the dashboard's: its scripts (enqueue, run control, signals,
- * schedules, limits, the layout migration) and, outside them, the migration's SCAN, the fleet
- * workflow lookup's SISMEMBER, a schedule read's HGETALL.
+ * schedules, limits, the layout migration) and, outside them, the migration's SCAN and a
+ * schedule read's HGETALL.
  */
 const PRODUCER_DATA = [
   'del',
@@ -83,7 +85,6 @@ const PRODUCER_DATA = [
   'rpushx',
   'scan',
   'set',
-  'sismember',
   'spop',
   'zpopmax',
   'zrangebyscore',

@@ -41,10 +41,11 @@ const SCRIPTS: Record<AclRole, ScriptName[]> = {
 
 /** What each role sends outside the scripts (each with the role before it's). */
 const DIRECT: Record<AclRole, string[]> = {
-  // the layout's GET, get()/timeline()'s HMGET, the completed-runs watch's TIME and HSET
-  dashboard: ['get', 'hmget', 'time', 'hset'],
-  // the migration's EXISTS and SCAN (and SSCAN of workflows), the fleet lookup's SISMEMBER, a schedule's HGETALL
-  producer: ['exists', 'scan', 'sscan', 'sismember', 'hgetall'],
+  // the layout's GET, get()/timeline()'s HMGET, the completed-runs watch's TIME and HSET, the
+  // fleet lookup's SISMEMBER (a workflow named without its class, as the dashboard does)
+  dashboard: ['get', 'hmget', 'time', 'hset', 'sismember'],
+  // the migration's EXISTS and SCAN (and SSCAN of workflows), a schedule's HGETALL
+  producer: ['exists', 'scan', 'sscan', 'hgetall'],
   // the wake's BLPOP, passing a wake on (RPUSH), withdrawing a park announcement (ZREM)
   worker: ['blpop', 'rpush', 'zrem'],
 };
