@@ -15,8 +15,11 @@
   ARGV[3..] the permissions to check: a command ('hmget') or a command and subcommand ('client|setname')
   Reply: { each permission refused, in order, then '&<channel>' if the channel cannot be published to }
 ]]
--- Asked without a channel: the channel is asked on its own, below.
-local PUBSUB = { publish = true, spublish = true, subscribe = true, ssubscribe = true, unsubscribe = true, sunsubscribe = true }
+-- Asked without a channel: the channel is asked on its own, below. (Quoted keys: `publish` is
+-- also the name of a helper of includes/util.lua, which this script does not use.)
+local PUBSUB = {
+  ['publish'] = true, ['spublish'] = true, ['subscribe'] = true, ['ssubscribe'] = true, ['unsubscribe'] = true, ['sunsubscribe'] = true,
+}
 local key = KEYS[1]
 
 -- Every other command is asked with the declared key as each argument: Redis 7.0 crashes when
