@@ -8,7 +8,13 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/chaos/', '<rootDir>/test/cluster/', '<rootDir>/test/browser/', '<rootDir>/test/secure/'],
+  testPathIgnorePatterns: [
+    '/node_modules/',
+    '<rootDir>/test/chaos/',
+    '<rootDir>/test/cluster/',
+    '<rootDir>/test/browser/',
+    '<rootDir>/test/secure/',
+  ],
   transform: {
     '^.+\\.ts$': 'ts-jest',
     // arktype (a dev dependency the schema tests use) ships only ES modules; Jest runs CommonJS.

@@ -38,7 +38,9 @@ export class RedisCommandError extends SluiceError {
     readonly operation: string,
     cause: Error,
   ) {
-    const hint = cause.message.startsWith('NOPERM') ? ' (the Redis ACL user lacks a permission Sluice needs: see docs/deployment.md#acl-users)' : '';
+    const hint = cause.message.startsWith('NOPERM')
+      ? ' (the Redis ACL user lacks a permission Sluice needs: see docs/deployment.md#acl-users)'
+      : '';
     super(`${operation}: Redis replied with an error: ${cause.message}${hint}`, { cause });
   }
 }

@@ -81,7 +81,7 @@ export class AclCheck {
 /** What a refusal of the check's own call means: the scripts cannot run, or the namespace's keys are out of reach. */
 function refusedCall(refusal: string, pattern: string): string {
   // FCALL refused falls back to EVALSHA (lua.scripts.ts): that being refused too is what arrives here.
-  if (/'(evalsha|eval|fcall)' command/i.test(refusal)) return 'may not run Sluice\'s scripts: grant +fcall and +function|load';
+  if (/'(evalsha|eval|fcall)' command/i.test(refusal)) return "may not run Sluice's scripts: grant +fcall and +function|load";
   if (/key/i.test(refusal)) return `may not access the namespace's keys: grant ~${pattern}`;
   if (/channel/i.test(refusal)) return `may not use the namespace's channels: grant &${pattern}`;
   return 'was refused a command Sluice needs';

@@ -57,7 +57,9 @@ describe('TLS', () => {
   it('a plain redis:// connection to the TLS port: RedisUnavailableError within redisTimeoutMs', async () => {
     const { error, ms } = await failedEnqueue({ url: `redis://sluice-app:${server.password}@127.0.0.1:${server.port}` });
     expect(error).toBeInstanceOf(RedisUnavailableError);
-    expect((error as Error).message).toMatch(/closed before Redis answered anything: if that port takes TLS, use a rediss:\/\/ URL.*nothing was sent/);
+    expect((error as Error).message).toMatch(
+      /closed before Redis answered anything: if that port takes TLS, use a rediss:\/\/ URL.*nothing was sent/,
+    );
     expect(ms).toBeLessThan(BOUND_MS + 1_000);
   });
 
