@@ -26,7 +26,6 @@ export default async function secureGlobalSetup(): Promise<void> {
     certificates.ca,
     '--tls-auth-clients',
     'no',
-    ...(process.env.SLUICE_DEBUG_LOG ? ['--logfile', process.env.SLUICE_DEBUG_LOG] : []),
   ]);
   const server: SecureServer = { port, caFile: certificates.ca, password: randomBytes(12).toString('hex') };
   const admin = secureAdmin(server);
