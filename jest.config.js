@@ -1,7 +1,8 @@
 /**
  * Unit tests need no Redis; e2e tests share one redis-server started by the global setup. The
  * fault suite (test/chaos) runs separately, one file at a time: `npm run test:chaos` (jest.chaos.config.js);
- * so does the cluster suite (test/cluster): `npm run test:cluster` (jest.cluster.config.js).
+ * so does the cluster suite (test/cluster): `npm run test:cluster` (jest.cluster.config.js), and the
+ * TLS and ACL suite (test/secure): `npm run test:secure` (jest.secure.config.js).
  */
 module.exports = {
   testEnvironment: 'node',
@@ -13,6 +14,7 @@ module.exports = {
     '<rootDir>/test/cluster/',
     '<rootDir>/test/browser/',
     '<rootDir>/test/sentinel/',
+    '<rootDir>/test/secure/',
   ],
   transform: {
     '^.+\\.ts$': 'ts-jest',

@@ -27,6 +27,7 @@ import { RESOLVED_QUEUE_OPTIONS } from './interfaces/queue.constants';
 import type { ResolvedQueueOptions } from './interfaces/queue.options';
 import { MigrationRunner } from './migration/migration.runner';
 import { NamespaceLayout } from './migration/namespace.layout';
+import { AclCheck } from './redis/acl.check';
 import { LuaScriptsProvider } from './redis/lua-scripts.provider';
 import { RedisServerCheck } from './redis/redis-server.check';
 import { RedisConnections } from './redis/redis.connections';
@@ -65,6 +66,7 @@ export class SluiceServices implements OnModuleInit, OnApplicationBootstrap, Bef
   readonly admin: QueueAdmin;
   readonly client: QueueClient;
   readonly migration: MigrationRunner;
+  readonly acl: AclCheck;
   readonly orchestrator: WorkerOrchestrator;
   readonly health: QueueHealth;
   readonly healthIndicator: QueueHealthIndicator;
@@ -92,7 +94,10 @@ export class SluiceServices implements OnModuleInit, OnApplicationBootstrap, Bef
     const limits = new RunLimits(scripts, connections, keys);
     this.admin = new QueueAdmin(options, registry, fleet, connections, scripts, keys, runs, this.control, limits, layout);
     this.schedules = new QueueSchedules(options, registry, fleet, connections, scripts, keys);
-    const serverCheck = new RedisServerCheck(connections, options);
+    // A process that runs a worker is checked against the worker's ACL rule (see AclCheck).
+    const runsWorker = () => options.worker.enabled && registry.all().length > 0;
+    this.acl = new AclCheck(connections, scripts, keys, options, runsWorker);
+    const serverCheck = new RedisServerCheck(connections, options, this.acl);
     this.migration = new MigrationRunner(options, registry, connections, scripts, serverCheck, layout);
     // The worker and the client know each other only as LocalWaits and LocalWorker.
     this.orchestrator = new WorkerOrchestrator(
@@ -149,7 +154,7 @@ function service<T>(token: InjectionToken, pick: (services: SluiceServices) => T
 
 /**
  * What `QueueModule` registers besides its options: the services (which carry every lifecycle
- * hook), a token for each service that is exported (the public API), and the two the dashboard
+ * hook), a token for each service that is exported (the public API), and the three the dashboard
  * looks up (a layer above, it cannot import this file).
  */
 export const SLUICE_PROVIDERS: FactoryProvider[] = [
@@ -161,6 +166,7 @@ export const SLUICE_PROVIDERS: FactoryProvider[] = [
   },
   service(RedisKeys, (s) => s.keys),
   service(RedisConnections, (s) => s.connections),
+  service(AclCheck, (s) => s.acl),
   service(RunEvents, (s) => s.events),
   service(QueueAdmin, (s) => s.admin),
   service(QueueSchedules, (s) => s.schedules),

@@ -16,6 +16,7 @@ import {
 import { DashboardPageController } from './dashboard.page.controller';
 import { DashboardReader } from './dashboard.reader';
 import { CompletedWatch } from './completed.watch';
+import { DashboardAclRole } from './dashboard.acl';
 
 const ASYNC_KEYS = ['path', 'imports', 'useFactory', 'inject'];
 
@@ -58,6 +59,7 @@ export class SluiceDashboardModule {
         DashboardReader,
         DashboardActions,
         CompletedWatch,
+        DashboardAclRole,
       ],
     };
   }

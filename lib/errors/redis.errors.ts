@@ -28,13 +28,20 @@ export class RedisUnavailableError extends RedisConnectionError {}
  */
 export class OutcomeUnknownError extends RedisConnectionError {}
 
-/** Redis answered with an error (e.g. out of memory, or a read-only replica). Its message is kept as `cause`. */
+/**
+ * Redis answered with an error (e.g. out of memory, a read-only replica, or `NOPERM`: an ACL user
+ * without a permission Sluice needs, which the message then points to the rules for). Its message
+ * is kept as `cause`.
+ */
 export class RedisCommandError extends SluiceError {
   constructor(
     readonly operation: string,
     cause: Error,
   ) {
-    super(`${operation}: Redis replied with an error: ${cause.message}`, { cause });
+    const hint = cause.message.startsWith('NOPERM')
+      ? ' (the Redis ACL user lacks a permission Sluice needs: see docs/deployment.md#acl-users)'
+      : '';
+    super(`${operation}: Redis replied with an error: ${cause.message}${hint}`, { cause });
   }
 }
 

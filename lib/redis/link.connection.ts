@@ -7,6 +7,7 @@ import { isSentinelInstance } from '../interfaces/sentinel.options';
 import { canSend, destroy, inOneWrite, type Role } from './link.options';
 import type { ConnectionNames } from './link.names';
 import type { LinkSiblings } from './link.siblings';
+import { SilentCloseWatch } from './link.silent-close';
 import { ReadyWaiters } from './link.waiters';
 
 /** Pause between two ready checks of a server that is loading its data (or refused one for now). */
@@ -61,6 +62,8 @@ export class LinkConnection {
    */
   private readyReads?: ReadyReads & { redis: Redis };
   private readyReadsSent = false;
+  /** Whether the calls may go out with the check, or wait for its reply (a server that closed without a word). */
+  private readonly silent = new SilentCloseWatch();
 
   /**
    * @param checkTimeoutMs bound of a ready check's reply: past it the connection is replaced
@@ -216,7 +219,10 @@ export class LinkConnection {
       // The name goes with the ready check rather than before it (ioredis's connectionName waits
       // for its reply), and so do the calls that waited (see the class comment): no round trip
       // of its own before a usable connection.
-      if (this.checksItself(redis)) return inOneWrite(redis, () => (this.sendName(redis), this.check(redis), this.release(redis)));
+      if (this.checksItself(redis)) {
+        this.silent.checkSent(redis);
+        return inOneWrite(redis, () => (this.sendName(redis), this.check(redis), this.silent.cautious || this.release(redis)));
+      }
       // Ready at once (the subscriber; or ioredis checked it): the name goes with the calls that waited.
       inOneWrite(redis, () => (this.sendName(redis), this.becameReady(redis)));
     });
@@ -231,8 +237,12 @@ export class LinkConnection {
     redis.on('close', () => {
       // The next connect is checked again (a restarted server may be loading).
       if (this.checked === redis) this.checked = undefined;
+      const silent = this.silent.closed(redis);
       if (this.instance === redis) {
-        if (this.lastError === 'not connected yet') this.lastError = 'connection closed';
+        if (silent) {
+          this.lastError = silent;
+          this.outage.warn(`Redis ${this.role} connection down: ${silent}; reconnecting (repeats are summarised)`);
+        } else if (this.lastError === 'not connected yet') this.lastError = 'connection closed';
         // A close alone (CLIENT KILL, a restart) is not logged: a reconnect that works at once
         // is no news. Its reconnect attempts' errors are.
         this.downAt ??= Date.now();
@@ -274,6 +284,7 @@ export class LinkConnection {
     }
     info.then(
       (text) => {
+        this.silent.answered(redis);
         if (this.instance !== redis || !canSend(redis)) return;
         if (sentinel && /^role:slave\r?$/m.test(text)) return this.reachedReplica(redis);
         if (!/^loading:1\r?$/m.test(text)) return this.becameReady(redis);
@@ -281,6 +292,7 @@ export class LinkConnection {
       },
       (error: Error) => {
         // A lost reply or a closed connection: its close (or replacement) starts over.
+        if (error?.name === 'ReplyError') this.silent.answered(redis);
         if (this.instance !== redis || !canSend(redis) || error?.name !== 'ReplyError') return;
         if (INFO_REFUSED.test(error.message)) return this.becameReady(redis);
         // Any other refusal (BUSY: a script runs too long) says nothing about loading: ask again.

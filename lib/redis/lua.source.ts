@@ -36,7 +36,8 @@ export type ScriptName =
   | 'suspend'
   | 'continue'
   | 'signal'
-  | 'send-event';
+  | 'send-event'
+  | 'acl-check';
 
 export interface LuaScript {
   name: ScriptName;

@@ -5,6 +5,7 @@ import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { quotedReply } from './command.refusal';
 import { RedisConnections } from './redis.connections';
 import { throughSentinel } from '../interfaces/sentinel.options';
+import type { AclCheck } from './acl.check';
 
 /**
  * The oldest Redis the scripts and calls work on. 7.0: the scripts start with `#!lua` and their
@@ -146,7 +147,7 @@ export function compareVersions(a: string, b: string): number {
 
 /**
  * Boot checks of the Redis server: version, eviction policy, persistence (`INFO`, and
- * `CONFIG GET save` for when AOF is off), once per process, before the first migration or worker
+ * `CONFIG GET save` for when AOF is off), and a named ACL user's permissions (AclCheck), once per process, before the first migration or worker
  * start (see `MigrationRunner`). Each read is one call under the usual bound (`redisTimeoutMs`),
  * fail-fast at bootstrap: when Redis is down, the check rejects with the connection error and the
  * bootstrap goes on as it does without Redis; the check then runs before the deferred migration
@@ -161,6 +162,8 @@ export class RedisServerCheck {
   constructor(
     private readonly connections: RedisConnections,
     @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
+    /** The ACL user's permissions, checked with the server (a named ACL user only: see AclCheck). */
+    private readonly acl?: AclCheck,
   ) {}
 
   /**
@@ -174,8 +177,13 @@ export class RedisServerCheck {
   async ensure(failFast = false, atBootstrap = false): Promise<void> {
     if (this.passed) return;
     if (this.refusal) throw this.refusal;
+    // Sent with the server's reads, in the same round trip; looked at once the server passed.
+    const aclCheck = this.acl?.check(failFast);
+    aclCheck?.catch(() => undefined);
     const facts = await this.read(failFast);
-    const { fatal, warnings, notes } = assessRedisServer(facts, this.options.strict);
+    const assessment = assessRedisServer(facts, this.options.strict);
+    const { warnings, notes } = assessment;
+    const fatal = assessment.fatal ?? (await aclCheck);
     if (fatal) {
       this.refusal = new QueueConfigError(fatal);
       // After bootstrap nobody sees the throw but the background retry: say it plainly, once.

@@ -18,6 +18,7 @@ const CORE = ['complete', 'declare-limits', 'enqueue', 'extend-leases', 'fail', 
 const ALL = scriptNames();
 /** Script flags other than the default (test/e2e/script-flags.spec.ts checks what they do when Redis is out of memory). */
 const FLAGS: Record<string, string> = {
+  'acl-check': 'no-writes',
   'list-runs': 'allow-oom',
   'schedule-list': 'no-writes',
   stats: 'allow-oom',

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import Redis, { Cluster } from 'ioredis';
 import { QueueClient, QueueModule, QueueModuleOptions } from '../../lib';
 import { isCluster, scanEach } from './scan';
+import { secureAdmin, secureConnection, testTls } from './secure';
 
 export function redisUrl(): string {
   const url = process.env.REDIS_URL;
@@ -39,9 +40,13 @@ export function testCluster(): ClusterSeedNode[] | undefined {
 
 /**
  * The `connection` option of the tests' QueueModule: the test cluster's seeds in cluster mode
- * (SLUICE_TEST_CLUSTER set), else the test server's URL.
+ * (SLUICE_TEST_CLUSTER set); in the secure suite (SLUICE_TEST_TLS, see ./secure), the TLS
+ * server as the `app` ACL user, whose rule is the documented ones' union: the app itself holds
+ * no other permission; else the test server's URL.
  */
 export function testConnection(): QueueModuleOptions['connection'] {
+  const tls = testTls();
+  if (tls) return secureConnection(tls);
   const seeds = testCluster();
   return seeds ? { cluster: seeds } : { url: redisUrl() };
 }
@@ -73,9 +78,12 @@ export async function createApp(providers: Provider[], options: Partial<QueueMod
  * typed as Redis so existing tests compile unchanged. That holds for the commands on a
  * namespace's keys (one hash tag, one slot: the Cluster routes them, MULTI included); commands
  * without keys (SCAN, KEYS, INFO, CLIENT, SCRIPT, FLUSHDB, DBSIZE) go to one node at random —
- * scan with scanKeys / scanEach (./scan), or check `isCluster(redis)`.
+ * scan with scanKeys / scanEach (./scan), or check `isCluster(redis)`. In the secure suite, the
+ * admin (default) user over TLS: raw checks and cleanup need more than the apps' ACL user may do.
  */
 export function rawRedis(): Redis {
+  const tls = testTls();
+  if (tls) return secureAdmin(tls);
   const seeds = testCluster();
   return seeds ? (new Cluster(seeds) as unknown as Redis) : new Redis(redisUrl());
 }
