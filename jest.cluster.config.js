@@ -17,78 +17,7 @@ const base = require('./jest.config');
  * - boot-checks.spec.ts, migration-fleet.spec.ts, stats-scale.spec.ts, namespace-cap-wakes.spec.ts: run on a private
  *   redis-server of their own (INFO, CONFIG, commandstats); nothing of theirs reaches the cluster.
  */
-const E2E_ON_CLUSTER = [
-  // run and wait
-  'smoke.spec.ts',
-  'client.spec.ts',
-  'producer-worker.spec.ts',
-  'run-inbox.spec.ts',
-  'wait-inbox.spec.ts',
-  // step replay and retries
-  'steps-and-retries.spec.ts',
-  'nested-steps.spec.ts',
-  'step-retries.spec.ts',
-  'step-parity.spec.ts',
-  'testing-parity.spec.ts',
-  // delays, schedules
-  'scheduling.spec.ts',
-  'schedules.spec.ts',
-  'schedule-firing.spec.ts',
-  // declared config against runtime changes and older code (caps, rate limits, schedules)
-  'declared-config.spec.ts',
-  'boot-declarations.spec.ts',
-  // caps, groups, the fast path
-  'caps.spec.ts',
-  'fleet-concurrency.spec.ts',
-  'groups.spec.ts',
-  'group-ring.spec.ts',
-  'fast-path.spec.ts',
-  'invariants.spec.ts',
-  // run control
-  'cancel.spec.ts',
-  'cancel-cascade.spec.ts',
-  'pause.spec.ts',
-  'rate-limits.spec.ts',
-  'progress.spec.ts',
-  'list-runs.spec.ts',
-  'retry.spec.ts',
-  'hand-back.spec.ts',
-  'timeouts.spec.ts',
-  'run-admin-input.spec.ts',
-  'retention.spec.ts',
-  'run-producer-retention.spec.ts',
-  'stats.spec.ts',
-  'publish.spec.ts',
-  'batching.spec.ts',
-  // the rest that holds on a cluster as it does on one server
-  'bad-input.spec.ts',
-  'contracts.spec.ts',
-  'graceful-shutdown.spec.ts',
-  'health-indicator.spec.ts',
-  'lifecycle-logging.spec.ts',
-  'lua-scripts.spec.ts',
-  'migration.spec.ts',
-  'regressions-worker.spec.ts',
-  'telemetry.spec.ts',
-  'workflow-events.spec.ts',
-  // durable waits
-  'durable-waits.spec.ts',
-  'waits-children.spec.ts',
-  'waits-child-redrive.spec.ts',
-  'waits-events.spec.ts',
-  'waits-signals.spec.ts',
-  'waits-determinism.spec.ts',
-  'waits-child-edges.spec.ts',
-  'waits-groups.spec.ts',
-  'waits-memo.spec.ts',
-  'waits-continue.spec.ts',
-  'waits-races.spec.ts',
-  'waits-sleep.spec.ts',
-  'waits-visibility.spec.ts',
-  // The step timeline and the dashboard's API.
-  'run-timeline.spec.ts',
-  'dashboard-http.spec.ts',
-];
+const E2E_ON_CLUSTER = require('./test/e2e-core.list');
 
 module.exports = {
   ...base,
