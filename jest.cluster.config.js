@@ -17,7 +17,7 @@ const base = require('./jest.config');
  * - boot-checks.spec.ts, migration-fleet.spec.ts, stats-scale.spec.ts, namespace-cap-wakes.spec.ts: run on a private
  *   redis-server of their own (INFO, CONFIG, commandstats); nothing of theirs reaches the cluster.
  */
-const E2E_ON_CLUSTER = require('./test/e2e-core.list');
+const E2E_ON_CLUSTER = require('./jest.e2e-core');
 
 module.exports = {
   ...base,

@@ -24,7 +24,7 @@ const base = require('./jest.config');
  *   servers of their own or connect with connections of their own.
  */
 const LEFT_OFF = ['stats.spec.ts', 'lifecycle-logging.spec.ts', 'boot-declarations.spec.ts'];
-const E2E_ON_SECURE = require('./test/e2e-core.list').filter((file) => !LEFT_OFF.includes(file));
+const E2E_ON_SECURE = require('./jest.e2e-core').filter((file) => !LEFT_OFF.includes(file));
 
 module.exports = {
   ...base,
