@@ -1,7 +1,8 @@
 import { RunCancelledError, SluiceError, WorkerShutdownError } from '../errors';
 import { decodePayload, encodePayload } from '../redis/payload.codec';
 import { inRunScope, type StepRunner } from '../workflow/run.scope';
-import { isThenable, validateInput, validateOutput, type WorkflowSchemas } from '../workflow/schema.validate';
+import { validateInput, validateOutput, type WorkflowSchemas } from '../workflow/schema.validate';
+import { isThenable } from '../util/thenable';
 import type { RunContext, WorkflowInstance } from '../workflow/workflow.types';
 import type { StandardSchemaV1 } from '../workflow/standard-schema';
 import { AttemptGuard } from './attempt.guard';

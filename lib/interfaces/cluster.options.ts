@@ -1,6 +1,7 @@
 import type { Cluster, NatMap, RedisOptions } from 'ioredis';
 import { QueueConfigError } from '../errors';
 import { checkOptionKeys } from '../util/option-keys';
+import { checkAddress, checkCredentials } from './connection.checks';
 
 /** One node Sluice may ask for the cluster's slot map. */
 export interface ClusterSeed {
@@ -59,11 +60,9 @@ export function clusterSettings(connection: unknown): ClusterSettings | undefine
   const seeds = cluster.map((seed, index) => {
     if (seed !== null && typeof seed === 'object')
       checkOptionKeys(seed, ['host', 'port'], `QueueModule options.connection.cluster[${index}]`);
-    return checkSeed(seed, `options.connection.cluster[${index}]`);
+    return checkAddress(seed, `options.connection.cluster[${index}]`);
   });
-  for (const [field, value] of Object.entries({ username, password })) {
-    if (value !== undefined && typeof value !== 'string') throw new QueueConfigError(`options.connection.${field} must be a string`);
-  }
+  checkCredentials({ username, password });
   return { seeds, username, password, tls: tls === true ? {} : tls || undefined, natMap: natMap && checkNatMap(natMap) };
 }
 
@@ -75,7 +74,7 @@ export function clusterSettings(connection: unknown): ClusterSettings | undefine
 function fromInstance(instance: Cluster): ClusterSettings {
   const internals = instance as unknown as { startupNodes?: unknown[]; options?: { redisOptions?: RedisOptions; natMap?: NatMap } };
   const seeds = (internals.startupNodes ?? []).map((node, index) =>
-    checkSeed(toSeed(node), `the Cluster instance's startup node ${index}`),
+    checkAddress(toSeed(node), `the Cluster instance's startup node ${index}`),
   );
   if (seeds.length === 0) throw new QueueConfigError('options.connection: the ioredis Cluster instance has no startup nodes');
   const node = internals.options?.redisOptions ?? {};
@@ -93,18 +92,10 @@ function toSeed(node: unknown): unknown {
   return { host: url.hostname || '127.0.0.1', port: Number(url.port || 6379) };
 }
 
-function checkSeed(seed: unknown, field: string): ClusterSeed {
-  const { host, port } = (seed ?? {}) as Partial<ClusterSeed>;
-  if (typeof host !== 'string' || host.length === 0) throw new QueueConfigError(`${field}.host must be a non-empty string`);
-  if (typeof port !== 'number' || !Number.isInteger(port) || port <= 0 || port > 65_535)
-    throw new QueueConfigError(`${field}.port must be a port number, got ${String(port)}`);
-  return { host, port };
-}
-
 function checkNatMap(natMap: unknown): NatMap {
   if (typeof natMap === 'function') return natMap as NatMap;
   if (typeof natMap !== 'object' || natMap === null)
     throw new QueueConfigError('options.connection.natMap must be an object of "host:port" → { host, port }, or a function');
-  for (const [from, to] of Object.entries(natMap)) checkSeed(to, `options.connection.natMap["${from}"]`);
+  for (const [from, to] of Object.entries(natMap)) checkAddress(to, `options.connection.natMap["${from}"]`);
   return natMap as NatMap;
 }

@@ -2,6 +2,7 @@ import type { Redis, RedisOptions } from 'ioredis';
 import { QueueConfigError } from '../errors';
 import { checkOptionKeys } from '../util/option-keys';
 import { userRedisInstance } from './user-instance';
+import { checkAddress, checkCredentials } from './connection.checks';
 
 /** One Redis Sentinel Sluice may ask where the primary is. */
 export interface SentinelAddress {
@@ -63,26 +64,16 @@ export function sentinelFields(connection: RedisSentinelConnectionOptions): Redi
   const { sentinels, name, username, password, db, tls, sentinelUsername, sentinelPassword, sentinelTls } = connection;
   if (!Array.isArray(sentinels) || sentinels.length === 0)
     throw new QueueConfigError('options.connection.sentinels must be a non-empty array of { host, port } sentinels');
-  sentinels.forEach((sentinel, index) => {
+  const addresses = sentinels.map((sentinel, index) => {
     checkOptionKeys(sentinel, ['host', 'port'], `QueueModule options.connection.sentinels[${index}]`);
-    const valid =
-      sentinel !== null &&
-      typeof sentinel === 'object' &&
-      typeof sentinel.host === 'string' &&
-      sentinel.host !== '' &&
-      Number.isInteger(sentinel.port) &&
-      sentinel.port > 0 &&
-      sentinel.port < 65_536;
-    if (!valid) throw new QueueConfigError(`options.connection.sentinels[${index}] must be { host: string, port: number }`);
+    return checkAddress(sentinel, `options.connection.sentinels[${index}]`);
   });
   if (typeof name !== 'string' || name === '')
     throw new QueueConfigError("options.connection.name must be the primary's name the sentinels monitor (`sentinel monitor <name> …`)");
   if (db !== undefined && (!Number.isInteger(db) || db < 0)) throw new QueueConfigError('options.connection.db must be an integer ≥ 0');
-  for (const [field, value] of Object.entries({ username, password, sentinelUsername, sentinelPassword })) {
-    if (value !== undefined && typeof value !== 'string') throw new QueueConfigError(`options.connection.${field} must be a string`);
-  }
+  checkCredentials({ username, password, sentinelUsername, sentinelPassword });
   return {
-    sentinels: sentinels.map(({ host, port }) => ({ host, port })),
+    sentinels: addresses,
     name,
     // Never a replica: a replica's state lags the primary's, and Sluice's reads decide claims.
     role: 'master',

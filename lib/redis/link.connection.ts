@@ -306,16 +306,19 @@ export class LinkConnection {
    * sentinels again. The calls sent with the check are refused (READONLY) and wait, as while loading.
    */
   private reachedReplica(redis: Redis): void {
-    if (this.checked === redis) this.checked = undefined;
-    this.lastError = 'the sentinels named a node that is a replica now (a failover in progress)';
+    this.notReady(redis, 'the sentinels named a node that is a replica now (a failover in progress)');
     setTimeout(() => this.instance === redis && redis.disconnect(true), LOADING_POLL_MS).unref();
   }
 
   /** The check did not pass: calls wait for the next one (those sent meanwhile are refused, and sent again). */
   private loading(redis: Redis, reason: string): void {
+    this.notReady(redis, reason);
+    this.checkAgain(redis);
+  }
+
+  private notReady(redis: Redis, reason: string): void {
     if (this.checked === redis) this.checked = undefined;
     this.lastError = reason;
-    this.checkAgain(redis);
   }
 
   private checkAgain(redis: Redis): void {

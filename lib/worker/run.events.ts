@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { isThenable } from '../util/thenable';
 import { EventEmitter } from 'node:events';
 import { ThrottledLog } from '../util/throttled-log';
 import type { RunEventMap } from '../interfaces/run.events';
@@ -84,10 +85,6 @@ export class RunEvents {
       // Nor may a logger that throws.
     }
   }
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
 
 /** Never throws itself, whatever was thrown (String() throws on an object without a prototype). */

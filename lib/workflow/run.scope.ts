@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { isThenable } from '../util/thenable';
 import type { Stored } from './payload.types';
 import type { StepCallOptions, StepContext, StepFn } from './step.options';
 import { needsRunScope } from './step-classes.registry';
@@ -86,10 +87,6 @@ function closeOne(): void {
 function disableIfIdle(): void {
   disableQueued = false;
   if (scopesOpen === 0) storage.disable();
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
 
 /** Scopes open now, for tests: a run that needs none leaves it at 0. */

@@ -1,4 +1,5 @@
 import { InputValidationError, InvalidOptionError, OutputValidationError, type ValidationIssue } from '../errors';
+import { isThenable } from '../util/thenable';
 import type { StandardSchemaV1 } from './standard-schema';
 
 /** A schema's answer for a value it accepts: `value` is its output (transforms and defaults applied). */
@@ -49,10 +50,6 @@ export function validateOutput(schema: StandardSchemaV1, value: unknown, workflo
   const result = schema['~standard'].validate(value);
   if (isThenable(result)) return Promise.resolve(result).then((settled) => outputChecked(settled, workflow));
   return outputChecked(result, workflow);
-}
-
-export function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
-  return typeof (value as PromiseLike<T> | null)?.then === 'function';
 }
 
 function inputChecked(result: StandardSchemaV1.Result<unknown>, workflow: string, field: string): Validated {

@@ -40,8 +40,8 @@ describe('Redis Sentinel connection options', () => {
   it.each([
     [{ sentinels: [], name: 'm' }, QueueConfigError, /sentinels must be a non-empty array/],
     [{ sentinels: 's1:26379', name: 'm' }, QueueConfigError, /sentinels must be a non-empty array/],
-    [{ sentinels: [{ host: 's1', port: 0 }], name: 'm' }, QueueConfigError, /sentinels\[0\] must be \{ host: string, port: number \}/],
-    [{ sentinels: [{ host: '', port: 1 }], name: 'm' }, QueueConfigError, /sentinels\[0\]/],
+    [{ sentinels: [{ host: 's1', port: 0 }], name: 'm' }, QueueConfigError, /sentinels\[0\]\.port must be a port number/],
+    [{ sentinels: [{ host: '', port: 1 }], name: 'm' }, QueueConfigError, /sentinels\[0\]\.host must be a non-empty string/],
     [{ sentinels }, QueueConfigError, /connection\.name must be the primary's name/],
     [{ sentinels, name: 'm', db: -1 }, QueueConfigError, /db must be an integer/],
     [{ sentinels, name: 'm', sentinelPassword: 5 }, QueueConfigError, /sentinelPassword must be a string/],
