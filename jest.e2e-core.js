@@ -21,6 +21,7 @@ module.exports = [
   'scheduling.spec.ts',
   'schedules.spec.ts',
   'schedule-firing.spec.ts',
+  'interval-schedules.spec.ts',
   // declared config against runtime changes and older code (caps, rate limits, schedules)
   'declared-config.spec.ts',
   'boot-declarations.spec.ts',

@@ -49,7 +49,14 @@ export type { Duration } from './util/duration';
 export type { MigrateOptions, MigrationResult } from './migration/layout.migrator';
 export { CURRENT_LAYOUT, ROLLING_LAYOUT } from './migration/layout.versions';
 export * from './errors';
-export type { ScheduleDefinition, DeclaredSchedule, ScheduleOptions } from './interfaces/schedule.options';
+export type {
+  ScheduleDefinition,
+  DeclaredSchedule,
+  ScheduleOptions,
+  ScheduleRunOptions,
+  CronTiming,
+  IntervalTiming,
+} from './interfaces/schedule.options';
 export type { ScheduleInfo } from './schedule/schedule-info';
 export type { SchedulePage, ListSchedulesOptions } from './schedule/schedule.store';
 export type { Jsonified, Stored } from './workflow/payload.types';

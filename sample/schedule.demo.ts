@@ -22,6 +22,7 @@ export class ScheduleDemo {
   async runAll(): Promise<string[]> {
     await this.declaredSchedule();
     await this.runtimeSchedule();
+    await this.intervalSchedule();
     return this.report.problems;
   }
 
@@ -104,6 +105,25 @@ export class ScheduleDemo {
     const gone = await this.client.getSchedule(id);
     this.logger.log(`unschedule → ${removed}; getSchedule → ${JSON.stringify(gone)}`);
     this.report.check(removed && gone === null, 'the runtime schedule was removed');
+  }
+
+  /** 9b. An interval schedule: every second at half past, on the same due-index as cron. */
+  private async intervalSchedule(): Promise<void> {
+    this.report.section('9b. interval schedule: a stock sweep every 1 s at offset 500 ms ({ every: "1s", offsetMs: 500 })');
+    const id = 'stock-sweep';
+    const created = await this.client.schedule(id, StockReportWorkflow, { every: '1s', offsetMs: 500, input: { reorderBelow: 100 } });
+    this.logger.log(
+      `schedule → every ${created.every} ms, offset ${created.offsetMs} ms, next fire times: ${created.upcoming.map(utc).join(', ')}`,
+    );
+    this.report.check(
+      created.cron === undefined && created.upcoming.every((d) => d.getTime() % 1_000 === 500),
+      'an interval schedule fires at offset + k × every since the epoch',
+    );
+    const fired = await this.untilFired(id, 1);
+    await this.client.unschedule(id);
+    const report = await this.client.wait<StockReport>(fired.lastRunId!, WAIT);
+    this.logger.log(`fired at ${utc(fired.lastFireAt)} → run ${fired.lastRunId} → ${JSON.stringify(report)}`);
+    this.report.check(fired.lastFireAt!.getTime() % 1_000 === 500, 'its run started at an occurrence of the interval');
   }
 
   /** Polls getSchedule until the schedule has fired `count` times (bounded). */

@@ -1,5 +1,7 @@
-/** What a schedule enqueues and when; shared by `@Workflow({ schedules })` and `QueueClient.schedule`. */
-export interface ScheduleDefinition<In = unknown> {
+import type { Duration } from '../util/duration';
+
+/** When a cron schedule fires. */
+export interface CronTiming {
   /**
    * Cron expression, parsed by `cron-parser`: 5 fields (`'0 * * * *'`, minute first) or 6
    * (seconds first, `'*\/10 * * * * *'`), or an alias such as `'@hourly'`, `'@daily'`.
@@ -7,6 +9,26 @@ export interface ScheduleDefinition<In = unknown> {
   cron: string;
   /** IANA time zone the expression is read in, e.g. `'Europe/Berlin'`. Default: UTC. */
   tz?: string;
+  every?: never;
+  offsetMs?: never;
+}
+
+/**
+ * When an interval schedule fires: every `every`, at `offsetMs + k × every` since the Unix epoch
+ * (UTC), so `{ every: '1h', offsetMs: 15 * 60_000 }` fires at a quarter past each hour. Aligned to
+ * the epoch, not to when the schedule was written: every process plans the same instants.
+ */
+export interface IntervalTiming {
+  /** The interval: ms, or a string such as `'30s'`, `'5m'`, `'1d'`; at least 1 s. */
+  every: Duration;
+  /** The phase, in ms: 0 (default) to less than `every`. */
+  offsetMs?: number;
+  cron?: never;
+  tz?: never;
+}
+
+/** What a schedule enqueues, and its catch-up and overlap rules (the same for cron and `every`). */
+export interface ScheduleRunOptions<In = unknown> {
   /** Input of every run it starts (default `null`). */
   input?: In;
   /** Group (tenant) of every run it starts. */
@@ -27,14 +49,20 @@ export interface ScheduleDefinition<In = unknown> {
   catchUpLimit?: number;
 }
 
-/** A schedule declared in code: `@Workflow('report', { schedules: [{ cron: '0 * * * *' }] })`. */
-export interface DeclaredSchedule<In = unknown> extends ScheduleDefinition<In> {
+/**
+ * What a schedule enqueues and when — a `cron` expression or an interval (`every`), exactly one;
+ * shared by `@Workflow({ schedules })` and `QueueClient.schedule`.
+ */
+export type ScheduleDefinition<In = unknown> = ScheduleRunOptions<In> & (CronTiming | IntervalTiming);
+
+/** A schedule declared in code: `@Workflow('report', { schedules: [{ cron: '0 * * * *' }] })` or `[{ every: '5m' }]`. */
+export type DeclaredSchedule<In = unknown> = ScheduleDefinition<In> & {
   /**
    * Unique per namespace. Optional when the workflow declares one schedule (its id is then the
    * workflow name); required with several. Keep it stable: a new id is a new schedule.
    */
   id?: string;
-}
+};
 
 /** Options of `QueueClient.schedule(id, workflow, options)`. */
 export type ScheduleOptions<In = unknown> = ScheduleDefinition<In>;

@@ -1,12 +1,18 @@
 import { decodePayload } from '../redis/payload.codec';
+import { parseInterval } from '../workflow/interval.plan';
 
 /** A schedule as stored in Redis, from `getSchedule` / `listSchedules`. */
 export interface ScheduleInfo<In = unknown> {
   id: string;
   workflow: string;
-  cron: string;
-  /** IANA time zone, or `undefined` for UTC. */
+  /** The cron expression of a cron schedule (`undefined` for an interval schedule). */
+  cron?: string;
+  /** IANA time zone of a cron schedule, or `undefined` for UTC. */
   tz?: string;
+  /** The interval of an `every` schedule, in ms (`undefined` for a cron schedule). */
+  every?: number;
+  /** The phase of an `every` schedule, in ms (0 when none was given). */
+  offsetMs?: number;
   input: In;
   group?: string;
   priority: number;
@@ -40,19 +46,26 @@ export interface ScheduleInfo<In = unknown> {
 /** Upcoming occurrences shown per schedule. */
 export const UPCOMING_SHOWN = 5;
 
-/** Builds a ScheduleInfo from a schedule hash given as a flat `field, value, …` list, or `null` if empty. */
-export function toScheduleInfo(id: string, flat: string[]): ScheduleInfo | null {
+/** A schedule hash given as a flat `field, value, …` list, as a record (no prototype). */
+export function scheduleFields(flat: string[]): Record<string, string> {
   const h = Object.create(null) as Record<string, string>;
   for (let i = 0; i + 1 < flat.length; i += 2) h[flat[i]] = flat[i + 1];
+  return h;
+}
+
+/** Builds a ScheduleInfo from a schedule hash given as a flat `field, value, …` list, or `null` if empty. */
+export function toScheduleInfo(id: string, flat: string[]): ScheduleInfo | null {
+  const h = scheduleFields(flat);
   if (!h.workflow) return null;
   const date = (ms?: string) => (ms ? new Date(Number(ms)) : null);
   const paused = h.paused === '1';
   const upcoming =
     paused || !h.next ? [] : [h.next, ...(h.plan ? h.plan.split(',') : [])].slice(0, UPCOMING_SHOWN).map((ms) => new Date(Number(ms)));
+  const interval = parseInterval(h.cron);
   return {
     id,
     workflow: h.workflow,
-    cron: h.cron,
+    ...(interval ? { every: interval.everyMs, offsetMs: interval.offsetMs } : { cron: h.cron }),
     ...(h.tz && { tz: h.tz }),
     input: decodePayload(h.input),
     ...(h.group && { group: h.group }),

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { WorkflowDefinition } from '../discovery/workflow.registry';
 import { buildScheduleSpec, DECLARED_SCHEDULE_OPTIONS, ScheduleSpec } from '../workflow/schedule.check';
 import { checkInput } from '../workflow/schema.validate';
+import { timingText } from '../workflow/schedule.timing';
 import type { ScheduleChange } from '../redis/commands/schedule-write.command';
 import type { ScheduleStore } from './schedule.store';
 
@@ -74,7 +75,7 @@ export async function declareSchedules(
   for (const { id, change } of await store.declare(specs, declarations)) {
     if (change === 'unchanged') continue;
     const spec = byId.get(id);
-    const what = spec ? ` (workflow ${spec.workflow}, cron "${spec.pattern.cron}"${spec.pattern.tz ? ` in ${spec.pattern.tz}` : ''})` : '';
+    const what = spec ? ` (workflow ${spec.workflow}, ${timingText(spec.pattern)})` : '';
     logger.log(`Schedule "${id}" ${CHANGES[change]}${what}`);
   }
 }

@@ -10,7 +10,7 @@ import { checkName } from '../util/names';
 import { checkOptionKeys } from '../util/option-keys';
 import { planOccurrences } from '../workflow/cron.plan';
 import type { ScheduleSpec } from '../workflow/schedule.check';
-import { ScheduleInfo, toScheduleInfo } from './schedule-info';
+import { ScheduleInfo, scheduleFields, toScheduleInfo } from './schedule-info';
 
 /** A page of `listSchedules`. */
 export interface SchedulePage {
@@ -74,8 +74,8 @@ export class ScheduleStore {
       const info = toScheduleInfo(id, flat);
       if (!info) throw new ScheduleNotFoundError(id);
       if (!info.paused) return info;
-      const rev = flat[flat.indexOf('rev') + 1];
-      const plan = planOccurrences({ cron: info.cron, tz: info.tz, seed: id }, now);
+      const { cron, rev } = scheduleFields(flat);
+      const plan = planOccurrences({ cron, tz: info.tz, seed: id }, now);
       const done = await this.control(id, { op: 'resume', rev, plan });
       if (done === 'missing') throw new ScheduleNotFoundError(id);
       if (done !== 'stale') return this.getOrThrow(id);

@@ -2,6 +2,7 @@ import { InvalidOptionError, SluiceError } from '../errors';
 import type { DeclaredSchedule } from '../interfaces/schedule.options';
 import { decodePayload, encodePayload } from '../redis/payload.codec';
 import { occurrencesAfter } from '../workflow/cron.plan';
+import { checkScheduleTiming } from '../workflow/schedule.timing';
 import type { FakeClock } from './fake.clock';
 import type { HarnessScheduleFires } from './harness.types';
 
@@ -35,8 +36,10 @@ export class HarnessSchedules {
   list(count: number): HarnessScheduleFires[] {
     return [...this.byId.values()].map((s) => ({
       id: s.id,
-      cron: s.cron,
+      ...(s.cron !== undefined && { cron: s.cron }),
       ...(s.tz !== undefined && { tz: s.tz }),
+      ...(s.every !== undefined && { every: s.every }),
+      ...(s.offsetMs !== undefined && { offsetMs: s.offsetMs }),
       input: decodePayload(this.encodedInput(s)),
       next: this.nextFireTimes(s.id, count),
     }));
@@ -46,12 +49,12 @@ export class HarnessSchedules {
     const schedule = this.find(scheduleId);
     if (!Number.isInteger(count) || count < 1 || count > 1_000)
       throw new InvalidOptionError('count', `must be an integer 1–1000, got ${count}`);
-    return occurrencesAfter({ cron: schedule.cron, tz: schedule.tz, seed: schedule.id }, this.clock.now(), count).map((ms) => new Date(ms));
+    return occurrencesAfter(patternOf(schedule), this.clock.now(), count).map((ms) => new Date(ms));
   }
 
   nextFire(scheduleId: string | undefined): ScheduleFire {
     const schedule = this.find(scheduleId);
-    const [at] = occurrencesAfter({ cron: schedule.cron, tz: schedule.tz, seed: schedule.id }, this.clock.now(), 1);
+    const [at] = occurrencesAfter(patternOf(schedule), this.clock.now(), 1);
     if (at === undefined) throw new SluiceError(`Schedule "${schedule.id}" has no occurrence after ${this.clock.date().toISOString()}`);
     return { runId: `${schedule.id}@${at}`, at, input: this.encodedInput(schedule) };
   }
@@ -80,4 +83,9 @@ export class HarnessSchedules {
     }
     return schedule;
   }
+}
+
+/** The pattern a declared schedule is planned from (checked already at the decorator). */
+function patternOf(schedule: Declared) {
+  return checkScheduleTiming(schedule, `schedules.${schedule.id}`, schedule.id);
 }

@@ -153,8 +153,13 @@ export interface HarnessRun<Out = unknown> {
 /** A declared schedule's next fire times after the fake clock's now. */
 export interface HarnessScheduleFires {
   id: string;
-  cron: string;
+  /** A cron schedule's expression (`undefined` for an `every` schedule). */
+  cron?: string;
   tz?: string;
+  /** An `every` schedule's interval as declared (`'5m'` or ms). */
+  every?: number | string;
+  /** An `every` schedule's phase in ms, if declared. */
+  offsetMs?: number;
   /** The input of every run it starts (after its JSON round trip; `null` when it declares none). */
   input: unknown;
   next: Date[];

@@ -1,7 +1,9 @@
 import { Module, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { InvalidOptionError } from '../errors';
-import { canonicalTimeZone, checkCronPattern, occurrencesAfter } from '../workflow/cron.plan';
+import { occurrencesAfter } from '../workflow/cron.plan';
+import { checkScheduleTiming } from '../workflow/schedule.timing';
+import type { CronTiming, IntervalTiming } from '../interfaces/schedule.options';
 import { checkName } from '../util/names';
 import type { WorkflowClass, WorkflowInput, WorkflowInstance, WorkflowOutput } from '../workflow/workflow.types';
 import { checkOptionKeys } from '../util/option-keys';
@@ -76,16 +78,15 @@ export class SluiceTesting {
   /**
    * The next `count` fire times after `after` of a schedule made at runtime (`client.schedule`),
    * computed as the worker plans them. `id` seeds the `H` (hashed) fields, as the schedule id does.
-   * @throws InvalidScheduleError for a bad cron expression or time zone
+   * @throws InvalidScheduleError for a bad cron expression, time zone or interval
    */
-  static nextFireTimes(schedule: { id: string; cron: string; tz?: string }, after: Date | number, count = 5): Date[] {
+  static nextFireTimes(schedule: { id: string } & (CronTiming | IntervalTiming), after: Date | number, count = 5): Date[] {
     const id = checkName(schedule?.id, 'schedule.id');
-    checkCronPattern({ cron: schedule.cron, tz: schedule.tz, seed: id }, 'schedule');
-    const tz = schedule.tz === undefined ? undefined : canonicalTimeZone(schedule.tz, 'schedule.tz');
+    const pattern = checkScheduleTiming(schedule, 'schedule', id);
     const afterMs = after instanceof Date ? after.getTime() : after;
     if (!Number.isFinite(afterMs)) throw new InvalidOptionError('after', `must be a valid Date or ms, got ${String(after)}`);
     if (!Number.isInteger(count) || count < 1 || count > 1_000)
       throw new InvalidOptionError('count', `must be an integer 1–1000, got ${count}`);
-    return occurrencesAfter({ cron: schedule.cron.trim(), tz, seed: id }, afterMs, count).map((ms) => new Date(ms));
+    return occurrencesAfter(pattern, afterMs, count).map((ms) => new Date(ms));
   }
 }

@@ -1,5 +1,6 @@
 import { CronExpressionParser } from 'cron-parser';
 import { InvalidScheduleError } from '../errors';
+import { intervalMissed, intervalOccurrencesAfter, parseInterval } from './interval.plan';
 
 /** Occurrences a plan holds ahead of now: the window in which Redis can fire without a worker's help. */
 export const PLAN_AHEAD = 16;
@@ -8,6 +9,7 @@ const MAX_CRON_LENGTH = 256;
 
 /** A parsed cron pattern with its time zone: what a schedule's occurrences are computed from. */
 export interface CronPattern {
+  /** A cron expression, or an interval's stored text (`@every <ms> <offset ms>`, see interval.plan.ts). */
   cron: string;
   /** IANA time zone, or undefined for UTC. */
   tz?: string;
@@ -65,6 +67,8 @@ export function canonicalTimeZone(tz: unknown, field: string): string {
  * different hour). See {@link forward} for why the walk may start a little earlier.
  */
 export function occurrencesAfter(pattern: CronPattern, afterMs: number, count: number): number[] {
+  const interval = parseInterval(pattern.cron);
+  if (interval) return intervalOccurrencesAfter(interval, afterMs, count);
   const out: number[] = [];
   for (const time of forward(pattern, afterMs)) {
     if (out.length >= count) break;
@@ -83,6 +87,8 @@ export function occurrencesAfter(pattern: CronPattern, afterMs: number, count: n
  * changes: it skips the shifted spring-forward time and returns both instances of a repeated one).
  */
 export function missedOccurrences(pattern: CronPattern, floorMs: number, nowMs: number, max: number): number[] {
+  const interval = parseInterval(pattern.cron);
+  if (interval) return intervalMissed(interval, floorMs, nowMs, max);
   const back = iterator(pattern, nowMs + 1);
   let startMs = floorMs;
   for (let steps = 0; steps <= max + 2 && back.hasPrev(); steps++) {

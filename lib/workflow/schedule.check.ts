@@ -5,10 +5,22 @@ import { encodePayload } from '../redis/payload.codec';
 import { checkInteger } from '../util/duration';
 import { checkName } from '../util/names';
 import { checkOptionKeys } from '../util/option-keys';
-import { canonicalTimeZone, checkCronPattern, CronPattern } from './cron.plan';
+import type { CronPattern } from './cron.plan';
+import { checkScheduleTiming } from './schedule.timing';
 
 /** The keys of a {@link ScheduleDefinition} (`ScheduleOptions`). */
-export const SCHEDULE_OPTIONS: readonly string[] = ['cron', 'tz', 'input', 'group', 'priority', 'overlap', 'catchUp', 'catchUpLimit'];
+export const SCHEDULE_OPTIONS: readonly string[] = [
+  'cron',
+  'tz',
+  'every',
+  'offsetMs',
+  'input',
+  'group',
+  'priority',
+  'overlap',
+  'catchUp',
+  'catchUpLimit',
+];
 /** The keys of a {@link DeclaredSchedule}: a definition and its id. */
 export const DECLARED_SCHEDULE_OPTIONS: readonly string[] = ['id', ...SCHEDULE_OPTIONS];
 
@@ -46,11 +58,10 @@ export function buildScheduleSpec(
   allowed = SCHEDULE_OPTIONS,
 ): ScheduleSpec {
   if (definition === null || typeof definition !== 'object')
-    throw new InvalidOptionError(field, 'must be an object { cron, tz?, input?, … }');
+    throw new InvalidOptionError(field, 'must be an object { cron, tz?, input?, … } or { every, offsetMs?, input?, … }');
   checkOptionKeys(definition, allowed, field);
   checkName(id, field === 'opts' ? 'id' : `${field}.id`);
-  const pattern: CronPattern = { cron: definition.cron, tz: definition.tz, seed: id };
-  checkCronPattern(pattern, field);
+  const pattern = checkScheduleTiming(definition, field, id);
   if (definition.overlap !== undefined && typeof definition.overlap !== 'boolean')
     throw new InvalidOptionError(`${field}.overlap`, `must be a boolean, got ${String(definition.overlap)}`);
   if (definition.catchUp !== undefined && definition.catchUp !== 'latest' && definition.catchUp !== 'all') {
@@ -59,11 +70,7 @@ export function buildScheduleSpec(
   const spec: Omit<ScheduleSpec, 'fingerprint'> = {
     id,
     workflow: workflow.name,
-    pattern: {
-      cron: definition.cron.trim(),
-      tz: definition.tz === undefined ? undefined : canonicalTimeZone(definition.tz, `${field}.tz`),
-      seed: id,
-    },
+    pattern,
     input: encodePayload(definition.input === undefined ? null : definition.input, `${field}.input`, maxPayloadBytes),
     group: definition.group === undefined ? '' : checkName(definition.group, `${field}.group`),
     priority: definition.priority === undefined ? 0 : checkInteger(definition.priority, `${field}.priority`, 0, MAX_PRIORITY),
@@ -85,12 +92,12 @@ export function buildScheduleSpec(
  */
 export function checkDeclaredSchedules(workflow: string, schedules: unknown): Array<DeclaredSchedule & { id: string }> {
   const field = `@Workflow('${workflow}') schedules`;
-  if (!Array.isArray(schedules)) throw new InvalidOptionError(field, 'must be an array of { cron, id?, tz?, input?, … }');
+  if (!Array.isArray(schedules)) throw new InvalidOptionError(field, 'must be an array of { cron | every, id?, input?, … }');
   const ids = new Set<string>();
   return schedules.map((schedule: DeclaredSchedule, index) => {
     const at = `${field}[${index}]`;
     if (schedule === null || typeof schedule !== 'object')
-      throw new InvalidOptionError(at, 'must be an object { cron, id?, tz?, input?, … }');
+      throw new InvalidOptionError(at, 'must be an object { cron | every, id?, input?, … }');
     checkOptionKeys(schedule, DECLARED_SCHEDULE_OPTIONS, at);
     if (schedule.id === undefined && schedules.length > 1)
       throw new InvalidOptionError(`${at}.id`, 'is required when a workflow declares several schedules');

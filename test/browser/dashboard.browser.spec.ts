@@ -214,8 +214,13 @@ describe('dashboard in Chromium', () => {
 
   it('shows groups and schedules', async () => {
     await dash.client.schedule('nightly-report', Checkout, { cron: '0 3 * * *', tz: 'Europe/Paris', input: { order: 'report' } });
+    await dash.client.schedule('stock-sweep', Checkout, { every: '15m', offsetMs: 300_000, input: { order: 'sweep' } });
     await page.goto(`${dash.origin}/sluice#/schedules`);
     await page.locator('[data-testid="schedule-row"][data-schedule="nightly-report"]').waitFor();
+    const when = (id: string) =>
+      page.locator(`[data-testid="schedule-row"][data-schedule="${id}"] [data-testid="schedule-when"]`).innerText();
+    expect(await when('nightly-report')).toBe('0 3 * * *');
+    expect(await when('stock-sweep')).toBe('every 15m');
     await shot('schedules');
     // Groups with work: held back by a pause, so they stay listed.
     await dash.client.pause({ workflow: CoolOff });

@@ -337,6 +337,14 @@ const rows: Row[] = [
     call: (x) => t.client.schedule('keys-schedule', KeysEcho, { cron: '0 * * * *', ...x }),
   },
   {
+    // The run options of an interval schedule (the same object as a cron schedule's).
+    type: 'ScheduleRunOptions',
+    api: 'schedule',
+    where: 'opts',
+    redis: true,
+    call: (x) => t.client.schedule('keys-schedule', KeysEcho, { every: '5m', ...x }),
+  },
+  {
     type: 'ListSchedulesOptions',
     api: 'listSchedules',
     where: 'listSchedules opts',

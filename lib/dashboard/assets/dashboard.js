@@ -915,15 +915,18 @@
       if (!d) return;
       nextCursor = d.cursor || null;
       const list = Array.isArray(d.schedules) ? d.schedules : [];
-      const cols = [['ID'], ['Workflow'], ['Cron'], ['Status'], ['Next fire'], ['Last fired'], ['Fired / skipped', 'n']];
+      const cols = [['ID'], ['Workflow'], ['When'], ['Status'], ['Next fire'], ['Last fired'], ['Fired / skipped', 'n']];
       if (!readOnly) cols.push(['Actions']);
       const rows = list.map((sc) => {
         const id = String(sc.id);
         const up = (Array.isArray(sc.upcoming) ? sc.upcoming : []).filter((u) => toMs(u) !== toMs(sc.nextFireAt));
+        // An interval schedule has `every` (ms) and no cron.
+        const when = sc.every != null ? 'every ' + fmtDur(Number(sc.every)) : String(sc.cron);
+        const whenSub = sc.every != null ? (sc.offsetMs ? 'offset ' + fmtDur(Number(sc.offsetMs)) : '') : (sc.tz ? String(sc.tz) : '');
         const cells = [
           h('th', { scope: 'row', class: 'code brk' }, id),
           h('td', { class: 'brk' }, String(sc.workflow)),
-          h('td', null, h('span', { class: 'code' }, String(sc.cron)), sc.tz ? h('span', { class: 'sub muted' }, String(sc.tz)) : ''),
+          h('td', null, h('span', { class: 'code', testid: 'schedule-when' }, when), whenSub ? h('span', { class: 'sub muted' }, whenSub) : ''),
           h('td', null, pausedBadge(sc.paused)),
           h('td', { title: up.length ? 'then:\n' + up.map(fmtTime).join('\n') : null }, tm(sc.nextFireAt, 1),
             up.length ? h('div', { class: 'small muted' }, 'then ', tm(up[0], 1), up.length > 1 ? ' …' : '') : ''),
@@ -933,7 +936,7 @@
         if (!readOnly) {
           const P = `api/schedules/${apiSeg(id)}/`;
           cells.push(h('td', null, sc.paused
-            ? btn('Resume', 'schedule-resume', () => act({ title: 'Resume schedule', ok: 'Resume', path: P + 'resume', text: `Resume schedule “${id}”: it will start runs of “${sc.workflow}” again on its cron (${sc.cron}).` }))
+            ? btn('Resume', 'schedule-resume', () => act({ title: 'Resume schedule', ok: 'Resume', path: P + 'resume', text: `Resume schedule “${id}”: it will start runs of “${sc.workflow}” again (${when}).` }))
             : btn('Pause', 'schedule-pause', () => act({ title: 'Pause schedule', ok: 'Pause', path: P + 'pause', text: `Pause schedule “${id}”: it will not start any runs of “${sc.workflow}” until it is resumed.` }))));
         }
         return h('tr', { testid: 'schedule-row', 'data-schedule': id, class: sc.paused ? 'is-paused' : null }, cells);
