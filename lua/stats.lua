@@ -15,7 +15,8 @@
   ARGV[3..] workflow names, or none for every registered workflow
   Reply: { namespace active, namespace cap or '', per workflow: { name, waiting, delayed, active,
            cap or '', group default cap or '', completed, failed, { per group: group, waiting,
-           active, cap or '', 1 paused | 0 … }, groups with due or active runs left out of those rows,
+           active, cap or '', 1 paused | 0, rate max or '', rate window ms or '' (the group's
+           override, else the default), ms its rate limit holds its due runs back until or '' … }, groups with due or active runs left out of those rows,
            1 paused | 0, rate max or '', rate window ms or '', group default rate max or '', its
            window or '', cancelled, sleeping, waiting-signal, waiting-event, waiting-child } … }
            where delayed leaves out the runs in a durable wait (waits.lua), counted on their own
@@ -98,10 +99,17 @@ for _, wf in ipairs(workflows) do
   if ARGV[2] == '1' then
     local groups
     groups, omitted = rowGroups(wf)
+    local heldKey = wfKey(base, wf, 'rate-held')
     for _, g in ipairs(groups) do
       local lane = laneOf(base, wf, g)
       local paused = limitOf(KEYS[2], 'wf:' .. wf .. ':g:' .. g .. ':paused') and 1 or 0
-      perGroup[#perGroup + 1] = { g, dueCount(lane), redis.call('SCARD', lane .. 'active'), groupLimit(KEYS[2], wf, g) or '', paused }
+      local rateMax, rateMs = groupRate(KEYS[2], wf, g)
+      -- Only a rate-limited group can be held (no read for the others). An entry left in rate-held
+      -- past its time holds nothing: reserve has yet to take it off.
+      local heldUntil = rateMax and redis.call('ZSCORE', heldKey, g)
+      if not heldUntil or tonumber(heldUntil) <= nowMs() then heldUntil = '' end
+      perGroup[#perGroup + 1] = { g, dueCount(lane), redis.call('SCARD', lane .. 'active'), groupLimit(KEYS[2], wf, g) or '', paused,
+        rateMax or '', rateMs or '', heldUntil }
     end
   end
   local waits, timed = waitCounts(wf)

@@ -3,7 +3,7 @@ import { DashboardAccessGuard } from './dashboard-access.guard';
 import { DashboardSameSiteGuard } from './dashboard-action.guard';
 import { DashboardInterceptor } from './dashboard.interceptor';
 import { PathSegmentPipe } from './dashboard.segments';
-import { DashboardReader, queryInt } from './dashboard.reader';
+import { DashboardReader, GROUP_FILTERS, isGroupFilter, queryInt } from './dashboard.reader';
 
 type Text = string | undefined;
 
@@ -19,9 +19,14 @@ export class DashboardApiController {
     return this.reader.overview();
   }
 
+  /** Busiest first; `only=rate-held|paused` and `q` (a part of the group's name) filter them. */
   @Get('workflows/:name/groups')
-  groups(@Param('name', PathSegmentPipe) name: string, @Query('offset') offset: Text) {
-    return this.reader.groups(name, queryInt(offset, 'offset', 0, 1000, 0));
+  groups(@Param('name', PathSegmentPipe) name: string, @Query('offset') offset: Text, @Query('only') only: Text, @Query('q') q: Text) {
+    if (only !== undefined && only !== '' && !isGroupFilter(only))
+      throw new BadRequestException(`only must be one of ${GROUP_FILTERS.join(', ')}`);
+    if (q !== undefined && (typeof q !== 'string' || q.length > 200))
+      throw new BadRequestException('q must be a text of at most 200 characters');
+    return this.reader.groups(name, queryInt(offset, 'offset', 0, 1000, 0), { only: only || undefined, q: q || undefined });
   }
 
   /** A page of one workflow's runs in one state or in all (`state=all`), newest first unless `order=asc`; or `id`: that run, whatever its workflow. */

@@ -3,7 +3,7 @@ import { QueueClient } from '../client/queue.client';
 import type { RunInfo } from '../client/run-info';
 import type { RunTimeline } from '../client/run.timeline';
 import type { ScheduleInfo } from '../schedule/schedule-info';
-import type { WorkflowStats } from '../interfaces/queue.stats';
+import type { GroupStats, WorkflowStats } from '../interfaces/queue.stats';
 import { InvalidOptionError } from '../errors';
 import { CompletedWatch } from './completed.watch';
 import { DASHBOARD_OPTIONS, type ResolvedDashboardOptions } from './dashboard.options';
@@ -27,7 +27,7 @@ export interface OverviewView {
 }
 
 export interface GroupsView {
-  groups: Array<{ name: string; waiting: number; active: number; limit: number | null; paused: boolean }>;
+  groups: Array<GroupStats & { name: string }>;
   offset: number;
   next: number | null;
   /** Groups in the sample read (at most 1 000, see `QueueClient.stats`). */
@@ -85,12 +85,16 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
     return { at, readOnly: this.options.readOnly, namespace: stats.namespace, workflows, throughput: this.sampler.series() };
   }
 
-  /** Busiest first (due plus active runs) among the groups `stats` lists; cost bounded by that sample, never a scan of every group. */
-  async groups(workflow: string, offset: number): Promise<GroupsView> {
+  /**
+   * Busiest first (due plus active runs) among the groups `stats` lists, those `filter` keeps;
+   * cost bounded by that sample, never a scan of every group.
+   */
+  async groups(workflow: string, offset: number, filter: GroupFilter = {}): Promise<GroupsView> {
     const stats = await this.client.stats({ workflow, groups: true });
     const found = stats.workflows[workflow];
     const all = Object.entries(found?.groups ?? {})
       .map(([name, group]) => ({ name, ...group }))
+      .filter((group) => keepsGroup(filter, group))
       .sort((a, b) => b.waiting + b.active - (a.waiting + a.active) || a.name.localeCompare(b.name));
     const page = all.slice(offset, offset + GROUP_PAGE);
     return {
@@ -136,6 +140,26 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
 }
 
 /** A query number: absent → the default; else an integer in range, or a 400. */
+/** What the groups view can be narrowed to: groups its rate limit holds back, or paused ones. */
+export const GROUP_FILTERS = ['rate-held', 'paused'] as const;
+export type GroupFilterKind = (typeof GROUP_FILTERS)[number];
+
+export function isGroupFilter(value: string): value is GroupFilterKind {
+  return (GROUP_FILTERS as readonly string[]).includes(value);
+}
+
+/** The groups view's filter: a kind (`only`) and a part of the name (`q`, case-insensitive). */
+export interface GroupFilter {
+  only?: GroupFilterKind;
+  q?: string;
+}
+
+function keepsGroup({ only, q }: GroupFilter, group: GroupStats & { name: string }): boolean {
+  if (only === 'rate-held' && !group.rateHeldUntil) return false;
+  if (only === 'paused' && !group.paused) return false;
+  return q === undefined || group.name.toLowerCase().includes(q.toLowerCase());
+}
+
 export function queryInt(value: unknown, name: string, min: number, max: number, fallback: number): number {
   if (value === undefined || value === '') return fallback;
   const number = Number(value);

@@ -9,6 +9,10 @@ export interface GroupStats {
   limit: number | null;
   /** Paused on its own (`QueueClient.pause({ workflow, group })`); a paused workflow pauses every group too. */
   paused: boolean;
+  /** The rate limit that holds for the group: its override, else the workflow's `groupRateLimit`; `null` = none. */
+  rateLimit: RateLimit | null;
+  /** Set while the group's rate limit holds its due runs back: when its window frees. */
+  rateHeldUntil?: Date;
 }
 
 /** Counts and caps of one workflow. */

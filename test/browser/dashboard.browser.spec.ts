@@ -240,6 +240,14 @@ describe('dashboard in Chromium', () => {
     expect(groups).toEqual(['tenant-eu', 'tenant-us', 'tenant-apac']);
     await page.locator('[data-testid="group-row"][data-group="tenant-eu"]').getByText('paused (workflow)').waitFor();
     await shot('groups');
+    // Filtered by a part of the name, from the form: the page's route carries the filter.
+    await page.getByTestId('group-filter-name').fill('us');
+    await page.getByTestId('group-filter-apply').click();
+    await page.waitForURL(/groups\?q=us$/);
+    await page.locator('[data-testid="group-row"][data-group="tenant-eu"]').waitFor({ state: 'detached' });
+    expect(await page.getByTestId('group-row').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-group')))).toEqual([
+      'tenant-us',
+    ]);
     await page.goto(`${dash.origin}/sluice#/`);
     await page.locator('[data-testid="wf-row"][data-workflow="shop.cool-off"]').waitFor();
     await shot('overview-paused');

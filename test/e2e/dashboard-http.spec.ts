@@ -8,6 +8,7 @@ import { ASSET_BUDGET_BYTES, SluiceDashboardModule } from '../../lib/dashboard';
 import { loadAssets } from '../../lib/dashboard/dashboard.assets';
 import { dropNamespace, rawRedis, testConnection, uniqueNamespace } from '../support/app';
 import { createDashboardApp, type DashboardApp, type HttpAdapterName } from '../support/dashboard-app';
+import { pollUntil } from '../support/workflows';
 import { LogCapture } from '../support/log-capture';
 
 /**
@@ -20,6 +21,13 @@ class Echo {
   async run(input: unknown, ctx: RunContext) {
     await ctx.step('echo', () => input);
     return input;
+  }
+}
+
+@Workflow('dh.rated', { groupRateLimit: { max: 1, perMs: 3_600_000 } })
+class Rated {
+  async run() {
+    return 'ok';
   }
 }
 
@@ -272,7 +280,7 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
     redis = rawRedis();
     dash = await createDashboardApp(
       adapter,
-      [Echo, Fails],
+      [Echo, Fails, Rated],
       { namespace: ns },
       { path: '/sluice/', guard: TokenGuard, readOnly: false },
       { providers: [TokenGuard] },
@@ -369,6 +377,37 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
     expect(failed.timeline.attempts[0].calls[0].status).toBe('failed');
     const groups = await jsonOf<unknown>(fetch(url('/api/workflows/dh.fails/groups'), { headers: USER }));
     expect(groups).toMatchObject({ offset: 0, next: null, omitted: 0 });
+  });
+
+  it("shows each group's rate limit and filters the groups: held by their rate limit, paused, by name", async () => {
+    await dash.client.pause({ workflow: Rated, group: 'eu-paused' });
+    const first = await dash.client.enqueue(Rated, {}, { group: 'eu-slow' });
+    await first.result({ timeoutMs: 10_000 });
+    await dash.client.enqueueMany(Rated, [
+      { input: {}, opts: { group: 'eu-slow' } },
+      { input: {}, opts: { group: 'eu-paused' } },
+      { input: {}, opts: { group: 'us-paused' } },
+    ]);
+    await dash.client.pause({ workflow: Rated, group: 'us-paused' });
+    type GroupsReply = { groups: Array<{ name: string; rateLimit: unknown; rateHeldUntil?: string; paused: boolean }> };
+    const names = async (query: string) =>
+      (await jsonOf<GroupsReply>(fetch(url(`/api/workflows/dh.rated/groups${query}`), { headers: USER }))).groups.map((g) => g.name).sort();
+    // The second run of eu-slow waits out its hour-long window: held by its rate limit.
+    await pollUntil(
+      () => names('?only=rate-held'),
+      (found) => found.join() === 'eu-slow',
+      'eu-slow held by its rate limit',
+    );
+    const all = await jsonOf<GroupsReply>(fetch(url('/api/workflows/dh.rated/groups'), { headers: USER }));
+    const slow = all.groups.find((g) => g.name === 'eu-slow')!;
+    expect(slow.rateLimit).toEqual({ max: 1, perMs: 3_600_000 });
+    expect(new Date(slow.rateHeldUntil!).getTime()).toBeGreaterThan(Date.now() + 3_000_000);
+    expect(await names('?only=paused')).toEqual(['eu-paused', 'us-paused']);
+    expect(await names('?q=EU')).toEqual(['eu-paused', 'eu-slow']);
+    expect(await names('?only=paused&q=us-')).toEqual(['us-paused']);
+    expect((await fetch(url('/api/workflows/dh.rated/groups?only=bogus'), { headers: USER })).status).toBe(400);
+    await dash.client.resume({ workflow: Rated, group: 'eu-paused' });
+    await dash.client.resume({ workflow: Rated, group: 'us-paused' });
   });
 
   it('answers typed errors with their HTTP status', async () => {

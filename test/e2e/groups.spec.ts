@@ -169,7 +169,7 @@ describe('fairness across groups', () => {
       );
     }
     expect((await producer.client.stats({ workflow: Fair, groups: true })).workflows['fair.w'].groups).toEqual({
-      A: { waiting: 5_000, active: 0, limit: null, paused: false },
+      A: { waiting: 5_000, active: 0, limit: null, paused: false, rateLimit: null },
     });
     const worker = await start([Fair], { namespace: ns, worker: { concurrency: C } });
     const drained = completions([worker], 5_005);

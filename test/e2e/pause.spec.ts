@@ -87,7 +87,7 @@ describe('pause and resume', () => {
     expect(await redis.zscore(`${base}wf:pz.main:ready`, 'tenant-a')).toBeNull();
     const stats = (await client.stats({ workflow: Main, groups: true })).workflows['pz.main'];
     expect(stats.paused).toBe(false);
-    expect(stats.groups?.['tenant-a']).toEqual({ waiting: 2, active: 0, limit: null, paused: true });
+    expect(stats.groups?.['tenant-a']).toEqual({ waiting: 2, active: 0, limit: null, paused: true, rateLimit: null });
     expectConsistent(await auditNamespace(redis, { namespace: ns }));
 
     expect(await client.resume({ workflow: Main, group: 'tenant-a' })).toBe(true);

@@ -142,6 +142,10 @@ describe('rate limits', () => {
     await handles[0].result({ timeoutMs: 10_000 });
     expect((await app.client.get(handles[2].id))?.state).toBe('waiting');
     expect(await redis.zscore(`${base}wf:rl.grouped:rate-held`, 'slowpoke')).not.toBeNull();
+    // Shown per group: the limit that holds it, and until when it holds its due run back.
+    const held = (await app.client.stats({ workflow: Grouped, groups: true })).workflows['rl.grouped'].groups!.slowpoke;
+    expect(held).toMatchObject({ waiting: 2, rateLimit: { max: 1, perMs: 3_600_000 } });
+    expect(held.rateHeldUntil!.getTime()).toBeGreaterThan(Date.now() + 3_000_000);
     expect(await app.client.setLimits({ workflow: 'rl.grouped', group: '*', rateLimit: { max: 2, perMs: 300 } })).toEqual({
       max: 1,
       perMs: 3_600_000,

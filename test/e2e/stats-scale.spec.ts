@@ -222,7 +222,7 @@ describe('stats and group-cap changes with 20,000 groups', () => {
     await begun.get('h1').promise;
     // Held: one run active at the cap of 1, two due, and the group out of the round-robin.
     expect((await app.client.stats({ workflow: GateW, groups: true })).workflows['scale.gate'].groups).toEqual({
-      g: { waiting: 2, active: 1, limit: 1, paused: false },
+      g: { waiting: 2, active: 1, limit: 1, paused: false, rateLimit: null },
     });
     expect(await admin.zscore(gateKeys.workflow('scale.gate', 'ready'), 'g')).toBeNull();
 

@@ -144,7 +144,10 @@ describe('client.stats', () => {
           rateLimit: null,
           groupRateLimit: null,
           ...NO_WAITS,
-          groups: { g1: { waiting: 1, active: 2, limit: 2, paused: false }, g2: { waiting: 1, active: 1, limit: 3, paused: false } },
+          groups: {
+            g1: { waiting: 1, active: 2, limit: 2, paused: false, rateLimit: null },
+            g2: { waiting: 1, active: 1, limit: 3, paused: false, rateLimit: null },
+          },
         },
       },
     });

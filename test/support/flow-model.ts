@@ -1,7 +1,7 @@
 import { parseCompleteReply } from '../../lib/redis/commands/complete.command';
 import { newCallId } from '../../lib/redis/commands/call-id';
 import type Redis from 'ioredis';
-import type { QueueStats } from '../../lib/interfaces/queue.stats';
+import type { GroupStats, QueueStats } from '../../lib/interfaces/queue.stats';
 import { readStats } from '../../lib/redis/commands/stats.command';
 import type { LuaScripts } from '../../lib/redis/lua.scripts';
 import { RedisKeys } from '../../lib/redis/redis.keys';
@@ -258,7 +258,7 @@ export function checkInvariants(model: FlowModel, prev: Snapshot, next: Snapshot
   const expectedStats: QueueStats = { namespace: { active: count(), limit: cap(next.limits.ns) }, workflows: {} };
   for (const wf of WORKFLOWS) {
     const w = next.workflows[wf];
-    const busy: Record<string, { waiting: number; active: number; limit: number | null; paused: boolean }> = {};
+    const busy: Record<string, GroupStats> = {};
     for (const g of GROUPS.slice(1)) {
       const due = w.lanes[g].queue.length + w.lanes[g].waiting.length;
       const limit = groupCap(next.limits, wf, g);
@@ -267,7 +267,7 @@ export function checkInvariants(model: FlowModel, prev: Snapshot, next: Snapshot
       if (ready && due === 0) fail(`${wf}/${g} is in ready with no due run`);
       if (due > 0 && room && !ready) fail(`${wf}/${g} has ${due} due run(s) and room but is not in ready`);
       if (ready && !room) readyWithoutRoom.push(`${wf}/${g}`);
-      if (due > 0 || count(wf, g) > 0) busy[g] = { waiting: due, active: count(wf, g), limit, paused: false };
+      if (due > 0 || count(wf, g) > 0) busy[g] = { waiting: due, active: count(wf, g), limit, paused: false, rateLimit: null };
     }
     if (w.ready.some((g) => !GROUPS.slice(1).includes(g))) fail(`ready of ${wf} holds [${w.ready.join()}]`);
     if (sorted(w.groups).join() !== sorted(Object.keys(busy)).join())

@@ -353,16 +353,17 @@
       body: (v) => { const b = { limit: v.limit === '' ? null : +v.limit }; const g = gOf(v); if (g !== undefined) b.group = g; return b; },
     });
   }
-  function rateDialog(wf, rl) {
+  function rateDialog(wf, rl, group) {
+    const fields = [
+      { name: 'max', label: 'Max runs started per window (empty = no rate limit)', value: rl ? rl.max : '', min: 1, placeholder: 'no limit' },
+      { name: 'perMs', label: 'Window length (ms)', value: rl ? rl.perMs : 1000, min: 1 },
+    ];
+    if (group === undefined) fields.push(scopeField);
+    const gOf = (v) => (group !== undefined ? group : v.scope || undefined);
     act({
-      title: 'Set rate limit', ok: 'Save',
-      fields: [
-        { name: 'max', label: 'Max runs started per window (empty = no rate limit)', value: rl ? rl.max : '', min: 1, placeholder: 'no limit' },
-        { name: 'perMs', label: 'Window length (ms)', value: rl ? rl.perMs : 1000, min: 1 },
-        scopeField,
-      ],
+      title: 'Set rate limit', ok: 'Save', fields,
       text: (v) => {
-        const w = who(wf, v.scope || undefined);
+        const w = who(wf, gOf(v));
         if (v.max === '') return `Remove the rate limit of ${w}.`;
         return `Start at most ${intOk(v.max, 1, 1e12) ? num(+v.max) : 'N'} runs per ${intOk(v.perMs, 1, 1e12) ? fmtDur(+v.perMs) : '?'} for ${w}.`;
       },
@@ -374,7 +375,8 @@
       path: `api/workflows/${apiSeg(wf)}/limits`,
       body: (v) => {
         const b = { rateLimit: v.max === '' ? null : { max: +v.max, perMs: +v.perMs } };
-        if (v.scope) b.group = v.scope;
+        const g = gOf(v);
+        if (g !== undefined) b.group = g;
         return b;
       },
     });
@@ -543,15 +545,36 @@
   function groupsPage(wf, qs) {
     const t = token;
     const off = Math.max(0, parseInt(qs.get('offset'), 10) || 0);
-    const base = `#/workflows/${enc(wf)}/groups`;
+    const only = ['rate-held', 'paused'].includes(qs.get('only')) ? qs.get('only') : '';
+    const q = qs.get('q') || '';
+    const route = (o, x) => {
+      const p = new URLSearchParams();
+      if (o.offset) p.set('offset', String(o.offset));
+      if (x.only) p.set('only', x.only);
+      if (x.q) p.set('q', x.q);
+      const s = p.toString();
+      return `#/workflows/${enc(wf)}/groups` + (s ? '?' + s : '');
+    };
+    const fOnly = h('select', { id: 'g-only', testid: 'group-filter-only' },
+      [['', 'all groups with work'], ['rate-held', 'held by their rate limit'], ['paused', 'paused']].map(([x, tx]) => h('option', { value: x, selected: x === only }, tx)));
+    const fQ = h('input', { id: 'g-q', testid: 'group-filter-name', type: 'search', value: q, placeholder: 'part of a group name', autocomplete: 'off' });
+    const form = h('form', {
+      class: 'filters', role: 'search', 'aria-label': 'Filter groups',
+      onsubmit: (e) => { e.preventDefault(); go(route({}, { only: fOnly.value, q: fQ.value.trim() })); },
+    },
+    h('label', { for: 'g-only' }, 'Show', fOnly), h('label', { for: 'g-q' }, 'Name', fQ),
+    h('button', { type: 'submit', class: 'btn btn-primary', testid: 'group-filter-apply' }, 'Apply'));
     const out = h('div', null, h('p', { class: 'empty' }, 'Loading…'));
     view.replaceChildren(pageHead(['Groups of ', h('span', { class: 'code' }, wf)],
-      h('a', { href: '#/' }, '← Overview'), h('a', { href: runsRoute({ workflow: wf, state: 'waiting' }) }, 'Runs'), refreshBtn()), out);
+      h('a', { href: '#/' }, '← Overview'), h('a', { href: runsRoute({ workflow: wf, state: 'waiting' }) }, 'Runs'), refreshBtn()), form, out);
     setView(async () => {
-      const d = await load(t, `api/workflows/${apiSeg(wf)}/groups?offset=${off}&limit=50`, 'groups', out);
+      const p = new URLSearchParams({ offset: String(off), limit: '50' });
+      if (only) p.set('only', only);
+      if (q) p.set('q', q);
+      const d = await load(t, `api/workflows/${apiSeg(wf)}/groups?${p}`, 'groups', out);
       if (!d) return;
       const gs = Array.isArray(d.groups) ? d.groups : [];
-      const cols = [['Group'], ['Waiting', 'n'], ['Active', 'n'], ['Limit', 'n'], ['Status']];
+      const cols = [['Group'], ['Waiting', 'n'], ['Active', 'n'], ['Limit', 'n'], ['Rate limit', '', 'max runs started per window: its own, else the default of every group'], ['Status']];
       if (!readOnly) cols.push(['Actions']);
       const rows = gs.map((g) => {
         const gn = String(g.name);
@@ -560,6 +583,8 @@
           cnt(wf, 'waiting', g.waiting, 'count-link', `waiting runs in group ${gn}`),
           cnt(wf, 'active', g.active, 'count-link', `active runs in group ${gn}`),
           h('td', { class: 'n' }, g.limit == null ? h('span', { class: 'muted', title: 'no cap for this group (neither its own nor a default)' }, 'none') : num(g.limit)),
+          h('td', { testid: 'group-rate' }, rate(g.rateLimit),
+            g.rateHeldUntil ? h('span', { class: 'sub muted', testid: 'group-rate-held' }, 'held until ', tm(g.rateHeldUntil, 1)) : ''),
           h('td', null, !g.paused && d.workflowPaused ? h('span', { class: 'st st-paused', title: 'the whole workflow is paused' }, 'paused (workflow)') : pausedBadge(g.paused)),
         ];
         // count links must carry the group filter too
@@ -570,20 +595,22 @@
         if (!readOnly) {
           cells.push(h('td', null, h('div', { class: 'acts' },
             g.paused ? btn('Resume', 'group-resume', () => pauseAct(wf, true, gn)) : btn('Pause', 'group-pause', () => pauseAct(wf, false, gn)),
-            btn('Set cap', 'group-set-cap', () => capDialog(wf, g.limit, gn)))));
+            btn('Set cap', 'group-set-cap', () => capDialog(wf, g.limit, gn)),
+            btn('Rate limit', 'group-set-rate-limit', () => rateDialog(wf, g.rateLimit, gn)))));
         }
         return h('tr', { testid: 'group-row', 'data-group': gn, class: g.paused ? 'is-paused' : null }, cells);
       });
+      const filtered = only || q;
       swap(out, [
         gs.length
           ? h('div', { class: 'tbl-wrap' }, h('table', { class: 'tbl', testid: 'groups-table' },
             thead(cols),
             h('tbody', null, rows)))
-          : h('p', { class: 'empty' }, off ? 'No more groups.' : 'No groups with work right now.'),
+          : h('p', { class: 'empty', testid: 'groups-empty' }, off ? 'No more groups.' : filtered ? 'No group with work matches the filter.' : 'No groups with work right now.'),
         d.omitted > 0 ? h('p', { class: 'note', testid: 'groups-omitted' }, `${num(d.omitted)} more groups with work not shown: the busiest of the first 1,000 groups stats() lists are shown.`) : null,
-        pager(off > 0 && (() => go(`${base}?offset=${Math.max(0, off - 50)}`)),
+        pager(off > 0 && (() => go(route({ offset: Math.max(0, off - 50) }, { only, q }))),
           gs.length ? `Groups ${num(off + 1)}–${num(off + gs.length)} of ${num(d.total)} (busiest first)` : '',
-          d.next != null && (() => go(`${base}?offset=${d.next}`))),
+          d.next != null && (() => go(route({ offset: d.next }, { only, q })))),
       ]);
     }, false);
   }

@@ -24,7 +24,7 @@ export async function readStats(scripts: LuaScripts, keys: RedisKeys, request: S
 
 /** A cap as the reply gives it: '' for none. */
 type Cap = number | string;
-type GroupRow = [string, number, number, Cap, number];
+type GroupRow = [string, number, number, Cap, number, Cap, Cap, string];
 type WorkflowRow = [
   string,
   number,
@@ -94,9 +94,16 @@ function parseStats(reply: unknown[], withGroups: boolean): QueueStats {
       groupRateLimit: toRateLimit(groupRate, groupRateMs),
       ...(withGroups && {
         groups: Object.fromEntries(
-          groupRows.map(([group, gWaiting, gActive, gLimit, gPaused]) => [
+          groupRows.map(([group, gWaiting, gActive, gLimit, gPaused, gRate, gRateMs, heldUntil]) => [
             group,
-            { waiting: gWaiting, active: gActive, limit: cap(gLimit), paused: gPaused === 1 },
+            {
+              waiting: gWaiting,
+              active: gActive,
+              limit: cap(gLimit),
+              paused: gPaused === 1,
+              rateLimit: toRateLimit(gRate, gRateMs),
+              ...(heldUntil !== '' && { rateHeldUntil: new Date(Number(heldUntil)) }),
+            },
           ]),
         ),
       }),
