@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { FleetWorkflowLookup } from '../discovery/fleet-workflows.lookup';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
 import { InvalidInputError, SluiceError } from '../errors';
-import type { EnqueueOptions } from '../interfaces/enqueue.options';
+import { CLIENT_ENQUEUE_OPTIONS, type EnqueueOptions } from '../interfaces/enqueue.options';
 import type { LimitTarget, Limits } from '../interfaces/limits';
 import type { RateLimit } from '../interfaces/rate-limit';
 import type { MigrateOptions, MigrationResult } from '../migration/layout.migrator';
@@ -17,6 +17,8 @@ import { checkId } from '../util/names';
 import { checkOptionKeys } from '../util/option-keys';
 import { buildEnqueueRequest } from '../workflow/enqueue.request';
 import { checkInput, checkInputs } from '../workflow/schema.validate';
+import { dedupeRequest } from '../workflow/dedupe.check';
+import { dedupedHandle, runDeduped } from './dedupe.calls';
 import { QueueAdmin } from './queue.admin';
 import { QueueSchedules } from './queue.schedules';
 import type { RunHandle } from './run.handle';
@@ -63,11 +65,14 @@ export class QueueClient {
    */
   async enqueue<W extends WorkflowRef>(workflow: W, input: In<W>, opts?: EnqueueOptions): Promise<RunHandle<Out<W>>> {
     const target = this.registry.resolve(workflow);
-    const request = buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes);
+    const request = buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes, CLIENT_ENQUEUE_OPTIONS);
+    // Two property reads for an enqueue without one: the dedupe is looked at only when there is one.
+    const dedupe = opts?.dedupe !== undefined || target.dedupe ? dedupeRequest(opts?.dedupe, target.dedupe, input, request) : undefined;
     const checking = checkInput(target, input);
     if (checking) await checking;
     // Only for a workflow this process does not declare (one SISMEMBER, the first time per name).
     if (!target.known) await this.fleet.confirm(target.name, 'enqueue');
+    if (dedupe) return dedupedHandle(await this.enqueuer.storeDeduped(request, dedupe), dedupe, (id, o) => this.wait(id, o));
     return this.handle(request.id, await this.enqueuer.store(request));
   }
 
@@ -103,11 +108,13 @@ export class QueueClient {
     checkWaitValues(opts);
     const target = this.registry.resolve(workflow);
     const request = buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes, RUN_OPTIONS);
+    const dedupe = opts?.dedupe !== undefined || target.dedupe ? dedupeRequest(opts?.dedupe, target.dedupe, input, request) : undefined;
     const checking = checkInput(target, input);
     if (checking) await checking;
     if (!target.known) await this.fleet.confirm(target.name, 'run');
     // Refused before anything is written: a caller retrying with a fresh id must not duplicate work.
     if (this.waiter.closed) throw new SluiceError('QueueModule is shutting down; run() was refused before enqueueing');
+    if (dedupe) return (await runDeduped(this.enqueuer, request, dedupe, (id, o) => this.wait(id, o), opts)) as Out<W>;
     const call = {
       runId: request.id,
       enqueue: (waitedBy: string) => this.enqueuer.storeWaited(request, waitedBy),
