@@ -22,6 +22,7 @@ export interface DedupeOptions {
    * return its run. Debounce: how long after the latest enqueue the run starts.
    */
   ttlMs: number;
+  /** `'throttle'` or `'debounce'`: see {@link DedupeMode}. */
   mode: DedupeMode;
   /**
    * Debounce only: whether a later enqueue's input replaces the pending run's (default `true`:
