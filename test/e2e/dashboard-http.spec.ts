@@ -74,10 +74,10 @@ interface OverviewReply {
   workflows: Array<{ name: string }>;
 }
 interface RunsReply {
-  runs: Array<{ id: string; error?: unknown }>;
+  runs: Array<{ id: string; error?: unknown; dedupe?: unknown }>;
 }
 interface RunReply {
-  run: { input: unknown };
+  run: { input: unknown; dedupe?: unknown };
   timeline: { attempts: Array<{ calls: Array<{ key: string; status: string }> }> };
 }
 
@@ -369,6 +369,31 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
     expect(failed.timeline.attempts[0].calls[0].status).toBe('failed');
     const groups = await jsonOf<unknown>(fetch(url('/api/workflows/dh.fails/groups'), { headers: USER }));
     expect(groups).toMatchObject({ offset: 0, next: null, omitted: 0 });
+  });
+
+  it('shows a run’s dedupe and filters runs by dedupe key (dedupe=)', async () => {
+    const dedupe = { key: `dh-${Date.now()}`, ttlMs: 60_000, mode: 'debounce' as const };
+    const first = await dash.client.enqueue(Echo, { n: 1 }, { dedupe });
+    await dash.client.enqueue(Echo, { n: 2 }, { dedupe });
+    const other = await dash.client.enqueue(Echo, { n: 3 }, { dedupe: { ...dedupe, key: `${dedupe.key}-other` } });
+    try {
+      const all = await jsonOf<RunsReply>(fetch(url('/api/runs?workflow=dh.echo&state=delayed'), { headers: USER }));
+      expect(all.runs.map((r) => r.id)).toEqual(expect.arrayContaining([first.id, other.id]));
+      for (const state of ['delayed', 'all']) {
+        const runs = await jsonOf<RunsReply>(
+          fetch(url(`/api/runs?workflow=dh.echo&state=${state}&dedupe=${encodeURIComponent(dedupe.key)}`), { headers: USER }),
+        );
+        expect(runs.runs.map((r) => r.id)).toEqual([first.id]);
+        expect(runs.runs[0].dedupe).toEqual({ key: dedupe.key, mode: 'debounce', count: 2, inputSeq: 2 });
+      }
+      const detail = await jsonOf<RunReply>(fetch(url(`/api/runs/${first.id}`), { headers: USER }));
+      expect(detail.run.input).toEqual({ n: 2 });
+      expect(detail.run.dedupe).toEqual({ key: dedupe.key, mode: 'debounce', count: 2, inputSeq: 2 });
+      expect((await fetch(url('/api/runs?workflow=dh.echo&state=delayed&dedupe=a%20b'), { headers: USER })).status).toBe(400);
+    } finally {
+      await dash.client.cancel(first.id);
+      await dash.client.cancel(other.id);
+    }
   });
 
   it('answers typed errors with their HTTP status', async () => {
