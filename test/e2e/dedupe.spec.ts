@@ -382,7 +382,8 @@ describe('dedupe', () => {
         );
         expect(error).toBeInstanceOf(type);
         expect(error.message).toMatch(message);
-        const sentinel = `dd-sentinel-${key('s')}`;
+        // In the namespace's slot: on a cluster, served by the node the monitor watches.
+        const sentinel = `${keys.base}sentinel-${key('s')}`;
         await redis.exists(sentinel);
         const seen: string[][] = [];
         for (
