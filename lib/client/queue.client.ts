@@ -61,7 +61,10 @@ export class QueueClient {
    * nothing. A reply lost to a dropped connection is retried within `redisTimeoutMs` (enqueue is
    * idempotent on the id); past it the call rejects with `OutcomeUnknownError` naming the run id.
    * With an input schema known here (the contract's, or the `@Workflow`'s), a refused input
-   * throws `InputValidationError` before any Redis call.
+   * throws `InputValidationError` before any Redis call. With a dedupe (`opts.dedupe`, or the
+   * `@Workflow`'s when enqueued by class) the call goes through its window instead (one script
+   * call, never shared): the handle names the window's run and says what became of the call
+   * (`handle.dedupe`); see docs/dedupe.md.
    */
   async enqueue<W extends WorkflowRef>(workflow: W, input: In<W>, opts?: EnqueueOptions): Promise<RunHandle<Out<W>>> {
     const target = this.registry.resolve(workflow);
@@ -78,7 +81,8 @@ export class QueueClient {
 
   /**
    * Enqueues many runs in one round trip. Every item is validated first: one bad item rejects
-   * the whole call and nothing is written.
+   * the whole call and nothing is written. A dedupe is refused (an item's, or the `@Workflow`'s
+   * unless the item passes `dedupe: false`): enqueue those with `enqueue`.
    */
   async enqueueMany<W extends WorkflowRef>(
     workflow: W,
@@ -102,7 +106,8 @@ export class QueueClient {
    * made while the inbox is not subscribed, or with `onProgress`) waits on the run's own channel,
    * subscribed alongside the enqueue where that is safe (see mayOverlapEnqueue), else before it. Every error it rejects with once the enqueue was acknowledged carries the run's
    * id as `error.runId` (see {@link SluiceError.runId}): `wait` for it or enqueue again with that id
-   * rather than starting a second run.
+   * rather than starting a second run. With a dedupe, it enqueues first and then waits on the run the
+   * window names (two round trips): every caller folded into one run gets its result.
    */
   async run<W extends WorkflowRef>(workflow: W, input: In<W>, opts?: EnqueueOptions & WaitOptions): Promise<Out<W>> {
     checkWaitValues(opts);
