@@ -229,6 +229,58 @@ describe('dedupe', () => {
     });
   });
 
+  describe('the enqueue fast path', () => {
+    const parked = () =>
+      pollUntil(
+        () => redis.zcard(keys.workflow('dd.echo', 'parked')),
+        (n) => n > 0,
+        'a worker to park',
+      );
+
+    it('may hand a throttled run straight to a parked worker; a debounced one is always delayed', async () => {
+      const scripts = scriptsOn(redis, ns);
+      const call = (id: string, dedupeKey: string, mode: string) =>
+        scripts.run<unknown[]>(
+          'enqueue-dedupe',
+          [keys.run(id), keys.dedupe('dd.echo', dedupeKey)],
+          [
+            keys.base,
+            id,
+            'dd.echo',
+            JSON.stringify({ n: 1 }),
+            '111',
+            30_000,
+            `nonce-${id}`,
+            mode,
+            dedupeKey,
+            60_000,
+            '1',
+            '',
+            ...(mode === 'debounce' ? ['delay', 60_000] : []),
+          ],
+        );
+      await parked();
+      const fast = key('fast');
+      const reply = await call(fast, key('fast-key'), 'throttle');
+      // Handed over: the state, then the lease token and the worker's id, as lua/enqueue.lua replies.
+      expect(reply.slice(0, 4)).toEqual(['created', fast, 'active', 1]);
+      expect(reply).toHaveLength(6);
+      expect(await producer.client.wait(fast, { timeoutMs: 10_000 })).toEqual({ n: 1 });
+
+      await parked();
+      const slow = key('slow');
+      expect(await call(slow, key('slow-key'), 'debounce')).toEqual(['created', slow, 'delayed', 1]);
+      await producer.client.cancel(slow);
+    });
+
+    it("a run handed to the enqueuing process's own worker starts from the reply", async () => {
+      await parked();
+      const dedupe: DedupeOptions = { key: key('own'), ttlMs: 60_000, mode: 'throttle' };
+      const handle = await worker.client.enqueue(Echo, { n: 7 }, { dedupe });
+      expect(await handle.result({ timeoutMs: 10_000 })).toEqual({ n: 7 });
+    });
+  });
+
   describe('with an id', () => {
     it('creates the run under the id; later calls get the window’s run; an id that exists is returned as such', async () => {
       const dedupe: DedupeOptions = { key: key('id'), ttlMs: 60_000, mode: 'throttle' };
