@@ -39,6 +39,7 @@ module.exports = [
   'rate-limits.spec.ts',
   'progress.spec.ts',
   'list-runs.spec.ts',
+  'dedupe.spec.ts',
   'retry.spec.ts',
   'hand-back.spec.ts',
   'timeouts.spec.ts',

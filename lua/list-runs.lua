@@ -35,7 +35,8 @@
   ARGV[5] page size (1..1000)
   ARGV[6] 'asc' | 'desc' (ignored for 'active')
   ARGV[7] group whose runs to keep (finished and delayed), or ''
-  ARGV[8 ..] the run fields to reply, among them 'state' and 'group'
+  ARGV[8] dedupe key whose runs to keep (field 'dedupeKey', every kind), or ''
+  ARGV[9 ..] the run fields to reply, among them 'state', 'group' and 'dedupeKey'
   Reply: { next cursor ('' = no more), { id, field values… }, … }, or { false } for 'completed'
          of a workflow whose completed runs are not indexed (and never were)
 ]]
@@ -44,12 +45,13 @@
 local EXAMINE = 2000
 
 local base, kind, state, cursor = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local limit, asc, group = tonumber(ARGV[5]), ARGV[6] ~= 'desc', ARGV[7]
-local fields, stateAt, groupAt, waitAt = {}, 0, 0, 0
-for i = 8, #ARGV do
+local limit, asc, group, dedupeKey = tonumber(ARGV[5]), ARGV[6] ~= 'desc', ARGV[7], ARGV[8]
+local fields, stateAt, groupAt, waitAt, dedupeAt = {}, 0, 0, 0, 0
+for i = 9, #ARGV do
   fields[#fields + 1] = ARGV[i]
   if ARGV[i] == 'state' then stateAt = #fields end
   if ARGV[i] == 'group' then groupAt = #fields end
+  if ARGV[i] == 'dedupeKey' then dedupeAt = #fields end
   if ARGV[i] == 'wait' then waitAt = #fields end
 end
 -- Which runs of a zset of not-yet-due runs belong on the page: those in a durable wait in a wait
@@ -79,7 +81,7 @@ local function visit(id)
     -- longer waiting is a stale entry (an older version promoted and ran it).
     return not waitsOnly
   end
-  if group == '' or values[groupAt] == group then
+  if (group == '' or values[groupAt] == group) and (dedupeKey == '' or values[dedupeAt] == dedupeKey) then
     local row = { id }
     for i = 1, fieldsCount do row[i + 1] = values[i] or false end
     rows[#rows + 1] = row
@@ -159,7 +161,7 @@ end
 local budget = limit + EXAMINE
 local examined, stale, nextCursor = 0, {}, ''
 while #rows < limit and examined < budget do
-  local want = math.min(budget - examined, group == '' and limit - #rows or 500)
+  local want = math.min(budget - examined, (group == '' and dedupeKey == '') and limit - #rows or 500)
   local batch = redis.call(asc and 'ZRANGE' or 'ZREVRANGE', key, rank, rank + want - 1, 'WITHSCORES')
   for i = 1, #batch, 2 do
     local id = batch[i]

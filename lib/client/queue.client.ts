@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { FleetWorkflowLookup } from '../discovery/fleet-workflows.lookup';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
 import { InvalidInputError, SluiceError } from '../errors';
-import type { EnqueueOptions } from '../interfaces/enqueue.options';
+import { CLIENT_ENQUEUE_OPTIONS, type EnqueueOptions } from '../interfaces/enqueue.options';
 import type { LimitTarget, Limits } from '../interfaces/limits';
 import type { RateLimit } from '../interfaces/rate-limit';
 import type { MigrateOptions, MigrationResult } from '../migration/layout.migrator';
@@ -17,6 +17,8 @@ import { checkId } from '../util/names';
 import { checkOptionKeys } from '../util/option-keys';
 import { buildEnqueueRequest } from '../workflow/enqueue.request';
 import { checkInput, checkInputs } from '../workflow/schema.validate';
+import { dedupeRequest } from '../workflow/dedupe.check';
+import { dedupedHandle, runDeduped } from './dedupe.calls';
 import { QueueAdmin } from './queue.admin';
 import { QueueSchedules } from './queue.schedules';
 import type { RunHandle } from './run.handle';
@@ -59,21 +61,28 @@ export class QueueClient {
    * nothing. A reply lost to a dropped connection is retried within `redisTimeoutMs` (enqueue is
    * idempotent on the id); past it the call rejects with `OutcomeUnknownError` naming the run id.
    * With an input schema known here (the contract's, or the `@Workflow`'s), a refused input
-   * throws `InputValidationError` before any Redis call.
+   * throws `InputValidationError` before any Redis call. With a dedupe (`opts.dedupe`, or the
+   * `@Workflow`'s when enqueued by class) the call goes through its window instead (one script
+   * call, never shared): the handle names the window's run and says what became of the call
+   * (`handle.dedupe`); see docs/dedupe.md.
    */
   async enqueue<W extends WorkflowRef>(workflow: W, input: In<W>, opts?: EnqueueOptions): Promise<RunHandle<Out<W>>> {
     const target = this.registry.resolve(workflow);
-    const request = buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes);
+    const request = buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes, CLIENT_ENQUEUE_OPTIONS);
+    // Two property reads for an enqueue without one: the dedupe is looked at only when there is one.
+    const dedupe = opts?.dedupe !== undefined || target.dedupe ? dedupeRequest(opts?.dedupe, target.dedupe, input, request) : undefined;
     const checking = checkInput(target, input);
     if (checking) await checking;
     // Only for a workflow this process does not declare (one SISMEMBER, the first time per name).
     if (!target.known) await this.fleet.confirm(target.name, 'enqueue');
+    if (dedupe) return dedupedHandle(await this.enqueuer.storeDeduped(request, dedupe), dedupe, (id, o) => this.wait(id, o));
     return this.handle(request.id, await this.enqueuer.store(request));
   }
 
   /**
    * Enqueues many runs in one round trip. Every item is validated first: one bad item rejects
-   * the whole call and nothing is written.
+   * the whole call and nothing is written. A dedupe is refused (an item's, or the `@Workflow`'s
+   * unless the item passes `dedupe: false`): enqueue those with `enqueue`.
    */
   async enqueueMany<W extends WorkflowRef>(
     workflow: W,
@@ -97,17 +106,20 @@ export class QueueClient {
    * made while the inbox is not subscribed, or with `onProgress`) waits on the run's own channel,
    * subscribed alongside the enqueue where that is safe (see mayOverlapEnqueue), else before it. Every error it rejects with once the enqueue was acknowledged carries the run's
    * id as `error.runId` (see {@link SluiceError.runId}): `wait` for it or enqueue again with that id
-   * rather than starting a second run.
+   * rather than starting a second run. With a dedupe, it enqueues first and then waits on the run the
+   * window names (two round trips): every caller folded into one run gets its result.
    */
   async run<W extends WorkflowRef>(workflow: W, input: In<W>, opts?: EnqueueOptions & WaitOptions): Promise<Out<W>> {
     checkWaitValues(opts);
     const target = this.registry.resolve(workflow);
     const request = buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes, RUN_OPTIONS);
+    const dedupe = opts?.dedupe !== undefined || target.dedupe ? dedupeRequest(opts?.dedupe, target.dedupe, input, request) : undefined;
     const checking = checkInput(target, input);
     if (checking) await checking;
     if (!target.known) await this.fleet.confirm(target.name, 'run');
     // Refused before anything is written: a caller retrying with a fresh id must not duplicate work.
     if (this.waiter.closed) throw new SluiceError('QueueModule is shutting down; run() was refused before enqueueing');
+    if (dedupe) return (await runDeduped(this.enqueuer, request, dedupe, (id, o) => this.wait(id, o), opts)) as Out<W>;
     const call = {
       runId: request.id,
       enqueue: (waitedBy: string) => this.enqueuer.storeWaited(request, waitedBy),

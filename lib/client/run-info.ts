@@ -1,4 +1,5 @@
 import type { RunErrorInfo } from '../errors';
+import type { DedupeMode } from '../interfaces/dedupe.options';
 import { decodePayload } from '../redis/payload.codec';
 import { RECORD_DEFAULT_MAX_ATTEMPTS } from '../redis/run.layout';
 import { runIdTime } from '../workflow/run-id';
@@ -78,6 +79,18 @@ export interface RunInfo<Out = unknown> {
   progress?: unknown;
   /** In a durable wait (state 'sleeping', 'waiting-signal', 'waiting-event' or 'waiting-child'): what for, and until when. */
   waitingFor?: WaitingFor;
+  /** Enqueued with a dedupe (`EnqueueOptions.dedupe`): its window, and the enqueues folded into the run. */
+  dedupe?: RunDedupe;
+}
+
+/** `RunInfo.dedupe`: which enqueues a deduplicated run stands for. */
+export interface RunDedupe {
+  key: string;
+  mode: DedupeMode;
+  /** Enqueues folded into the run, its creator included. */
+  count: number;
+  /** The number (`RunHandle.dedupe.seq`) of the enqueue whose input the run holds: 1 unless a debounce replaced it. */
+  inputSeq: number;
 }
 
 /** The run hash fields, in the order {@link toRunInfo} reads them. */
@@ -98,11 +111,16 @@ export const RUN_FIELDS = [
   'error',
   'progress',
   'wait',
+  'dedupeKey',
+  'dedupeMode',
+  'dedupeCount',
+  'dedupeInput',
 ] as const;
 
 /** Read by position, so that fields added to the list later need not shift it. */
 const PROGRESS_AT = RUN_FIELDS.indexOf('progress');
 const WAIT_AT = RUN_FIELDS.indexOf('wait');
+const DEDUPE_AT = RUN_FIELDS.indexOf('dedupeKey');
 
 export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null {
   const [workflow, state, input, priority, group, attempts, maxAttempts, failures, createdAt, dueAt, startedAt, finishedAt, result, error] =
@@ -131,5 +149,11 @@ export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null
     // A completed run's record may still hold the error of an earlier attempt: not its outcome.
     ...(error && state !== 'completed' && { error: decodePayload<RunErrorInfo>(error) }),
     ...(values[PROGRESS_AT] && { progress: decodePayload(values[PROGRESS_AT]) }),
+    ...(values[DEDUPE_AT] && { dedupe: toRunDedupe(values.slice(DEDUPE_AT, DEDUPE_AT + 4)) }),
   };
+}
+
+/** `RunInfo.dedupe` from the fields 'dedupeKey', 'dedupeMode', 'dedupeCount', 'dedupeInput' (lua/enqueue-dedupe.lua). */
+function toRunDedupe([key, mode, count, input]: (string | null)[]): RunDedupe {
+  return { key: key as string, mode: mode as DedupeMode, count: Number(count ?? 1), inputSeq: Number(input ?? 1) };
 }

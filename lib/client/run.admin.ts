@@ -36,6 +36,12 @@ export interface ListRunsOptions {
    * short, or empty, with a cursor to go on from.
    */
   group?: string;
+  /**
+   * Only the runs enqueued with this dedupe key (`EnqueueOptions.dedupe.key`), filtered in Redis
+   * from each run's record as the index is read: as with `group` on a zset, a call examines at
+   * most `limit` + 2,000 entries and a page may come back short, with a cursor to go on from.
+   */
+  dedupeKey?: string;
   /** From the previous page's `cursor`; omit for the first page. */
   cursor?: string;
   /** Runs per page, 1..1000 (default 100). */
@@ -90,11 +96,12 @@ export class RunAdmin {
 
   async listRuns(opts: ListRunsOptions): Promise<RunPage> {
     if (opts === null || typeof opts !== 'object')
-      throw new InvalidInputError('opts', 'must be an object { workflow, state, group?, cursor?, limit?, order? }');
-    checkOptionKeys(opts, ['workflow', 'state', 'group', 'cursor', 'limit', 'order'], 'listRuns opts');
+      throw new InvalidInputError('opts', 'must be an object { workflow, state, group?, dedupeKey?, cursor?, limit?, order? }');
+    checkOptionKeys(opts, ['workflow', 'state', 'group', 'dedupeKey', 'cursor', 'limit', 'order'], 'listRuns opts');
     const workflow = this.resolve(opts.workflow);
     const state = oneOf(opts.state, LISTABLE, 'opts.state') as ListableState;
     const group = opts.group === undefined ? '' : checkName(opts.group, 'opts.group');
+    const dedupeKey = opts.dedupeKey === undefined ? '' : checkId(opts.dedupeKey, 'opts.dedupeKey');
     const limit = opts.limit === undefined ? 100 : checkInteger(opts.limit, 'opts.limit', 1, 1_000);
     const order = opts.order === undefined ? 'asc' : (oneOf(opts.order, ['asc', 'desc'], 'opts.order') as 'asc' | 'desc');
     const cursor = opts.cursor === undefined ? '' : checkCursor(opts.cursor, state);
@@ -104,6 +111,7 @@ export class RunAdmin {
       workflow: workflow.name,
       state,
       group,
+      dedupeKey,
       cursor,
       limit,
       order,

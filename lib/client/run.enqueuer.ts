@@ -1,11 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { InvalidInputError, OutcomeUnknownError } from '../errors';
-import type { EnqueueOptions, EnqueueRequest } from '../interfaces/enqueue.options';
+import { InvalidInputError, InvalidOptionError, OutcomeUnknownError } from '../errors';
+import type { DedupeRequest, WorkflowDedupeOptions } from '../interfaces/dedupe.options';
+import { CLIENT_ENQUEUE_OPTIONS, type EnqueueOptions, type EnqueueRequest } from '../interfaces/enqueue.options';
 import type { LocalWorker } from '../interfaces/local.worker';
 import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { enqueueRun, type EnqueueReply, type EnqueueSettings } from '../redis/commands/enqueue.command';
 import { enqueueChunk, enqueueMany } from '../redis/commands/enqueue-many.command';
+import { enqueueDeduped, type DedupeReply } from '../redis/commands/enqueue-dedupe.command';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisKeys } from '../redis/redis.keys';
 import { telemetryApi, type OtelApi } from '../telemetry/otel.loader';
@@ -61,15 +63,44 @@ export class RunEnqueuer {
   }
 
   /**
-   * Checks every item of an `enqueueMany` before any Redis call: one bad item throws (its error
-   * names the item's index) and nothing is written.
+   * Stores one run with a dedupe (lua/enqueue-dedupe.lua), never batched: the window decides
+   * which run the call names. A lost reply past the retries is an `OutcomeUnknownError` without a
+   * run id (the window may have named another run): enqueuing again with the key is safe.
    */
-  requests(workflow: { name: string; attempts: number }, items: Array<{ input: unknown; opts?: EnqueueOptions }>): EnqueueRequest[] {
+  async storeDeduped(request: EnqueueRequest, dedupe: DedupeRequest): Promise<DedupeReply> {
+    const { localWorker } = this;
+    const call = { request, dedupe, trace: this.otel && captureTrace(this.otel), selfWorkerId: localWorker?.workerId };
+    const reply = await enqueueDeduped(this.scripts.get(), this.keys, this.settings, call);
+    const { handoff } = reply;
+    // Handed to this process's worker: Redis published nothing, this reply is the only copy.
+    if (handoff && handoff.workerId === localWorker?.workerId)
+      localWorker.handoff(request.workflow, handoff.token, reply.runId, request.input);
+    return reply;
+  }
+
+  /**
+   * Checks every item of an `enqueueMany` before any Redis call: one bad item throws (its error
+   * names the item's index) and nothing is written. A dedupe is refused (the item's, or the one
+   * the workflow declares unless the item says `dedupe: false`): each needs its window's answer.
+   */
+  requests(
+    workflow: { name: string; attempts: number; dedupe?: WorkflowDedupeOptions },
+    items: Array<{ input: unknown; opts?: EnqueueOptions }>,
+  ): EnqueueRequest[] {
     return items.map((item, index) => {
       if (item === null || typeof item !== 'object') throw new InvalidInputError(`items[${index}]`, 'must be an object { input, opts? }');
       checkOptionKeys(item, ['input', 'opts'], `items[${index}]`);
       try {
-        return buildEnqueueRequest(workflow, item.input, item.opts, this.options.maxPayloadBytes);
+        const request = buildEnqueueRequest(workflow, item.input, item.opts, this.options.maxPayloadBytes, CLIENT_ENQUEUE_OPTIONS);
+        const dedupe = item.opts?.dedupe;
+        if (dedupe !== undefined && dedupe !== false)
+          throw new InvalidOptionError('opts.dedupe', 'is not taken by enqueueMany: enqueue runs with a dedupe one by one, with enqueue()');
+        if (workflow.dedupe && dedupe === undefined)
+          throw new InvalidOptionError(
+            'opts.dedupe',
+            `@Workflow('${workflow.name}') declares a dedupe, which enqueueMany does not apply: use enqueue(), or pass dedupe: false`,
+          );
+        return request;
       } catch (error) {
         if (error instanceof InvalidInputError) (error as { message: string }).message = `items[${index}].${error.message}`;
         throw error;

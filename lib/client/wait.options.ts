@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../errors';
-import { ENQUEUE_OPTIONS } from '../interfaces/enqueue.options';
+import { CLIENT_ENQUEUE_OPTIONS } from '../interfaces/enqueue.options';
 import { checkInteger } from '../util/duration';
 
 export interface WaitOptions {
@@ -17,7 +17,7 @@ export interface WaitOptions {
 
 /** The keys of {@link WaitOptions}; `run()` takes them besides the enqueue's. */
 export const WAIT_OPTIONS: readonly string[] = ['timeoutMs', 'onProgress'];
-export const RUN_OPTIONS: readonly string[] = [...ENQUEUE_OPTIONS, ...WAIT_OPTIONS];
+export const RUN_OPTIONS: readonly string[] = [...CLIENT_ENQUEUE_OPTIONS, ...WAIT_OPTIONS];
 
 /** Checks the values of {@link WaitOptions} (their keys are checked with the enqueue's, or alone). */
 export function checkWaitValues(opts: WaitOptions | undefined): void {

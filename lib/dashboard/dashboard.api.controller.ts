@@ -29,15 +29,19 @@ export class DashboardApiController {
     return this.reader.groups(name, queryInt(offset, 'offset', 0, 1000, 0), { only: only || undefined, q: q || undefined });
   }
 
-  /** A page of one workflow's runs in one state or in all (`state=all`), newest first unless `order=asc`; or `id`: that run, whatever its workflow. */
+  /**
+   * A page of one workflow's runs in one state or in all (`state=all`), newest first unless
+   * `order=asc`, only a `group`'s or a dedupe key's (`dedupe`) if given; or `id`: that run, whatever its workflow.
+   */
   @Get('runs')
   runs(@Query() query: Record<string, Text>) {
-    const { workflow, state, group, cursor, limit, order, id } = query;
+    const { workflow, state, group, dedupe, cursor, limit, order, id } = query;
     if (order !== undefined && order !== 'asc' && order !== 'desc') throw new BadRequestException("order must be 'asc' or 'desc'");
     return this.reader.runs({
       workflow: workflow ?? '',
       state: state || 'all',
       group: group || undefined,
+      dedupeKey: dedupe || undefined,
       cursor: cursor || undefined,
       limit: queryInt(limit, 'limit', 1, 200, 50),
       order: order ?? 'desc',

@@ -31,6 +31,8 @@ export interface RunsQuery {
   /** One state, or 'all'. */
   state: string;
   group?: string;
+  /** Only the runs enqueued with this dedupe key (`ListRunsOptions.dedupeKey`). */
+  dedupeKey?: string;
   cursor?: string;
   limit: number;
   order: 'asc' | 'desc';
@@ -111,7 +113,8 @@ export class RunLister {
   /** A page of one state; undefined for 'completed' of a workflow whose completed runs are not indexed. */
   private async page(query: RunsQuery, state: ListableState, cursor: string | undefined, limit: number) {
     try {
-      return await this.client.listRuns({ workflow: query.workflow, state, group: query.group, cursor, limit, order: query.order });
+      const { workflow, group, dedupeKey, order } = query;
+      return await this.client.listRuns({ workflow, state, group, dedupeKey, cursor, limit, order });
     } catch (error) {
       if (state === 'completed' && error instanceof InvalidOptionError && /not indexed/.test(error.message)) return undefined;
       throw error;

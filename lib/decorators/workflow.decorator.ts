@@ -8,6 +8,7 @@ import { checkInteger } from '../util/duration';
 import { checkDeclaredSchedules } from '../workflow/schedule.check';
 import { MAX_TIMER_MS } from '../workflow/step.options';
 import { checkOptionKeys } from '../util/option-keys';
+import { checkDeclaredDedupe } from '../workflow/dedupe.check';
 import { BACKOFF_OPTIONS } from '../interfaces/backoff.options';
 import type { ContractImplementation, RetentionByCount, SchemaImplementation, WorkflowOptions } from '../workflow/workflow.types';
 import { isWorkflowContract, type WorkflowContract } from '../workflow/workflow.contract';
@@ -28,6 +29,7 @@ export const WORKFLOW_OPTIONS: readonly string[] = [
   'keep',
   'input',
   'output',
+  'dedupe',
 ];
 
 const MAX_DELAY_MS = 365 * 86_400_000;
@@ -98,6 +100,7 @@ export function Workflow(nameOrContract: string | WorkflowContract, options: Wor
     }
   }
   if (options.keep !== undefined) checkKeep(name, options.keep);
+  if (options.dedupe !== undefined) checkDeclaredDedupe(options.dedupe, `@Workflow('${name}') dedupe`);
   if (options.indexCompleted !== undefined && typeof options.indexCompleted !== 'boolean') {
     throw new InvalidOptionError(`@Workflow('${name}') indexCompleted`, `must be a boolean, got ${typeof options.indexCompleted}`);
   }

@@ -10,6 +10,7 @@ import type { RateLimit } from '../interfaces/rate-limit';
 import { WorkflowMetadataAccessor } from './workflow-metadata.accessor';
 import type { DeclaredSchedule } from '../interfaces/schedule.options';
 import type { StandardSchemaV1 } from '../workflow/standard-schema';
+import type { WorkflowDedupeOptions } from '../interfaces/dedupe.options';
 
 /** What Nest declares a provider with: its class, or the factory function that makes it. */
 export type ProviderMetatype = Type<unknown> | ((...args: never) => unknown);
@@ -54,6 +55,8 @@ export interface ResolvedWorkflow {
    * contract's, else the `@Workflow`'s (declared here, or on the class given).
    */
   input?: StandardSchemaV1;
+  /** The dedupe a `@Workflow` class declares: only for a workflow given by that class (see `WorkflowOptions.dedupe`). */
+  dedupe?: WorkflowDedupeOptions;
 }
 
 /** The workflows of this application, by name. Filled by the explorer at module init. */
@@ -133,6 +136,7 @@ export class WorkflowRegistry {
       attempts: local?.attempts ?? metadata.options.attempts ?? this.options.defaults.attempts,
       known: true,
       input: metadata.options.input,
+      ...(metadata.options.dedupe && { dedupe: metadata.options.dedupe }),
     };
     if (local) this.resolvedClasses.set(workflow, answer);
     return answer;

@@ -1,4 +1,5 @@
 import type { Duration } from '../util/duration';
+import type { DedupeOptions } from './dedupe.options';
 
 /** Highest priority; scores keep priority in 20 bits (see bandScore in lua/includes/lanes.lua). */
 export const MAX_PRIORITY = 1_048_575;
@@ -32,10 +33,24 @@ export interface EnqueueOptions {
    * bounds the caller's wait. A run with a limit is never started through the enqueue fast path.
    */
   runTimeoutMs?: number;
+  /**
+   * Fold enqueues with one key into one run, for a time window: `'throttle'` (the first run
+   * stands for `ttlMs`) or `'debounce'` (the run starts `ttlMs` after the last enqueue, with its
+   * input). Wins over the `@Workflow`'s `dedupe`; `false` turns that off for this enqueue. The
+   * returned handle tells what happened (`RunHandle.dedupe`). Not for `enqueueMany`. See
+   * {@link DedupeOptions} and docs/dedupe.md.
+   */
+  dedupe?: DedupeOptions | false;
 }
 
 /** The keys of {@link EnqueueOptions}: any other is refused (see checkOptionKeys) but `delay`, the old name of `delayMs` (DELAY_RENAMED). */
 export const ENQUEUE_OPTIONS: readonly string[] = ['id', 'delayMs', 'runAt', 'priority', 'group', 'attempts', 'runTimeoutMs'];
+
+/**
+ * The keys `QueueClient.enqueue`, `run` and `enqueueMany` take: {@link ENQUEUE_OPTIONS} and `dedupe`
+ * (which `ctx.invoke` and the harness do not take).
+ */
+export const CLIENT_ENQUEUE_OPTIONS: readonly string[] = [...ENQUEUE_OPTIONS, 'dedupe'];
 
 /** A validated enqueue, ready to become script arguments. */
 export interface EnqueueRequest {

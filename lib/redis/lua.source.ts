@@ -10,6 +10,7 @@ export type ScriptName =
   | 'migrate-lock'
   | 'enqueue'
   | 'enqueue-many'
+  | 'enqueue-dedupe'
   | 'reserve'
   | 'complete'
   | 'fail'

@@ -6,7 +6,8 @@
  *
  * | key | type | holds |
  * |---|---|---|
- * | `run:<id>` | hash | the run record (state, input, attempts, result…, `waited`: where its end is announced, `1` for its done channel and/or an inbox id, `trace`: the enqueue's trace context, only with OpenTelemetry on and a span active; `timeoutMs`: the enqueue's `runTimeoutMs`, only when set; `progress` and `progressSeq`: the latest `ctx.progress` value and its number) and its step memo (`step:<name>#<n>`, and, written with each durable wait, the position of every top-level call before it: `step:@<p>` = `<kind>:<name>#<n>`); in a durable wait, `wait` and `waitLeft`; a child run's `parent` (`<parent id> <memo key>`); `links` when it has a parent or a mailbox |
+ * | `run:<id>` | hash | the run record (state, input, attempts, result…, `waited`: where its end is announced, `1` for its done channel and/or an inbox id, `trace`: the enqueue's trace context, only with OpenTelemetry on and a span active; `timeoutMs`: the enqueue's `runTimeoutMs`, only when set; `progress` and `progressSeq`: the latest `ctx.progress` value and its number) and its step memo (`step:<name>#<n>`, and, written with each durable wait, the position of every top-level call before it: `step:@<p>` = `<kind>:<name>#<n>`); in a durable wait, `wait` and `waitLeft`; a child run's `parent` (`<parent id> <memo key>`); `links` when it has a parent or a mailbox; a run enqueued with a dedupe (lua/enqueue-dedupe.lua): `dedupeKey`, `dedupeMode`, `dedupeCount` (enqueues folded into it), `dedupeInput` (the number of the one whose input it holds), `dedupeLast` (the nonce of the latest) |
+ * | `dedupe:<workflow>:<key>` | string | a dedupe window (`EnqueueOptions.dedupe`): the id of its run, expiring with the window (throttle: ttl after the first enqueue; debounce: a ttl past the run's due time); a key naming a run that is no longer the window's (cancelled, removed, started) is replaced by the next enqueue |
  * | `done:<id>` | channel | finished-run announcement, carrying the result, for `wait()` (and `run()` with `onProgress`, or before its process's inbox is live) |
  * | `inbox:<inbox id>` | channel | one per process that calls `run()`: the announcements of the runs its calls enqueued, `<run id> <announcement>` (lib/client/run.inbox.ts) |
  * | `cancel` | channel | `<id> <token> <reason>` of each active run cancelled, for the worker running it (lua/cancel.lua) |
@@ -114,6 +115,11 @@ export class RedisKeys {
 
   done(id: string): string {
     return `${this.base}done:${id}`;
+  }
+
+  /** A dedupe window of a workflow (see the table above, and lua/enqueue-dedupe.lua). */
+  dedupe(workflow: string, key: string): string {
+    return `${this.base}dedupe:${workflow}:${key}`;
   }
 
   /** A process's inbox channel, where the runs its run() calls enqueued are announced (see RunInbox). */

@@ -6,6 +6,7 @@ import type { WorkflowContract } from './workflow.contract';
 import type { SchemaInput, SchemaOutput, StandardSchemaV1 } from './standard-schema';
 import type { Duration } from '../util/duration';
 import type { BackoffOptions } from '../interfaces/backoff.options';
+import type { WorkflowDedupeOptions } from '../interfaces/dedupe.options';
 import type { EventWaitOptions, InvokeCall, InvokeOptions, SignalWaitOptions, WaitOutcome } from './wait.types';
 
 /** A workflow `ctx.invoke` starts: its class or contract (types inferred), or its name. */
@@ -203,6 +204,14 @@ export interface WorkflowOptions<In = unknown> {
    * With a contract, the contract's.
    */
   output?: StandardSchemaV1;
+  /**
+   * The default dedupe of this workflow's enqueues by class (`enqueue`, `run`): runs are folded
+   * together per `key(input)` for a window, as `EnqueueOptions.dedupe` does (see
+   * {@link WorkflowDedupeOptions}, docs/dedupe.md). An enqueue's own `dedupe` wins over it whole,
+   * and `dedupe: false` turns it off; an enqueue by name or contract, `enqueueMany` (refused unless
+   * each item says `dedupe: false`), `ctx.invoke` and schedules do not use it.
+   */
+  dedupe?: WorkflowDedupeOptions<In>;
 }
 
 /** `@Workflow({ keep })`: how many finished runs of each outcome to keep at most. */

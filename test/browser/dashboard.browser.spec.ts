@@ -181,6 +181,34 @@ describe('dashboard in Chromium', () => {
     expect(await dash.client.get('..')).toBeNull();
   });
 
+  it('shows a run’s dedupe, and filters the runs list by dedupe key with its control', async () => {
+    const dedupe = { key: 'cart-42', ttlMs: 60_000, mode: 'debounce' as const };
+    const first = await dash.client.enqueue(Checkout, { order: 'D-1' }, { dedupe });
+    await dash.client.enqueue(Checkout, { order: 'D-2' }, { dedupe });
+    const other = await dash.client.enqueue(Checkout, { order: 'D-3' }, { dedupe: { ...dedupe, key: 'cart-7' } });
+    try {
+      await page.goto(`${dash.origin}/sluice#/runs?workflow=shop.checkout&state=delayed`);
+      await page.locator(`[data-testid="run-row"][data-run="${other.id}"]`).waitFor();
+      await page.getByTestId('filter-dedupe').fill('cart-42');
+      await page.getByTestId('filter-apply').click();
+      await page.waitForURL(/dedupe=cart-42/);
+      await page.locator(`[data-testid="run-row"][data-run="${other.id}"]`).waitFor({ state: 'detached' });
+      await page.locator(`[data-testid="run-row"][data-run="${first.id}"]`).waitFor();
+      expect(await page.getByTestId('run-row').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-run')))).toEqual([first.id]);
+      expect(await page.getByTestId('run-row-dedupe').textContent()).toBe('cart-42 · debounce · 2 enqueues');
+      await shot('runs-dedupe');
+      await page.getByTestId('run-link').click();
+      await page.getByTestId('run-dedupe').waitFor();
+      expect(await page.getByTestId('run-dedupe').textContent()).toBe('cart-42 · debounce · 2 enqueues holds the input of enqueue #2 of 2');
+      // The key links to the runs with that key.
+      await page.getByTestId('dedupe-link').click();
+      await page.waitForURL(/#\/runs\?workflow=shop\.checkout&dedupe=cart-42/);
+    } finally {
+      await dash.client.cancel(first.id);
+      await dash.client.cancel(other.id);
+    }
+  });
+
   it('changes a cap after confirmation', async () => {
     await page.goto(`${dash.origin}/sluice#/`);
     const row = page.locator('[data-testid="wf-row"][data-workflow="shop.checkout"]');

@@ -82,10 +82,10 @@ interface OverviewReply {
   workflows: Array<{ name: string }>;
 }
 interface RunsReply {
-  runs: Array<{ id: string; error?: unknown }>;
+  runs: Array<{ id: string; error?: unknown; dedupe?: unknown }>;
 }
 interface RunReply {
-  run: { input: unknown };
+  run: { input: unknown; dedupe?: unknown };
   timeline: { attempts: Array<{ calls: Array<{ key: string; status: string }> }> };
 }
 
@@ -380,7 +380,9 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
   });
 
   it("shows each group's rate limit and filters the groups: held by their rate limit, paused, by name", async () => {
+    // Paused before their runs arrive, so the runs wait (and the groups stay listed).
     await dash.client.pause({ workflow: Rated, group: 'eu-paused' });
+    await dash.client.pause({ workflow: Rated, group: 'us-paused' });
     const first = await dash.client.enqueue(Rated, {}, { group: 'eu-slow' });
     await first.result({ timeoutMs: 10_000 });
     await dash.client.enqueueMany(Rated, [
@@ -388,7 +390,6 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
       { input: {}, opts: { group: 'eu-paused' } },
       { input: {}, opts: { group: 'us-paused' } },
     ]);
-    await dash.client.pause({ workflow: Rated, group: 'us-paused' });
     type GroupsReply = { groups: Array<{ name: string; rateLimit: unknown; rateHeldUntil?: string; paused: boolean }> };
     const names = async (query: string) =>
       (await jsonOf<GroupsReply>(fetch(url(`/api/workflows/dh.rated/groups${query}`), { headers: USER }))).groups.map((g) => g.name).sort();
@@ -408,6 +409,31 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
     expect((await fetch(url('/api/workflows/dh.rated/groups?only=bogus'), { headers: USER })).status).toBe(400);
     await dash.client.resume({ workflow: Rated, group: 'eu-paused' });
     await dash.client.resume({ workflow: Rated, group: 'us-paused' });
+  });
+
+  it('shows a run’s dedupe and filters runs by dedupe key (dedupe=)', async () => {
+    const dedupe = { key: `dh-${Date.now()}`, ttlMs: 60_000, mode: 'debounce' as const };
+    const first = await dash.client.enqueue(Echo, { n: 1 }, { dedupe });
+    await dash.client.enqueue(Echo, { n: 2 }, { dedupe });
+    const other = await dash.client.enqueue(Echo, { n: 3 }, { dedupe: { ...dedupe, key: `${dedupe.key}-other` } });
+    try {
+      const all = await jsonOf<RunsReply>(fetch(url('/api/runs?workflow=dh.echo&state=delayed'), { headers: USER }));
+      expect(all.runs.map((r) => r.id)).toEqual(expect.arrayContaining([first.id, other.id]));
+      for (const state of ['delayed', 'all']) {
+        const runs = await jsonOf<RunsReply>(
+          fetch(url(`/api/runs?workflow=dh.echo&state=${state}&dedupe=${encodeURIComponent(dedupe.key)}`), { headers: USER }),
+        );
+        expect(runs.runs.map((r) => r.id)).toEqual([first.id]);
+        expect(runs.runs[0].dedupe).toEqual({ key: dedupe.key, mode: 'debounce', count: 2, inputSeq: 2 });
+      }
+      const detail = await jsonOf<RunReply>(fetch(url(`/api/runs/${first.id}`), { headers: USER }));
+      expect(detail.run.input).toEqual({ n: 2 });
+      expect(detail.run.dedupe).toEqual({ key: dedupe.key, mode: 'debounce', count: 2, inputSeq: 2 });
+      expect((await fetch(url('/api/runs?workflow=dh.echo&state=delayed&dedupe=a%20b'), { headers: USER })).status).toBe(400);
+    } finally {
+      await dash.client.cancel(first.id);
+      await dash.client.cancel(other.id);
+    }
   });
 
   it('answers typed errors with their HTTP status', async () => {

@@ -188,6 +188,12 @@ const rows: Row[] = [
     call: (x) => Workflow('keys.d', { attempts: 2, ...x }),
   },
   {
+    type: 'WorkflowDedupeOptions',
+    api: '@Workflow dedupe',
+    where: "@Workflow('keys.d') dedupe",
+    call: (x) => Workflow('keys.d', { dedupe: { key: () => 'k', ttlMs: 10, mode: 'throttle', ...x } }),
+  },
+  {
     type: 'BackoffOptions',
     api: '@Workflow backoff',
     where: "@Workflow('keys.d') backoff",
@@ -299,6 +305,20 @@ const rows: Row[] = [
     call: (x) => t.client.enqueueMany(KeysEcho, [{ input: {}, ...x }]),
   },
   { type: 'EnqueueOptions', api: 'run', where: 'opts', redis: true, call: (x) => t.client.run(KeysEcho, {}, { timeoutMs: 1_000, ...x }) },
+  {
+    type: 'DedupeOptions',
+    api: 'enqueue dedupe',
+    where: 'opts.dedupe',
+    redis: true,
+    call: (x) => t.client.enqueue(KeysEcho, {}, { dedupe: { key: 'k', ttlMs: 10, mode: 'throttle', ...x } }),
+  },
+  {
+    type: 'DedupeOptions',
+    api: 'run dedupe',
+    where: 'opts.dedupe',
+    redis: true,
+    call: (x) => t.client.run(KeysEcho, {}, { timeoutMs: 1_000, dedupe: { key: 'k', ttlMs: 10, mode: 'debounce', ...x } }),
+  },
   { type: 'WaitOptions', api: 'wait', where: 'opts', redis: true, call: (x) => t.client.wait('keys-none', { timeoutMs: 10, ...x }) },
   { type: 'WaitOptions', api: 'RunHandle.result', where: 'opts', redis: true, call: (x) => handle.result({ timeoutMs: 10, ...x }) },
   {

@@ -60,6 +60,15 @@ describe(`a mixed fleet with the previous release (${PREVIOUS_RELEASE})`, () => 
     expect(await handle.result({ timeoutMs: 20_000 })).toMatchObject({ input: { at: 'plain' }, stamp: { seen: 'string' } });
   });
 
+  it("runs a debounced run on the previous release's worker: it ignores the dedupe fields and runs the last input", async () => {
+    const dedupe = { key: `fleet-${namespace}`, ttlMs: 200, mode: 'debounce' as const };
+    const first = await producer.client.enqueue('fleet.echo', { at: 'first' }, { dedupe });
+    const last = await producer.client.enqueue('fleet.echo', { at: 'last' }, { dedupe });
+    expect(last).toMatchObject({ id: first.id, dedupe: { outcome: 'replaced', seq: 2 } });
+    expect(await first.result({ timeoutMs: 20_000 })).toMatchObject({ input: { at: 'last' } });
+    expect(await producer.client.get(first.id)).toMatchObject({ state: 'completed', dedupe: { count: 2, inputSeq: 2 } });
+  });
+
   it("fails a rich input on the previous release's worker with a clear error, and this release's worker runs it on retry", async () => {
     const at = new Date(Date.UTC(2026, 5, 1));
     const handle = await producer.client.enqueue('fleet.echo', { at });

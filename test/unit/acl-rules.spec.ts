@@ -19,6 +19,7 @@ const SCRIPTS: Record<AclRole, ScriptName[]> = {
   producer: [
     'enqueue',
     'enqueue-many',
+    'enqueue-dedupe',
     'watch',
     'cancel',
     'retry',

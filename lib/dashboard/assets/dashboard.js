@@ -137,7 +137,7 @@
   }
   const runsRoute = (o) => {
     const p = new URLSearchParams();
-    for (const k of ['workflow', 'state', 'group', 'order', 'id']) if (o[k] != null && o[k] !== '') p.set(k, o[k]);
+    for (const k of ['workflow', 'state', 'group', 'dedupe', 'order', 'id']) if (o[k] != null && o[k] !== '') p.set(k, o[k]);
     return '#/runs?' + p.toString();
   };
   const intOk = (v, lo, hi) => /^\d+$/.test(v) && +v >= lo && +v <= hi;
@@ -622,6 +622,7 @@
     let wf = qs.get('workflow') || '';
     const st = STATES.includes(qs.get('state')) ? qs.get('state') : 'all';
     const group = qs.get('group') || '';
+    const dedupe = qs.get('dedupe') || '';
     const order = qs.get('order') === 'asc' ? 'asc' : 'desc';
     const id = qs.get('id') || '';
     view.replaceChildren(pageHead('Runs'), h('p', { class: 'empty' }, 'Loading…'));
@@ -635,13 +636,15 @@
     const fWf = h('select', { id: 'f-wf', testid: 'filter-workflow' }, opts(names.map((n) => [n, n]), wf));
     const fSt = h('select', { id: 'f-st', testid: 'filter-state' }, opts([['all', 'all states']].concat(STATES.map((x) => [x, x])), st));
     const fGr = h('input', { id: 'f-gr', testid: 'filter-group', type: 'text', value: group, placeholder: 'any group', autocomplete: 'off' });
+    const fDd = h('input', { id: 'f-dd', testid: 'filter-dedupe', type: 'text', value: dedupe, placeholder: 'any dedupe key', autocomplete: 'off' });
     const fOr = h('select', { id: 'f-or', testid: 'filter-order' }, opts([['desc', 'newest first'], ['asc', 'oldest first']], order));
     const fId = h('input', { id: 'f-id', testid: 'filter-id', type: 'search', value: id, placeholder: 'exact run id, any workflow', autocomplete: 'off' });
     const form = h('form', {
       class: 'filters', role: 'search', 'aria-label': 'Filter runs',
-      onsubmit: (e) => { e.preventDefault(); go(runsRoute({ workflow: fWf.value, state: fSt.value, group: fGr.value.trim(), order: fOr.value, id: fId.value.trim() })); },
+      onsubmit: (e) => { e.preventDefault(); go(runsRoute({ workflow: fWf.value, state: fSt.value, group: fGr.value.trim(), dedupe: fDd.value.trim(), order: fOr.value, id: fId.value.trim() })); },
     },
     h('label', { for: 'f-wf' }, 'Workflow', fWf), h('label', { for: 'f-st' }, 'State', fSt), h('label', { for: 'f-gr' }, 'Group', fGr),
+    h('label', { for: 'f-dd' }, 'Dedupe key', fDd),
     h('label', { for: 'f-or' }, 'Order', fOr), h('label', { for: 'f-id' }, 'Run id', fId),
     h('button', { type: 'submit', class: 'btn btn-primary', testid: 'filter-apply' }, 'Apply'));
     const out = h('div', null, h('p', { class: 'empty' }, 'Loading…'));
@@ -653,13 +656,14 @@
     setView(async () => {
       const p = new URLSearchParams(id ? { id } : { workflow: wf, state: st, order, limit: '50' });
       if (group && !id) p.set('group', group);
+      if (dedupe && !id) p.set('dedupe', dedupe);
       if (cursor) p.set('cursor', cursor);
       const d = await load(t, 'api/runs?' + p.toString(), 'runs', out);
       if (!d) return;
       nextCursor = d.cursor || null;
       const runs = Array.isArray(d.runs) ? d.runs : [];
-      const cols = [['ID'], ['Workflow'], ['State'], ['Group'], ['Attempts', 'n', 'attempts started in all (hover a row for how many failed)'], ['Created'], ['Finished'], ['Input'], ['Error']];
-      const what = `${st === 'all' ? '' : st + ' '}runs of “${wf}”${group ? ` in group “${group}”` : ''}`;
+      const cols = [['ID'], ['Workflow'], ['State'], ['Group'], ['Dedupe', '', 'dedupe key, mode and the enqueues folded into the run'], ['Attempts', 'n', 'attempts started in all (hover a row for how many failed)'], ['Created'], ['Finished'], ['Input'], ['Error']];
+      const what = `${st === 'all' ? '' : st + ' '}runs of “${wf}”${group ? ` in group “${group}”` : ''}${dedupe ? ` with dedupe key “${dedupe}”` : ''}`;
       swap(out, [
         d.completedUnlisted ? h('p', { class: 'note', testid: 'completed-note' },
           `Completed runs of “${wf}” are listed once they complete while a dashboard is open (it records them for 15 minutes after its last read): none has yet. To list every completed run, set @Workflow('${wf}', { indexCompleted: true }).`) : null,
@@ -673,6 +677,7 @@
                 h('td', { class: 'brk' }, String(r.workflow)),
                 h('td', null, badge(r.state)),
                 h('td', { class: 'code' }, r.group != null ? String(r.group) : dash()),
+                h('td', { class: 'code', testid: 'run-row-dedupe' }, r.dedupe ? dedupeText(r.dedupe, wf) : dash()),
                 h('td', { class: 'n', title: attemptsTitle(r) }, num(r.attempts)),
                 h('td', null, tm(r.createdAt)), h('td', null, tm(r.finishedAt)),
                 h('td', { class: 'code wrapcell', title: inp }, trunc(inp, 80)),
@@ -708,6 +713,11 @@
       swap(box, renderRun(r, d.timeline, box.clientWidth));
     }, true);
   }
+  // A run's dedupe key (a link to the runs with that key), mode and how many enqueues it folded.
+  function dedupeText(dd, wf) {
+    return [h('a', { href: runsRoute({ workflow: wf, dedupe: String(dd.key) }), testid: 'dedupe-link' }, String(dd.key)),
+      ` · ${String(dd.mode)} · ${num(dd.count)} enqueue${dd.count === 1 ? '' : 's'}`];
+  }
   function waitText(w) {
     const u = toDate(w.until);
     const ids = Array.isArray(w.runIds) ? w.runIds : [];
@@ -728,6 +738,11 @@
     ];
     if (r.startedAt && r.finishedAt) kv.push(['Took', fmtDur(toMs(r.finishedAt) - toMs(r.startedAt))]);
     if (r.waitingFor) kv.push(['Waiting for', waitText(r.waitingFor)]);
+    if (r.dedupe) {
+      const dd = r.dedupe;
+      kv.push(['Dedupe', h('span', { testid: 'run-dedupe' }, dedupeText(dd, r.workflow),
+        h('span', { class: 'sub muted' }, ` holds the input of enqueue #${num(dd.inputSeq)} of ${num(dd.count)}`))]);
+    }
     const out = [];
     if (!readOnly) {
       const P = 'api/runs/' + apiSeg(r.id) + '/';

@@ -20,12 +20,14 @@ export interface ListRunsRequest {
   state: IndexedState;
   /** Only this group's runs; '' for every group. */
   group: string;
+  /** Only runs enqueued with this dedupe key; '' for every run. */
+  dedupeKey: string;
   /** The previous page's cursor, or '' to start. */
   cursor: string;
   /** Runs per page (1..1000). */
   limit: number;
   order: 'asc' | 'desc';
-  /** The run fields each row replies, in order; among them 'state' and 'group' ('wait' too for the delayed and wait states). */
+  /** The run fields each row replies, in order; among them 'state', 'group' and 'dedupeKey' ('wait' too for the delayed and wait states). */
   fields: readonly string[];
 }
 
@@ -51,7 +53,7 @@ export async function listRuns(scripts: LuaScripts, keys: RedisKeys, request: Li
   const [next, ...rows] = await scripts.run<[string | null, ...(string | null)[][]]>(
     'list-runs',
     index,
-    [keys.base, kind, stored, request.cursor, request.limit, request.order, filter, ...request.fields],
+    [keys.base, kind, stored, request.cursor, request.limit, request.order, filter, request.dedupeKey, ...request.fields],
     { idempotent: true },
   );
   if (next === null) return null;
