@@ -78,6 +78,8 @@ export interface RunInfo<Out = unknown> {
   progress?: unknown;
   /** In a durable wait (state 'sleeping', 'waiting-signal', 'waiting-event' or 'waiting-child'): what for, and until when. */
   waitingFor?: WaitingFor;
+  /** Set on a run that `QueueClient.publish` started: the event's name and id. */
+  event?: { name: string; id: string };
 }
 
 /** The run hash fields, in the order {@link toRunInfo} reads them. */
@@ -98,11 +100,13 @@ export const RUN_FIELDS = [
   'error',
   'progress',
   'wait',
+  'event',
 ] as const;
 
 /** Read by position, so that fields added to the list later need not shift it. */
 const PROGRESS_AT = RUN_FIELDS.indexOf('progress');
 const WAIT_AT = RUN_FIELDS.indexOf('wait');
+const EVENT_AT = RUN_FIELDS.indexOf('event');
 
 export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null {
   const [workflow, state, input, priority, group, attempts, maxAttempts, failures, createdAt, dueAt, startedAt, finishedAt, result, error] =
@@ -131,5 +135,12 @@ export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null
     // A completed run's record may still hold the error of an earlier attempt: not its outcome.
     ...(error && state !== 'completed' && { error: decodePayload<RunErrorInfo>(error) }),
     ...(values[PROGRESS_AT] && { progress: decodePayload(values[PROGRESS_AT]) }),
+    ...(values[EVENT_AT] && { event: eventOf(values[EVENT_AT]) }),
   };
+}
+
+/** A run's `event` field, `<name> <event id>` (lua/publish.lua). */
+function eventOf(field: string): { name: string; id: string } {
+  const space = field.indexOf(' ');
+  return { name: field.slice(0, space), id: field.slice(space + 1) };
 }

@@ -12,6 +12,7 @@ import { BACKOFF_OPTIONS } from '../interfaces/backoff.options';
 import type { ContractImplementation, RetentionByCount, SchemaImplementation, WorkflowOptions } from '../workflow/workflow.types';
 import { isWorkflowContract, type WorkflowContract } from '../workflow/workflow.contract';
 import { checkSchemaOption } from '../workflow/schema.validate';
+import { checkTriggerOptions } from '../workflow/trigger.options';
 import type { SchemaInput, StandardSchemaV1 } from '../workflow/standard-schema';
 
 /** The keys of {@link WorkflowOptions}. */
@@ -28,6 +29,8 @@ export const WORKFLOW_OPTIONS: readonly string[] = [
   'keep',
   'input',
   'output',
+  'on',
+  'filter',
 ];
 
 const MAX_DELAY_MS = 365 * 86_400_000;
@@ -102,7 +105,8 @@ export function Workflow(nameOrContract: string | WorkflowContract, options: Wor
     throw new InvalidOptionError(`@Workflow('${name}') indexCompleted`, `must be a boolean, got ${typeof options.indexCompleted}`);
   }
   const schedules = options.schedules === undefined ? undefined : checkDeclaredSchedules(name, options.schedules);
-  const metadata: WorkflowMetadata = { name, options: { ...options, ...(schedules && { schedules }) } };
+  const on = checkTriggerOptions(name, options);
+  const metadata: WorkflowMetadata = { name, options: { ...options, ...(schedules && { schedules }), ...(on && { on }) } };
   return (target) => {
     Reflect.defineMetadata(WORKFLOW_METADATA, metadata, target);
     noteWorkflowClass(target);
