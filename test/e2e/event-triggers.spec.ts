@@ -14,6 +14,7 @@ import {
 } from '../../lib';
 import { createApp, dropNamespace, rawRedis, TestApp, uniqueNamespace } from '../support/app';
 import { rejection } from '../support/rejection';
+import { scanKeys } from '../support/scan';
 import { commandsBefore, Counter, monitorCommands, pollUntil } from '../support/workflows';
 
 /**
@@ -101,7 +102,7 @@ describe('event triggers', () => {
     expect(results.filter((r) => r.published)).toHaveLength(1);
     expect(results.flatMap((r) => r.runs).filter((run) => run.created)).toHaveLength(3);
     // Exactly three run records for the event in Redis.
-    const keys = await redis.keys(`${base}run:evt:order-1:*`);
+    const keys = await scanKeys(redis, `${base}run:evt:order-1:*`);
     expect(keys.sort()).toEqual(expected.map((id) => `${base}run:${id}`));
 
     const published = results.find((r) => r.published)!;
