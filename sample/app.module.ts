@@ -17,6 +17,7 @@ import { CatalogExportWorkflow } from './catalog-export.workflow';
 import { RunControlDemo } from './run-control.demo';
 import { OrderApprovalWorkflow } from './order-approval.workflow';
 import { ApprovalDemo } from './approval.demo';
+import { DeliveryWorkflow, LoyaltyWorkflow, ReceiptWorkflow, TriggersDemo } from './triggers.demo';
 
 export const SAMPLE_NAMESPACE = 'sample';
 
@@ -54,6 +55,9 @@ export const SAMPLE_NAMESPACE = 'sample';
     OrderApprovalWorkflow,
     StockReportWorkflow,
     CatalogExportWorkflow,
+    ReceiptWorkflow,
+    LoyaltyWorkflow,
+    DeliveryWorkflow,
     InventoryService,
     PaymentGateway,
     FulfilmentJournal,
@@ -64,6 +68,7 @@ export const SAMPLE_NAMESPACE = 'sample';
     HealthDemo,
     RunControlDemo,
     ApprovalDemo,
+    TriggersDemo,
     DashboardDemo,
   ],
 })

@@ -9,6 +9,7 @@ import { ScheduleDemo } from './schedule.demo';
 import { RunControlDemo } from './run-control.demo';
 import { ApprovalDemo } from './approval.demo';
 import { DashboardDemo } from './dashboard.demo';
+import { TriggersDemo } from './triggers.demo';
 
 /** Runs the demo against REDIS_URL; resolves 0 if everything happened as expected, 1 otherwise. */
 export async function main(): Promise<number> {
@@ -29,6 +30,7 @@ export async function main(): Promise<number> {
     problems.push(...(await app.get(HealthDemo).runAll())); // the worker has been under load, and still runs
     problems.push(...(await app.get(RunControlDemo).runAll()));
     problems.push(...(await app.get(ApprovalDemo).runAll()));
+    problems.push(...(await app.get(TriggersDemo).runAll()));
     problems.push(...(await app.get(DashboardDemo).runAll(await app.getUrl())));
     if (process.env.SAMPLE_KEEP_OPEN === '1') await keepOpen(logger, `${await app.getUrl()}/sluice`);
   } finally {
