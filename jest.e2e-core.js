@@ -74,6 +74,8 @@ module.exports = [
   'waits-races.spec.ts',
   'waits-sleep.spec.ts',
   'waits-visibility.spec.ts',
+  // event triggers (publish, @Workflow({ on }))
+  'event-triggers.spec.ts',
   // The step timeline and the dashboard's API.
   'run-timeline.spec.ts',
   'dashboard-http.spec.ts',

@@ -27,6 +27,7 @@ export type { RunInfo, RunDedupe, RunState, WaitState, WaitingFor } from './clie
 export { MAX_TIMELINE_ATTEMPTS } from './client/run.timeline';
 export type { RunTimeline, TimelineAttempt, TimelineCall, TimelineCallKind, TimelineCallStatus } from './client/run.timeline';
 export type { SignalResult, SendEventOptions } from './client/run.signals';
+export type { PublishOptions, PublishResult, PublishedRun, PublishedEvent, ListEventsOptions } from './client/event.types';
 export type { WaitOutcome, SignalWaitOptions, EventWaitOptions, InvokeOptions, InvokeCall } from './workflow/wait.types';
 export { MAX_INVOKE_ALL, MAX_INVOKE_BYTES, MAX_MAILBOX } from './workflow/wait.types';
 export type { ListRunsOptions, RunPage, RetryAllOptions, RetryResult, FinishedState, ListableState } from './client/run.admin';

@@ -15,6 +15,7 @@ import { RunControl } from './client/run.control';
 import { RunEnqueuer } from './client/run.enqueuer';
 import { RunLimits } from './client/run.limits';
 import { RunSignals } from './client/run.signals';
+import { EventPublisher } from './client/event.publisher';
 import { RunWaiter } from './client/run.waiter';
 import { FleetWorkflowLookup } from './discovery/fleet-workflows.lookup';
 import { WorkflowEventAccessor } from './discovery/workflow-event.accessor';
@@ -113,7 +114,20 @@ export class SluiceServices implements OnModuleInit, OnApplicationBootstrap, Bef
     // Only a worker that runs here can be handed runs (a disabled one never parks).
     const enqueuer = new RunEnqueuer(options, scripts, keys, layout, options.worker.enabled ? this.orchestrator : undefined);
     const signals = new RunSignals(scripts, keys, options);
-    this.client = new QueueClient(options, registry, connections, keys, fleet, enqueuer, this.waiter, signals, this.admin, this.schedules);
+    const publisher = new EventPublisher(options, registry, scripts, keys, connections, enqueuer, signals);
+    this.client = new QueueClient(
+      options,
+      registry,
+      connections,
+      keys,
+      fleet,
+      enqueuer,
+      this.waiter,
+      signals,
+      this.admin,
+      this.schedules,
+      publisher,
+    );
     this.health = new QueueHealth(connections, this.orchestrator, options);
     this.healthIndicator = new QueueHealthIndicator(this.health, moduleRef);
   }

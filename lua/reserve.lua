@@ -76,8 +76,8 @@ do
     -- declare-limits.lua, set-control.lua, schedule-write.lua: four calls) would all find nothing
     -- to write. They would if no field a declaration of nothing clears holds a value or a runtime
     -- override ('runtime-limits', see origins.lua), and each workflow is registered, has its
-    -- declaration of no schedules numbered, no schedule declared by code and its count of due
-    -- grouped runs set up. It reads what is there, so it holds whoever wrote it (an older
+    -- declaration of no schedules numbered, no schedule declared by code, no event subscription
+    -- (declare-triggers.lua; in the same EXISTS) and its count of due grouped runs set up. It reads what is there, so it holds whoever wrote it (an older
     -- version's worker too): the latest bootstrap still wins. In a block: a script's main chunk
     -- may hold at most 200 locals, includes and all.
     local function alreadyDeclared(fieldsFrom, fieldsTo, workflowsFrom)
@@ -95,7 +95,7 @@ do
         local wf = ARGV[i]
         if redis.call('SISMEMBER', base .. 'workflows', wf) == 0
             or redis.call('HEXISTS', wfKey(base, wf, 'declarations'), ARGV[11]) == 0
-            or redis.call('EXISTS', wfKey(base, wf, 'declared')) == 1
+            or redis.call('EXISTS', wfKey(base, wf, 'declared'), wfKey(base, wf, 'on')) > 0
             or (redis.call('HEXISTS', wfKey(base, wf, 'stats'), 'groupDueExact') == 0
               and redis.call('SCARD', wfKey(base, wf, 'groups')) == 0) then
           return false

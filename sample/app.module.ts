@@ -18,6 +18,7 @@ import { RunControlDemo } from './run-control.demo';
 import { OrderApprovalWorkflow } from './order-approval.workflow';
 import { ApprovalDemo } from './approval.demo';
 import { DedupeDemo, ReindexWorkflow } from './dedupe.demo';
+import { DeliveryWorkflow, LoyaltyWorkflow, ReceiptWorkflow, TriggersDemo } from './triggers.demo';
 
 export const SAMPLE_NAMESPACE = 'sample';
 
@@ -56,6 +57,9 @@ export const SAMPLE_NAMESPACE = 'sample';
     StockReportWorkflow,
     CatalogExportWorkflow,
     ReindexWorkflow,
+    ReceiptWorkflow,
+    LoyaltyWorkflow,
+    DeliveryWorkflow,
     InventoryService,
     PaymentGateway,
     FulfilmentJournal,
@@ -66,6 +70,7 @@ export const SAMPLE_NAMESPACE = 'sample';
     HealthDemo,
     RunControlDemo,
     ApprovalDemo,
+    TriggersDemo,
     DashboardDemo,
     DedupeDemo,
   ],

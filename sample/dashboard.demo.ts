@@ -18,7 +18,7 @@ export class DashboardDemo {
   constructor(private readonly client: QueueClient) {}
 
   async runAll(origin: string): Promise<string[]> {
-    this.report.section(`16. dashboard: ${origin}${DASHBOARD_PATH}`);
+    this.report.section(`17. dashboard: ${origin}${DASHBOARD_PATH}`);
     const page = await fetch(`${origin}${DASHBOARD_PATH}`);
     const csp = page.headers.get('content-security-policy') ?? '';
     this.report.check(

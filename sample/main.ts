@@ -10,6 +10,7 @@ import { RunControlDemo } from './run-control.demo';
 import { ApprovalDemo } from './approval.demo';
 import { DashboardDemo } from './dashboard.demo';
 import { DedupeDemo } from './dedupe.demo';
+import { TriggersDemo } from './triggers.demo';
 
 /** Runs the demo against REDIS_URL; resolves 0 if everything happened as expected, 1 otherwise. */
 export async function main(): Promise<number> {
@@ -30,6 +31,7 @@ export async function main(): Promise<number> {
     problems.push(...(await app.get(HealthDemo).runAll())); // the worker has been under load, and still runs
     problems.push(...(await app.get(RunControlDemo).runAll()));
     problems.push(...(await app.get(ApprovalDemo).runAll()));
+    problems.push(...(await app.get(TriggersDemo).runAll()));
     problems.push(...(await app.get(DashboardDemo).runAll(await app.getUrl())));
     problems.push(...(await app.get(DedupeDemo).runAll()));
     if (process.env.SAMPLE_KEEP_OPEN === '1') await keepOpen(logger, `${await app.getUrl()}/sluice`);

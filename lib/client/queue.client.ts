@@ -28,6 +28,8 @@ import type { ListRunsOptions, RetryAllOptions, RetryResult, RunPage } from './r
 import { enqueueAndWait, mayOverlapEnqueue } from './run.caller';
 import type { CancelOptions, CancelResult, PauseTarget } from './run.control';
 import { RunEnqueuer } from './run.enqueuer';
+import { EventPublisher } from './event.publisher';
+import type { ListEventsOptions, PublishedEvent, PublishOptions, PublishResult } from './event.types';
 import { RunSignals, SendEventOptions, SignalResult } from './run.signals';
 import type { RunTimeline } from './run.timeline';
 import { RunWaiter } from './run.waiter';
@@ -54,6 +56,7 @@ export class QueueClient {
     private readonly signals: RunSignals,
     private readonly admin: QueueAdmin,
     private readonly schedules: QueueSchedules,
+    private readonly events: EventPublisher,
   ) {}
 
   /**
@@ -182,6 +185,36 @@ export class QueueClient {
    */
   sendEvent(name: string, opts?: SendEventOptions): Promise<number> {
     return this.signals.sendEvent(name, opts);
+  }
+
+  /**
+   * Publishes an event, in one script call: starts one run of every workflow subscribed to `name`
+   * (`@Workflow({ on })`, registered in Redis by the workers' bootstraps, so a producer without
+   * those classes publishes too), with `payload` as its input and the id `evt:<event id>:<workflow>`,
+   * and resumes the runs waiting in `ctx.waitForEvent(name, { key })` as {@link sendEvent} does
+   * (`sendEvent` only resumes waits and starts nothing). Idempotent on `opts.id`: publishing an
+   * id again — from any producer, concurrently too — starts nothing and resolves with the same
+   * runs (`published: false`), while the event's record is kept (`resultTtlMs`). A reply lost to a
+   * dropped connection is retried within `redisTimeoutMs`; past it `OutcomeUnknownError` (publish
+   * again with the same id). See docs/triggers.md.
+   * @throws InvalidNameError / InvalidOptionError / PayloadTooLargeError / PayloadNotSerializableError,
+   *   and `InputValidationError` from the input schema of a subscribed workflow this process
+   *   declares, before any Redis call; EventIdConflictError for an id published under another name
+   */
+  async publish<P = unknown>(name: string, payload: P, opts?: PublishOptions): Promise<PublishResult> {
+    const { id, published, runs, resumed } = await this.events.publish(name, payload, opts);
+    const handles = runs.map(({ workflow, runId, created }) => ({ workflow, ...this.handle<unknown>(runId, created) }));
+    return { id, name, published, runs: handles, resumed };
+  }
+
+  /** A published event's record (its runs), or `null` once it expired. @see {@link publish} */
+  getEvent(id: string): Promise<PublishedEvent | null> {
+    return this.events.get(id);
+  }
+
+  /** The newest events published under a name whose records are kept, newest first. @see {@link publish} */
+  listEvents(opts: ListEventsOptions): Promise<PublishedEvent[]> {
+    return this.events.list(opts);
   }
 
   /** The run's steps and waits, attempt by attempt. @see {@link QueueAdmin.timeline} */

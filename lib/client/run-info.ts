@@ -81,6 +81,8 @@ export interface RunInfo<Out = unknown> {
   waitingFor?: WaitingFor;
   /** Enqueued with a dedupe (`EnqueueOptions.dedupe`): its window, and the enqueues folded into the run. */
   dedupe?: RunDedupe;
+  /** Set on a run that `QueueClient.publish` started: the event's name and id. */
+  event?: { name: string; id: string };
 }
 
 /** `RunInfo.dedupe`: which enqueues a deduplicated run stands for. */
@@ -115,12 +117,14 @@ export const RUN_FIELDS = [
   'dedupeMode',
   'dedupeCount',
   'dedupeInput',
+  'event',
 ] as const;
 
 /** Read by position, so that fields added to the list later need not shift it. */
 const PROGRESS_AT = RUN_FIELDS.indexOf('progress');
 const WAIT_AT = RUN_FIELDS.indexOf('wait');
 const DEDUPE_AT = RUN_FIELDS.indexOf('dedupeKey');
+const EVENT_AT = RUN_FIELDS.indexOf('event');
 
 export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null {
   const [workflow, state, input, priority, group, attempts, maxAttempts, failures, createdAt, dueAt, startedAt, finishedAt, result, error] =
@@ -150,10 +154,17 @@ export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null
     ...(error && state !== 'completed' && { error: decodePayload<RunErrorInfo>(error) }),
     ...(values[PROGRESS_AT] && { progress: decodePayload(values[PROGRESS_AT]) }),
     ...(values[DEDUPE_AT] && { dedupe: toRunDedupe(values.slice(DEDUPE_AT, DEDUPE_AT + 4)) }),
+    ...(values[EVENT_AT] && { event: eventOf(values[EVENT_AT]) }),
   };
 }
 
 /** `RunInfo.dedupe` from the fields 'dedupeKey', 'dedupeMode', 'dedupeCount', 'dedupeInput' (lua/enqueue-dedupe.lua). */
 function toRunDedupe([key, mode, count, input]: (string | null)[]): RunDedupe {
   return { key: key as string, mode: mode as DedupeMode, count: Number(count ?? 1), inputSeq: Number(input ?? 1) };
+}
+
+/** A run's `event` field, `<name> <event id>` (lua/publish.lua). */
+function eventOf(field: string): { name: string; id: string } {
+  const space = field.indexOf(' ');
+  return { name: field.slice(0, space), id: field.slice(space + 1) };
 }

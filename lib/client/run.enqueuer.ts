@@ -25,7 +25,8 @@ import { EnqueueBatcher } from './enqueue.batcher';
 export class RunEnqueuer {
   /** Set only with telemetry on: enqueues then store the caller's trace context with the run. */
   private readonly otel: OtelApi | undefined;
-  private readonly settings: EnqueueSettings;
+  /** The enqueue scripts' settings (publish starts its runs as an enqueue would). */
+  readonly settings: EnqueueSettings;
   private readonly batcher: EnqueueBatcher;
 
   constructor(

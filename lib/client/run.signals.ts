@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InvalidOptionError, RunNotFoundError, RunStateError, SignalMailboxFullError } from '../errors';
 import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
-import { EVENT_BATCH, sendEventBatch } from '../redis/commands/send-event.command';
+import { EVENT_BATCH, type EventRequest, sendEventBatch } from '../redis/commands/send-event.command';
 import { sendSignal } from '../redis/commands/signal.command';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { encodePayload } from '../redis/payload.codec';
@@ -60,15 +60,23 @@ export class RunSignals {
     checkOptionKeys(opts, ['key', 'payload'], 'sendEvent opts');
     const key = opts.key === undefined || opts.key === '' ? '' : checkId(opts.key, 'opts.key');
     const encoded = encodePayload(opts.payload, 'event payload', this.options.maxPayloadBytes);
-    // Runs that start waiting while the batches go are resumed too, but only as many batches as
-    // the first call found left: a steady stream of new waiters cannot keep the call going.
+    const { resumed, left } = await sendEventBatch(this.scripts.get(), this.keys, { name, key, payload: encoded });
+    return resumed + (left === 0 ? 0 : await this.resumeRest({ name, key, payload: encoded }, left));
+  }
+
+  /**
+   * Resumes the runs still waiting for an event after a first call (send-event, or publish) left
+   * `left` of them: runs that start waiting while the batches go are resumed too, but only as many
+   * batches as the first call found left, so a steady stream of new waiters cannot keep the call
+   * going. Resolves with how many resumed.
+   */
+  async resumeRest(request: EventRequest, left: number): Promise<number> {
     let resumed = 0;
-    let batches = 1;
+    const batches = Math.ceil(left / EVENT_BATCH);
     for (let call = 0; call < batches; call++) {
-      const { resumed: count, left } = await sendEventBatch(this.scripts.get(), this.keys, { name, key, payload: encoded });
-      resumed += count;
-      if (left === 0) break;
-      if (call === 0) batches = 1 + Math.ceil(left / EVENT_BATCH);
+      const batch = await sendEventBatch(this.scripts.get(), this.keys, request);
+      resumed += batch.resumed;
+      if (batch.left === 0) break;
     }
     return resumed;
   }

@@ -31,11 +31,13 @@ export class DashboardApiController {
 
   /**
    * A page of one workflow's runs in one state or in all (`state=all`), newest first unless
-   * `order=asc`, only a `group`'s or a dedupe key's (`dedupe`) if given; or `id`: that run, whatever its workflow.
+   * `order=asc`, only a `group`'s or a dedupe key's (`dedupe`) if given; or `id`: that run, whatever
+   * its workflow; or `eventId`: the runs that event started, or `event`: those the newest events of
+   * that name started (any workflow).
    */
   @Get('runs')
   runs(@Query() query: Record<string, Text>) {
-    const { workflow, state, group, dedupe, cursor, limit, order, id } = query;
+    const { workflow, state, group, dedupe, cursor, limit, order, id, event, eventId } = query;
     if (order !== undefined && order !== 'asc' && order !== 'desc') throw new BadRequestException("order must be 'asc' or 'desc'");
     return this.reader.runs({
       workflow: workflow ?? '',
@@ -46,6 +48,8 @@ export class DashboardApiController {
       limit: queryInt(limit, 'limit', 1, 200, 50),
       order: order ?? 'desc',
       ...(id && { id }),
+      ...(event && { event }),
+      ...(eventId && { eventId }),
     });
   }
 

@@ -8,6 +8,7 @@ import { InvalidOptionError } from '../errors';
 import { CompletedWatch } from './completed.watch';
 import { DASHBOARD_OPTIONS, type ResolvedDashboardOptions } from './dashboard.options';
 import { RunLister, type RunsQuery, type RunsView } from './dashboard.runs';
+import { EventRuns } from './dashboard.event-runs';
 import { redactRun } from './stack.redaction';
 import { runForDisplay } from './payload.display';
 import { ThroughputSampler, type ThroughputSeries } from './throughput.sampler';
@@ -49,6 +50,7 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('SluiceDashboard');
   private readonly sampler: ThroughputSampler;
   private readonly lister: RunLister;
+  private readonly eventRuns: EventRuns;
   private timer?: NodeJS.Timeout;
   private sampling = false;
   /** When an overview was last read: the sampler works only while someone looks (and a while after). */
@@ -60,6 +62,7 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
     private readonly watch: CompletedWatch,
   ) {
     this.lister = new RunLister(client);
+    this.eventRuns = new EventRuns(client);
     this.sampler = new ThroughputSampler(options.sampleMs === false ? options.pollMs : options.sampleMs);
   }
 
@@ -107,10 +110,15 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
     };
   }
 
-  /** A page of runs (one state or all), or the run of an exact id; while read, completed runs are indexed (CompletedWatch). */
-  async runs(query: RunsQuery & { id?: string }): Promise<RunsView> {
+  /**
+   * A page of runs (one state or all), the run of an exact id, or the runs of an event (by id, or
+   * the newest of a name: see EventRuns); while read, completed runs are indexed (CompletedWatch).
+   */
+  async runs(query: RunsQuery & { id?: string; event?: string; eventId?: string }): Promise<RunsView> {
     await this.watch.touch();
-    return query.id !== undefined ? this.lister.byId(query.id) : this.lister.list(query);
+    if (query.id !== undefined) return this.lister.byId(query.id);
+    if (query.eventId !== undefined || query.event !== undefined) return this.eventRuns.list(query, query.limit);
+    return this.lister.list(query);
   }
 
   async run(id: string): Promise<{ run: RunInfo; timeline: RunTimeline } | null> {

@@ -13,6 +13,7 @@ import { BACKOFF_OPTIONS } from '../interfaces/backoff.options';
 import type { ContractImplementation, RetentionByCount, SchemaImplementation, WorkflowOptions } from '../workflow/workflow.types';
 import { isWorkflowContract, type WorkflowContract } from '../workflow/workflow.contract';
 import { checkSchemaOption } from '../workflow/schema.validate';
+import { checkTriggerOptions } from '../workflow/trigger.options';
 import type { SchemaInput, StandardSchemaV1 } from '../workflow/standard-schema';
 
 /** The keys of {@link WorkflowOptions}. */
@@ -30,6 +31,8 @@ export const WORKFLOW_OPTIONS: readonly string[] = [
   'input',
   'output',
   'dedupe',
+  'on',
+  'filter',
 ];
 
 const MAX_DELAY_MS = 365 * 86_400_000;
@@ -105,7 +108,8 @@ export function Workflow(nameOrContract: string | WorkflowContract, options: Wor
     throw new InvalidOptionError(`@Workflow('${name}') indexCompleted`, `must be a boolean, got ${typeof options.indexCompleted}`);
   }
   const schedules = options.schedules === undefined ? undefined : checkDeclaredSchedules(name, options.schedules);
-  const metadata: WorkflowMetadata = { name, options: { ...options, ...(schedules && { schedules }) } };
+  const on = checkTriggerOptions(name, options);
+  const metadata: WorkflowMetadata = { name, options: { ...options, ...(schedules && { schedules }), ...(on && { on }) } };
   return (target) => {
     Reflect.defineMetadata(WORKFLOW_METADATA, metadata, target);
     noteWorkflowClass(target);

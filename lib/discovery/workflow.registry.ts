@@ -11,6 +11,7 @@ import { WorkflowMetadataAccessor } from './workflow-metadata.accessor';
 import type { DeclaredSchedule } from '../interfaces/schedule.options';
 import type { StandardSchemaV1 } from '../workflow/standard-schema';
 import type { WorkflowDedupeOptions } from '../interfaces/dedupe.options';
+import { filteringInstance } from '../workflow/trigger.filter';
 
 /** What Nest declares a provider with: its class, or the factory function that makes it. */
 export type ProviderMetatype = Type<unknown> | ((...args: never) => unknown);
@@ -20,6 +21,10 @@ export interface WorkflowDefinition {
   name: string;
   metatype: ProviderMetatype;
   instance: WorkflowInstance;
+  /** What attempts call: `instance`, or with `@Workflow({ filter })` a view of it applying the filter (see filteringInstance). */
+  entry: WorkflowInstance;
+  /** Event names it is subscribed to (`@Workflow({ on })`, sorted), written to Redis at bootstrap; empty for none. */
+  on: readonly string[];
   concurrency?: number;
   groupConcurrency?: number;
   /** Fleet-wide rate limits (`@Workflow({ rateLimit, groupRateLimit })`), written to Redis at bootstrap. */
@@ -76,6 +81,8 @@ export class WorkflowRegistry {
       name,
       metatype,
       instance,
+      entry: options.filter ? filteringInstance(instance, options.filter) : instance,
+      on: (options.on as readonly string[] | undefined) ?? [],
       concurrency: options.concurrency,
       groupConcurrency: options.groupConcurrency,
       rateLimit: options.rateLimit,

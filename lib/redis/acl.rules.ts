@@ -29,7 +29,8 @@ const FUNCTIONS = ['fcall', 'function|load'];
  * Every command a read-only dashboard sends: inside the scripts it calls (list-runs, stats,
  * schedule-list; their includes' commands too, see the file comment), and outside them: the
  * layout's GET, QueueClient.get's and timeline's HMGET, the completed-runs watch's TIME and HSET,
- * and the SISMEMBER that finds a workflow by name in the fleet (the dashboard has no classes).
+ * the SISMEMBER that finds a workflow by name in the fleet (the dashboard has no classes), and
+ * the event filter's ZREVRANGE and HMGET (QueueClient.listEvents, getEvent).
  */
 const DASHBOARD_DATA = [
   'exists',

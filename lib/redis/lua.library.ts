@@ -30,7 +30,13 @@ const INCLUDE_ORDER = [
  * the connection's first check (see LuaScripts.atLayout): each also has a variant, named with
  * {@link AT_LAYOUT_SUFFIX}, that runs only at a layout the caller names.
  */
-export const AT_LAYOUT_SCRIPTS: ReadonlySet<ScriptName> = new Set(['declare-limits', 'set-control', 'schedule-write', 'reserve']);
+export const AT_LAYOUT_SCRIPTS: ReadonlySet<ScriptName> = new Set([
+  'declare-limits',
+  'set-control',
+  'schedule-write',
+  'declare-triggers',
+  'reserve',
+]);
 export const AT_LAYOUT_SUFFIX = '_at_layout';
 /** How an at-layout variant refuses: `SLUICE_LAYOUT <the layout found, or none>`, nothing done. */
 export const LAYOUT_REFUSAL = 'SLUICE_LAYOUT';

@@ -38,6 +38,8 @@ export type ScriptName =
   | 'continue'
   | 'signal'
   | 'send-event'
+  | 'publish'
+  | 'declare-triggers'
   | 'acl-check';
 
 export interface LuaScript {

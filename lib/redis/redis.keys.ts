@@ -24,6 +24,10 @@
  * | `wf:<name>:delayed` | zset | runs not yet due (delayed, in backoff, or in a durable wait with a deadline), score = due time (ms) |
  * | `wf:<name>:sleeping` / `:waiting-signal` / `:waiting-event` / `:waiting-child` | zset | runs in a durable wait of that kind, score = deadline (ms; 2^52 for none) (lua/includes/waits.lua) |
  * | `event:<name>\|<key>` | set | runs waiting for that event name and key (`ctx.waitForEvent`) |
+ * | `on:<event>` | hash | the workflows subscribed to an event name (`@Workflow({ on })`), each → the max attempts of the runs it starts (`''` = the default); written by worker bootstraps (lua/declare-triggers.lua), read by lua/publish.lua |
+ * | `wf:<name>:on` | set | the event names the workflow's code subscribed it to, at the latest bootstrap (lua/declare-triggers.lua unsubscribes the names it drops) |
+ * | `published:<event id>` | hash | a published event (lua/publish.lua): `name`, `at` (ms), `nonce` of the publishing call, `runs` (`<workflow> <run id> <1 created \| 0>` …), `resumed` (waiting runs resumed); expires after the publisher's `resultTtlMs`: a publish of the same id meanwhile writes nothing |
+ * | `published-by:<event>` | zset | the ids of the events published under a name, score = publish time (ms); trimmed to `resultTtlMs` and the newest 10,000 (the dashboard's event filter) |
  * | `mailbox:<id>` | list | signals sent to a run that was not waiting for them, `<name> <envelope>`, oldest first (lua/signal.lua) |
  * | `wf:<name>:wake` | list | wake marker, or fast-path handoffs (to workers of older releases), for workers blocked on the workflow |
  * | `wf:<name>:parked` | zset | workers about to block on the workflow, score = entry expiry (ms); entry `<worker id>:h:<lease ms>` (`<worker id>:<lease ms>` from older releases) |
@@ -102,6 +106,21 @@ export class RedisKeys {
   /** Where a claiming call (reserve, complete) keeps its claims for a retry after a lost reply. */
   call(callId: string): string {
     return `${this.base}call:${callId}`;
+  }
+
+  /** A published event's record (lua/publish.lua): its name, time, and the runs it started. */
+  published(eventId: string): string {
+    return `${this.base}published:${eventId}`;
+  }
+
+  /** The ids of the events published under a name, score = publish time (lua/publish.lua). */
+  publishedBy(event: string): string {
+    return `${this.base}published-by:${event}`;
+  }
+
+  /** The workflows subscribed to an event name (lua/declare-triggers.lua). */
+  subscribers(event: string): string {
+    return `${this.base}on:${event}`;
   }
 
   /** The children a cancel of run `id` has still to visit (see lua/cancel.lua). */

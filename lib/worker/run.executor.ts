@@ -80,7 +80,7 @@ export class RunExecutor {
     if (this.events.listens('active')) this.events.emit('active', { runId: claim.id, workflow: claim.workflow, attempt: claim.attempt });
     // The attempt's time limits: the run's own, else the workflow's.
     const outcome = await this.runner.run(
-      definition.instance,
+      definition.entry,
       claim,
       claim.timeoutMs ?? definition.timeoutMs,
       abort,

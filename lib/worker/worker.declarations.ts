@@ -3,6 +3,7 @@ import type { WorkflowRegistry } from '../discovery/workflow.registry';
 import { EVERY_GROUP, limitField, rateFields } from '../interfaces/limits';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { activateGroups } from '../redis/commands/activate-groups.command';
+import { declareTriggers } from '../redis/commands/declare-triggers.command';
 import { type CapDeclaration, declareLimits } from '../redis/commands/declare-limits.command';
 import type { DeclarationCheck } from '../redis/commands/reserve.command';
 import type { LuaScriptsProvider } from '../redis/lua-scripts.provider';
@@ -32,7 +33,7 @@ export class WorkerDeclarations {
   constructor(private readonly parts: DeclarationParts) {}
 
   /**
-   * The bootstrap's writes: caps, rate limits and schedules (all checked before the first write).
+   * The bootstrap's writes: caps, rate limits, schedules and event subscriptions (all checked before the first write).
    * They touch separate fields and keys, so their calls go out together over the command
    * connection, in that order and in one write, and are waited for together: one round trip, not
    * one each.
@@ -53,6 +54,7 @@ export class WorkerDeclarations {
           workflows.map((wf) => wf.name),
           this.logger,
         ),
+        this.declareTriggers(failFast, scripts),
       ]),
     );
   }
@@ -60,7 +62,7 @@ export class WorkerDeclarations {
   /**
    * What the boot's first reserve checks instead of sending the declarations, when the code
    * declares nothing — no namespace cap, and per workflow no cap, rate limit, schedule or retention
-   * setting: the four calls would then only clear values and register the workflows, which Redis
+   * setting, subscription: the five calls would then only clear values and register the workflows, which Redis
    * holds already on most boots (see lua/reserve.lua alreadyDeclared). Undefined when the code
    * declares something: its declarations are sent.
    */
@@ -68,7 +70,8 @@ export class WorkerDeclarations {
     const workflows = this.parts.registry.all();
     const caps = this.caps();
     const declaresSomething =
-      caps.some((cap) => cap.limit !== '') || workflows.some((wf) => wf.rateLimit || wf.groupRateLimit || wf.schedules.length > 0);
+      caps.some((cap) => cap.limit !== '') ||
+      workflows.some((wf) => wf.rateLimit || wf.groupRateLimit || wf.schedules.length > 0 || wf.on.length > 0);
     if (declaresSomething) return undefined;
     return {
       fingerprint: declarationFingerprint([]),
@@ -94,6 +97,22 @@ export class WorkerDeclarations {
       const raised = previous !== next && (next === '' || (previous !== '' && Number(next) > Number(previous)));
       const workflow = groupDefaults.get(field);
       if (workflow !== undefined && raised) await activateGroups(this.parts.scripts.get(), this.parts.keys, workflow);
+    }
+  }
+
+  /**
+   * Subscribes this worker's workflows to the events their code names, and unsubscribes them from
+   * the others (every workflow is sent, so a dropped `on` leaves nothing behind), and says what
+   * changed. Runs already started by an event are left alone.
+   */
+  private async declareTriggers(failFast: boolean, scripts: ScriptRunner): Promise<void> {
+    const declarations = this.parts.registry.all().map((wf) => ({ workflow: wf.name, attempts: wf.attempts, events: wf.on }));
+    for (const { workflow, added, removed } of await declareTriggers(scripts, this.parts.keys, declarations, { failFast })) {
+      const parts = [
+        added.length > 0 && `subscribed to ${added.join(', ')}`,
+        removed.length > 0 && `unsubscribed from ${removed.join(', ')}`,
+      ];
+      this.logger.log(`Workflow ${workflow}: ${parts.filter(Boolean).join('; ')} (event triggers, fleet-wide)`);
     }
   }
 

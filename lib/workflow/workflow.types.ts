@@ -212,6 +212,21 @@ export interface WorkflowOptions<In = unknown> {
    * each item says `dedupe: false`), `ctx.invoke` and schedules do not use it.
    */
   dedupe?: WorkflowDedupeOptions<In>;
+  /**
+   * Event names this workflow is subscribed to: `QueueClient.publish(event, payload)` starts one
+   * run of it per event (the payload is the run's input), idempotently by the event id. Written to
+   * Redis at bootstrap by worker processes (the latest bootstrap wins; a name dropped here is
+   * unsubscribed), so producers without this class publish to it too. See docs/triggers.md.
+   */
+  on?: string | readonly string[];
+  /**
+   * Which events start a run: evaluated by the worker at the start of each attempt of a run that
+   * an event started (after the `input` schema), never by the publisher. A run it refuses ends
+   * `completed` with result `undefined` without calling `run`, its timeline showing the step
+   * `event-filter`. Must be a pure function of the payload. Only with `on`. A method signature, so
+   * that a filter typed for the payload fits a workflow whose input type is `unknown`.
+   */
+  filter?(this: void, payload: In): boolean;
 }
 
 /** `@Workflow({ keep })`: how many finished runs of each outcome to keep at most. */

@@ -41,6 +41,14 @@ class CoolOff {
   }
 }
 
+/** Started by the event `shop.paid` (QueueClient.publish): the runs page filters by it. */
+@Workflow('shop.receipt', { attempts: 1, on: 'shop.paid' })
+class Receipt {
+  async run(input: { order: string }) {
+    return `receipt ${input.order}`;
+  }
+}
+
 describe('dashboard in Chromium', () => {
   const ns = uniqueNamespace('br');
   let redis: Redis;
@@ -206,6 +214,41 @@ describe('dashboard in Chromium', () => {
     } finally {
       await dash.client.cancel(first.id);
       await dash.client.cancel(other.id);
+    }
+  });
+
+  it('filters the runs by event name, then by event id, and shows the event on the run', async () => {
+    // A namespace of its own: the overview's cost below is measured on this one's two workflows.
+    const eventsNs = uniqueNamespace('bre');
+    const events = await createDashboardApp(
+      'express',
+      [Receipt],
+      { namespace: eventsNs },
+      { path: '/sluice', guard: (request: { headers: Record<string, string | undefined> }) => request.headers['x-operator'] === 'ops' },
+    );
+    try {
+      const paid = await events.client.publish('shop.paid', { order: 'E-1' }, { id: 'paid-E-1' });
+      const other = await events.client.publish('shop.paid', { order: 'E-2' }, { id: 'paid-E-2' });
+      await Promise.all([...paid.runs, ...other.runs].map((run) => run.result({ timeoutMs: 10_000 })));
+      await page.goto(`${events.origin}/sluice#/runs`);
+      await page.getByTestId('filter-event').fill('shop.paid');
+      await page.getByTestId('filter-apply').click();
+      const rows = page.getByTestId('run-row');
+      await rows.filter({ hasText: 'paid-E-2' }).waitFor();
+      expect(await rows.count()).toBe(2);
+      expect(page.url()).toContain('event=shop.paid');
+      await rows.filter({ hasText: 'paid-E-1' }).getByTestId('event-id-link').click();
+      await page.waitForURL(/eventId=paid-E-1/);
+      await rows.filter({ hasText: 'paid-E-2' }).waitFor({ state: 'detached' });
+      expect(await rows.count()).toBe(1);
+      await rows.getByTestId('run-link').click();
+      await page.getByTestId('run-state').filter({ hasText: 'completed' }).waitFor();
+      expect(await page.getByTestId('run-event').innerText()).toBe('shop.paid paid-E-1');
+      await shot('runs-by-event');
+    } finally {
+      await page.goto('about:blank');
+      await events.close();
+      await dropNamespace(redis, eventsNs);
     }
   });
 

@@ -40,6 +40,14 @@ class Fails {
   }
 }
 
+/** Started by the event `dh.signup` (QueueClient.publish): the runs page shows and filters by it. */
+@Workflow('dh.welcome', { attempts: 1, on: 'dh.signup' })
+class Welcome {
+  async run(input: { user: string }) {
+    return `welcome ${input.user}`;
+  }
+}
+
 /** A guard class of the app's own: 401 unless the request carries the test's token. */
 @Injectable()
 class TokenGuard implements CanActivate {
@@ -82,10 +90,10 @@ interface OverviewReply {
   workflows: Array<{ name: string }>;
 }
 interface RunsReply {
-  runs: Array<{ id: string; error?: unknown; dedupe?: unknown }>;
+  runs: Array<{ id: string; error?: unknown; dedupe?: unknown; event?: { name: string; id: string } }>;
 }
 interface RunReply {
-  run: { input: unknown; dedupe?: unknown };
+  run: { input: unknown; dedupe?: unknown; event?: { name: string; id: string } };
   timeline: { attempts: Array<{ calls: Array<{ key: string; status: string }> }> };
 }
 
@@ -280,7 +288,7 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
     redis = rawRedis();
     dash = await createDashboardApp(
       adapter,
-      [Echo, Fails, Rated],
+      [Echo, Fails, Rated, Welcome],
       { namespace: ns },
       { path: '/sluice/', guard: TokenGuard, readOnly: false },
       { providers: [TokenGuard] },
@@ -434,6 +442,29 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
       await dash.client.cancel(first.id);
       await dash.client.cancel(other.id);
     }
+  });
+
+  it('shows the event that started a run, and filters the runs by event name or event id', async () => {
+    const first = await readOnly.client.publish('dh.signup', { user: 'ada' }, { id: `signup-ada-${adapter}` });
+    const second = await readOnly.client.publish('dh.signup', { user: 'bob' });
+    await Promise.all([...first.runs, ...second.runs].map((run) => run.result({ timeoutMs: 10_000 })));
+    const runId = first.runs[0].id;
+    const detail = await jsonOf<RunReply>(fetch(url(`/api/runs/${encodeURIComponent(runId)}`), { headers: USER }));
+    expect(detail.run.event).toEqual({ name: 'dh.signup', id: first.id });
+
+    const byId = await jsonOf<RunsReply>(fetch(url(`/api/runs?eventId=${first.id}`), { headers: USER }));
+    expect(byId.runs.map((r) => [r.id, r.event])).toEqual([[runId, { name: 'dh.signup', id: first.id }]]);
+    const byName = await jsonOf<RunsReply>(fetch(url('/api/runs?event=dh.signup'), { headers: USER }));
+    expect(byName.runs.map((r) => r.id)).toEqual(expect.arrayContaining([runId, second.runs[0].id]));
+    expect(byName.runs.every((r) => r.event?.name === 'dh.signup')).toBe(true);
+    expect((await jsonOf<RunsReply>(fetch(url('/api/runs?event=dh.other'), { headers: USER }))).runs).toEqual([]);
+    // A run with no event is shown without one.
+    const plain = await jsonOf<RunsReply>(fetch(url('/api/runs?workflow=dh.fails&state=failed'), { headers: USER }));
+    expect(plain.runs.every((r) => r.event === undefined)).toBe(true);
+    // The page has the controls, and shows the event on the list and the run.
+    const script = await (await fetch(url('/assets/dashboard.js'), { headers: USER })).text();
+    for (const testid of ['filter-event', 'filter-event-id', 'run-event', 'event-id-link']) expect(script).toContain(`'${testid}'`);
+    expect((await fetch(url('/api/runs?eventId=a%20b'), { headers: USER })).status).toBe(400);
   });
 
   it('answers typed errors with their HTTP status', async () => {

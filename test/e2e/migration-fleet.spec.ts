@@ -200,8 +200,9 @@ describe('migrate() across a fleet (own redis-server)', () => {
       expect(looked.every((key) => /:(queue|waiting|wake|ready)$/.test(key)) || looked.join() === keys.limits).toBe(true);
     }
     expect(existing.length).toBe(after.exists ?? 0);
-    // The one SMEMBERS is the schedule declaration's, of the workflow's (empty) set of code-declared schedules.
-    expect(after.smembers).toBe(1);
+    // The two SMEMBERS are the schedule declaration's, of the workflow's (empty) set of code-declared
+    // schedules, and the event-trigger declaration's, of its (empty) set of subscriptions.
+    expect(after.smembers).toBe(2);
   });
 
   it('a producer that boots while Redis is down boots at once, and migrates once Redis answers', async () => {

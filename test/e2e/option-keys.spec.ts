@@ -336,6 +336,20 @@ const rows: Row[] = [
     call: (x) => t.client.sendEvent('keys.event', { key: 'k', ...x }),
   },
   {
+    type: 'PublishOptions',
+    api: 'publish',
+    where: 'publish opts',
+    redis: true,
+    call: (x) => t.client.publish('keys.event', {}, { key: 'k', ...x }),
+  },
+  {
+    type: 'ListEventsOptions',
+    api: 'listEvents',
+    where: 'listEvents opts',
+    redis: true,
+    call: (x) => t.client.listEvents({ name: 'keys.event', ...x }),
+  },
+  {
     type: 'ListRunsOptions',
     api: 'listRuns',
     where: 'listRuns opts',

@@ -29,6 +29,7 @@ const SCRIPTS: Record<AclRole, ScriptName[]> = {
     'activate-groups',
     'signal',
     'send-event',
+    'publish',
     'schedule-write',
     'schedule-control',
     'migrate-lock',
@@ -43,8 +44,9 @@ const SCRIPTS: Record<AclRole, ScriptName[]> = {
 /** What each role sends outside the scripts (each with the role before it's). */
 const DIRECT: Record<AclRole, string[]> = {
   // the layout's GET, get()/timeline()'s HMGET, the completed-runs watch's TIME and HSET, the
-  // fleet lookup's SISMEMBER (a workflow named without its class, as the dashboard does)
-  dashboard: ['get', 'hmget', 'time', 'hset', 'sismember'],
+  // fleet lookup's SISMEMBER (a workflow named without its class, as the dashboard does), and
+  // listEvents' ZREVRANGE (the runs page's event filter; getEvent's is an HMGET)
+  dashboard: ['get', 'hmget', 'time', 'hset', 'sismember', 'zrevrange'],
   // the migration's EXISTS and SCAN (and SSCAN of workflows), a schedule's HGETALL
   producer: ['exists', 'scan', 'sscan', 'hgetall'],
   // the wake's BLPOP, passing a wake on (RPUSH), withdrawing a park announcement (ZREM)

@@ -137,7 +137,7 @@
   }
   const runsRoute = (o) => {
     const p = new URLSearchParams();
-    for (const k of ['workflow', 'state', 'group', 'dedupe', 'order', 'id']) if (o[k] != null && o[k] !== '') p.set(k, o[k]);
+    for (const k of ['workflow', 'state', 'group', 'dedupe', 'order', 'id', 'event', 'eventId']) if (o[k] != null && o[k] !== '') p.set(k, o[k]);
     return '#/runs?' + p.toString();
   };
   const intOk = (v, lo, hi) => /^\d+$/.test(v) && +v >= lo && +v <= hi;
@@ -625,6 +625,8 @@
     const dedupe = qs.get('dedupe') || '';
     const order = qs.get('order') === 'asc' ? 'asc' : 'desc';
     const id = qs.get('id') || '';
+    // By event (QueueClient.publish): its id, or a name's newest.
+    const event = qs.get('event') || '', eventId = qs.get('eventId') || '', byEvent = !id && (event || eventId);
     view.replaceChildren(pageHead('Runs'), h('p', { class: 'empty' }, 'Loading…'));
     if (!wfNames.length) {
       try { const d = await api('api/overview'); wfNames = (d.workflows || []).map((w) => String(w.name)); } catch (e) { if (t === token) loadErr(e, 'workflows'); }
@@ -639,31 +641,34 @@
     const fDd = h('input', { id: 'f-dd', testid: 'filter-dedupe', type: 'text', value: dedupe, placeholder: 'any dedupe key', autocomplete: 'off' });
     const fOr = h('select', { id: 'f-or', testid: 'filter-order' }, opts([['desc', 'newest first'], ['asc', 'oldest first']], order));
     const fId = h('input', { id: 'f-id', testid: 'filter-id', type: 'search', value: id, placeholder: 'exact run id, any workflow', autocomplete: 'off' });
+    const fEv = h('input', { id: 'f-ev', testid: 'filter-event', type: 'search', value: event, placeholder: 'any event' });
+    const fEi = h('input', { id: 'f-ei', testid: 'filter-event-id', type: 'search', value: eventId, placeholder: 'event id' });
     const form = h('form', {
       class: 'filters', role: 'search', 'aria-label': 'Filter runs',
-      onsubmit: (e) => { e.preventDefault(); go(runsRoute({ workflow: fWf.value, state: fSt.value, group: fGr.value.trim(), dedupe: fDd.value.trim(), order: fOr.value, id: fId.value.trim() })); },
+      onsubmit: (e) => { e.preventDefault(); go(runsRoute({ workflow: fWf.value, state: fSt.value, group: fGr.value.trim(), dedupe: fDd.value.trim(), order: fOr.value, id: fId.value.trim(), event: fEv.value.trim(), eventId: fEi.value.trim() })); },
     },
     h('label', { for: 'f-wf' }, 'Workflow', fWf), h('label', { for: 'f-st' }, 'State', fSt), h('label', { for: 'f-gr' }, 'Group', fGr),
     h('label', { for: 'f-dd' }, 'Dedupe key', fDd),
     h('label', { for: 'f-or' }, 'Order', fOr), h('label', { for: 'f-id' }, 'Run id', fId),
+    h('label', { for: 'f-ev' }, 'Event', fEv), h('label', { for: 'f-ei' }, 'Event id', fEi),
     h('button', { type: 'submit', class: 'btn btn-primary', testid: 'filter-apply' }, 'Apply'));
     const out = h('div', null, h('p', { class: 'empty' }, 'Loading…'));
     view.replaceChildren(pageHead('Runs', refreshBtn()), form, out);
-    if (!wf && !id) { swap(out, h('p', { class: 'empty' }, 'No workflows found, so there are no runs to list.')); return; }
+    if (!wf && !id && !byEvent) { swap(out, h('p', { class: 'empty' }, 'No workflows found, so there are no runs to list.')); return; }
     const stack = [];
     let cursor = null;
     let nextCursor = null;
     setView(async () => {
-      const p = new URLSearchParams(id ? { id } : { workflow: wf, state: st, order, limit: '50' });
-      if (group && !id) p.set('group', group);
-      if (dedupe && !id) p.set('dedupe', dedupe);
+      const p = new URLSearchParams(id ? { id } : byEvent ? { event, eventId, limit: '200' } : { workflow: wf, state: st, order, limit: '50' });
+      if (group && !id && !byEvent) p.set('group', group);
+      if (dedupe && !id && !byEvent) p.set('dedupe', dedupe);
       if (cursor) p.set('cursor', cursor);
       const d = await load(t, 'api/runs?' + p.toString(), 'runs', out);
       if (!d) return;
       nextCursor = d.cursor || null;
       const runs = Array.isArray(d.runs) ? d.runs : [];
-      const cols = [['ID'], ['Workflow'], ['State'], ['Group'], ['Dedupe', '', 'dedupe key, mode and the enqueues folded into the run'], ['Attempts', 'n', 'attempts started in all (hover a row for how many failed)'], ['Created'], ['Finished'], ['Input'], ['Error']];
-      const what = `${st === 'all' ? '' : st + ' '}runs of “${wf}”${group ? ` in group “${group}”` : ''}${dedupe ? ` with dedupe key “${dedupe}”` : ''}`;
+      const cols = [['ID'], ['Workflow'], ['State'], ['Group'], ['Dedupe', '', 'dedupe key, mode and the enqueues folded into the run'], ['Event', null, 'what started it'], ['Attempts', 'n', 'attempts started in all (hover a row for how many failed)'], ['Created'], ['Finished'], ['Input'], ['Error']];
+      const what = byEvent ? `runs of event “${eventId || event}”` : `${st === 'all' ? '' : st + ' '}runs of “${wf}”${group ? ` in group “${group}”` : ''}${dedupe ? ` with dedupe key “${dedupe}”` : ''}`;
       swap(out, [
         d.completedUnlisted ? h('p', { class: 'note', testid: 'completed-note' },
           `Completed runs of “${wf}” are listed once they complete while a dashboard is open (it records them for 15 minutes after its last read): none has yet. To list every completed run, set @Workflow('${wf}', { indexCompleted: true }).`) : null,
@@ -678,17 +683,22 @@
                 h('td', null, badge(r.state)),
                 h('td', { class: 'code' }, r.group != null ? String(r.group) : dash()),
                 h('td', { class: 'code', testid: 'run-row-dedupe' }, r.dedupe ? dedupeText(r.dedupe, wf) : dash()),
+                h('td', { class: 'code' }, r.event ? eventLink(r.event) : dash()),
                 h('td', { class: 'n', title: attemptsTitle(r) }, num(r.attempts)),
                 h('td', null, tm(r.createdAt)), h('td', null, tm(r.finishedAt)),
                 h('td', { class: 'code wrapcell', title: inp }, trunc(inp, 80)),
                 h('td', { class: 'wrapcell errcell' }, r.error ? [h('strong', null, String(r.error.name || 'Error')), ': ', trunc(String(r.error.message || ''), 160)] : dash()));
             }))))
           : h('p', { class: 'empty', testid: 'runs-empty' }, id ? `No run “${id}” (it never existed, or its retention expired).` : `No ${what}${stack.length ? ' on this page' : ''}.`),
-        id ? null : pager(stack.length && (() => { cursor = stack.pop(); refreshNow(); }), `Page ${stack.length + 1} · ${order === 'asc' ? 'oldest' : 'newest'} first`,
+        id || byEvent ? null : pager(stack.length && (() => { cursor = stack.pop(); refreshNow(); }), `Page ${stack.length + 1} · ${order === 'asc' ? 'oldest' : 'newest'} first`,
           nextCursor && (() => { stack.push(cursor); cursor = nextCursor; refreshNow(); })),
       ]);
     }, false);
   }
+
+  // Links to the runs of the event's name, and id.
+  const eventLink = (ev) => h('span', { testid: 'run-event' }, h('a', { href: runsRoute({ event: ev.name }) }, String(ev.name)), ' ',
+    h('a', { href: runsRoute({ eventId: ev.id }), testid: 'event-id-link', class: 'sub' }, String(ev.id)));
 
   /* == run detail == */
   function runPage(id) {
@@ -743,6 +753,7 @@
       kv.push(['Dedupe', h('span', { testid: 'run-dedupe' }, dedupeText(dd, r.workflow),
         h('span', { class: 'sub muted' }, ` holds the input of enqueue #${num(dd.inputSeq)} of ${num(dd.count)}`))]);
     }
+    if (r.event) kv.push(['Event', eventLink(r.event)]);
     const out = [];
     if (!readOnly) {
       const P = 'api/runs/' + apiSeg(r.id) + '/';

@@ -1,0 +1,15 @@
+import { SluiceError } from './sluice.error';
+
+/** `publish(name, payload, { id })` with an id published before under another event name. Nothing was written. */
+export class EventIdConflictError extends SluiceError {
+  constructor(
+    readonly eventId: string,
+    readonly existingName: string,
+    readonly eventName: string,
+  ) {
+    super(
+      `event id "${eventId}" was published as "${existingName}", not "${eventName}": an event id names one event per namespace ` +
+        'while its record is kept (resultTtlMs). Nothing was written',
+    );
+  }
+}
