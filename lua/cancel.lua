@@ -6,6 +6,8 @@
   writes are refused. Its waiters are told (done channel, state 'cancelled'), and the workers are
   told on the namespace's cancel channel, so the one running it aborts its signal at once (the
   lease heartbeat notices too, should that message be lost). A finished run is left as it is.
+  A batch run (field 'batchOf', docs/batches.md) ends with its members still in it; a member
+  ('batched') ends alone, and its batch runs without it.
   A run in a durable wait leaves it (waits.lua); one waiting for child workflows cancels them
   too, and theirs in turn, each recorded and announced as a cancelled run of its own, with the
   error of the run that waited for it.
@@ -60,6 +62,21 @@ local now = nowMs()
 local freed, tally = {}, {}
 local budget = math.max(1, tonumber(ARGV[6]))
 
+-- A batch run's members still in it (docs/batches.md) end with it, each a cancelled run of its
+-- workflow `memberOf`, told to its waiters; the member list expires with the batch.
+local function cancelMembers(id, memberOf, err)
+  local listKey = base .. 'batch:' .. id
+  for _, memberId in ipairs(redis.call('LRANGE', listKey, 0, -1)) do
+    local memberKey = base .. 'run:' .. memberId
+    local m = redis.call('HMGET', memberKey, 'state', 'batch', 'waited', 'links')
+    if m[1] == 'batched' and m[2] == id then
+      finishRun(base, memberKey, memberId, memberOf, 'cancelled', 'error', err, now, tonumber(ARGV[5]), m[3], m[4] == '1')
+      tallyFinished(tally, memberOf, memberId)
+    end
+  end
+  redis.call('PEXPIRE', listKey, ARGV[5])
+end
+
 -- Cancels one unfinished run; returns the state it was in (a wait's kind, if in one) and the
 -- ids of the children it waited for.
 local function cancelRun(runKey, id, f, err, reason)
@@ -95,10 +112,11 @@ local function cancelRun(runKey, id, f, err, reason)
   end
   finishRun(base, runKey, id, workflow, 'cancelled', 'error', err, now, tonumber(ARGV[5]), f[7], f[9] == '1')
   tallyFinished(tally, workflow, id)
+  if f[11] then cancelMembers(id, f[11], err) end
   return shown, children
 end
 
-local FIELDS = { 'state', 'workflow', 'group', 'priority', 'token', 'input', 'waited', 'wait', 'links', 'parent' }
+local FIELDS = { 'state', 'workflow', 'group', 'priority', 'token', 'input', 'waited', 'wait', 'links', 'parent', 'batchOf' }
 local function unfinished(f)
   return f[1] and f[2] and f[1] ~= 'completed' and f[1] ~= 'failed' and f[1] ~= 'cancelled'
 end

@@ -3,7 +3,8 @@ import { decodePayload } from '../redis/payload.codec';
 import { RECORD_DEFAULT_MAX_ATTEMPTS } from '../redis/run.layout';
 import { runIdTime } from '../workflow/run-id';
 
-export type RunState = 'waiting' | 'delayed' | 'active' | 'completed' | 'failed' | 'cancelled' | WaitState;
+/** `batched`: a member of a batch workflow waiting for its batch to finish (see `RunInfo.batch`, docs/batches.md). */
+export type RunState = 'waiting' | 'delayed' | 'active' | 'batched' | 'completed' | 'failed' | 'cancelled' | WaitState;
 
 /** The states of a run in a durable wait: it holds no lease and no slot (see `RunContext.sleep` and the other waits). */
 export type WaitState = 'sleeping' | 'waiting-signal' | 'waiting-event' | 'waiting-child';
@@ -78,6 +79,10 @@ export interface RunInfo<Out = unknown> {
   progress?: unknown;
   /** In a durable wait (state 'sleeping', 'waiting-signal', 'waiting-event' or 'waiting-child'): what for, and until when. */
   waitingFor?: WaitingFor;
+  /** A member of a batch workflow: the id of its batch run (docs/batches.md). */
+  batch?: string;
+  /** A batch run: the workflow of its members (whose ids `QueueClient.batchMembers` lists). */
+  batchOf?: string;
 }
 
 /** The run hash fields, in the order {@link toRunInfo} reads them. */
@@ -98,11 +103,15 @@ export const RUN_FIELDS = [
   'error',
   'progress',
   'wait',
+  'batch',
+  'batchOf',
 ] as const;
 
 /** Read by position, so that fields added to the list later need not shift it. */
 const PROGRESS_AT = RUN_FIELDS.indexOf('progress');
 const WAIT_AT = RUN_FIELDS.indexOf('wait');
+const BATCH_AT = RUN_FIELDS.indexOf('batch');
+const BATCH_OF_AT = RUN_FIELDS.indexOf('batchOf');
 
 export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null {
   const [workflow, state, input, priority, group, attempts, maxAttempts, failures, createdAt, dueAt, startedAt, finishedAt, result, error] =
@@ -131,5 +140,7 @@ export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null
     // A completed run's record may still hold the error of an earlier attempt: not its outcome.
     ...(error && state !== 'completed' && { error: decodePayload<RunErrorInfo>(error) }),
     ...(values[PROGRESS_AT] && { progress: decodePayload(values[PROGRESS_AT]) }),
+    ...(values[BATCH_AT] && { batch: values[BATCH_AT] }),
+    ...(values[BATCH_OF_AT] && { batchOf: values[BATCH_OF_AT] }),
   };
 }

@@ -6,6 +6,7 @@ import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { enqueueRun, type EnqueueReply, type EnqueueSettings } from '../redis/commands/enqueue.command';
 import { enqueueChunk, enqueueMany } from '../redis/commands/enqueue-many.command';
+import { enqueueBatchMember, type BatchEnqueueCall, type BatchEnqueueReply } from '../redis/commands/enqueue-batch.command';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisKeys } from '../redis/redis.keys';
 import { telemetryApi, type OtelApi } from '../telemetry/otel.loader';
@@ -58,6 +59,19 @@ export class RunEnqueuer {
    */
   storeWaited(request: EnqueueRequest, waitedBy: string): Promise<EnqueueReply> {
     return this.storeOne(request, waitedBy, this.otel && captureTrace(this.otel));
+  }
+
+  /**
+   * Stores one member of a batch workflow and adds it to its open batch (lua/enqueue-batch.lua);
+   * `call.waited` as for {@link storeWaited} ('' for nobody).
+   */
+  async storeMember(call: BatchEnqueueCall): Promise<BatchEnqueueReply> {
+    try {
+      return await enqueueBatchMember(this.scripts.get(), this.keys, call);
+    } catch (error) {
+      if (error instanceof OutcomeUnknownError) error.runId = call.request.id;
+      throw error;
+    }
   }
 
   /**

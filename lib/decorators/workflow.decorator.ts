@@ -12,6 +12,7 @@ import { BACKOFF_OPTIONS } from '../interfaces/backoff.options';
 import type { ContractImplementation, RetentionByCount, SchemaImplementation, WorkflowOptions } from '../workflow/workflow.types';
 import { isWorkflowContract, type WorkflowContract } from '../workflow/workflow.contract';
 import { checkSchemaOption } from '../workflow/schema.validate';
+import { checkBatchOptions } from '../workflow/batch.options';
 import type { SchemaInput, StandardSchemaV1 } from '../workflow/standard-schema';
 
 /** The keys of {@link WorkflowOptions}. */
@@ -28,6 +29,7 @@ export const WORKFLOW_OPTIONS: readonly string[] = [
   'keep',
   'input',
   'output',
+  'batch',
 ];
 
 const MAX_DELAY_MS = 365 * 86_400_000;
@@ -101,6 +103,7 @@ export function Workflow(nameOrContract: string | WorkflowContract, options: Wor
   if (options.indexCompleted !== undefined && typeof options.indexCompleted !== 'boolean') {
     throw new InvalidOptionError(`@Workflow('${name}') indexCompleted`, `must be a boolean, got ${typeof options.indexCompleted}`);
   }
+  if (options.batch !== undefined) checkBatchOptions(name, options.batch, options as Record<string, unknown>);
   const schedules = options.schedules === undefined ? undefined : checkDeclaredSchedules(name, options.schedules);
   const metadata: WorkflowMetadata = { name, options: { ...options, ...(schedules && { schedules }) } };
   return (target) => {

@@ -7,3 +7,4 @@ export * from './migration.errors';
 export * from './schedule.errors';
 export * from './wait.errors';
 export * from './validation.errors';
+export * from './batch.errors';

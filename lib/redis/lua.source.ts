@@ -37,7 +37,10 @@ export type ScriptName =
   | 'continue'
   | 'signal'
   | 'send-event'
-  | 'acl-check';
+  | 'acl-check'
+  | 'enqueue-batch'
+  | 'batch-members'
+  | 'finish-batch';
 
 export interface LuaScript {
   name: ScriptName;

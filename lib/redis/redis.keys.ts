@@ -37,6 +37,8 @@
  * | `runtime-limits` | hash | the fields of `limits` that code declares (`ns`, `wf:<name>`, `wf:<name>:group`, `wf:<name>:rate`, `wf:<name>:group-rate`) set at runtime by `setLimits`, each with the value the code declared then (`''` = none; a rate limit as `<max>/<ms>`): a bootstrap keeps them until its code declares something else (lua/includes/origins.lua). No entry = the code's value |
  * | `ns-waiting` | zset | workflows with due runs the namespace cap held back, score = turn (lua/includes/slots.lua wakeNamespaceWaiters) |
  * | `workflows` | set | workflows registered by worker processes |
+ * | `batch:<id>` | list | the member run ids of batch run `<id>`, in enqueue order; expires with the batch's record (lua/enqueue-batch.lua, docs/batches.md) |
+ * | `wf:<name>.batch:open` / `wf:<name>.batch:open:<key>` | string | the batch run members of workflow `<name>` (of that batch key) join while it is delayed and never claimed; expires after the max wait |
  * | `seq` | string | FIFO sequence within a priority |
  * | `turn` | string | round-robin turns, taken in blocks |
  * | `stall-gate` | string | at most one stalled scan per interval, fleet-wide |
@@ -96,6 +98,11 @@ export class RedisKeys {
 
   run(id: string): string {
     return `${this.base}run:${id}`;
+  }
+
+  /** The member ids of batch run `id` (docs/batches.md). */
+  batch(id: string): string {
+    return `${this.base}batch:${id}`;
   }
 
   /** Where a claiming call (reserve, complete) keeps its claims for a retry after a lost reply. */

@@ -6,6 +6,8 @@ import type { WorkflowContract } from './workflow.contract';
 import type { SchemaInput, SchemaOutput, StandardSchemaV1 } from './standard-schema';
 import type { Duration } from '../util/duration';
 import type { BackoffOptions } from '../interfaces/backoff.options';
+import type { BatchContext } from './batch.context';
+import type { BatchOptions } from './batch.options';
 import type { EventWaitOptions, InvokeCall, InvokeOptions, SignalWaitOptions, WaitOutcome } from './wait.types';
 
 /** A workflow `ctx.invoke` starts: its class or contract (types inferred), or its name. */
@@ -203,6 +205,14 @@ export interface WorkflowOptions<In = unknown> {
    * With a contract, the contract's.
    */
   output?: StandardSchemaV1;
+  /**
+   * Runs of this workflow are members of batches, and `run(inputs, ctx)` gets a whole batch's
+   * inputs at once — typed `(inputs: In[], ctx: BatchContext)` — and returns one result per input,
+   * in their order (see {@link BatchOptions} and docs/batches.md). Each member keeps its own run
+   * id, result and waiters; a batch is a run of its own of the workflow `<name>.batch`, retried
+   * and capped as one (`concurrency` counts batches). Not with `schedules`, `input` or `output`.
+   */
+  batch?: BatchOptions<In>;
 }
 
 /** `@Workflow({ keep })`: how many finished runs of each outcome to keep at most. */
@@ -246,19 +256,28 @@ export type SchemaImplementation<I, O> = abstract new (...args: any[]) => {
 };
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- any in infer patterns matches every contract and run signature; public API */
-/** Input type of a workflow class (the first parameter of its `run`) or of a contract. */
+/**
+ * Input type of a workflow class (the first parameter of its `run`) or of a contract. For a batch
+ * workflow (its `run` takes `ctx: BatchContext`), one member's: an element of the inputs array.
+ */
 export type WorkflowInput<W> =
   W extends WorkflowContract<infer I, any, any, any>
     ? I
-    : W extends abstract new (...args: any[]) => { run(input: infer I, ...rest: any[]): any }
-      ? I
+    : W extends abstract new (...args: any[]) => { run(input: infer I, ctx: infer C, ...rest: any[]): any }
+      ? Member<I, C>
       : unknown;
 
-/** Output type of a workflow class (the awaited return type of its `run`) or of a contract. */
+/**
+ * Output type of a workflow class (the awaited return type of its `run`) or of a contract. For a
+ * batch workflow, one member's: an element of the results array.
+ */
 export type WorkflowOutput<W> =
   W extends WorkflowContract<any, infer O, any, any>
     ? O
-    : W extends abstract new (...args: any[]) => { run(...args: any[]): infer O }
-      ? Awaited<O>
+    : W extends abstract new (...args: any[]) => { run(input: any, ctx: infer C, ...rest: any[]): infer O }
+      ? Member<Awaited<O>, C>
       : unknown;
+
+/** `T` as one member's of a batch workflow (whose `run` takes `ctx: BatchContext`): the element type of the array `T`. */
+type Member<T, C> = [C] extends [BatchContext<any>] ? (T extends readonly (infer E)[] ? E : T) : T;
 /* eslint-enable @typescript-eslint/no-explicit-any */
