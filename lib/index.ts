@@ -9,7 +9,6 @@ export type { StandardSchemaV1, SchemaInput, SchemaOutput } from './workflow/sta
 export { Step } from './decorators/step.decorator';
 export type { StepOptions } from './decorators/step.decorator';
 export type { StepCallOptions, StepContext, StepFn } from './workflow/step.options';
-export type { BatchContext, BatchInfo } from './workflow/batch.context';
 export type { BatchOptions } from './workflow/batch.options';
 export { QueueClient } from './client/queue.client';
 export { QueueAdmin } from './client/queue.admin';
@@ -45,6 +44,8 @@ export type {
   WorkflowClass,
   WorkflowInput,
   WorkflowOutput,
+  BatchContext,
+  BatchInfo,
 } from './workflow/workflow.types';
 export type { BackoffOptions } from './interfaces/backoff.options';
 export type { Duration } from './util/duration';

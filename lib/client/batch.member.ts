@@ -4,6 +4,7 @@ import type { EnqueueOptions } from '../interfaces/enqueue.options';
 import type { BatchEnqueueCall } from '../redis/commands/enqueue-batch.command';
 import { batchKeyOf } from '../workflow/batch.options';
 import { buildEnqueueRequest } from '../workflow/enqueue.request';
+import { newRunId } from '../workflow/run-id';
 
 /**
  * Enqueue options a batch member cannot have: it starts, and is retried, with its batch (see
@@ -28,5 +29,5 @@ export function batchMemberCall(
     if (opts?.[option] !== undefined)
       throw new InvalidOptionError(`opts.${option}`, `a member of batch workflow "${batch.of}" starts and retries with its batch`);
   }
-  return { request, batch, key: batchKeyOf(batch.options, input, request.group) };
+  return { request, batch, key: batchKeyOf(batch.options, input, request.group), batchId: newRunId() };
 }

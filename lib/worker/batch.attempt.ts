@@ -50,7 +50,7 @@ export class BatchAttempt {
           if (!Array.isArray(results)) throw new BatchOutputError(workflow, `got ${results === null ? 'null' : typeof results}`);
           if (results.length !== inputs.length)
             throw new BatchOutputError(workflow, `got ${results.length} result(s) for ${inputs.length} input(s)`);
-          return results;
+          return results as unknown[];
         },
       },
     }) as WorkflowInstance;

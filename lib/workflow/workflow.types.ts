@@ -6,7 +6,6 @@ import type { WorkflowContract } from './workflow.contract';
 import type { SchemaInput, SchemaOutput, StandardSchemaV1 } from './standard-schema';
 import type { Duration } from '../util/duration';
 import type { BackoffOptions } from '../interfaces/backoff.options';
-import type { BatchContext } from './batch.context';
 import type { BatchOptions } from './batch.options';
 import type { EventWaitOptions, InvokeCall, InvokeOptions, SignalWaitOptions, WaitOutcome } from './wait.types';
 
@@ -124,6 +123,27 @@ export interface RunContext<In = unknown> {
    * (`PayloadNotSerializableError`, `PayloadTooLargeError`) before anything is written.
    */
   continueAsNew(input: In): Promise<never>;
+}
+
+/** The batch a batch workflow's `run` is called with (see {@link BatchContext}). */
+export interface BatchInfo {
+  /** The batch run's id (also `ctx.runId`). */
+  readonly id: string;
+  /** The member run ids, in the order of the inputs. */
+  readonly memberIds: readonly string[];
+}
+
+/**
+ * The `ctx` of a batch workflow's `run(inputs, ctx)` (`@Workflow(name, { batch })`, see
+ * docs/batches.md): a run context of the batch run — steps are memoized per batch, waits suspend
+ * the whole batch — with the batch's members. Typing `ctx` as `BatchContext` is also what tells
+ * the compiler that the class batches: `client.run(Class, input)` then takes one member's input
+ * and resolves with that member's result. `continueAsNew` is refused (a batch's inputs are its
+ * members'): it fails the batch without retries.
+ */
+export interface BatchContext<In = unknown> extends RunContext<In> {
+  /** The batch this attempt runs: its id and its members', in the order of the inputs. */
+  readonly batch: BatchInfo;
 }
 
 /** Options of `@Workflow(name, options)`; `In` types the `input` of declared schedules (from a contract). */

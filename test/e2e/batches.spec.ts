@@ -1,5 +1,6 @@
 import {
   BatchContext,
+  EnqueueOptions,
   InvalidOptionError,
   NonRetryableError,
   QueueClient,
@@ -229,8 +230,8 @@ describe('batches', () => {
   it('refuses what a member cannot have, before any Redis call', async () => {
     await expect(client.enqueue(SquareBatch, 1, { delayMs: 10 })).rejects.toThrow(InvalidOptionError);
     await expect(client.enqueue(SquareBatch, 1, { priority: 3 })).rejects.toThrow(/starts and retries with its batch/);
-    await expect(client.enqueue(KeyedBatch, { tenant: 'no spaces', n: 1 } as never)).rejects.toThrow(/batch\.key\(input\)/);
-    await expect(client.enqueue(SquareBatch, 1, { bogus: 1 } as never)).rejects.toThrow(InvalidOptionError);
+    await expect(client.enqueue(KeyedBatch, { tenant: 'no spaces', n: 1 })).rejects.toThrow(/batch\.key\(input\)/);
+    await expect(client.enqueue(SquareBatch, 1, { bogus: 1 } as EnqueueOptions)).rejects.toThrow(InvalidOptionError);
     expect(() => Workflow('batch.bad', { batch: { maxSize: 0, maxWaitMs: 10 } })).toThrow(/maxSize/);
     expect(() => Workflow('batch.bad', { batch: { maxSize: 2, maxWaitMs: 10, maxWait: 1 } as never })).toThrow(/did you mean/);
     expect(() => Workflow('batch.bad', { batch: { maxSize: 2, maxWaitMs: 10 }, schedules: [{ cron: '* * * * *' }] })).toThrow(

@@ -1,6 +1,4 @@
 import type { EnqueueRequest } from '../../interfaces/enqueue.options';
-import type { BatchTarget } from '../../discovery/workflow.registry';
-import { newRunId } from '../../workflow/run-id';
 import type { LuaScripts } from '../lua.scripts';
 import type { RedisKeys } from '../redis.keys';
 import { firstTryOnly, newNonce, type EnqueueReply } from './enqueue.command';
@@ -8,7 +6,15 @@ import { firstTryOnly, newNonce, type EnqueueReply } from './enqueue.command';
 /** One member enqueue of a batch workflow (lua/enqueue-batch.lua). */
 export interface BatchEnqueueCall {
   request: EnqueueRequest;
-  batch: BatchTarget;
+  batch: {
+    /** The workflow's name (its members'). */
+    of: string;
+    /** Its batch workflow's, `<of>.batch`. */
+    workflow: string;
+    options: { maxSize: number; maxWaitMs: number };
+  };
+  /** Id of the batch run this enqueue opens, if it opens one (a new generated run id). */
+  batchId: string;
   /** The member's batch key ('' for none), checked already (see batchKeyOf). */
   key: string;
   /** Who waits on the member (run()): '1' for its done channel, or an inbox id; '' for nobody. */
@@ -30,7 +36,6 @@ export async function enqueueBatchMember(scripts: LuaScripts, keys: RedisKeys, c
   const generated = request.idGenerated === true;
   const nonce = generated ? '' : newNonce();
   const firstTry = firstTryOnly(generated);
-  const batchId = newRunId();
   const reply = await scripts.run<string>(
     'enqueue-batch',
     [keys.run(request.id)],
@@ -44,7 +49,7 @@ export async function enqueueBatchMember(scripts: LuaScripts, keys: RedisKeys, c
       batch.options.maxSize,
       batch.options.maxWaitMs,
       request.attempts,
-      batchId,
+      call.batchId,
       call.waited,
       nonce,
       firstTry() ? '0' : '1',
