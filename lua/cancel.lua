@@ -23,7 +23,7 @@
   still its parent's (not an id reused since) and its parent is still cancelled (not retried
   meanwhile) or gone.
 
-  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, waits, slots, finish
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, waits, slots, finish, batches
 
   KEYS[1] run:<id>  hash
   KEYS[2] leases    zset
@@ -56,26 +56,12 @@
 -- @include waits
 -- @include slots
 -- @include finish
+-- @include batches
 
 local base = ARGV[1]
 local now = nowMs()
 local freed, tally = {}, {}
 local budget = math.max(1, tonumber(ARGV[6]))
-
--- A batch run's members still in it (docs/batches.md) end with it, each a cancelled run of its
--- workflow `memberOf`, told to its waiters; the member list expires with the batch.
-local function cancelMembers(id, memberOf, err)
-  local listKey = base .. 'batch:' .. id
-  for _, memberId in ipairs(redis.call('LRANGE', listKey, 0, -1)) do
-    local memberKey = base .. 'run:' .. memberId
-    local m = redis.call('HMGET', memberKey, 'state', 'batch', 'waited', 'links')
-    if m[1] == 'batched' and m[2] == id then
-      finishRun(base, memberKey, memberId, memberOf, 'cancelled', 'error', err, now, tonumber(ARGV[5]), m[3], m[4] == '1')
-      tallyFinished(tally, memberOf, memberId)
-    end
-  end
-  redis.call('PEXPIRE', listKey, ARGV[5])
-end
 
 -- Cancels one unfinished run; returns the state it was in (a wait's kind, if in one) and the
 -- ids of the children it waited for.
@@ -112,7 +98,7 @@ local function cancelRun(runKey, id, f, err, reason)
   end
   finishRun(base, runKey, id, workflow, 'cancelled', 'error', err, now, tonumber(ARGV[5]), f[7], f[9] == '1')
   tallyFinished(tally, workflow, id)
-  if f[11] then cancelMembers(id, f[11], err) end
+  if f[11] then endMembers(base, id, f[11], 'cancelled', 'error', err, now, tonumber(ARGV[5]), tally) end
   return shown, children
 end
 

@@ -11,7 +11,7 @@
   for any run (a retry, after the backoff or at once, keeps the members waiting in the batch),
   and a batch that fails for good fails each of its members with its error.
 
-  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, waits, slots, finish
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, waits, slots, finish, batches
 
   KEYS[1] run:<batch id>    hash
   KEYS[2] batch:<batch id>  list: the member ids
@@ -42,6 +42,7 @@
 -- @include waits
 -- @include slots
 -- @include finish
+-- @include batches
 
 local base, id, token = ARGV[1], ARGV[2], ARGV[3]
 local ttl = tonumber(ARGV[4])
@@ -67,8 +68,6 @@ local function addMember(memberId, payload)
 end
 if outcome == 'completed' then
   for i = 7, #ARGV, 2 do addMember(ARGV[i], ARGV[i + 1]) end
-elseif not retry then
-  for _, memberId in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do addMember(memberId, ARGV[7]) end
 end
 
 -- Writes.
@@ -89,16 +88,20 @@ if retry then
   end
   hsetRun(KEYS[1], ARGV[5], 'ended', token .. ':retry')
 else
-  local field = outcome == 'completed' and 'result' or 'error'
   local tally = {}
-  for _, m in ipairs(members) do
-    finishRun(base, m[2], m[1], memberOf, outcome, field, m[3], now, ttl, m[4], m[5])
-    tallyFinished(tally, memberOf, m[1])
+  if outcome == 'completed' then
+    for _, m in ipairs(members) do
+      finishRun(base, m[2], m[1], memberOf, 'completed', 'result', m[3], now, ttl, m[4], m[5])
+      tallyFinished(tally, memberOf, m[1])
+    end
+    finishRun(base, KEYS[1], id, workflow, 'completed', 'result', tostring(#members), now, ttl, waited, linked)
+    redis.call('PEXPIRE', KEYS[2], steadyText(ttl))
+  else
+    endMembers(base, id, memberOf, 'failed', 'error', ARGV[7], now, ttl, tally)
+    redis.call('HSET', KEYS[1], 'failures', intText(failures))
+    finishRun(base, KEYS[1], id, workflow, 'failed', 'error', ARGV[7], now, ttl, waited, linked)
   end
-  if outcome == 'failed' then redis.call('HSET', KEYS[1], 'failures', intText(failures)) end
-  finishRun(base, KEYS[1], id, workflow, outcome, field, outcome == 'completed' and tostring(#members) or ARGV[7], now, ttl, waited, linked)
   hsetRun(KEYS[1], ARGV[5], 'ended', token .. ':' .. outcome)
-  redis.call('PEXPIRE', KEYS[2], steadyText(ttl))
   -- After the last write to the runs: retention by count may delete their hashes right here.
   countFinished(base, limitsKey, tally, outcome, now, ttl)
   countFinished(base, limitsKey, { [workflow] = { id } }, outcome, now, ttl)

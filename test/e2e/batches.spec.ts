@@ -240,6 +240,35 @@ describe('batches', () => {
     expect(await redis.exists(`${base}run:typed-x`)).toBe(1); // (the typed enqueue above did write)
   });
 
+  it('a batch that stalls past maxStalls fails for good, and each of its members with it', async () => {
+    const ns = uniqueNamespace('batch-stall');
+    const nsBase = `{sluice:${ns}}:`;
+    const only = await createApp([], { namespace: ns, worker: { enabled: false } });
+    let worker: TestApp | undefined;
+    try {
+      const handles = await Promise.all(['s1', 's2'].map((id) => only.client.enqueue(SlowBatch, id, { id })));
+      const batchId = (await only.client.get('s1'))!.batch!;
+      // As a worker that died holding it, the last of its allowed stalls: leased, the lease expired.
+      await redis.zrem(`${nsBase}wf:batch.slow.batch:delayed`, batchId);
+      await redis.hset(`${nsBase}run:${batchId}`, 'state', 'active', 'attempts', '3', 'stalls', '3', 'token', '7');
+      await redis.zadd(`${nsBase}leases`, 1, batchId);
+      await redis.sadd(`${nsBase}wf:batch.slow.batch:active`, batchId);
+      worker = await createApp([SlowBatch], { namespace: ns, worker: { lockMs: 500, stalledIntervalMs: 100, maxStalls: 3 } });
+      for (const h of handles) {
+        const error = await rejection(() => h.result({ timeoutMs: 10_000 }));
+        expect(error).toBeInstanceOf(WorkflowFailedError);
+        expect((error as WorkflowFailedError).causeName).toBe('StalledError');
+      }
+      expect(await only.client.get(batchId)).toMatchObject({ state: 'failed', error: { name: 'StalledError' } });
+      const failed = await only.client.listRuns({ workflow: SlowBatch, state: 'failed' });
+      expect(failed.runs.map((r) => r.id).sort()).toEqual(['s1', 's2']);
+    } finally {
+      await worker?.close();
+      await only.close();
+      await dropNamespace(redis, ns);
+    }
+  });
+
   it('workers that do not declare the batch workflow never claim a batch; one that does runs it', async () => {
     const ns = uniqueNamespace('batch-old');
     const old = await createApp([LegacyPlain], { namespace: ns });
