@@ -24,10 +24,13 @@ export class DashboardApiController {
     return this.reader.groups(name, queryInt(offset, 'offset', 0, 1000, 0));
   }
 
-  /** A page of one workflow's runs in one state or in all (`state=all`), newest first unless `order=asc`; or `id`: that run, whatever its workflow. */
+  /**
+   * A page of one workflow's runs in one state or in all (`state=all`), newest first unless
+   * `order=asc`; or `id`: that run, whatever its workflow; or `batch`: the members of that batch run.
+   */
   @Get('runs')
   runs(@Query() query: Record<string, Text>) {
-    const { workflow, state, group, cursor, limit, order, id } = query;
+    const { workflow, state, group, cursor, limit, order, id, batch } = query;
     if (order !== undefined && order !== 'asc' && order !== 'desc') throw new BadRequestException("order must be 'asc' or 'desc'");
     return this.reader.runs({
       workflow: workflow ?? '',
@@ -37,6 +40,7 @@ export class DashboardApiController {
       limit: queryInt(limit, 'limit', 1, 200, 50),
       order: order ?? 'desc',
       ...(id && { id }),
+      ...(batch && { batch }),
     });
   }
 

@@ -104,15 +104,19 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
   }
 
   /** A page of runs (one state or all), or the run of an exact id; while read, completed runs are indexed (CompletedWatch). */
-  async runs(query: RunsQuery & { id?: string }): Promise<RunsView> {
+  async runs(query: RunsQuery & { id?: string; batch?: string }): Promise<RunsView> {
     await this.watch.touch();
-    return query.id !== undefined ? this.lister.byId(query.id) : this.lister.list(query);
+    if (query.id !== undefined) return this.lister.byId(query.id);
+    if (query.batch !== undefined) return this.lister.byBatch(query.batch, query.cursor, query.limit);
+    return this.lister.list(query);
   }
 
-  async run(id: string): Promise<{ run: RunInfo; timeline: RunTimeline } | null> {
+  /** A run with its timeline; a batch run (docs/batches.md) with its member ids too. */
+  async run(id: string): Promise<{ run: RunInfo; timeline: RunTimeline; members?: string[] } | null> {
     const [run, timeline] = await Promise.all([this.client.get(id), this.client.timeline(id)]);
     if (!run) return null;
-    const found = { run: runForDisplay(run), timeline: timeline ?? { attempts: [] } };
+    const members = run.batchOf !== undefined ? ((await this.client.batchMembers(id)) ?? []) : undefined;
+    const found = { run: runForDisplay(run), timeline: timeline ?? { attempts: [] }, ...(members && { members }) };
     return this.options.redactStacks ? redactRun(found) : found;
   }
 

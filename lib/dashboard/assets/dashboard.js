@@ -137,7 +137,7 @@
   }
   const runsRoute = (o) => {
     const p = new URLSearchParams();
-    for (const k of ['workflow', 'state', 'group', 'order', 'id']) if (o[k] != null && o[k] !== '') p.set(k, o[k]);
+    for (const k of ['workflow', 'state', 'group', 'order', 'id', 'batch']) if (o[k] != null && o[k] !== '') p.set(k, o[k]);
     return '#/runs?' + p.toString();
   };
   const intOk = (v, lo, hi) => /^\d+$/.test(v) && +v >= lo && +v <= hi;
@@ -597,6 +597,7 @@
     const group = qs.get('group') || '';
     const order = qs.get('order') === 'asc' ? 'asc' : 'desc';
     const id = qs.get('id') || '';
+    const batch = qs.get('batch') || '';
     view.replaceChildren(pageHead('Runs'), h('p', { class: 'empty' }, 'Loading…'));
     if (!wfNames.length) {
       try { const d = await api('api/overview'); wfNames = (d.workflows || []).map((w) => String(w.name)); } catch (e) { if (t === token) loadErr(e, 'workflows'); }
@@ -610,29 +611,30 @@
     const fGr = h('input', { id: 'f-gr', testid: 'filter-group', type: 'text', value: group, placeholder: 'any group', autocomplete: 'off' });
     const fOr = h('select', { id: 'f-or', testid: 'filter-order' }, opts([['desc', 'newest first'], ['asc', 'oldest first']], order));
     const fId = h('input', { id: 'f-id', testid: 'filter-id', type: 'search', value: id, placeholder: 'exact run id, any workflow', autocomplete: 'off' });
+    const fBa = h('input', { id: 'f-ba', testid: 'filter-batch', type: 'search', value: batch, placeholder: 'its members', autocomplete: 'off' });
     const form = h('form', {
       class: 'filters', role: 'search', 'aria-label': 'Filter runs',
-      onsubmit: (e) => { e.preventDefault(); go(runsRoute({ workflow: fWf.value, state: fSt.value, group: fGr.value.trim(), order: fOr.value, id: fId.value.trim() })); },
+      onsubmit: (e) => { e.preventDefault(); go(runsRoute({ workflow: fWf.value, state: fSt.value, group: fGr.value.trim(), order: fOr.value, id: fId.value.trim(), batch: fBa.value.trim() })); },
     },
     h('label', { for: 'f-wf' }, 'Workflow', fWf), h('label', { for: 'f-st' }, 'State', fSt), h('label', { for: 'f-gr' }, 'Group', fGr),
-    h('label', { for: 'f-or' }, 'Order', fOr), h('label', { for: 'f-id' }, 'Run id', fId),
+    h('label', { for: 'f-or' }, 'Order', fOr), h('label', { for: 'f-id' }, 'Run id', fId), h('label', { for: 'f-ba' }, 'Batch', fBa),
     h('button', { type: 'submit', class: 'btn btn-primary', testid: 'filter-apply' }, 'Apply'));
     const out = h('div', null, h('p', { class: 'empty' }, 'Loading…'));
     view.replaceChildren(pageHead('Runs', refreshBtn()), form, out);
-    if (!wf && !id) { swap(out, h('p', { class: 'empty' }, 'No workflows found, so there are no runs to list.')); return; }
+    if (!wf && !id && !batch) { swap(out, h('p', { class: 'empty' }, 'No workflows found, so there are no runs to list.')); return; }
     const stack = [];
     let cursor = null;
     let nextCursor = null;
     setView(async () => {
-      const p = new URLSearchParams(id ? { id } : { workflow: wf, state: st, order, limit: '50' });
-      if (group && !id) p.set('group', group);
+      const p = new URLSearchParams(id ? { id } : batch ? { batch, limit: '50' } : { workflow: wf, state: st, order, limit: '50' });
+      if (group && !id && !batch) p.set('group', group);
       if (cursor) p.set('cursor', cursor);
       const d = await load(t, 'api/runs?' + p.toString(), 'runs', out);
       if (!d) return;
       nextCursor = d.cursor || null;
       const runs = Array.isArray(d.runs) ? d.runs : [];
       const cols = [['ID'], ['Workflow'], ['State'], ['Group'], ['Attempts', 'n', 'attempts started in all (hover a row for how many failed)'], ['Created'], ['Finished'], ['Input'], ['Error']];
-      const what = `${st === 'all' ? '' : st + ' '}runs of “${wf}”${group ? ` in group “${group}”` : ''}`;
+      const what = batch ? `members of batch “${batch}”` : `${st === 'all' ? '' : st + ' '}runs of “${wf}”${group ? ` in group “${group}”` : ''}`;
       swap(out, [
         d.completedUnlisted ? h('p', { class: 'note', testid: 'completed-note' },
           `Completed runs of “${wf}” are listed once they complete while a dashboard is open (it records them for 15 minutes after its last read): none has yet. To list every completed run, set @Workflow('${wf}', { indexCompleted: true }).`) : null,
@@ -678,7 +680,7 @@
       loadOk();
       const r = d.run || {};
       cur.poll = !isDone(r.state);
-      swap(box, renderRun(r, d.timeline, box.clientWidth));
+      swap(box, renderRun(r, d.timeline, box.clientWidth, d.members));
     }, true);
   }
   function waitText(w) {
@@ -689,7 +691,7 @@
       w.step != null ? ` at step ${w.step}` : '', u ? [' until ', tm(u)] : '',
       ids.length ? [' on ', ids.map((x, i) => [i ? ', ' : '', h('a', { href: '#/runs/' + enc(x), class: 'code' }, String(x))])] : '');
   }
-  function renderRun(r, tl, W) {
+  function renderRun(r, tl, W, members) {
     const kv = [
       ['Workflow', h('a', { href: runsRoute({ workflow: r.workflow, state: r.state }), testid: 'run-workflow' }, String(r.workflow))],
       ['State', badge(r.state, 'run-state')],
@@ -701,6 +703,9 @@
     ];
     if (r.startedAt && r.finishedAt) kv.push(['Took', fmtDur(toMs(r.finishedAt) - toMs(r.startedAt))]);
     if (r.waitingFor) kv.push(['Waiting for', waitText(r.waitingFor)]);
+    // Batches (docs/batches.md): a member links its batch; a batch its members.
+    if (r.batch != null) kv.push(['Batch', h('a', { href: '#/runs/' + enc(r.batch), class: 'code', testid: 'run-batch' }, String(r.batch))]);
+    if (r.batchOf != null) kv.push(['Members', h('a', { href: runsRoute({ batch: r.id }), testid: 'run-members' }, `${num((members || []).length)} of “${r.batchOf}”`)]);
     const out = [];
     if (!readOnly) {
       const P = 'api/runs/' + apiSeg(r.id) + '/';
