@@ -17,6 +17,7 @@ import { CatalogExportWorkflow } from './catalog-export.workflow';
 import { RunControlDemo } from './run-control.demo';
 import { OrderApprovalWorkflow } from './order-approval.workflow';
 import { ApprovalDemo } from './approval.demo';
+import { AuditLogWorkflow, BatchDemo } from './batch.demo';
 
 export const SAMPLE_NAMESPACE = 'sample';
 
@@ -54,6 +55,7 @@ export const SAMPLE_NAMESPACE = 'sample';
     OrderApprovalWorkflow,
     StockReportWorkflow,
     CatalogExportWorkflow,
+    AuditLogWorkflow,
     InventoryService,
     PaymentGateway,
     FulfilmentJournal,
@@ -65,6 +67,7 @@ export const SAMPLE_NAMESPACE = 'sample';
     RunControlDemo,
     ApprovalDemo,
     DashboardDemo,
+    BatchDemo,
   ],
 })
 export class AppModule {}

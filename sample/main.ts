@@ -9,6 +9,7 @@ import { ScheduleDemo } from './schedule.demo';
 import { RunControlDemo } from './run-control.demo';
 import { ApprovalDemo } from './approval.demo';
 import { DashboardDemo } from './dashboard.demo';
+import { BatchDemo } from './batch.demo';
 
 /** Runs the demo against REDIS_URL; resolves 0 if everything happened as expected, 1 otherwise. */
 export async function main(): Promise<number> {
@@ -30,6 +31,7 @@ export async function main(): Promise<number> {
     problems.push(...(await app.get(RunControlDemo).runAll()));
     problems.push(...(await app.get(ApprovalDemo).runAll()));
     problems.push(...(await app.get(DashboardDemo).runAll(await app.getUrl())));
+    problems.push(...(await app.get(BatchDemo).runAll()));
     if (process.env.SAMPLE_KEEP_OPEN === '1') await keepOpen(logger, `${await app.getUrl()}/sluice`);
   } finally {
     await app.close(); // stops reserving, lets in-flight runs finish, closes the Redis connections
