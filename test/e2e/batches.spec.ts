@@ -61,6 +61,23 @@ class BrokenBatch {
   }
 }
 
+@Workflow('batch.single', { batch: { maxSize: 1, maxWaitMs: 60_000 } })
+class SingleBatch {
+  async run(inputs: string[], ctx: BatchContext) {
+    record('single', ctx.batch.memberIds);
+    return inputs.map((s) => `${s}!`);
+  }
+}
+
+@Workflow('batch.grouped', { batch: { maxSize: 4, maxWaitMs: 150 } })
+class GroupedBatch {
+  async run(inputs: Array<{ g: string }>, ctx: BatchContext) {
+    record('grouped', ctx.batch.memberIds);
+    if (new Set(inputs.map((i) => i.g)).size !== 1) throw new NonRetryableError('mixed groups in one batch');
+    return inputs.map((i) => i.g);
+  }
+}
+
 @Workflow('batch.slow', { batch: { maxSize: 10, maxWaitMs: 60_000 } })
 class SlowBatch {
   async run(inputs: string[], _ctx: BatchContext) {
@@ -93,7 +110,10 @@ describe('batches', () => {
   const base = `{sluice:${namespace}}:`;
 
   beforeAll(async () => {
-    t = await createApp([SquareBatch, KeyedBatch, FlakyBatch, BrokenBatch, SlowBatch], { namespace, worker: { concurrency: 8 } });
+    t = await createApp([SquareBatch, KeyedBatch, FlakyBatch, BrokenBatch, SlowBatch, SingleBatch, GroupedBatch], {
+      namespace,
+      worker: { concurrency: 8 },
+    });
     producer = await createApp([], { namespace, worker: { enabled: false } });
     client = t.client;
   });
@@ -168,6 +188,29 @@ describe('batches', () => {
     const results = await Promise.all(inputs.map((input) => client.run(KeyedBatch, input, { timeoutMs: 10_000 })));
     expect(results).toEqual(inputs.map((i) => `${i.tenant}:${i.n}`));
     for (const batch of calls.get('keyed')!) expect(batch.length).toBeLessThanOrEqual(3);
+  });
+
+  it('enqueueMany makes members; maxSize 1 starts each at once; without batch.key, the group is the key', async () => {
+    const many = await client.enqueueMany(SingleBatch, [{ input: 'a', opts: { id: 'one-a' } }, { input: 'b' }, { input: 'c' }]);
+    expect(many.map((h) => h.created)).toEqual([true, true, true]);
+    expect(await Promise.all(many.map((h) => h.result({ timeoutMs: 10_000 })))).toEqual(['a!', 'b!', 'c!']);
+    expect(calls.get('single')!.every((batch) => batch.length === 1)).toBe(true);
+    // The same id again: the existing member, nothing written.
+    expect((await client.enqueue(SingleBatch, 'z', { id: 'one-a' })).created).toBe(false);
+    // One bad item: nothing written.
+    await expect(
+      client.enqueueMany(SingleBatch, [
+        { input: 'ok', opts: { id: 'never-1' } },
+        { input: 'x', opts: { delayMs: 5 } },
+      ]),
+    ).rejects.toThrow(InvalidOptionError);
+    expect(await client.get('never-1')).toBeNull();
+
+    const grouped = Array.from({ length: 10 }, (_, i) => ({ g: i % 2 ? 'even' : 'odd' }));
+    const out = await Promise.all(grouped.map((input) => client.run(GroupedBatch, input, { group: input.g, timeoutMs: 10_000 })));
+    expect(out).toEqual(grouped.map((i) => i.g));
+    const member = (await client.get((await client.enqueue(GroupedBatch, { g: 'odd' }, { group: 'odd', id: 'grouped-x' })).id))!;
+    expect((await client.get(member.batch!))!.group).toBe('odd');
   });
 
   it('retries a failed batch as a batch: the same members, its steps replayed from the memo', async () => {
