@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '../errors';
+import { InvalidInputError, InvalidOptionError } from '../errors';
 import { checkInteger } from '../util/duration';
 import { checkName, MAX_NAME_LENGTH } from '../util/names';
 import { checkOptionKeys } from '../util/option-keys';
@@ -71,4 +71,14 @@ export function batchKeyOf(batch: BatchOptions, input: unknown, group: string | 
     throw new InvalidOptionError('batch.key', `threw for this input: ${(error as Error)?.message ?? String(error)}`, { cause: error });
   }
   return checkName(key, 'batch.key(input)');
+}
+
+/**
+ * Refuses a batch workflow where only plain runs can go (a schedule's fires, `ctx.invoke`'s child):
+ * such a run would be queued under the workflow's own name, which no worker of a batch workflow
+ * claims (docs/batches.md).
+ */
+export function refuseBatchTarget(target: { name: string; batch?: unknown }, field: string): void {
+  if (target.batch !== undefined)
+    throw new InvalidInputError(field, `"${target.name}" is a batch workflow: enqueue its members with enqueue or run (docs/batches.md)`);
 }

@@ -78,6 +78,14 @@ class GroupedBatch {
   }
 }
 
+/** Invokes a batch workflow as a child: refused (a child run would be queued where no batch worker looks). */
+@Workflow('batch.parent', { attempts: 1 })
+class InvokesBatch {
+  async run(_input: unknown, ctx: RunContext) {
+    return ctx.invoke(SquareBatch, 3);
+  }
+}
+
 @Workflow('batch.slow', { batch: { maxSize: 10, maxWaitMs: 60_000 } })
 class SlowBatch {
   async run(inputs: string[], _ctx: BatchContext) {
@@ -110,7 +118,7 @@ describe('batches', () => {
   const base = `{sluice:${namespace}}:`;
 
   beforeAll(async () => {
-    t = await createApp([SquareBatch, KeyedBatch, FlakyBatch, BrokenBatch, SlowBatch, SingleBatch, GroupedBatch], {
+    t = await createApp([SquareBatch, KeyedBatch, FlakyBatch, BrokenBatch, SlowBatch, SingleBatch, GroupedBatch, InvokesBatch], {
       namespace,
       worker: { concurrency: 8 },
     });
@@ -280,6 +288,10 @@ describe('batches', () => {
     expect(() => Workflow('batch.bad', { batch: { maxSize: 2, maxWaitMs: 10 }, schedules: [{ cron: '* * * * *' }] })).toThrow(
       /cannot be combined with batch/,
     );
+    await expect(client.schedule('batch-cron', SquareBatch, { cron: '* * * * *', input: 1 })).rejects.toThrow(/is a batch workflow/);
+    const invoked = await rejection(() => client.run(InvokesBatch, null, { timeoutMs: 10_000 }));
+    expect(invoked).toBeInstanceOf(WorkflowFailedError);
+    expect((invoked as WorkflowFailedError).causeMessage).toMatch(/ctx\.invoke workflow: "batch\.square" is a batch workflow/);
     expect(await redis.exists(`${base}run:typed-x`)).toBe(1); // (the typed enqueue above did write)
   });
 
