@@ -8,6 +8,7 @@ import {
   RunContext,
   Step,
   Workflow,
+  UnknownWorkflowError,
   WaitTimeoutError,
   WorkflowFailedError,
 } from '../../lib';
@@ -288,6 +289,9 @@ describe('batches', () => {
     expect(() => Workflow('batch.bad', { batch: { maxSize: 2, maxWaitMs: 10 }, schedules: [{ cron: '* * * * *' }] })).toThrow(
       /cannot be combined with batch/,
     );
+    // By name alone, a producer cannot know the batch settings: refused, nothing written.
+    await expect(producer.client.enqueue('batch.square', 1, { id: 'by-name' })).rejects.toBeInstanceOf(UnknownWorkflowError);
+    expect(await client.get('by-name')).toBeNull();
     await expect(client.schedule('batch-cron', SquareBatch, { cron: '* * * * *', input: 1 })).rejects.toThrow(/is a batch workflow/);
     const invoked = await rejection(() => client.run(InvokesBatch, null, { timeoutMs: 10_000 }));
     expect(invoked).toBeInstanceOf(WorkflowFailedError);
