@@ -13,6 +13,7 @@ module.exports = [
   'wait-inbox.spec.ts',
   // step replay and retries
   'steps-and-retries.spec.ts',
+  'batches.spec.ts',
   'nested-steps.spec.ts',
   'step-retries.spec.ts',
   'step-parity.spec.ts',

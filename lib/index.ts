@@ -9,6 +9,7 @@ export type { StandardSchemaV1, SchemaInput, SchemaOutput } from './workflow/sta
 export { Step } from './decorators/step.decorator';
 export type { StepOptions } from './decorators/step.decorator';
 export type { StepCallOptions, StepContext, StepFn } from './workflow/step.options';
+export type { BatchOptions } from './workflow/batch.options';
 export { QueueClient } from './client/queue.client';
 export { QueueAdmin } from './client/queue.admin';
 export { QueueSchedules } from './client/queue.schedules';
@@ -45,6 +46,8 @@ export type {
   WorkflowClass,
   WorkflowInput,
   WorkflowOutput,
+  BatchContext,
+  BatchInfo,
 } from './workflow/workflow.types';
 export type { BackoffOptions } from './interfaces/backoff.options';
 export type { Duration } from './util/duration';

@@ -6,6 +6,8 @@
   writes are refused. Its waiters are told (done channel, state 'cancelled'), and the workers are
   told on the namespace's cancel channel, so the one running it aborts its signal at once (the
   lease heartbeat notices too, should that message be lost). A finished run is left as it is.
+  A batch run (field 'batchOf', docs/batches.md) ends with its members still in it; a member
+  ('batched') ends alone, and its batch runs without it.
   A run in a durable wait leaves it (waits.lua); one waiting for child workflows cancels them
   too, and theirs in turn, each recorded and announced as a cancelled run of its own, with the
   error of the run that waited for it.
@@ -21,7 +23,7 @@
   still its parent's (not an id reused since) and its parent is still cancelled (not retried
   meanwhile) or gone.
 
-  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, waits, slots, finish
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, waits, slots, finish, batches
 
   KEYS[1] run:<id>  hash
   KEYS[2] leases    zset
@@ -54,6 +56,7 @@
 -- @include waits
 -- @include slots
 -- @include finish
+-- @include batches
 
 local base = ARGV[1]
 local now = nowMs()
@@ -95,10 +98,11 @@ local function cancelRun(runKey, id, f, err, reason)
   end
   finishRun(base, runKey, id, workflow, 'cancelled', 'error', err, now, tonumber(ARGV[5]), f[7], f[9] == '1')
   tallyFinished(tally, workflow, id)
+  if f[11] then endMembers(base, id, f[11], 'cancelled', 'error', err, now, tonumber(ARGV[5]), tally) end
   return shown, children
 end
 
-local FIELDS = { 'state', 'workflow', 'group', 'priority', 'token', 'input', 'waited', 'wait', 'links', 'parent' }
+local FIELDS = { 'state', 'workflow', 'group', 'priority', 'token', 'input', 'waited', 'wait', 'links', 'parent', 'batchOf' }
 local function unfinished(f)
   return f[1] and f[2] and f[1] ~= 'completed' and f[1] ~= 'failed' and f[1] ~= 'cancelled'
 end

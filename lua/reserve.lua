@@ -9,7 +9,7 @@
   step reads during the run cost no round trip.
 
   Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, rate-reviews, records,
-            waits, slots, finish, claim, claim-pass, schedules
+            waits, slots, finish, claim, claim-pass, schedules, batches
 
   KEYS[1] stall-gate  string
   KEYS[2] call:<call id> string: this call's claims, kept for a retry after a lost reply (see
@@ -63,6 +63,7 @@
 -- @include claim
 -- @include claim-pass
 -- @include schedules
+-- @include batches
 
 local base = ARGV[1]
 local limitsKey, seqKey = base .. 'limits', base .. 'seq'
@@ -170,7 +171,7 @@ if scanInterval > 0 and redis.call('SET', KEYS[1], '1', 'NX', 'PX', scanInterval
   local tally = {}
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS_LEASES, '-inf', now, 'LIMIT', 0, 100)) do
     local runKey = base .. 'run:' .. id
-    local f = redis.call('HMGET', runKey, 'workflow', 'priority', 'state', 'token', 'input', 'group', 'waited', 'links')
+    local f = redis.call('HMGET', runKey, 'workflow', 'priority', 'state', 'token', 'input', 'group', 'waited', 'links', 'batchOf')
     if f[1] and f[3] == 'active' then
       local group = f[6] or ''
       releaseSlots(base, KEYS_LEASES, limitsKey, seqKey, id, f[1], group, freed)
@@ -179,10 +180,11 @@ if scanInterval > 0 and redis.call('SET', KEYS[1], '1', 'NX', 'PX', scanInterval
       if redis.call('LLEN', wakeKey) > 0 then redis.call('LREM', wakeKey, 1, handoffEntry(f[4], id, f[5])) end
       local stalls = redis.call('HINCRBY', runKey, 'stalls', 1)
       if stalls > tonumber(ARGV[5]) then
-        finishRun(base, runKey, id, f[1], 'failed', 'error',
-          '{"name":"StalledError","message":"lease expired ' .. stalls .. ' times (worker died or blocked the event loop)"}',
-          now, tonumber(ARGV[7]), f[7], f[8] == '1')
+        local stalledError = '{"name":"StalledError","message":"lease expired ' .. stalls .. ' times (worker died or blocked the event loop)"}'
+        finishRun(base, runKey, id, f[1], 'failed', 'error', stalledError, now, tonumber(ARGV[7]), f[7], f[8] == '1')
         tallyFinished(tally, f[1], id)
+        -- A batch run (docs/batches.md) fails its members with it.
+        if f[9] then endMembers(base, id, f[9], 'failed', 'error', stalledError, now, tonumber(ARGV[7]), tally) end
       else
         redis.call('HSET', runKey, 'state', 'waiting')
         makeDue(base, limitsKey, seqKey, f[1], group, id, f[2], true)

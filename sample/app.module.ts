@@ -19,6 +19,7 @@ import { OrderApprovalWorkflow } from './order-approval.workflow';
 import { ApprovalDemo } from './approval.demo';
 import { DedupeDemo, ReindexWorkflow } from './dedupe.demo';
 import { DeliveryWorkflow, LoyaltyWorkflow, ReceiptWorkflow, TriggersDemo } from './triggers.demo';
+import { AuditLogWorkflow, BatchDemo } from './batch.demo';
 
 export const SAMPLE_NAMESPACE = 'sample';
 
@@ -60,6 +61,7 @@ export const SAMPLE_NAMESPACE = 'sample';
     ReceiptWorkflow,
     LoyaltyWorkflow,
     DeliveryWorkflow,
+    AuditLogWorkflow,
     InventoryService,
     PaymentGateway,
     FulfilmentJournal,
@@ -73,6 +75,7 @@ export const SAMPLE_NAMESPACE = 'sample';
     TriggersDemo,
     DashboardDemo,
     DedupeDemo,
+    BatchDemo,
   ],
 })
 export class AppModule {}

@@ -11,6 +11,7 @@ import { ApprovalDemo } from './approval.demo';
 import { DashboardDemo } from './dashboard.demo';
 import { DedupeDemo } from './dedupe.demo';
 import { TriggersDemo } from './triggers.demo';
+import { BatchDemo } from './batch.demo';
 
 /** Runs the demo against REDIS_URL; resolves 0 if everything happened as expected, 1 otherwise. */
 export async function main(): Promise<number> {
@@ -34,6 +35,7 @@ export async function main(): Promise<number> {
     problems.push(...(await app.get(TriggersDemo).runAll()));
     problems.push(...(await app.get(DashboardDemo).runAll(await app.getUrl())));
     problems.push(...(await app.get(DedupeDemo).runAll()));
+    problems.push(...(await app.get(BatchDemo).runAll()));
     if (process.env.SAMPLE_KEEP_OPEN === '1') await keepOpen(logger, `${await app.getUrl()}/sluice`);
   } finally {
     await app.close(); // stops reserving, lets in-flight runs finish, closes the Redis connections

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { FleetWorkflowLookup } from '../discovery/fleet-workflows.lookup';
-import { WorkflowRegistry } from '../discovery/workflow.registry';
+import { WorkflowRegistry, type BatchTarget } from '../discovery/workflow.registry';
+import { batchMemberCall } from './batch.member';
 import { InvalidInputError, SluiceError } from '../errors';
 import { CLIENT_ENQUEUE_OPTIONS, type EnqueueOptions, type EnqueueRequest } from '../interfaces/enqueue.options';
 import type { DedupeRequest } from '../interfaces/dedupe.options';
@@ -72,6 +73,10 @@ export class QueueClient {
    */
   async enqueue<W extends WorkflowRef>(workflow: W, input: In<W>, opts?: EnqueueOptions): Promise<RunHandle<Out<W>>> {
     const target = this.registry.resolve(workflow);
+    if (target.batch) {
+      const member = batchMemberCall(target.batch, target, input, opts, this.options.maxPayloadBytes, CLIENT_ENQUEUE_OPTIONS);
+      return this.handle(member.request.id, (await this.enqueuer.storeMember({ ...member, waited: '' })).created);
+    }
     const request = buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes, CLIENT_ENQUEUE_OPTIONS);
     // Two property reads for an enqueue without one: the dedupe is looked at only when there is one.
     const dedupe = opts?.dedupe !== undefined || target.dedupe ? dedupeRequest(opts?.dedupe, target.dedupe, input, request) : undefined;
@@ -102,6 +107,7 @@ export class QueueClient {
   ): Promise<RunHandle<Out<W>>[]> {
     if (!Array.isArray(items)) throw new InvalidInputError('items', 'must be an array of { input, opts? }');
     const definition = this.registry.resolve(workflow);
+    if (definition.batch) return this.enqueueMembers(definition.batch, definition, items);
     const requests = this.enqueuer.requests(definition, items);
     const checking = checkInputs(definition, items);
     if (checking) await checking;
@@ -124,8 +130,10 @@ export class QueueClient {
   async run<W extends WorkflowRef>(workflow: W, input: In<W>, opts?: EnqueueOptions & WaitOptions): Promise<Out<W>> {
     checkWaitValues(opts);
     const target = this.registry.resolve(workflow);
-    const request = buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes, RUN_OPTIONS);
-    const dedupe = opts?.dedupe !== undefined || target.dedupe ? dedupeRequest(opts?.dedupe, target.dedupe, input, request) : undefined;
+    const member = target.batch && batchMemberCall(target.batch, target, input, opts, this.options.maxPayloadBytes, RUN_OPTIONS);
+    const request = member ? member.request : buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes, RUN_OPTIONS);
+    const dedupe =
+      !member && (opts?.dedupe !== undefined || target.dedupe) ? dedupeRequest(opts?.dedupe, target.dedupe, input, request) : undefined;
     const checking = checkInput(target, input);
     if (checking) await checking;
     if (!target.known) await this.fleet.confirm(target.name, 'run');
@@ -134,7 +142,9 @@ export class QueueClient {
     if (dedupe) return (await runDeduped(this.enqueuer, request, dedupe, (id, o) => this.wait(id, o), opts)) as Out<W>;
     const call = {
       runId: request.id,
-      enqueue: (waitedBy: string) => this.enqueuer.storeWaited(request, waitedBy),
+      enqueue: member
+        ? (waitedBy: string) => this.enqueuer.storeMember({ ...member, waited: waitedBy })
+        : (waitedBy: string) => this.enqueuer.storeWaited(request, waitedBy),
       timeoutMs: opts?.timeoutMs,
       onProgress: opts?.onProgress,
     };
@@ -162,6 +172,19 @@ export class QueueClient {
       idempotent: true,
     });
     return toRunInfo(runId, values) as RunInfo<T> | null;
+  }
+
+  /**
+   * The member run ids of batch run `batchId`, in enqueue order (see docs/batches.md; a member's
+   * `get()` names its batch as `batch`), or `null` if there is no such batch or its retention
+   * expired. One read.
+   */
+  async batchMembers(batchId: string): Promise<string[] | null> {
+    checkId(batchId, 'batchId');
+    const ids = await this.connections.command.call('batchMembers', (redis) => redis.lrange(this.keys.batch(batchId), 0, -1), {
+      idempotent: true,
+    });
+    return ids.length > 0 ? ids : null;
   }
 
   /**
@@ -308,6 +331,24 @@ export class QueueClient {
   /** Moves this namespace's Redis data to the key layout this version uses. @see {@link QueueAdmin.migrate} */
   migrate(options?: MigrateOptions): Promise<MigrationResult> {
     return this.admin.migrate(options);
+  }
+
+  /**
+   * `enqueueMany` of a batch workflow: every item checked first (nothing written if one is bad),
+   * then one enqueue-batch call per member, sent together.
+   */
+  private async enqueueMembers<T>(
+    batch: BatchTarget,
+    workflow: { name: string; attempts: number },
+    items: Array<{ input: unknown; opts?: EnqueueOptions }>,
+  ): Promise<RunHandle<T>[]> {
+    const calls = items.map((item, index) => {
+      if (item === null || typeof item !== 'object') throw new InvalidInputError(`items[${index}]`, 'must be an object { input, opts? }');
+      checkOptionKeys(item, ['input', 'opts'], `items[${index}]`);
+      return batchMemberCall(batch, workflow, item.input, item.opts, this.options.maxPayloadBytes);
+    });
+    const replies = await Promise.all(calls.map((call) => this.enqueuer.storeMember({ ...call, waited: '' })));
+    return calls.map((call, index) => this.handle<T>(call.request.id, replies[index].created));
   }
 
   private handle<T>(id: string, created: boolean): RunHandle<T> {

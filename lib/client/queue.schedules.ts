@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { refuseBatchTarget } from '../workflow/batch.options';
 import { FleetWorkflowLookup } from '../discovery/fleet-workflows.lookup';
 import { WorkflowRegistry } from '../discovery/workflow.registry';
 import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
@@ -48,6 +49,7 @@ export class QueueSchedules {
    */
   async set<W extends WorkflowRef>(id: string, workflow: W, opts: ScheduleOptions<In<W>>): Promise<ScheduleInfo<In<W>>> {
     const target = this.registry.resolve(workflow);
+    refuseBatchTarget(target, 'workflow');
     const spec = buildScheduleSpec(id, target, opts, 'opts', this.options.maxPayloadBytes);
     // Each fire stores the input as is (null when none is given): that is what the worker validates.
     const checking = checkInput(target, opts.input === undefined ? null : opts.input, 'opts.input');

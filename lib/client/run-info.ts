@@ -4,7 +4,8 @@ import { decodePayload } from '../redis/payload.codec';
 import { RECORD_DEFAULT_MAX_ATTEMPTS } from '../redis/run.layout';
 import { runIdTime } from '../workflow/run-id';
 
-export type RunState = 'waiting' | 'delayed' | 'active' | 'completed' | 'failed' | 'cancelled' | WaitState;
+/** `batched`: a member of a batch workflow waiting for its batch to finish (see `RunInfo.batch`, docs/batches.md). */
+export type RunState = 'waiting' | 'delayed' | 'active' | 'batched' | 'completed' | 'failed' | 'cancelled' | WaitState;
 
 /** The states of a run in a durable wait: it holds no lease and no slot (see `RunContext.sleep` and the other waits). */
 export type WaitState = 'sleeping' | 'waiting-signal' | 'waiting-event' | 'waiting-child';
@@ -83,6 +84,10 @@ export interface RunInfo<Out = unknown> {
   dedupe?: RunDedupe;
   /** Set on a run that `QueueClient.publish` started: the event's name and id. */
   event?: { name: string; id: string };
+  /** A member of a batch workflow: the id of its batch run (docs/batches.md). */
+  batch?: string;
+  /** A batch run: the workflow of its members (whose ids `QueueClient.batchMembers` lists). */
+  batchOf?: string;
 }
 
 /** `RunInfo.dedupe`: which enqueues a deduplicated run stands for. */
@@ -118,6 +123,8 @@ export const RUN_FIELDS = [
   'dedupeCount',
   'dedupeInput',
   'event',
+  'batch',
+  'batchOf',
 ] as const;
 
 /** Read by position, so that fields added to the list later need not shift it. */
@@ -125,6 +132,8 @@ const PROGRESS_AT = RUN_FIELDS.indexOf('progress');
 const WAIT_AT = RUN_FIELDS.indexOf('wait');
 const DEDUPE_AT = RUN_FIELDS.indexOf('dedupeKey');
 const EVENT_AT = RUN_FIELDS.indexOf('event');
+const BATCH_AT = RUN_FIELDS.indexOf('batch');
+const BATCH_OF_AT = RUN_FIELDS.indexOf('batchOf');
 
 export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null {
   const [workflow, state, input, priority, group, attempts, maxAttempts, failures, createdAt, dueAt, startedAt, finishedAt, result, error] =
@@ -155,6 +164,8 @@ export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null
     ...(values[PROGRESS_AT] && { progress: decodePayload(values[PROGRESS_AT]) }),
     ...(values[DEDUPE_AT] && { dedupe: toRunDedupe(values.slice(DEDUPE_AT, DEDUPE_AT + 4)) }),
     ...(values[EVENT_AT] && { event: eventOf(values[EVENT_AT]) }),
+    ...(values[BATCH_AT] && { batch: values[BATCH_AT] }),
+    ...(values[BATCH_OF_AT] && { batchOf: values[BATCH_OF_AT] }),
   };
 }
 

@@ -52,7 +52,8 @@ export interface ListRunsOptions {
 
 /** A page of `listRuns`. */
 export interface RunPage {
-  runs: RunInfo[];
+  /** Runs of the state asked for: a batch member waiting in its batch ('batched') is in no list (see `QueueClient.batchMembers`). */
+  runs: Array<RunInfo & { state: ListableState }>;
   /** Pass as `cursor` for the next page; `null` after the last one. */
   cursor: string | null;
 }
@@ -123,7 +124,9 @@ export class RunAdmin {
         `completed runs of workflow "${workflow.name}" are not indexed: set @Workflow('${workflow.name}', { indexCompleted: true }) (or keep.completed) to list them`,
       );
     }
-    const runs = page.rows.map(({ id, values }) => toRunInfo(id, values)).filter((run): run is RunInfo => run !== null);
+    const runs = page.rows
+      .map(({ id, values }) => toRunInfo(id, values))
+      .filter((run): run is RunInfo & { state: ListableState } => run !== null);
     return { runs, cursor: page.next };
   }
 

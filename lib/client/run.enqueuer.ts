@@ -8,6 +8,7 @@ import type { ResolvedQueueOptions } from '../interfaces/queue.options';
 import { enqueueRun, type EnqueueReply, type EnqueueSettings } from '../redis/commands/enqueue.command';
 import { enqueueChunk, enqueueMany } from '../redis/commands/enqueue-many.command';
 import { enqueueDeduped, type DedupeReply } from '../redis/commands/enqueue-dedupe.command';
+import { enqueueBatchMember, type BatchEnqueueCall, type BatchEnqueueReply } from '../redis/commands/enqueue-batch.command';
 import { LuaScriptsProvider } from '../redis/lua-scripts.provider';
 import { RedisKeys } from '../redis/redis.keys';
 import { telemetryApi, type OtelApi } from '../telemetry/otel.loader';
@@ -77,6 +78,19 @@ export class RunEnqueuer {
     if (handoff && handoff.workerId === localWorker?.workerId)
       localWorker.handoff(request.workflow, handoff.token, reply.runId, request.input);
     return reply;
+  }
+
+  /**
+   * Stores one member of a batch workflow and adds it to its open batch (lua/enqueue-batch.lua);
+   * `call.waited` as for {@link storeWaited} ('' for nobody).
+   */
+  async storeMember(call: BatchEnqueueCall): Promise<BatchEnqueueReply> {
+    try {
+      return await enqueueBatchMember(this.scripts.get(), this.keys, call);
+    } catch (error) {
+      if (error instanceof OutcomeUnknownError) error.runId = call.request.id;
+      throw error;
+    }
   }
 
   /**

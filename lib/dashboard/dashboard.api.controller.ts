@@ -33,11 +33,11 @@ export class DashboardApiController {
    * A page of one workflow's runs in one state or in all (`state=all`), newest first unless
    * `order=asc`, only a `group`'s or a dedupe key's (`dedupe`) if given; or `id`: that run, whatever
    * its workflow; or `eventId`: the runs that event started, or `event`: those the newest events of
-   * that name started (any workflow).
+   * that name started (any workflow); or `batch`: the members of that batch run.
    */
   @Get('runs')
   runs(@Query() query: Record<string, Text>) {
-    const { workflow, state, group, dedupe, cursor, limit, order, id, event, eventId } = query;
+    const { workflow, state, group, dedupe, cursor, limit, order, id, event, eventId, batch } = query;
     if (order !== undefined && order !== 'asc' && order !== 'desc') throw new BadRequestException("order must be 'asc' or 'desc'");
     return this.reader.runs({
       workflow: workflow ?? '',
@@ -50,6 +50,7 @@ export class DashboardApiController {
       ...(id && { id }),
       ...(event && { event }),
       ...(eventId && { eventId }),
+      ...(batch && { batch }),
     });
   }
 

@@ -111,20 +111,24 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * A page of runs (one state or all), the run of an exact id, or the runs of an event (by id, or
-   * the newest of a name: see EventRuns); while read, completed runs are indexed (CompletedWatch).
+   * A page of runs (one state or all), the run of an exact id, the runs of an event (by id, or
+   * the newest of a name: see EventRuns), or the members of a batch run; while read, completed
+   * runs are indexed (CompletedWatch).
    */
-  async runs(query: RunsQuery & { id?: string; event?: string; eventId?: string }): Promise<RunsView> {
+  async runs(query: RunsQuery & { id?: string; event?: string; eventId?: string; batch?: string }): Promise<RunsView> {
     await this.watch.touch();
     if (query.id !== undefined) return this.lister.byId(query.id);
     if (query.eventId !== undefined || query.event !== undefined) return this.eventRuns.list(query, query.limit);
+    if (query.batch !== undefined) return this.lister.byBatch(query.batch, query.cursor, query.limit);
     return this.lister.list(query);
   }
 
-  async run(id: string): Promise<{ run: RunInfo; timeline: RunTimeline } | null> {
+  /** A run with its timeline; a batch run (docs/batches.md) with its member ids too. */
+  async run(id: string): Promise<{ run: RunInfo; timeline: RunTimeline; members?: string[] } | null> {
     const [run, timeline] = await Promise.all([this.client.get(id), this.client.timeline(id)]);
     if (!run) return null;
-    const found = { run: runForDisplay(run), timeline: timeline ?? { attempts: [] } };
+    const members = run.batchOf !== undefined ? ((await this.client.batchMembers(id)) ?? []) : undefined;
+    const found = { run: runForDisplay(run), timeline: timeline ?? { attempts: [] }, ...(members && { members }) };
     return this.options.redactStacks ? redactRun(found) : found;
   }
 

@@ -104,6 +104,19 @@ export class RunLister {
     };
   }
 
+  /**
+   * The members of batch run `batch` (docs/batches.md), in enqueue order, `limit` a page from
+   * `cursor` (an offset): one read of the member list, then one per member shown.
+   */
+  async byBatch(batch: string, cursor: string | undefined, limit: number): Promise<RunsView> {
+    const from = cursor === undefined ? 0 : Number(cursor);
+    if (!Number.isInteger(from) || from < 0) throw new InvalidOptionError('cursor', 'must be a cursor from a previous page of this list');
+    const ids = (await this.client.batchMembers(batch)) ?? [];
+    const page = ids.slice(from, from + limit);
+    const runs = (await Promise.all(page.map((id) => this.client.get(id)))).filter((run): run is RunInfo => run !== null);
+    return { runs: runs.map(summarize), cursor: from + limit < ids.length ? String(from + limit) : null };
+  }
+
   /** One run found by its exact id (any workflow), as a one-row list. */
   async byId(id: string): Promise<RunsView> {
     const run = await this.client.get(id);

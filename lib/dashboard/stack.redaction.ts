@@ -22,11 +22,11 @@ export function redactStack(stack: string, cwd = process.cwd()): string {
 }
 
 /** A run page's data with every stack redacted (the run's error and each attempt's). */
-export function redactRun(found: { run: RunInfo; timeline: RunTimeline }): { run: RunInfo; timeline: RunTimeline } {
+export function redactRun<T extends { run: RunInfo; timeline: RunTimeline }>(found: T): T {
   const { run, timeline } = found;
   const error = run.error?.stack ? { ...run.error, stack: redactStack(run.error.stack) } : run.error;
   const attempts = timeline.attempts.map((attempt) =>
     attempt.error?.stack ? { ...attempt, error: { ...attempt.error, stack: redactStack(attempt.error.stack) } } : attempt,
   );
-  return { run: { ...run, ...(error && { error }) }, timeline: { attempts } };
+  return { ...found, run: { ...run, ...(error && { error }) }, timeline: { attempts } };
 }

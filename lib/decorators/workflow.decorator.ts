@@ -14,6 +14,7 @@ import type { ContractImplementation, RetentionByCount, SchemaImplementation, Wo
 import { isWorkflowContract, type WorkflowContract } from '../workflow/workflow.contract';
 import { checkSchemaOption } from '../workflow/schema.validate';
 import { checkTriggerOptions } from '../workflow/trigger.options';
+import { checkBatchOptions } from '../workflow/batch.options';
 import type { SchemaInput, StandardSchemaV1 } from '../workflow/standard-schema';
 
 /** The keys of {@link WorkflowOptions}. */
@@ -33,6 +34,7 @@ export const WORKFLOW_OPTIONS: readonly string[] = [
   'dedupe',
   'on',
   'filter',
+  'batch',
 ];
 
 const MAX_DELAY_MS = 365 * 86_400_000;
@@ -107,6 +109,7 @@ export function Workflow(nameOrContract: string | WorkflowContract, options: Wor
   if (options.indexCompleted !== undefined && typeof options.indexCompleted !== 'boolean') {
     throw new InvalidOptionError(`@Workflow('${name}') indexCompleted`, `must be a boolean, got ${typeof options.indexCompleted}`);
   }
+  if (options.batch !== undefined) checkBatchOptions(name, options.batch, options as Record<string, unknown>);
   const schedules = options.schedules === undefined ? undefined : checkDeclaredSchedules(name, options.schedules);
   const on = checkTriggerOptions(name, options);
   const metadata: WorkflowMetadata = { name, options: { ...options, ...(schedules && { schedules }), ...(on && { on }) } };

@@ -1,5 +1,6 @@
 import { Inject, Injectable, type Type } from '@nestjs/common';
-import { UnknownWorkflowError } from '../errors';
+import { UnknownWorkflowError, WorkflowDefinitionError } from '../errors';
+import { batchWorkflowName, type BatchOptions } from '../workflow/batch.options';
 import { RESOLVED_QUEUE_OPTIONS } from '../interfaces/queue.constants';
 import { ResolvedQueueOptions, resolveBackoff } from '../interfaces/queue.options';
 import type { BackoffOptions } from '../interfaces/backoff.options';
@@ -44,6 +45,20 @@ export interface WorkflowDefinition {
   input?: StandardSchemaV1;
   /** Its output schema: the attempt validates `run`'s result with it. */
   output?: StandardSchemaV1;
+  /**
+   * A batch workflow's (`@Workflow(name, { batch })`): its definition is registered under its
+   * batch workflow's name (`name` above, `<of>.batch`), whose runs are the batches workers claim.
+   */
+  batch?: BatchTarget;
+}
+
+/** A batch workflow as enqueues and workers need it (see docs/batches.md). */
+export interface BatchTarget {
+  /** The workflow's own name: its members' workflow. */
+  of: string;
+  /** The batch workflow's name, `<of>.batch`: batch runs are queued, capped and counted there. */
+  workflow: string;
+  options: BatchOptions;
 }
 
 /** What enqueue and schedule need to know of a workflow given by class, contract or name. */
@@ -62,12 +77,16 @@ export interface ResolvedWorkflow {
   input?: StandardSchemaV1;
   /** The dedupe a `@Workflow` class declares: only for a workflow given by that class (see `WorkflowOptions.dedupe`). */
   dedupe?: WorkflowDedupeOptions;
+  /** Set for a batch workflow: an enqueue stores a member of a batch (see docs/batches.md). */
+  batch?: BatchTarget;
 }
 
 /** The workflows of this application, by name. Filled by the explorer at module init. */
 @Injectable()
 export class WorkflowRegistry {
   private readonly byName = new Map<string, WorkflowDefinition>();
+  /** Batch workflows by their own name (`byName` holds them under their batch workflow's). */
+  private readonly batches = new Map<string, WorkflowDefinition>();
   /** Registered classes as `resolve` answers for them: the same for the process's life, asked on every enqueue. */
   private readonly resolvedClasses = new WeakMap<object, ResolvedWorkflow>();
 
@@ -77,8 +96,12 @@ export class WorkflowRegistry {
   ) {}
 
   add(name: string, options: WorkflowOptions, metatype: ProviderMetatype, instance: WorkflowInstance): void {
-    this.byName.set(name, {
-      name,
+    const batch = options.batch && { of: name, workflow: batchWorkflowName(name), options: options.batch };
+    const registered = batch ? batch.workflow : name;
+    if (this.byName.has(registered))
+      throw new WorkflowDefinitionError(`Duplicate workflow name "${registered}": it is also the batch workflow of @Workflow('${name}')`);
+    const definition: WorkflowDefinition = {
+      name: registered,
       metatype,
       instance,
       entry: options.filter ? filteringInstance(instance, options.filter) : instance,
@@ -95,15 +118,18 @@ export class WorkflowRegistry {
       schedules: (options.schedules ?? []).map((schedule) => ({ ...schedule, id: schedule.id ?? name })),
       ...(options.input && { input: options.input }),
       ...(options.output && { output: options.output }),
-    });
+      ...(batch && { batch }),
+    };
+    this.byName.set(registered, definition);
+    if (batch) this.batches.set(name, definition);
   }
 
   has(name: string): boolean {
-    return this.byName.has(name);
+    return this.byName.has(name) || this.batches.has(name);
   }
 
   get(name: string): WorkflowDefinition {
-    const definition = this.byName.get(name);
+    const definition = this.byName.get(name) ?? this.batches.get(name);
     if (!definition) throw new UnknownWorkflowError(name);
     return definition;
   }
@@ -125,8 +151,9 @@ export class WorkflowRegistry {
   resolve(workflow: WorkflowClass | WorkflowContract<any, any> | string): ResolvedWorkflow {
     if (typeof workflow === 'string' || isWorkflowContract(workflow)) {
       const name = typeof workflow === 'string' ? workflow : workflow.name;
-      const local = this.byName.get(name);
+      const local = this.byName.get(name) ?? this.batches.get(name);
       const input = (typeof workflow === 'string' ? undefined : workflow.input) ?? local?.input;
+      if (local?.batch?.of === name) return { name, attempts: local.attempts, known: true, input, batch: local.batch };
       if (local) return { name, attempts: local.attempts, known: true, input };
       checkName(name, 'workflow');
       const attempts = typeof workflow === 'string' ? undefined : workflow.attempts;
@@ -137,13 +164,15 @@ export class WorkflowRegistry {
     const metadata = this.accessor.getWorkflow(workflow);
     const label: unknown = (workflow as { name?: string } | null)?.name ?? workflow; // a JS caller may pass anything
     if (!metadata) throw new UnknownWorkflowError(String(label));
-    const local = this.byName.get(metadata.name);
-    const answer = {
+    const local = this.byName.get(metadata.name) ?? this.batches.get(metadata.name);
+    const batch = metadata.options.batch;
+    const answer: ResolvedWorkflow = {
       name: metadata.name,
       attempts: local?.attempts ?? metadata.options.attempts ?? this.options.defaults.attempts,
       known: true,
       input: metadata.options.input,
       ...(metadata.options.dedupe && { dedupe: metadata.options.dedupe }),
+      ...(batch && { batch: { of: metadata.name, workflow: batchWorkflowName(metadata.name), options: batch } }),
     };
     if (local) this.resolvedClasses.set(workflow, answer);
     return answer;

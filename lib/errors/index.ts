@@ -8,3 +8,4 @@ export * from './schedule.errors';
 export * from './wait.errors';
 export * from './validation.errors';
 export * from './event.errors';
+export * from './batch.errors';

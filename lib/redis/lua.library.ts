@@ -23,6 +23,7 @@ const INCLUDE_ORDER = [
   'steps',
   'enqueue',
   'schedules',
+  'batches',
 ];
 
 /**

@@ -40,7 +40,10 @@ export type ScriptName =
   | 'send-event'
   | 'publish'
   | 'declare-triggers'
-  | 'acl-check';
+  | 'acl-check'
+  | 'enqueue-batch'
+  | 'batch-members'
+  | 'finish-batch';
 
 export interface LuaScript {
   name: ScriptName;

@@ -6,7 +6,7 @@
  *
  * | key | type | holds |
  * |---|---|---|
- * | `run:<id>` | hash | the run record (state, input, attempts, result…, `waited`: where its end is announced, `1` for its done channel and/or an inbox id, `trace`: the enqueue's trace context, only with OpenTelemetry on and a span active; `timeoutMs`: the enqueue's `runTimeoutMs`, only when set; `progress` and `progressSeq`: the latest `ctx.progress` value and its number) and its step memo (`step:<name>#<n>`, and, written with each durable wait, the position of every top-level call before it: `step:@<p>` = `<kind>:<name>#<n>`); in a durable wait, `wait` and `waitLeft`; a child run's `parent` (`<parent id> <memo key>`); `links` when it has a parent or a mailbox; a run enqueued with a dedupe (lua/enqueue-dedupe.lua): `dedupeKey`, `dedupeMode`, `dedupeCount` (enqueues folded into it), `dedupeInput` (the number of the one whose input it holds), `dedupeLast` (the nonce of the latest) |
+ * | `run:<id>` | hash | the run record (state, input, attempts, result…, `waited`: where its end is announced, `1` for its done channel and/or an inbox id, `trace`: the enqueue's trace context, only with OpenTelemetry on and a span active; `timeoutMs`: the enqueue's `runTimeoutMs`, only when set; `progress` and `progressSeq`: the latest `ctx.progress` value and its number) and its step memo (`step:<name>#<n>`, and, written with each durable wait, the position of every top-level call before it: `step:@<p>` = `<kind>:<name>#<n>`); in a durable wait, `wait` and `waitLeft`; a child run's `parent` (`<parent id> <memo key>`); `links` when it has a parent or a mailbox; a run enqueued with a dedupe (lua/enqueue-dedupe.lua): `dedupeKey`, `dedupeMode`, `dedupeCount` (enqueues folded into it), `dedupeInput` (the number of the one whose input it holds), `dedupeLast` (the nonce of the latest); a batch member (docs/batches.md): state `batched` and `batch` (its batch run's id); a batch run: `batchOf` (its members' workflow) |
  * | `dedupe:<workflow>:<key>` | string | a dedupe window (`EnqueueOptions.dedupe`): the id of its run, expiring with the window (throttle: ttl after the first enqueue; debounce: a ttl past the run's due time); a key naming a run that is no longer the window's (cancelled, removed, started) is replaced by the next enqueue |
  * | `done:<id>` | channel | finished-run announcement, carrying the result, for `wait()` (and `run()` with `onProgress`, or before its process's inbox is live) |
  * | `inbox:<inbox id>` | channel | one per process that calls `run()`: the announcements of the runs its calls enqueued, `<run id> <announcement>` (lib/client/run.inbox.ts) |
@@ -42,6 +42,8 @@
  * | `runtime-limits` | hash | the fields of `limits` that code declares (`ns`, `wf:<name>`, `wf:<name>:group`, `wf:<name>:rate`, `wf:<name>:group-rate`) set at runtime by `setLimits`, each with the value the code declared then (`''` = none; a rate limit as `<max>/<ms>`): a bootstrap keeps them until its code declares something else (lua/includes/origins.lua). No entry = the code's value |
  * | `ns-waiting` | zset | workflows with due runs the namespace cap held back, score = turn (lua/includes/slots.lua wakeNamespaceWaiters) |
  * | `workflows` | set | workflows registered by worker processes |
+ * | `batch:<id>` | list | the member run ids of batch run `<id>`, in enqueue order; expires with the batch's record (lua/enqueue-batch.lua, docs/batches.md) |
+ * | `wf:<name>.batch:open` / `wf:<name>.batch:open:<key>` | string | the batch run members of workflow `<name>` (of that batch key) join while it is delayed and never claimed; expires after the max wait |
  * | `seq` | string | FIFO sequence within a priority |
  * | `turn` | string | round-robin turns, taken in blocks |
  * | `stall-gate` | string | at most one stalled scan per interval, fleet-wide |
@@ -101,6 +103,11 @@ export class RedisKeys {
 
   run(id: string): string {
     return `${this.base}run:${id}`;
+  }
+
+  /** The member ids of batch run `id` (docs/batches.md). */
+  batch(id: string): string {
+    return `${this.base}batch:${id}`;
   }
 
   /** Where a claiming call (reserve, complete) keeps its claims for a retry after a lost reply. */

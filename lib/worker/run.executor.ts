@@ -14,6 +14,7 @@ import { ThrottledLog } from '../util/throttled-log';
 import { RedisAttemptPorts, type RedisAttemptDeps } from './attempt.redis-ports';
 import type { Claim } from '../redis/commands/claim.reply';
 import { handBackRun } from './hand-back';
+import { BatchAttempt } from './batch.attempt';
 import { commitPolicy } from '../redis/commands/commit.policy';
 import { fail } from '../redis/commands/fail.command';
 import type { RunCommits } from './run.commits';
@@ -76,11 +77,20 @@ export class RunExecutor {
   /** `telemetry` is told the attempt's outcome once it is committed (or known lost). */
   private async executeAttempt(claim: Claim, abort: LazyAbort, codeDone?: () => void, telemetry?: AttemptTelemetry): Promise<void> {
     const definition = this.registry.get(claim.workflow);
+    // A batch run's attempt (docs/batches.md): its members first; a plain run pays one check.
+    let batch: BatchAttempt | undefined;
+    if (definition.batch) {
+      try {
+        batch = await BatchAttempt.load(this.ports, claim, definition);
+      } catch (error) {
+        return await this.handBack(claim, error, telemetry);
+      }
+    }
     const startedAt = Date.now();
     if (this.events.listens('active')) this.events.emit('active', { runId: claim.id, workflow: claim.workflow, attempt: claim.attempt });
     // The attempt's time limits: the run's own, else the workflow's.
     const outcome = await this.runner.run(
-      definition.entry,
+      batch ? batch.instance : definition.entry,
       claim,
       claim.timeoutMs ?? definition.timeoutMs,
       abort,
@@ -93,7 +103,11 @@ export class RunExecutor {
     // The common outcome is committed here rather than in a method of its own, for the same reason.
     switch (outcome.kind) {
       case 'completed':
-        if (await this.commits.complete(claim, outcome.result, this.journal(outcome.journal, claim, 'completed'))) {
+        if (
+          await (batch
+            ? batch.complete(outcome.result, this.journal(outcome.journal, claim, 'completed'))
+            : this.commits.complete(claim, outcome.result, this.journal(outcome.journal, claim, 'completed')))
+        ) {
           telemetry?.ended('completed');
           if (this.events.listens('completed')) this.events.emit('completed', this.outcome(claim, startedAt));
         } else this.lost(claim, abort, telemetry);
@@ -101,7 +115,7 @@ export class RunExecutor {
       case 'failed':
         // Stopped because its lease went unrenewed (Redis unreachable), not by its own fault.
         if (abort.reason instanceof LeaseUnconfirmedError) return await this.handBack(claim, abort.reason, telemetry);
-        return await this.fail(claim, outcome, abort, definition.backoff, startedAt, telemetry);
+        return await this.fail(claim, outcome, abort, definition.backoff, startedAt, telemetry, batch);
       case 'handed-back':
         return await this.handBack(claim, outcome.error, telemetry);
       case 'released':
@@ -143,23 +157,20 @@ export class RunExecutor {
     backoff: Parameters<typeof backoffDelay>[0],
     startedAt: number,
     telemetry?: AttemptTelemetry,
+    batch?: BatchAttempt,
   ): Promise<void> {
     const described = describeError(error);
     const delayMs = backoffDelay(backoff, claim.failures + 1);
+    const request = { error: JSON.stringify(described), retryable, delayMs, journal: this.journal(journal, claim, 'failed', error) };
     // Always asked of the token-checked script, even after a lost lease: the token decides.
-    const outcome = await fail(
-      this.scripts,
-      this.keys,
-      {
-        claim,
-        error: JSON.stringify(described),
-        retryable,
-        delayMs,
-        retentionMs: this.options.defaults.resultTtlMs,
-        journal: this.journal(journal, claim, 'failed', error),
-      },
-      commitPolicy(this.options),
-    );
+    const outcome = batch
+      ? await batch.fail(request)
+      : await fail(
+          this.scripts,
+          this.keys,
+          { claim, ...request, retentionMs: this.options.defaults.resultTtlMs },
+          commitPolicy(this.options),
+        );
     // 'suspended': a wait beside the failure closed the attempt first (see RunWaits); the run
     // waits, and the failed step runs again when it resumes. 'continued': the attempt's
     // continueAsNew landed although its reply was lost. Like a lost lease, nothing to report.

@@ -1,3 +1,4 @@
+import { refuseBatchTarget } from '../workflow/batch.options';
 import type { AttemptJournal } from '../execution/attempt.journal';
 import { buildEnqueueRequest } from '../workflow/enqueue.request';
 import { checkInput } from '../workflow/schema.validate';
@@ -80,6 +81,7 @@ export class RedisWaitPort implements WaitPort, ContinuePort {
 
   childRequest(workflow: unknown, input: unknown, opts: InvokeOptions | undefined): ChildRequest {
     const target = this.registry.resolve(workflow as Parameters<WorkflowRegistry['resolve']>[0]);
+    refuseBatchTarget(target, 'ctx.invoke workflow');
     const request: ChildRequest = buildEnqueueRequest(target, input, opts, this.options.maxPayloadBytes);
     const checking = checkInput(target, input, 'ctx.invoke input');
     if (checking) {

@@ -7,6 +7,7 @@ import type { SchemaInput, SchemaOutput, StandardSchemaV1 } from './standard-sch
 import type { Duration } from '../util/duration';
 import type { BackoffOptions } from '../interfaces/backoff.options';
 import type { WorkflowDedupeOptions } from '../interfaces/dedupe.options';
+import type { BatchOptions } from './batch.options';
 import type { EventWaitOptions, InvokeCall, InvokeOptions, SignalWaitOptions, WaitOutcome } from './wait.types';
 
 /** A workflow `ctx.invoke` starts: its class or contract (types inferred), or its name. */
@@ -125,6 +126,27 @@ export interface RunContext<In = unknown> {
   continueAsNew(input: In): Promise<never>;
 }
 
+/** The batch a batch workflow's `run` is called with (see {@link BatchContext}). */
+export interface BatchInfo {
+  /** The batch run's id (also `ctx.runId`). */
+  readonly id: string;
+  /** The member run ids, in the order of the inputs. */
+  readonly memberIds: readonly string[];
+}
+
+/**
+ * The `ctx` of a batch workflow's `run(inputs, ctx)` (`@Workflow(name, { batch })`, see
+ * docs/batches.md): a run context of the batch run — steps are memoized per batch, waits suspend
+ * the whole batch — with the batch's members. Typing `ctx` as `BatchContext` is also what tells
+ * the compiler that the class batches: `client.run(Class, input)` then takes one member's input
+ * and resolves with that member's result. `continueAsNew` is refused (a batch's inputs are its
+ * members'): it fails the batch without retries.
+ */
+export interface BatchContext<In = unknown> extends RunContext<In> {
+  /** The batch this attempt runs: its id and its members', in the order of the inputs. */
+  readonly batch: BatchInfo;
+}
+
 /** Options of `@Workflow(name, options)`; `In` types the `input` of declared schedules (from a contract). */
 export interface WorkflowOptions<In = unknown> {
   /**
@@ -227,6 +249,14 @@ export interface WorkflowOptions<In = unknown> {
    * that a filter typed for the payload fits a workflow whose input type is `unknown`.
    */
   filter?(this: void, payload: In): boolean;
+  /**
+   * Runs of this workflow are members of batches, and `run(inputs, ctx)` gets a whole batch's
+   * inputs at once — typed `(inputs: In[], ctx: BatchContext)` — and returns one result per input,
+   * in their order (see {@link BatchOptions} and docs/batches.md). Each member keeps its own run
+   * id, result and waiters; a batch is a run of its own of the workflow `<name>.batch`, retried
+   * and capped as one (`concurrency` counts batches). Not with `schedules`, `input` or `output`.
+   */
+  batch?: BatchOptions<In>;
 }
 
 /** `@Workflow({ keep })`: how many finished runs of each outcome to keep at most. */
@@ -270,19 +300,28 @@ export type SchemaImplementation<I, O> = abstract new (...args: any[]) => {
 };
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- any in infer patterns matches every contract and run signature; public API */
-/** Input type of a workflow class (the first parameter of its `run`) or of a contract. */
+/**
+ * Input type of a workflow class (the first parameter of its `run`) or of a contract. For a batch
+ * workflow (its `run` takes `ctx: BatchContext`), one member's: an element of the inputs array.
+ */
 export type WorkflowInput<W> =
   W extends WorkflowContract<infer I, any, any, any>
     ? I
-    : W extends abstract new (...args: any[]) => { run(input: infer I, ...rest: any[]): any }
-      ? I
+    : W extends abstract new (...args: any[]) => { run(input: infer I, ctx: infer C, ...rest: any[]): any }
+      ? Member<I, C>
       : unknown;
 
-/** Output type of a workflow class (the awaited return type of its `run`) or of a contract. */
+/**
+ * Output type of a workflow class (the awaited return type of its `run`) or of a contract. For a
+ * batch workflow, one member's: an element of the results array.
+ */
 export type WorkflowOutput<W> =
   W extends WorkflowContract<any, infer O, any, any>
     ? O
-    : W extends abstract new (...args: any[]) => { run(...args: any[]): infer O }
-      ? Awaited<O>
+    : W extends abstract new (...args: any[]) => { run(input: any, ctx: infer C, ...rest: any[]): infer O }
+      ? Member<Awaited<O>, C>
       : unknown;
+
+/** `T` as one member's of a batch workflow (whose `run` takes `ctx: BatchContext`): the element type of the array `T`. */
+type Member<T, C> = [C] extends [BatchContext<any>] ? (T extends readonly (infer E)[] ? E : T) : T;
 /* eslint-enable @typescript-eslint/no-explicit-any */

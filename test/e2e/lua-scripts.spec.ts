@@ -19,6 +19,7 @@ const ALL = scriptNames();
 /** Script flags other than the default (test/e2e/script-flags.spec.ts checks what they do when Redis is out of memory). */
 const FLAGS: Record<string, string> = {
   'acl-check': 'no-writes',
+  'batch-members': 'no-writes',
   'list-runs': 'allow-oom',
   'schedule-list': 'no-writes',
   stats: 'allow-oom',

@@ -212,6 +212,12 @@ const rows: Row[] = [
     call: (x) => Workflow('keys.d', { groupRateLimit: { max: 1, perMs: 1_000, ...x } }),
   },
   {
+    type: 'BatchOptions',
+    api: '@Workflow batch',
+    where: "@Workflow('keys.d') batch",
+    call: (x) => Workflow('keys.d', { batch: { maxSize: 2, maxWaitMs: 10, ...x } }),
+  },
+  {
     type: 'RetentionByCount',
     api: '@Workflow keep',
     where: "@Workflow('keys.d') keep",

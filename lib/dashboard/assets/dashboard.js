@@ -137,7 +137,7 @@
   }
   const runsRoute = (o) => {
     const p = new URLSearchParams();
-    for (const k of ['workflow', 'state', 'group', 'dedupe', 'order', 'id', 'event', 'eventId']) if (o[k] != null && o[k] !== '') p.set(k, o[k]);
+    for (const k of ['workflow', 'state', 'group', 'dedupe', 'order', 'id', 'event', 'eventId', 'batch']) if (o[k] != null && o[k] !== '') p.set(k, o[k]);
     return '#/runs?' + p.toString();
   };
   const intOk = (v, lo, hi) => /^\d+$/.test(v) && +v >= lo && +v <= hi;
@@ -627,6 +627,8 @@
     const id = qs.get('id') || '';
     // By event (QueueClient.publish): its id, or a name's newest.
     const event = qs.get('event') || '', eventId = qs.get('eventId') || '', byEvent = !id && (event || eventId);
+    // A batch run's members (docs/batches.md).
+    const batch = !id && !byEvent ? qs.get('batch') || '' : '';
     view.replaceChildren(pageHead('Runs'), h('p', { class: 'empty' }, 'Loading…'));
     if (!wfNames.length) {
       try { const d = await api('api/overview'); wfNames = (d.workflows || []).map((w) => String(w.name)); } catch (e) { if (t === token) loadErr(e, 'workflows'); }
@@ -643,32 +645,34 @@
     const fId = h('input', { id: 'f-id', testid: 'filter-id', type: 'search', value: id, placeholder: 'exact run id, any workflow', autocomplete: 'off' });
     const fEv = h('input', { id: 'f-ev', testid: 'filter-event', type: 'search', value: event, placeholder: 'any event' });
     const fEi = h('input', { id: 'f-ei', testid: 'filter-event-id', type: 'search', value: eventId, placeholder: 'event id' });
+    const fBa = h('input', { id: 'f-ba', testid: 'filter-batch', type: 'search', value: batch, placeholder: 'its members', autocomplete: 'off' });
     const form = h('form', {
       class: 'filters', role: 'search', 'aria-label': 'Filter runs',
-      onsubmit: (e) => { e.preventDefault(); go(runsRoute({ workflow: fWf.value, state: fSt.value, group: fGr.value.trim(), dedupe: fDd.value.trim(), order: fOr.value, id: fId.value.trim(), event: fEv.value.trim(), eventId: fEi.value.trim() })); },
+      onsubmit: (e) => { e.preventDefault(); go(runsRoute({ workflow: fWf.value, state: fSt.value, group: fGr.value.trim(), dedupe: fDd.value.trim(), order: fOr.value, id: fId.value.trim(), event: fEv.value.trim(), eventId: fEi.value.trim(), batch: fBa.value.trim() })); },
     },
     h('label', { for: 'f-wf' }, 'Workflow', fWf), h('label', { for: 'f-st' }, 'State', fSt), h('label', { for: 'f-gr' }, 'Group', fGr),
     h('label', { for: 'f-dd' }, 'Dedupe key', fDd),
     h('label', { for: 'f-or' }, 'Order', fOr), h('label', { for: 'f-id' }, 'Run id', fId),
-    h('label', { for: 'f-ev' }, 'Event', fEv), h('label', { for: 'f-ei' }, 'Event id', fEi),
+    h('label', { for: 'f-ev' }, 'Event', fEv), h('label', { for: 'f-ei' }, 'Event id', fEi), h('label', { for: 'f-ba' }, 'Batch', fBa),
     h('button', { type: 'submit', class: 'btn btn-primary', testid: 'filter-apply' }, 'Apply'));
     const out = h('div', null, h('p', { class: 'empty' }, 'Loading…'));
     view.replaceChildren(pageHead('Runs', refreshBtn()), form, out);
-    if (!wf && !id && !byEvent) { swap(out, h('p', { class: 'empty' }, 'No workflows found, so there are no runs to list.')); return; }
+    if (!wf && !id && !byEvent && !batch) { swap(out, h('p', { class: 'empty' }, 'No workflows found, so there are no runs to list.')); return; }
     const stack = [];
     let cursor = null;
     let nextCursor = null;
     setView(async () => {
-      const p = new URLSearchParams(id ? { id } : byEvent ? { event, eventId, limit: '200' } : { workflow: wf, state: st, order, limit: '50' });
-      if (group && !id && !byEvent) p.set('group', group);
-      if (dedupe && !id && !byEvent) p.set('dedupe', dedupe);
+      const p = new URLSearchParams(id ? { id } : byEvent ? { event, eventId, limit: '200' } : batch ? { batch, limit: '50' } : { workflow: wf, state: st, order, limit: '50' });
+      const plain = !id && !byEvent && !batch;
+      if (group && plain) p.set('group', group);
+      if (dedupe && plain) p.set('dedupe', dedupe);
       if (cursor) p.set('cursor', cursor);
       const d = await load(t, 'api/runs?' + p.toString(), 'runs', out);
       if (!d) return;
       nextCursor = d.cursor || null;
       const runs = Array.isArray(d.runs) ? d.runs : [];
       const cols = [['ID'], ['Workflow'], ['State'], ['Group'], ['Dedupe', '', 'dedupe key, mode and the enqueues folded into the run'], ['Event', null, 'what started it'], ['Attempts', 'n', 'attempts started in all (hover a row for how many failed)'], ['Created'], ['Finished'], ['Input'], ['Error']];
-      const what = byEvent ? `runs of event “${eventId || event}”` : `${st === 'all' ? '' : st + ' '}runs of “${wf}”${group ? ` in group “${group}”` : ''}${dedupe ? ` with dedupe key “${dedupe}”` : ''}`;
+      const what = byEvent ? `runs of event “${eventId || event}”` : batch ? `members of batch “${batch}”` : `${st === 'all' ? '' : st + ' '}runs of “${wf}”${group ? ` in group “${group}”` : ''}${dedupe ? ` with dedupe key “${dedupe}”` : ''}`;
       swap(out, [
         d.completedUnlisted ? h('p', { class: 'note', testid: 'completed-note' },
           `Completed runs of “${wf}” are listed once they complete while a dashboard is open (it records them for 15 minutes after its last read): none has yet. To list every completed run, set @Workflow('${wf}', { indexCompleted: true }).`) : null,
@@ -720,7 +724,7 @@
       loadOk();
       const r = d.run || {};
       cur.poll = !isDone(r.state);
-      swap(box, renderRun(r, d.timeline, box.clientWidth));
+      swap(box, renderRun(r, d.timeline, box.clientWidth, d.members));
     }, true);
   }
   // A run's dedupe key (a link to the runs with that key), mode and how many enqueues it folded.
@@ -736,7 +740,7 @@
       w.step != null ? ` at step ${w.step}` : '', u ? [' until ', tm(u)] : '',
       ids.length ? [' on ', ids.map((x, i) => [i ? ', ' : '', h('a', { href: '#/runs/' + enc(x), class: 'code' }, String(x))])] : '');
   }
-  function renderRun(r, tl, W) {
+  function renderRun(r, tl, W, members) {
     const kv = [
       ['Workflow', h('a', { href: runsRoute({ workflow: r.workflow, state: r.state }), testid: 'run-workflow' }, String(r.workflow))],
       ['State', badge(r.state, 'run-state')],
@@ -754,6 +758,9 @@
         h('span', { class: 'sub muted' }, ` holds the input of enqueue #${num(dd.inputSeq)} of ${num(dd.count)}`))]);
     }
     if (r.event) kv.push(['Event', eventLink(r.event)]);
+    // Batches (docs/batches.md): a member links its batch; a batch its members.
+    if (r.batch != null) kv.push(['Batch', h('a', { href: '#/runs/' + enc(r.batch), class: 'code', testid: 'run-batch' }, String(r.batch))]);
+    if (r.batchOf != null) kv.push(['Members', h('a', { href: runsRoute({ batch: r.id }), testid: 'run-members' }, `${num((members || []).length)} of “${r.batchOf}”`)]);
     const out = [];
     if (!readOnly) {
       const P = 'api/runs/' + apiSeg(r.id) + '/';
