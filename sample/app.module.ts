@@ -14,6 +14,7 @@ import { RunLogListener } from './run-log.listener';
 import { ScheduleDemo } from './schedule.demo';
 import { StockReportWorkflow } from './stock-report.workflow';
 import { CatalogExportWorkflow } from './catalog-export.workflow';
+import { TenantSyncWorkflow } from './tenant-sync.workflow';
 import { RunControlDemo } from './run-control.demo';
 import { OrderApprovalWorkflow } from './order-approval.workflow';
 import { ApprovalDemo } from './approval.demo';
@@ -57,6 +58,7 @@ export const SAMPLE_NAMESPACE = 'sample';
     OrderApprovalWorkflow,
     StockReportWorkflow,
     CatalogExportWorkflow,
+    TenantSyncWorkflow,
     ReindexWorkflow,
     ReceiptWorkflow,
     LoyaltyWorkflow,

@@ -35,7 +35,7 @@ export class BatchDemo {
   constructor(private readonly client: QueueClient) {}
 
   async runAll(): Promise<string[]> {
-    this.report.section('17. batches: 25 audit entries, one handler call per batch of a tenant');
+    this.report.section('19. batches: 25 audit entries, one handler call per batch of a tenant');
     const entries = Array.from({ length: 25 }, (_, i) => ({ tenant: i % 5 === 0 ? 'globex' : 'acme', action: `action-${i}` }));
     const results = await Promise.all(entries.map((entry) => this.client.run(AuditLogWorkflow, entry, { timeoutMs: 15_000 })));
     this.logger.log(`25 entries written in ${bulkWrites} bulk call(s)`);

@@ -19,7 +19,7 @@ export class ReindexWorkflow {
   }
 }
 
-/** 17. Debounce and throttle per key. Returns the failed checks. */
+/** 18. Debounce and throttle per key. Returns the failed checks. */
 @Injectable()
 export class DedupeDemo {
   private readonly logger = new Logger('Demo');
@@ -35,7 +35,7 @@ export class DedupeDemo {
 
   /** Five quick edits of one product: one run, started 300 ms after the last, with the last title. */
   private async debounce(): Promise<void> {
-    this.report.section('17. dedupe: five quick edits of one product reindex it once, with the last title');
+    this.report.section('18. dedupe: five quick edits of one product reindex it once, with the last title');
     const handles = [];
     for (const title of ['Mug', 'Mug, blue', 'Mug, blue, 300 ml', 'Mug (blue, 300 ml)', 'Blue mug, 300 ml']) {
       handles.push(await this.client.enqueue(ReindexWorkflow, { sku: 'MUG-1', title }));
@@ -53,7 +53,7 @@ export class DedupeDemo {
 
   /** A throttle given on the enqueue: callers within a second share one run and its result. */
   private async throttle(): Promise<void> {
-    this.report.section('17. dedupe: run() throttled per key, three callers share one run');
+    this.report.section('18. dedupe: run() throttled per key, three callers share one run');
     const dedupe = { key: 'sku:CUP-9', ttlMs: 1_000, mode: 'throttle' as const };
     const results = await Promise.all(
       ['Cup', 'Cup!', 'Cup!!'].map((title) => this.client.run(ReindexWorkflow, { sku: 'CUP-9', title }, { ...WAIT, dedupe })),

@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { QueueClient, RunCancelledError } from '../lib';
 import { CatalogExportWorkflow, exportedPages } from './catalog-export.workflow';
 import { DemoReport } from './demo.report';
+import { syncStarts, TenantSyncWorkflow } from './tenant-sync.workflow';
 
 const WAIT = { timeoutMs: 15_000 };
 
@@ -16,6 +17,7 @@ export class RunControlDemo {
   async runAll(): Promise<string[]> {
     const cancelled = await this.cancelAndRetry();
     await this.pauseAndResume();
+    await this.groupRateLimit();
     await this.listing(cancelled);
     return this.report.problems;
   }
@@ -64,6 +66,29 @@ export class RunControlDemo {
     this.report.check(stats.paused && (await this.client.get(run.id))?.state === 'waiting', 'the paused workflow started nothing');
     await this.client.resume({ workflow: CatalogExportWorkflow });
     this.report.check((await run.result(WAIT)).pages === 1, 'resume started the waiting run');
+  }
+
+  /** 12b. A rate limit per group: each tenant's runs start at most 2 a second; another tenant is not held up. */
+  private async groupRateLimit(): Promise<void> {
+    this.report.section('12b. run control: a rate limit per group (groupRateLimit: 2 starts a second per tenant)');
+    const acme = await this.client.enqueueMany(
+      TenantSyncWorkflow,
+      Array.from({ length: 5 }, () => ({ input: { tenant: 'acme' }, opts: { group: 'acme' } })),
+    );
+    const globex = await this.client.enqueue(TenantSyncWorkflow, { tenant: 'globex' }, { group: 'globex' });
+    await globex.result(WAIT);
+    const groups = (await this.client.stats({ workflow: TenantSyncWorkflow, groups: true })).workflows['tenant.sync'].groups ?? {};
+    const held = groups.acme;
+    this.logger.log(`stats → acme ${JSON.stringify(held)}`);
+    this.report.check(
+      held?.rateLimit?.max === 2 && held.rateHeldUntil !== undefined,
+      "stats shows acme's rate limit, and until when it holds acme's runs back",
+    );
+    await Promise.all(acme.map((run) => run.result(WAIT)));
+    const starts = syncStarts.get('acme') ?? [];
+    const tooClose = starts.filter((t, i) => i + 2 < starts.length && starts[i + 2] - t < 1_000);
+    this.logger.log(`acme's 5 syncs started at +${starts.map((t) => t - starts[0]).join(', +')} ms; globex's ran meanwhile`);
+    this.report.check(starts.length === 5 && tooClose.length === 0, 'no three acme syncs started within one second');
   }
 
   /** 13. Listing: completed and cancelled runs in finish order, one Redis call a page. */

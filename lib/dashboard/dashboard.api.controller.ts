@@ -61,8 +61,9 @@ export class DashboardApiController {
     return found;
   }
 
+  /** A page of schedules, only `workflow`'s if given. */
   @Get('schedules')
-  schedules(@Query('cursor') cursor: Text) {
-    return this.reader.schedules(cursor || undefined);
+  schedules(@Query('cursor') cursor: Text, @Query('workflow') workflow: Text) {
+    return this.reader.schedules(cursor || undefined, workflow || undefined);
   }
 }

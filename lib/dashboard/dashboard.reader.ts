@@ -132,8 +132,8 @@ export class DashboardReader implements OnModuleInit, OnModuleDestroy {
     return this.options.redactStacks ? redactRun(found) : found;
   }
 
-  schedules(cursor?: string): Promise<{ schedules: ScheduleInfo[]; cursor: string | null }> {
-    return this.client.listSchedules({ cursor, limit: 100 });
+  schedules(cursor?: string, workflow?: string): Promise<{ schedules: ScheduleInfo[]; cursor: string | null }> {
+    return this.client.listSchedules({ cursor, limit: 100, workflow });
   }
 
   private async sampleIfDue(): Promise<void> {

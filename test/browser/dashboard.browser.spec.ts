@@ -293,6 +293,14 @@ describe('dashboard in Chromium', () => {
     expect(await when('nightly-report')).toBe('0 3 * * *');
     expect(await when('stock-sweep')).toBe('every 15m');
     await shot('schedules');
+    // Interval schedules only, from the page's filter.
+    await page.getByTestId('schedule-filter-kind').selectOption('every');
+    await page.getByTestId('schedule-filter-apply').click();
+    await page.waitForURL(/#\/schedules\?kind=every$/);
+    await page.locator('[data-testid="schedule-row"][data-schedule="nightly-report"]').waitFor({ state: 'detached' });
+    expect(await page.getByTestId('schedule-row').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-schedule')))).toEqual([
+      'stock-sweep',
+    ]);
     // Groups with work: held back by a pause, so they stay listed.
     await dash.client.pause({ workflow: CoolOff });
     for (const [group, runs] of [

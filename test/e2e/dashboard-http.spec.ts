@@ -467,6 +467,22 @@ describe.each<HttpAdapterName>(['express', 'fastify'])('dashboard over HTTP (%s)
     expect((await fetch(url('/api/runs?eventId=a%20b'), { headers: USER })).status).toBe(400);
   });
 
+  it("lists one workflow's schedules, cron and interval alike", async () => {
+    await dash.client.schedule(`dh-every-${adapter}`, Echo, { every: '1h', input: null });
+    await dash.client.schedule(`dh-cron-${adapter}`, Fails, { cron: '0 0 1 1 *' });
+    try {
+      type SchedulesReply = { schedules: Array<{ id: string; every?: number; cron?: string }> };
+      const echo = await jsonOf<SchedulesReply>(fetch(url('/api/schedules?workflow=dh.echo'), { headers: USER }));
+      expect(echo.schedules.map((s) => [s.id, s.every, s.cron])).toEqual([[`dh-every-${adapter}`, 3_600_000, undefined]]);
+      const fails = await jsonOf<SchedulesReply>(fetch(url('/api/schedules?workflow=dh.fails'), { headers: USER }));
+      expect(fails.schedules.map((s) => s.id)).toEqual([`dh-cron-${adapter}`]);
+      expect((await fetch(url('/api/schedules?workflow=a%20b'), { headers: USER })).status).toBe(400);
+    } finally {
+      await dash.client.unschedule(`dh-every-${adapter}`);
+      await dash.client.unschedule(`dh-cron-${adapter}`);
+    }
+  });
+
   it('answers typed errors with their HTTP status', async () => {
     expect((await fetch(url('/api/runs/no-such-run'), { headers: USER })).status).toBe(404);
     expect((await fetch(url('/api/runs?workflow=dh.echo&state=bogus'), { headers: USER })).status).toBe(400);

@@ -328,7 +328,7 @@
     else if (seg[0] === 'runs' && seg.length === 1) runsPage(qs);
     else if (seg[0] === 'runs') runPage(seg.slice(1).join('/'));
     else if (seg[0] === 'workflows' && seg[2] === 'groups' && seg.length === 3) groupsPage(seg[1], qs);
-    else if (seg[0] === 'schedules') schedulesPage();
+    else if (seg[0] === 'schedules') schedulesPage(qs);
     else view.replaceChildren(pageHead('Not found'), h('p', null, 'No such page. ', h('a', { href: '#/' }, 'Go to the overview')));
   }
 
@@ -963,18 +963,39 @@
   }
 
   /* == schedules == */
-  function schedulesPage() {
+  function schedulesPage(qs) {
     const t = token;
+    // A workflow's schedules (asked of the server), and cron or interval ones (of the page shown).
+    const wf = qs.get('workflow') || '';
+    const kind = ['cron', 'every'].includes(qs.get('kind')) ? qs.get('kind') : '';
+    const fWf = h('input', { id: 's-wf', testid: 'schedule-filter-workflow', type: 'search', value: wf, placeholder: 'any workflow', autocomplete: 'off' });
+    const fKind = h('select', { id: 's-kind', testid: 'schedule-filter-kind' },
+      [['', 'cron and interval'], ['cron', 'cron'], ['every', 'interval (every)']].map(([x, tx]) => h('option', { value: x, selected: x === kind }, tx)));
+    const form = h('form', {
+      class: 'filters', role: 'search', 'aria-label': 'Filter schedules',
+      onsubmit: (e) => {
+        e.preventDefault();
+        const p = new URLSearchParams();
+        if (fWf.value.trim()) p.set('workflow', fWf.value.trim());
+        if (fKind.value) p.set('kind', fKind.value);
+        go('#/schedules' + (p.toString() ? '?' + p : ''));
+      },
+    },
+    h('label', { for: 's-wf' }, 'Workflow', fWf), h('label', { for: 's-kind' }, 'Kind', fKind),
+    h('button', { type: 'submit', class: 'btn btn-primary', testid: 'schedule-filter-apply' }, 'Apply'));
     const out = h('div', null, h('p', { class: 'empty' }, 'Loading…'));
-    view.replaceChildren(pageHead('Schedules', refreshBtn()), out);
+    view.replaceChildren(pageHead('Schedules', refreshBtn()), form, out);
     const stack = [];
     let cursor = null;
     let nextCursor = null;
     setView(async () => {
-      const d = await load(t, 'api/schedules' + (cursor ? '?cursor=' + enc(cursor) : ''), 'schedules', out);
+      const p = new URLSearchParams();
+      if (wf) p.set('workflow', wf);
+      if (cursor) p.set('cursor', cursor);
+      const d = await load(t, 'api/schedules' + (p.toString() ? '?' + p : ''), 'schedules', out);
       if (!d) return;
       nextCursor = d.cursor || null;
-      const list = Array.isArray(d.schedules) ? d.schedules : [];
+      const list = (Array.isArray(d.schedules) ? d.schedules : []).filter((sc) => !kind || (kind === 'every') === (sc.every != null));
       const cols = [['ID'], ['Workflow'], ['When'], ['Status'], ['Next fire'], ['Last fired'], ['Fired / skipped', 'n']];
       if (!readOnly) cols.push(['Actions']);
       const rows = list.map((sc) => {
@@ -1005,7 +1026,7 @@
         list.length
           ? h('div', { class: 'tbl-wrap' }, h('table', { class: 'tbl', testid: 'schedules-table' },
             thead(cols), h('tbody', null, rows)))
-          : h('p', { class: 'empty' }, 'No schedules.'),
+          : h('p', { class: 'empty', testid: 'schedules-empty' }, wf || kind ? 'No schedule matches the filter on this page.' : 'No schedules.'),
         pager(stack.length && (() => { cursor = stack.pop(); refreshNow(); }), `Page ${stack.length + 1}`,
           nextCursor && (() => { stack.push(cursor); cursor = nextCursor; refreshNow(); })),
       ]);
