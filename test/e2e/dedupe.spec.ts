@@ -444,7 +444,9 @@ describe('dedupe', () => {
           args = await monitor.next(() => true)
         )
           seen.push(args);
-        expect(seen.filter((args) => args.some((arg) => arg.includes('dedupe') || arg.includes('enqueue')))).toEqual([]);
+        // This namespace's only: on a server shared with other specs (the TLS suite), theirs show too.
+        const ours = seen.filter((args) => args.some((arg) => arg.includes(keys.base)));
+        expect(ours.filter((args) => args.some((arg) => arg.includes('dedupe') || arg.includes('enqueue')))).toEqual([]);
       } finally {
         await monitor.close();
       }
