@@ -3,11 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brokenLinks, headingAnchors } from '../support/markdown-links';
 
-/** Every relative link and anchor of the README, the changelog and docs/ points somewhere. */
+/** Every relative link and anchor of the README, the changelog, CONTRIBUTING.md and docs/ points somewhere. */
 const ROOT = join(__dirname, '..', '..');
 const DOCS = [
   'README.md',
   'CHANGELOG.md',
+  'CONTRIBUTING.md',
   ...readdirSync(join(ROOT, 'docs'))
     .filter((name) => name.endsWith('.md'))
     .map((name) => `docs/${name}`),
