@@ -10,7 +10,7 @@
   for itself (enqueue's idempotency on the run id). Reads the record and the subscriptions before
   its first write.
 
-  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, waits, enqueue
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, waits, event-waits, enqueue
 
   KEYS[1] published:<event id>  hash: the event's record (name, at, nonce, runs, resumed)
   KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
@@ -47,17 +47,18 @@
 -- @include groups
 -- @include records
 -- @include waits
+-- @include event-waits
 -- @include enqueue
 
 local base, name, eventId, payload = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local recordKey, nonce, keepMs = KEYS[1], ARGV[8], tonumber(ARGV[9])
-local index = eventIndex(base, name .. '|' .. ARGV[5])
+local target = name .. '|' .. ARGV[5]
 
 -- Published before (or by this call's lost try): its record answers.
 local found = redis.call('HMGET', recordKey, 'name', 'nonce', 'runs', 'resumed')
 if found[1] then
   local mine = found[2] == nonce
-  local reply = { mine and 1 or 0, found[1], mine and tonumber(found[4]) or 0, mine and redis.call('SCARD', index) or 0 }
+  local reply = { mine and 1 or 0, found[1], mine and tonumber(found[4]) or 0, mine and redis.call('SCARD', eventIndex(base, target)) or 0 }
   for workflow, id, created in string.gmatch(found[3] or '', '(%S+) (%S+) (%S+)') do
     reply[#reply + 1], reply[#reply + 2], reply[#reply + 3] = workflow, id, mine and tonumber(created) or 0
   end
@@ -87,23 +88,10 @@ for _, subscriber in ipairs(subscribers) do
 end
 
 -- The runs waiting for the event, as send-event.lua resumes them.
-local envelope = payloadEnvelope(payload)
-local resumed = 0
-for _, id in ipairs(redis.call('SPOP', index, tonumber(ARGV[10]))) do
-  local runKey = base .. 'run:' .. id
-  local f = waitingRun(runKey, 'event')
-  if f then
-    local _, _, memoKey, waitTarget = parseWait(f[2])
-    if waitTarget == name .. '|' .. ARGV[5] then
-      resumeWith(base, runKey, id, f, memoKey, envelope)
-      resumed = resumed + 1
-    end
-  end
-end
-reply[3], reply[4] = resumed, redis.call('SCARD', index)
+reply[3], reply[4] = resumeEventWaits(base, target, payload, tonumber(ARGV[10]))
 
 local now = nowMs()
-redis.call('HSET', recordKey, 'name', name, 'at', intText(now), 'nonce', nonce, 'runs', table.concat(runs, ' '), 'resumed', resumed)
+redis.call('HSET', recordKey, 'name', name, 'at', intText(now), 'nonce', nonce, 'runs', table.concat(runs, ' '), 'resumed', reply[3])
 redis.call('PEXPIRE', recordKey, keepMs)
 local byName = base .. 'published-by:' .. name
 redis.call('ZADD', byName, intText(now), eventId)

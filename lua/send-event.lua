@@ -5,7 +5,7 @@
   (see lua/includes/waits.lua), never the other waiting runs. The caller calls again while runs
   are left (the reply says how many).
 
-  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, waits
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, waits, event-waits
 
   KEYS[1] limits  hash
   KEYS[2] seq     string
@@ -26,20 +26,7 @@
 -- @include caps
 -- @include groups
 -- @include waits
+-- @include event-waits
 
-local base, target = ARGV[1], ARGV[2]
-local index = eventIndex(base, target)
-local envelope = payloadEnvelope(ARGV[3])
-local resumed = 0
-for _, id in ipairs(redis.call('SPOP', index, tonumber(ARGV[4]))) do
-  local runKey = base .. 'run:' .. id
-  local f = waitingRun(runKey, 'event')
-  if f then
-    local _, _, memoKey, waitTarget = parseWait(f[2])
-    if waitTarget == target then
-      resumeWith(base, runKey, id, f, memoKey, envelope)
-      resumed = resumed + 1
-    end
-  end
-end
-return { resumed, redis.call('SCARD', index) }
+local resumed, left = resumeEventWaits(ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]))
+return { resumed, left }

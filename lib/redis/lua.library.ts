@@ -15,6 +15,7 @@ const INCLUDE_ORDER = [
   'rate-reviews',
   'records',
   'waits',
+  'event-waits',
   'slots',
   'finish',
   'origins',
