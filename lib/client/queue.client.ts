@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { FleetWorkflowLookup } from '../discovery/fleet-workflows.lookup';
-import { WorkflowRegistry, type BatchTarget } from '../discovery/workflow.registry';
+import { WorkflowRegistry } from '../discovery/workflow.registry';
 import { batchMemberCall } from './batch.member';
 import { InvalidInputError, SluiceError } from '../errors';
 import { CLIENT_ENQUEUE_OPTIONS, type EnqueueOptions, type EnqueueRequest } from '../interfaces/enqueue.options';
@@ -107,7 +107,10 @@ export class QueueClient {
   ): Promise<RunHandle<Out<W>>[]> {
     if (!Array.isArray(items)) throw new InvalidInputError('items', 'must be an array of { input, opts? }');
     const definition = this.registry.resolve(workflow);
-    if (definition.batch) return this.enqueueMembers(definition.batch, definition, items);
+    if (definition.batch) {
+      const stored = await this.enqueuer.storeMembers(definition.batch, definition, items);
+      return stored.map(({ id, created }) => this.handle(id, created));
+    }
     const requests = this.enqueuer.requests(definition, items);
     const checking = checkInputs(definition, items);
     if (checking) await checking;
@@ -331,24 +334,6 @@ export class QueueClient {
   /** Moves this namespace's Redis data to the key layout this version uses. @see {@link QueueAdmin.migrate} */
   migrate(options?: MigrateOptions): Promise<MigrationResult> {
     return this.admin.migrate(options);
-  }
-
-  /**
-   * `enqueueMany` of a batch workflow: every item checked first (nothing written if one is bad),
-   * then one enqueue-batch call per member, sent together.
-   */
-  private async enqueueMembers<T>(
-    batch: BatchTarget,
-    workflow: { name: string; attempts: number },
-    items: Array<{ input: unknown; opts?: EnqueueOptions }>,
-  ): Promise<RunHandle<T>[]> {
-    const calls = items.map((item, index) => {
-      if (item === null || typeof item !== 'object') throw new InvalidInputError(`items[${index}]`, 'must be an object { input, opts? }');
-      checkOptionKeys(item, ['input', 'opts'], `items[${index}]`);
-      return batchMemberCall(batch, workflow, item.input, item.opts, this.options.maxPayloadBytes);
-    });
-    const replies = await Promise.all(calls.map((call) => this.enqueuer.storeMember({ ...call, waited: '' })));
-    return calls.map((call, index) => this.handle<T>(call.request.id, replies[index].created));
   }
 
   private handle<T>(id: string, created: boolean): RunHandle<T> {

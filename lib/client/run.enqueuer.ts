@@ -17,6 +17,8 @@ import { buildEnqueueRequest } from '../workflow/enqueue.request';
 import { checkOptionKeys } from '../util/option-keys';
 import { NamespaceLayout } from '../migration/namespace.layout';
 import { EnqueueBatcher } from './enqueue.batcher';
+import { batchMemberCall } from './batch.member';
+import type { BatchTarget } from '../discovery/workflow.registry';
 
 /**
  * Stores enqueued runs (lua/enqueue.lua, lua/enqueue-many.lua) for `QueueClient`: one by one,
@@ -102,25 +104,34 @@ export class RunEnqueuer {
     workflow: { name: string; attempts: number; dedupe?: WorkflowDedupeOptions },
     items: Array<{ input: unknown; opts?: EnqueueOptions }>,
   ): EnqueueRequest[] {
-    return items.map((item, index) => {
-      if (item === null || typeof item !== 'object') throw new InvalidInputError(`items[${index}]`, 'must be an object { input, opts? }');
-      checkOptionKeys(item, ['input', 'opts'], `items[${index}]`);
-      try {
-        const request = buildEnqueueRequest(workflow, item.input, item.opts, this.options.maxPayloadBytes, CLIENT_ENQUEUE_OPTIONS);
-        const dedupe = item.opts?.dedupe;
-        if (dedupe !== undefined && dedupe !== false)
-          throw new InvalidOptionError('opts.dedupe', 'is not taken by enqueueMany: enqueue runs with a dedupe one by one, with enqueue()');
-        if (workflow.dedupe && dedupe === undefined)
-          throw new InvalidOptionError(
-            'opts.dedupe',
-            `@Workflow('${workflow.name}') declares a dedupe, which enqueueMany does not apply: use enqueue(), or pass dedupe: false`,
-          );
-        return request;
-      } catch (error) {
-        if (error instanceof InvalidInputError) (error as { message: string }).message = `items[${index}].${error.message}`;
-        throw error;
-      }
+    return eachItem(items, (input, opts) => {
+      const request = buildEnqueueRequest(workflow, input, opts, this.options.maxPayloadBytes, CLIENT_ENQUEUE_OPTIONS);
+      const dedupe = opts?.dedupe;
+      if (dedupe !== undefined && dedupe !== false)
+        throw new InvalidOptionError('opts.dedupe', 'is not taken by enqueueMany: enqueue runs with a dedupe one by one, with enqueue()');
+      if (workflow.dedupe && dedupe === undefined)
+        throw new InvalidOptionError(
+          'opts.dedupe',
+          `@Workflow('${workflow.name}') declares a dedupe, which enqueueMany does not apply: use enqueue(), or pass dedupe: false`,
+        );
+      return request;
     });
+  }
+
+  /**
+   * `enqueueMany` of a batch workflow: every item checked first as {@link requests} does (nothing
+   * written if one is bad), then one enqueue-batch call per member, sent together.
+   */
+  async storeMembers(
+    batch: BatchTarget,
+    workflow: { name: string; attempts: number },
+    items: Array<{ input: unknown; opts?: EnqueueOptions }>,
+  ): Promise<Array<{ id: string; created: boolean }>> {
+    const calls = eachItem(items, (input, opts) =>
+      batchMemberCall(batch, workflow, input, opts, this.options.maxPayloadBytes, CLIENT_ENQUEUE_OPTIONS),
+    );
+    const replies = await Promise.all(calls.map((call) => this.storeMember({ ...call, waited: '' })));
+    return calls.map((call, index) => ({ id: call.request.id, created: replies[index].created }));
   }
 
   /** Stores one workflow's runs in one round trip (a pipeline of enqueue-many calls); resolves per run as {@link store}. */
@@ -168,4 +179,18 @@ class LayoutAwareSettings implements EnqueueSettings {
   get compact(): boolean {
     return this.options.compactRunRecords || this.layout.leanRecords;
   }
+}
+
+/** Builds each `enqueueMany` item with `build`; a bad item's error names its index (`items[3].opts.priority`). */
+function eachItem<T>(items: Array<{ input: unknown; opts?: EnqueueOptions }>, build: (input: unknown, opts?: EnqueueOptions) => T): T[] {
+  return items.map((item, index) => {
+    if (item === null || typeof item !== 'object') throw new InvalidInputError(`items[${index}]`, 'must be an object { input, opts? }');
+    checkOptionKeys(item, ['input', 'opts'], `items[${index}]`);
+    try {
+      return build(item.input, item.opts);
+    } catch (error) {
+      if (error instanceof InvalidInputError) (error as { message: string }).message = `items[${index}].${error.message}`;
+      throw error;
+    }
+  });
 }
