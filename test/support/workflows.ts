@@ -107,7 +107,8 @@ export function enterMonitor(connection: IORedis): Promise<IORedis> {
  * connection to the server to watch, when it is not the shared test server (e.g. a test's own).
  */
 /** A command MONITOR showed, lower-cased name first; `source`: 'lua' for a script's, else the client's address. */
-export type MonitoredCommand = string[] & { source?: string };
+/** A command MONITOR saw: its arguments, the client that sent it, and when Redis ran it (ms). */
+export type MonitoredCommand = string[] & { source?: string; atMs?: number };
 
 export async function monitorCommands(
   namespace?: string,
@@ -121,9 +122,10 @@ export async function monitorCommands(
   const monitor = await enterMonitor(namespace === undefined ? connection : await namespaceNode(connection, namespace));
   const seen: string[][] = [];
   const pending: Array<{ match: (args: string[]) => boolean; resolve: (args: string[]) => void }> = [];
-  monitor.on('monitor', (_time: string, args: string[], source: string) => {
+  monitor.on('monitor', (time: string, args: string[], source: string) => {
     const normalised: MonitoredCommand = [String(args[0]).toLowerCase(), ...args.slice(1).map(String)];
     normalised.source = source;
+    normalised.atMs = Number(time) * 1000;
     const index = pending.findIndex((p) => p.match(normalised));
     if (index >= 0) pending.splice(index, 1)[0].resolve(normalised);
     else seen.push(normalised);
@@ -157,9 +159,9 @@ export async function commandsBefore(
   monitor: Awaited<ReturnType<typeof monitorCommands>>,
   redis: Pick<IORedis, 'exists'>,
   sentinel: string,
-): Promise<string[][]> {
+): Promise<MonitoredCommand[]> {
   await redis.exists(sentinel);
-  const seen: string[][] = [];
+  const seen: MonitoredCommand[] = [];
   for (let args = await monitor.next(() => true); !(args[0] === 'exists' && args[1] === sentinel); args = await monitor.next(() => true)) {
     seen.push(args);
   }
