@@ -121,11 +121,20 @@ export const attemptByKey = (ns: string) => `{sluice:${ns}}:attempt-by`;
 /** `{sluice:<ns>}:commits` — runId → 'completed' events (emitted after the commit), counted by the forked workers. */
 export const commitsKey = (ns: string) => `{sluice:${ns}}:commits`;
 /**
- * `{sluice:<ns>}:despite-memo` — `<runId>:<step>#<n>` → pid, for an execution that happened while
- * the step's memo was already in the run record (lib/redis/redis.keys.ts: field `step:<name>#1`
- * of `run:<id>`): a finished step executed again. Must stay empty.
+ * `{sluice:<ns>}:despite-memo` — `<runId>:<step>#<n>` → `<pid> attempt <a> of <attempts>`, for an
+ * execution by the run's current attempt while the step's memo was already in the run record
+ * (lib/redis/redis.keys.ts: field `step:<name>#1` of `run:<id>`): a finished step executed again
+ * instead of replaying. Must stay empty.
  */
 export const despiteMemoKey = (ns: string) => `{sluice:${ns}}:despite-memo`;
+/**
+ * `{sluice:<ns>}:late-effects` — as {@link despiteMemoKey}, for a side effect of an attempt that
+ * is no longer the run's latest when it lands: the step started before the memo existed, and its
+ * command reached Redis late (the harness's own ioredis client queues and re-sends commands across
+ * a Redis restart, long after Sluice stopped that attempt). At-least-once allows it; kept apart so
+ * a test can tell it from a replay that failed.
+ */
+export const lateEffectsKey = (ns: string) => `{sluice:${ns}}:late-effects`;
 
 /** One step execution: its ordinal among the executions of that step of that run, and where it ran. */
 export interface Execution {
@@ -146,11 +155,16 @@ export interface ThreeStepResult {
 /**
  * The side effect of a step, atomic: count the execution, record which process made it, and
  * whether the step's memo was in the run record already (a step whose memo landed must replay,
- * never execute; the memo of this execution is written only after it returns).
+ * never execute; the memo of this execution is written only after it returns) — by the run's
+ * current attempt (despite-memo) or by a superseded one whose command landed late (late-effects).
  */
 const EXECUTE = `local n = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
 redis.call('HSET', KEYS[2], ARGV[1] .. '#' .. n, ARGV[2])
-if redis.call('HEXISTS', KEYS[3], ARGV[3]) == 1 then redis.call('HSET', KEYS[4], ARGV[1] .. '#' .. n, ARGV[2]) end
+if redis.call('HEXISTS', KEYS[3], ARGV[3]) == 1 then
+  local attempts = redis.call('HGET', KEYS[3], 'attempts') or '?'
+  local into = attempts == ARGV[4] and KEYS[4] or KEYS[5]
+  redis.call('HSET', into, ARGV[1] .. '#' .. n, ARGV[2] .. ' attempt ' .. ARGV[4] .. ' of ' .. attempts)
+end
 return n`;
 
 /**
@@ -170,30 +184,31 @@ export class ThreeStepWorkflow {
   async run(input: { i: number }, ctx: RunContext): Promise<ThreeStepResult> {
     await this.redis.hset(attemptByKey(this.ns), `${ctx.runId}#${ctx.attempt}`, process.pid);
     await this.hooks.beforeWork?.(ctx.runId);
-    const a = await this.stepA(ctx.runId);
-    const b = await this.stepB(ctx.runId);
-    const c = await this.stepC(ctx.runId);
+    const a = await this.stepA(ctx.runId, ctx.attempt);
+    const b = await this.stepB(ctx.runId, ctx.attempt);
+    const c = await this.stepC(ctx.runId, ctx.attempt);
     return { i: input.i, a, b, c, attempt: ctx.attempt, by: process.pid };
   }
 
   @Step()
-  stepA(runId: string): Promise<Execution> {
-    return this.execute(runId, 'a', 'stepA');
+  stepA(runId: string, attempt: number): Promise<Execution> {
+    return this.execute(runId, attempt, 'a', 'stepA');
   }
 
   @Step()
-  stepB(runId: string): Promise<Execution> {
-    return this.execute(runId, 'b', 'stepB');
+  stepB(runId: string, attempt: number): Promise<Execution> {
+    return this.execute(runId, attempt, 'b', 'stepB');
   }
 
   @Step()
-  stepC(runId: string): Promise<Execution> {
-    return this.execute(runId, 'c', 'stepC');
+  stepC(runId: string, attempt: number): Promise<Execution> {
+    return this.execute(runId, attempt, 'c', 'stepC');
   }
 
-  private async execute(runId: string, step: string, stepName: string): Promise<Execution> {
-    const keys = [execCountKey(this.ns), execByKey(this.ns), `{sluice:${this.ns}}:run:${runId}`, despiteMemoKey(this.ns)];
-    const n = await this.redis.eval(EXECUTE, keys.length, ...keys, `${runId}:${step}`, process.pid, `step:${stepName}#1`);
+  private async execute(runId: string, attempt: number, step: string, stepName: string): Promise<Execution> {
+    const run = `{sluice:${this.ns}}:run:${runId}`;
+    const keys = [execCountKey(this.ns), execByKey(this.ns), run, despiteMemoKey(this.ns), lateEffectsKey(this.ns)];
+    const n = await this.redis.eval(EXECUTE, keys.length, ...keys, `${runId}:${step}`, process.pid, `step:${stepName}#1`, attempt);
     return { n: Number(n), pid: process.pid };
   }
 }

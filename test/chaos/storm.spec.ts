@@ -95,7 +95,9 @@ describe('faults under load', () => {
       ? await raw.hgetall(commitsKey(ns))
       : await pollUntil(() => raw.hgetall(commitsKey(ns)), settled, "the workers' completion counts", 5_000);
     if (!redisCrashed) expect(existing.filter((id) => commits[id] !== '1')).toEqual([]);
-    expect(await raw.hlen(despiteMemoKey(ns))).toBe(0);
+    // A step executed by the run's current attempt though its memo had landed: a failed replay.
+    // (A superseded attempt's late side effect, lateEffectsKey, is at-least-once and allowed.)
+    expect(await raw.hgetall(despiteMemoKey(ns))).toEqual({});
     const report = await auditNamespace(raw, { namespace: ns, acknowledged: existing });
     expectConsistent(report);
     expect(report.workflows['chaos.three-step'].stats.completed).toBe(existing.length);
