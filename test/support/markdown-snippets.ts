@@ -1,5 +1,5 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import * as ts from 'typescript';
 
 /** One TypeScript code block of a Markdown file, as a module of its own. */
@@ -56,7 +56,8 @@ export function typescriptSnippets(root: string, files: string[]): Snippet[] {
 }
 
 /**
- * Compiles each snippet as a module of its own against the package's sources: `nest-sluice`,
+ * Compiles each snippet as a module of its own (a block opening with a `// <path>.ts` line is that
+ * file of the app its page builds, beside the page's other such files) against the package's sources: `nest-sluice`,
  * `nest-sluice/testing` and `nest-sluice/dashboard` resolve to lib/, everything else as the
  * project resolves it (its installed dependencies, so `workDir` must be inside the project; the
  * globals of Node and Jest are there, for pages about tests). The project's strict options apply, with top
@@ -67,7 +68,11 @@ export function compileSnippets(root: string, snippets: Snippet[], workDir: stri
   mkdirSync(workDir, { recursive: true });
   const errors: SnippetError[] = [];
   const sources = snippets.map((snippet, i) => {
-    const path = join(workDir, `snippet-${i}.ts`);
+    // A block that opens with `// <path>.ts` is that file of an app the page builds: written there,
+    // in a directory of the page's own, so the page's other files import it by relative path.
+    const named = /^\/\/ ([\w./-]+\.ts)\b/.exec(snippet.code)?.[1];
+    const path = join(workDir, snippet.file.replace(/[^\w.-]/g, '_'), named ?? `snippet-${i}.ts`);
+    mkdirSync(dirname(path), { recursive: true });
     // `export {}` makes a block without imports a module too, so blocks never share names.
     const text = `${snippet.code}\nexport {};\n`;
     writeFileSync(path, text);
