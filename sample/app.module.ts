@@ -42,7 +42,7 @@ export const SAMPLE_NAMESPACE = 'sample';
       },
     }),
     // The dashboard on the app's HTTP server, actions enabled. The guard here lets in requests
-    // from this machine only; a real app passes its own auth guard class (README, "Dashboard").
+    // from this machine only; a real app passes its own auth guard class (docs/dashboard.md).
     // A browser here connects from loopback even for a page of another site whose name was
     // rebound to 127.0.0.1: `allowedHosts: []` also keeps the Host to loopback names.
     SluiceDashboardModule.forRoot({

@@ -6,7 +6,7 @@ import { QueueHealth } from '../lib';
 /**
  * `GET /health` on 127.0.0.1: 200 with `QueueHealth.check(2000)`'s report as JSON when healthy,
  * 503 with it when not. The sample has no HTTP platform installed, so this is plain `node:http`;
- * a real app would use a controller and @nestjs/terminus (README, "QueueHealthIndicator"):
+ * a real app would use a controller and @nestjs/terminus (docs/observability.md):
  *
  *   @Get('health') @HealthCheck()
  *   check() {

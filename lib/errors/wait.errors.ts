@@ -5,8 +5,8 @@ import { SluiceError } from './sluice.error';
  * On replay, the run's calls do not follow its recorded ones: a step renamed, inserted or removed
  * before a wait the run passed, or a wait turned into a step (see DeterminismGuard in
  * lib/execution/determinism.guard.ts): the workflow's code changed under a running run in a way its
- * memo cannot follow. The run fails for good (no retry could fix it). See the README's
- * "Versioning workflow code".
+ * memo cannot follow. The run fails for good (no retry could fix it). See "Versioning workflow code"
+ * in docs/workflows.md.
  */
 export class NonDeterminismError extends NonRetryableError {
   constructor(

@@ -12,7 +12,7 @@ export interface ClusterSeed {
 /**
  * A Redis Cluster: seed nodes (any of its nodes; more than one so that discovery survives one
  * being down) and what every connection to a node needs. Sluice connects only to the master that
- * owns the namespace's slot and follows it through resharding and failover (README "Scaling out").
+ * owns the namespace's slot and follows it through resharding and failover (docs/connections.md).
  */
 export interface RedisClusterConnectionOptions {
   cluster: ClusterSeed[];

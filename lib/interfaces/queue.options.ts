@@ -63,9 +63,9 @@ export interface RunDefaults {
 export interface QueueModuleOptions {
   /**
    * One Redis server (fields or an ioredis instance), or a Redis Cluster: `{ cluster: [{ host,
-   * port }, …], username?, password?, tls?, natMap? }` or an ioredis `Cluster` instance (README
-   * "Scaling out"), or a primary behind Redis Sentinel: `{ sentinels: [{ host, port }, …], name, … }`
-   * or an ioredis instance made for Sentinel (docs/deployment.md).
+   * port }, …], username?, password?, tls?, natMap? }` or an ioredis `Cluster` instance, or a
+   * primary behind Redis Sentinel: `{ sentinels: [{ host, port }, …], name, … }` or an ioredis
+   * instance made for Sentinel (docs/connections.md).
    */
   connection: RedisConnectionOptions | Redis | RedisClusterConnectionOptions | RedisSentinelConnectionOptions | Cluster;
   /** First part of every key's hash tag. Default `'sluice'`. */
@@ -101,7 +101,7 @@ export interface QueueModuleOptions {
    * less Redis memory per waiting run) even in a namespace at layout 3. A namespace at layout 4
    * (every new one, or one moved with `migrate({ to: 4 })`) stores them anyway.
    * Every process of this version reads both forms, but older versions (0.1.0 included) cannot
-   * claim a lean record: turn it on only once none shares the namespace (README, Migrations).
+   * claim a lean record: turn it on only once none shares the namespace (docs/upgrades.md).
    * Default `false`.
    */
   compactRunRecords?: boolean;

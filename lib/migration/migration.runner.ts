@@ -29,7 +29,7 @@ const MAX_RETRY_PAUSE_MS = 10_000;
  * bootstrap does not fail: it logs a warning and goes on. A worker process then retries through
  * {@link ensure} before its worker starts (`WorkerOrchestrator.startWhenRedisAnswers`); a
  * producer-only process retries here in the background, with jittered backoff up to 10 s. Its
- * enqueues meanwhile work on the older layout (see README, Migrations). A layout newer than this
+ * enqueues meanwhile work on the older layout (see docs/upgrades.md). A layout newer than this
  * version knows fails the bootstrap with `QueueConfigError`.
  */
 @Injectable()

@@ -92,7 +92,7 @@ export function assessRedisServer(facts: RedisServerFacts, strict: boolean): Red
     // scripts would publish on sharded channels nobody listens to.
     return {
       fatal:
-        'Redis is a Redis Cluster node but options.connection names a single server: give connection: { cluster: [{ host, port }, …] } (README "Scaling out")',
+        'Redis is a Redis Cluster node but options.connection names a single server: give connection: { cluster: [{ host, port }, …] } (docs/connections.md)',
       warnings,
       notes,
     };

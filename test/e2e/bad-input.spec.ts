@@ -153,7 +153,7 @@ describe('bad input through QueueClient', () => {
 
   it('nothing at all was written to Redis by the rejected calls (and the scan does see real writes)', async () => {
     for (const [, call] of cases) await rejection(call).catch(() => undefined);
-    // Only the key layout marker the bootstrap wrote (see README, Migrations).
+    // Only the key layout marker the bootstrap wrote (see docs/upgrades.md).
     expect(await namespaceKeys(redis, namespace)).toEqual([`{sluice:${namespace}}:schema`]);
 
     const handle = await t.client.enqueue(EchoWorkflow, { ok: true }, { id: 'control' });
