@@ -1,5 +1,5 @@
 /**
- * The scenarios of `npm run bench` (see README "Performance"). sleep-between-steps is last: its
+ * The scenarios of `npm run bench` (see docs/performance.md). sleep-between-steps is last: its
  * runs are the only ones that suspend, and it leaves nothing behind that could slow the others.
  */
 export const SCENARIOS = [
@@ -45,7 +45,7 @@ export const DEFAULT_JOBS: Record<ScenarioName, number> = {
 /**
  * One run in flight, enqueue then await its result. `roundtrip-c1` gives the worker a concurrency
  * of 1 (the peers' workers run at 1 in both; Sluice's default is 10, and a saturated worker of 1
- * takes another path: see README "The hot path, in round trips"). `roundtrip-apart` puts Sluice's
+ * takes another path: see docs/performance.md, "The hot path, in round trips"). `roundtrip-apart` puts Sluice's
  * worker in a Nest app of its own beside the caller's, as a worker process apart from the
  * caller's would be: neither app starts the other's runs nor settles its waits in-process (see
  * LocalWorker, LocalWaits); the peers, which have no such shortcut, run roundtrip's setup.
