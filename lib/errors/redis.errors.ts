@@ -39,7 +39,7 @@ export class RedisCommandError extends SluiceError {
     cause: Error,
   ) {
     const hint = cause.message.startsWith('NOPERM')
-      ? ' (the Redis ACL user lacks a permission Sluice needs: see docs/deployment.md#acl-users)'
+      ? ' (the Redis ACL user lacks a permission Sluice needs: see docs/connections.md#acl-users)'
       : '';
     super(`${operation}: Redis replied with an error: ${cause.message}${hint}`, { cause });
   }

@@ -14,7 +14,7 @@ export interface SentinelAddress {
  * A primary with replicas behind Redis Sentinel: the sentinels to ask (more than one, so that
  * discovery survives one being down), the name of the primary they watch, and what the
  * connection to the primary needs. Every Sluice connection goes to the primary and follows it
- * through a failover; replicas are never read (docs/deployment.md "Sentinel").
+ * through a failover; replicas are never read (docs/connections.md "Sentinel").
  */
 export interface RedisSentinelConnectionOptions {
   sentinels: SentinelAddress[];

@@ -6,7 +6,7 @@ import type { RedisConnections } from './redis.connections';
 import type { RedisKeys } from './redis.keys';
 
 /** Where the rules are explained (named in every ACL error). */
-export const ACL_DOCS = 'docs/deployment.md#acl-users';
+export const ACL_DOCS = 'docs/connections.md#acl-users';
 
 type AclOptions = Pick<ResolvedQueueOptions, 'prefix' | 'namespace' | 'cluster'>;
 

@@ -82,7 +82,7 @@ export function assessRedisServer(facts: RedisServerFacts, strict: boolean): Red
   if (facts.replicaOf !== undefined) {
     // Writes would be refused (READONLY), and reads would see a lagging copy.
     return {
-      fatal: `Redis is a replica (of ${facts.replicaOf}): Sluice needs the primary; connect to it, or through Redis Sentinel (connection: { sentinels, name }, docs/deployment.md)`,
+      fatal: `Redis is a replica (of ${facts.replicaOf}): Sluice needs the primary; connect to it, or through Redis Sentinel (connection: { sentinels, name }, docs/connections.md)`,
       warnings,
       notes,
     };

@@ -85,5 +85,5 @@ const CHANGES: Record<Exclude<ScheduleChange, 'unchanged'>, string> = {
   changed: 'changed',
   removed: 'removed: the code no longer declares it',
   kept: 'kept as changed at runtime (the code still declares the definition it replaced)',
-  newer: 'left alone: this code does not declare it, but a newer version of the code does (QueueClient.removeSchedule removes it)',
+  newer: 'left alone: this code does not declare it, but a newer version of the code does (QueueClient.unschedule removes it)',
 };

@@ -8,7 +8,7 @@ import { rejection } from '../support/rejection';
 import { aclDenials, testTls, userConnection } from '../support/secure';
 
 /**
- * Each role's documented ACL rule (lib/redis/acl.rules.ts, docs/deployment.md), for one
+ * Each role's documented ACL rule (lib/redis/acl.rules.ts, docs/connections.md), for one
  * namespace, over TLS: enough for what the role does, and a rule with one permission taken away
  * fails the boot with an error that names it.
  */
@@ -117,7 +117,7 @@ describe('ACL users, one per role', () => {
     const error = await rejection(() => booted);
     expect(error).toBeInstanceOf(QueueConfigError);
     expect((error as Error).message).toContain(message);
-    expect((error as Error).message).toContain('docs/deployment.md#acl-users');
+    expect((error as Error).message).toContain('docs/connections.md#acl-users');
   });
 
   it("a user without the namespace's keys, its channels or the scripts: the boot fails saying which", async () => {

@@ -12,7 +12,7 @@ import { SENTINEL_MASTER, SentinelTopology } from '../support/redis-sentinel';
  * workers carry on on the new primary within 10 s of its promotion without a restart, every
  * acknowledged run that reached the new primary completes exactly once, and the audit of the new
  * primary is clean. Enqueues the old primary acknowledged but had not replicated when it died are
- * lost by Redis's asynchronous replication: counted and reported, not failed (docs/deployment.md).
+ * lost by Redis's asynchronous replication: counted and reported, not failed (docs/connections.md).
  */
 jest.setTimeout(180_000);
 

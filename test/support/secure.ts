@@ -8,7 +8,7 @@ import { aclSetUser, type AclRole, ACL_ROLES } from '../../lib/redis/acl.rules';
 /**
  * The secure suite's server (jest.secure.config.js): one redis-server that takes TLS connections
  * only, with certificates made by openssl for the run, and ACL users made from the documented
- * rules (lib/redis/acl.rules.ts, printed in docs/deployment.md). Its global setup puts where it is
+ * rules (lib/redis/acl.rules.ts, printed in docs/connections.md). Its global setup puts where it is
  * in SLUICE_TEST_TLS; test/support/app.ts then connects the tests' apps over TLS as the `app` user
  * and their raw checks as the admin (the default user, TLS too).
  */
@@ -115,6 +115,6 @@ export async function aclDenials(admin: Redis, users: readonly string[]): Promis
 /**
  * The refusal the rules leave on purpose: `CONFIG GET save`, which each process's first ready
  * check sends for the persistence check (refused, a note says it was not checked); granting it
- * would let the user read every setting, passwords included (docs/deployment.md).
+ * would let the user read every setting, passwords included (docs/connections.md).
  */
 const EXPECTED = [': command config|get (toplevel)'];

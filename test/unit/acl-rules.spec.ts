@@ -6,7 +6,7 @@ import { allScripts, type ScriptName } from '../../lib/redis/lua.source';
 /**
  * The ACL rules (lib/redis/acl.rules.ts) against what they stand for: the commands the Lua
  * scripts of each role call (read from lua/, includes inlined: a new `redis.call` fails this
- * until the rule has it), the commands each role sends outside scripts, and docs/deployment.md,
+ * until the rule has it), the commands each role sends outside scripts, and docs/connections.md,
  * which must print each rule exactly. The secure suite (npm run test:secure) runs the apps as
  * users with these rules; this keeps them from growing or going stale where no test reaches.
  */
@@ -101,8 +101,8 @@ describe('ACL rules', () => {
     }
   });
 
-  it('docs/deployment.md prints each rule exactly, for one server and for a cluster', () => {
-    const docs = readFileSync(join(__dirname, '..', '..', 'docs', 'deployment.md'), 'utf8');
+  it('docs/connections.md prints each rule exactly, for one server and for a cluster', () => {
+    const docs = readFileSync(join(__dirname, '..', '..', 'docs', 'connections.md'), 'utf8');
     for (const role of ACL_ROLES) {
       for (const cluster of [false, true]) {
         const line = aclSetUser(role, `sluice-${role}`, 'CHANGE-ME', { namespace: 'shop', cluster }).join(' ');
