@@ -16,7 +16,7 @@ interface BrowserGlobals {
  * What a new user meets in the first hour, in a real Chromium: the runs of every state newest
  * first, found by id and paged; completed runs listed with the defaults; the error of an attempt
  * that was retried into success; a page opened with credentials in its URL; and each guard recipe
- * of the README (HTTP Basic, an app's own session guard, loopback only).
+ * of docs/dashboard.md (HTTP Basic, an app's own session guard, loopback only).
  */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 

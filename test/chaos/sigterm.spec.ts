@@ -15,7 +15,7 @@ import { ChildWorker } from './child-worker';
 jest.setTimeout(120_000);
 
 const SHUTDOWN_TIMEOUT_MS = 1_000;
-/** The README's bound: shutdownTimeoutMs + about 5 s; one more second for the process to exit. */
+/** The documented bound (docs/guarantees.md): shutdownTimeoutMs + about 5 s; one more second for the process to exit. */
 const EXIT_BOUND_MS = SHUTDOWN_TIMEOUT_MS + 6_000;
 
 describe('SIGTERM to a worker process after Redis outages', () => {

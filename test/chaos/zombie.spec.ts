@@ -164,7 +164,7 @@ describe('a worker frozen past its lease, then thawed', () => {
       step: 'second',
       error: 'LeaseLostError',
     });
-    // Its step's side effect did happen (at-least-once, as the README says); the results are the rescuer's.
+    // Its step's side effect did happen (at-least-once, as docs/guarantees.md says); the results are the rescuer's.
     expect(await producer.client.get(middle.id)).toMatchObject({ state: 'completed', result: middleResult });
     expect(await producer.client.get(end.id)).toMatchObject({ state: 'completed', result: endResult });
     expect(await redis.hgetall(stepCountKey(ns))).toEqual({

@@ -13,7 +13,7 @@ class TierOrderWorkflow {
   }
 }
 
-/** The README's router, as written there ("Scaling out"): one application context per namespace. */
+/** The router of docs/connections.md, as written there ("Scaling out"): one application context per namespace. */
 @Module({})
 class TierQueueModule {
   static for(namespace: string, connection: unknown, worker: boolean): DynamicModule {
@@ -40,7 +40,7 @@ async function mastersOf(seed: { host: string; port: number }): Promise<Map<numb
 
 /**
  * Spread by namespace: three namespaces, one on each master of the shared cluster, fed by one
- * producer process through the README's router, each drained by its own worker context (one
+ * producer process through that router, each drained by its own worker context (one
  * given an ioredis Cluster instance). Each namespace's keys and connections stay on its master.
  */
 describe('Redis Cluster: namespaces spread over the shards', () => {

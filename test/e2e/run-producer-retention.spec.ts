@@ -6,7 +6,7 @@ import { rejection } from '../support/rejection';
 
 /**
  * run() from a producer that does not have the workflow's class (it runs it by name, as the
- * README's "Producers without the workflow's code" shows) cannot know the workflow's retention:
+ * docs/configuration.md's "Producers without the workflow's code" shows) cannot know the workflow's retention:
  * with `keep: { completed: 0 }` the commit that publishes the outcome also deletes the record,
  * so the producer must be subscribed before its enqueue lands, or the outcome is gone.
  */
