@@ -209,7 +209,7 @@ export function resolveQueueOptions(options: QueueModuleOptions, where = 'QueueM
     namespace: configName(options.namespace ?? 'default', 'namespace'),
     concurrency: options.concurrency === undefined ? undefined : positive(options.concurrency, 'concurrency'),
     worker: {
-      enabled: options.worker?.enabled ?? true,
+      enabled: flag(options.worker?.enabled ?? true, 'worker.enabled'),
       concurrency: positive(options.worker?.concurrency ?? 10, 'worker.concurrency'),
       lockMs,
       stalledIntervalMs: positive(
@@ -228,7 +228,7 @@ export function resolveQueueOptions(options: QueueModuleOptions, where = 'QueueM
     maxPayloadBytes: positive(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes'),
     maxRunMemoBytes: positive(options.maxRunMemoBytes ?? DEFAULT_MAX_MEMO_BYTES, 'maxRunMemoBytes'),
     redisTimeoutMs: positive(duration(options.redisTimeoutMs ?? 10_000, 'redisTimeoutMs'), 'redisTimeoutMs'),
-    fastPath: options.fastPath ?? true,
+    fastPath: flag(options.fastPath ?? true, 'fastPath'),
     compactRunRecords: flag(options.compactRunRecords ?? false, 'compactRunRecords'),
     migrate: flag(options.migrate ?? true, 'migrate'),
     telemetry: resolveTelemetryOptions(options.telemetry, `${where}.telemetry`),

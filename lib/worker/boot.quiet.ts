@@ -19,7 +19,10 @@ export const BOOT_QUIET_MAX_MS = 50;
  * between their claim and their commit, in each of their replies' turns. So they open once the
  * runs the boot's first reserve claimed are done (committed), after that turn's I/O, or
  * {@link BOOT_QUIET_MAX_MS} after that reserve's reply, whichever comes first; at once if it
- * claimed nothing or failed; and at stop (so a worker whose start was put off still subscribes).
+ * claimed nothing; and at stop (so a worker whose start was put off still subscribes). A first
+ * reserve that Redis refused (the bootstrap's declarations were not written yet) or that failed
+ * leaves the decision to the next one, which the loop sends at once: otherwise, in a namespace
+ * new to the workflow, the connections opened while that next reserve's runs were in flight.
  */
 export class BootQuiet {
   /** Resolves once the boot is over (see the class). */

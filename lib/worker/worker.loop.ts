@@ -89,6 +89,12 @@ export class WorkerLoop {
   private finished?: Promise<void>;
   /** Until the first reserve: the bootstrap it belongs to (see LoopBoot). */
   private boot?: LoopBoot;
+  /**
+   * The boot's first reserve got no claims from Redis (refused until the bootstrap's declarations
+   * are written, or failed): the next reserve, which the loop sends at once, is the one whose runs
+   * keep the idle-time connections closed (see BootQuiet).
+   */
+  private quietAwaitsReserve = false;
   /** Until it is over, the loop does not block on Redis (see BootQuiet); the subscriber waits for it too (WorkerOrchestrator). */
   readonly bootQuiet = new BootQuiet();
   /** Resolves when stop() is called: what waits for the boot waits no longer. */
@@ -296,11 +302,15 @@ export class WorkerLoop {
     const ticket = this.sequencer.ticket(wanted);
     const boot = this.boot;
     this.boot = undefined;
+    const settlesQuiet = boot !== undefined || this.quietAwaitsReserve;
+    this.quietAwaitsReserve = false;
+    let answered = false;
     let claims: Claim[] = [];
     try {
       const check = boot?.declarations;
       const reserved = await this.reserver.reserve(wanted, workflows, boot?.scripts, check?.check).then(
         (result) => {
+          answered = true;
           check?.settled(true);
           return result;
         },
@@ -319,7 +329,8 @@ export class WorkerLoop {
       return { nextDueMs: reserved.nextDueMs, claimed: reserved.claims.length };
     } finally {
       this.sequencer.deliver(ticket, claims);
-      if (boot) this.bootQuiet.claimed(claims.length, this.active);
+      if (settlesQuiet && boot && !answered && !this.stopping) this.quietAwaitsReserve = true;
+      else if (settlesQuiet) this.bootQuiet.claimed(claims.length, this.active);
     }
   }
 

@@ -240,6 +240,9 @@ describe('resolveQueueOptions', () => {
     ['zero redisTimeoutMs', { connection, redisTimeoutMs: 0 }, /redisTimeoutMs/],
     ['a migrate option that is not a boolean', { connection, migrate: 'no' }, /migrate must be true or false/],
     ['a strict option that is not a boolean', { connection, strict: 1 }, /strict must be true or false/],
+    // 'false' as a string is truthy: taken as given, it would have turned the worker or the fast path on.
+    ['a worker.enabled that is not a boolean', { connection, worker: { enabled: 'false' } }, /worker\.enabled must be true or false/],
+    ['a fastPath that is not a boolean', { connection, fastPath: 'false' }, /fastPath must be true or false/],
     [
       'an unknown logging.attemptFailed level',
       { connection, logging: { attemptFailed: 'info' } },
