@@ -90,6 +90,7 @@ describe('docs/getting-started.md', () => {
       child = await startApp(app, port);
       const approved = await post('/orders/order-1001/approve', { by: 'ana' });
       expect(approved.status).toBe(201);
+      expect(await approved.json()).toEqual({ delivered: true });
       const done = await pollUntil(show, (run) => run.state === 'completed', 'the run to complete', 10_000);
       expect(done.result).toEqual({
         orderId: '1001',
@@ -106,9 +107,20 @@ describe('docs/getting-started.md', () => {
         ['reserveStock#1 replayed', 'signal:approved#1 replayed', 'charge#1 ok'],
       ]);
 
+      // Approved again once finished: the page's 409; an unknown run: 404.
+      const again = await post('/orders/order-1001/approve', { by: 'ana' });
+      expect([again.status, await again.json()]).toEqual([
+        409,
+        { message: 'Cannot signal run order-1001: it is completed, expected unfinished', error: 'Conflict', statusCode: 409 },
+      ]);
+      expect((await post('/orders/order-9999/approve', { by: 'ana' })).status).toBe(404);
+
+      // The dashboard: its page, and the completed run in its runs list (indexCompleted).
       const dashboard = await fetch(`${base}/sluice`);
       expect(dashboard.status).toBe(200);
       expect(dashboard.headers.get('content-type')).toMatch(/text\/html/);
+      const listed = (await (await fetch(`${base}/sluice/api/runs?workflow=order.fulfil`)).json()) as { runs: Array<{ id: string }> };
+      expect(listed.runs.map((run) => run.id)).toEqual(['order-1001']);
     } finally {
       await dropNamespace(redis, 'orders');
       redis.disconnect();
