@@ -215,7 +215,7 @@ export class QueueAdmin {
    *
    * A namespace that holds data goes no further than layout 3, the newest older releases share,
    * unless `{ to: 4 }` asks for layout 4 (lean run records, about 120 bytes less per waiting run):
-   * ask only once no older process uses the namespace (README, Migrations). A new one starts at 4.
+   * ask only once no older process uses the namespace (docs/upgrades.md). A new one starts at 4.
    * @returns the layout found, the layout now, and whether this call moved data
    * @throws InvalidOptionError for an unknown option or a `to` outside 3–4 (nothing is sent)
    * @throws QueueConfigError if the namespace is at a layout newer than this version knows (nothing is written)

@@ -5,7 +5,7 @@ import { DASHBOARD_OPTIONS, type ResolvedDashboardOptions } from './dashboard.op
 
 /**
  * Tells the app's ACL boot check (AclCheck) that this process serves a read-only dashboard, so
- * that without a worker it needs only the dashboard's Redis permissions (docs/deployment.md,
+ * that without a worker it needs only the dashboard's Redis permissions (docs/connections.md,
  * "ACL users"). Done at module init: every module's init runs before the first bootstrap hook,
  * where the check runs. A dashboard with actions needs the producer's rule, the default.
  */

@@ -110,7 +110,7 @@ export interface QueueModuleOptions {
    * less Redis memory per waiting run) even in a namespace at layout 3. A namespace at layout 4
    * (every new one, or one moved with `migrate({ to: 4 })`) stores them anyway.
    * Every process of this version reads both forms, but older versions (0.1.0 included) cannot
-   * claim a lean record: turn it on only once none shares the namespace (README, Migrations).
+   * claim a lean record: turn it on only once none shares the namespace (docs/upgrades.md).
    * Default `false`.
    */
   compactRunRecords?: boolean;

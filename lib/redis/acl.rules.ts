@@ -1,5 +1,5 @@
 /**
- * The Redis ACL permissions each kind of Sluice process needs, least privilege: docs/deployment.md
+ * The Redis ACL permissions each kind of Sluice process needs, least privilege: docs/connections.md
  * ("ACL users") prints them as `ACL SETUSER` lines, the boot check of a process that connects as
  * a named ACL user asks Redis whether it holds them (AclCheck), and the secure test suite creates
  * its users from them. test/unit/acl-rules.spec.ts keeps the three in step, and derives the

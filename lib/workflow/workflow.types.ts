@@ -196,7 +196,7 @@ export interface WorkflowOptions<In = unknown> {
   /**
    * Cron schedules that start runs of this workflow. Written to Redis by every worker bootstrap
    * (the latest wins and logs what changed); one removed from here is removed from Redis by the
-   * bootstraps of this code, not by those of an older version still running (README, Schedules). See
+   * bootstraps of this code, not by those of an older version still running (docs/schedules.md). See
    * `QueueClient.schedule` for schedules made at runtime.
    */
   schedules?: DeclaredSchedule<In>[];
