@@ -13,6 +13,7 @@ export default defineConfig(
     'bench/results/',
     'test-results/',
     '.api-build/',
+    'docs/api/', // the API reference TypeDoc generates (npm run docs)
     '.redis-test/',
     'test/compat/app/',
     'test/fixtures/previous-release/',

@@ -1,3 +1,10 @@
+/**
+ * `nest-sluice`: durable workflows for NestJS on Redis. {@link QueueModule} sets Sluice up;
+ * {@link Workflow} and {@link Step} declare workflows and their memoized steps; {@link QueueClient}
+ * starts, waits for, signals and inspects runs; {@link QueueAdmin} and {@link QueueSchedules}
+ * operate them.
+ * @module nest-sluice
+ */
 export { QueueModule } from './queue.module';
 export type { QueueModuleAsyncOptions } from './queue.module';
 export type { QueueModuleOptions, RedisConnectionOptions, WorkerOptions, RunDefaults } from './interfaces/queue.options';

@@ -13,8 +13,10 @@ import { checkOptionKeys } from './util/option-keys';
 
 /** Options of `QueueModule.forRootAsync`, e.g. to read the connection from `ConfigService`. */
 export interface QueueModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
+  /** Returns (or resolves to) the module's options; called with the providers `inject` lists. Its options are checked at bootstrap. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- mirrors Nest's FactoryProvider: the factory's arguments are whatever `inject` lists; public API
   useFactory: (...args: any[]) => QueueModuleOptions | Promise<QueueModuleOptions>;
+  /** The providers (tokens) whose instances `useFactory` receives, in order, e.g. `[ConfigService]`. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- mirrors Nest's FactoryProvider: the factory's arguments are whatever `inject` lists; public API
   inject?: any[];
 }
@@ -32,11 +34,18 @@ const CORE_PROVIDERS: Provider[] = [
  */
 @Module({})
 export class QueueModule {
+  /**
+   * Registers Sluice with these options. They are checked when the app bootstraps: a bad value
+   * fails it with `QueueConfigError`, an unknown key with `InvalidOptionError`.
+   */
   static forRoot(options: QueueModuleOptions): DynamicModule {
     return QueueModule.build([{ provide: QUEUE_MODULE_OPTIONS, useValue: options }], []);
   }
 
-  /** @throws InvalidOptionError for a key other than `imports`, `useFactory` and `inject` (the factory's options are checked at bootstrap) */
+  /**
+   * Registers Sluice with options a factory returns, e.g. from `ConfigService`.
+   * @throws InvalidOptionError for a key other than `imports`, `useFactory` and `inject` (the factory's options are checked at bootstrap)
+   */
   static forRootAsync(options: QueueModuleAsyncOptions): DynamicModule {
     checkOptionKeys(options, ['imports', 'useFactory', 'inject'], 'QueueModule.forRootAsync options');
     const provider: Provider = { provide: QUEUE_MODULE_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] };

@@ -15,6 +15,7 @@ export interface PublishOptions {
 
 /** A run an event started: a {@link RunHandle} with its workflow's name. */
 export interface PublishedRun extends RunHandle<unknown> {
+  /** The name of the subscribed workflow the run belongs to. */
   readonly workflow: string;
 }
 
@@ -22,6 +23,7 @@ export interface PublishedRun extends RunHandle<unknown> {
 export interface PublishResult {
   /** The event's id (given, or generated). */
   id: string;
+  /** The event's name, as given to `publish`. */
   name: string;
   /** `false`: the id was published before, nothing was written, and `runs` are the runs it started then. */
   published: boolean;
@@ -36,8 +38,11 @@ export interface PublishResult {
 
 /** A published event as its record keeps it (`QueueClient.getEvent`, `listEvents`). */
 export interface PublishedEvent {
+  /** The event's id (given to `publish`, or generated). */
   id: string;
+  /** The event's name. */
   name: string;
+  /** When the first publish of the id wrote the record (Redis clock). */
   publishedAt: Date;
   /** The runs it started, by workflow. */
   runs: Array<{ workflow: string; runId: string }>;

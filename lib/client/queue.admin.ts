@@ -31,6 +31,7 @@ import type { WorkflowRef } from './workflow.ref';
 export class QueueAdmin {
   private migrator?: LayoutMigrator;
 
+  /** @internal Nest constructs it from Sluice's internal services: inject `QueueAdmin` instead. */
   constructor(
     @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
     private readonly registry: WorkflowRegistry,

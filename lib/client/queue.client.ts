@@ -46,6 +46,7 @@ import type { In, Out, WorkflowRef } from './workflow.ref';
  */
 @Injectable()
 export class QueueClient {
+  /** @internal Nest constructs it from Sluice's internal services: inject `QueueClient` instead. */
   constructor(
     @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
     private readonly registry: WorkflowRegistry,

@@ -24,6 +24,7 @@ import type { In, WorkflowRef } from './workflow.ref';
 export class QueueSchedules {
   private store?: ScheduleStore;
 
+  /** @internal Nest constructs it from Sluice's internal services: inject `QueueSchedules` instead. */
   constructor(
     @Inject(RESOLVED_QUEUE_OPTIONS) private readonly options: ResolvedQueueOptions,
     private readonly registry: WorkflowRegistry,

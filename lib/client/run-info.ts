@@ -12,10 +12,44 @@ export type WaitState = 'sleeping' | 'waiting-signal' | 'waiting-event' | 'waiti
 
 /** What a run in a durable wait waits for (`RunInfo.waitingFor`). */
 export type WaitingFor =
-  | { kind: 'sleep'; step: string; until: Date }
-  | { kind: 'signal'; step: string; name: string; until?: Date }
-  | { kind: 'event'; step: string; name: string; key: string; until?: Date }
-  | { kind: 'child'; step: string; runIds: string[] };
+  | {
+      /** `ctx.sleep` or `ctx.sleepUntil` (state `sleeping`). */
+      kind: 'sleep';
+      /** The sleep's name, as given to `ctx.sleep` or `ctx.sleepUntil`. */
+      step: string;
+      /** When the sleep ends (Redis clock). */
+      until: Date;
+    }
+  | {
+      /** `ctx.waitForSignal` (state `waiting-signal`). */
+      kind: 'signal';
+      /** `signal:<name>`: the wait's memo key without its `#<occurrence>`. */
+      step: string;
+      /** The signal's name. */
+      name: string;
+      /** When the wait times out; absent for a wait without `timeoutMs`. */
+      until?: Date;
+    }
+  | {
+      /** `ctx.waitForEvent` (state `waiting-event`). */
+      kind: 'event';
+      /** `event:<name>`: the wait's memo key without its `#<occurrence>`. */
+      step: string;
+      /** The event's name. */
+      name: string;
+      /** The event key waited for (`''` when the wait gave none). */
+      key: string;
+      /** When the wait times out; absent for a wait without `timeoutMs`. */
+      until?: Date;
+    }
+  | {
+      /** `ctx.invoke` or `ctx.invokeAll` (state `waiting-child`). */
+      kind: 'child';
+      /** `invoke:<workflow>` (of the first child, for `invokeAll`): the wait's memo key without its `#<occurrence>`. */
+      step: string;
+      /** The ids of the child runs waited for. */
+      runIds: string[];
+    };
 
 const WAIT_STATES: Record<string, WaitState> = {
   sleep: 'sleeping',
@@ -51,14 +85,21 @@ function parseWait(record: string): WaitingFor | undefined {
 
 /** A run as stored in Redis, from `QueueClient.get`. */
 export interface RunInfo<Out = unknown> {
+  /** The run's id: the one given as `EnqueueOptions.id`, or the generated one. */
   id: string;
+  /** The name of the workflow that runs it. */
   workflow: string;
+  /** Where the run is now; in a durable wait, the wait's state, with `waitingFor` telling what for. */
   state: RunState;
+  /** The run's input as stored and read back (see {@link Stored}); for a debounced run, that of the enqueue it kept (`dedupe.inputSeq`). */
   input: unknown;
+  /** 0 to {@link MAX_PRIORITY}; higher runs first (`EnqueueOptions.priority`, default 0). */
   priority: number;
+  /** The group (tenant) given at enqueue (`EnqueueOptions.group`); absent for a run without one. */
   group?: string;
   /** Attempts started so far: every claim, including after a stall or a hand-back at shutdown. */
   attempts: number;
+  /** Attempts the run may take before it fails for good: `EnqueueOptions.attempts`, else the workflow's, else the module's `defaults.attempts` (3). */
   maxAttempts: number;
   /** Failed attempts so far. */
   failures: number;
@@ -71,6 +112,7 @@ export interface RunInfo<Out = unknown> {
   dueAt: Date;
   /** Start of the latest attempt. */
   startedAt?: Date;
+  /** When the run completed, failed for good or was cancelled (Redis clock); absent before, and again once `retry` requeued it. */
   finishedAt?: Date;
   /** Set once completed. */
   result?: Out;
@@ -83,7 +125,12 @@ export interface RunInfo<Out = unknown> {
   /** Enqueued with a dedupe (`EnqueueOptions.dedupe`): its window, and the enqueues folded into the run. */
   dedupe?: RunDedupe;
   /** Set on a run that `QueueClient.publish` started: the event's name and id. */
-  event?: { name: string; id: string };
+  event?: {
+    /** The event's name. */
+    name: string;
+    /** The event's id (`PublishResult.id`). */
+    id: string;
+  };
   /** A member of a batch workflow: the id of its batch run (docs/batches.md). */
   batch?: string;
   /** A batch run: the workflow of its members (whose ids `QueueClient.batchMembers` lists). */
@@ -92,7 +139,9 @@ export interface RunInfo<Out = unknown> {
 
 /** `RunInfo.dedupe`: which enqueues a deduplicated run stands for. */
 export interface RunDedupe {
+  /** The dedupe key the run was enqueued with. */
   key: string;
+  /** `'throttle'` or `'debounce'`: how enqueues of the key are folded into the run. */
   mode: DedupeMode;
   /** Enqueues folded into the run, its creator included. */
   count: number;
@@ -135,6 +184,7 @@ const EVENT_AT = RUN_FIELDS.indexOf('event');
 const BATCH_AT = RUN_FIELDS.indexOf('batch');
 const BATCH_OF_AT = RUN_FIELDS.indexOf('batchOf');
 
+/** Builds a {@link RunInfo} from the run hash's {@link RUN_FIELDS}; `null` if the run does not exist. */
 export function toRunInfo(id: string, values: (string | null)[]): RunInfo | null {
   const [workflow, state, input, priority, group, attempts, maxAttempts, failures, createdAt, dueAt, startedAt, finishedAt, result, error] =
     values;

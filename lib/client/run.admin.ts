@@ -26,8 +26,10 @@ const RETRYABLE: readonly string[] = ['failed', 'cancelled'];
 
 /** Options of `QueueAdmin.listRuns`. */
 export interface ListRunsOptions {
+  /** The workflow whose runs to list: its class, its contract (`defineWorkflow`) or its name. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any contract, whatever its input and output types; public API (API report)
   workflow: WorkflowClass | WorkflowContract<any, any> | string;
+  /** The state to list: each state is its own index (a finished state's is in finish order, `delayed`'s in due order). */
   state: ListableState;
   /**
    * Only the runs of this group. For 'waiting' and 'active' it selects the group's own lane or
@@ -60,8 +62,10 @@ export interface RunPage {
 
 /** Options of `QueueAdmin.retryAll`. */
 export interface RetryAllOptions {
+  /** The workflow whose runs to retry: its class, its contract (`defineWorkflow`) or its name. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any contract, whatever its input and output types; public API (API report)
   workflow: WorkflowClass | WorkflowContract<any, any> | string;
+  /** Retry the runs that failed for good, or those that were cancelled. */
   state: 'failed' | 'cancelled';
   /** Retry at most this many runs (default: every run in that state when the call began). */
   limit?: number;
@@ -69,6 +73,7 @@ export interface RetryAllOptions {
 
 /** What `retry` did. */
 export interface RetryResult {
+  /** The id of the run retried (it keeps its id). */
   id: string;
   /** The state the run was retried from; it is 'waiting' now. */
   previousState: 'failed' | 'cancelled';

@@ -35,7 +35,9 @@ export interface CancelResult {
 
 /** Which workflow (by name, class or contract), or which group of a workflow, `pause`/`resume` address. */
 export interface PauseTarget {
+  /** The workflow: its class, its contract or its name. */
   workflow: WorkflowRef;
+  /** One group of the workflow; omit to address the whole workflow (every group). */
   group?: string;
 }
 

@@ -18,27 +18,41 @@ export type TimelineCallStatus = 'ok' | 'failed' | 'replayed' | 'waiting' | 'int
 
 /** One call in an attempt of a {@link RunTimeline}. Times are ms since the epoch, on the worker's clock. */
 export interface TimelineCall {
+  /** A step, or which durable wait. */
   kind: TimelineCallKind;
   /** Its memo key: `<name>#<occurrence>` (waits' names carry their kind: `signal:approval#1`). */
   key: string;
+  /** When the call began, in ms since the epoch. */
   start: number;
-  /** For a `waiting` call, when the attempt suspended. */
+  /** When it ended, in ms since the epoch; for a `waiting` call, when the attempt suspended. */
   end: number;
+  /** How the call ended in this attempt. */
   status: TimelineCallStatus;
 }
 
 /** One attempt of a {@link RunTimeline}. */
 export interface TimelineAttempt {
+  /** The attempt's number, 1-based. */
   attempt: number;
+  /** When the attempt began, in ms since the epoch (worker's clock). */
   start: number;
+  /** When the attempt ended, in ms since the epoch (worker's clock). */
   end: number;
   /** `failed`: this attempt failed (the run may have retried); `suspended`: it ended in a durable wait. */
   outcome: 'completed' | 'failed' | 'suspended';
+  /** The attempt's top-level steps and waits, in the order the worker recorded them. */
   calls: TimelineCall[];
   /** Calls left out: an attempt keeps about 4 KB of calls that ran and 1 KB of replayed ones. */
   more: number;
   /** A failed attempt's error, message and stack clipped (absent from attempts stored by earlier versions). */
-  error?: { name: string; message: string; stack?: string };
+  error?: {
+    /** The error's class name, e.g. `TypeError`. */
+    name: string;
+    /** Its message, clipped. */
+    message: string;
+    /** Its stack, clipped; absent when the error had none. */
+    stack?: string;
+  };
 }
 
 /**
@@ -47,6 +61,7 @@ export interface TimelineAttempt {
  * worker died, their lease was lost) are missing.
  */
 export interface RunTimeline {
+  /** The recorded attempts, oldest first: at most {@link MAX_TIMELINE_ATTEMPTS}, the latest ones. */
   attempts: TimelineAttempt[];
 }
 

@@ -2,6 +2,7 @@ import { InvalidOptionError } from '../errors';
 import { CLIENT_ENQUEUE_OPTIONS } from '../interfaces/enqueue.options';
 import { checkInteger } from '../util/duration';
 
+/** Options of `QueueClient.wait` (and of `run`, beside the enqueue's). */
 export interface WaitOptions {
   /** Give up after this many ms with `WaitTimeoutError` (the run carries on). Default: no limit. */
   timeoutMs?: number;

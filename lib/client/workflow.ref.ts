@@ -11,5 +11,5 @@ import type { WorkflowClass, WorkflowInput, WorkflowOutput } from '../workflow/w
 export type WorkflowRef = WorkflowClass | WorkflowContract<any, any> | string;
 /** The input a workflow given by {@link WorkflowRef} takes. */
 export type In<W> = W extends string ? unknown : WorkflowInput<W>;
-/** What the caller receives: the run's result after its JSON round trip through Redis (a `Date` is a string). */
+/** What the caller receives for a workflow given by {@link WorkflowRef}: the run's result as stored and read back (see {@link Stored}). */
 export type Out<W> = W extends string ? unknown : Stored<WorkflowOutput<W>>;

@@ -7,7 +7,9 @@ import type { DashboardGuardFn } from './dashboard.options';
 
 /** Options of {@link basicAuthGuard}. */
 export interface BasicAuthOptions {
+  /** The user name to accept: non-empty, without `:`. */
   username: string;
+  /** The password to accept: non-empty (e.g. from an environment variable that is set). */
   password: string;
   /** The realm the browser's sign-in prompt names (default `'Sluice'`). */
   realm?: string;

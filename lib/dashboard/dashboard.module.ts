@@ -27,6 +27,11 @@ const ASYNC_KEYS = ['path', 'imports', 'useFactory', 'inject'];
  */
 @Module({})
 export class SluiceDashboardModule {
+  /**
+   * Mounts the dashboard at `options.path` with these options.
+   * @throws QueueConfigError for a bad value (e.g. a `path` that is not like `'/sluice'`)
+   * @throws InvalidOptionError for an unknown key
+   */
   static forRoot(options: SluiceDashboardOptions): DynamicModule {
     const resolved = resolveDashboardOptions(options);
     return SluiceDashboardModule.build(resolved.path, { provide: DASHBOARD_OPTIONS, useValue: resolved }, []);

@@ -50,9 +50,12 @@ export interface SluiceDashboardOptions {
  * also serve a guard class whose dependencies come from those modules.
  */
 export interface SluiceDashboardAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
+  /** Where the dashboard is mounted, e.g. `'/sluice'` (see `SluiceDashboardOptions.path`). */
   path: string;
+  /** Returns (or resolves to) the other options of {@link SluiceDashboardOptions}; called with the providers `inject` lists. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- mirrors Nest's FactoryProvider: the factory's arguments are whatever `inject` lists; public API
   useFactory: (...args: any[]) => Omit<SluiceDashboardOptions, 'path'> | Promise<Omit<SluiceDashboardOptions, 'path'>>;
+  /** The providers (tokens) whose instances `useFactory` receives, in order, e.g. `[ConfigService]`. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- mirrors Nest's FactoryProvider: the factory's arguments are whatever `inject` lists; public API
   inject?: any[];
 }

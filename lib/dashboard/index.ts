@@ -1,3 +1,8 @@
+/**
+ * `nest-sluice/dashboard`: a web dashboard of runs, workflows and schedules, mounted in the app
+ * with {@link SluiceDashboardModule}, behind a guard such as {@link basicAuthGuard}.
+ * @module nest-sluice/dashboard
+ */
 export { SluiceDashboardModule } from './dashboard.module';
 export type { SluiceDashboardOptions, SluiceDashboardAsyncOptions, DashboardGuardFn } from './dashboard.options';
 export { CSRF_HEADER } from './dashboard-action.guard';

@@ -6,6 +6,7 @@ import { NonRetryableError } from './run.errors';
  */
 export class BatchOutputError extends NonRetryableError {
   constructor(
+    /** The batch workflow's name. */
     readonly workflow: string,
     detail: string,
   ) {

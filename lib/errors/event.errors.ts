@@ -3,8 +3,11 @@ import { SluiceError } from './sluice.error';
 /** `publish(name, payload, { id })` with an id published before under another event name. Nothing was written. */
 export class EventIdConflictError extends SluiceError {
   constructor(
+    /** The event id given to `publish`. */
     readonly eventId: string,
+    /** The name the id was published under before. */
     readonly existingName: string,
+    /** The name this `publish` gave. */
     readonly eventName: string,
   ) {
     super(

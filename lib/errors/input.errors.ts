@@ -8,6 +8,7 @@ import { SluiceError } from './sluice.error';
 export class InvalidInputError extends SluiceError {
   /** @param options.cause what was caught on the way, e.g. the error a `toJSON()` threw. */
   constructor(
+    /** The offending argument or value: an option (`opts.delayMs`) or a path into a payload (`input.items[2]`). */
     readonly field: string,
     message: string,
     options?: { cause?: unknown },
@@ -23,6 +24,7 @@ export class InvalidInputError extends SluiceError {
 export class UnknownWorkflowError extends InvalidInputError {
   /** @param detail why it is unknown; default: not declared in this application */
   constructor(
+    /** The workflow name asked for (a class without `@Workflow`: its class name). */
     readonly workflow: string,
     detail = 'no @Workflow provider with that name is registered in this application',
   ) {
@@ -48,7 +50,9 @@ export class PayloadNotSerializableError extends InvalidInputError {}
 export class PayloadTooLargeError extends InvalidInputError {
   constructor(
     field: string,
+    /** The payload's encoded size, in bytes. */
     readonly bytes: number,
+    /** The bound it exceeds, in bytes (e.g. `maxPayloadBytes`). */
     readonly limit: number,
     /** The name of the bound, for the message. */
     bound = 'maxPayloadBytes',

@@ -10,6 +10,7 @@ export class MigrationTimeoutError extends SluiceError {
   constructor(
     /** The namespace's key base, e.g. `{sluice:shop}:`. */
     readonly base: string,
+    /** How long this call waited for the lock, in ms. */
     readonly waitedMs: number,
   ) {
     super(
@@ -25,7 +26,10 @@ export class MigrationTimeoutError extends SluiceError {
  * finishes the work; calling `migrate()` again is safe.
  */
 export class MigrationLockLostError extends SluiceError {
-  constructor(readonly base: string) {
+  constructor(
+    /** The namespace's key base, e.g. `{sluice:shop}:`. */
+    readonly base: string,
+  ) {
     super(
       `Lost the migration lock of namespace ${base} part-way (another process may have taken it over); calling migrate() again is safe`,
     );

@@ -35,6 +35,7 @@ export class OutcomeUnknownError extends RedisConnectionError {}
  */
 export class RedisCommandError extends SluiceError {
   constructor(
+    /** What Sluice was doing, e.g. `enqueue` or a script's name. */
     readonly operation: string,
     cause: Error,
   ) {

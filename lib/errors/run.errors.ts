@@ -8,8 +8,11 @@ export class NonRetryableError extends SluiceError {}
 
 /** How a failed run's cause is stored in Redis and handed to waiters. */
 export interface RunErrorInfo {
+  /** The error's class name (`error.name`), e.g. `TypeError`; `RunCancelledError` for a cancelled run. */
   name: string;
+  /** The error's message. */
   message: string;
+  /** The error's stack, when it had one. */
   stack?: string;
   /** A cancelled run's: the reason given to `cancel`, if any. */
   reason?: string;
@@ -20,12 +23,17 @@ export interface RunErrorInfo {
  * `causeName` and `causeStack` carry the rest of what the worker recorded.
  */
 export class WorkflowFailedError extends SluiceError {
+  /** The class name of the error the run failed with (`RunErrorInfo.name`). */
   readonly causeName: string;
+  /** The message of the error the run failed with. */
   readonly causeMessage: string;
+  /** The stack of the error the run failed with, as the worker recorded it; absent if it had none. */
   readonly causeStack?: string;
 
   constructor(
+    /** The run that failed. */
     override readonly runId: string,
+    /** Its workflow's name, when known to the caller. */
     readonly workflow: string | undefined,
     cause: RunErrorInfo,
   ) {
@@ -39,7 +47,9 @@ export class WorkflowFailedError extends SluiceError {
 /** `wait` gave up after `timeoutMs`; the run itself carries on. */
 export class WaitTimeoutError extends SluiceError {
   constructor(
+    /** The run waited for. */
     override readonly runId: string,
+    /** The wait's bound, in ms. */
     readonly timeoutMs: number,
   ) {
     super(`Run ${runId} did not finish within ${timeoutMs} ms`);
@@ -48,7 +58,10 @@ export class WaitTimeoutError extends SluiceError {
 
 /** `wait` on a run id that does not exist (never enqueued, or its result retention expired). */
 export class RunNotFoundError extends SluiceError {
-  constructor(override readonly runId: string) {
+  constructor(
+    /** The run id asked for. */
+    override readonly runId: string,
+  ) {
     super(`Run ${runId} does not exist (never enqueued, or its result expired after resultTtlMs)`);
   }
 }
@@ -59,6 +72,7 @@ export class RunNotFoundError extends SluiceError {
  */
 export class LeaseLostError extends SluiceError {
   constructor(
+    /** The run whose lease was lost. */
     override readonly runId: string,
     message = `Lease on run ${runId} was lost; another worker owns it now`,
   ) {
@@ -94,6 +108,7 @@ export class LeaseUnconfirmedError extends LeaseLostError {
  */
 export class StepMemoLimitError extends NonRetryableError {
   constructor(
+    /** The run whose memo is full. */
     override readonly runId: string,
     /** The step's memo key, `name#occurrence`. */
     readonly stepKey: string,
@@ -101,6 +116,7 @@ export class StepMemoLimitError extends NonRetryableError {
     readonly stepBytes: number,
     /** The memo's size with this entry. */
     readonly bytes: number,
+    /** The budget, in bytes (`maxRunMemoBytes`). */
     readonly limit: number,
   ) {
     super(
@@ -118,6 +134,7 @@ export class StepMemoLimitError extends NonRetryableError {
  */
 export class TimeoutError extends SluiceError {
   constructor(
+    /** The run that timed out. */
     override readonly runId: string,
     /** The limit that ran out, in ms. */
     readonly limitMs: number,
@@ -136,7 +153,9 @@ export class TimeoutError extends SluiceError {
  */
 export class RunCancelledError extends SluiceError {
   constructor(
+    /** The cancelled run. */
     override readonly runId: string,
+    /** The reason given to `cancel` (`CancelOptions.reason`); absent if none was. */
     readonly reason?: string,
   ) {
     super(`Run ${runId} was cancelled${reason ? `: ${reason}` : ''}`);
@@ -150,7 +169,10 @@ export class RunCancelledError extends SluiceError {
  * event fires); another worker runs it again.
  */
 export class WorkerShutdownError extends SluiceError {
-  constructor(override readonly runId: string) {
+  constructor(
+    /** The run whose attempt is stopped. */
+    override readonly runId: string,
+  ) {
     super(`Run ${runId}: the worker is shutting down; the run is handed back to the queue`);
   }
 }
@@ -161,6 +183,7 @@ export class WorkerShutdownError extends SluiceError {
  */
 export class RunStateError extends SluiceError {
   constructor(
+    /** The run the operation was asked for. */
     override readonly runId: string,
     /** The state the run is in. */
     readonly state: string,

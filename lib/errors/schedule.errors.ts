@@ -11,8 +11,11 @@ export class InvalidScheduleError extends InvalidInputError {}
 /** `schedule(id, …)` with an id that belongs to a schedule of another workflow. Nothing was written. */
 export class ScheduleConflictError extends SluiceError {
   constructor(
+    /** The schedule id given. */
     readonly scheduleId: string,
+    /** The workflow the existing schedule of that id belongs to. */
     readonly existingWorkflow: string,
+    /** The workflow this call named. */
     readonly workflow: string,
   ) {
     super(
@@ -24,7 +27,10 @@ export class ScheduleConflictError extends SluiceError {
 
 /** `pauseSchedule` / `resumeSchedule` of an id no schedule has. */
 export class ScheduleNotFoundError extends SluiceError {
-  constructor(readonly scheduleId: string) {
+  constructor(
+    /** The schedule id given. */
+    readonly scheduleId: string,
+  ) {
     super(`no schedule "${scheduleId}" in this namespace`);
   }
 }

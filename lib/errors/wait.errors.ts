@@ -5,11 +5,12 @@ import { SluiceError } from './sluice.error';
  * On replay, the run's calls do not follow its recorded ones: a step renamed, inserted or removed
  * before a wait the run passed, or a wait turned into a step (see DeterminismGuard in
  * lib/execution/determinism.guard.ts): the workflow's code changed under a running run in a way its
- * memo cannot follow. The run fails for good (no retry could fix it). See "Versioning workflow code"
- * in docs/workflows.md.
+ * memo cannot follow. The run fails for good (no retry could fix it). See "Versioning workflow
+ * code" in docs/workflows.md.
  */
 export class NonDeterminismError extends NonRetryableError {
   constructor(
+    /** The run whose replay diverged. */
     override readonly runId: string,
     /** The call's position among the run's top-level steps and waits (0 = the first). */
     readonly position: number,
@@ -49,7 +50,10 @@ export class ChildWorkflowFailedError extends SluiceError {
  * parent's attempt fails without retry; nothing was written.
  */
 export class ChildRunConflictError extends NonRetryableError {
-  constructor(readonly childId: string) {
+  constructor(
+    /** The id given to `ctx.invoke` (`InvokeOptions.id`). */
+    readonly childId: string,
+  ) {
     super(
       `Run ${childId} cannot be this run's child: it is another run's child, this run itself, or one of its ancestors; pick another id for ctx.invoke`,
     );
@@ -59,7 +63,9 @@ export class ChildRunConflictError extends NonRetryableError {
 /** `QueueClient.signal` to a run whose mailbox is full: the signal was not stored. */
 export class SignalMailboxFullError extends SluiceError {
   constructor(
+    /** The run signalled. */
     override readonly runId: string,
+    /** Most signals a mailbox holds ({@link MAX_MAILBOX}). */
     readonly limit: number,
   ) {
     super(`Run ${runId} has ${limit} signals waiting in its mailbox already (the limit); the signal was not stored`);

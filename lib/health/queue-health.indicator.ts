@@ -7,8 +7,22 @@ import { QueueHealth, type QueueHealthReport } from './queue.health';
 
 /** What the indicator reports under its key, beside `status` (JSON-ready: dates as ISO strings). */
 export interface QueueHealthDetails {
-  redis: { up: boolean; error?: string };
-  worker: { state: WorkerState; lastWakeAt?: string; error?: string };
+  /** `QueueHealthReport.redis`. */
+  redis: {
+    /** Redis answered the `PING` in time. */
+    up: boolean;
+    /** Why it did not; absent when `up`. */
+    error?: string;
+  };
+  /** `QueueHealthReport.worker`, its date as an ISO string. */
+  worker: {
+    /** Where the worker is in its lifecycle. */
+    state: WorkerState;
+    /** When the reserve loop last came round, as an ISO string. */
+    lastWakeAt?: string;
+    /** Why the worker is unhealthy; absent otherwise. */
+    error?: string;
+  };
 }
 
 /** The `@nestjs/terminus` indicator result: `{ [key]: { status: 'up' | 'down', redis, worker } }`. */
@@ -21,10 +35,12 @@ export type QueueHealthIndicatorResult<Key extends string = string> = Record<Key
  * `isHealthCheckError` is set.
  */
 export class QueueHealthCheckError extends SluiceError {
+  /** Always `true`: how terminus recognises a health check error. */
   readonly isHealthCheckError = true;
 
   constructor(
     message: string,
+    /** The indicator result, with `status: 'down'`. */
     readonly causes: QueueHealthIndicatorResult,
   ) {
     super(message);

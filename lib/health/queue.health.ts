@@ -10,11 +10,20 @@ import { WorkerOrchestrator, WorkerState } from '../worker/worker.orchestrator';
 export interface QueueHealthReport {
   /** Redis answered and the worker (if this process runs one) is running and not wedged. */
   healthy: boolean;
-  redis: { up: boolean; error?: string };
+  /** The command connection's bounded `PING`. */
+  redis: {
+    /** Redis answered the `PING` in time. */
+    up: boolean;
+    /** Why it did not; absent when `up`. */
+    error?: string;
+  };
+  /** This process's worker. */
   worker: {
+    /** Where the worker is in its lifecycle; `disabled` in a producer-only process (`worker.enabled: false`). */
     state: WorkerState;
     /** When the reserve loop last came round; a loop stuck longer than its bound is unhealthy. */
     lastWakeAt?: Date;
+    /** Why the worker is unhealthy (a wedged or failing loop, a blocking connection down), or why it waits for Redis; absent otherwise. */
     error?: string;
   };
 }
@@ -28,6 +37,7 @@ export interface QueueHealthReport {
  */
 @Injectable()
 export class QueueHealth {
+  /** @internal Nest constructs it from Sluice's internal services: inject `QueueHealth` instead. */
   constructor(
     private readonly connections: RedisConnections,
     private readonly orchestrator: WorkerOrchestrator,

@@ -5,7 +5,9 @@ import { checkAddress, checkCredentials } from './connection.checks';
 
 /** One node Sluice may ask for the cluster's slot map. */
 export interface ClusterSeed {
+  /** The node's host name or IP address. */
   host: string;
+  /** The node's port, e.g. 7000. */
   port: number;
 }
 
@@ -15,8 +17,11 @@ export interface ClusterSeed {
  * owns the namespace's slot and follows it through resharding and failover (docs/connections.md).
  */
 export interface RedisClusterConnectionOptions {
+  /** The seed nodes, at least one. */
   cluster: ClusterSeed[];
+  /** ACL user of every node; without it, the `default` user. */
   username?: string;
+  /** Password of the ACL user (or of `requirepass`) on every node. */
   password?: string;
   /** `true` for TLS with default settings, or Node TLS options. */
   tls?: boolean | RedisOptions['tls'];

@@ -71,8 +71,11 @@ export type DedupeOutcome = 'created' | 'deduplicated' | 'replaced' | 'existing'
 
 /** `RunHandle.dedupe`: how a deduplicated enqueue went. */
 export interface DedupeResult {
+  /** What the enqueue did: opened a window, joined one, replaced a pending input, or found its `id` taken. */
   outcome: DedupeOutcome;
+  /** The dedupe key of the enqueue. */
   key: string;
+  /** `'throttle'` or `'debounce'`. */
   mode: DedupeMode;
   /**
    * This enqueue's number among those folded into the run, as Redis ordered them: 1 for the one

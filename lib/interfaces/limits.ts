@@ -14,7 +14,9 @@ export const EVERY_GROUP = '*';
  * - `{ workflow, group }`: that group's override of the default.
  */
 export interface LimitTarget {
+  /** The workflow's name; omit for the namespace cap. */
   workflow?: string;
+  /** With `workflow`: a group's name, or {@link EVERY_GROUP} (`'*'`) for every group's default. */
   group?: string;
 }
 
@@ -31,21 +33,29 @@ export type DeclarationOutcome = '' | 'kept' | 'dropped';
  * declares that; a bootstrap whose code declares something else replaces it.
  */
 export interface RuntimeOverride<T> {
+  /** What the code declared when the value was set at runtime; `null` if it declared nothing. */
   declared: T | null;
 }
 
 /** The values of {@link Limits} that were set at runtime over a declaration of code. */
 export interface RuntimeOverrides {
+  /** `Limits.namespace` was set at runtime. */
   namespace?: RuntimeOverride<number>;
+  /** `Limits.workflow` was set at runtime. */
   workflow?: RuntimeOverride<number>;
+  /** `Limits.groupDefault` was set at runtime. */
   groupDefault?: RuntimeOverride<number>;
+  /** `Limits.rateLimit` was set at runtime. */
   rateLimit?: RuntimeOverride<RateLimit>;
+  /** `Limits.groupRateLimit` was set at runtime. */
   groupRateLimit?: RuntimeOverride<RateLimit>;
 }
 
 /** The caps that apply to a target, as stored in Redis (`null` = no cap). */
 export interface Limits {
+  /** The namespace cap: runs of all its workflows active at once. Always present. */
   namespace: number | null;
+  /** The workflow cap; present when the target names a workflow. */
   workflow?: number | null;
   /** Default cap of each group of the workflow. */
   groupDefault?: number | null;

@@ -20,15 +20,21 @@ import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryO
 export interface RedisConnectionOptions {
   /** `redis://[user:password@]host:port[/db]` or `rediss://…`; other fields override its parts. */
   url?: string;
+  /** The server's host name or IP address; ioredis's default is `localhost`. */
   host?: string;
+  /** The server's port; ioredis's default is 6379. */
   port?: number;
+  /** ACL user to authenticate as; without it, the `default` user. */
   username?: string;
+  /** Password of the ACL user (or of `requirepass`). */
   password?: string;
+  /** Database number; default 0. */
   db?: number;
   /** `true` for TLS with default settings, or Node TLS options. */
   tls?: boolean | RedisOptions['tls'];
 }
 
+/** `QueueModuleOptions.worker`: whether this process runs workflows, and how. */
 export interface WorkerOptions {
   /** `false` makes this process a producer only: it enqueues and waits but runs nothing. Default `true`. */
   enabled?: boolean;
@@ -50,6 +56,7 @@ export interface WorkerOptions {
   timeline?: boolean;
 }
 
+/** `QueueModuleOptions.defaults`: run settings that apply where the workflow or the enqueue gives none. */
 export interface RunDefaults {
   /** Attempts per run unless the workflow or the enqueue call says otherwise. Default 3. */
   attempts?: number;
@@ -65,7 +72,7 @@ export interface QueueModuleOptions {
    * One Redis server (fields or an ioredis instance), or a Redis Cluster: `{ cluster: [{ host,
    * port }, …], username?, password?, tls?, natMap? }` or an ioredis `Cluster` instance, or a
    * primary behind Redis Sentinel: `{ sentinels: [{ host, port }, …], name, … }` or an ioredis
-   * instance made for Sentinel (docs/connections.md).
+   * instance made for Sentinel (see docs/connections.md).
    */
   connection: RedisConnectionOptions | Redis | RedisClusterConnectionOptions | RedisSentinelConnectionOptions | Cluster;
   /** First part of every key's hash tag. Default `'sluice'`. */
@@ -78,7 +85,9 @@ export interface QueueModuleOptions {
    * `QueueClient.setLimits` stays until this declaration changes); omit for no cap.
    */
   concurrency?: number;
+  /** This process's worker: whether it runs workflows, its concurrency, lease and shutdown; see {@link WorkerOptions}. */
   worker?: WorkerOptions;
+  /** Attempts, backoff and result retention where the workflow or the enqueue gives none; see {@link RunDefaults}. */
   defaults?: RunDefaults;
   /** Largest encoded input, step result or run result, in bytes. Default 1 MiB. */
   maxPayloadBytes?: number;

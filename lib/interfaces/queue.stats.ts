@@ -4,6 +4,7 @@ import type { RateLimit } from './rate-limit';
 export interface GroupStats {
   /** Due runs queued in the group. */
   waiting: number;
+  /** Runs of the group active now (holding a slot). */
   active: number;
   /** The cap that holds for the group (its override, else the workflow's default); `null` = none. */
   limit: number | null;
@@ -29,7 +30,9 @@ export interface WorkflowStats {
   waitingEvent: number;
   /** Runs waiting for child workflows (`ctx.invoke`, `invokeAll`). */
   waitingChild: number;
+  /** Runs of the workflow active now, fleet-wide (holding a slot). */
   active: number;
+  /** The workflow cap; `null` = none. */
   limit: number | null;
   /** Default cap of each group; `null` = none. */
   groupLimit: number | null;
@@ -47,7 +50,7 @@ export interface WorkflowStats {
   groupRateLimit: RateLimit | null;
   /**
    * Per group with due or active runs, when asked for with `{ groups: true }`: at most
-   * 1,000 groups ({@link MAX_GROUP_ROWS}), an arbitrary selection (not the busiest) when there are more.
+   * 1,000 groups, an arbitrary selection (not the busiest) when there are more.
    */
   groups?: Record<string, GroupStats>;
   /** How many groups with due or active runs `groups` leaves out; present only when it leaves some out. */
@@ -56,7 +59,14 @@ export interface WorkflowStats {
 
 /** What `QueueClient.stats` returns. */
 export interface QueueStats {
-  namespace: { active: number; limit: number | null };
+  /** The namespace as a whole. */
+  namespace: {
+    /** Runs of all its workflows active now, fleet-wide. */
+    active: number;
+    /** The namespace cap; `null` = none. */
+    limit: number | null;
+  };
+  /** Per workflow name: every workflow a worker registered, or the one asked for. */
   workflows: Record<string, WorkflowStats>;
 }
 

@@ -1,6 +1,8 @@
 /** An attempt of a run starts in this process (its claim is committed in Redis). */
 export interface RunActiveEvent {
+  /** The run's id. */
   runId: string;
+  /** The run's workflow name. */
   workflow: string;
   /** The attempt that starts (1-based). */
   attempt: number;
@@ -8,7 +10,9 @@ export interface RunActiveEvent {
 
 /** What a worker reports once a run's outcome is committed in Redis. */
 export interface RunOutcomeEvent {
+  /** The run's id. */
   runId: string;
+  /** The run's workflow name. */
   workflow: string;
   /** The attempt that ended (1-based). */
   attempt: number;
@@ -18,13 +22,20 @@ export interface RunOutcomeEvent {
 
 /** An attempt failed (committed). `failed` fires for every failed attempt; see `willRetry`. */
 export interface RunFailedEvent extends RunOutcomeEvent {
-  error: { name: string; message: string };
+  /** The error the attempt failed with. */
+  error: {
+    /** Its class name (`error.name`), e.g. `TimeoutError`. */
+    name: string;
+    /** Its message. */
+    message: string;
+  };
   /** `true` when another attempt follows, `false` when the run failed for good. */
   willRetry: boolean;
 }
 
 /** An attempt failed and another follows: the `failed` event's payload narrowed, plus the backoff. */
 export interface RunRetryingEvent extends RunFailedEvent {
+  /** Always `true`: another attempt follows. */
   willRetry: true;
   /** Backoff before the next attempt is due, in ms (0: due at once). */
   delayMs: number;
@@ -36,7 +47,9 @@ export interface RunRetryingEvent extends RunFailedEvent {
  * the fleet at a time, so each stall is reported once, by the worker that recovered it.
  */
 export interface RunStalledEvent {
+  /** The run's id. */
   runId: string;
+  /** The run's workflow name. */
   workflow: string;
   /** Times this run has stalled so far, this one included. */
   stalls: number;

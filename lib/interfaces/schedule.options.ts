@@ -9,7 +9,9 @@ export interface CronTiming {
   cron: string;
   /** IANA time zone the expression is read in, e.g. `'Europe/Berlin'`. Default: UTC. */
   tz?: string;
+  /** Not with `cron`: an interval schedule's field ({@link IntervalTiming}). */
   every?: never;
+  /** Not with `cron`: an interval schedule's field ({@link IntervalTiming}). */
   offsetMs?: never;
 }
 
@@ -23,7 +25,9 @@ export interface IntervalTiming {
   every: Duration;
   /** The phase, in ms: 0 (default) to less than `every`. */
   offsetMs?: number;
+  /** Not with `every`: a cron schedule's field ({@link CronTiming}). */
   cron?: never;
+  /** Not with `every`: a cron schedule's field ({@link CronTiming}). */
   tz?: never;
 }
 

@@ -6,7 +6,9 @@ import { checkAddress, checkCredentials } from './connection.checks';
 
 /** One Redis Sentinel Sluice may ask where the primary is. */
 export interface SentinelAddress {
+  /** The sentinel's host name or IP address. */
   host: string;
+  /** The sentinel's port, usually 26379. */
   port: number;
 }
 
@@ -14,20 +16,24 @@ export interface SentinelAddress {
  * A primary with replicas behind Redis Sentinel: the sentinels to ask (more than one, so that
  * discovery survives one being down), the name of the primary they watch, and what the
  * connection to the primary needs. Every Sluice connection goes to the primary and follows it
- * through a failover; replicas are never read (docs/connections.md "Sentinel").
+ * through a failover; replicas are never read (docs/connections.md).
  */
 export interface RedisSentinelConnectionOptions {
+  /** The sentinels to ask, at least one. */
   sentinels: SentinelAddress[];
   /** The primary's name in the sentinels' configuration (`sentinel monitor <name> …`). */
   name: string;
   /** ACL user and password of the data nodes (the primary and its replicas). */
   username?: string;
+  /** Password of the data nodes' ACL user (or of their `requirepass`). */
   password?: string;
+  /** Database number on the primary; default 0. */
   db?: number;
   /** TLS to the data nodes: `true` for default settings, or Node TLS options. */
   tls?: boolean | RedisOptions['tls'];
   /** ACL user and password of the sentinels, when they require one. */
   sentinelUsername?: string;
+  /** Password of the sentinels' ACL user (or of their `requirepass`). */
   sentinelPassword?: string;
   /** TLS to the sentinels: `true` for default settings, or Node TLS options. */
   sentinelTls?: boolean | RedisOptions['tls'];

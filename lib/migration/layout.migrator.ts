@@ -8,7 +8,7 @@ import { CURRENT_LAYOUT, MIGRATION_STEPS, ROLLING_LAYOUT } from './layout.versio
 import type { MigrationContext } from './migration.step';
 import { jitteredPause } from '../util/retry';
 
-/** What {@link LayoutMigrator.migrate} (and `QueueClient.migrate`) did. */
+/** What `QueueClient.migrate` (and the `nest-sluice migrate` command) did. */
 export interface MigrationResult {
   /**
    * The layout this call found the namespace at. A namespace without a `schema` key is at layout

@@ -3,7 +3,9 @@ import { parseInterval } from '../workflow/interval.plan';
 
 /** A schedule as stored in Redis, from `getSchedule` / `listSchedules`. */
 export interface ScheduleInfo<In = unknown> {
+  /** The schedule's id, unique per namespace. */
   id: string;
+  /** The name of the workflow it starts runs of. */
   workflow: string;
   /** The cron expression of a cron schedule (`undefined` for an interval schedule). */
   cron?: string;
@@ -13,16 +15,23 @@ export interface ScheduleInfo<In = unknown> {
   every?: number;
   /** The phase of an `every` schedule, in ms (0 when none was given). */
   offsetMs?: number;
+  /** The input of every run it starts (`ScheduleRunOptions.input`). */
   input: In;
+  /** The group of every run it starts; absent if none. */
   group?: string;
+  /** The priority of every run it starts. */
   priority: number;
+  /** `false`: an occurrence is skipped while the schedule's latest run has not finished (`ScheduleRunOptions.overlap`). */
   overlap: boolean;
+  /** What fires after downtime: the latest missed occurrence, or all of them up to `catchUpLimit`. */
   catchUp: 'latest' | 'all';
+  /** With `catchUp: 'all'`, most missed occurrences fired after downtime. */
   catchUpLimit: number;
+  /** Paused (`QueueClient.pauseSchedule`): it fires nothing until resumed. */
   paused: boolean;
   /** The next occurrence that will fire (`null` while paused). */
   nextFireAt: Date | null;
-  /** The next occurrences, `nextFireAt` first (at most {@link UPCOMING_SHOWN}; empty while paused). */
+  /** The next occurrences, `nextFireAt` first (at most 5; empty while paused). */
   upcoming: Date[];
   /** The latest occurrence fired (or skipped), if any. */
   lastFireAt: Date | null;
@@ -39,7 +48,9 @@ export interface ScheduleInfo<In = unknown> {
    * worker bootstraps keep it until the code declares another definition than the one it replaced.
    */
   changedAtRuntime?: true;
+  /** When the schedule was first written (Redis clock). */
   createdAt: Date;
+  /** When it last changed: its definition written, or paused or resumed (Redis clock). */
   updatedAt: Date;
 }
 

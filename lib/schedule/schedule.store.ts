@@ -14,11 +14,13 @@ import { ScheduleInfo, scheduleFields, toScheduleInfo } from './schedule-info';
 
 /** A page of `listSchedules`. */
 export interface SchedulePage {
+  /** The schedules of this page, in id order. */
   schedules: ScheduleInfo[];
   /** Pass as `cursor` for the next page; `null` after the last one. */
   cursor: string | null;
 }
 
+/** Options of `QueueClient.listSchedules`. */
 export interface ListSchedulesOptions {
   /** Only this workflow's schedules. */
   workflow?: string;

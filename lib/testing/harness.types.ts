@@ -66,7 +66,9 @@ export const FAIL_STEP_OPTIONS: readonly string[] = ['onAttempt', 'occurrence', 
 export interface HarnessStepReport {
   /** The memo key, `name#occurrence`. */
   key: string;
+  /** The step's name, as given to `@Step` or `ctx.step`. */
   name: string;
+  /** Which call of that name in the run this is, 1-based (the `#occurrence` of `key`). */
   occurrence: number;
   /**
    * `executed`: it ran and its result was saved. `replayed`: its saved result was returned
@@ -93,7 +95,7 @@ export interface HarnessAttempt {
   /** Keys of the steps that threw. */
   failed: string[];
   /**
-   * The values `ctx.progress` reported during the attempt, in order, after their JSON round trip.
+   * The values `ctx.progress` reported during the attempt, in order, as stored and read back.
    * Every value is listed; a worker writes at most one every 250 ms and may skip values in between.
    */
   progress: unknown[];
@@ -118,10 +120,13 @@ export interface HarnessAttempt {
 
 /** The report of one harness run, from enqueue to its final outcome. */
 export interface HarnessRun<Out = unknown> {
+  /** The run's id: `HarnessRunOptions.id`, a generated one, or `<schedule id>@<occurrence ms>` for a schedule's fire. */
   runId: string;
+  /** The workflow's name. */
   workflow: string;
+  /** The final outcome: the harness runs every attempt until the run completes or fails for good. */
   state: 'completed' | 'failed';
-  /** The run's result after its JSON round trip (what `client.run` resolves with), once completed. */
+  /** The run's result as stored and read back (what `client.run` resolves with), once completed. */
   result?: Stored<Out>;
   /** What the last attempt threw, once failed (the original error, so `instanceof` works). */
   error?: unknown;
@@ -144,23 +149,28 @@ export interface HarnessRun<Out = unknown> {
   progress?: unknown;
   /** The step memo at the end, decoded: `{ 'charge#1': … }`. */
   memo: Record<string, unknown>;
-  /** The fake clock at enqueue, when the run was first due (after `delay`/`runAt`), and at the end. */
+  /** The fake clock at enqueue. */
   enqueuedAt: Date;
+  /** When the run was first due: `enqueuedAt`, or later with `delayMs`/`runAt`. */
   dueAt: Date;
+  /** The fake clock when the run completed or failed for good. */
   finishedAt: Date;
 }
 
 /** A declared schedule's next fire times after the fake clock's now. */
 export interface HarnessScheduleFires {
+  /** The schedule's id (the workflow's name for its only schedule, unless declared with one). */
   id: string;
   /** A cron schedule's expression (`undefined` for an `every` schedule). */
   cron?: string;
+  /** A cron schedule's IANA time zone, if declared (UTC otherwise). */
   tz?: string;
   /** An `every` schedule's interval as declared (`'5m'` or ms). */
   every?: number | string;
   /** An `every` schedule's phase in ms, if declared. */
   offsetMs?: number;
-  /** The input of every run it starts (after its JSON round trip; `null` when it declares none). */
+  /** The input of every run it starts (as stored and read back; `null` when it declares none). */
   input: unknown;
+  /** Its next fire times after the fake clock's now, earliest first (`count` of them, default 5). */
   next: Date[];
 }

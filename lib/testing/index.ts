@@ -1,6 +1,7 @@
 /**
  * `nest-sluice/testing`: unit-test workflows in-process, without Redis, with a worker's
  * semantics. Kept out of the package root so production bundles don't carry it.
+ * @module nest-sluice/testing
  */
 export { SluiceTesting } from './sluice.testing';
 export { WorkflowHarness } from './workflow.harness';

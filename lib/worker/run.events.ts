@@ -56,7 +56,7 @@ export class RunEvents {
     return (this.current.get(event)?.length ?? 0) > 0;
   }
 
-  /** @internal */
+  /** @internal Calls every listener of `event` with `args`; one that throws or rejects is logged and skipped. */
   emit<E extends keyof RunEventMap>(event: E, ...args: RunEventMap[E]): void {
     const listeners = this.current.get(event);
     if (listeners === undefined || listeners.length === 0) return;

@@ -2,6 +2,7 @@ import { decodePayload, encodePayload } from '../redis/payload.codec';
 
 /** What another value with a `toJSON()` method is written as. */
 interface HasToJSON<R> {
+  /** Returns what the value is written as. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- matches every toJSON signature (Date's takes a key); public type (API report)
   toJSON(...args: any[]): R;
 }
@@ -33,6 +34,7 @@ type Unrepresentable =
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- matches every function; public type (API report)
 type Dropped = symbol | ((...args: any[]) => any);
 
+/** `true` if `T` is `any`, else `false`. */
 type IsAny<T> = 0 extends 1 & T ? true : false;
 
 /** Keys a payload writes: string or number keys whose value is not always dropped. */
@@ -44,6 +46,7 @@ type KeptKeys<T> = {
 type StoredObject<T> = { -readonly [K in keyof T as K extends KeptKeys<T> ? K : never]: Stored<Exclude<T[K], Dropped>> } & {};
 
 // Date, URL and Buffer have a toJSON(), which the encoder does not call for them: checked first.
+/** {@link Stored} of a `T` that is neither `any` nor `unknown`, case by case. */
 type StoredValue<T> = T extends string | number | boolean | bigint | null | undefined
   ? T
   : T extends void
@@ -94,8 +97,14 @@ export function roundTrip<T>(value: T): Stored<T> {
   return decodePayload<Stored<T>>(encodePayload(value, 'value', Number.MAX_SAFE_INTEGER));
 }
 
-/** @deprecated Payloads are no longer limited to JSON: use {@link Stored}, which this is now an alias of. */
+/**
+ * The old name of {@link Stored}, from when payloads were JSON only.
+ * @deprecated Payloads are no longer limited to JSON: use {@link Stored}, which this is now an alias of.
+ */
 export type Jsonified<T> = Stored<T>;
 
-/** @deprecated Use {@link roundTrip}, which this is now an alias of (a `Date` stays a `Date`). */
+/**
+ * The old name of {@link roundTrip}, from when payloads were JSON only.
+ * @deprecated Use {@link roundTrip}, which this is now an alias of (a `Date` stays a `Date`).
+ */
 export const jsonify: <T>(value: T) => Stored<T> = roundTrip;

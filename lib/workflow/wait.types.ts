@@ -3,7 +3,17 @@ import type { Duration } from '../util/duration';
 import type { Stored } from './payload.types';
 
 /** What `ctx.waitForSignal` and `ctx.waitForEvent` resolve with: the payload, or that the wait timed out. */
-export type WaitOutcome<T> = { timedOut: false; payload: Stored<T> } | { timedOut: true };
+export type WaitOutcome<T> =
+  | {
+      /** `false`: the signal or event came. */
+      timedOut: false;
+      /** The signal's or event's payload, as stored and read back (see {@link Stored}). */
+      payload: Stored<T>;
+    }
+  | {
+      /** `true`: the wait's `timeoutMs` passed first; there is no payload. */
+      timedOut: true;
+    };
 
 /** Options of `ctx.waitForSignal`. */
 export interface SignalWaitOptions {
@@ -50,8 +60,11 @@ export const INVOKE_OPTIONS: readonly string[] = ['id', 'priority', 'group', 'at
 
 /** One child of `ctx.invokeAll`. */
 export interface InvokeCall<W = unknown> {
+  /** The child's workflow: its class, its contract or its name. */
   workflow: W;
+  /** The child run's input (checked against the workflow's input schema, if it has one). */
   input: unknown;
+  /** The child's id, priority, group and attempts; by default its id derives from the parent's id and the call's memo key. */
   opts?: InvokeOptions;
 }
 

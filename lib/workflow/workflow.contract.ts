@@ -16,9 +16,13 @@ export const WORKFLOW_CONTRACT: unique symbol = Symbol.for('nest-sluice.workflow
 
 // Phantom keys: they exist only in the type system (nothing is emitted for them) and carry the
 // contract's input and output. Exported only so that declaration files can name them.
+/** Phantom key of {@link WorkflowContract}: carries the input type producers pass. */
 export declare const contractInput: unique symbol;
+/** Phantom key of {@link WorkflowContract}: carries the output type producers get back. */
 export declare const contractOutput: unique symbol;
+/** Phantom key of {@link WorkflowContract}: carries the type the workflow's `run` receives. */
 export declare const contractRunInput: unique symbol;
+/** Phantom key of {@link WorkflowContract}: carries the type the workflow's `run` returns. */
 export declare const contractRunOutput: unique symbol;
 
 /**
@@ -33,6 +37,7 @@ export declare const contractRunOutput: unique symbol;
  * type and `Out` its output type.
  */
 export interface WorkflowContract<In = unknown, Out = unknown, RunIn = In, RunOut = Out> {
+  /** Marks the object as a contract (see {@link isWorkflowContract}). */
   readonly [WORKFLOW_CONTRACT]: true;
   /** The workflow name, as stored with every run. */
   readonly name: string;

@@ -261,13 +261,16 @@ export interface WorkflowOptions<In = unknown> {
 
 /** `@Workflow({ keep })`: how many finished runs of each outcome to keep at most. */
 export interface RetentionByCount {
+  /** Most completed runs of the workflow to keep, the newest (an integer >= 0); omit for no count limit. */
   completed?: number;
+  /** Most failed runs of the workflow to keep, the newest (an integer >= 0); omit for no count limit. */
   failed?: number;
 }
 
 /** The shape every `@Workflow` class has. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- defaults for 'some workflow': unknown would reject run(input: Foo) under strictFunctionTypes and break inference at call sites; public API
 export interface WorkflowInstance<In = any, Out = any> {
+  /** Runs one attempt of a run: `input` is the run's input, `ctx` its context; returns the run's result. */
   run(input: In, ctx: RunContext<In>): Out | Promise<Out>;
 }
 
