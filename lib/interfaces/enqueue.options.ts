@@ -8,7 +8,8 @@ export const MAX_PRIORITY = 1_048_575;
 export interface EnqueueOptions {
   /**
    * Run id, and idempotency key: enqueuing an id that exists returns the existing run and
-   * writes nothing. Default: a random id of 16 characters (95 random bits). The id is free again once the finished run expires.
+   * writes nothing. Default: 16 base64url characters, the creation time in ms (7) then 54 random
+   * bits (9): time-ordered, not secret. The id is free again once the finished run expires.
    */
   id?: string;
   /** Start no earlier than this from now: ms, or a string such as `'30s'`, `'10m'`. */
