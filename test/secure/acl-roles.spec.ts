@@ -145,6 +145,6 @@ describe('ACL users, one per role', () => {
     await admin.call('ACL', 'SETUSER', users[users.length - 1], '-hmget');
     const error = await rejection(() => producer.client.get(handle.id));
     expect(error).toBeInstanceOf(RedisCommandError);
-    expect((error as Error).message).toMatch(/NOPERM .*'hmget'.*see docs\/deployment\.md#acl-users/);
+    expect((error as Error).message).toMatch(/NOPERM .*'hmget'.*see docs\/connections\.md#acl-users/);
   });
 });
