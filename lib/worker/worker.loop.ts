@@ -329,8 +329,10 @@ export class WorkerLoop {
       return { nextDueMs: reserved.nextDueMs, claimed: reserved.claims.length };
     } finally {
       this.sequencer.deliver(ticket, claims);
-      if (settlesQuiet && boot && !answered && !this.stopping) this.quietAwaitsReserve = true;
-      else if (settlesQuiet) this.bootQuiet.claimed(claims.length, this.active);
+      if (settlesQuiet) {
+        if (boot && !answered && !this.stopping) this.quietAwaitsReserve = true;
+        else this.bootQuiet.claimed(claims.length, this.active);
+      }
     }
   }
 
