@@ -106,21 +106,10 @@ end
 
 -- 2. A new window. A run under this id that exists already is returned as lua/enqueue.lua does.
 if check == 49 then
-  local existing = redis.call('HMGET', KEYS[1], 'state', 'nonce')
-  if existing[1] then return { existing[2] == nonce and 'created' or 'existing', id, existing[1], existing[2] == nonce and 1 or 0 } end
+  local created, state = existingRun(KEYS[1], nonce)
+  if created then return { created == 1 and 'created' or 'existing', id, state, created } end
 end
-local priority, delayMs, runAt, attempts, group, trace, timeoutMs = '0', '0', '', DEFAULT_MAX_ATTEMPTS, '', '', ''
-for i = 13, #ARGV, 2 do
-  local name, value = ARGV[i], ARGV[i + 1]
-  if name == 'priority' then priority = value
-  elseif name == 'delay' then delayMs = value
-  elseif name == 'at' then runAt = value
-  elseif name == 'attempts' then attempts = value
-  elseif name == 'group' then group = value
-  elseif name == 'trace' then trace = value
-  elseif name == 'timeout' then timeoutMs = value
-  else return redis.error_reply('ERR enqueue-dedupe: unknown option ' .. tostring(name)) end
-end
+local priority, delayMs, runAt, attempts, group, trace, timeoutMs = enqueueOptions(13, 'enqueue-dedupe')
 local _, state, token, listener = enqueueRun(base, id, workflow, input, priority, delayMs, runAt, attempts, group, fastPath == 49,
   ARGV[6], '', nonce, trace, timeoutMs, lean == 49, false)
 redis.call('HSET', KEYS[1], 'dedupeKey', dedupeKey, 'dedupeMode', mode, 'dedupeCount', 1, 'dedupeInput', 1, 'dedupeLast', nonce)

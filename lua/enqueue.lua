@@ -108,17 +108,6 @@ if #ARGV <= 8 then
   -- No option differs from its default: the common call (see enqueuePlain).
   return reply(enqueuePlain(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[7] or '', ARGV[8] or '', fastPath == 49, ARGV[6], lean == 49, check == 49, laneEmpty))
 end
-local priority, delayMs, runAt, attempts, group, trace, timeoutMs = '0', '0', '', DEFAULT_MAX_ATTEMPTS, '', '', ''
-for i = 9, #ARGV, 2 do
-  local name, value = ARGV[i], ARGV[i + 1]
-  if name == 'priority' then priority = value
-  elseif name == 'delay' then delayMs = value
-  elseif name == 'at' then runAt = value
-  elseif name == 'attempts' then attempts = value
-  elseif name == 'group' then group = value
-  elseif name == 'trace' then trace = value
-  elseif name == 'timeout' then timeoutMs = value
-  else return redis.error_reply('ERR enqueue: unknown option ' .. tostring(name)) end
-end
+local priority, delayMs, runAt, attempts, group, trace, timeoutMs = enqueueOptions(9, 'enqueue')
 return reply(enqueueRun(ARGV[1], ARGV[2], ARGV[3], ARGV[4], priority, delayMs, runAt, attempts, group, fastPath == 49,
   ARGV[6], ARGV[7], ARGV[8], trace, timeoutMs, lean == 49, check == 49))

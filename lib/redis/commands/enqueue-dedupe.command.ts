@@ -2,8 +2,7 @@ import type { DedupeOutcome, DedupeRequest } from '../../interfaces/dedupe.optio
 import type { EnqueueRequest } from '../../interfaces/enqueue.options';
 import type { LuaScripts } from '../lua.scripts';
 import type { RedisKeys } from '../redis.keys';
-import { RECORD_DEFAULT_MAX_ATTEMPTS } from '../run.layout';
-import { enqueueFlags, firstTryOnly, newNonce, type EnqueueSettings } from './enqueue.command';
+import { enqueueFlags, firstTryOnly, newNonce, pushEnqueueOptions, type EnqueueSettings } from './enqueue.command';
 
 /** One call of lua/enqueue-dedupe.lua: a run, its dedupe, and the caller's extras. */
 export interface DedupeCall {
@@ -68,14 +67,7 @@ function dedupeArgs(keys: RedisKeys, settings: EnqueueSettings, call: DedupeCall
     dedupe.replace ? '1' : '0',
     dedupe.maxWaitMs ?? '',
   ];
-  if (request.priority !== 0) args.push('priority', request.priority);
   // Debounce owns the delay (dedupeRequest refused delayMs and runAt with it).
-  if (dedupe.mode === 'debounce') args.push('delay', dedupe.ttlMs);
-  else if (request.delayMs !== 0) args.push('delay', request.delayMs);
-  if (request.runAtMs !== undefined) args.push('at', request.runAtMs);
-  if (request.attempts !== RECORD_DEFAULT_MAX_ATTEMPTS) args.push('attempts', request.attempts);
-  if (request.group) args.push('group', request.group);
-  if (trace !== undefined) args.push('trace', trace);
-  if (request.runTimeoutMs !== undefined) args.push('timeout', request.runTimeoutMs);
+  pushEnqueueOptions(args, request, trace, dedupe.mode === 'debounce' ? dedupe.ttlMs : request.delayMs);
   return args;
 }

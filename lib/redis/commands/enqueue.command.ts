@@ -108,16 +108,25 @@ function enqueueArgs(keys: RedisKeys, settings: EnqueueSettings, call: EnqueueCa
     call.waited,
     nonce,
   ];
+  pushEnqueueOptions(args, request, trace, request.delayMs);
+  // No option pushed: the trailing empty values (who waits, the nonce) are left off.
+  if (args.length === 8) while (args.length > 6 && args[args.length - 1] === '') args.pop();
+  return args;
+}
+
+/**
+ * Appends the options of an enqueue that differ from their defaults, as the name/value pairs the
+ * enqueue scripts read (enqueueOptions in lua/includes/enqueue.lua). `delayMs`: the run's delay
+ * (a debounce sets its own).
+ */
+export function pushEnqueueOptions(args: (string | number)[], request: EnqueueRequest, trace: string | undefined, delayMs: number): void {
   if (request.priority !== 0) args.push('priority', request.priority);
-  if (request.delayMs !== 0) args.push('delay', request.delayMs);
+  if (delayMs !== 0) args.push('delay', delayMs);
   if (request.runAtMs !== undefined) args.push('at', request.runAtMs);
   if (request.attempts !== RECORD_DEFAULT_MAX_ATTEMPTS) args.push('attempts', request.attempts);
   if (request.group) args.push('group', request.group);
   if (trace !== undefined) args.push('trace', trace);
   if (request.runTimeoutMs !== undefined) args.push('timeout', request.runTimeoutMs);
-  // No option pushed: the trailing empty values (who waits, the nonce) are left off.
-  if (args.length === 8) while (args.length > 6 && args[args.length - 1] === '') args.pop();
-  return args;
 }
 
 /**
