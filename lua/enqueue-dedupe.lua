@@ -20,7 +20,8 @@
   A try sent again after a lost reply is known by its nonce (ARGV[8]): the retry of the call that
   created the run, or of the latest call folded into it, gets its first answer, nothing written.
 
-  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, enqueue
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, enqueue,
+  enqueue-options
 
   KEYS[1] run:<id>          hash, the run this call creates if it opens the window
   KEYS[2] dedupe:<workflow>:<key>  string: the window's run id
@@ -57,6 +58,7 @@
 -- @include groups
 -- @include records
 -- @include enqueue
+-- @include enqueue-options
 
 local base, id, workflow, input, nonce = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[7]
 local mode, dedupeKey, ttlMs, replace, maxWaitMs = ARGV[8], ARGV[9], tonumber(ARGV[10]), ARGV[11] == '1', tonumber(ARGV[12])

@@ -22,7 +22,8 @@
   it goes through a claim, whose row carries it (see withExtras in claim.lua). Nor is a run with
   its own time limit ('timeout'), for the same reason: its claim row carries the limit.
 
-  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, enqueue
+  Includes: time, util, lanes, wakes, limits, leases, rates, caps, groups, records, enqueue,
+  enqueue-options
 
   KEYS[1] run:<id>          hash
   KEYS[2], KEYS[3] the slot guard: keys that never exist (lib/redis/lua.scripts.ts)
@@ -78,6 +79,7 @@
 -- @include groups
 -- @include records
 -- @include enqueue
+-- @include enqueue-options
 
 -- A producer's common call with a backlog, first and in a straight line (nothing else set up):
 -- a generated id's first try (no look for an existing run), a lean record, nobody waiting, no

@@ -23,6 +23,7 @@ const INCLUDE_ORDER = [
   'claim-pass',
   'steps',
   'enqueue',
+  'enqueue-options',
   'schedules',
   'batches',
 ];
